@@ -1,0 +1,30 @@
+//! revolve's core: the session log's records, the fold that turns them into
+//! state, and the turn state machine that decides what happens next.
+//!
+//! Nothing here touches files, the network, processes, the environment,
+//! threads, randomness or a clock. Time and ids arrive as inputs; everything
+//! that must happen in the world leaves as a [`Command`]. The shell
+//! (`revolve-io`) executes commands and feeds their outcomes back; see
+//! [`session`] for the order in which it must do so.
+//!
+//! * [`record`]: the log format, one [`Record`] per line.
+//! * [`state`]: the fold, [`State::apply`], and [`state::requests`], which
+//!   rebuilds every model request from a log.
+//! * [`session`]: the live state machine, [`Session::handle`].
+//! * [`request`]: the exact request bodies.
+//! * [`names`]: generated session names.
+//! * [`view`]: the status line, transcripts and listings.
+
+pub mod names;
+pub mod prompt;
+pub mod record;
+pub mod request;
+pub mod session;
+pub mod slash;
+pub mod state;
+pub mod view;
+
+pub use record::{Header, Message, Record, Role, Totals};
+pub use request::Request;
+pub use session::{Command, Input, Reply, Session, Usage};
+pub use state::State;

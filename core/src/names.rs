@@ -1,0 +1,174 @@
+//! Generated session names: the first word of a fixed list that no session of
+//! this directory uses, running or on disk.
+
+use std::collections::BTreeSet;
+
+use crate::view::Summary;
+
+/// The words, in the order they are handed out.
+pub const WORDS: [&str; 48] = [
+    "amber", "birch", "cedar", "dune", "ember", "fern", "garnet", "heath", "iris", "juniper",
+    "kelp", "larch", "maple", "nettle", "oak", "pine", "quartz", "reed", "sage", "thyme", "umber",
+    "vale", "willow", "yarrow", "zinnia", "alder", "basalt", "clover", "delta", "elm", "flint",
+    "grove", "hazel", "ivy", "jasper", "kestrel", "lichen", "moss", "north", "olive", "poplar",
+    "quill", "rowan", "slate", "tansy", "upland", "violet", "wren",
+];
+
+/// The first free name: each word of [`WORDS`] in order, then `amber-2`,
+/// `birch-2`, … and so on with higher numbers. Never returns a name in `used`.
+pub fn allocate(used: &BTreeSet<String>) -> String {
+    (1u64..)
+        .flat_map(|round| {
+            WORDS.iter().map(move |w| {
+                if round == 1 {
+                    (*w).to_owned()
+                } else {
+                    format!("{w}-{round}")
+                }
+            })
+        })
+        .find(|name| !used.contains(name))
+        // `used` is finite and the sequence is not, so a free name exists.
+        .expect("an unbounded sequence of distinct names has a free one")
+}
+
+/// Why a name cannot be used.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BadName {
+    Empty,
+    TooLong,
+    /// A character other than letters, digits, `-`, `_` and `.`, or a
+    /// leading `.` or `-`.
+    Characters,
+    /// Another session of this directory has it.
+    InUse,
+}
+
+impl std::fmt::Display for BadName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BadName::Empty => "a name cannot be empty",
+            BadName::TooLong => "a name has at most 64 characters",
+            BadName::Characters => {
+                "a name uses letters, digits, '-', '_' and '.', and starts with a letter or digit"
+            }
+            BadName::InUse => "another session of this directory has that name",
+        })
+    }
+}
+
+/// Checks a name the user chose.
+pub fn validate(name: &str, used: &BTreeSet<String>) -> Result<(), BadName> {
+    if name.is_empty() {
+        return Err(BadName::Empty);
+    }
+    if name.chars().count() > 64 {
+        return Err(BadName::TooLong);
+    }
+    let ok = |c: char| c.is_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if !name.chars().all(ok) || name.starts_with(['.', '-']) {
+        return Err(BadName::Characters);
+    }
+    if used.contains(name) {
+        return Err(BadName::InUse);
+    }
+    Ok(())
+}
+
+/// Why a session could not be picked.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Pick {
+    /// Nothing matches.
+    None,
+    /// An id prefix matches several sessions.
+    Ambiguous(Vec<String>),
+}
+
+/// Picks the session `needle` names among this directory's sessions: an
+/// exact id, else a name (the most recently active session of that name),
+/// else a unique id prefix.
+pub fn pick<'a>(needle: &str, sessions: &'a [Summary]) -> Result<&'a Summary, Pick> {
+    if let Some(s) = sessions.iter().find(|s| s.id == needle) {
+        return Ok(s);
+    }
+    if let Some(s) = sessions
+        .iter()
+        .filter(|s| s.name.as_deref() == Some(needle))
+        .max_by(|a, b| {
+            a.last_activity
+                .cmp(&b.last_activity)
+                .then_with(|| a.id.cmp(&b.id))
+        })
+    {
+        return Ok(s);
+    }
+    let prefixed: Vec<&Summary> = sessions
+        .iter()
+        .filter(|s| s.id.starts_with(needle))
+        .collect();
+    match prefixed.as_slice() {
+        [] => Err(Pick::None),
+        [one] => Ok(one),
+        many => Err(Pick::Ambiguous(many.iter().map(|s| s.id.clone()).collect())),
+    }
+}
+
+/// The most recently active session, for `--continue`.
+pub fn latest(sessions: &[Summary]) -> Option<&Summary> {
+    sessions.iter().max_by(|a, b| {
+        a.last_activity
+            .cmp(&b.last_activity)
+            .then_with(|| a.id.cmp(&b.id))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::quickcheck;
+
+    #[test]
+    fn hands_out_in_order() {
+        let mut used = BTreeSet::new();
+        assert_eq!(allocate(&used), "amber");
+        used.insert("amber".to_owned());
+        assert_eq!(allocate(&used), "birch");
+        used.extend(WORDS.iter().map(|w| w.to_string()));
+        assert_eq!(allocate(&used), "amber-2");
+    }
+
+    #[test]
+    fn words_are_distinct() {
+        let set: BTreeSet<_> = WORDS.iter().collect();
+        assert_eq!(set.len(), WORDS.len());
+    }
+
+    #[test]
+    fn validation() {
+        let used = BTreeSet::from(["amber".to_owned()]);
+        assert_eq!(validate("login-bug", &used), Ok(()));
+        assert_eq!(validate("amber", &used), Err(BadName::InUse));
+        assert_eq!(validate("", &used), Err(BadName::Empty));
+        assert_eq!(validate("a/b", &used), Err(BadName::Characters));
+        assert_eq!(validate("..", &used), Err(BadName::Characters));
+        assert_eq!(validate(&"x".repeat(65), &used), Err(BadName::TooLong));
+    }
+
+    quickcheck! {
+        fn allocation_never_returns_a_used_name(picks: Vec<u16>, extra: Vec<String>) -> bool {
+            // Mostly real words and numbered words, so collisions are likely.
+            let mut used: BTreeSet<String> = picks.iter().map(|p| {
+                let w = WORDS[*p as usize % WORDS.len()];
+                match p / 64 % 3 { 0 => w.to_owned(), n => format!("{w}-{}", n + 1) }
+            }).collect();
+            used.extend(extra);
+            !used.contains(&allocate(&used))
+        }
+
+        fn allocation_fills_the_first_gap(n: u8) -> bool {
+            let n = n as usize % WORDS.len();
+            let used: BTreeSet<String> = WORDS[..n].iter().map(|w| w.to_string()).collect();
+            allocate(&used) == WORDS[n]
+        }
+    }
+}

@@ -1,0 +1,394 @@
+//! The session log: one JSON object per line, tagged by `"type"`.
+//!
+//! A session file is written as things happen and read back by folding its
+//! records in order (see [`crate::State`]). This type is the format's
+//! specification; each kind below shows one line as it is written.
+//!
+//! # Rules for readers and writers
+//!
+//! * The first line is a [`Header`]. Its `version` is [`FORMAT_VERSION`].
+//! * `"type"` is always the first key, so a reader can dispatch on it without
+//!   building a generic JSON value first ([`Record::parse_line`]).
+//! * Fields added later carry `#[serde(default)]`, so older files still open.
+//! * A reader skips a line whose `"type"` it does not know, and a torn or
+//!   garbled line, counts what it skipped, and never refuses a whole file for
+//!   one line.
+//! * Times are RFC 3339 in UTC.
+//!
+//! # Kinds
+//!
+//! `header`, the first line of every file:
+//! ```json
+//! {"type":"header","version":1,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! ```
+//!
+//! `context`, the system prompt, written before the request that first uses it
+//! and again whenever it changes:
+//! ```json
+//! {"type":"context","at":"2026-12-02T10:26:10Z","system":"You are revolve, ..."}
+//! ```
+//!
+//! `message`, a user or assistant message (`partial` marks an answer that was
+//! cut off by an interruption or a failure; it is kept as it was streamed):
+//! ```json
+//! {"type":"message","at":"2026-12-02T10:26:10Z","role":"user","content":"hello"}
+//! {"type":"message","at":"2026-12-02T10:26:12Z","role":"assistant","content":"Hi.","partial":false}
+//! ```
+//!
+//! `failed` and `interrupted`, a model request that ended without a complete
+//! answer; the user's message stays and the next turn goes on from it:
+//! ```json
+//! {"type":"failed","at":"2026-12-02T10:26:12Z","error":"HTTP 503 from http://127.0.0.1:8080/v1/chat/completions"}
+//! {"type":"interrupted","at":"2026-12-02T10:26:12Z"}
+//! ```
+//!
+//! `totals`, the running totals after each turn (cumulative, so the last one
+//! wins):
+//! ```json
+//! {"type":"totals","at":"2026-12-02T10:26:12Z","tokens_in":812,"tokens_out":40,"turns":1,"last_context":852,"estimated":false,"name":"amber"}
+//! ```
+//!
+//! `resumed`, a later run picking the session up again (with the model and
+//! window it runs with from then on); `renamed`, a new name:
+//! ```json
+//! {"type":"resumed","at":"2026-12-02T11:00:00Z","model":"gpt-4o-mini","window":128000}
+//! {"type":"renamed","at":"2026-12-02T11:00:05Z","name":"login-bug"}
+//! ```
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// The version written into every new header.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// One line of a session log.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// The first line of a file: who, where, with which model.
+    Header(Header),
+    /// The system prompt, whenever it differs from the last one written.
+    Context(Context),
+    /// A user or assistant message.
+    Message(Message),
+    /// A model request that failed; the turn ended without a full answer.
+    Failed(Failed),
+    /// A model request that the user interrupted.
+    Interrupted(Stamp),
+    /// Running totals, appended at the end of every turn.
+    Totals(Totals),
+    /// A later run resumed this session.
+    Resumed(Resumed),
+    /// The session got a new name.
+    Renamed(Renamed),
+}
+
+/// The first line of a session file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    /// Format version, [`FORMAT_VERSION`] when written by this build.
+    pub version: u32,
+    /// Unique id, also the file's stem.
+    pub id: String,
+    /// The session's name, user-given or generated; `None` for piped runs.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether the user chose the name (`--name`, `/name`). Only named
+    /// sessions are listed by default.
+    #[serde(default)]
+    pub named: bool,
+    /// The working directory the session started in.
+    pub cwd: String,
+    /// The project key: the main work tree of the repository, or the cwd.
+    pub project: String,
+    /// When the session started.
+    #[serde(with = "time::serde::rfc3339")]
+    pub started: OffsetDateTime,
+    /// The model asked.
+    pub model: String,
+    /// The declared context window, in tokens.
+    pub window: u64,
+    /// Which wire protocol answered (`openai`, `scripted`, ...).
+    #[serde(default)]
+    pub provider: String,
+    /// The id of the file this one continues after a compaction.
+    #[serde(default)]
+    pub continues: Option<String>,
+}
+
+/// A system prompt as it was sent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Context {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub system: String,
+}
+
+/// A message of the conversation, with the time it was written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub role: Role,
+    pub content: String,
+    /// An answer cut short by an interruption or a failure.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub partial: bool,
+}
+
+impl Message {
+    /// A complete user message.
+    pub fn user(at: OffsetDateTime, content: impl Into<String>) -> Message {
+        Message {
+            at,
+            role: Role::User,
+            content: content.into(),
+            partial: false,
+        }
+    }
+
+    /// A complete assistant message.
+    pub fn assistant(at: OffsetDateTime, content: impl Into<String>) -> Message {
+        Message {
+            at,
+            role: Role::Assistant,
+            content: content.into(),
+            partial: false,
+        }
+    }
+}
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// A failed request and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Failed {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub error: String,
+}
+
+/// A record that carries only its time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+}
+
+/// Running totals of a session, cumulative across runs.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    #[serde(with = "time::serde::rfc3339::option", default)]
+    pub at: Option<OffsetDateTime>,
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default)]
+    pub turns: u64,
+    /// The size of the context at the last answer, in tokens.
+    #[serde(default)]
+    pub last_context: u64,
+    /// Whether `last_context` is an estimate rather than the provider's count.
+    #[serde(default)]
+    pub estimated: bool,
+    /// The session's name at this point, so a listing that reads only the
+    /// end of a file still sees a rename made long before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether that name was chosen by the user.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub named: bool,
+}
+
+/// A later run picked the session up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Resumed {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub model: String,
+    pub window: u64,
+}
+
+/// The session's new name; a rename always makes a session named.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Renamed {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub name: String,
+}
+
+/// Why a line was not read as a record.
+#[derive(Debug)]
+pub enum LineError {
+    /// The line is valid JSON with a `"type"` this build does not know.
+    Unknown(String),
+    /// The line is not a record: torn, garbled, or missing fields.
+    Malformed(String),
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LineError::Unknown(kind) => write!(f, "unknown record type {kind:?}"),
+            LineError::Malformed(why) => write!(f, "malformed line: {why}"),
+        }
+    }
+}
+
+impl Record {
+    /// Reads one line of a session log.
+    ///
+    /// Lines written by revolve start with `{"type":"…"`; for those the tag is
+    /// read off the front and the rest is parsed straight into the record's
+    /// struct, without building a generic JSON value first. Any other valid
+    /// object goes the general way.
+    pub fn parse_line(line: &str) -> Result<Record, LineError> {
+        const PREFIX: &str = "{\"type\":\"";
+        let line = line.trim_end_matches(['\n', '\r']);
+        if let Some(rest) = line.strip_prefix(PREFIX) {
+            if let Some(end) = rest.find('"') {
+                return Record::parse_as(&rest[..end], line);
+            }
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| LineError::Malformed(e.to_string()))?;
+        let kind = value
+            .get("type")
+            .and_then(|t| t.as_str())
+            .ok_or_else(|| LineError::Malformed("no \"type\" field".into()))?
+            .to_owned();
+        Record::parse_as(&kind, line)
+    }
+
+    fn parse_as(kind: &str, line: &str) -> Result<Record, LineError> {
+        fn body<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineError> {
+            serde_json::from_str(line).map_err(|e| LineError::Malformed(e.to_string()))
+        }
+        Ok(match kind {
+            "header" => Record::Header(body(line)?),
+            "context" => Record::Context(body(line)?),
+            "message" => Record::Message(body(line)?),
+            "failed" => Record::Failed(body(line)?),
+            "interrupted" => Record::Interrupted(body(line)?),
+            "totals" => Record::Totals(body(line)?),
+            "resumed" => Record::Resumed(body(line)?),
+            "renamed" => Record::Renamed(body(line)?),
+            other => {
+                // Make sure it is at least JSON before calling it unknown.
+                serde_json::from_str::<serde::de::IgnoredAny>(line)
+                    .map_err(|e| LineError::Malformed(e.to_string()))?;
+                return Err(LineError::Unknown(other.to_owned()));
+            }
+        })
+    }
+
+    /// The record as one line of JSON, without the newline.
+    pub fn to_line(&self) -> String {
+        // A record holds only strings, numbers and booleans, which always
+        // serialize.
+        serde_json::to_string(self).expect("records always serialize")
+    }
+
+    /// When the record was written, where it says.
+    pub fn at(&self) -> Option<OffsetDateTime> {
+        match self {
+            Record::Header(h) => Some(h.started),
+            Record::Context(c) => Some(c.at),
+            Record::Message(m) => Some(m.at),
+            Record::Failed(f) => Some(f.at),
+            Record::Interrupted(s) => Some(s.at),
+            Record::Totals(t) => t.at,
+            Record::Resumed(r) => Some(r.at),
+            Record::Renamed(r) => Some(r.at),
+        }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn at() -> OffsetDateTime {
+        datetime!(2026-12-02 10:26:06 UTC)
+    }
+
+    #[test]
+    fn type_is_written_first_and_lines_round_trip() {
+        let records = [
+            Record::Message(Message::user(at(), "hi \"there\"\n")),
+            Record::Totals(Totals {
+                at: Some(at()),
+                turns: 3,
+                ..Totals::default()
+            }),
+            Record::Interrupted(Stamp { at: at() }),
+        ];
+        for r in records {
+            let line = r.to_line();
+            assert!(line.starts_with("{\"type\":\""), "{line}");
+            assert_eq!(Record::parse_line(&line).unwrap(), r);
+        }
+    }
+
+    #[test]
+    fn message_line_is_flat() {
+        let r = Record::Message(Message::assistant(at(), "ok"));
+        assert_eq!(
+            r.to_line(),
+            r#"{"type":"message","at":"2026-12-02T10:26:06Z","role":"assistant","content":"ok"}"#
+        );
+    }
+
+    #[test]
+    fn type_need_not_come_first() {
+        let line = r#"{"at":"2026-12-02T10:26:06Z","type":"interrupted"}"#;
+        assert_eq!(
+            Record::parse_line(line).unwrap(),
+            Record::Interrupted(Stamp { at: at() })
+        );
+    }
+
+    #[test]
+    fn unknown_and_garbled_lines_are_told_apart() {
+        assert!(matches!(
+            Record::parse_line(r#"{"type":"heartbeat","n":1}"#),
+            Err(LineError::Unknown(k)) if k == "heartbeat"
+        ));
+        assert!(matches!(
+            Record::parse_line(r#"{"type":"message","at":"2026-12-02T10:2"#),
+            Err(LineError::Malformed(_))
+        ));
+        assert!(matches!(
+            Record::parse_line("not json"),
+            Err(LineError::Malformed(_))
+        ));
+        assert!(matches!(
+            Record::parse_line(r#"{"type":"heart"#),
+            Err(LineError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn older_totals_without_new_fields_still_read() {
+        let r = Record::parse_line(r#"{"type":"totals","turns":2}"#).unwrap();
+        assert_eq!(
+            r,
+            Record::Totals(Totals {
+                turns: 2,
+                ..Totals::default()
+            })
+        );
+    }
+}

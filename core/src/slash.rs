@@ -1,0 +1,58 @@
+//! The REPL's slash commands, parsed. A line starting with `/` is a command
+//! in every input mode, so `printf '/name db\nhello\n' | revolve` works.
+
+/// A parsed slash command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Slash {
+    /// `/name NEW`: rename this session.
+    Name(String),
+    /// `/status`: show the status line.
+    Status,
+    /// `/help`: list the commands.
+    Help,
+    /// `/quit` or `/exit`: end the session.
+    Quit,
+    /// Anything else starting with `/`; the text is the command word.
+    Unknown(String),
+    /// A command missing its argument; the text says what is missing.
+    Incomplete(&'static str),
+}
+
+/// What `/help` prints.
+pub const HELP: &str = "\
+/name NAME   name this session (named sessions are listed by `revolve sessions`)
+/status      show the session, turns, tokens and context reading
+/help        show this list
+/quit        end the session (Ctrl-D does the same)
+Ctrl-C cancels the turn in flight; what streamed so far is kept.";
+
+/// Parses a line; `None` when it is not a command (does not start with `/`).
+pub fn parse(line: &str) -> Option<Slash> {
+    let rest = line.trim().strip_prefix('/')?;
+    let (word, arg) = match rest.split_once(char::is_whitespace) {
+        Some((w, a)) => (w, a.trim()),
+        None => (rest, ""),
+    };
+    Some(match word {
+        "name" if arg.is_empty() => Slash::Incomplete("/name needs a name, e.g. /name login-bug"),
+        "name" => Slash::Name(arg.to_owned()),
+        "status" => Slash::Status,
+        "help" | "?" => Slash::Help,
+        "quit" | "exit" | "q" => Slash::Quit,
+        other => Slash::Unknown(other.to_owned()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses() {
+        assert_eq!(parse("hello"), None);
+        assert_eq!(parse(" /name  db "), Some(Slash::Name("db".into())));
+        assert!(matches!(parse("/name"), Some(Slash::Incomplete(_))));
+        assert_eq!(parse("/quit"), Some(Slash::Quit));
+        assert_eq!(parse("/frob x"), Some(Slash::Unknown("frob".into())));
+    }
+}

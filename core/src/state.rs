@@ -1,0 +1,212 @@
+//! The fold: a session's state is its records applied in order.
+//!
+//! The live [`crate::Session`] changes its state only by applying the records
+//! it asks the shell to append, so folding a file from the start gives exactly
+//! the state the live run had, and [`requests`] rebuilds exactly the model
+//! requests it sent.
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+use crate::record::{Header, Message, Record, Role, Totals};
+use crate::request::Request;
+
+/// Everything a session log says, folded.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct State {
+    /// The header as written; `None` until the first line is read.
+    pub header: Option<Header>,
+    /// The current name (a rename replaces the header's).
+    pub name: Option<String>,
+    /// Whether the current name was chosen by the user.
+    pub named: bool,
+    /// The model requests go to now (a resume may change it).
+    pub model: String,
+    /// The declared context window now, in tokens.
+    pub window: u64,
+    /// The last system prompt written.
+    pub system: Option<String>,
+    /// The conversation the model sees.
+    pub messages: Vec<Message>,
+    /// The running totals, as last written.
+    pub totals: Totals,
+    /// The time of the last record that carries one.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub last_activity: Option<OffsetDateTime>,
+    /// How many times the session was resumed.
+    pub resumes: u32,
+    /// Whether a request is due: the last message is the user's and nothing
+    /// answered it yet.
+    pub awaiting: bool,
+}
+
+impl State {
+    /// Folds records from the start.
+    pub fn fold<'a>(records: impl IntoIterator<Item = &'a Record>) -> State {
+        let mut state = State::default();
+        for record in records {
+            state.apply(record);
+        }
+        state
+    }
+
+    /// Applies one record. Never panics, whatever the order of records;
+    /// returns a note when the record does not fit what came before (shown by
+    /// `replay --check`), after applying what it can.
+    pub fn apply(&mut self, record: &Record) -> Option<String> {
+        if let Some(at) = record.at() {
+            self.last_activity = Some(at);
+        }
+        let mut note = None;
+        if self.header.is_none() && !matches!(record, Record::Header(_)) {
+            note = Some("record before the header".to_owned());
+        }
+        match record {
+            Record::Header(h) => {
+                if self.header.is_some() {
+                    return Some("a second header; ignored".to_owned());
+                }
+                self.header = Some(h.clone());
+                self.name = h.name.clone();
+                self.named = h.named;
+                self.model = h.model.clone();
+                self.window = h.window;
+            }
+            Record::Context(c) => self.system = Some(c.system.clone()),
+            Record::Message(m) => {
+                match m.role {
+                    Role::User => self.awaiting = true,
+                    Role::Assistant => {
+                        if !self.awaiting && note.is_none() {
+                            note = Some("an assistant message that answers no request".to_owned());
+                        }
+                        self.awaiting = false;
+                    }
+                }
+                self.messages.push(m.clone());
+            }
+            Record::Failed(_) | Record::Interrupted(_) => self.awaiting = false,
+            Record::Totals(t) => {
+                if t.turns < self.totals.turns && note.is_none() {
+                    note = Some(format!(
+                        "turns went back from {} to {}",
+                        self.totals.turns, t.turns
+                    ));
+                }
+                if t.name.is_some() {
+                    self.name = t.name.clone();
+                    self.named = t.named;
+                }
+                self.totals = t.clone();
+            }
+            Record::Resumed(r) => {
+                self.resumes += 1;
+                self.model = r.model.clone();
+                self.window = r.window;
+            }
+            Record::Renamed(r) => {
+                self.name = Some(r.name.clone());
+                self.named = true;
+            }
+        }
+        note
+    }
+
+    /// The session id, empty before the header.
+    pub fn id(&self) -> &str {
+        self.header.as_ref().map_or("", |h| &h.id)
+    }
+
+    /// The request this state would send now.
+    pub fn request(&self) -> Request {
+        Request::openai(&self.model, self.system.as_deref(), &self.messages)
+    }
+
+    /// Whether a record answers the request that is due.
+    fn answers(&self, record: &Record) -> bool {
+        self.awaiting
+            && matches!(
+                record,
+                Record::Message(Message {
+                    role: Role::Assistant,
+                    ..
+                }) | Record::Failed(_)
+                    | Record::Interrupted(_)
+            )
+    }
+}
+
+/// Every model request a session sent, rebuilt from its records in order: one
+/// before each record that answered a due request (an assistant message, a
+/// failure or an interruption).
+pub fn requests<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Request> {
+    let mut state = State::default();
+    let mut out = Vec::new();
+    for record in records {
+        if state.answers(record) {
+            out.push(state.request());
+        }
+        state.apply(record);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Failed, Renamed};
+    use time::macros::datetime;
+
+    fn header() -> Header {
+        Header {
+            version: 1,
+            id: "s1".into(),
+            name: Some("amber".into()),
+            named: false,
+            cwd: "/w".into(),
+            project: "/w".into(),
+            started: datetime!(2026-12-02 10:00 UTC),
+            model: "m".into(),
+            window: 1000,
+            provider: "scripted".into(),
+            continues: None,
+        }
+    }
+
+    #[test]
+    fn requests_are_rebuilt_before_each_answer() {
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let records = vec![
+            Record::Header(header()),
+            Record::Message(Message::user(at, "one")),
+            Record::Failed(Failed {
+                at,
+                error: "boom".into(),
+            }),
+            Record::Message(Message::user(at, "two")),
+            Record::Message(Message::assistant(at, "ok")),
+        ];
+        let reqs = requests(&records);
+        assert_eq!(reqs.len(), 2);
+        assert!(reqs[0].body.contains("\"one\"") && !reqs[0].body.contains("\"two\""));
+        assert!(reqs[1].body.contains("\"one\"") && reqs[1].body.contains("\"two\""));
+    }
+
+    #[test]
+    fn rename_and_notes() {
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut s = State::default();
+        assert!(s
+            .apply(&Record::Message(Message::assistant(at, "x")))
+            .is_some());
+        let mut s2 = State::fold(&[Record::Header(header())]);
+        assert!(s2
+            .apply(&Record::Renamed(Renamed {
+                at,
+                name: "db".into()
+            }))
+            .is_none());
+        assert_eq!((s2.name.as_deref(), s2.named), (Some("db"), true));
+        assert!(s2.apply(&Record::Header(header())).is_some());
+    }
+}

@@ -1,0 +1,169 @@
+//! What the user reads: the status line, transcripts, session listings.
+//! Pure text from state, so every view is snapshot-tested.
+
+use serde::Serialize;
+use time::format_description::BorrowedFormatItem;
+use time::macros::format_description;
+use time::OffsetDateTime;
+
+use crate::record::{Record, Role};
+use crate::state::State;
+
+const MINUTE: &[BorrowedFormatItem<'static>] =
+    format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
+
+/// A time as the user reads it: `2026-12-02 10:26 UTC`.
+pub fn when(t: OffsetDateTime) -> String {
+    t.to_offset(time::UtcOffset::UTC)
+        .format(MINUTE)
+        .unwrap_or_else(|_| t.to_string())
+}
+
+/// A token count in a few characters: `812`, `12.3k`, `128k`, `1.3M`
+/// (one decimal below a hundred of the unit, none above).
+pub fn tokens(n: u64) -> String {
+    let (unit, suffix) = match n {
+        0..=999 => return n.to_string(),
+        1_000..=999_499 => (1_000, "k"),
+        _ => (1_000_000, "M"),
+    };
+    let tenths = (n * 10 + unit / 2) / unit;
+    if tenths % 10 == 0 || tenths >= 1000 {
+        format!("{}{suffix}", (n + unit / 2) / unit)
+    } else {
+        format!("{}.{}{suffix}", tenths / 10, tenths % 10)
+    }
+}
+
+/// The status line shown before each prompt.
+///
+/// `amber · 3 turns · 12.3k in / 1.1k out · context 4.1k of 128k (3%)`
+pub fn status(state: &State) -> String {
+    let t = &state.totals;
+    let name = state.name.as_deref().unwrap_or("(unnamed)");
+    let turns = if t.turns == 1 {
+        "1 turn".to_owned()
+    } else {
+        format!("{} turns", t.turns)
+    };
+    let approx = if t.estimated { "~" } else { "" };
+    let pct = (t.last_context * 100)
+        .checked_div(state.window)
+        .unwrap_or(0);
+    format!(
+        "{name} · {turns} · {} in / {} out · context {approx}{} of {} ({pct}%)",
+        tokens(t.tokens_in),
+        tokens(t.tokens_out),
+        tokens(t.last_context),
+        tokens(state.window),
+    )
+}
+
+/// A session's conversation as text, the way `replay` and a resume show it.
+pub fn transcript(records: &[Record]) -> String {
+    let mut out = String::new();
+    for record in records {
+        match record {
+            Record::Header(h) => {
+                let name = h.name.as_deref().unwrap_or("(unnamed)");
+                out.push_str(&format!(
+                    "── session {name} ({}) · {} · started {} · {}\n",
+                    h.id,
+                    h.cwd,
+                    when(h.started),
+                    h.model
+                ));
+            }
+            Record::Message(m) => {
+                let cut = if m.partial { " [cut short]" } else { "" };
+                match m.role {
+                    Role::User => {
+                        for line in m.content.lines() {
+                            out.push_str(&format!("> {line}\n"));
+                        }
+                    }
+                    Role::Assistant => out.push_str(&format!("{}{cut}\n", m.content)),
+                }
+            }
+            Record::Failed(f) => out.push_str(&format!("! failed: {}\n", f.error)),
+            Record::Interrupted(_) => out.push_str("! interrupted\n"),
+            Record::Resumed(r) => {
+                out.push_str(&format!("── resumed {} · {}\n", when(r.at), r.model))
+            }
+            Record::Renamed(r) => out.push_str(&format!("── renamed to {}\n", r.name)),
+            Record::Context(_) | Record::Totals(_) => {}
+        }
+    }
+    out
+}
+
+/// One session as `revolve sessions` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    pub id: String,
+    pub name: Option<String>,
+    pub named: bool,
+    #[serde(with = "time::serde::rfc3339")]
+    pub started: OffsetDateTime,
+    pub turns: u64,
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_activity: OffsetDateTime,
+    pub path: String,
+}
+
+/// The listing: newest activity first, one session a line.
+pub fn listing(sessions: &[Summary]) -> String {
+    if sessions.is_empty() {
+        return "no sessions in this directory\n".to_owned();
+    }
+    let mut sorted: Vec<&Summary> = sessions.iter().collect();
+    sorted.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    let width = sorted
+        .iter()
+        .map(|s| s.name.as_deref().map_or(1, |n| n.chars().count()))
+        .max()
+        .unwrap_or(4);
+    let width = width.max(4);
+    let mut out = format!(
+        "{:width$}  {:24}  {:20}  {:>5}  LAST ACTIVITY\n",
+        "NAME", "ID", "STARTED", "TURNS"
+    );
+    for s in sorted {
+        out.push_str(&format!(
+            "{:width$}  {:24}  {:20}  {:>5}  {}\n",
+            s.name.as_deref().unwrap_or("-"),
+            s.id,
+            when(s.started),
+            s.turns,
+            when(s.last_activity)
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_counts_read_short() {
+        let cases = [
+            (0, "0"),
+            (812, "812"),
+            (1000, "1k"),
+            (12_345, "12.3k"),
+            (128_000, "128k"),
+            (99_949, "99.9k"),
+            (999_499, "999k"),
+            (999_500, "1M"),
+            (1_250_000, "1.3M"),
+        ];
+        for (n, s) in cases {
+            assert_eq!(tokens(n), s, "{n}");
+        }
+    }
+}

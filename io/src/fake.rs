@@ -1,0 +1,592 @@
+//! A fake OpenAI-compatible Chat Completions server for tests.
+//!
+//! [`FakeServer::start`] binds `127.0.0.1` on a free port and answers each
+//! connection with the next [`FakeReply`] of its script, in order; once the
+//! script is exhausted it answers `500` with a body saying so. Every request
+//! it receives is kept as a [`Recorded`] (method, path, headers, body byte for
+//! byte) for the test to inspect with [`FakeServer::requests`].
+//!
+//! It speaks just enough HTTP/1.1: it reads the request head and a
+//! `Content-Length` body (no chunked request bodies), and every answer carries
+//! `Connection: close`. Streamed answers are real server-sent events with a
+//! close-delimited body: a role chunk, one chunk per text piece, a finish
+//! chunk, a usage chunk (`"choices":[]`) when usage is set, then
+//! `data: [DONE]`.
+//!
+//! One thread serves connections one after another. Dropping the server stops
+//! it: the thread polls a non-blocking listener every few milliseconds, checks
+//! a shutdown flag, and is joined by `Drop`, so no thread outlives a test.
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use crate::provider::word_pieces;
+
+/// One scripted answer of the fake server.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FakeReply {
+    /// `200`, `text/event-stream`: one SSE chunk per piece of `chunks`, then a
+    /// usage chunk when `usage` (prompt, completion) is set, then `[DONE]`.
+    Stream {
+        /// The `delta.content` pieces, in order.
+        chunks: Vec<String>,
+        /// `(prompt_tokens, completion_tokens)` of the usage chunk.
+        usage: Option<(u64, u64)>,
+    },
+    /// `200`, `application/json`: a non-streamed `chat.completion`.
+    Json {
+        /// `choices[0].message.content`.
+        text: String,
+        /// `(prompt_tokens, completion_tokens)`, or no `usage` field.
+        usage: Option<(u64, u64)>,
+    },
+    /// Any status with this body (`application/json` when it starts with `{`,
+    /// else `text/plain`), and a `Retry-After` header in seconds when set.
+    Status {
+        /// The HTTP status code.
+        code: u16,
+        /// The response body, verbatim.
+        body: String,
+        /// The `Retry-After` header, in seconds.
+        retry_after: Option<u64>,
+    },
+    /// A stream that sends these content chunks, then closes the connection
+    /// without `[DONE]`.
+    CutAfter {
+        /// The `delta.content` pieces sent before the cut.
+        chunks: Vec<String>,
+    },
+    /// A stream that sends these content chunks, then sends nothing more and
+    /// keeps the connection open until the client closes it or the server is
+    /// dropped: a stalled model, for read timeouts.
+    Stall {
+        /// The `delta.content` pieces sent before the stall.
+        chunks: Vec<String>,
+    },
+    /// `200`, `text/event-stream`, with this body verbatim (so a test can send
+    /// any SSE, well formed or not), then close.
+    Garbage(String),
+    /// These bytes verbatim on the socket instead of any HTTP answer, then
+    /// close.
+    Raw(String),
+}
+
+impl FakeReply {
+    /// A streamed answer of `text`, one chunk per word (each word with the
+    /// whitespace before it), with usage `(10, number of chunks)`.
+    pub fn text(text: &str) -> FakeReply {
+        let chunks: Vec<String> = word_pieces(text).into_iter().map(str::to_owned).collect();
+        let completion = chunks.len() as u64;
+        FakeReply::Stream {
+            chunks,
+            usage: Some((10, completion)),
+        }
+    }
+}
+
+/// A request the fake server received.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    /// `POST`, `GET`, …
+    pub method: String,
+    /// The request target, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Every header in order, names as the client spelled them.
+    pub headers: Vec<(String, String)>,
+    /// The body, byte for byte (invalid UTF-8, if any, replaced by U+FFFD).
+    pub body: String,
+}
+
+impl Recorded {
+    /// The value of the first header with this name, ignoring case.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A running fake server; dropping it stops the server thread.
+#[derive(Debug)]
+pub struct FakeServer {
+    port: u16,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl FakeServer {
+    /// Binds `127.0.0.1` on a free port and serves `replies` in order.
+    pub fn start(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let server = Server {
+            listener,
+            replies,
+            served: 0,
+            requests: Arc::clone(&requests),
+            stop: Arc::clone(&stop),
+        };
+        let thread = thread::Builder::new()
+            .name(format!("fake-openai-{port}"))
+            .spawn(move || server.run())?;
+        Ok(FakeServer {
+            port,
+            requests,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// The base URL to give a provider: `http://127.0.0.1:PORT/v1`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    /// The port the server listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Every request received so far, in order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.requests).clone()
+    }
+}
+
+impl Drop for FakeServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            // A panic in the server thread has nothing left to report here.
+            let _ = thread.join();
+        }
+    }
+}
+
+/// How often the idle server looks at its listener and its stop flag.
+const POLL: Duration = Duration::from_millis(5);
+/// How long the server waits for a client to send its request.
+const READ_TIMEOUT: Duration = Duration::from_secs(2);
+/// The largest request head the server reads.
+const MAX_HEAD: usize = 1 << 20;
+
+struct Server {
+    listener: TcpListener,
+    replies: Vec<FakeReply>,
+    served: usize,
+    requests: Arc<Mutex<Vec<Recorded>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Server {
+    fn run(mut self) {
+        while !self.stop.load(Ordering::SeqCst) {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    // A failed connection concerns only that client; the
+                    // test sees it as a client-side error.
+                    let _ = self.serve(stream);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL),
+                Err(_) => thread::sleep(POLL),
+            }
+        }
+    }
+
+    fn serve(&mut self, mut stream: TcpStream) -> io::Result<()> {
+        stream.set_nonblocking(false)?;
+        stream.set_read_timeout(Some(READ_TIMEOUT))?;
+        let Some(recorded) = read_request(&mut stream)? else {
+            return Ok(());
+        };
+        lock(&self.requests).push(recorded);
+        let reply = self.replies.get(self.served).cloned();
+        self.served += 1;
+        match reply {
+            Some(reply) => self.answer(&mut stream, reply)?,
+            None => {
+                let body = format!(
+                    "fake server: no reply left for request {} (the script holds {})",
+                    self.served,
+                    self.replies.len()
+                );
+                write_status(&mut stream, 500, &body, None)?;
+            }
+        }
+        stream.flush()?;
+        stream.shutdown(Shutdown::Both)
+    }
+
+    fn answer(&self, stream: &mut TcpStream, reply: FakeReply) -> io::Result<()> {
+        match reply {
+            FakeReply::Stream { chunks, usage } => {
+                write_sse_head(stream)?;
+                write_chunks(stream, &chunks)?;
+                write_event(stream, &finish_chunk())?;
+                if let Some((prompt, completion)) = usage {
+                    write_event(stream, &usage_chunk(prompt, completion))?;
+                }
+                write_event(stream, "[DONE]")
+            }
+            FakeReply::Json { text, usage } => {
+                let usage = usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
+                let body = format!(
+                    r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
+                    json_string(&text)
+                );
+                write_head(stream, 200, "application/json", Some(body.len()), None)?;
+                stream.write_all(body.as_bytes())
+            }
+            FakeReply::Status {
+                code,
+                body,
+                retry_after,
+            } => write_status(stream, code, &body, retry_after),
+            FakeReply::CutAfter { chunks } => {
+                write_sse_head(stream)?;
+                write_chunks(stream, &chunks)
+            }
+            FakeReply::Stall { chunks } => {
+                write_sse_head(stream)?;
+                write_chunks(stream, &chunks)?;
+                self.stall(stream)
+            }
+            FakeReply::Garbage(body) => {
+                write_head(stream, 200, "text/event-stream", None, None)?;
+                stream.write_all(body.as_bytes())
+            }
+            FakeReply::Raw(bytes) => stream.write_all(bytes.as_bytes()),
+        }
+    }
+
+    /// Waits, sending nothing, until the client hangs up or the server stops.
+    fn stall(&self, stream: &mut TcpStream) -> io::Result<()> {
+        stream.flush()?;
+        stream.set_read_timeout(Some(Duration::from_millis(10)))?;
+        let mut byte = [0u8; 1];
+        while !self.stop.load(Ordering::SeqCst) {
+            match stream.read(&mut byte) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) => {}
+                Err(_) => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads one request; `None` when the client left before sending it whole.
+fn read_request(stream: &mut TcpStream) -> io::Result<Option<Recorded>> {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        if let Some(at) = find(&data, b"\r\n\r\n") {
+            break at;
+        }
+        if data.len() > MAX_HEAD {
+            return Ok(None);
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Ok(None),
+        }
+    };
+    let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+    let mut lines = head.split("\r\n");
+    let mut request_line = lines.next().unwrap_or_default().split(' ');
+    let method = request_line.next().unwrap_or_default().to_owned();
+    let path = request_line.next().unwrap_or_default().to_owned();
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(name, value)| (name.trim().to_owned(), value.trim().to_owned()))
+        .collect();
+    let length = headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = data.split_off(head_end + 4);
+    while body.len() < length {
+        match stream.read(&mut buf) {
+            Ok(0) => return Ok(None),
+            Ok(n) => body.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Ok(None),
+        }
+    }
+    body.truncate(length);
+    let body = String::from_utf8_lossy(&body).into_owned();
+    Ok(Some(Recorded {
+        method,
+        path,
+        headers,
+        body,
+    }))
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn write_head(
+    stream: &mut TcpStream,
+    code: u16,
+    content_type: &str,
+    length: Option<usize>,
+    retry_after: Option<u64>,
+) -> io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {code} {}\r\nContent-Type: {content_type}\r\n",
+        reason(code)
+    );
+    if let Some(length) = length {
+        head.push_str(&format!("Content-Length: {length}\r\n"));
+    }
+    if let Some(secs) = retry_after {
+        head.push_str(&format!("Retry-After: {secs}\r\n"));
+    }
+    head.push_str("Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
+    stream.write_all(head.as_bytes())
+}
+
+fn write_status(
+    stream: &mut TcpStream,
+    code: u16,
+    body: &str,
+    retry_after: Option<u64>,
+) -> io::Result<()> {
+    let content_type = if body.starts_with('{') {
+        "application/json"
+    } else {
+        "text/plain; charset=utf-8"
+    };
+    write_head(stream, code, content_type, Some(body.len()), retry_after)?;
+    stream.write_all(body.as_bytes())
+}
+
+fn write_sse_head(stream: &mut TcpStream) -> io::Result<()> {
+    write_head(stream, 200, "text/event-stream", None, None)?;
+    write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))
+}
+
+fn write_chunks(stream: &mut TcpStream, chunks: &[String]) -> io::Result<()> {
+    for piece in chunks {
+        write_event(
+            stream,
+            &chunk(&format!(r#"{{"content":{}}}"#, json_string(piece))),
+        )?;
+    }
+    Ok(())
+}
+
+fn write_event(stream: &mut TcpStream, data: &str) -> io::Result<()> {
+    stream.write_all(format!("data: {data}\n\n").as_bytes())?;
+    stream.flush()
+}
+
+fn chunk(delta: &str) -> String {
+    format!(
+        r#"{{"id":"x","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta}}}]}}"#
+    )
+}
+
+fn finish_chunk() -> String {
+    r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#
+        .to_owned()
+}
+
+fn usage_chunk(prompt: u64, completion: u64) -> String {
+    format!(
+        r#"{{"id":"x","object":"chat.completion.chunk","choices":[],{}}}"#,
+        usage_field(prompt, completion)
+    )
+}
+
+fn usage_field(prompt: u64, completion: u64) -> String {
+    format!(
+        r#""usage":{{"prompt_tokens":{prompt},"completion_tokens":{completion},"total_tokens":{}}}"#,
+        prompt + completion
+    )
+}
+
+fn json_string(text: &str) -> String {
+    // A `str` always serializes; the fallback only keeps this panic-free.
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+fn reason(code: u16) -> &'static str {
+    match code {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The data is a plain list; a panic while holding the lock cannot leave
+    // it half-updated, so a poisoned lock is still good to read.
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Waits until `server` has recorded `n` requests or `within` passes; for
+/// tests that race a client against the server thread.
+pub fn wait_for_requests(server: &FakeServer, n: usize, within: Duration) -> Vec<Recorded> {
+    let start = Instant::now();
+    loop {
+        let requests = server.requests();
+        if requests.len() >= n || start.elapsed() >= within {
+            return requests;
+        }
+        thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sends a raw request and reads the whole close-delimited answer.
+    fn exchange(server: &FakeServer, request: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    }
+
+    fn post(body: &str) -> String {
+        format!(
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Test: yes\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    #[test]
+    fn streams_chunks_usage_and_done_then_runs_dry() {
+        let server = FakeServer::start(vec![FakeReply::text("hello big world")]).unwrap();
+        let answer = exchange(&server, &post(r#"{"a":"é"}"#));
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert!(answer.contains("Content-Type: text/event-stream\r\n"));
+        assert!(answer.contains("Connection: close\r\n"));
+        assert!(answer.contains(r#""delta":{"content":" big"}"#));
+        assert!(answer.contains(
+            r#""choices":[],"usage":{"prompt_tokens":10,"completion_tokens":3,"total_tokens":13}"#
+        ));
+        assert!(answer.ends_with("data: [DONE]\n\n"));
+
+        let answer = exchange(&server, &post(""));
+        assert!(answer.starts_with("HTTP/1.1 500 "), "{answer}");
+        assert!(answer.contains("no reply left for request 2 (the script holds 1)"));
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0].method, "POST");
+        assert_eq!(requests[0].path, "/v1/chat/completions");
+        assert_eq!(requests[0].body, r#"{"a":"é"}"#);
+        assert_eq!(requests[0].header("x-test"), Some("yes"));
+        assert_eq!(requests[1].body, "");
+    }
+
+    #[test]
+    fn text_splits_at_words_and_keeps_every_byte() {
+        let FakeReply::Stream { chunks, usage } = FakeReply::text("a  b\nc ") else {
+            panic!("text streams");
+        };
+        assert_eq!(chunks, ["a", "  b", "\nc", " "]);
+        assert_eq!(chunks.concat(), "a  b\nc ");
+        assert_eq!(usage, Some((10, 4)));
+    }
+
+    #[test]
+    fn status_json_cut_and_raw() {
+        let server = FakeServer::start(vec![
+            FakeReply::Status {
+                code: 429,
+                body: "slow down".into(),
+                retry_after: Some(7),
+            },
+            FakeReply::Json {
+                text: "hi \"you\"".into(),
+                usage: Some((1, 2)),
+            },
+            FakeReply::CutAfter {
+                chunks: vec!["par".into()],
+            },
+            FakeReply::Raw("nonsense".into()),
+        ])
+        .unwrap();
+        let answer = exchange(&server, &post("{}"));
+        assert!(answer.starts_with("HTTP/1.1 429 Too Many Requests\r\n"));
+        assert!(answer.contains("Retry-After: 7\r\n"));
+        assert!(answer.ends_with("\r\n\r\nslow down"));
+
+        let answer = exchange(&server, &post("{}"));
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["choices"][0]["message"]["content"], "hi \"you\"");
+        assert_eq!(json["usage"]["total_tokens"], 3);
+
+        let answer = exchange(&server, &post("{}"));
+        assert!(answer.contains(r#"{"content":"par"}"#));
+        assert!(!answer.contains("[DONE]"));
+
+        assert_eq!(exchange(&server, &post("{}")), "nonsense");
+    }
+
+    #[test]
+    fn a_client_that_sends_nothing_uses_no_reply() {
+        let server = FakeServer::start(vec![FakeReply::Garbage("data: x\n\n".into())]).unwrap();
+        drop(TcpStream::connect(("127.0.0.1", server.port())).unwrap());
+        let answer = exchange(&server, &post("{}"));
+        assert!(answer.ends_with("\r\n\r\ndata: x\n\n"), "{answer}");
+        assert_eq!(server.requests().len(), 1);
+    }
+
+    #[test]
+    fn drop_stops_a_stalled_server_promptly() {
+        let server = FakeServer::start(vec![FakeReply::Stall {
+            chunks: vec!["a".into()],
+        }])
+        .unwrap();
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+        stream.write_all(post("{}").as_bytes()).unwrap();
+        assert_eq!(
+            wait_for_requests(&server, 1, Duration::from_secs(5)).len(),
+            1
+        );
+        let start = Instant::now();
+        drop(server);
+        assert!(start.elapsed() < Duration::from_secs(1));
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.contains(r#"{"content":"a"}"#));
+    }
+}

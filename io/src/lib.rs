@@ -1,0 +1,20 @@
+//! revolve's shell: everything that touches the world. It executes the
+//! core's commands and turns their outcomes into inputs; it holds no
+//! decisions (no thresholds, no prompts, no "should we").
+//!
+//! * [`paths`]: state and config roots, the project key and slug.
+//! * [`log`]: appending and reading session logs, listing summaries.
+//! * [`registry`]: which sessions are running (OS file locks).
+//! * [`clock`]: the clock and session ids.
+//! * [`interrupt`]: Ctrl-C as a flag.
+//! * [`provider`]: model APIs (OpenAI-compatible, scripted).
+//! * [`fake`]: a fake model server on 127.0.0.1 for tests.
+
+pub mod clock;
+pub mod fake;
+pub mod interrupt;
+pub mod log;
+pub mod paths;
+pub mod provider;
+pub mod registry;
+pub mod store;

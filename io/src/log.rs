@@ -1,0 +1,319 @@
+//! Session log files: the writer appends one complete line per `write`, the
+//! reader folds lines back into records and skips what it cannot read.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use revolve_core::record::{Header, LineError, Record};
+use revolve_core::view::Summary;
+
+/// Appends records to a session log.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: File,
+    path: PathBuf,
+    line: Vec<u8>,
+}
+
+impl LogWriter {
+    /// Creates a new log; fails if the file exists.
+    pub fn create(path: &Path) -> io::Result<LogWriter> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(LogWriter {
+            file,
+            path: path.to_path_buf(),
+            line: Vec::with_capacity(4096),
+        })
+    }
+
+    /// Opens an existing log for appending. A torn last line (a crash in the
+    /// middle of a write) is ended with a newline first, so the next record
+    /// starts on a line of its own and the torn one stays skippable.
+    pub fn open(path: &Path) -> io::Result<LogWriter> {
+        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
+        let len = file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.seek(SeekFrom::End(-1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+            }
+        }
+        Ok(LogWriter {
+            file,
+            path: path.to_path_buf(),
+            line: Vec::with_capacity(4096),
+        })
+    }
+
+    /// The file being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes one record as one line, with one `write` call, and flushes it
+    /// to the OS (no buffering in between).
+    pub fn append(&mut self, record: &Record) -> io::Result<()> {
+        self.line.clear();
+        serde_json::to_writer(&mut self.line, record).map_err(io::Error::other)?;
+        self.line.push(b'\n');
+        self.file.write_all(&self.line)
+    }
+
+    /// Makes everything written so far durable (fsync of the data).
+    pub fn sync(&mut self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+}
+
+/// A line the reader passed over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Skipped {
+    /// 1-based line number.
+    pub line: usize,
+    pub why: String,
+}
+
+/// What reading a log gave.
+#[derive(Debug, Default)]
+pub struct ReadLog {
+    pub records: Vec<Record>,
+    pub skipped: Vec<Skipped>,
+    /// Whether the last line was torn (no newline, not readable).
+    pub torn_tail: bool,
+}
+
+/// Reads a whole log into records. See [`each_record`] to fold without
+/// keeping them.
+pub fn read(path: &Path) -> io::Result<ReadLog> {
+    let mut log = ReadLog::default();
+    log.torn_tail = each_record(path, |_, r| log.records.push(r), |s| log.skipped.push(s))?;
+    Ok(log)
+}
+
+/// Streams a log's records in order, reporting each skipped line. Returns
+/// whether the last line was torn.
+pub fn each_record(
+    path: &Path,
+    mut record: impl FnMut(usize, Record),
+    mut skipped: impl FnMut(Skipped),
+) -> io::Result<bool> {
+    let file = File::open(path)?;
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut buf = Vec::new();
+    let mut number = 0;
+    let mut torn = false;
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        number += 1;
+        let complete = buf.ends_with(b"\n");
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            torn |= !complete;
+            skipped(Skipped {
+                line: number,
+                why: "not UTF-8".into(),
+            });
+            continue;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match Record::parse_line(line) {
+            Ok(r) => record(number, r),
+            Err(e) => {
+                torn |= !complete;
+                let why = match e {
+                    LineError::Malformed(_) if !complete => "torn final line".to_owned(),
+                    e => e.to_string(),
+                };
+                skipped(Skipped { line: number, why });
+            }
+        }
+    }
+    Ok(torn)
+}
+
+/// How much of a file's head and tail [`summary`] reads.
+const PEEK: u64 = 8 * 1024;
+
+/// A session's listing entry, read from its header and its last records
+/// only, so listing thousands of sessions stays fast. `None` when the file has
+/// no readable header.
+pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
+    let mut file = File::open(path)?;
+    let meta = file.metadata()?;
+    let len = meta.len();
+    let mut head = Vec::with_capacity(PEEK as usize);
+    (&mut file).take(PEEK).read_to_end(&mut head)?;
+    let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
+    let header = match std::str::from_utf8(first).ok().map(Record::parse_line) {
+        Some(Ok(Record::Header(h))) => h,
+        _ if len > PEEK && !head.contains(&b'\n') => {
+            // A header longer than the peek: read the first line whole.
+            file.seek(SeekFrom::Start(0))?;
+            let mut line = String::new();
+            BufReader::new(&mut file).read_line(&mut line)?;
+            match Record::parse_line(&line) {
+                Ok(Record::Header(h)) => h,
+                _ => return Ok(None),
+            }
+        }
+        _ => return Ok(None),
+    };
+    let tail = if len <= PEEK {
+        head
+    } else {
+        let mut tail = Vec::with_capacity(PEEK as usize);
+        file.seek(SeekFrom::Start(len - PEEK))?;
+        file.read_to_end(&mut tail)?;
+        tail
+    };
+    let mut summary = Summary {
+        id: header.id.clone(),
+        name: header.name.clone(),
+        named: header.named,
+        started: header.started,
+        turns: 0,
+        last_activity: header.started,
+        path: path.to_string_lossy().into_owned(),
+    };
+    if let Ok(modified) = meta.modified() {
+        summary.last_activity = modified.into();
+    }
+    // The last totals record gives the turns; the last rename, or the name a
+    // totals record carries, gives the name. Both kinds are short lines.
+    let (mut turns, mut name) = (None, None);
+    for line in tail.rsplit(|b| *b == b'\n') {
+        if turns.is_some() && name.is_some() {
+            break;
+        }
+        if !line.starts_with(b"{\"type\":\"totals\"") && !line.starts_with(b"{\"type\":\"renamed\"")
+        {
+            continue;
+        }
+        match std::str::from_utf8(line).ok().map(Record::parse_line) {
+            Some(Ok(Record::Totals(t))) => {
+                turns.get_or_insert(t.turns);
+                if name.is_none() && t.name.is_some() {
+                    name = Some((t.name, t.named));
+                }
+            }
+            Some(Ok(Record::Renamed(r))) => {
+                name.get_or_insert((Some(r.name), true));
+            }
+            _ => {}
+        }
+    }
+    summary.turns = turns.unwrap_or(0);
+    if let Some((n, named)) = name {
+        summary.name = n;
+        summary.named = named;
+    }
+    Ok(Some((header, summary)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revolve_core::record::{Message, Renamed, Totals};
+    use time::macros::datetime;
+
+    fn header() -> Header {
+        Header {
+            version: 1,
+            id: "s1".into(),
+            name: Some("amber".into()),
+            named: false,
+            cwd: "/w".into(),
+            project: "/w".into(),
+            started: datetime!(2026-12-02 10:00 UTC),
+            model: "m".into(),
+            window: 1000,
+            provider: "scripted".into(),
+            continues: None,
+        }
+    }
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("revolve-log-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("s1.jsonl")
+    }
+
+    #[test]
+    fn skips_garbage_and_a_torn_tail_then_appends_cleanly() {
+        let path = temp("torn");
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut w = LogWriter::create(&path).unwrap();
+        w.append(&Record::Header(header())).unwrap();
+        w.append(&Record::Message(Message::user(at, "hi"))).unwrap();
+        drop(w);
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(
+            b"garbage\n{\"type\":\"future\",\"x\":1}\n\xff\xfe\n{\"type\":\"message\",\"at\":\"20",
+        )
+        .unwrap();
+        drop(f);
+        let log = read(&path).unwrap();
+        assert_eq!(log.records.len(), 2);
+        assert!(log.torn_tail);
+        let lines: Vec<usize> = log.skipped.iter().map(|s| s.line).collect();
+        assert_eq!(lines, [3, 4, 5, 6]);
+        assert_eq!(log.skipped[3].why, "torn final line");
+
+        let mut w = LogWriter::open(&path).unwrap();
+        w.append(&Record::Message(Message::assistant(at, "yo")))
+            .unwrap();
+        let log = read(&path).unwrap();
+        assert_eq!(log.records.len(), 3);
+        assert!(!log.torn_tail);
+    }
+
+    #[test]
+    fn summary_reads_head_and_tail() {
+        let path = temp("summary");
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut w = LogWriter::create(&path).unwrap();
+        w.append(&Record::Header(header())).unwrap();
+        w.append(&Record::Renamed(Renamed {
+            at,
+            name: "db".into(),
+        }))
+        .unwrap();
+        for i in 0..200 {
+            w.append(&Record::Message(Message::user(at, "x".repeat(100))))
+                .unwrap();
+            let t = Totals {
+                at: Some(at),
+                turns: i + 1,
+                name: Some("db".into()),
+                named: true,
+                ..Totals::default()
+            };
+            w.append(&Record::Totals(t)).unwrap();
+        }
+        w.append(&Record::Renamed(Renamed {
+            at,
+            name: "api".into(),
+        }))
+        .unwrap();
+        let (h, s) = summary(&path).unwrap().unwrap();
+        assert_eq!(h.id, "s1");
+        assert_eq!(
+            (s.name.as_deref(), s.named, s.turns),
+            (Some("api"), true, 200)
+        );
+    }
+}

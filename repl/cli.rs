@@ -1,0 +1,105 @@
+//! The command line (ARCHITECTURE.md section 5).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// A terminal agent whose state outlives the process.
+#[derive(Debug, Parser)]
+#[command(
+    name = "revolve",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+
+    /// The first message; with -p, the only one
+    pub prompt: Option<String>,
+
+    /// Answer PROMPT (or each stdin line) without the REPL, then exit
+    #[arg(short, long)]
+    pub print: bool,
+
+    /// Resume the latest session of this directory
+    #[arg(short, long, conflicts_with = "resume")]
+    pub r#continue: bool,
+
+    /// Resume a session by name, id or path
+    #[arg(short, long, value_name = "NAME|ID|PATH")]
+    pub resume: Option<String>,
+
+    /// Name this session
+    #[arg(short, long, value_name = "NAME")]
+    pub name: Option<String>,
+
+    #[command(flatten)]
+    pub model: ModelArgs,
+
+    /// Load no memory and seed nothing
+    #[arg(long)]
+    pub bare: bool,
+}
+
+/// Which model, where.
+#[derive(Clone, Debug, Args)]
+pub struct ModelArgs {
+    /// The model API [default: openai]
+    #[arg(long, value_enum, env = "REVOLVE_PROVIDER")]
+    pub provider: Option<ProviderKind>,
+
+    /// The API's base URL [default: https://api.openai.com/v1]
+    #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
+    pub base_url: Option<String>,
+
+    /// The model to ask [default: gpt-4o-mini]
+    #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
+    pub model: Option<String>,
+
+    /// The declared context window in tokens [default: 128000]
+    #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW")]
+    pub window: Option<u64>,
+
+    /// Replies for the scripted provider: a JSONL file, one reply a line
+    #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
+    pub script: Option<PathBuf>,
+}
+
+/// The model APIs revolve speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter)
+    Openai,
+    /// Answers from a file of replies, offline
+    Scripted,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// List this directory's sessions (named ones; --all for every one)
+    Sessions {
+        /// Include unnamed sessions
+        #[arg(long)]
+        all: bool,
+        /// Print JSON, one array of sessions
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session from its log
+    Replay {
+        /// A session file, or a name or id of this directory's sessions
+        #[arg(value_name = "FILE|NAME")]
+        session: String,
+        /// Print the folded state as JSON
+        #[arg(long, conflicts_with_all = ["requests", "check"])]
+        json: bool,
+        /// Print every model request rebuilt from the log, one JSON per line
+        #[arg(long, conflicts_with = "check")]
+        requests: bool,
+        /// Fold the file and report skipped lines and inconsistencies
+        #[arg(long)]
+        check: bool,
+    },
+}

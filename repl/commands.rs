@@ -1,0 +1,113 @@
+//! Subcommands that read sessions without running one.
+
+use revolve_core::state::{self, State};
+use revolve_core::view;
+use revolve_io::log;
+use revolve_io::store::Store;
+
+use crate::error::{out, Error};
+use crate::live;
+
+/// `revolve sessions`: this directory's named sessions, or all of them.
+pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
+    let mut list = store
+        .list()
+        .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
+    list.retain(|s| all || s.named);
+    list.sort_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    if json {
+        let text =
+            serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+        return out(&format!("{text}\n"));
+    }
+    if list.is_empty() && !all {
+        return out(
+            "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n",
+        );
+    }
+    out(&view::listing(&list))
+}
+
+/// What `revolve replay` prints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplayMode {
+    Transcript,
+    Json,
+    Requests,
+    Check,
+}
+
+impl ReplayMode {
+    pub fn from_flags(json: bool, requests: bool, check: bool) -> ReplayMode {
+        match (json, requests, check) {
+            (true, _, _) => ReplayMode::Json,
+            (_, true, _) => ReplayMode::Requests,
+            (_, _, true) => ReplayMode::Check,
+            _ => ReplayMode::Transcript,
+        }
+    }
+}
+
+/// `revolve replay`: a session rebuilt from its log alone.
+pub fn replay(store: &Store, needle: &str, mode: ReplayMode) -> Result<(), Error> {
+    let path = live::find(store, Some(needle))?;
+    let read = log::read(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
+    match mode {
+        ReplayMode::Transcript => out(&view::transcript(&read.records)),
+        ReplayMode::Json => {
+            let state = State::fold(&read.records);
+            let text =
+                serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
+            out(&format!("{text}\n"))
+        }
+        ReplayMode::Requests => {
+            let mut text = String::new();
+            for request in state::requests(&read.records) {
+                text.push_str(&request.body);
+                text.push('\n');
+            }
+            out(&text)
+        }
+        ReplayMode::Check => check(&path, read),
+    }
+}
+
+/// Reports skipped lines and records that do not fit. A torn final line
+/// alone (a crash mid-write) is reported but not a failure.
+fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
+    let mut state = State::default();
+    let notes: Vec<String> = read
+        .records
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| state.apply(r).map(|n| format!("record {}: {n}", i + 1)))
+        .collect();
+    let mut text = format!(
+        "{}: {} records, {} skipped line(s), {} inconsistenc{}\n",
+        path.display(),
+        read.records.len(),
+        read.skipped.len(),
+        notes.len(),
+        if notes.len() == 1 { "y" } else { "ies" }
+    );
+    for s in &read.skipped {
+        text.push_str(&format!("  line {}: {}\n", s.line, s.why));
+    }
+    for n in &notes {
+        text.push_str(&format!("  {n}\n"));
+    }
+    out(&text)?;
+    let torn_only = read.torn_tail && read.skipped.len() == 1;
+    if notes.is_empty() && (read.skipped.is_empty() || torn_only) {
+        Ok(())
+    } else {
+        Err(Error::Runtime(format!(
+            "{} does not replay cleanly",
+            path.display()
+        )))
+    }
+}

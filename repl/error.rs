@@ -1,0 +1,61 @@
+//! The binary's errors and the one place that turns them into a stderr line
+//! and an exit code: 0 success, 1 runtime error, 2 usage error,
+//! 130 interrupted.
+
+use std::fmt;
+
+/// Why revolve stopped.
+#[derive(Debug)]
+pub enum Error {
+    /// The command line or its arguments are wrong (exit 2).
+    Usage(String),
+    /// Something failed while running (exit 1).
+    Runtime(String),
+    /// The user pressed Ctrl-C during a non-interactive run (exit 130).
+    Interrupted,
+    /// Stdout was closed by its reader: a normal end (exit 0).
+    BrokenPipe,
+}
+
+impl Error {
+    /// The process exit code.
+    pub fn code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => 2,
+            Error::Runtime(_) => 1,
+            Error::Interrupted => 130,
+            Error::BrokenPipe => 0,
+        }
+    }
+
+    /// A runtime error about a path.
+    pub fn at(path: &std::path::Path, what: &str, e: impl fmt::Display) -> Error {
+        Error::Runtime(format!("{what} {}: {e}", path.display()))
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+            Error::Interrupted => f.write_str("interrupted"),
+            Error::BrokenPipe => f.write_str("stdout closed"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Writes to stdout, turning a closed pipe into [`Error::BrokenPipe`].
+pub fn out(text: &str) -> Result<(), Error> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
+        Err(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
+    }
+}

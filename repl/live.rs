@@ -1,0 +1,381 @@
+//! A running session: feeds inputs to the core's state machine and executes
+//! the commands it returns, in order (see `revolve_core::session`).
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use revolve_core::names;
+use revolve_core::record::{Header, Record, FORMAT_VERSION};
+use revolve_core::slash::{self, Slash};
+use revolve_core::view;
+use revolve_core::{Command, Input, Request, Session, State};
+use revolve_io::log::{self, LogWriter};
+use revolve_io::provider::{Provider, ProviderError};
+use revolve_io::registry::Claim;
+use revolve_io::store::{CreateError, Store};
+use revolve_io::{clock, interrupt};
+
+use crate::error::{out, Error};
+
+/// How a line the user sent ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A command or a turn completed.
+    Done,
+    /// The model request failed; the text says why. The user's message is
+    /// in the log and the next turn can go on.
+    Failed(String),
+    /// The user pressed Ctrl-C during the turn.
+    Interrupted,
+    /// The user asked to end the session.
+    Quit,
+}
+
+/// The model and window a session runs with.
+#[derive(Clone)]
+pub struct Model {
+    pub provider: Arc<dyn Provider>,
+    pub name: String,
+    pub window: u64,
+}
+
+/// A session this process runs.
+pub struct Live {
+    session: Session,
+    writer: LogWriter,
+    claim: Claim,
+    store: Store,
+    provider: Arc<dyn Provider>,
+    /// Whether stdout's reader went away during an answer.
+    stdout_closed: bool,
+}
+
+impl Live {
+    /// Starts a new session in `store`'s directory. `name` is the user's
+    /// choice; without one an interactive session gets a generated name and
+    /// a piped one none.
+    pub fn start(
+        store: Store,
+        model: Model,
+        name: Option<String>,
+        interactive: bool,
+    ) -> Result<Live, Error> {
+        let now = clock::now();
+        let header = Header {
+            version: FORMAT_VERSION,
+            id: clock::session_id(now),
+            name: None,
+            named: name.is_some(),
+            cwd: store.cwd.to_string_lossy().into_owned(),
+            project: store.project.key.to_string_lossy().into_owned(),
+            started: now,
+            model: model.name,
+            window: model.window,
+            provider: model.provider.name().to_owned(),
+            continues: None,
+        };
+        let created = store.create(header, |used| match name {
+            Some(n) => names::validate(&n, used)
+                .map(|()| Some(n.clone()))
+                .map_err(|why| {
+                    format!("cannot name the session '{n}': {why} (resume it with --resume {n})")
+                }),
+            None if interactive => Ok(Some(names::allocate(used))),
+            None => Ok(None),
+        });
+        let (mut writer, claim, header) = match created {
+            Ok(c) => c,
+            Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),
+            Err(CreateError::Io(e)) => {
+                return Err(Error::at(
+                    &store.sessions_dir(),
+                    "cannot create a session under",
+                    e,
+                ))
+            }
+        };
+        // The store wrote the header; the core folds the same record.
+        let (session, _header_cmd) = Session::start(header);
+        writer
+            .sync()
+            .map_err(|e| Error::at(writer.path(), "cannot write", e))?;
+        Ok(Live {
+            session,
+            writer,
+            claim,
+            store,
+            provider: model.provider,
+            stdout_closed: false,
+        })
+    }
+
+    /// Resumes the session `needle` names (name, id or path), or the latest
+    /// one of this directory. Prints its conversation again on stderr.
+    /// `model` overrides what the session ran with when given.
+    pub fn resume(
+        store: Store,
+        needle: Option<&str>,
+        provider: Arc<dyn Provider>,
+        model: Option<String>,
+        window: Option<u64>,
+    ) -> Result<Live, Error> {
+        let path = find(&store, needle)?;
+        let mut state = State::default();
+        let mut records = Vec::new();
+        let mut skipped = 0;
+        log::each_record(
+            &path,
+            |_, r| {
+                state.apply(&r);
+                records.push(r);
+            },
+            |_| skipped += 1,
+        )
+        .map_err(|e| Error::at(&path, "cannot read", e))?;
+        let Some(header) = state.header.clone() else {
+            return Err(Error::Runtime(format!(
+                "{} has no session header",
+                path.display()
+            )));
+        };
+        let claim = store
+            .claim(&header.id, state.name.clone())
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        eprint!("{}", view::transcript(&records));
+        if skipped > 0 {
+            eprintln!(
+                "(skipped {skipped} unreadable line(s) of {})",
+                path.display()
+            );
+        }
+        let writer = LogWriter::open(&path).map_err(|e| Error::at(&path, "cannot open", e))?;
+        let model = model.unwrap_or_else(|| state.model.clone());
+        let window = window.unwrap_or(state.window);
+        let (session, cmds) = Session::resume(state, model, window, clock::now());
+        let mut live = Live {
+            session,
+            writer,
+            claim,
+            store,
+            provider,
+            stdout_closed: false,
+        };
+        live.execute(cmds, &mut VecDeque::new())?;
+        Ok(live)
+    }
+
+    /// The folded state of the session.
+    pub fn state(&self) -> &State {
+        self.session.state()
+    }
+
+    /// Where the REPL keeps its line history.
+    pub fn history_path(&self) -> PathBuf {
+        self.store.roots.history()
+    }
+
+    /// The session's log file.
+    pub fn path(&self) -> &Path {
+        self.writer.path()
+    }
+
+    /// Handles one line: a slash command or a user turn.
+    pub fn line(&mut self, text: &str) -> Result<Outcome, Error> {
+        match slash::parse(text) {
+            None => self.drive(Input::User {
+                text: text.to_owned(),
+                now: clock::now(),
+            }),
+            Some(Slash::Quit) => Ok(Outcome::Quit),
+            Some(Slash::Status) => {
+                eprintln!("{}", view::status(self.state()));
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Help) => {
+                eprintln!("{}", slash::HELP);
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Incomplete(why)) => {
+                eprintln!("{why}");
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Unknown(word)) => {
+                eprintln!("unknown command /{word}; /help lists them");
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Name(name)) => {
+                let mut used = self
+                    .store
+                    .names_in_use()
+                    .map_err(|e| Error::Runtime(e.to_string()))?;
+                if let Some(own) = &self.state().name {
+                    used.remove(own);
+                }
+                let outcome = self.drive(Input::Rename {
+                    name,
+                    used,
+                    now: clock::now(),
+                })?;
+                let entry = self
+                    .store
+                    .running_entry(self.state().id(), self.state().name.clone());
+                self.claim
+                    .update(&entry)
+                    .map_err(|e| Error::Runtime(e.to_string()))?;
+                Ok(outcome)
+            }
+        }
+    }
+
+    /// Feeds an input and executes commands until the core has nothing more
+    /// to do.
+    fn drive(&mut self, input: Input) -> Result<Outcome, Error> {
+        let mut queue = VecDeque::from([input]);
+        let mut outcome = Outcome::Done;
+        while let Some(input) = queue.pop_front() {
+            match &input {
+                Input::Failed { error, .. } => outcome = Outcome::Failed(error.clone()),
+                Input::Interrupted { .. } => outcome = Outcome::Interrupted,
+                _ => {}
+            }
+            let cmds = self.session.handle(input);
+            self.execute(cmds, &mut queue)?;
+        }
+        if self.stdout_closed {
+            return Err(Error::BrokenPipe);
+        }
+        Ok(outcome)
+    }
+
+    fn execute(&mut self, cmds: Vec<Command>, queue: &mut VecDeque<Input>) -> Result<(), Error> {
+        for cmd in cmds {
+            match cmd {
+                Command::Append(record) => self.append(&record)?,
+                Command::Sync => self
+                    .writer
+                    .sync()
+                    .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
+                Command::Call(request) => queue.push_back(self.call(request)?),
+                Command::Show(text) => eprintln!("{text}"),
+            }
+        }
+        Ok(())
+    }
+
+    fn append(&mut self, record: &Record) -> Result<(), Error> {
+        self.writer
+            .append(record)
+            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))
+    }
+
+    /// Sends a request on a worker thread and streams its text to stdout,
+    /// watching for Ctrl-C. An interrupted request is abandoned: its worker
+    /// finishes on its own and nobody reads its answer.
+    fn call(&mut self, request: Request) -> Result<Input, Error> {
+        enum Event {
+            Text(String),
+            Done(Result<revolve_core::Reply, ProviderError>),
+        }
+        let (tx, rx) = mpsc::channel();
+        let provider = Arc::clone(&self.provider);
+        std::thread::spawn(move || {
+            let text = tx.clone();
+            let result = provider.complete(&request, &mut |t| {
+                text.send(Event::Text(t.to_owned())).ok();
+            });
+            tx.send(Event::Done(result)).ok();
+        });
+        interrupt::take();
+        let mut partial = String::new();
+        let input = loop {
+            match rx.recv_timeout(Duration::from_millis(25)) {
+                Ok(Event::Text(t)) => {
+                    partial.push_str(&t);
+                    self.show(&t);
+                }
+                Ok(Event::Done(Ok(reply))) => {
+                    break Input::Reply {
+                        reply,
+                        now: clock::now(),
+                    }
+                }
+                Ok(Event::Done(Err(e))) => {
+                    let partial = if e.partial.is_empty() {
+                        partial
+                    } else {
+                        e.partial
+                    };
+                    break Input::Failed {
+                        error: e.message,
+                        partial,
+                        now: clock::now(),
+                    };
+                }
+                Err(RecvTimeoutError::Timeout) if interrupt::take() => {
+                    break Input::Interrupted {
+                        partial,
+                        now: clock::now(),
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    let error = "the model client stopped without an answer".to_owned();
+                    break Input::Failed {
+                        error,
+                        partial,
+                        now: clock::now(),
+                    };
+                }
+            }
+        };
+        let shown = match &input {
+            Input::Reply { reply, .. } => &reply.text,
+            Input::Failed { partial, .. } | Input::Interrupted { partial, .. } => partial,
+            _ => "",
+        };
+        if !shown.is_empty() && !shown.ends_with('\n') {
+            self.show("\n");
+        }
+        Ok(input)
+    }
+
+    /// Prints answer text; once stdout is closed, only remembers that it is,
+    /// so the answer is still logged before the session stops.
+    fn show(&mut self, text: &str) {
+        if !self.stdout_closed {
+            self.stdout_closed = matches!(out(text), Err(Error::BrokenPipe));
+        }
+    }
+}
+
+/// The session file `needle` names, or the latest of this directory.
+pub fn find(store: &Store, needle: Option<&str>) -> Result<PathBuf, Error> {
+    if let Some(n) = needle {
+        let as_path = Path::new(n);
+        if (n.contains('/') || n.ends_with(".jsonl")) && as_path.is_file() {
+            return Ok(as_path.to_path_buf());
+        }
+    }
+    let sessions = store
+        .list()
+        .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
+    let found = match needle {
+        None => names::latest(&sessions).ok_or_else(|| {
+            Error::Usage(format!("no session to continue in {}", store.cwd.display()))
+        })?,
+        Some(n) => names::pick(n, &sessions).map_err(|p| match p {
+            names::Pick::None => Error::Usage(format!(
+                "no session '{n}' in {} (revolve sessions --all lists them)",
+                store.cwd.display()
+            )),
+            names::Pick::Ambiguous(ids) => Error::Usage(format!(
+                "'{n}' matches several sessions: {}",
+                ids.join(", ")
+            )),
+        })?,
+    };
+    Ok(PathBuf::from(&found.path))
+}

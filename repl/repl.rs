@@ -1,0 +1,60 @@
+//! The interactive loop: rustyline with history, a status line before each
+//! prompt, Ctrl-C to cancel a turn (or clear the line), Ctrl-D to leave.
+
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
+
+use revolve_core::view;
+
+use crate::error::Error;
+use crate::live::{Live, Outcome};
+
+pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
+    let mut editor = DefaultEditor::new()
+        .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    let history = live.history_path();
+    editor.load_history(&history).ok();
+    eprintln!(
+        "session {} · {} · /help for commands",
+        live.state().name.as_deref().unwrap_or("(unnamed)"),
+        live.path().display()
+    );
+    if let Some(first) = first {
+        if respond(live, first)? == Outcome::Quit {
+            return Ok(());
+        }
+    }
+    loop {
+        eprintln!("\x1b[2m{}\x1b[0m", view::status(live.state()));
+        match editor.readline("› ") {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    editor.add_history_entry(line.as_str()).ok();
+                }
+                if respond(live, &line)? == Outcome::Quit {
+                    break;
+                }
+            }
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+        }
+    }
+    if let Some(dir) = history.parent() {
+        std::fs::create_dir_all(dir).ok();
+    }
+    editor.save_history(&history).ok();
+    Ok(())
+}
+
+/// One line in the REPL: a failed or interrupted turn is told and the
+/// session goes on.
+fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
+    let outcome = live.line(line)?;
+    match &outcome {
+        Outcome::Failed(why) => eprintln!("revolve: {why}"),
+        Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
+        _ => {}
+    }
+    Ok(outcome)
+}
