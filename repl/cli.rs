@@ -90,8 +90,9 @@ pub enum Sub {
     /// Show a session from its log
     Replay {
         /// A session file, or a name or id of this directory's sessions
+        /// [default: the latest]
         #[arg(value_name = "FILE|NAME")]
-        session: String,
+        session: Option<String>,
         /// Print the folded state as JSON
         #[arg(long, conflicts_with_all = ["requests", "check"])]
         json: bool,

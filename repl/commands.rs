@@ -53,8 +53,8 @@ impl ReplayMode {
 }
 
 /// `revolve replay`: a session rebuilt from its log alone.
-pub fn replay(store: &Store, needle: &str, mode: ReplayMode) -> Result<(), Error> {
-    let path = live::find(store, Some(needle))?;
+pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
+    let path = live::find(store, needle)?;
     let read = log::read(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
     match mode {
         ReplayMode::Transcript => out(&view::transcript(&read.records)),

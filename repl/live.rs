@@ -363,9 +363,8 @@ pub fn find(store: &Store, needle: Option<&str>) -> Result<PathBuf, Error> {
         .list()
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
     let found = match needle {
-        None => names::latest(&sessions).ok_or_else(|| {
-            Error::Usage(format!("no session to continue in {}", store.cwd.display()))
-        })?,
+        None => names::latest(&sessions)
+            .ok_or_else(|| Error::Usage(format!("no session in {}", store.cwd.display())))?,
         Some(n) => names::pick(n, &sessions).map_err(|p| match p {
             names::Pick::None => Error::Usage(format!(
                 "no session '{n}' in {} (revolve sessions --all lists them)",

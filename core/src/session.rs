@@ -149,8 +149,10 @@ impl Session {
                     return vec![Command::Show("ignored an answer to no request".into())];
                 }
                 let last_context = match reply.usage {
-                    Some(u) => u.prompt_tokens + u.completion_tokens,
-                    None => self.estimate + (reply.text.len() as u64).div_ceil(4),
+                    Some(u) => u.prompt_tokens.saturating_add(u.completion_tokens),
+                    None => self
+                        .estimate
+                        .saturating_add((reply.text.len() as u64).div_ceil(4)),
                 };
                 let answer = Message::assistant(now, reply.text);
                 self.end_turn(Some(answer), None, reply.usage, last_context, now)
@@ -231,9 +233,9 @@ impl Session {
         let usage = usage.unwrap_or_default();
         let totals = Totals {
             at: Some(now),
-            tokens_in: before.tokens_in + usage.prompt_tokens,
-            tokens_out: before.tokens_out + usage.completion_tokens,
-            turns: before.turns + 1,
+            tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
+            tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            turns: before.turns.saturating_add(1),
             last_context,
             estimated: usage == Usage::default() && last_context != 0,
             name: self.state.name.clone(),

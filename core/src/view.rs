@@ -24,9 +24,11 @@ pub fn when(t: OffsetDateTime) -> String {
 pub fn tokens(n: u64) -> String {
     let (unit, suffix) = match n {
         0..=999 => return n.to_string(),
-        1_000..=999_499 => (1_000, "k"),
+        1_000..=999_499 => (1_000u64, "k"),
         _ => (1_000_000, "M"),
     };
+    // u128: no overflow for any u64 count.
+    let (n, unit) = (u128::from(n), u128::from(unit));
     let tenths = (n * 10 + unit / 2) / unit;
     if tenths % 10 == 0 || tenths >= 1000 {
         format!("{}{suffix}", (n + unit / 2) / unit)
@@ -47,8 +49,8 @@ pub fn status(state: &State) -> String {
         format!("{} turns", t.turns)
     };
     let approx = if t.estimated { "~" } else { "" };
-    let pct = (t.last_context * 100)
-        .checked_div(state.window)
+    let pct = (u128::from(t.last_context) * 100)
+        .checked_div(u128::from(state.window))
         .unwrap_or(0);
     format!(
         "{name} · {turns} · {} in / {} out · context {approx}{} of {} ({pct}%)",

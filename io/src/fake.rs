@@ -196,7 +196,8 @@ impl Server {
                     // test sees it as a client-side error.
                     let _ = self.serve(stream);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(POLL),
+                // Nothing waiting (`WouldBlock`), or a failed accept that
+                // only the client would notice: look again shortly.
                 Err(_) => thread::sleep(POLL),
             }
         }

@@ -164,6 +164,10 @@ impl OpenAi {
                 ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
                     format!("bad HTTP answer from {url}: {e}")
                 }
+                // An invalid URL or header value (a key with a newline, say).
+                ureq::Error::Http(_) | ureq::Error::BadUri(_) => {
+                    format!("cannot send to {url}: {e}")
+                }
                 _ => format!("cannot reach {url}: {}", describe(&e, self.stall)),
             };
             ProviderError::new(message, "")
@@ -1099,6 +1103,18 @@ mod tests {
                 usage: None
             }
         );
+    }
+
+    #[test]
+    fn openai_bad_key_or_url_says_so_without_the_key() {
+        let provider = OpenAi::new("http://127.0.0.1:9/v1", Some("sk-bad\nkey".into()));
+        let err = run(&provider).0.unwrap_err();
+        let prefix = "cannot send to http://127.0.0.1:9/v1/chat/completions: http: ";
+        assert!(err.message.starts_with(prefix), "{err}");
+        assert!(!err.message.contains("sk-bad"), "{err}");
+        let err = run(&OpenAi::new("localhost:4000", None)).0.unwrap_err();
+        let prefix = "cannot send to localhost:4000/chat/completions: ";
+        assert!(err.message.starts_with(prefix), "{err}");
     }
 
     #[test]
