@@ -39,7 +39,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             check,
         }) => commands::replay(
             &store,
-            &session,
+            session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
         None => chat(cli, store),
