@@ -211,7 +211,7 @@ impl Session {
         if !self.busy() {
             return Vec::new();
         }
-        let answer = (!partial.is_empty()).then(|| Message {
+        let answer = (!partial.is_empty()).then_some(Message {
             at: now,
             role: Role::Assistant,
             content: partial,

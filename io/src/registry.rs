@@ -152,7 +152,7 @@ mod tests {
             pid: 1,
         };
         let mut claim = Claim::take(&dir, &r).unwrap();
-        assert_eq!(running(&dir), [r.clone()]);
+        assert_eq!(running(&dir), std::slice::from_ref(&r));
         let renamed = Running {
             name: Some("db".into()),
             ..r.clone()
