@@ -41,6 +41,18 @@ pub struct Cli {
     /// Load no memory and seed nothing
     #[arg(long)]
     pub bare: bool,
+
+    /// Let the model run shell commands without asking (needed without a terminal)
+    #[arg(long)]
+    pub allow_shell: bool,
+
+    /// Let the session read PATH (a file or a folder) outside the working tree
+    #[arg(long, value_name = "PATH")]
+    pub grant: Vec<PathBuf>,
+
+    /// Spill tool results longer than this many characters to a file [default: 32000]
+    #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS")]
+    pub spill_result_chars: Option<usize>,
 }
 
 /// Which model, where.
@@ -50,11 +62,11 @@ pub struct ModelArgs {
     #[arg(long, value_enum, env = "REVOLVE_PROVIDER")]
     pub provider: Option<ProviderKind>,
 
-    /// The API's base URL [default: https://api.openai.com/v1]
+    /// The API's base URL [default: https://api.openai.com/v1, or https://api.anthropic.com/v1]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: gpt-4o-mini]
+    /// The model to ask [default: gpt-4o-mini, or claude-sonnet-4-5 with anthropic]
     #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
     pub model: Option<String>,
 
@@ -72,6 +84,8 @@ pub struct ModelArgs {
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter)
     Openai,
+    /// Anthropic Messages
+    Anthropic,
     /// Answers from a file of replies, offline
     Scripted,
 }

@@ -2,6 +2,7 @@
 //! a terminal, stdin otherwise), renders output. No decisions live here: the
 //! core decides, `revolve-io` executes.
 
+pub mod approve;
 pub mod cli;
 mod commands;
 pub mod error;
@@ -11,12 +12,13 @@ mod repl;
 use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 
-use revolve_io::provider::{OpenAi, Provider, Scripted};
+use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
+use approve::Approvals;
 use cli::{Cli, ModelArgs, ProviderKind, Sub};
 use error::Error;
-use live::{Live, Model, Outcome};
+use live::{Live, Outcome, Runtime};
 
 /// The default model when none is given.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -24,6 +26,10 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 pub const DEFAULT_WINDOW: u64 = 128_000;
 /// The default OpenAI-compatible endpoint.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The default Anthropic endpoint.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
+/// The default Anthropic model.
+pub const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
@@ -49,31 +55,31 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
-    let provider = provider(&cli.model)?;
-    let mut live = if cli.r#continue || cli.resume.is_some() {
+    let (provider, default_model) = provider(&cli.model)?;
+    let resuming = cli.r#continue || cli.resume.is_some();
+    let runtime = Runtime {
+        provider,
+        // A resumed session keeps its model unless one is asked for.
+        model: cli
+            .model
+            .model
+            .clone()
+            .or_else(|| (!resuming).then(|| default_model.to_owned())),
+        window: cli.model.window,
+        spill_chars: cli
+            .spill_result_chars
+            .unwrap_or(revolve_core::session::SPILL_CHARS),
+        approvals: Approvals::new(stdin_tty, cli.allow_shell, &cli.grant),
+    };
+    let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
                 "--name names a new session; use /name to rename a resumed one".into(),
             ));
         }
-        Live::resume(
-            store,
-            cli.resume.as_deref(),
-            provider,
-            cli.model.model.clone(),
-            cli.model.window,
-        )?
+        Live::resume(store, cli.resume.as_deref(), runtime)?
     } else {
-        let model = Model {
-            provider,
-            name: cli
-                .model
-                .model
-                .clone()
-                .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
-            window: cli.model.window.unwrap_or(DEFAULT_WINDOW),
-        };
-        Live::start(store, model, cli.name.clone(), interactive)?
+        Live::start(store, runtime, cli.name.clone(), interactive)?
     };
     revolve_io::interrupt::install();
     if interactive {
@@ -114,7 +120,15 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     }
 }
 
-fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, Error> {
+/// The provider the flags ask for, with the default model it goes with.
+/// Network providers retry by the core's policy and say so on stderr.
+fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error> {
+    let key = |names: &[&str]| {
+        names
+            .iter()
+            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+    };
+    let notice = |text: &str| eprintln!("revolve: {text}");
     match args.provider.unwrap_or(ProviderKind::Openai) {
         ProviderKind::Scripted => {
             let path = args.script.as_ref().ok_or_else(|| {
@@ -122,12 +136,13 @@ fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, Error> {
                     "--provider scripted needs --script FILE (a JSONL file of replies)".into(),
                 )
             })?;
-            Ok(Arc::new(Scripted::load(path).map_err(Error::Usage)?))
+            Ok((
+                Arc::new(Scripted::load(path).map_err(Error::Usage)?),
+                DEFAULT_MODEL,
+            ))
         }
         ProviderKind::Openai => {
-            let key = ["REVOLVE_API_KEY", "OPENAI_API_KEY"]
-                .iter()
-                .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+            let key = key(&["REVOLVE_API_KEY", "OPENAI_API_KEY"]);
             let base = args
                 .base_url
                 .clone()
@@ -139,7 +154,26 @@ fn provider(args: &ModelArgs) -> Result<Arc<dyn Provider>, Error> {
                         .into(),
                 ));
             }
-            Ok(Arc::new(OpenAi::new(&base, key)))
+            Ok((
+                Arc::new(Retrying::new(OpenAi::new(&base, key), Box::new(notice))),
+                DEFAULT_MODEL,
+            ))
+        }
+        ProviderKind::Anthropic => {
+            let key = key(&["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"]);
+            let base = args
+                .base_url
+                .clone()
+                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned());
+            if key.is_none() && base == ANTHROPIC_BASE_URL {
+                return Err(Error::Usage(
+                    "no API key: set ANTHROPIC_API_KEY (or REVOLVE_API_KEY), or point --base-url at another server".into(),
+                ));
+            }
+            Ok((
+                Arc::new(Retrying::new(Anthropic::new(&base, key), Box::new(notice))),
+                ANTHROPIC_MODEL,
+            ))
         }
     }
 }

@@ -8,16 +8,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::names;
-use revolve_core::record::{Header, Record, FORMAT_VERSION};
+use revolve_core::record::{Header, Record, Resumed, FORMAT_VERSION};
 use revolve_core::slash::{self, Slash};
+use revolve_core::tools::Tool;
 use revolve_core::view;
-use revolve_core::{Command, Input, Request, Session, State};
+use revolve_core::{Command, Input, Request, Session, Settings, State};
 use revolve_io::log::{self, LogWriter};
 use revolve_io::provider::{Provider, ProviderError};
 use revolve_io::registry::Claim;
 use revolve_io::store::{CreateError, Store};
+use revolve_io::tools::{self, AgentInfo};
 use revolve_io::{clock, interrupt};
 
+use crate::approve::Approvals;
 use crate::error::{out, Error};
 
 /// How a line the user sent ended.
@@ -34,12 +37,17 @@ pub enum Outcome {
     Quit,
 }
 
-/// The model and window a session runs with.
-#[derive(Clone)]
-pub struct Model {
+/// What a session runs with that its log does not say.
+pub struct Runtime {
     pub provider: Arc<dyn Provider>,
-    pub name: String,
-    pub window: u64,
+    /// The model; on resume, `None` keeps the session's.
+    pub model: Option<String>,
+    /// The declared window; on resume, `None` keeps the session's.
+    pub window: Option<u64>,
+    /// `spill-result-chars`.
+    pub spill_chars: usize,
+    /// Who allows shell commands and file grants.
+    pub approvals: Approvals,
 }
 
 /// A session this process runs.
@@ -48,7 +56,7 @@ pub struct Live {
     writer: LogWriter,
     claim: Claim,
     store: Store,
-    provider: Arc<dyn Provider>,
+    runtime: Runtime,
     /// Whether stdout's reader went away during an answer.
     stdout_closed: bool,
 }
@@ -59,7 +67,7 @@ impl Live {
     /// a piped one none.
     pub fn start(
         store: Store,
-        model: Model,
+        runtime: Runtime,
         name: Option<String>,
         interactive: bool,
     ) -> Result<Live, Error> {
@@ -72,9 +80,12 @@ impl Live {
             cwd: store.cwd.to_string_lossy().into_owned(),
             project: store.project.key.to_string_lossy().into_owned(),
             started: now,
-            model: model.name,
-            window: model.window,
-            provider: model.provider.name().to_owned(),
+            model: runtime
+                .model
+                .clone()
+                .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned()),
+            window: runtime.window.unwrap_or(crate::DEFAULT_WINDOW),
+            provider: runtime.provider.name().to_owned(),
             continues: None,
         };
         let created = store.create(header, |used| match name {
@@ -98,7 +109,8 @@ impl Live {
             }
         };
         // The store wrote the header; the core folds the same record.
-        let (session, _header_cmd) = Session::start(header);
+        let settings = settings(&store, &header.id, &runtime);
+        let (session, _header_cmd) = Session::start(header, settings);
         writer
             .sync()
             .map_err(|e| Error::at(writer.path(), "cannot write", e))?;
@@ -107,21 +119,16 @@ impl Live {
             writer,
             claim,
             store,
-            provider: model.provider,
+            runtime,
             stdout_closed: false,
         })
     }
 
     /// Resumes the session `needle` names (name, id or path), or the latest
     /// one of this directory. Prints its conversation again on stderr.
-    /// `model` overrides what the session ran with when given.
-    pub fn resume(
-        store: Store,
-        needle: Option<&str>,
-        provider: Arc<dyn Provider>,
-        model: Option<String>,
-        window: Option<u64>,
-    ) -> Result<Live, Error> {
+    /// The runtime's model and window override what the session ran with
+    /// when given.
+    pub fn resume(store: Store, needle: Option<&str>, runtime: Runtime) -> Result<Live, Error> {
         let path = find(&store, needle)?;
         let mut state = State::default();
         let mut records = Vec::new();
@@ -152,15 +159,20 @@ impl Live {
             );
         }
         let writer = LogWriter::open(&path).map_err(|e| Error::at(&path, "cannot open", e))?;
-        let model = model.unwrap_or_else(|| state.model.clone());
-        let window = window.unwrap_or(state.window);
-        let (session, cmds) = Session::resume(state, model, window, clock::now());
+        let resumed = Resumed {
+            at: clock::now(),
+            model: runtime.model.clone().unwrap_or_else(|| state.model.clone()),
+            window: runtime.window.unwrap_or(state.window),
+            provider: runtime.provider.name().to_owned(),
+        };
+        let settings = settings(&store, &header.id, &runtime);
+        let (session, cmds) = Session::resume(state, settings, resumed);
         let mut live = Live {
             session,
             writer,
             claim,
             store,
-            provider,
+            runtime,
             stdout_closed: false,
         };
         live.execute(cmds, &mut VecDeque::new())?;
@@ -259,6 +271,10 @@ impl Live {
                     .sync()
                     .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
                 Command::Call(request) => queue.push_back(self.call(request)?),
+                Command::RunTool { id, tool, grants } => {
+                    queue.push_back(self.run_tool(id, &tool, &grants))
+                }
+                Command::Spill { path, content } => spill(Path::new(&path), &content)?,
                 Command::Show(text) => eprintln!("{text}"),
             }
         }
@@ -280,7 +296,7 @@ impl Live {
             Done(Result<revolve_core::Reply, ProviderError>),
         }
         let (tx, rx) = mpsc::channel();
-        let provider = Arc::clone(&self.provider);
+        let provider = Arc::clone(&self.runtime.provider);
         std::thread::spawn(move || {
             let text = tx.clone();
             let result = provider.complete(&request, &mut |t| {
@@ -342,6 +358,44 @@ impl Live {
         Ok(input)
     }
 
+    /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
+    /// shows one line about it on stderr.
+    fn run_tool(&mut self, id: String, tool: &Tool, grants: &[String]) -> Input {
+        eprintln!("{}", view::tool_line(tool));
+        let info = AgentInfo {
+            session_id: self.state().id().to_owned(),
+            name: self.state().name.clone(),
+            log_path: self.writer.path().to_path_buf(),
+            project_key: self.store.project.key.clone(),
+            project_dir: self.store.roots.project(&self.store.project),
+            state_root: self.store.roots.state.clone(),
+            config_root: self.store.roots.config.clone(),
+        };
+        let ctx = tools::Context {
+            root: self.store.cwd.clone(),
+            info,
+        };
+        let outcome = tools::run(
+            tool,
+            grants,
+            &ctx,
+            &mut self.runtime.approvals,
+            &interrupt::pending,
+        );
+        if interrupt::take() {
+            return Input::Interrupted {
+                partial: String::new(),
+                now: clock::now(),
+            };
+        }
+        Input::ToolDone {
+            id,
+            output: outcome.output,
+            grant: outcome.grant,
+            now: clock::now(),
+        }
+    }
+
     /// Prints answer text; once stdout is closed, only remembers that it is,
     /// so the answer is still logged before the session stops.
     fn show(&mut self, text: &str) {
@@ -349,6 +403,24 @@ impl Live {
             self.stdout_closed = matches!(out(text), Err(Error::BrokenPipe));
         }
     }
+}
+
+/// The core's settings for a session of `store` run with `runtime`.
+fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
+    let spill_dir = store.roots.project(&store.project).join("spills").join(id);
+    Settings {
+        spill_chars: runtime.spill_chars,
+        spill_dir: spill_dir.to_string_lossy().into_owned(),
+    }
+}
+
+/// Writes a spilled tool result whole.
+fn spill(path: &Path, content: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+    }
+    std::fs::write(path, content)
+        .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 
 /// The session file `needle` names, or the latest of this directory.

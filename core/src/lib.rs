@@ -11,7 +11,9 @@
 //! * [`state`]: the fold, [`State::apply`], and [`state::requests`], which
 //!   rebuilds every model request from a log.
 //! * [`session`]: the live state machine, [`Session::handle`].
-//! * [`request`]: the exact request bodies.
+//! * [`request`]: the exact request bodies, for both wire protocols.
+//! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
+//! * [`retry`]: when a failed request is sent again.
 //! * [`names`]: generated session names.
 //! * [`view`]: the status line, transcripts and listings.
 
@@ -19,12 +21,14 @@ pub mod names;
 pub mod prompt;
 pub mod record;
 pub mod request;
+pub mod retry;
 pub mod session;
 pub mod slash;
 pub mod state;
+pub mod tools;
 pub mod view;
 
-pub use record::{Header, Message, Record, Role, Totals};
+pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;
-pub use session::{Command, Input, Reply, Session, Usage};
+pub use session::{Command, Input, Reply, Session, Settings, Usage};
 pub use state::State;

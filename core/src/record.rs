@@ -32,7 +32,14 @@
 //! cut off by an interruption or a failure; it is kept as it was streamed):
 //! ```json
 //! {"type":"message","at":"2026-12-02T10:26:10Z","role":"user","content":"hello"}
-//! {"type":"message","at":"2026-12-02T10:26:12Z","role":"assistant","content":"Hi.","partial":false}
+//! {"type":"message","at":"2026-12-02T10:26:12Z","role":"assistant","content":"Hi."}
+//! ```
+//!
+//! An assistant message may call tools; each result is a `tool` message
+//! naming the call it answers, appended as soon as the tool finished:
+//! ```json
+//! {"type":"message","at":"2026-12-02T10:26:13Z","role":"assistant","content":"","tool_calls":[{"id":"call_1","name":"read_file","arguments":"{\"path\":\"src/main.rs\"}"}]}
+//! {"type":"message","at":"2026-12-02T10:26:13Z","role":"tool","content":"fn main() {}\n","tool_call_id":"call_1"}
 //! ```
 //!
 //! `failed` and `interrupted`, a model request that ended without a complete
@@ -41,6 +48,11 @@
 //! {"type":"failed","at":"2026-12-02T10:26:12Z","error":"HTTP 503 from http://127.0.0.1:8080/v1/chat/completions"}
 //! {"type":"interrupted","at":"2026-12-02T10:26:12Z"}
 //! ```
+//!
+//! A turn interrupted while its tools ran first gets a result for every
+//! call still open (saying it was interrupted), then
+//! `{"type":"interrupted","at":"…","unsent":true}`: the request those
+//! results were due for never went out.
 //!
 //! `totals`, the running totals after each turn (cumulative, so the last one
 //! wins):
@@ -51,7 +63,7 @@
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
-//! {"type":"resumed","at":"2026-12-02T11:00:00Z","model":"gpt-4o-mini","window":128000}
+//! {"type":"resumed","at":"2026-12-02T11:00:00Z","model":"gpt-4o-mini","window":128000,"provider":"openai"}
 //! {"type":"renamed","at":"2026-12-02T11:00:05Z","name":"login-bug"}
 //! ```
 
@@ -73,8 +85,8 @@ pub enum Record {
     Message(Message),
     /// A model request that failed; the turn ended without a full answer.
     Failed(Failed),
-    /// A model request that the user interrupted.
-    Interrupted(Stamp),
+    /// A turn the user interrupted (or a crash cut short).
+    Interrupted(Interrupted),
     /// Running totals, appended at the end of every turn.
     Totals(Totals),
     /// A later run resumed this session.
@@ -131,28 +143,55 @@ pub struct Message {
     pub at: OffsetDateTime,
     pub role: Role,
     pub content: String,
+    /// The tools an assistant message calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// The call a tool message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
     /// An answer cut short by an interruption or a failure.
     #[serde(default, skip_serializing_if = "is_false")]
     pub partial: bool,
 }
 
+/// A tool call as the model made it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call; its result names it.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, as the JSON text the model wrote (not necessarily
+    /// valid).
+    pub arguments: String,
+}
+
 impl Message {
     /// A complete user message.
     pub fn user(at: OffsetDateTime, content: impl Into<String>) -> Message {
+        Message::new(at, Role::User, content.into())
+    }
+
+    /// A complete assistant message without tool calls.
+    pub fn assistant(at: OffsetDateTime, content: impl Into<String>) -> Message {
+        Message::new(at, Role::Assistant, content.into())
+    }
+
+    /// The result of the tool call `id`.
+    pub fn tool(at: OffsetDateTime, id: impl Into<String>, content: impl Into<String>) -> Message {
         Message {
-            at,
-            role: Role::User,
-            content: content.into(),
-            partial: false,
+            tool_call_id: Some(id.into()),
+            ..Message::new(at, Role::Tool, content.into())
         }
     }
 
-    /// A complete assistant message.
-    pub fn assistant(at: OffsetDateTime, content: impl Into<String>) -> Message {
+    fn new(at: OffsetDateTime, role: Role, content: String) -> Message {
         Message {
             at,
-            role: Role::Assistant,
-            content: content.into(),
+            role,
+            content,
+            tool_calls: Vec::new(),
+            tool_call_id: None,
             partial: false,
         }
     }
@@ -164,6 +203,8 @@ impl Message {
 pub enum Role {
     User,
     Assistant,
+    /// A tool's result, answering one call of the assistant message before.
+    Tool,
 }
 
 /// A failed request and why.
@@ -174,11 +215,15 @@ pub struct Failed {
     pub error: String,
 }
 
-/// A record that carries only its time.
+/// A turn cut short.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stamp {
+pub struct Interrupted {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The turn was cut while tools ran, before the request their results
+    /// were due to go out in: no request was sent, so none is rebuilt.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unsent: bool,
 }
 
 /// Running totals of a session, cumulative across runs.
@@ -214,6 +259,9 @@ pub struct Resumed {
     pub at: OffsetDateTime,
     pub model: String,
     pub window: u64,
+    /// The provider from now on; empty in files from before it was written.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
 }
 
 /// The session's new name; a rename always makes a session named.
@@ -333,7 +381,10 @@ mod tests {
                 turns: 3,
                 ..Totals::default()
             }),
-            Record::Interrupted(Stamp { at: at() }),
+            Record::Interrupted(Interrupted {
+                at: at(),
+                unsent: false,
+            }),
         ];
         for r in records {
             let line = r.to_line();
@@ -356,7 +407,10 @@ mod tests {
         let line = r#"{"at":"2026-12-02T10:26:06Z","type":"interrupted"}"#;
         assert_eq!(
             Record::parse_line(line).unwrap(),
-            Record::Interrupted(Stamp { at: at() })
+            Record::Interrupted(Interrupted {
+                at: at(),
+                unsent: false
+            })
         );
     }
 

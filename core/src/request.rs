@@ -1,73 +1,63 @@
 //! Model requests, built in core so that replay rebuilds them byte for byte.
 //!
 //! The body is the exact JSON the shell sends; the shell adds only transport
-//! (URL, headers, key). A provider that does not speak this wire protocol
-//! (the scripted one) reads what it needs from [`Request::messages`].
+//! (URL, headers, key). Two wire protocols: OpenAI Chat Completions (also
+//! spoken by Ollama, llama.cpp, vLLM, OpenRouter, and read by the scripted
+//! provider) and Anthropic Messages.
 
 use serde::Serialize;
+use serde_json::{json, Value};
 
 use crate::record::{Message, Role};
+use crate::tools;
+
+/// The wire protocol of a provider.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+impl Wire {
+    /// The wire a provider name speaks (as written in the header).
+    pub fn of(provider: &str) -> Wire {
+        match provider {
+            "anthropic" => Wire::Anthropic,
+            _ => Wire::OpenAi,
+        }
+    }
+}
+
+/// `max_tokens` of Anthropic requests (the API requires one).
+pub const ANTHROPIC_MAX_TOKENS: u32 = 8192;
 
 /// One model request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Request {
     /// The model asked.
     pub model: String,
-    /// The exact body sent: one line of JSON in the OpenAI Chat Completions
-    /// format, streaming, with usage asked for.
+    /// The protocol `body` is written in.
+    pub wire: Wire,
+    /// The exact body sent: one line of JSON (keys sorted, so the same
+    /// history always gives the same bytes), streaming, with usage asked
+    /// for, offering every tool.
     pub body: String,
     /// How many messages of the history it carries (system prompt excluded).
     pub messages: usize,
 }
 
-#[derive(Serialize)]
-struct ChatBody<'a> {
-    model: &'a str,
-    messages: Vec<ChatMessage<'a>>,
-    stream: bool,
-    stream_options: StreamOptions,
-}
-
-#[derive(Serialize)]
-struct ChatMessage<'a> {
-    role: &'static str,
-    content: &'a str,
-}
-
-#[derive(Serialize)]
-struct StreamOptions {
-    include_usage: bool,
-}
-
 impl Request {
-    /// A Chat Completions request for this system prompt and history.
-    pub fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Request {
-        let mut messages = Vec::with_capacity(history.len() + 1);
-        if let Some(system) = system {
-            messages.push(ChatMessage {
-                role: "system",
-                content: system,
-            });
-        }
-        messages.extend(history.iter().map(|m| ChatMessage {
-            role: match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            },
-            content: &m.content,
-        }));
-        let body = ChatBody {
-            model,
-            messages,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
+    /// The request for this system prompt and history.
+    pub fn build(wire: Wire, model: &str, system: Option<&str>, history: &[Message]) -> Request {
+        let body = match wire {
+            Wire::OpenAi => openai(model, system, history),
+            Wire::Anthropic => anthropic(model, system, history),
         };
         Request {
             model: model.to_owned(),
-            // Strings and booleans only: serialization cannot fail.
-            body: serde_json::to_string(&body).expect("request bodies always serialize"),
+            wire,
+            body: body.to_string(),
             messages: history.len(),
         }
     }
@@ -80,24 +70,163 @@ impl Request {
     }
 }
 
+/// Chat Completions: the system prompt first, tool calls as `tool_calls`,
+/// results as `tool` messages.
+fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+    let mut messages = Vec::with_capacity(history.len() + 1);
+    if let Some(system) = system {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in history {
+        messages.push(match m.role {
+            Role::User => json!({"role": "user", "content": m.content}),
+            Role::Assistant if m.tool_calls.is_empty() => json!({"role": "assistant", "content": m.content}),
+            Role::Assistant => {
+                let calls: Vec<Value> = m
+                    .tool_calls
+                    .iter()
+                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                    .collect();
+                let content = if m.content.is_empty() { Value::Null } else { Value::from(m.content.as_str()) };
+                json!({"role": "assistant", "content": content, "tool_calls": calls})
+            }
+            Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}),
+        });
+    }
+    let tools: Vec<Value> = tools::definitions()
+        .into_iter()
+        .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
+        .collect();
+    json!({
+        "model": model,
+        "messages": messages,
+        "tools": tools,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    })
+}
+
+/// Anthropic Messages: the system prompt apart, content blocks, tool results
+/// as `tool_result` blocks of a user message, and consecutive messages of one
+/// role merged (the API wants the roles to alternate).
+fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in history {
+        let (role, blocks) = match m.role {
+            Role::User => (
+                "user",
+                text_block(&m.content).into_iter().collect::<Vec<_>>(),
+            ),
+            Role::Tool => (
+                "user",
+                vec![
+                    json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
+                ],
+            ),
+            Role::Assistant => {
+                let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                blocks.extend(m.tool_calls.iter().map(|c| {
+                    // The API wants the input as an object; a model that wrote
+                    // something else gets an empty one (its result says why).
+                    let input = serde_json::from_str::<Value>(&c.arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}));
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
+                }));
+                ("assistant", blocks)
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match messages.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => messages.push((role, blocks)),
+        }
+    }
+    let messages: Vec<Value> = messages
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect();
+    let tools: Vec<Value> = tools::definitions()
+        .into_iter()
+        .map(
+            |d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}),
+        )
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": ANTHROPIC_MAX_TOKENS,
+        "messages": messages,
+        "tools": tools,
+        "stream": true,
+    });
+    if let Some(system) = system {
+        body["system"] = json!(system);
+    }
+    body
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::ToolCall;
     use time::macros::datetime;
 
-    #[test]
-    fn body_is_chat_completions() {
+    fn history() -> Vec<Message> {
         let at = datetime!(2026-12-02 10:00 UTC);
-        let r = Request::openai(
-            "m",
-            Some("sys"),
-            &[Message::user(at, "hi"), Message::assistant(at, "yo")],
-        );
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"a"}"#.into(),
+        };
+        vec![
+            Message::user(at, "hi"),
+            Message {
+                tool_calls: vec![call],
+                ..Message::assistant(at, "")
+            },
+            Message::tool(at, "c1", "contents"),
+            Message::assistant(at, "done"),
+            Message::user(at, "again"),
+        ]
+    }
+
+    #[test]
+    fn openai_body() {
+        let r = Request::build(Wire::OpenAi, "m", Some("sys"), &history());
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert!(r.body.contains(r#""messages":[{"content":"sys","role":"system"},{"content":"hi","role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a\"}","name":"read_file"},"id":"c1","type":"function"}]},{"content":"contents","role":"tool","tool_call_id":"c1"}"#), "{}", r.body);
+        assert_eq!(v["model"], "m");
+        assert_eq!(v["stream"], true);
+        assert_eq!(v["stream_options"]["include_usage"], true);
+        assert_eq!(v["tools"][0]["function"]["name"], "read_file");
+        assert_eq!(r.messages, 5);
+    }
+
+    #[test]
+    fn anthropic_body_alternates_roles() {
+        let r = Request::build(Wire::Anthropic, "claude", Some("sys"), &history());
+        let v: Value = serde_json::from_str(&r.body).unwrap();
         assert_eq!(
-            r.body,
-            r#"{"model":"m","messages":[{"role":"system","content":"sys"},{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}],"stream":true,"stream_options":{"include_usage":true}}"#
+            (&v["model"], &v["max_tokens"], &v["system"]),
+            (&json!("claude"), &json!(8192), &json!("sys"))
         );
-        assert_eq!(r.messages, 2);
-        assert_eq!(r.estimated_tokens(), (r.body.len() as u64).div_ceil(4));
+        let roles: Vec<&str> = v["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "user", "assistant", "user"]);
+        assert_eq!(v["messages"][1]["content"][0]["type"], "tool_use");
+        assert_eq!(v["messages"][1]["content"][0]["input"]["path"], "a");
+        assert_eq!(v["messages"][2]["content"][0]["tool_use_id"], "c1");
+        assert_eq!(v["tools"][0]["input_schema"]["type"], "object");
     }
 }

@@ -26,10 +26,11 @@ use time::OffsetDateTime;
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Context, Failed, Header, Message, Record, Renamed, Resumed, Role, Stamp, Totals,
+    Context, Failed, Header, Interrupted, Message, Record, Renamed, Resumed, Role, ToolCall, Totals,
 };
 use crate::request::Request;
 use crate::state::State;
+use crate::tools::{self, Tool};
 
 /// Something that happened, as the shell reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,10 +45,18 @@ pub enum Input {
         partial: String,
         now: OffsetDateTime,
     },
-    /// The user interrupted the request in flight; `partial` is what had
-    /// streamed.
+    /// The user interrupted the request or the tool in flight; `partial` is
+    /// what the model had streamed.
     Interrupted {
         partial: String,
+        now: OffsetDateTime,
+    },
+    /// A tool the session asked for finished. `grant` is a path the user
+    /// allowed this session to read (from `request_file_grant`).
+    ToolDone {
+        id: String,
+        output: String,
+        grant: Option<String>,
         now: OffsetDateTime,
     },
     /// The user asked for a new name; `used` are the names other sessions of
@@ -63,6 +72,8 @@ pub enum Input {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reply {
     pub text: String,
+    /// The tools the model calls, in order.
+    pub tool_calls: Vec<ToolCall>,
     /// The provider's token counts, when it gave them.
     pub usage: Option<Usage>,
 }
@@ -81,16 +92,45 @@ pub enum Command {
     Append(Record),
     /// A turn ended: flush and fsync the log.
     Sync,
-    /// Send this request to the model.
+    /// Send this request to the model; answer with [`Input::Reply`],
+    /// [`Input::Failed`] or [`Input::Interrupted`].
     Call(Request),
+    /// Run this tool; answer with [`Input::ToolDone`] (errors are output
+    /// starting `error:`) or [`Input::Interrupted`]. Paths outside the working
+    /// tree may be read only when they are in `grants`.
+    RunTool {
+        id: String,
+        tool: Tool,
+        grants: Vec<String>,
+    },
+    /// Write `content` whole to the file at `path` (creating its folder)
+    /// before executing the next command.
+    Spill { path: String, content: String },
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }
+
+/// What a session needs to know that the log does not say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// A tool result longer than this many characters is spilled to a file.
+    pub spill_chars: usize,
+    /// The folder spilled results go to, absolute.
+    pub spill_dir: String,
+}
+
+/// The default of `spill-result-chars`.
+pub const SPILL_CHARS: usize = 32_000;
 
 /// A live session.
 #[derive(Clone, Debug)]
 pub struct Session {
     state: State,
+    settings: Settings,
+    /// Paths this run may read outside the working tree: granted by the user
+    /// or spilled by this run. Held here only, never logged, so a resumed
+    /// session starts without them.
+    grants: BTreeSet<String>,
     /// The token estimate of the request in flight, for when the provider
     /// reports no usage.
     estimate: u64,
@@ -98,36 +138,32 @@ pub struct Session {
 
 impl Session {
     /// A new session: its file starts with `header`.
-    pub fn start(header: Header) -> (Session, Vec<Command>) {
-        let mut session = Session {
-            state: State::default(),
-            estimate: 0,
-        };
+    pub fn start(header: Header, settings: Settings) -> (Session, Vec<Command>) {
+        let mut session = Session::new(State::default(), settings);
         let cmds = session.append(vec![Record::Header(header)]);
         (session, cmds)
     }
 
-    /// An existing session, folded from its file, continuing with `model` and
-    /// `window`. A request left unanswered by a crash is closed as
+    /// An existing session, folded from its file, continuing with `model`,
+    /// `window` and `provider`. Tool calls a crash left without results get
+    /// results saying so, and a request left unanswered is closed as
     /// interrupted, so the history the model gets next is well formed.
-    pub fn resume(
-        state: State,
-        model: String,
-        window: u64,
-        now: OffsetDateTime,
-    ) -> (Session, Vec<Command>) {
-        let mut session = Session { state, estimate: 0 };
-        let mut records = Vec::new();
-        if session.state.awaiting {
-            records.push(Record::Interrupted(Stamp { at: now }));
-        }
-        records.push(Record::Resumed(Resumed {
-            at: now,
-            model,
-            window,
-        }));
-        let cmds = session.append(records);
+    pub fn resume(state: State, settings: Settings, resumed: Resumed) -> (Session, Vec<Command>) {
+        let mut session = Session::new(state, settings);
+        // A turn a crash left open is closed the way Ctrl-C closes one, so
+        // the history the model gets next is well formed and the turn counts.
+        let mut cmds = session.interrupt(String::new(), resumed.at);
+        cmds.extend(session.append(vec![Record::Resumed(resumed)]));
         (session, cmds)
+    }
+
+    fn new(state: State, settings: Settings) -> Session {
+        Session {
+            state,
+            settings,
+            grants: BTreeSet::new(),
+            estimate: 0,
+        }
     }
 
     /// The folded state: what the log says so far.
@@ -135,46 +171,47 @@ impl Session {
         &self.state
     }
 
-    /// Whether a request is in flight.
+    /// The paths this run may read outside the working tree.
+    pub fn grants(&self) -> &BTreeSet<String> {
+        &self.grants
+    }
+
+    /// Whether a request or a tool is in flight.
     pub fn busy(&self) -> bool {
-        self.state.awaiting
+        self.state.awaiting || !self.state.open_calls.is_empty()
     }
 
     /// Handles one input; the commands must be executed in order.
     pub fn handle(&mut self, input: Input) -> Vec<Command> {
         match input {
             Input::User { text, now } => self.user(text, now),
-            Input::Reply { reply, now } => {
-                if !self.busy() {
-                    return vec![Command::Show("ignored an answer to no request".into())];
-                }
-                let last_context = match reply.usage {
-                    Some(u) => u.prompt_tokens.saturating_add(u.completion_tokens),
-                    None => self
-                        .estimate
-                        .saturating_add((reply.text.len() as u64).div_ceil(4)),
-                };
-                let answer = Message::assistant(now, reply.text);
-                self.end_turn(Some(answer), None, reply.usage, last_context, now)
-            }
+            Input::Reply { reply, now } => self.reply(reply, now),
             Input::Failed {
                 error,
                 partial,
                 now,
             } => {
+                // Only a request can fail; tools report errors as results.
+                if !self.state.awaiting {
+                    return Vec::new();
+                }
                 let end = Record::Failed(Failed { at: now, error });
                 self.cut_short(partial, end, now)
             }
-            Input::Interrupted { partial, now } => {
-                let end = Record::Interrupted(Stamp { at: now });
-                self.cut_short(partial, end, now)
-            }
+            Input::Interrupted { partial, now } => self.interrupt(partial, now),
+            Input::ToolDone {
+                id,
+                output,
+                grant,
+                now,
+            } => self.tool_done(id, output, grant, now),
             Input::Rename { name, used, now } => match names::validate(&name, &used) {
                 Ok(()) => {
-                    let mut cmds = self.append(vec![Record::Renamed(Renamed {
+                    let renamed = Record::Renamed(Renamed {
                         at: now,
                         name: name.clone(),
-                    })]);
+                    });
+                    let mut cmds = self.append(vec![renamed]);
                     cmds.push(Command::Show(format!("this session is now named '{name}'")));
                     cmds
                 }
@@ -201,54 +238,178 @@ impl Session {
         }
         records.push(Record::Message(Message::user(now, text)));
         let mut cmds = self.append(records);
-        let request = self.state.request();
-        self.estimate = request.estimated_tokens();
-        cmds.push(Command::Call(request));
+        cmds.push(self.call());
         cmds
     }
 
+    fn call(&mut self) -> Command {
+        let request = self.state.request();
+        self.estimate = request.estimated_tokens();
+        Command::Call(request)
+    }
+
+    fn reply(&mut self, reply: Reply, now: OffsetDateTime) -> Vec<Command> {
+        if !self.state.awaiting {
+            return vec![Command::Show("ignored an answer to no request".into())];
+        }
+        let last_context = match reply.usage {
+            Some(u) => u.prompt_tokens.saturating_add(u.completion_tokens),
+            None => self
+                .estimate
+                .saturating_add((reply.text.len() as u64).div_ceil(4)),
+        };
+        let ends_turn = reply.tool_calls.is_empty();
+        let answer = Message {
+            tool_calls: reply.tool_calls,
+            ..Message::assistant(now, reply.text)
+        };
+        let mut records = vec![Record::Message(answer)];
+        records.push(self.totals(
+            reply.usage,
+            last_context,
+            reply.usage.is_none(),
+            ends_turn,
+            now,
+        ));
+        let mut cmds = self.append(records);
+        if ends_turn {
+            cmds.push(Command::Sync);
+        } else {
+            cmds.extend(self.next_tool(now));
+        }
+        cmds
+    }
+
+    /// Starts the first open call that parses; calls that do not get their
+    /// error as result at once. When none is left, the next request goes out.
+    fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = Vec::new();
+        while let Some(call) = self.state.open_calls.first().cloned() {
+            match tools::parse(&call) {
+                Ok(tool) => {
+                    let grants = self.grants.iter().cloned().collect();
+                    cmds.push(Command::RunTool {
+                        id: call.id,
+                        tool,
+                        grants,
+                    });
+                    return cmds;
+                }
+                Err(error) => cmds
+                    .extend(self.append(vec![Record::Message(Message::tool(now, call.id, error))])),
+            }
+        }
+        cmds.push(self.call());
+        cmds
+    }
+
+    fn tool_done(
+        &mut self,
+        id: String,
+        output: String,
+        grant: Option<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.state.open_calls.first().is_none_or(|c| c.id != id) {
+            return vec![Command::Show(format!(
+                "ignored a result for tool call {id}, which is not running"
+            ))];
+        }
+        if let Some(path) = grant {
+            self.grants.insert(path);
+        }
+        let mut cmds = Vec::new();
+        let content = if output.chars().count() > self.settings.spill_chars {
+            let n = self
+                .state
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Tool)
+                .count()
+                + 1;
+            let path = format!(
+                "{}/{n:04}-{}.txt",
+                self.settings.spill_dir.trim_end_matches('/'),
+                file_safe(&id)
+            );
+            let note = format!(
+                " of {} in total; the whole output is in {path}, read it with read_file and an offset",
+                output.chars().count()
+            );
+            // The same head and tail as a pruned result, or less when the
+            // threshold is lower, so what the model sees stays under it.
+            let spill = self.settings.spill_chars;
+            let shown = tools::cut(
+                &output,
+                tools::HEAD_CHARS.min(spill * 4 / 5),
+                tools::TAIL_CHARS.min(spill / 5),
+                &note,
+            );
+            self.grants.insert(path.clone());
+            cmds.push(Command::Spill {
+                path,
+                content: output,
+            });
+            shown
+        } else {
+            output
+        };
+        cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, content))]));
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+
+    fn interrupt(&mut self, partial: String, now: OffsetDateTime) -> Vec<Command> {
+        let unsent = !self.state.open_calls.is_empty();
+        self.cut_short(
+            partial,
+            Record::Interrupted(Interrupted { at: now, unsent }),
+            now,
+        )
+    }
+
+    /// Ends a turn in flight: open tool calls get results saying they were
+    /// cut, or what streamed is kept as a partial answer; then `end`.
     fn cut_short(&mut self, partial: String, end: Record, now: OffsetDateTime) -> Vec<Command> {
         if !self.busy() {
             return Vec::new();
         }
-        let answer = (!partial.is_empty()).then_some(Message {
-            at: now,
-            role: Role::Assistant,
-            content: partial,
-            partial: true,
-        });
-        let last_context = self.state.totals.last_context;
-        self.end_turn(answer, Some(end), None, last_context, now)
+        let mut records = interrupted_results(&self.state.open_calls, now);
+        if !partial.is_empty() && records.is_empty() {
+            records.push(Record::Message(Message {
+                partial: true,
+                ..Message::assistant(now, partial)
+            }));
+        }
+        records.push(end);
+        let before = &self.state.totals;
+        records.push(self.totals(None, before.last_context, before.estimated, true, now));
+        let mut cmds = self.append(records);
+        cmds.push(Command::Sync);
+        cmds
     }
 
-    fn end_turn(
-        &mut self,
-        answer: Option<Message>,
-        end: Option<Record>,
+    /// The totals after one model answer (or a turn cut short).
+    fn totals(
+        &self,
         usage: Option<Usage>,
         last_context: u64,
+        estimated: bool,
+        ends_turn: bool,
         now: OffsetDateTime,
-    ) -> Vec<Command> {
+    ) -> Record {
         let before = &self.state.totals;
         let usage = usage.unwrap_or_default();
-        let totals = Totals {
+        Record::Totals(Totals {
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
-            turns: before.turns.saturating_add(1),
+            turns: before.turns.saturating_add(u64::from(ends_turn)),
             last_context,
-            estimated: usage == Usage::default() && last_context != 0,
+            estimated,
             name: self.state.name.clone(),
             named: self.state.named,
-        };
-        let records = answer
-            .map(Record::Message)
-            .into_iter()
-            .chain(end)
-            .chain([Record::Totals(totals)]);
-        let mut cmds = self.append(records.collect());
-        cmds.push(Command::Sync);
-        cmds
+        })
     }
 
     /// Applies the records and asks the shell to append them, in order.
@@ -260,6 +421,39 @@ impl Session {
                 Command::Append(r)
             })
             .collect()
+    }
+}
+
+/// A result for each call that will never get one now.
+fn interrupted_results(open: &[ToolCall], now: OffsetDateTime) -> Vec<Record> {
+    open.iter()
+        .map(|c| {
+            let text = format!(
+                "error: interrupted before {} finished; it may or may not have run",
+                c.name
+            );
+            Record::Message(Message::tool(now, c.id.clone(), text))
+        })
+        .collect()
+}
+
+/// A call id as a file name: letters, digits, `-` and `_` only.
+fn file_safe(id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        "call".to_owned()
+    } else {
+        safe
     }
 }
 
@@ -285,11 +479,63 @@ mod tests {
         }
     }
 
+    fn settings() -> Settings {
+        Settings {
+            spill_chars: 100,
+            spill_dir: "/state/spills/s1".into(),
+        }
+    }
+
+    fn start() -> Session {
+        Session::start(header(), settings()).0
+    }
+
+    fn user(s: &mut Session, text: &str) -> Vec<Command> {
+        s.handle(Input::User {
+            text: text.into(),
+            now: datetime!(2026-12-02 10:01 UTC),
+        })
+    }
+
+    fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Command> {
+        let tool_calls = calls
+            .iter()
+            .map(|(id, name, args)| ToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                arguments: (*args).into(),
+            })
+            .collect();
+        let usage = Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 2,
+        });
+        s.handle(Input::Reply {
+            reply: Reply {
+                text: text.into(),
+                tool_calls,
+                usage,
+            },
+            now: datetime!(2026-12-02 10:02 UTC),
+        })
+    }
+
+    fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Command> {
+        let grant = grant.map(str::to_owned);
+        s.handle(Input::ToolDone {
+            id: id.into(),
+            output: output.into(),
+            grant,
+            now: datetime!(2026-12-02 10:03 UTC),
+        })
+    }
+
     fn kinds(cmds: &[Command]) -> Vec<&'static str> {
         cmds.iter()
             .map(|c| match c {
                 Command::Append(Record::Header(_)) => "header",
                 Command::Append(Record::Context(_)) => "context",
+                Command::Append(Record::Message(m)) if m.role == Role::Tool => "result",
                 Command::Append(Record::Message(_)) => "message",
                 Command::Append(Record::Totals(_)) => "totals",
                 Command::Append(Record::Failed(_)) => "failed",
@@ -297,6 +543,8 @@ mod tests {
                 Command::Append(_) => "other",
                 Command::Sync => "sync",
                 Command::Call(_) => "call",
+                Command::RunTool { .. } => "run",
+                Command::Spill { .. } => "spill",
                 Command::Show(_) => "show",
             })
             .collect()
@@ -304,33 +552,14 @@ mod tests {
 
     #[test]
     fn a_turn_appends_then_calls_then_ends() {
-        let now = datetime!(2026-12-02 10:01 UTC);
-        let (mut s, cmds) = Session::start(header());
+        let (mut s, cmds) = Session::start(header(), settings());
         assert_eq!(kinds(&cmds), ["header"]);
-        let cmds = s.handle(Input::User {
-            text: "hi".into(),
-            now,
-        });
-        assert_eq!(kinds(&cmds), ["context", "message", "call"]);
+        assert_eq!(kinds(&user(&mut s, "hi")), ["context", "message", "call"]);
+        assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
         assert_eq!(
-            kinds(&s.handle(Input::User {
-                text: "again".into(),
-                now
-            })),
-            ["show"]
+            kinds(&reply(&mut s, "yo", &[])),
+            ["message", "totals", "sync"]
         );
-        let usage = Some(Usage {
-            prompt_tokens: 10,
-            completion_tokens: 2,
-        });
-        let cmds = s.handle(Input::Reply {
-            reply: Reply {
-                text: "yo".into(),
-                usage,
-            },
-            now,
-        });
-        assert_eq!(kinds(&cmds), ["message", "totals", "sync"]);
         let t = &s.state().totals;
         assert_eq!(
             (
@@ -343,26 +572,108 @@ mod tests {
             (10, 2, 1, 12, false)
         );
         // The prompt did not change, so the second turn writes no context.
+        assert_eq!(kinds(&user(&mut s, "more")), ["message", "call"]);
+    }
+
+    #[test]
+    fn tools_run_one_at_a_time_in_order_and_bad_calls_get_error_results() {
+        let mut s = start();
+        user(&mut s, "look");
+        let calls = [
+            ("c1", "read_file", r#"{"path":"a"}"#),
+            ("c2", "nope", "{}"),
+            ("c3", "list_dir", r#"{"path":"."}"#),
+        ];
+        let cmds = reply(&mut s, "", &calls);
+        assert_eq!(kinds(&cmds), ["message", "totals", "run"]);
+        assert!(
+            matches!(&cmds[2], Command::RunTool { id, tool: Tool::ReadFile { .. }, .. } if id == "c1")
+        );
         assert_eq!(
-            kinds(&s.handle(Input::User {
-                text: "more".into(),
-                now
-            })),
-            ["message", "call"]
+            s.state().totals.turns,
+            0,
+            "a tool round does not end the turn"
+        );
+        // c1 done; c2 is unknown and answered at once; c3 runs.
+        let cmds = done(&mut s, "c1", "text", None);
+        assert_eq!(kinds(&cmds), ["result", "result", "run"]);
+        assert!(
+            matches!(&cmds[1], Command::Append(Record::Message(m)) if m.content.contains("no tool named"))
+        );
+        assert_eq!(kinds(&done(&mut s, "c9", "x", None)), ["show"]);
+        assert_eq!(kinds(&done(&mut s, "c3", "a\nb", None)), ["result", "call"]);
+        assert_eq!(
+            kinds(&reply(&mut s, "done", &[])),
+            ["message", "totals", "sync"]
+        );
+        assert_eq!(s.state().totals.turns, 1);
+        assert_eq!(s.state().totals.tokens_in, 20);
+    }
+
+    #[test]
+    fn big_results_are_spilled_and_granted_to_this_run_only() {
+        let mut s = start();
+        user(&mut s, "run it");
+        reply(
+            &mut s,
+            "",
+            &[("call/1", "shell", r#"{"command":"yes | head -c 5000"}"#)],
+        );
+        let big = "y\n".repeat(2500);
+        let cmds = done(&mut s, "call/1", &big, None);
+        assert_eq!(kinds(&cmds), ["spill", "result", "call"]);
+        let Command::Spill { path, content } = &cmds[0] else {
+            unreachable!()
+        };
+        assert_eq!(path, "/state/spills/s1/0001-call_1.txt");
+        assert_eq!(content, &big);
+        let shown = &s.state().messages.last().unwrap().content;
+        assert!(shown.contains(path) && shown.len() < big.len(), "{shown}");
+        assert!(s.grants().contains(path));
+        // The next tool run carries the grant.
+        reply(
+            &mut s,
+            "",
+            &[("c2", "read_file", &format!(r#"{{"path":"{path}"}}"#))],
+        );
+        // A resumed session does not have it.
+        let resumed = Resumed {
+            at: datetime!(2026-12-02 11:00 UTC),
+            model: "m".into(),
+            window: 1000,
+            provider: String::new(),
+        };
+        let (r, _) = Session::resume(s.state().clone(), settings(), resumed);
+        assert!(r.grants().is_empty());
+    }
+
+    #[test]
+    fn grants_from_the_user_reach_later_tool_runs() {
+        let mut s = start();
+        user(&mut s, "read /etc/hosts");
+        reply(
+            &mut s,
+            "",
+            &[("g", "request_file_grant", r#"{"path":"/etc/hosts"}"#)],
+        );
+        done(&mut s, "g", "granted: /etc/hosts", Some("/etc/hosts"));
+        let cmds = reply(
+            &mut s,
+            "",
+            &[("r", "read_file", r#"{"path":"/etc/hosts"}"#)],
+        );
+        assert!(
+            matches!(&cmds[2], Command::RunTool { grants, .. } if grants == &["/etc/hosts".to_owned()])
         );
     }
 
     #[test]
     fn an_interrupted_stream_keeps_what_arrived() {
-        let now = datetime!(2026-12-02 10:01 UTC);
-        let (mut s, _) = Session::start(header());
-        s.handle(Input::User {
-            text: "hi".into(),
-            now,
-        });
+        let mut s = start();
+        user(&mut s, "hi");
         let cmds = s.handle(Input::Interrupted {
             partial: "Hel".into(),
-            now,
+            now: datetime!(2026-12-02 10:01 UTC),
         });
         assert_eq!(kinds(&cmds), ["message", "interrupted", "totals", "sync"]);
         let last = s.state().messages.last().unwrap();
@@ -371,23 +682,68 @@ mod tests {
     }
 
     #[test]
-    fn resume_closes_a_request_a_crash_left_open() {
-        let now = datetime!(2026-12-02 10:01 UTC);
-        let (mut s, _) = Session::start(header());
-        s.handle(Input::User {
-            text: "hi".into(),
-            now,
+    fn interrupting_tools_answers_every_open_call_and_sends_nothing() {
+        let mut s = start();
+        user(&mut s, "go");
+        reply(
+            &mut s,
+            "",
+            &[
+                ("a", "shell", r#"{"command":"sleep 100"}"#),
+                ("b", "agent_info", "{}"),
+            ],
+        );
+        let cmds = s.handle(Input::Interrupted {
+            partial: String::new(),
+            now: datetime!(2026-12-02 10:05 UTC),
         });
-        let (r, cmds) = Session::resume(s.state().clone(), "m2".into(), 50, now);
-        assert_eq!(kinds(&cmds), ["interrupted", "other"]);
+        assert_eq!(
+            kinds(&cmds),
+            ["result", "result", "interrupted", "totals", "sync"]
+        );
+        assert!(matches!(&cmds[2], Command::Append(Record::Interrupted(i)) if i.unsent));
+        assert!(!s.busy());
+        assert_eq!(kinds(&user(&mut s, "next")), ["message", "call"]);
+    }
+
+    #[test]
+    fn resume_closes_what_a_crash_left_open() {
+        let mut s = start();
+        user(&mut s, "hi");
+        let resumed = Resumed {
+            at: datetime!(2026-12-02 11:00 UTC),
+            model: "m2".into(),
+            window: 50,
+            provider: "anthropic".into(),
+        };
+        let (r, cmds) = Session::resume(s.state().clone(), settings(), resumed.clone());
+        assert_eq!(kinds(&cmds), ["interrupted", "totals", "sync", "other"]);
+        assert_eq!(r.state().totals.turns, 1);
         assert!(!r.busy());
-        assert_eq!((r.state().model.as_str(), r.state().window), ("m2", 50));
+        assert_eq!(
+            (
+                r.state().model.as_str(),
+                r.state().window,
+                r.state().provider.as_str()
+            ),
+            ("m2", 50, "anthropic")
+        );
+
+        let mut s = start();
+        user(&mut s, "hi");
+        reply(&mut s, "", &[("a", "shell", r#"{"command":"make"}"#)]);
+        let (r, cmds) = Session::resume(s.state().clone(), settings(), resumed);
+        assert_eq!(
+            kinds(&cmds),
+            ["result", "interrupted", "totals", "sync", "other"]
+        );
+        assert!(!r.busy());
     }
 
     #[test]
     fn rename_is_validated() {
         let now = datetime!(2026-12-02 10:01 UTC);
-        let (mut s, _) = Session::start(header());
+        let mut s = start();
         let used = BTreeSet::from(["birch".to_owned()]);
         assert_eq!(
             kinds(&s.handle(Input::Rename {

@@ -8,8 +8,8 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
-use crate::record::{Header, Message, Record, Role, Totals};
-use crate::request::Request;
+use crate::record::{Header, Message, Record, Role, ToolCall, Totals};
+use crate::request::{Request, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -24,6 +24,8 @@ pub struct State {
     pub model: String,
     /// The declared context window now, in tokens.
     pub window: u64,
+    /// The provider now (its wire protocol shapes the requests).
+    pub provider: String,
     /// The last system prompt written.
     pub system: Option<String>,
     /// The conversation the model sees.
@@ -35,9 +37,12 @@ pub struct State {
     pub last_activity: Option<OffsetDateTime>,
     /// How many times the session was resumed.
     pub resumes: u32,
-    /// Whether a request is due: the last message is the user's and nothing
-    /// answered it yet.
+    /// Whether a request is due: the last message is the user's, or the
+    /// last tool result of a round, and nothing answered it yet.
     pub awaiting: bool,
+    /// The tool calls of the last assistant message still without a result,
+    /// in the order they were made.
+    pub open_calls: Vec<ToolCall>,
 }
 
 impl State {
@@ -71,16 +76,36 @@ impl State {
                 self.named = h.named;
                 self.model = h.model.clone();
                 self.window = h.window;
+                self.provider = h.provider.clone();
             }
             Record::Context(c) => self.system = Some(c.system.clone()),
             Record::Message(m) => {
+                let mut set = |n: &str| {
+                    note.get_or_insert_with(|| n.to_owned());
+                };
                 match m.role {
-                    Role::User => self.awaiting = true,
+                    Role::User => {
+                        if !self.open_calls.is_empty() {
+                            set("a user message while tool calls wait for results");
+                        }
+                        self.awaiting = true;
+                    }
                     Role::Assistant => {
-                        if !self.awaiting && note.is_none() {
-                            note = Some("an assistant message that answers no request".to_owned());
+                        if !self.awaiting {
+                            set("an assistant message that answers no request");
                         }
                         self.awaiting = false;
+                        self.open_calls = m.tool_calls.clone();
+                    }
+                    Role::Tool => {
+                        let id = m.tool_call_id.as_deref().unwrap_or("");
+                        match self.open_calls.iter().position(|c| c.id == id) {
+                            Some(i) => {
+                                self.open_calls.remove(i);
+                                self.awaiting = self.open_calls.is_empty();
+                            }
+                            None => set("a tool result for no open call"),
+                        }
                     }
                 }
                 self.messages.push(m.clone());
@@ -103,6 +128,9 @@ impl State {
                 self.resumes += 1;
                 self.model = r.model.clone();
                 self.window = r.window;
+                if !r.provider.is_empty() {
+                    self.provider = r.provider.clone();
+                }
             }
             Record::Renamed(r) => {
                 self.name = Some(r.name.clone());
@@ -119,7 +147,12 @@ impl State {
 
     /// The request this state would send now.
     pub fn request(&self) -> Request {
-        Request::openai(&self.model, self.system.as_deref(), &self.messages)
+        Request::build(
+            Wire::of(&self.provider),
+            &self.model,
+            self.system.as_deref(),
+            &self.messages,
+        )
     }
 
     /// Whether a record answers the request that is due.
@@ -131,7 +164,7 @@ impl State {
                     role: Role::Assistant,
                     ..
                 }) | Record::Failed(_)
-                    | Record::Interrupted(_)
+                    | Record::Interrupted(crate::record::Interrupted { unsent: false, .. })
             )
     }
 }

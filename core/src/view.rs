@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 
 use crate::record::{Record, Role};
 use crate::state::State;
+use crate::tools::Tool;
 
 const MINUTE: &[BorrowedFormatItem<'static>] =
     format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
@@ -84,7 +85,28 @@ pub fn transcript(records: &[Record]) -> String {
                             out.push_str(&format!("> {line}\n"));
                         }
                     }
-                    Role::Assistant => out.push_str(&format!("{}{cut}\n", m.content)),
+                    Role::Assistant => {
+                        if !m.content.is_empty() || m.tool_calls.is_empty() {
+                            out.push_str(&format!("{}{cut}\n", m.content));
+                        }
+                        for c in &m.tool_calls {
+                            out.push_str(&format!(
+                                "→ {} {}\n",
+                                c.name,
+                                one_line(&c.arguments, 120)
+                            ));
+                        }
+                    }
+                    Role::Tool => {
+                        let lines = m.content.lines().count();
+                        let first = m.content.lines().next().unwrap_or("");
+                        out.push_str(&format!(
+                            "← {} ({lines} line{}, {} chars)\n",
+                            one_line(first, 100),
+                            if lines == 1 { "" } else { "s" },
+                            m.content.chars().count()
+                        ));
+                    }
                 }
             }
             Record::Failed(f) => out.push_str(&format!("! failed: {}\n", f.error)),
@@ -97,6 +119,30 @@ pub fn transcript(records: &[Record]) -> String {
         }
     }
     out
+}
+
+/// The line shown when a tool starts: `→ shell cargo test`.
+pub fn tool_line(tool: &Tool) -> String {
+    let what = match tool {
+        Tool::ReadFile { path, .. } | Tool::ListDir { path } => path.clone(),
+        Tool::Grep { pattern, path } => format!("{pattern} {}", path.as_deref().unwrap_or(".")),
+        Tool::Shell { command, .. } => command.clone(),
+        Tool::RequestFileGrant { path, .. } => path.clone(),
+        Tool::AgentInfo => String::new(),
+    };
+    format!("→ {} {}", tool.name(), one_line(&what, 120))
+}
+
+/// Text on one line, at most `max` characters, with `…` where it was cut.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    match flat.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &flat[..i]),
+        None => flat,
+    }
 }
 
 /// One session as `revolve sessions` lists it.

@@ -1,17 +1,31 @@
-//! A fake OpenAI-compatible Chat Completions server for tests.
+//! A fake model server for tests, speaking the OpenAI Chat Completions or
+//! the Anthropic Messages protocol.
 //!
-//! [`FakeServer::start`] binds `127.0.0.1` on a free port and answers each
-//! connection with the next [`FakeReply`] of its script, in order; once the
-//! script is exhausted it answers `500` with a body saying so. Every request
-//! it receives is kept as a [`Recorded`] (method, path, headers, body byte for
+//! [`FakeServer::start`] (OpenAI) or [`FakeServer::start_anthropic`] binds
+//! `127.0.0.1` on a free port and answers each connection with the next
+//! [`FakeReply`] of its script, in order, whatever the path; once the script
+//! is exhausted it answers `500` with a body saying so. Every request it
+//! receives is kept as a [`Recorded`] (method, path, headers, body byte for
 //! byte) for the test to inspect with [`FakeServer::requests`].
 //!
 //! It speaks just enough HTTP/1.1: it reads the request head and a
 //! `Content-Length` body (no chunked request bodies), and every answer carries
 //! `Connection: close`. Streamed answers are real server-sent events with a
-//! close-delimited body: a role chunk, one chunk per text piece, a finish
-//! chunk, a usage chunk (`"choices":[]`) when usage is set, then
-//! `data: [DONE]`.
+//! close-delimited body:
+//!
+//! * OpenAI: a role chunk, one chunk per text piece, for each tool call a
+//!   chunk with its `index`, `id` and `function.name` and then its
+//!   `function.arguments` in two or more fragments, a finish chunk, a usage
+//!   chunk (`"choices":[]`) when usage is set, then `data: [DONE]`.
+//! * Anthropic: `message_start` (with the input tokens when usage is set), a
+//!   `text` content block (start, a `ping`, one `text_delta` per piece,
+//!   stop) when there is text, a `tool_use` block per call (start with id
+//!   and name, an empty and then two or more `input_json_delta` pieces,
+//!   stop), `message_delta` (stop reason, output tokens), `message_stop`.
+//!
+//! A cut or stalled stream stops after its text pieces, in the middle of the
+//! text block. [`FakeReply::Status`], [`FakeReply::Garbage`] and
+//! [`FakeReply::Raw`] are the same in both protocols.
 //!
 //! One thread serves connections one after another. Dropping the server stops
 //! it: the thread polls a non-blocking listener every few milliseconds, checks
@@ -23,6 +37,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
+
+use serde_json::json;
 
 use crate::provider::word_pieces;
 
@@ -37,9 +53,22 @@ pub enum FakeReply {
         /// `(prompt_tokens, completion_tokens)` of the usage chunk.
         usage: Option<(u64, u64)>,
     },
-    /// `200`, `application/json`: a non-streamed `chat.completion`.
+    /// `200`, `text/event-stream`: a streamed answer with this text (one
+    /// chunk per word, as [`FakeReply::text`]) followed by these tool calls,
+    /// each `(id, name, arguments JSON text)`, the arguments split into
+    /// fragments.
+    ToolCalls {
+        /// The text before the calls, possibly empty.
+        text: String,
+        /// `(id, name, arguments)` of each call, in order.
+        calls: Vec<(String, String, String)>,
+        /// `(prompt_tokens, completion_tokens)` of the usage.
+        usage: Option<(u64, u64)>,
+    },
+    /// `200`, `application/json`: a non-streamed answer (a `chat.completion`,
+    /// or an Anthropic `message`).
     Json {
-        /// `choices[0].message.content`.
+        /// The answer's text.
         text: String,
         /// `(prompt_tokens, completion_tokens)`, or no `usage` field.
         usage: Option<(u64, u64)>,
@@ -55,7 +84,7 @@ pub enum FakeReply {
         retry_after: Option<u64>,
     },
     /// A stream that sends these content chunks, then closes the connection
-    /// without `[DONE]`.
+    /// without `[DONE]` (or `message_stop`).
     CutAfter {
         /// The `delta.content` pieces sent before the cut.
         chunks: Vec<String>,
@@ -86,6 +115,35 @@ impl FakeReply {
             usage: Some((10, completion)),
         }
     }
+
+    /// A streamed answer of `text` and these `(id, name, arguments)` calls,
+    /// with usage `(10, number of calls)`.
+    pub fn tool_calls(text: &str, calls: &[(&str, &str, &str)]) -> FakeReply {
+        FakeReply::ToolCalls {
+            text: text.to_owned(),
+            calls: calls
+                .iter()
+                .map(|(id, name, arguments)| {
+                    (
+                        (*id).to_owned(),
+                        (*name).to_owned(),
+                        (*arguments).to_owned(),
+                    )
+                })
+                .collect(),
+            usage: Some((10, calls.len() as u64)),
+        }
+    }
+}
+
+/// The protocol a [`FakeServer`] speaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FakeProtocol {
+    /// OpenAI Chat Completions SSE and JSON.
+    #[default]
+    OpenAi,
+    /// Anthropic Messages SSE and JSON.
+    Anthropic,
 }
 
 /// A request the fake server received.
@@ -121,8 +179,20 @@ pub struct FakeServer {
 }
 
 impl FakeServer {
-    /// Binds `127.0.0.1` on a free port and serves `replies` in order.
+    /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
+    /// the OpenAI protocol.
     pub fn start(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        FakeServer::start_with(FakeProtocol::OpenAi, replies)
+    }
+
+    /// The same in the Anthropic protocol.
+    pub fn start_anthropic(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        FakeServer::start_with(FakeProtocol::Anthropic, replies)
+    }
+
+    /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
+    /// `protocol`.
+    pub fn start_with(protocol: FakeProtocol, replies: Vec<FakeReply>) -> io::Result<FakeServer> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
@@ -130,13 +200,14 @@ impl FakeServer {
         let stop = Arc::new(AtomicBool::new(false));
         let server = Server {
             listener,
+            protocol,
             replies,
             served: 0,
             requests: Arc::clone(&requests),
             stop: Arc::clone(&stop),
         };
         let thread = thread::Builder::new()
-            .name(format!("fake-openai-{port}"))
+            .name(format!("fake-model-{port}"))
             .spawn(move || server.run())?;
         Ok(FakeServer {
             port,
@@ -181,6 +252,7 @@ const MAX_HEAD: usize = 1 << 20;
 
 struct Server {
     listener: TcpListener,
+    protocol: FakeProtocol,
     replies: Vec<FakeReply>,
     served: usize,
     requests: Arc<Mutex<Vec<Recorded>>>,
@@ -228,22 +300,40 @@ impl Server {
     }
 
     fn answer(&self, stream: &mut TcpStream, reply: FakeReply) -> io::Result<()> {
+        let words = |text: &str| -> Vec<String> {
+            word_pieces(text).into_iter().map(str::to_owned).collect()
+        };
         match reply {
-            FakeReply::Stream { chunks, usage } => {
-                write_sse_head(stream)?;
-                write_chunks(stream, &chunks)?;
-                write_event(stream, &finish_chunk())?;
-                if let Some((prompt, completion)) = usage {
-                    write_event(stream, &usage_chunk(prompt, completion))?;
-                }
-                write_event(stream, "[DONE]")
+            FakeReply::Stream { chunks, usage } => self.stream(stream, &chunks, &[], usage, true),
+            FakeReply::ToolCalls { text, calls, usage } => {
+                self.stream(stream, &words(&text), &calls, usage, true)
             }
             FakeReply::Json { text, usage } => {
-                let usage = usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
-                let body = format!(
-                    r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
-                    json_string(&text)
-                );
+                let body = match self.protocol {
+                    FakeProtocol::OpenAi => {
+                        let usage =
+                            usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
+                        format!(
+                            r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
+                            json_string(&text)
+                        )
+                    }
+                    FakeProtocol::Anthropic => {
+                        let mut message = json!({
+                            "id": "msg_fake",
+                            "type": "message",
+                            "role": "assistant",
+                            "model": "fake",
+                            "content": [{"type": "text", "text": text}],
+                            "stop_reason": "end_turn",
+                            "stop_sequence": null,
+                        });
+                        if let Some((p, c)) = usage {
+                            message["usage"] = json!({"input_tokens": p, "output_tokens": c});
+                        }
+                        message.to_string()
+                    }
+                };
                 write_head(stream, 200, "application/json", Some(body.len()), None)?;
                 stream.write_all(body.as_bytes())
             }
@@ -252,13 +342,9 @@ impl Server {
                 body,
                 retry_after,
             } => write_status(stream, code, &body, retry_after),
-            FakeReply::CutAfter { chunks } => {
-                write_sse_head(stream)?;
-                write_chunks(stream, &chunks)
-            }
+            FakeReply::CutAfter { chunks } => self.stream(stream, &chunks, &[], None, false),
             FakeReply::Stall { chunks } => {
-                write_sse_head(stream)?;
-                write_chunks(stream, &chunks)?;
+                self.stream(stream, &chunks, &[], None, false)?;
                 self.stall(stream)
             }
             FakeReply::Garbage(body) => {
@@ -266,6 +352,23 @@ impl Server {
                 stream.write_all(body.as_bytes())
             }
             FakeReply::Raw(bytes) => stream.write_all(bytes.as_bytes()),
+        }
+    }
+
+    /// A streamed answer: text pieces, then tool calls and the end when
+    /// `complete`; otherwise it stops after the text pieces.
+    fn stream(
+        &self,
+        stream: &mut TcpStream,
+        chunks: &[String],
+        calls: &[(String, String, String)],
+        usage: Option<(u64, u64)>,
+        complete: bool,
+    ) -> io::Result<()> {
+        write_head(stream, 200, "text/event-stream", None, None)?;
+        match self.protocol {
+            FakeProtocol::OpenAi => openai_stream(stream, chunks, calls, usage, complete),
+            FakeProtocol::Anthropic => anthropic_stream(stream, chunks, calls, usage, complete),
         }
     }
 
@@ -381,19 +484,151 @@ fn write_status(
     stream.write_all(body.as_bytes())
 }
 
-fn write_sse_head(stream: &mut TcpStream) -> io::Result<()> {
-    write_head(stream, 200, "text/event-stream", None, None)?;
-    write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))
-}
-
-fn write_chunks(stream: &mut TcpStream, chunks: &[String]) -> io::Result<()> {
+/// The OpenAI chunks of an answer (see the module doc).
+fn openai_stream(
+    stream: &mut TcpStream,
+    chunks: &[String],
+    calls: &[(String, String, String)],
+    usage: Option<(u64, u64)>,
+    complete: bool,
+) -> io::Result<()> {
+    write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))?;
     for piece in chunks {
         write_event(
             stream,
             &chunk(&format!(r#"{{"content":{}}}"#, json_string(piece))),
         )?;
     }
-    Ok(())
+    if !complete {
+        return Ok(());
+    }
+    for (index, (id, name, arguments)) in calls.iter().enumerate() {
+        let call = json!({"index": index, "id": id, "type": "function",
+                          "function": {"name": name, "arguments": ""}});
+        write_event(stream, &chunk(&json!({"tool_calls": [call]}).to_string()))?;
+        for piece in fragments(arguments) {
+            let call = json!({"index": index, "function": {"arguments": piece}});
+            write_event(stream, &chunk(&json!({"tool_calls": [call]}).to_string()))?;
+        }
+    }
+    let reason = if calls.is_empty() {
+        "stop"
+    } else {
+        "tool_calls"
+    };
+    write_event(
+        stream,
+        &format!(
+            r#"{{"id":"x","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{{}},"finish_reason":"{reason}"}}]}}"#
+        ),
+    )?;
+    if let Some((prompt, completion)) = usage {
+        write_event(stream, &usage_chunk(prompt, completion))?;
+    }
+    write_event(stream, "[DONE]")
+}
+
+/// The Anthropic events of an answer (see the module doc).
+fn anthropic_stream(
+    stream: &mut TcpStream,
+    chunks: &[String],
+    calls: &[(String, String, String)],
+    usage: Option<(u64, u64)>,
+    complete: bool,
+) -> io::Result<()> {
+    let mut message = json!({
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+        "content": [], "stop_reason": null, "stop_sequence": null,
+    });
+    if let Some((prompt, _)) = usage {
+        message["usage"] = json!({"input_tokens": prompt, "output_tokens": 1});
+    }
+    write_named(stream, "message_start", json!({"message": message}))?;
+    let mut index = 0;
+    if !chunks.is_empty() {
+        let block = json!({"type": "text", "text": ""});
+        write_named(
+            stream,
+            "content_block_start",
+            json!({"index": 0, "content_block": block}),
+        )?;
+        write_named(stream, "ping", json!({}))?;
+        for piece in chunks {
+            let delta = json!({"type": "text_delta", "text": piece});
+            write_named(
+                stream,
+                "content_block_delta",
+                json!({"index": 0, "delta": delta}),
+            )?;
+        }
+    }
+    if !complete {
+        return Ok(());
+    }
+    if !chunks.is_empty() {
+        write_named(stream, "content_block_stop", json!({"index": 0}))?;
+        index = 1;
+    }
+    for (id, name, arguments) in calls {
+        let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});
+        write_named(
+            stream,
+            "content_block_start",
+            json!({"index": index, "content_block": block}),
+        )?;
+        for piece in std::iter::once("").chain(fragments(arguments)) {
+            let delta = json!({"type": "input_json_delta", "partial_json": piece});
+            write_named(
+                stream,
+                "content_block_delta",
+                json!({"index": index, "delta": delta}),
+            )?;
+        }
+        write_named(stream, "content_block_stop", json!({"index": index}))?;
+        index += 1;
+    }
+    let reason = if calls.is_empty() {
+        "end_turn"
+    } else {
+        "tool_use"
+    };
+    let mut delta = json!({"delta": {"stop_reason": reason, "stop_sequence": null}});
+    if let Some((_, completion)) = usage {
+        delta["usage"] = json!({"output_tokens": completion});
+    }
+    write_named(stream, "message_delta", delta)?;
+    write_named(stream, "message_stop", json!({}))
+}
+
+/// `text` in three pieces at character boundaries (two for two
+/// characters); fewer only when it is shorter.
+fn fragments(text: &str) -> Vec<&str> {
+    let ends: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+    let n = ends.len() + 1;
+    let cuts: Vec<usize> = [n / 3, 2 * n / 3]
+        .into_iter()
+        .filter(|&k| k > 0 && k < n)
+        .map(|k| ends[k - 1])
+        .collect();
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for cut in cuts {
+        if cut > start {
+            pieces.push(&text[start..cut]);
+            start = cut;
+        }
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
+/// An Anthropic event: `event: NAME` and the data with `type: NAME`.
+fn write_named(stream: &mut TcpStream, name: &str, mut data: serde_json::Value) -> io::Result<()> {
+    data["type"] = json!(name);
+    stream.write_all(format!("event: {name}\ndata: {data}\n\n").as_bytes())?;
+    stream.flush()
 }
 
 fn write_event(stream: &mut TcpStream, data: &str) -> io::Result<()> {
@@ -405,11 +640,6 @@ fn chunk(delta: &str) -> String {
     format!(
         r#"{{"id":"x","object":"chat.completion.chunk","choices":[{{"index":0,"delta":{delta}}}]}}"#
     )
-}
-
-fn finish_chunk() -> String {
-    r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#
-        .to_owned()
 }
 
 fn usage_chunk(prompt: u64, completion: u64) -> String {
@@ -445,6 +675,7 @@ fn reason(code: u16) -> &'static str {
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
+        529 => "Overloaded",
         _ => "Status",
     }
 }
@@ -589,5 +820,147 @@ mod tests {
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         assert!(answer.contains(r#"{"content":"a"}"#));
+    }
+
+    /// The `data:` of each event of an answer, parsed, with its `event:`.
+    fn events(answer: &str) -> Vec<(Option<String>, serde_json::Value)> {
+        let body = answer.split_once("\r\n\r\n").unwrap().1;
+        body.split("\n\n")
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                let mut name = None;
+                let mut data = serde_json::Value::Null;
+                for line in e.lines() {
+                    if let Some(n) = line.strip_prefix("event: ") {
+                        name = Some(n.to_owned());
+                    } else if let Some(d) = line.strip_prefix("data: ") {
+                        data = serde_json::from_str(d).unwrap_or_else(|_| json!(d));
+                    }
+                }
+                (name, data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn openai_tool_calls_stream_arguments_in_fragments() {
+        let server = FakeServer::start(vec![FakeReply::tool_calls(
+            "ok",
+            &[
+                ("c1", "read_file", r#"{"path":"x"}"#),
+                ("c2", "agent_info", "{}"),
+            ],
+        )])
+        .unwrap();
+        let answer = exchange(&server, &post("{}"));
+        let events = events(&answer);
+        let deltas: Vec<&serde_json::Value> = events
+            .iter()
+            .filter_map(|(_, d)| d["choices"][0].get("delta"))
+            .collect();
+        let calls: Vec<&serde_json::Value> = deltas
+            .iter()
+            .filter_map(|d| d["tool_calls"].get(0))
+            .collect();
+        assert_eq!(calls[0]["index"], 0);
+        assert_eq!(calls[0]["id"], "c1");
+        assert_eq!(calls[0]["function"]["name"], "read_file");
+        let arguments = |index: u64| -> Vec<&str> {
+            calls
+                .iter()
+                .filter(|c| c["index"] == index && c.get("id").is_none())
+                .map(|c| c["function"]["arguments"].as_str().unwrap())
+                .collect()
+        };
+        assert_eq!(arguments(0), [r#"{"pa"#, r#"th":"#, r#""x"}"#]);
+        assert_eq!(arguments(1), ["{", "}"]);
+        assert_eq!(calls[4]["id"], "c2");
+        let finish = &events[events.len() - 3].1["choices"][0]["finish_reason"];
+        assert_eq!(finish, "tool_calls");
+        assert_eq!(events[events.len() - 2].1["usage"]["completion_tokens"], 2);
+        assert!(answer.ends_with("data: [DONE]\n\n"));
+    }
+
+    #[test]
+    fn anthropic_streams_named_events() {
+        let server = FakeServer::start_anthropic(vec![
+            FakeReply::tool_calls("Hi you", &[("t1", "grep", r#"{"pattern":"a"}"#)]),
+            FakeReply::CutAfter {
+                chunks: vec!["par".into()],
+            },
+            FakeReply::Json {
+                text: "whole".into(),
+                usage: Some((3, 4)),
+            },
+        ])
+        .unwrap();
+        let answer = exchange(&server, &post("{}"));
+        assert!(answer.contains("Content-Type: text/event-stream\r\n"));
+        let all = events(&answer);
+        let names: Vec<&str> = all.iter().map(|(n, _)| n.as_deref().unwrap()).collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "ping",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop",
+            ]
+        );
+        for (name, data) in &all {
+            assert_eq!(data["type"], name.as_deref().unwrap());
+        }
+        assert_eq!(all[0].1["message"]["usage"]["input_tokens"], 10);
+        assert_eq!(all[3].1["delta"]["text"], "Hi");
+        assert_eq!(all[6].1["index"], 1);
+        assert_eq!(all[6].1["content_block"]["id"], "t1");
+        let json: String = all[7..11]
+            .iter()
+            .map(|(_, d)| d["delta"]["partial_json"].as_str().unwrap())
+            .collect();
+        assert_eq!(json, r#"{"pattern":"a"}"#);
+        assert_eq!(all[7].1["delta"]["partial_json"], "");
+        assert_eq!(all[12].1["delta"]["stop_reason"], "tool_use");
+        assert_eq!(all[12].1["usage"]["output_tokens"], 1);
+
+        let answer = exchange(&server, &post("{}"));
+        let names: Vec<String> = events(&answer)
+            .into_iter()
+            .map(|(n, _)| n.unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "ping",
+                "content_block_delta"
+            ]
+        );
+
+        let answer = exchange(&server, &post("{}"));
+        let body = answer.split("\r\n\r\n").nth(1).unwrap();
+        let json: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(json["content"][0]["text"], "whole");
+        assert_eq!(json["usage"]["output_tokens"], 4);
+    }
+
+    #[test]
+    fn fragments_cut_at_characters() {
+        assert_eq!(fragments(""), Vec::<&str>::new());
+        assert_eq!(fragments("a"), ["a"]);
+        assert_eq!(fragments("ab"), ["a", "b"]);
+        assert_eq!(fragments("éüñ"), ["é", "ü", "ñ"]);
+        assert_eq!(fragments("{\"k\":1}").concat(), "{\"k\":1}");
     }
 }

@@ -9,6 +9,7 @@
 //! * [`interrupt`]: Ctrl-C as a flag.
 //! * [`provider`]: model APIs (OpenAI-compatible, scripted).
 //! * [`fake`]: a fake model server on 127.0.0.1 for tests.
+//! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
 
 pub mod clock;
 pub mod fake;
@@ -18,3 +19,4 @@ pub mod paths;
 pub mod provider;
 pub mod registry;
 pub mod store;
+pub mod tools;

@@ -1,0 +1,104 @@
+//! When a failed model request is sent again: the policy, as a pure
+//! function the shell consults between attempts.
+
+use std::time::Duration;
+
+/// What the shell knows about a failed attempt.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Failure {
+    /// The HTTP status, when the server answered.
+    pub status: Option<u16>,
+    /// The server's `Retry-After`, in seconds.
+    pub retry_after: Option<u64>,
+    /// The connection failed or broke before an answer (refused, reset,
+    /// timed out).
+    pub transient: bool,
+    /// Some of the answer had already been shown to the user; sending again
+    /// would show it twice, so such a failure is final.
+    pub streamed: bool,
+}
+
+/// How many times a request is sent again at most.
+pub const MAX_RETRIES: u32 = 4;
+/// The longest wait between attempts, even when the server asks for more.
+pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// How long to wait before sending again after failed attempt number
+/// `attempt` (1 for the first), or `None` when it should not be sent again:
+/// retried are 408, 409, 429, 5xx and 529 answers and broken connections,
+/// at most [`MAX_RETRIES`] times, honouring `Retry-After` (capped at
+/// [`MAX_WAIT`]) and otherwise backing off 1, 2, 4, 8 s.
+pub fn delay(attempt: u32, failure: &Failure) -> Option<Duration> {
+    let retryable = match failure.status {
+        Some(s) => matches!(s, 408 | 409 | 429 | 500..=599),
+        None => failure.transient,
+    };
+    if !retryable || failure.streamed || attempt == 0 || attempt > MAX_RETRIES {
+        return None;
+    }
+    let backoff = Duration::from_secs(1 << (attempt - 1).min(5));
+    Some(
+        failure
+            .retry_after
+            .map_or(backoff, Duration::from_secs)
+            .min(MAX_WAIT),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy() {
+        let busy = Failure {
+            status: Some(429),
+            ..Failure::default()
+        };
+        assert_eq!(delay(1, &busy), Some(Duration::from_secs(1)));
+        assert_eq!(delay(3, &busy), Some(Duration::from_secs(4)));
+        assert_eq!(delay(5, &busy), None);
+        let told = Failure {
+            retry_after: Some(7),
+            ..busy
+        };
+        assert_eq!(delay(1, &told), Some(Duration::from_secs(7)));
+        let greedy = Failure {
+            retry_after: Some(3600),
+            ..busy
+        };
+        assert_eq!(delay(1, &greedy), Some(MAX_WAIT));
+        assert_eq!(
+            delay(
+                1,
+                &Failure {
+                    status: Some(401),
+                    ..Failure::default()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            delay(
+                1,
+                &Failure {
+                    status: Some(503),
+                    streamed: true,
+                    ..Failure::default()
+                }
+            ),
+            None
+        );
+        assert_eq!(
+            delay(
+                2,
+                &Failure {
+                    transient: true,
+                    ..Failure::default()
+                }
+            ),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(delay(1, &Failure::default()), None);
+    }
+}

@@ -1,0 +1,311 @@
+//! The tools the model sees: their definitions (sent with every request),
+//! their arguments parsed into [`Tool`], and how oversized results are cut.
+//!
+//! Bad arguments never reach the shell: [`parse`] turns them into an error
+//! result the model can read.
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::record::ToolCall;
+
+/// A tool call with its arguments checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Tool {
+    /// Read a file of the working tree or a granted path; `offset` is the
+    /// first line (1-based), `limit` the number of lines.
+    ReadFile {
+        path: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    },
+    /// List a directory of the working tree or a granted path.
+    ListDir { path: String },
+    /// Search files under `path` (default: the working tree) for a regex.
+    Grep {
+        pattern: String,
+        path: Option<String>,
+    },
+    /// Run a shell command in the working directory.
+    Shell {
+        command: String,
+        timeout_s: Option<u64>,
+    },
+    /// Ask the user to let this session read a path outside the tree.
+    RequestFileGrant {
+        path: String,
+        reason: Option<String>,
+    },
+    /// Facts about this session.
+    AgentInfo,
+}
+
+impl Tool {
+    /// The tool's name as the model calls it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tool::ReadFile { .. } => "read_file",
+            Tool::ListDir { .. } => "list_dir",
+            Tool::Grep { .. } => "grep",
+            Tool::Shell { .. } => "shell",
+            Tool::RequestFileGrant { .. } => "request_file_grant",
+            Tool::AgentInfo => "agent_info",
+        }
+    }
+}
+
+/// A tool's definition: name, what it does, a JSON Schema of its arguments.
+#[derive(Clone, Debug)]
+pub struct Definition {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: Value,
+}
+
+/// Every tool, in the order they are offered.
+pub fn definitions() -> Vec<Definition> {
+    let string = |d: &str| json!({"type": "string", "description": d});
+    let integer = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
+    let object = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
+    vec![
+        Definition {
+            name: "read_file",
+            description:
+                "Read a text file of the working tree (or a path granted to this session). \
+                          Large files: pass offset and limit to read a range of lines.",
+            parameters: object(
+                json!({
+                    "path": string("path, relative to the working directory or absolute"),
+                    "offset": integer("first line to read, 1-based"),
+                    "limit": integer("how many lines to read"),
+                }),
+                &["path"],
+            ),
+        },
+        Definition {
+            name: "list_dir",
+            description: "List the entries of a directory of the working tree (or a granted path).",
+            parameters: object(json!({"path": string("directory path")}), &["path"]),
+        },
+        Definition {
+            name: "grep",
+            description:
+                "Search files for a regular expression; prints path:line:text for each match, \
+                          bounded in size.",
+            parameters: object(
+                json!({
+                    "pattern": string("regular expression"),
+                    "path": string("file or directory to search (default: the working directory)"),
+                }),
+                &["pattern"],
+            ),
+        },
+        Definition {
+            name: "shell",
+            description:
+                "Run a shell command (sh -c) in the working directory and return its exit \
+                          status, stdout and stderr. The user may have to approve it.",
+            parameters: object(
+                json!({
+                    "command": string("the command line"),
+                    "timeout_s": integer("seconds before the command is killed (default 120)"),
+                }),
+                &["command"],
+            ),
+        },
+        Definition {
+            name: "request_file_grant",
+            description: "Ask the user to let this session read a path outside the working tree.",
+            parameters: object(
+                json!({"path": string("absolute path"), "reason": string("why you need it")}),
+                &["path"],
+            ),
+        },
+        Definition {
+            name: "agent_info",
+            description:
+                "This session's id and name, its log file, the project key and directory, \
+                          and the state and config roots.",
+            parameters: object(json!({}), &[]),
+        },
+    ]
+}
+
+/// Checks a call's name and arguments. The error is the text of the result
+/// the model gets (starting `error:`).
+pub fn parse(call: &ToolCall) -> Result<Tool, String> {
+    fn args<'a, T: Deserialize<'a>>(call: &'a ToolCall) -> Result<T, String> {
+        let text = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        serde_json::from_str(text)
+            .map_err(|e| format!("error: bad arguments for {}: {e}", call.name))
+    }
+    #[derive(Deserialize)]
+    struct Path {
+        path: String,
+    }
+    #[derive(Deserialize)]
+    struct Read {
+        path: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    }
+    #[derive(Deserialize)]
+    struct Grep {
+        pattern: String,
+        path: Option<String>,
+    }
+    #[derive(Deserialize)]
+    struct Shell {
+        command: String,
+        timeout_s: Option<u64>,
+    }
+    #[derive(Deserialize)]
+    struct Grant {
+        path: String,
+        reason: Option<String>,
+    }
+    let tool = match call.name.as_str() {
+        "read_file" => args::<Read>(call).map(|a| Tool::ReadFile {
+            path: a.path,
+            offset: a.offset,
+            limit: a.limit,
+        }),
+        "list_dir" => args::<Path>(call).map(|a| Tool::ListDir { path: a.path }),
+        "grep" => args::<Grep>(call).map(|a| Tool::Grep {
+            pattern: a.pattern,
+            path: a.path,
+        }),
+        "shell" => args::<Shell>(call).map(|a| Tool::Shell {
+            command: a.command,
+            timeout_s: a.timeout_s,
+        }),
+        "request_file_grant" => args::<Grant>(call).map(|a| Tool::RequestFileGrant {
+            path: a.path,
+            reason: a.reason,
+        }),
+        "agent_info" => args::<Value>(call).map(|_| Tool::AgentInfo),
+        other => {
+            let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
+            Err(format!(
+                "error: there is no tool named {other:?}; the tools are {}",
+                names.join(", ")
+            ))
+        }
+    }?;
+    match &tool {
+        Tool::ReadFile { path, .. }
+        | Tool::ListDir { path }
+        | Tool::RequestFileGrant { path, .. }
+            if path.is_empty() =>
+        {
+            Err(format!("error: {}: path is empty", call.name))
+        }
+        Tool::Shell { command, .. } if command.trim().is_empty() => {
+            Err("error: shell: command is empty".into())
+        }
+        Tool::Grep { pattern, .. } if pattern.is_empty() => {
+            Err("error: grep: pattern is empty".into())
+        }
+        _ => Ok(tool),
+    }
+}
+
+/// Characters kept from the start of a cut result.
+pub const HEAD_CHARS: usize = 4096;
+/// Characters kept from the end of a cut result.
+pub const TAIL_CHARS: usize = 1024;
+
+/// The first [`HEAD_CHARS`] and last [`TAIL_CHARS`] characters of `text`,
+/// with one line between them saying how many characters are gone and, in
+/// `note`, where the rest is. Text that short enough is returned whole.
+pub fn head_tail(text: &str, note: &str) -> String {
+    if text.chars().count() <= HEAD_CHARS + TAIL_CHARS {
+        return text.to_owned();
+    }
+    cut(text, HEAD_CHARS, TAIL_CHARS, note)
+}
+
+/// The first `head` and last `tail` characters of `text` with the line
+/// between them, always (an empty middle says `0 characters cut`).
+pub fn cut(text: &str, head: usize, tail: usize, note: &str) -> String {
+    let total = text.chars().count();
+    let head = head.min(total);
+    let tail = tail.min(total - head);
+    let head_end = text.char_indices().nth(head).map_or(text.len(), |(i, _)| i);
+    let tail_start = text
+        .char_indices()
+        .nth(total - tail)
+        .map_or(text.len(), |(i, _)| i);
+    let gone = total - head - tail;
+    format!(
+        "{}\n[… {gone} characters cut{note} …]\n{}",
+        &text[..head_end],
+        &text[tail_start..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall {
+            id: "c".into(),
+            name: name.into(),
+            arguments: args.into(),
+        }
+    }
+
+    #[test]
+    fn parses_good_calls_and_explains_bad_ones() {
+        assert_eq!(
+            parse(&call("read_file", r#"{"path":"a.rs","limit":3}"#)),
+            Ok(Tool::ReadFile {
+                path: "a.rs".into(),
+                offset: None,
+                limit: Some(3)
+            })
+        );
+        assert_eq!(parse(&call("agent_info", "")), Ok(Tool::AgentInfo));
+        let e = parse(&call("read_file", r#"{"limit":3}"#)).unwrap_err();
+        assert!(
+            e.starts_with("error: bad arguments for read_file: missing field `path`"),
+            "{e}"
+        );
+        let e = parse(&call("shell", r#"{"command":5}"#)).unwrap_err();
+        assert!(e.contains("invalid type"), "{e}");
+        let e = parse(&call("rm_rf", "{}")).unwrap_err();
+        assert!(e.contains("no tool named \"rm_rf\""), "{e}");
+        assert!(parse(&call("read_file", "{not json")).is_err());
+        assert!(parse(&call("list_dir", r#"{"path":""}"#)).is_err());
+    }
+
+    #[test]
+    fn definitions_match_parse() {
+        for d in definitions() {
+            assert_eq!(d.parameters["type"], "object");
+            // Every defined tool is known to parse (it may still want args).
+            let r = parse(&call(d.name, "{}"));
+            assert!(
+                !matches!(&r, Err(e) if e.contains("no tool named")),
+                "{}",
+                d.name
+            );
+        }
+    }
+
+    #[test]
+    fn head_tail_keeps_both_ends_on_char_boundaries() {
+        let text = "é".repeat(10_000);
+        let cut = head_tail(&text, "; see /tmp/x");
+        let lines: Vec<&str> = cut.split('\n').collect();
+        assert_eq!(lines[0].chars().count(), HEAD_CHARS);
+        assert_eq!(lines[1], "[… 4880 characters cut; see /tmp/x …]");
+        assert_eq!(lines[2].chars().count(), TAIL_CHARS);
+        assert_eq!(head_tail("short", ""), "short");
+    }
+}

@@ -1,0 +1,736 @@
+//! The Anthropic Messages protocol.
+//!
+//! A stream is named SSE events, each `data` a JSON object whose `type`
+//! repeats the event name:
+//!
+//! * `message_start`: `message.usage` holds the input tokens (and the cache
+//!   tokens, which count as input here);
+//! * `content_block_start`: a `text` block, or a `tool_use` block with the
+//!   call's `id` and `name`; other blocks (thinking, server tools) are
+//!   skipped;
+//! * `content_block_delta`: a `text_delta` is text, shown at once; an
+//!   `input_json_delta` brings a `partial_json` fragment of its block's
+//!   arguments;
+//! * `content_block_stop`, `ping`: nothing to do;
+//! * `message_delta`: `usage.output_tokens` (a running total);
+//! * `message_stop`: the end. A stream that closes without it is an error
+//!   that keeps the partial text;
+//! * `error`: fails the request with its `error.message`.
+//!
+//! Unknown events are ignored, as the API asks. A non-streamed answer is one
+//! `message` object whose `content` array holds the text and `tool_use`
+//! blocks. Usage: prompt tokens are `input_tokens` plus
+//! `cache_creation_input_tokens` and `cache_read_input_tokens`; completion
+//! tokens are `output_tokens`.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use revolve_core::{Reply, Request, Usage};
+
+use super::http::{self, Answer, Http, Protocol};
+use super::sse::SseEvent;
+use super::{excerpt, Provider, ProviderError};
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// An Anthropic Messages endpoint.
+///
+/// The key is sent as `x-api-key: KEY` only, never shown: `Debug` hides it
+/// and error messages are scrubbed of it.
+#[derive(Clone)]
+pub struct Anthropic {
+    http: Http,
+}
+
+impl Anthropic {
+    /// A provider for `base_url` (such as `https://api.anthropic.com/v1`; a
+    /// trailing `/` is dropped), with an optional API key and the default
+    /// stall timeout.
+    pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> Anthropic {
+        Anthropic {
+            http: Http::new(base_url.into(), api_key),
+        }
+    }
+
+    /// The same provider with another stall timeout: the longest silence
+    /// allowed while waiting for any byte of the answer.
+    pub fn with_stall_timeout(self, stall: Duration) -> Anthropic {
+        Anthropic {
+            http: self.http.with_stall(stall),
+        }
+    }
+
+    /// The base URL, without a trailing `/`.
+    pub fn base_url(&self) -> &str {
+        self.http.base_url()
+    }
+
+    /// The URL requests go to: `{base_url}/messages`.
+    pub fn endpoint(&self) -> String {
+        format!("{}/messages", self.http.base_url())
+    }
+}
+
+impl Provider for Anthropic {
+    fn complete(
+        &self,
+        request: &Request,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, ProviderError> {
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
+        if let Some(key) = self.http.api_key() {
+            headers.push(("x-api-key", key.to_owned()));
+        }
+        self.http
+            .exchange::<Messages>(&self.endpoint(), &headers, &request.body, on_text)
+    }
+
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+}
+
+impl fmt::Debug for Anthropic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.http.debug("Anthropic", f)
+    }
+}
+
+/// A Messages answer being read.
+#[derive(Default)]
+struct Messages {
+    answer: Answer,
+    /// The counts seen so far; later events override earlier ones.
+    usage: Option<WireUsage>,
+}
+
+impl Messages {
+    fn count(&mut self, usage: WireUsage) {
+        let before = self.usage.take().unwrap_or_default();
+        let merged = WireUsage {
+            input_tokens: usage.input_tokens.or(before.input_tokens),
+            output_tokens: usage.output_tokens.or(before.output_tokens),
+            cache_creation_input_tokens: usage
+                .cache_creation_input_tokens
+                .or(before.cache_creation_input_tokens),
+            cache_read_input_tokens: usage
+                .cache_read_input_tokens
+                .or(before.cache_read_input_tokens),
+        };
+        self.answer.usage = Some(merged.usage());
+        self.usage = Some(merged);
+    }
+}
+
+impl Protocol for Messages {
+    const END: &'static str = "message_stop";
+
+    fn answer(&mut self) -> &mut Answer {
+        &mut self.answer
+    }
+
+    fn event(
+        &mut self,
+        url: &str,
+        event: SseEvent,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, ProviderError> {
+        let partial = |m: &mut Messages| std::mem::take(&mut m.answer.text);
+        let mut value: Value = match serde_json::from_str(&event.data) {
+            Ok(value) => value,
+            Err(e) => return Err(http::bad_event(url, &e, &event.data, partial(self))),
+        };
+        // The type is in the data; fall back on the event's name.
+        if let (Some(object), Some(name)) = (value.as_object_mut(), event.event) {
+            object.entry("type").or_insert(Value::String(name));
+        }
+        let parsed: WireEvent = match serde_json::from_value(value) {
+            Ok(parsed) => parsed,
+            Err(e) => return Err(http::bad_event(url, &e, &event.data, partial(self))),
+        };
+        match parsed {
+            WireEvent::MessageStart { message } => {
+                if let Some(usage) = message.usage {
+                    self.count(usage);
+                }
+            }
+            WireEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                WireBlock::Text { text } => self.answer.push_text(&text, on_text),
+                WireBlock::ToolUse { id, name, input } => {
+                    let call = self.answer.call(index);
+                    call.id = id;
+                    call.name = name;
+                    // Streamed input comes in deltas; a start block that
+                    // already holds some is kept as their beginning.
+                    call.arguments = input
+                        .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        .map(|i| i.to_string())
+                        .unwrap_or_default();
+                }
+                WireBlock::Other => {}
+            },
+            WireEvent::ContentBlockDelta { index, delta } => match delta {
+                WireDelta::TextDelta { text } => self.answer.push_text(&text, on_text),
+                WireDelta::InputJsonDelta { partial_json } => {
+                    if let Some(call) = self.answer.calls.get_mut(&index) {
+                        call.arguments.push_str(&partial_json);
+                    }
+                }
+                WireDelta::Other => {}
+            },
+            WireEvent::MessageDelta { usage } => {
+                if let Some(usage) = usage {
+                    self.count(usage);
+                }
+            }
+            WireEvent::MessageStop => return Ok(true),
+            WireEvent::Error { error } => {
+                return Err(http::stream_error(url, &error, partial(self)));
+            }
+            WireEvent::ContentBlockStop | WireEvent::Ping | WireEvent::Other => {}
+        }
+        Ok(false)
+    }
+
+    fn whole(url: &str, bytes: &[u8]) -> Result<Reply, ProviderError> {
+        let text = String::from_utf8_lossy(bytes);
+        let message: WireWhole =
+            serde_json::from_str(&text).map_err(|e| http::bad_answer(url, &e, &text))?;
+        if let Some(error) = message.error {
+            return Err(http::answer_error(url, &error));
+        }
+        let Some(content) = message.content else {
+            return Err(ProviderError::new(
+                format!("answer from {url} has no content: {}", excerpt(&text, 100)),
+                "",
+            ));
+        };
+        let mut answer = Answer {
+            usage: message.usage.map(|u| u.usage()),
+            ..Answer::default()
+        };
+        for (index, block) in content.into_iter().enumerate() {
+            match block {
+                WireBlock::Text { text } => answer.text.push_str(&text),
+                WireBlock::ToolUse { id, name, input } => {
+                    let call = answer.call(index as u64);
+                    call.id = id;
+                    call.name = name;
+                    call.arguments = input.as_ref().map(http::arguments_text).unwrap_or_default();
+                }
+                WireBlock::Other => {}
+            }
+        }
+        Ok(answer.reply())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireEvent {
+    MessageStart {
+        message: WireStart,
+    },
+    ContentBlockStart {
+        index: u64,
+        content_block: WireBlock,
+    },
+    ContentBlockDelta {
+        index: u64,
+        delta: WireDelta,
+    },
+    ContentBlockStop,
+    MessageDelta {
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop,
+    Ping,
+    Error {
+        error: Value,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct WireStart {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        input: Option<Value>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireDelta {
+    TextDelta {
+        text: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+struct WireWhole {
+    #[serde(default)]
+    content: Option<Vec<WireBlock>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Clone, Copy, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    fn usage(&self) -> Usage {
+        let input = [
+            self.input_tokens,
+            self.cache_creation_input_tokens,
+            self.cache_read_input_tokens,
+        ];
+        Usage {
+            prompt_tokens: input
+                .iter()
+                .flatten()
+                .fold(0u64, |a, b| a.saturating_add(*b)),
+            completion_tokens: self.output_tokens.unwrap_or(0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use revolve_core::request::Wire;
+    use revolve_core::{Message, ToolCall};
+
+    use super::*;
+    use crate::fake::{FakeReply, FakeServer};
+    use crate::provider::testing::run;
+
+    fn fake(replies: Vec<FakeReply>) -> (FakeServer, Anthropic) {
+        let server = FakeServer::start_anthropic(replies).unwrap();
+        let provider = Anthropic::new(format!("{}/", server.url()), Some("sk-ant-secret".into()));
+        (server, provider)
+    }
+
+    fn calls(reply: &Reply) -> Vec<(&str, &str, &str)> {
+        reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect()
+    }
+
+    fn garbage(events: &[(&str, &str)]) -> FakeReply {
+        let body: String = events
+            .iter()
+            .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+            .collect();
+        FakeReply::Garbage(body)
+    }
+
+    #[test]
+    fn anthropic_text_and_tool_use_round_trip() {
+        let (server, provider) = fake(vec![
+            FakeReply::tool_calls(
+                "Let me read it.",
+                &[
+                    ("toolu_1", "read_file", r#"{"path":"a.txt","limit":5}"#),
+                    ("toolu_2", "agent_info", ""),
+                ],
+            ),
+            FakeReply::text("It says hi."),
+        ]);
+        let at = time::macros::datetime!(2026-12-02 10:00 UTC);
+        let mut history = vec![Message::user(at, "read a.txt")];
+        let request = Request::build(Wire::Anthropic, "claude", Some("sys"), &history);
+        let mut pieces = Vec::new();
+        let reply = provider
+            .complete(&request, &mut |p| pieces.push(p.to_owned()))
+            .unwrap();
+        assert_eq!(reply.text, "Let me read it.");
+        assert_eq!(pieces, ["Let", " me", " read", " it."]);
+        assert_eq!(
+            calls(&reply),
+            [
+                ("toolu_1", "read_file", r#"{"path":"a.txt","limit":5}"#),
+                ("toolu_2", "agent_info", "{}"),
+            ]
+        );
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 10,
+                completion_tokens: 2
+            })
+        );
+
+        // The calls go back in the next request, with their results.
+        history.push(Message {
+            tool_calls: reply.tool_calls.clone(),
+            ..Message::assistant(at, reply.text)
+        });
+        history.push(Message::tool(at, "toolu_1", "hi"));
+        history.push(Message::tool(at, "toolu_2", "session s1"));
+        let second = Request::build(Wire::Anthropic, "claude", Some("sys"), &history);
+        let reply = provider.complete(&second, &mut |_| {}).unwrap();
+        assert_eq!(reply.text, "It says hi.");
+        assert!(reply.tool_calls.is_empty());
+
+        let recorded = server.requests();
+        assert_eq!(recorded.len(), 2);
+        for (r, sent) in recorded.iter().zip([&request, &second]) {
+            assert_eq!(
+                (r.method.as_str(), r.path.as_str()),
+                ("POST", "/v1/messages")
+            );
+            assert_eq!(r.body, sent.body);
+            assert_eq!(r.header("x-api-key"), Some("sk-ant-secret"));
+            assert_eq!(r.header("anthropic-version"), Some("2023-06-01"));
+            assert_eq!(r.header("content-type"), Some("application/json"));
+            assert_eq!(r.header("accept"), Some("text/event-stream"));
+            assert_eq!(r.header("authorization"), None);
+        }
+        assert!(recorded[1]
+            .body
+            .contains(r#""input":{"limit":5,"path":"a.txt"}"#));
+        assert_eq!(provider.name(), "anthropic");
+    }
+
+    #[test]
+    fn anthropic_without_a_key_and_debug() {
+        let server = FakeServer::start_anthropic(vec![FakeReply::text("x")]).unwrap();
+        let provider = Anthropic::new(server.url(), Some(String::new()));
+        assert_eq!(run(&provider).0.unwrap().text, "x");
+        assert_eq!(server.requests()[0].header("x-api-key"), None);
+        let provider = Anthropic::new(
+            "https://api.anthropic.com/v1/",
+            Some("sk-ant-secret".into()),
+        );
+        assert_eq!(provider.endpoint(), "https://api.anthropic.com/v1/messages");
+        let shown = format!("{provider:?}");
+        assert!(
+            shown.starts_with("Anthropic {")
+                && shown.contains("[hidden]")
+                && !shown.contains("sk-ant"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn anthropic_usage_counts_cache_tokens() {
+        let start = r#"{"type":"message_start","message":{"id":"m","type":"message","role":"assistant","content":[],"usage":{"input_tokens":3,"cache_creation_input_tokens":100,"cache_read_input_tokens":20,"output_tokens":1}}}"#;
+        let (_server, provider) = fake(vec![garbage(&[
+            ("message_start", start),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":"Hi"}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" there"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":1}"#,
+            ),
+            ("brand_new_event", r#"{"type":"brand_new_event","x":1}"#),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":9}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ])]);
+        let (reply, pieces) = run(&provider);
+        let reply = reply.unwrap();
+        assert_eq!(pieces, ["Hi", " there"]);
+        assert_eq!(reply.text, "Hi there");
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 123,
+                completion_tokens: 9
+            })
+        );
+    }
+
+    #[test]
+    fn anthropic_error_event_fails_with_its_message() {
+        let (server, provider) = fake(vec![
+            garbage(&[
+                (
+                    "message_start",
+                    r#"{"type":"message_start","message":{"usage":{"input_tokens":3}}}"#,
+                ),
+                (
+                    "content_block_start",
+                    r#"{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}"#,
+                ),
+                (
+                    "content_block_delta",
+                    r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Par"}}"#,
+                ),
+                (
+                    "error",
+                    r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
+                ),
+            ]),
+            garbage(&[(
+                "error",
+                r#"{"type":"error","error":{"type":"invalid_request_error","message":"bad\nthing"}}"#,
+            )]),
+            garbage(&[("message_start", "{not json")]),
+        ]);
+        let url = format!("{}/messages", server.url());
+        let (result, pieces) = run(&provider);
+        let err = result.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("error in stream from {url}: Overloaded")
+        );
+        assert_eq!(
+            (err.partial.as_str(), pieces),
+            ("Par", vec!["Par".to_owned()])
+        );
+        assert!(err.transient && err.failure().streamed);
+
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("error in stream from {url}: bad thing")
+        );
+        assert!(!err.transient);
+
+        let err = run(&provider).0.unwrap_err();
+        assert!(
+            err.message
+                .starts_with(&format!("bad JSON in stream from {url}: ")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn anthropic_cut_and_stalled_streams_keep_the_partial_text() {
+        let (server, provider) = fake(vec![
+            FakeReply::CutAfter {
+                chunks: vec!["Hel".into(), "lo".into()],
+            },
+            FakeReply::Stall {
+                chunks: vec!["Wait".into()],
+            },
+        ]);
+        let url = format!("{}/messages", server.url());
+        let (result, pieces) = run(&provider);
+        let err = result.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("stream from {url} ended before message_stop")
+        );
+        assert_eq!(
+            (err.partial.as_str(), pieces),
+            ("Hello", vec!["Hel".to_owned(), "lo".to_owned()])
+        );
+        assert!(err.transient);
+
+        let provider = provider.with_stall_timeout(Duration::from_millis(300));
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("stream from {url} stalled: nothing received for 300 ms")
+        );
+        assert_eq!(err.partial, "Wait");
+    }
+
+    #[test]
+    fn anthropic_http_errors_name_status_and_url_not_the_key() {
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let (server, provider) = fake(vec![
+            FakeReply::Status {
+                code: 529,
+                body: body.into(),
+                retry_after: Some(4),
+            },
+            FakeReply::Status {
+                code: 401,
+                body: "invalid x-api-key sk-ant-secret".into(),
+                retry_after: None,
+            },
+        ]);
+        let url = format!("{}/messages", server.url());
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("HTTP 529 Overloaded from {url} (retry after 4): {body}")
+        );
+        assert_eq!((err.status, err.retry_after), (Some(529), Some(4)));
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("HTTP 401 Unauthorized from {url}: invalid x-api-key [key]")
+        );
+    }
+
+    #[test]
+    fn anthropic_reads_a_json_answer() {
+        let whole = r#"{"id":"m","type":"message","role":"assistant","content":[
+            {"type":"text","text":"Looking."},
+            {"type":"tool_use","id":"toolu_9","name":"grep","input":{"pattern":"fn main"}},
+            {"type":"tool_use","id":"toolu_10","name":"agent_info","input":{}}],
+            "stop_reason":"tool_use","usage":{"input_tokens":5,"cache_read_input_tokens":1,"output_tokens":2}}"#;
+        let (server, provider) = fake(vec![
+            FakeReply::Json {
+                text: "Whole answer".into(),
+                usage: Some((5, 2)),
+            },
+            FakeReply::Status {
+                code: 200,
+                body: whole.into(),
+                retry_after: None,
+            },
+            FakeReply::Status {
+                code: 200,
+                body: r#"{"type":"error","error":{"type":"api_error","message":"oops"}}"#.into(),
+                retry_after: None,
+            },
+            FakeReply::Status {
+                code: 200,
+                body: r#"{"type":"message"}"#.into(),
+                retry_after: None,
+            },
+        ]);
+        let (reply, pieces) = run(&provider);
+        let reply = reply.unwrap();
+        assert_eq!(
+            (reply.text.as_str(), pieces),
+            ("Whole answer", vec!["Whole answer".to_owned()])
+        );
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 5,
+                completion_tokens: 2
+            })
+        );
+
+        let reply = run(&provider).0.unwrap();
+        assert_eq!(reply.text, "Looking.");
+        assert_eq!(
+            calls(&reply),
+            [
+                ("toolu_9", "grep", r#"{"pattern":"fn main"}"#),
+                ("toolu_10", "agent_info", "{}"),
+            ]
+        );
+        assert_eq!(reply.usage.map(|u| u.prompt_tokens), Some(6));
+
+        let url = format!("{}/messages", server.url());
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(err.message, format!("error from {url}: oops"));
+        assert!(err.transient);
+        let err = run(&provider).0.unwrap_err();
+        assert!(
+            err.message
+                .starts_with(&format!("answer from {url} has no content")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn anthropic_tool_use_without_deltas_or_with_start_input() {
+        let (_server, provider) = fake(vec![garbage(&[
+            ("message_start", r#"{"type":"message_start","message":{}}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t0","name":"agent_info","input":{}}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"list_dir","input":{"path":"."}}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":1}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"{}"}}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ])]);
+        let reply = run(&provider).0.unwrap();
+        assert_eq!(
+            reply.tool_calls,
+            [
+                ToolCall {
+                    id: "t0".into(),
+                    name: "agent_info".into(),
+                    arguments: "{}".into()
+                },
+                ToolCall {
+                    id: "t1".into(),
+                    name: "list_dir".into(),
+                    arguments: r#"{"path":"."}"#.into()
+                },
+            ]
+        );
+        assert_eq!(reply.usage, None);
+    }
+}

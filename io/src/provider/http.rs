@@ -1,0 +1,497 @@
+//! What the HTTP providers share: the agent and its timeouts, posting a
+//! body, turning every failure into a [`ProviderError`], reading the answer
+//! (an SSE stream or one JSON document) through a [`Protocol`], and putting
+//! text, tool calls and usage together into a [`Reply`].
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{ErrorKind, Read};
+use std::time::Duration;
+
+use serde_json::Value;
+use ureq::{Agent, Timeout};
+
+use revolve_core::{Reply, ToolCall, Usage};
+
+use super::sse::{SseEvent, SseParser};
+use super::{excerpt, one_line, seconds, ProviderError};
+
+/// How long connecting (and resolving the host) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The default longest silence between two reads of an answer.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How much of an error body is read, and how much of it is shown.
+const ERROR_BODY_READ: u64 = 64 * 1024;
+pub(super) const ERROR_BODY_SHOWN: usize = 200;
+/// The largest non-streamed answer read.
+const JSON_BODY_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// One wire protocol's way of reading an answer.
+pub(super) trait Protocol: Default {
+    /// What ends a complete stream, named when a stream stops before it:
+    /// `[DONE]`, `message_stop`.
+    const END: &'static str;
+
+    /// What the stream delivered so far.
+    fn answer(&mut self) -> &mut Answer;
+
+    /// Takes one event of the stream; `Ok(true)` when it ends the answer.
+    /// A failure keeps the text streamed so far as its partial text.
+    fn event(
+        &mut self,
+        url: &str,
+        event: SseEvent,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<bool, ProviderError>;
+
+    /// Reads a non-streamed answer.
+    fn whole(url: &str, bytes: &[u8]) -> Result<Reply, ProviderError>;
+}
+
+/// An endpoint's base URL, key and timeouts, with the agent that talks to it.
+#[derive(Clone)]
+pub(super) struct Http {
+    base_url: String,
+    api_key: Option<String>,
+    stall: Duration,
+    agent: Agent,
+}
+
+impl Http {
+    /// `base_url` without its trailing `/`; an empty key counts as none.
+    pub(super) fn new(base_url: String, api_key: Option<String>) -> Http {
+        Http {
+            base_url: base_url.trim_end_matches('/').to_owned(),
+            api_key: api_key.filter(|k| !k.is_empty()),
+            stall: STALL_TIMEOUT,
+            agent: agent(STALL_TIMEOUT),
+        }
+    }
+
+    pub(super) fn with_stall(self, stall: Duration) -> Http {
+        Http {
+            stall,
+            agent: agent(stall),
+            ..self
+        }
+    }
+
+    pub(super) fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    pub(super) fn api_key(&self) -> Option<&str> {
+        self.api_key.as_deref()
+    }
+
+    /// Posts `body` to `url` with `headers` (besides `content-type` and
+    /// `accept`, which every request carries) and reads the answer as `P`.
+    /// The key is scrubbed from any error message, in case a lower layer
+    /// echoed it.
+    pub(super) fn exchange<P: Protocol>(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, ProviderError> {
+        self.send::<P>(url, headers, body, on_text)
+            .map_err(|mut error| {
+                if let Some(key) = &self.api_key {
+                    error.message = error.message.replace(key.as_str(), "[key]");
+                }
+                error
+            })
+    }
+
+    fn send<P: Protocol>(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: &str,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, ProviderError> {
+        let mut call = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json")
+            .header("accept", "text/event-stream");
+        for (name, value) in headers {
+            call = call.header(*name, value.as_str());
+        }
+        let response = call.send(body).map_err(|e| self.unsent(url, &e))?;
+
+        let status = response.status();
+        let content_type = header(&response, "content-type").to_ascii_lowercase();
+        let retry_after = header(&response, "retry-after");
+        let mut body = response.into_body();
+        if !status.is_success() {
+            let mut bytes = Vec::new();
+            // A body that breaks off is shown as far as it came.
+            let _ = body
+                .as_reader()
+                .take(ERROR_BODY_READ)
+                .read_to_end(&mut bytes);
+            let reason = match status.as_u16() {
+                529 => "Overloaded",
+                _ => status.canonical_reason().unwrap_or(""),
+            };
+            let mut message = format!("HTTP {} {reason} from {url}", status.as_u16());
+            if !retry_after.is_empty() {
+                message.push_str(&format!(" (retry after {retry_after})"));
+            }
+            let shown = excerpt(&String::from_utf8_lossy(&bytes), ERROR_BODY_SHOWN);
+            if !shown.is_empty() {
+                message.push_str(": ");
+                message.push_str(&shown);
+            }
+            return Err(ProviderError {
+                status: Some(status.as_u16()),
+                retry_after: retry_after.parse().ok(),
+                ..ProviderError::new(message, "")
+            });
+        }
+
+        if content_type.starts_with("text/event-stream") {
+            return self.stream::<P>(url, body.into_reader(), on_text);
+        }
+        let bytes = body
+            .with_config()
+            .limit(JSON_BODY_LIMIT)
+            .read_to_vec()
+            .map_err(|e| {
+                let why = describe(&e, self.stall);
+                ProviderError::new(format!("answer from {url} broke off: {why}"), "")
+                    .mark_transient()
+            })?;
+        // Some servers stream without saying so.
+        let start = bytes.trim_ascii_start();
+        if start.starts_with(b"data:") || start.starts_with(b"event:") {
+            return self.stream::<P>(url, bytes.as_slice(), on_text);
+        }
+        let reply = P::whole(url, &bytes)?;
+        if !reply.text.is_empty() {
+            on_text(&reply.text);
+        }
+        Ok(reply)
+    }
+
+    /// The error of a request that got no answer head.
+    fn unsent(&self, url: &str, e: &ureq::Error) -> ProviderError {
+        let error = match e {
+            ureq::Error::Timeout(Timeout::PerRead) => {
+                let message = format!(
+                    "no answer from {url}: nothing received for {}",
+                    seconds(self.stall)
+                );
+                return ProviderError::new(message, "").mark_transient();
+            }
+            ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
+                ProviderError::new(format!("bad HTTP answer from {url}: {e}"), "")
+            }
+            // An invalid URL or header value (a key with a newline, say).
+            ureq::Error::Http(_) | ureq::Error::BadUri(_) => {
+                ProviderError::new(format!("cannot send to {url}: {e}"), "")
+            }
+            _ => ProviderError::new(
+                format!("cannot reach {url}: {}", describe(e, self.stall)),
+                "",
+            ),
+        };
+        ProviderError {
+            transient: transient(e),
+            ..error
+        }
+    }
+
+    /// Reads an SSE answer as it arrives.
+    fn stream<P: Protocol>(
+        &self,
+        url: &str,
+        mut reader: impl Read,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, ProviderError> {
+        let mut parser = SseParser::new();
+        let mut protocol = P::default();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let message = match ureq::Error::from(e) {
+                        ureq::Error::Timeout(Timeout::PerRead) => format!(
+                            "stream from {url} stalled: nothing received for {}",
+                            seconds(self.stall)
+                        ),
+                        e => format!("stream from {url} broke off: {}", describe(&e, self.stall)),
+                    };
+                    let partial = std::mem::take(&mut protocol.answer().text);
+                    return Err(ProviderError::new(message, partial).mark_transient());
+                }
+            };
+            for event in parser.feed(&buf[..n]) {
+                if protocol.event(url, event, on_text)? {
+                    return Ok(protocol.answer().reply());
+                }
+            }
+        }
+        if let Some(event) = parser.finish() {
+            if protocol.event(url, event, on_text)? {
+                return Ok(protocol.answer().reply());
+            }
+        }
+        let message = format!("stream from {url} ended before {}", P::END);
+        let partial = std::mem::take(&mut protocol.answer().text);
+        Err(ProviderError::new(message, partial).mark_transient())
+    }
+
+    /// `Debug` as `name { base_url, api_key: [hidden], stall }`.
+    pub(super) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct(name)
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[hidden]"))
+            .field("stall", &self.stall)
+            .finish()
+    }
+}
+
+/// An answer as it is put together: text, tool calls by index, usage.
+#[derive(Debug, Default)]
+pub(super) struct Answer {
+    /// The text so far.
+    pub text: String,
+    /// The tool calls so far, by their index in the answer.
+    pub calls: BTreeMap<u64, ToolCall>,
+    /// The usage, when the server reported one.
+    pub usage: Option<Usage>,
+}
+
+impl Answer {
+    /// Adds a piece of text and shows it; empty pieces are dropped.
+    pub fn push_text(&mut self, piece: &str, on_text: &mut dyn FnMut(&str)) {
+        if !piece.is_empty() {
+            on_text(piece);
+            self.text.push_str(piece);
+        }
+    }
+
+    /// The call at `index`, made on first use.
+    pub fn call(&mut self, index: u64) -> &mut ToolCall {
+        self.calls.entry(index).or_insert_with(|| ToolCall {
+            id: String::new(),
+            name: String::new(),
+            arguments: String::new(),
+        })
+    }
+
+    /// The reply: calls in index order, a missing id made up as
+    /// `call_INDEX`, empty arguments as `{}`.
+    pub fn reply(&mut self) -> Reply {
+        let tool_calls = std::mem::take(&mut self.calls)
+            .into_iter()
+            .map(|(index, mut call)| {
+                if call.id.is_empty() {
+                    call.id = format!("call_{index}");
+                }
+                if call.arguments.trim().is_empty() {
+                    call.arguments = "{}".to_owned();
+                }
+                call
+            })
+            .collect();
+        Reply {
+            text: std::mem::take(&mut self.text),
+            tool_calls,
+            usage: self.usage,
+        }
+    }
+}
+
+/// Arguments as the JSON text the model wrote: a string as is, anything
+/// else (an object, from servers that parse it) serialized compactly.
+pub(super) fn arguments_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `bad JSON in stream from URL: why: data`.
+pub(super) fn bad_event(
+    url: &str,
+    error: &serde_json::Error,
+    data: &str,
+    partial: String,
+) -> ProviderError {
+    let message = format!(
+        "bad JSON in stream from {url}: {error}: {}",
+        excerpt(data, 100)
+    );
+    ProviderError::new(message, partial)
+}
+
+/// `error in stream from URL: message`, transient when the error's type
+/// says the server was overloaded or failed inside.
+pub(super) fn stream_error(url: &str, error: &Value, partial: String) -> ProviderError {
+    let message = format!("error in stream from {url}: {}", error_text(error));
+    ProviderError {
+        transient: overloaded(error),
+        ..ProviderError::new(message, partial)
+    }
+}
+
+/// `error from URL: message` for a non-streamed answer holding an error.
+pub(super) fn answer_error(url: &str, error: &Value) -> ProviderError {
+    let message = format!("error from {url}: {}", error_text(error));
+    ProviderError {
+        transient: overloaded(error),
+        ..ProviderError::new(message, "")
+    }
+}
+
+/// `bad JSON from URL: why: text` for a non-streamed answer.
+pub(super) fn bad_answer(url: &str, error: &serde_json::Error, text: &str) -> ProviderError {
+    ProviderError::new(
+        format!("bad JSON from {url}: {error}: {}", excerpt(text, 100)),
+        "",
+    )
+}
+
+/// The message of an `error` field: `error.message` when there is one.
+fn error_text(error: &Value) -> String {
+    let text = match error.get("message").and_then(|m| m.as_str()) {
+        Some(message) => message.to_owned(),
+        None => match error.as_str() {
+            Some(s) => s.to_owned(),
+            None => error.to_string(),
+        },
+    };
+    excerpt(&text, ERROR_BODY_SHOWN)
+}
+
+/// Whether an error object's `type` says the server is overloaded, rate
+/// limited or failed inside (Anthropic's `overloaded_error`, `api_error`,
+/// `rate_limit_error`; OpenAI's `server_error`): worth sending again.
+fn overloaded(error: &Value) -> bool {
+    matches!(
+        error.get("type").and_then(Value::as_str),
+        Some("overloaded_error" | "api_error" | "rate_limit_error" | "server_error")
+    )
+}
+
+fn agent(stall: Duration) -> Agent {
+    let config = Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_resolve(Some(CONNECT_TIMEOUT))
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_per_read(Some(stall))
+        .user_agent(concat!("revolve/", env!("CARGO_PKG_VERSION")))
+        .build();
+    Agent::new_with_config(config)
+}
+
+fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .map(|v| one_line(&String::from_utf8_lossy(v.as_bytes())))
+        .unwrap_or_default()
+}
+
+/// Whether a connection failure may go away by itself: refused, reset,
+/// closed early or timed out. A host that is not found, a TLS failure or a
+/// bad URL is not.
+fn transient(error: &ureq::Error) -> bool {
+    match error {
+        ureq::Error::Io(e) => matches!(
+            e.kind(),
+            ErrorKind::ConnectionRefused
+                | ErrorKind::ConnectionReset
+                | ErrorKind::ConnectionAborted
+                | ErrorKind::NotConnected
+                | ErrorKind::BrokenPipe
+                | ErrorKind::UnexpectedEof
+                | ErrorKind::TimedOut
+        ),
+        ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed | ureq::Error::BodyStalled => true,
+        _ => false,
+    }
+}
+
+/// What went wrong with a connection, in a few words.
+fn describe(error: &ureq::Error, stall: Duration) -> String {
+    match error {
+        ureq::Error::Io(e) => match e.kind() {
+            ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+            ErrorKind::ConnectionReset => "connection reset".to_owned(),
+            ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
+            ErrorKind::UnexpectedEof => "connection closed early".to_owned(),
+            ErrorKind::TimedOut => "timed out".to_owned(),
+            _ => e.to_string(),
+        },
+        ureq::Error::Timeout(Timeout::Connect) => {
+            format!("no connection within {}", seconds(CONNECT_TIMEOUT))
+        }
+        ureq::Error::Timeout(Timeout::Resolve) => {
+            format!("host name not resolved within {}", seconds(CONNECT_TIMEOUT))
+        }
+        ureq::Error::Timeout(Timeout::PerRead) => {
+            format!("nothing received for {}", seconds(stall))
+        }
+        ureq::Error::HostNotFound => "host not found".to_owned(),
+        e => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answer_orders_calls_and_fills_gaps() {
+        let mut answer = Answer::default();
+        let mut shown = Vec::new();
+        answer.push_text("", &mut |p| shown.push(p.to_owned()));
+        answer.push_text("hi", &mut |p| shown.push(p.to_owned()));
+        answer.call(3).name = "b".into();
+        let first = answer.call(1);
+        first.id = "x".into();
+        first.name = "a".into();
+        first.arguments = "{\"k\":".into();
+        answer.call(1).arguments.push_str("1}");
+        let reply = answer.reply();
+        assert_eq!(shown, ["hi"]);
+        assert_eq!(reply.text, "hi");
+        let calls: Vec<(&str, &str, &str)> = reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(calls, [("x", "a", "{\"k\":1}"), ("call_3", "b", "{}")]);
+    }
+
+    #[test]
+    fn arguments_keep_strings_and_serialize_the_rest() {
+        assert_eq!(arguments_text(&Value::from("{\"a\": 1}")), "{\"a\": 1}");
+        assert_eq!(
+            arguments_text(&serde_json::json!({"b": [1, 2], "a": "x"})),
+            "{\"a\":\"x\",\"b\":[1,2]}"
+        );
+        assert_eq!(arguments_text(&Value::Null), "");
+    }
+
+    #[test]
+    fn overload_errors_are_transient() {
+        let error = serde_json::json!({"type": "overloaded_error", "message": "Overloaded"});
+        let e = stream_error("u", &error, "part".into());
+        assert_eq!(e.message, "error in stream from u: Overloaded");
+        assert!(e.transient && e.partial == "part");
+        let e = answer_error("u", &serde_json::json!({"type": "invalid_request_error"}));
+        assert!(!e.transient);
+        assert!(e.message.starts_with("error from u: {"), "{e}");
+    }
+}

@@ -1,0 +1,2444 @@
+//! The built-in tools, executed. [`run`] takes the checked [`Tool`] of a
+//! `Command::RunTool { id, tool, grants }` and returns the [`Outcome`] the
+//! shell feeds back as `Input::ToolDone`. Every failure is output starting
+//! `error:` (one sentence the model can act on): never a panic, never an
+//! `Err`. Text is returned as it is, control characters included (the
+//! terminal layer renders them inert); invalid UTF-8 is decoded lossily.
+//!
+//! # Confinement (`read_file`, `list_dir`, `grep`)
+//!
+//! A path is taken relative to the working directory ([`Context::root`]) or
+//! as absolute, then canonicalized, which resolves `..` and every symlink. It
+//! may be read only when the canonical path is inside the canonical root, or
+//! equals a granted path, or is inside a granted directory (grants are
+//! canonicalized too when they exist). So a symlink inside the tree that
+//! points outside is refused, and so is `../`. A path that does not exist is
+//! `error: no such file: PATH` when it would lie inside what may be read, and
+//! refused like any outside path otherwise (so probing does not reveal which
+//! outside files exist).
+//!
+//! # `read_file` and `list_dir`
+//!
+//! `read_file` returns the file's text as it is (no line numbers); `offset`
+//! is the first line (1-based), `limit` a number of lines. Output stops at
+//! 256 KiB on a line boundary with a last line
+//! `[… file continues: N more lines; read on with offset=K]` (a single longer
+//! line is shown cut, and said so). A file with a NUL byte in its first
+//! 8 KiB is refused as binary; an empty file gives `[PATH is empty]`.
+//! `list_dir` prints one entry a line, sorted, hidden ones included,
+//! directories with a trailing `/`, symlinks as `name -> target`, at most
+//! 2000 with a note.
+//!
+//! # `grep`: matching here, not by the system `grep`
+//!
+//! The tree is walked here (sorted; `.git`, `target`, `node_modules` and
+//! hidden directories skipped below the searched path; symlinks not followed;
+//! binary files and files over 4 MiB skipped) and lines are matched by a
+//! small regex engine in this file, so confinement, bounds and output are
+//! exactly ours and do not depend on which `grep` is installed. The engine
+//! parses an ERE-like subset (literals, `.`, `*`, `+`, `?`, `{n}`, `{n,}`,
+//! `{n,m}`, lazy suffix `?` accepted, `^`, `$`, `[a-z]`, `[^…]`,
+//! `[[:alpha:]]`-style classes, `\d \w \s \D \W \S \b \B`, escaped
+//! punctuation, groups `(…)` and `(?:…)`, alternation `|`, and a `(?i)`
+//! anywhere for case-insensitive matching; a `{` that does not start a count
+//! is a literal) and simulates it as an NFA (Pike VM): no backtracking, so
+//! time is at most linear in line length × pattern size and no pattern can
+//! blow up exponentially. A per-line step budget and a 30 s limit on the
+//! whole search still bound the rare huge case; lines over budget count as
+//! not matching and the output says how many there were. Output is
+//! `path:line:text` (paths relative to the root; absolute for a granted
+//! path outside it), text cut at 512 characters, at most 500 lines and
+//! 64 KiB, then notes saying what was left out.
+//!
+//! # `shell`
+//!
+//! Asks the [`Approver`] first. Runs `sh -c COMMAND` in the root, stdin
+//! null, in its own process group; stdout and stderr are read by two threads
+//! so a full pipe cannot block the child. `cancel` is polled about every
+//! 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or past
+//! 64 MiB of output on one stream, the whole process group is killed
+//! (SIGKILL) and the output says so, with what was captured. When `sh`
+//! exits but a background process still holds the pipes, its later output
+//! is given up on after one second (the process is left running). The API
+//! key variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `REVOLVE_API_KEY`)
+//! are removed from the command's environment, so a command cannot print a
+//! key into the session log.
+//!
+//! # `request_file_grant` and `agent_info`
+//!
+//! A grant needs an absolute path that exists; the user is asked about its
+//! canonical form, and [`Outcome::grant`] carries it back to the session. A
+//! path that is already readable is not asked about. `agent_info` is the
+//! pretty JSON of [`AgentInfo`] plus `working_dir`.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use revolve_core::tools::Tool;
+
+/// What the tools need to know about where they run.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The working directory, canonical: the tree the tools may read.
+    pub root: PathBuf,
+    /// What `agent_info` tells.
+    pub info: AgentInfo,
+}
+
+/// Facts about this session, as `agent_info` returns them (pretty JSON, with
+/// the working directory added as `working_dir`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AgentInfo {
+    /// The session id.
+    pub session_id: String,
+    /// The session's name, if it has one.
+    pub name: Option<String>,
+    /// The session log file.
+    pub log_path: PathBuf,
+    /// The project key (the repository's main work tree, or the directory).
+    pub project_key: PathBuf,
+    /// The project directory (memory, tasks, goal).
+    pub project_dir: PathBuf,
+    /// Whether this session created the project directory.
+    pub created_project_dir: bool,
+    /// The state root.
+    pub state_root: PathBuf,
+    /// The config root.
+    pub config_root: PathBuf,
+}
+
+/// Asks the user. The implementation knows whether there is a TTY to ask
+/// on or pipe-mode flags (`--allow-shell`, `--grant`) to go by.
+pub trait Approver {
+    /// May `command` run?
+    fn approve_shell(&mut self, command: &str) -> bool;
+    /// May this session read `path` (canonical, absolute)?
+    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool;
+}
+
+/// A tool's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The text the model gets; starts with `error:` on failure.
+    pub output: String,
+    /// A path the user just granted (canonical, absolute): the session must
+    /// add it to its grants (`Input::ToolDone { grant, .. }`).
+    pub grant: Option<String>,
+    /// `cancel()` returned true and the tool stopped early. `cancel` may
+    /// consume the interrupt (as `interrupt::take` does), so this is the
+    /// caller's way to know.
+    pub interrupted: bool,
+}
+
+/// Runs `tool`. `grants` are the absolute paths outside the root this
+/// session may read; `cancel` is polled while a long tool runs (shell, grep)
+/// and stops it when it returns true.
+pub fn run(
+    tool: &Tool,
+    grants: &[String],
+    ctx: &Context,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    let scope = Scope::new(&ctx.root, grants);
+    match tool {
+        Tool::ReadFile {
+            path,
+            offset,
+            limit,
+        } => Outcome::from(read_file(&scope, path, *offset, *limit)),
+        Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
+        Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
+        Tool::Shell { command, timeout_s } => {
+            shell(&scope.root, command, *timeout_s, approver, cancel)
+        }
+        Tool::RequestFileGrant { path, reason } => {
+            request_grant(&scope, path, reason.as_deref(), approver)
+        }
+        Tool::AgentInfo => Outcome::from(agent_info(ctx)),
+    }
+}
+
+impl Outcome {
+    fn text(output: String) -> Outcome {
+        Outcome {
+            output,
+            grant: None,
+            interrupted: false,
+        }
+    }
+
+    fn interrupted(output: String) -> Outcome {
+        Outcome {
+            interrupted: true,
+            ..Outcome::text(output)
+        }
+    }
+}
+
+impl From<Result<String, String>> for Outcome {
+    fn from(result: Result<String, String>) -> Outcome {
+        Outcome::text(result.unwrap_or_else(|error| error))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Confinement
+
+/// What may be read: the root and the grants, canonical.
+struct Scope {
+    root: PathBuf,
+    grants: Vec<PathBuf>,
+}
+
+impl Scope {
+    fn new(root: &Path, grants: &[String]) -> Scope {
+        let canonical = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        Scope {
+            root: canonical(root),
+            grants: grants
+                .iter()
+                .map(Path::new)
+                .filter(|p| p.is_absolute())
+                .map(canonical)
+                .collect(),
+        }
+    }
+
+    fn allows(&self, path: &Path) -> bool {
+        path.starts_with(&self.root) || self.grants.iter().any(|g| path.starts_with(g))
+    }
+
+    /// The canonical path of `raw` if it exists and may be read; else the
+    /// error the model gets.
+    fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        let joined = self.root.join(raw);
+        match fs::canonicalize(&joined) {
+            Ok(path) if self.allows(&path) => Ok(path),
+            Ok(_) => Err(refusal(raw)),
+            Err(e) if is_missing(&e) => {
+                if self.allows(&lexical(&joined)) {
+                    Err(format!("error: no such file: {raw}"))
+                } else {
+                    Err(refusal(raw))
+                }
+            }
+            Err(e) => Err(format!("error: cannot open {raw}: {e}")),
+        }
+    }
+
+    /// `path` relative to the root when inside it, else absolute.
+    fn show(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".into(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+}
+
+fn refusal(raw: &str) -> String {
+    format!(
+        "error: {raw} is outside the working tree and not granted to this session; \
+         ask with request_file_grant"
+    )
+}
+
+fn is_missing(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+    )
+}
+
+/// `path` with `.` and `..` resolved by name only (no symlinks followed).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// read_file
+
+/// The most `read_file` returns in one call.
+const READ_CAP: usize = 256 * 1024;
+/// How much of a file's start is checked for NUL bytes.
+const BINARY_PROBE: usize = 8 * 1024;
+
+fn read_file(
+    scope: &Scope,
+    raw: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> Result<String, String> {
+    let path = scope.resolve(raw)?;
+    let cannot = |e: io::Error| format!("error: cannot read {raw}: {e}");
+    let meta = fs::metadata(&path).map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(format!(
+            "error: {raw} is a directory; list it with list_dir"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("error: {raw} is not a regular file"));
+    }
+    let mut file = File::open(&path).map_err(cannot)?;
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_PROBE as u64)
+        .read_to_end(&mut head)
+        .map_err(cannot)?;
+    if head.contains(&0) {
+        return Err(format!(
+            "error: {raw} is a binary file; inspect it with shell (for example `xxd` or `strings`)"
+        ));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(file));
+
+    let first = offset.unwrap_or(1).max(1);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64; // lines consumed so far
+    while line_no + 1 < first {
+        if next_line(&mut reader, &mut buf, 0).map_err(cannot)? == 0 {
+            return Err(format!(
+                "error: offset {first} is past the end of {raw}, which has {line_no} lines"
+            ));
+        }
+        line_no += 1;
+    }
+
+    let mut out: Vec<u8> = Vec::new();
+    let mut taken = 0u64;
+    // (the offset to read on with, whether the line there was cut short)
+    let mut stop: Option<(u64, bool)> = None;
+    while limit.is_none_or(|l| taken < l) {
+        let room = READ_CAP - out.len();
+        let len = next_line(&mut reader, &mut buf, room).map_err(cannot)?;
+        if len == 0 {
+            break;
+        }
+        line_no += 1;
+        if len <= room {
+            out.extend_from_slice(&buf);
+            taken += 1;
+        } else if taken == 0 {
+            // One line longer than the cap: show its start.
+            out.extend_from_slice(&buf);
+            stop = Some((line_no + 1, true));
+            break;
+        } else {
+            stop = Some((line_no, false));
+            break;
+        }
+    }
+
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if taken == 0 && stop.is_none() && limit != Some(0) {
+        return if first == 1 {
+            Ok(format!("[{raw} is empty]"))
+        } else {
+            Err(format!(
+                "error: offset {first} is past the end of {raw}, which has {line_no} lines"
+            ))
+        };
+    }
+    if let Some((resume, cut_line)) = stop {
+        let mut rest = 0u64;
+        while next_line(&mut reader, &mut buf, 0).map_err(cannot)? > 0 {
+            rest += 1;
+        }
+        let more = if cut_line { rest } else { rest + 1 };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if cut_line {
+            text.push_str(&format!(
+                "[… line {} is longer than 256 KiB and was cut; read the rest of it with shell \
+                 (for example `cut -c`)]\n",
+                resume - 1
+            ));
+        }
+        if more > 0 {
+            text.push_str(&format!(
+                "[… file continues: {more} more lines; read on with offset={resume}]"
+            ));
+        }
+    }
+    Ok(text)
+}
+
+/// Reads one line (through its `\n`), keeping at most `keep` bytes of it in
+/// `buf`; returns the line's whole length, 0 at the end of the input.
+fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -> io::Result<usize> {
+    buf.clear();
+    let mut total = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..used.min(room)]);
+        reader.consume(used);
+        total += used;
+        if done {
+            return Ok(total);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// list_dir
+
+/// The most entries `list_dir` shows.
+const LIST_CAP: usize = 2000;
+
+fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
+    let path = scope.resolve(raw)?;
+    let cannot = |e: io::Error| format!("error: cannot list {raw}: {e}");
+    if !fs::metadata(&path).map_err(cannot)?.is_dir() {
+        return Err(format!(
+            "error: {raw} is not a directory; read it with read_file"
+        ));
+    }
+    let mut entries: Vec<(String, String)> = fs::read_dir(&path)
+        .map_err(cannot)?
+        .filter_map(Result::ok)
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let line = match entry.file_type() {
+                Ok(t) if t.is_symlink() => match fs::read_link(entry.path()) {
+                    Ok(target) => format!("{name} -> {}", target.display()),
+                    Err(_) => format!("{name} -> ?"),
+                },
+                Ok(t) if t.is_dir() => format!("{name}/"),
+                _ => name.clone(),
+            };
+            (name, line)
+        })
+        .collect();
+    if entries.is_empty() {
+        return Ok(format!("[{raw} is empty]"));
+    }
+    entries.sort();
+    let total = entries.len();
+    let mut text: String = entries
+        .iter()
+        .take(LIST_CAP)
+        .map(|(_, line)| format!("{line}\n"))
+        .collect();
+    if total > LIST_CAP {
+        text.push_str(&format!(
+            "[… {} more entries not shown, {total} in all; use shell (for example `ls | tail`) \
+             or grep to find what you need]\n",
+            total - LIST_CAP
+        ));
+    }
+    text.pop(); // the last newline
+    Ok(text)
+}
+
+// ---------------------------------------------------------------------------
+// grep
+
+/// The most matching lines `grep` shows.
+const GREP_LINES: usize = 500;
+/// The most bytes of matching lines `grep` shows.
+const GREP_BYTES: usize = 64 * 1024;
+/// Larger files are not searched.
+const GREP_FILE_MAX: u64 = 4 * 1024 * 1024;
+/// Characters of a matching line shown.
+const GREP_LINE_CHARS: usize = 512;
+/// How long one search may take.
+const GREP_TIME: Duration = Duration::from_secs(30);
+/// Directories not descended into (besides hidden ones).
+const GREP_SKIP: [&str; 3] = [".git", "target", "node_modules"];
+
+/// What a search found and passed over.
+#[derive(Default)]
+struct Found {
+    text: String,
+    shown: usize,
+    left_out: usize,
+    too_costly: usize,
+    too_big: usize,
+    binary: usize,
+    unreadable: usize,
+    files: usize,
+    out_of_time: bool,
+    interrupted: bool,
+}
+
+fn grep(scope: &Scope, pattern: &str, raw: Option<&str>, cancel: &dyn Fn() -> bool) -> Outcome {
+    let mut matcher = match Regex::new(pattern) {
+        Ok(regex) => Matcher::new(regex),
+        Err(e) => return Outcome::text(format!("error: grep: bad pattern: {e}")),
+    };
+    let start = match raw {
+        Some(raw) => match scope.resolve(raw) {
+            Ok(path) => path,
+            Err(e) => return Outcome::text(e),
+        },
+        None => scope.root.clone(),
+    };
+    let started = Instant::now();
+    let mut found = Found::default();
+    let mut stack = vec![(start.clone(), start.is_dir())];
+    while let Some((path, is_dir)) = stack.pop() {
+        if found.interrupted || cancel() {
+            return Outcome::interrupted("error: interrupted".into());
+        }
+        if found.out_of_time || started.elapsed() > GREP_TIME {
+            found.out_of_time = true;
+            break;
+        }
+        if !is_dir {
+            search_file(scope, &path, &mut matcher, &mut found, &|| {
+                if cancel() {
+                    Some(true)
+                } else {
+                    (started.elapsed() > GREP_TIME).then_some(false)
+                }
+            });
+            continue;
+        }
+        let Ok(read) = fs::read_dir(&path) else {
+            found.unreadable += 1;
+            continue;
+        };
+        let mut children: Vec<(PathBuf, bool)> = read
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let kind = entry.file_type().ok()?;
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if kind.is_dir() && !name.starts_with('.') && !GREP_SKIP.contains(&&*name) {
+                    Some((entry.path(), true))
+                } else if kind.is_file() {
+                    Some((entry.path(), false))
+                } else {
+                    None // symlinks are not followed; sockets, fifos skipped
+                }
+            })
+            .collect();
+        children.sort();
+        stack.extend(children.into_iter().rev());
+    }
+
+    if found.files == 1 && found.binary == 1 && !start.is_dir() {
+        return Outcome::text(format!(
+            "error: {} is a binary file; grep searches text files only",
+            raw.unwrap_or_default()
+        ));
+    }
+    let mut text = found.text;
+    if found.shown == 0 && found.left_out == 0 {
+        text = format!("no matches for {pattern}\n");
+    }
+    let mut note = |s: String| text.push_str(&format!("[{s}]\n"));
+    if found.left_out > 0 {
+        note(format!(
+            "… {} more matching {} left out; narrow the pattern or the path",
+            found.left_out,
+            if found.left_out == 1 { "line" } else { "lines" }
+        ));
+    }
+    if found.too_costly > 0 {
+        note(format!(
+            "the pattern was too costly to match on {}; they were taken as not matching",
+            plural(found.too_costly, "line")
+        ));
+    }
+    if found.too_big > 0 {
+        note(format!(
+            "skipped {} over 4 MiB",
+            plural(found.too_big, "file")
+        ));
+    }
+    if found.unreadable > 0 {
+        note(format!(
+            "skipped {} files or directories that could not be read",
+            found.unreadable
+        ));
+    }
+    if found.out_of_time {
+        note(format!(
+            "stopped after {} s before searching everything; narrow the path",
+            GREP_TIME.as_secs()
+        ));
+    }
+    text.pop(); // the last newline
+    Outcome::text(text)
+}
+
+/// Searches one file. `stop` is asked every 1024 lines: `Some(true)` to
+/// stop as interrupted, `Some(false)` as out of time.
+fn search_file(
+    scope: &Scope,
+    path: &Path,
+    matcher: &mut Matcher,
+    found: &mut Found,
+    stop: &dyn Fn() -> Option<bool>,
+) {
+    found.files += 1;
+    match fs::metadata(path) {
+        Ok(meta) if meta.len() > GREP_FILE_MAX => {
+            found.too_big += 1;
+            return;
+        }
+        Ok(_) => {}
+        Err(_) => {
+            found.unreadable += 1;
+            return;
+        }
+    }
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            found.unreadable += 1;
+            return;
+        }
+    };
+    if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
+        found.binary += 1;
+        return;
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let shown_path = scope.show(path);
+    for (i, line) in text.lines().enumerate() {
+        if i % 1024 == 1023 {
+            match stop() {
+                Some(true) => found.interrupted = true,
+                Some(false) => found.out_of_time = true,
+                None => {}
+            }
+            if found.interrupted || found.out_of_time {
+                return;
+            }
+        }
+        match matcher.is_match(line) {
+            Ok(true) => {}
+            Ok(false) => continue,
+            Err(TooCostly) => {
+                found.too_costly += 1;
+                continue;
+            }
+        }
+        if found.left_out > 0 || found.shown >= GREP_LINES {
+            found.left_out += 1;
+            continue;
+        }
+        let entry = match line.char_indices().nth(GREP_LINE_CHARS) {
+            Some((cut, _)) => format!(
+                "{shown_path}:{}:{}[… {} more characters]\n",
+                i + 1,
+                &line[..cut],
+                line[cut..].chars().count()
+            ),
+            None => format!("{shown_path}:{}:{line}\n", i + 1),
+        };
+        if found.text.len() + entry.len() > GREP_BYTES {
+            found.left_out += 1;
+        } else {
+            found.text.push_str(&entry);
+            found.shown += 1;
+        }
+    }
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+// ---------------------------------------------------------------------------
+// shell
+
+/// Seconds a command may run when the model does not say.
+const SHELL_TIMEOUT_S: u64 = 120;
+/// The most seconds a command may run.
+const SHELL_MAX_TIMEOUT_S: u64 = 3600;
+/// The most bytes kept of one stream; past it the command is killed.
+const SHELL_STREAM_CAP: usize = 64 * 1024 * 1024;
+/// How often the child, the clock and `cancel` are checked, at most.
+const SHELL_POLL: Duration = Duration::from_millis(50);
+/// How long to wait for the pipes to close once `sh` has ended.
+const SHELL_DRAIN: Duration = Duration::from_secs(1);
+
+/// How a command ended.
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut(u64),
+    Interrupted,
+    TooMuch,
+    Lost(io::Error),
+}
+
+fn shell(
+    root: &Path,
+    command: &str,
+    timeout_s: Option<u64>,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    if !approver.approve_shell(command) {
+        return Outcome::text("error: the user did not allow this command".into());
+    }
+    let secs = timeout_s
+        .unwrap_or(SHELL_TIMEOUT_S)
+        .clamp(1, SHELL_MAX_TIMEOUT_S);
+    let spawned = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("REVOLVE_API_KEY")
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
+    };
+    let (done, drained) = mpsc::channel();
+    let stdout = Capture::start(child.stdout.take(), done.clone());
+    let stderr = Capture::start(child.stderr.take(), done);
+    let (stdout, stderr) = match (stdout, stderr) {
+        (Ok(out), Ok(err)) => (out, err),
+        (Err(e), _) | (_, Err(e)) => {
+            kill_group(&mut child);
+            return Outcome::text(format!("error: cannot capture the command's output: {e}"));
+        }
+    };
+
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    let mut ending = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ending::Exited(status),
+            Ok(None) => {}
+            Err(e) => {
+                kill_group(&mut child);
+                break Ending::Lost(e);
+            }
+        }
+        if cancel() {
+            kill_group(&mut child);
+            break Ending::Interrupted;
+        }
+        if started.elapsed() >= Duration::from_secs(secs) {
+            kill_group(&mut child);
+            break Ending::TimedOut(secs);
+        }
+        if stdout.overflowed() || stderr.overflowed() {
+            kill_group(&mut child);
+            break Ending::TooMuch;
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(SHELL_POLL);
+    };
+
+    // Both readers end at EOF, unless a background process keeps a pipe.
+    let deadline = Instant::now() + SHELL_DRAIN;
+    let mut open = 2;
+    while open > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match drained.recv_timeout(left) {
+            Ok(()) => open -= 1,
+            Err(_) => break,
+        }
+    }
+    if matches!(ending, Ending::Exited(_)) && (stdout.overflowed() || stderr.overflowed()) {
+        // A reader stopped at the cap and the command died of the broken
+        // pipe before the loop above saw the overflow.
+        ending = Ending::TooMuch;
+    }
+    let out = stdout.finish();
+    let err = stderr.finish();
+
+    let (head, interrupted) = match &ending {
+        Ending::Exited(status) => (
+            match (status.code(), status.signal()) {
+                (Some(code), _) => format!("exit status: {code}"),
+                (None, Some(signal)) => format!("exit status: killed by signal {signal}"),
+                (None, None) => "exit status: unknown".into(),
+            },
+            false,
+        ),
+        Ending::TimedOut(secs) => (
+            format!(
+                "error: the command timed out after {secs} s and was killed; pass a larger \
+                 timeout_s (at most {SHELL_MAX_TIMEOUT_S}) if it needs longer"
+            ),
+            false,
+        ),
+        Ending::Interrupted => ("error: interrupted; the command was killed".into(), true),
+        Ending::TooMuch => (
+            "error: the command wrote more than 64 MiB, so it was stopped and its output cut \
+             there; redirect its output to a file and read parts of it"
+                .into(),
+            false,
+        ),
+        Ending::Lost(e) => (
+            format!("error: lost track of the command ({e}); it was killed"),
+            false,
+        ),
+    };
+    let mut text = head;
+    for (label, bytes) in [("stdout", &out), ("stderr", &err)] {
+        if !bytes.is_empty() {
+            text.push_str(&format!("\n{label}:\n"));
+            text.push_str(&String::from_utf8_lossy(bytes));
+            if text.ends_with('\n') {
+                text.pop();
+            }
+        }
+    }
+    if open > 0 {
+        text.push_str(
+            "\n[a background process still holds the command's output open; what it writes \
+             later is not shown]",
+        );
+    }
+    Outcome {
+        interrupted,
+        ..Outcome::text(text)
+    }
+}
+
+/// One output stream, read on its own thread.
+struct Capture {
+    buf: Arc<Mutex<Vec<u8>>>,
+    stop: Arc<AtomicBool>,
+    overflow: Arc<AtomicBool>,
+}
+
+impl Capture {
+    fn start(
+        pipe: Option<impl Read + Send + 'static>,
+        done: mpsc::Sender<()>,
+    ) -> io::Result<Capture> {
+        let capture = Capture {
+            buf: Arc::default(),
+            stop: Arc::default(),
+            overflow: Arc::default(),
+        };
+        let (buf, stop, overflow) = (
+            capture.buf.clone(),
+            capture.stop.clone(),
+            capture.overflow.clone(),
+        );
+        thread::Builder::new()
+            .name("shell-output".into())
+            .spawn(move || {
+                if let Some(mut pipe) = pipe {
+                    let mut chunk = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match pipe.read(&mut chunk) {
+                            Ok(0) => break,
+                            Ok(n) => n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(_) => break,
+                        };
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let mut buf = buf.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = SHELL_STREAM_CAP - buf.len();
+                        buf.extend_from_slice(&chunk[..n.min(room)]);
+                        if n > room {
+                            overflow.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                }
+                let _ = done.send(());
+            })?;
+        Ok(capture)
+    }
+
+    fn overflowed(&self) -> bool {
+        self.overflow.load(Ordering::SeqCst)
+    }
+
+    /// What was read so far; the reader keeps nothing more.
+    fn finish(self) -> Vec<u8> {
+        self.stop.store(true, Ordering::SeqCst);
+        std::mem::take(&mut *self.buf.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+extern "C" {
+    fn kill(pid: i32, sig: i32) -> i32;
+}
+
+const SIGKILL: i32 = 9;
+
+/// Kills the child's whole process group (it leads its own, see
+/// `process_group(0)`), then reaps the child.
+fn kill_group(child: &mut Child) {
+    // The child is not reaped yet, so its pid (= the group id) is not reused.
+    if let Ok(pid) = i32::try_from(child.id()) {
+        if pid > 1 {
+            // SAFETY: kill(2) with a negative pid signals that process group;
+            // pid > 1, so never -1 (every process) nor 0 (our own group).
+            unsafe {
+                kill(-pid, SIGKILL);
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+// ---------------------------------------------------------------------------
+// request_file_grant and agent_info
+
+fn request_grant(
+    scope: &Scope,
+    raw: &str,
+    reason: Option<&str>,
+    approver: &mut dyn Approver,
+) -> Outcome {
+    if !Path::new(raw).is_absolute() {
+        return Outcome::text(format!(
+            "error: request_file_grant needs an absolute path, not {raw}"
+        ));
+    }
+    let path = match fs::canonicalize(raw) {
+        Ok(path) => path,
+        Err(e) if is_missing(&e) => return Outcome::text(format!("error: no such file: {raw}")),
+        Err(e) => return Outcome::text(format!("error: cannot open {raw}: {e}")),
+    };
+    let Some(shown) = path.to_str().map(str::to_owned) else {
+        return Outcome::text(format!(
+            "error: {} is not valid UTF-8 and cannot be granted",
+            path.display()
+        ));
+    };
+    if scope.allows(&path) {
+        return Outcome::text(format!(
+            "{shown} is already readable by this session; no grant is needed"
+        ));
+    }
+    if approver.approve_grant(&path, reason) {
+        Outcome {
+            output: format!("granted: {shown} (this session may now read it)"),
+            grant: Some(shown),
+            interrupted: false,
+        }
+    } else {
+        Outcome::text(format!("error: the user did not grant {shown}"))
+    }
+}
+
+fn agent_info(ctx: &Context) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct Shown<'a> {
+        #[serde(flatten)]
+        info: &'a AgentInfo,
+        working_dir: &'a Path,
+    }
+    serde_json::to_string_pretty(&Shown {
+        info: &ctx.info,
+        working_dir: &ctx.root,
+    })
+    .map_err(|e| format!("error: cannot describe this session: {e}"))
+}
+
+// ---------------------------------------------------------------------------
+// The regex engine behind grep: a parser to a small AST, a compiler to NFA
+// instructions, and a Pike VM that runs all threads in lock step.
+
+/// Matching one line took more steps than its budget.
+#[derive(Debug, PartialEq, Eq)]
+struct TooCostly;
+
+/// The longest pattern accepted, in characters.
+const PATTERN_MAX: usize = 4096;
+/// The most instructions a compiled pattern may have.
+const PROGRAM_MAX: usize = 20_000;
+/// The deepest nesting of groups.
+const GROUP_DEPTH_MAX: usize = 64;
+/// The largest repetition count.
+const REPEAT_MAX: u32 = 1000;
+/// Steps allowed per line: this plus this many per byte of the line.
+const STEPS_BASE: u64 = 1_000_000;
+const STEPS_PER_BYTE: u64 = 100;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Look {
+    Start,
+    End,
+    WordBoundary,
+    NotWordBoundary,
+}
+
+#[derive(Clone, Debug)]
+enum Item {
+    Range(char, char),
+    /// A named class; `true` negates it.
+    Test(fn(char) -> bool, bool),
+}
+
+#[derive(Clone, Debug)]
+struct Class {
+    negated: bool,
+    items: Vec<Item>,
+}
+
+impl Class {
+    fn of(test: fn(char) -> bool, negated: bool) -> Class {
+        Class {
+            negated: false,
+            items: vec![Item::Test(test, negated)],
+        }
+    }
+
+    fn contains(&self, c: char, fold: bool) -> bool {
+        let hit = |c: char| {
+            self.items.iter().any(|item| match *item {
+                Item::Range(lo, hi) => lo <= c && c <= hi,
+                Item::Test(test, negated) => test(c) != negated,
+            })
+        };
+        let found = hit(c) || (fold && (hit(lower(c)) || hit(upper(c))));
+        found != self.negated
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Node {
+    Empty,
+    Char(char),
+    Any,
+    Class(Class),
+    Look(Look),
+    Concat(Vec<Node>),
+    Alt(Vec<Node>),
+    Repeat(Box<Node>, u32, Option<u32>),
+}
+
+#[derive(Debug)]
+enum Inst {
+    /// A character, lower-cased when the pattern ignores case.
+    Char(char),
+    Any,
+    Class(Class),
+    Split(usize, usize),
+    Jmp(usize),
+    Look(Look),
+    Match,
+}
+
+/// A compiled pattern.
+#[derive(Debug)]
+struct Regex {
+    prog: Vec<Inst>,
+    fold: bool,
+    /// Text every match contains: a line without it is passed over at once.
+    required: Option<String>,
+    /// The pattern is just `required`: `str::contains` decides.
+    plain: bool,
+}
+
+impl Regex {
+    fn new(pattern: &str) -> Result<Regex, String> {
+        let chars: Vec<char> = pattern.chars().collect();
+        if chars.len() > PATTERN_MAX {
+            return Err(format!("longer than {PATTERN_MAX} characters"));
+        }
+        let mut parser = Parser {
+            chars,
+            pos: 0,
+            fold: false,
+        };
+        let node = parser.alt(0)?;
+        if parser.pos < parser.chars.len() {
+            // Only a `)` stops the top level early.
+            return Err(format!(
+                "unmatched ) at character {}; escape a literal parenthesis as \\)",
+                parser.pos + 1
+            ));
+        }
+        let (required, plain) = match required(&node) {
+            _ if parser.fold => (None, false),
+            found => found,
+        };
+        let mut compiler = Compiler {
+            prog: Vec::new(),
+            work: 0,
+            fold: parser.fold,
+        };
+        compiler.emit(&node)?;
+        compiler.prog.push(Inst::Match);
+        Ok(Regex {
+            prog: compiler.prog,
+            fold: parser.fold,
+            required,
+            plain,
+        })
+    }
+}
+
+/// The longest run of plain characters that every match contains, and
+/// whether the pattern is just that run.
+fn required(node: &Node) -> (Option<String>, bool) {
+    match node {
+        Node::Char(c) => (Some(c.to_string()), true),
+        Node::Concat(items) => {
+            let (mut best, mut run, mut plain) = (String::new(), String::new(), true);
+            for item in items {
+                if let Node::Char(c) = item {
+                    run.push(*c);
+                    continue;
+                }
+                plain = false;
+                if run.len() > best.len() {
+                    best = std::mem::take(&mut run);
+                }
+                run.clear();
+            }
+            if run.len() > best.len() {
+                best = run;
+            }
+            (Some(best).filter(|b| !b.is_empty()), plain)
+        }
+        _ => (None, false),
+    }
+}
+
+struct Parser {
+    chars: Vec<char>,
+    pos: usize,
+    fold: bool,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<char> {
+        self.chars.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, c: char) -> bool {
+        if self.peek() == Some(c) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_str(&mut self, s: &str) -> bool {
+        let n = s.chars().count();
+        if self.pos + n <= self.chars.len()
+            && self.chars[self.pos..self.pos + n]
+                .iter()
+                .copied()
+                .eq(s.chars())
+        {
+            self.pos += n;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn alt(&mut self, depth: usize) -> Result<Node, String> {
+        let mut arms = vec![self.concat(depth)?];
+        while self.eat('|') {
+            arms.push(self.concat(depth)?);
+        }
+        Ok(if arms.len() == 1 {
+            arms.remove(0)
+        } else {
+            Node::Alt(arms)
+        })
+    }
+
+    fn concat(&mut self, depth: usize) -> Result<Node, String> {
+        let mut items = Vec::new();
+        while let Some(c) = self.peek() {
+            if c == '|' || c == ')' {
+                break;
+            }
+            let atom = self.atom(depth)?;
+            items.push(self.quantified(atom)?);
+        }
+        Ok(match items.len() {
+            0 => Node::Empty,
+            1 => items.remove(0),
+            _ => Node::Concat(items),
+        })
+    }
+
+    fn atom(&mut self, depth: usize) -> Result<Node, String> {
+        let at = self.pos + 1;
+        let Some(c) = self.peek() else {
+            return Ok(Node::Empty);
+        };
+        self.pos += 1;
+        Ok(match c {
+            '(' => {
+                if depth >= GROUP_DEPTH_MAX {
+                    return Err(format!("groups nested deeper than {GROUP_DEPTH_MAX}"));
+                }
+                if self.eat_str("?i)") {
+                    self.fold = true;
+                    return Ok(Node::Empty);
+                }
+                if !self.eat_str("?:") && self.peek() == Some('?') {
+                    return Err(format!(
+                        "unsupported group syntax (? at character {at}; only (…), (?:…) and (?i) \
+                         are known"
+                    ));
+                }
+                let inner = self.alt(depth + 1)?;
+                if !self.eat(')') {
+                    return Err(format!(
+                        "unclosed ( at character {at}; escape a literal parenthesis as \\("
+                    ));
+                }
+                inner
+            }
+            '[' => self.class(at)?,
+            '.' => Node::Any,
+            '^' => Node::Look(Look::Start),
+            '$' => Node::Look(Look::End),
+            '\\' => self.escape(at)?,
+            '*' | '+' | '?' => {
+                return Err(format!(
+                    "nothing to repeat before {c} at character {at}; escape a literal {c} as \\{c}"
+                ))
+            }
+            c => Node::Char(c),
+        })
+    }
+
+    fn quantified(&mut self, mut node: Node) -> Result<Node, String> {
+        let mut stacked = 0;
+        loop {
+            let at = self.pos + 1;
+            let (min, max) = match self.peek() {
+                Some('{') => match self.counts(at)? {
+                    Some(counts) => counts,
+                    None => return Ok(node),
+                },
+                Some(c @ ('*' | '+' | '?')) => {
+                    self.pos += 1;
+                    match c {
+                        '*' => (0, None),
+                        '+' => (1, None),
+                        _ => (0, Some(1)),
+                    }
+                }
+                _ => return Ok(node),
+            };
+            if self.peek() == Some('?') && stacked == 0 {
+                self.pos += 1; // lazy: the same lines match
+            }
+            stacked += 1;
+            if stacked > 3 {
+                return Err(format!("too many repetitions in a row at character {at}"));
+            }
+            node = Node::Repeat(Box::new(node), min, max);
+        }
+    }
+
+    /// `{n}`, `{n,}` or `{n,m}` at the cursor, consumed; `None` (nothing
+    /// consumed) when the `{` starts no count, so it is a literal.
+    fn counts(&mut self, at: usize) -> Result<Option<(u32, Option<u32>)>, String> {
+        let rest: String = self.chars[self.pos + 1..]
+            .iter()
+            .take_while(|&&c| c != '}')
+            .collect();
+        if self.pos + 1 + rest.chars().count() >= self.chars.len() {
+            return Ok(None); // no closing brace
+        }
+        let number = |s: &str| -> Option<Option<u32>> {
+            if s.is_empty() {
+                Some(None)
+            } else if s.chars().all(|c| c.is_ascii_digit()) {
+                Some(Some(s.parse().unwrap_or(u32::MAX)))
+            } else {
+                None
+            }
+        };
+        let (min, max) = match rest.split_once(',') {
+            None => match number(&rest) {
+                Some(Some(n)) => (n, Some(n)),
+                _ => return Ok(None),
+            },
+            Some((lo, hi)) => match (number(lo), number(hi)) {
+                (Some(Some(lo)), Some(hi)) => (lo, hi),
+                _ => return Ok(None),
+            },
+        };
+        if min > REPEAT_MAX || max.is_some_and(|m| m > REPEAT_MAX) {
+            return Err(format!(
+                "repetition count over {REPEAT_MAX} at character {at}"
+            ));
+        }
+        if max.is_some_and(|m| m < min) {
+            return Err(format!(
+                "repetition {{{rest}}} at character {at} has max < min"
+            ));
+        }
+        self.pos += rest.chars().count() + 2;
+        Ok(Some((min, max)))
+    }
+
+    fn escape(&mut self, at: usize) -> Result<Node, String> {
+        let Some(c) = self.peek() else {
+            return Err("the pattern ends with a lone backslash".into());
+        };
+        self.pos += 1;
+        Ok(match c {
+            'b' | '<' | '>' => Node::Look(Look::WordBoundary),
+            'B' => Node::Look(Look::NotWordBoundary),
+            _ => match perl_class(c) {
+                Some(class) => Node::Class(class),
+                None => Node::Char(escaped_char(c, at)?),
+            },
+        })
+    }
+
+    fn class(&mut self, at: usize) -> Result<Node, String> {
+        let unclosed = || format!("unclosed [ at character {at}; escape a literal bracket as \\[");
+        let negated = self.eat('^');
+        let mut items = Vec::new();
+        let mut first = true;
+        loop {
+            let here = self.pos + 1;
+            let c = self.peek().ok_or_else(unclosed)?;
+            self.pos += 1;
+            if c == ']' && !first {
+                break;
+            }
+            first = false;
+            let lo = match c {
+                '[' if self.peek() == Some(':') => {
+                    let rest: String = self.chars[self.pos + 1..].iter().collect();
+                    let Some(end) = rest.find(":]") else {
+                        return Err(unclosed());
+                    };
+                    let name = &rest[..end];
+                    let test = posix_class(name).ok_or_else(|| {
+                        format!("unknown character class [:{name}:] at character {here}")
+                    })?;
+                    items.push(Item::Test(test, false));
+                    self.pos += 1 + name.chars().count() + 2;
+                    continue;
+                }
+                '\\' => {
+                    let e = self.peek().ok_or_else(unclosed)?;
+                    self.pos += 1;
+                    if let Some(class) = perl_class(e) {
+                        items.extend(class.items);
+                        continue;
+                    }
+                    escaped_char(e, here)?
+                }
+                c => c,
+            };
+            let ranged =
+                self.peek() == Some('-') && self.chars.get(self.pos + 1).is_some_and(|&n| n != ']');
+            if !ranged {
+                items.push(Item::Range(lo, lo));
+                continue;
+            }
+            self.pos += 1;
+            let mut hi = self.peek().ok_or_else(unclosed)?;
+            self.pos += 1;
+            if hi == '\\' {
+                let e = self.peek().ok_or_else(unclosed)?;
+                self.pos += 1;
+                hi = escaped_char(e, self.pos)?;
+            }
+            if hi < lo {
+                return Err(format!("bad range {lo}-{hi} at character {here}"));
+            }
+            items.push(Item::Range(lo, hi));
+        }
+        Ok(Node::Class(Class { negated, items }))
+    }
+}
+
+fn perl_class(c: char) -> Option<Class> {
+    let digit: fn(char) -> bool = |c| c.is_ascii_digit();
+    let space: fn(char) -> bool = char::is_whitespace;
+    Some(match c {
+        'd' => Class::of(digit, false),
+        'D' => Class::of(digit, true),
+        'w' => Class::of(is_word, false),
+        'W' => Class::of(is_word, true),
+        's' => Class::of(space, false),
+        'S' => Class::of(space, true),
+        _ => return None,
+    })
+}
+
+fn posix_class(name: &str) -> Option<fn(char) -> bool> {
+    let test: fn(char) -> bool = match name {
+        "alpha" => char::is_alphabetic,
+        "digit" => |c| c.is_ascii_digit(),
+        "alnum" => char::is_alphanumeric,
+        "upper" => char::is_uppercase,
+        "lower" => char::is_lowercase,
+        "space" => char::is_whitespace,
+        "blank" => |c| c == ' ' || c == '\t',
+        "punct" => |c| c.is_ascii_punctuation(),
+        "xdigit" => |c| c.is_ascii_hexdigit(),
+        "cntrl" => char::is_control,
+        "print" => |c| !c.is_control(),
+        "graph" => |c| !c.is_control() && !c.is_whitespace(),
+        "word" => is_word,
+        _ => return None,
+    };
+    Some(test)
+}
+
+/// The character an escape stands for: `\n`, `\t`, `\r`, or punctuation.
+fn escaped_char(c: char, at: usize) -> Result<char, String> {
+    match c {
+        'n' => Ok('\n'),
+        't' => Ok('\t'),
+        'r' => Ok('\r'),
+        'f' => Ok('\x0c'),
+        'v' => Ok('\x0b'),
+        c if !c.is_alphanumeric() => Ok(c),
+        c => Err(format!("unknown escape \\{c} at character {at}")),
+    }
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+fn lower(c: char) -> char {
+    c.to_lowercase().next().unwrap_or(c)
+}
+
+fn upper(c: char) -> char {
+    c.to_uppercase().next().unwrap_or(c)
+}
+
+struct Compiler {
+    prog: Vec<Inst>,
+    /// Nodes visited, to bound nested empty repetitions too.
+    work: usize,
+    /// Case-insensitive: characters are compiled lower-cased.
+    fold: bool,
+}
+
+impl Compiler {
+    fn emit(&mut self, node: &Node) -> Result<(), String> {
+        self.work += 1;
+        if self.prog.len() > PROGRAM_MAX || self.work > 10 * PROGRAM_MAX {
+            return Err("too large once repetitions are expanded; use smaller counts".into());
+        }
+        match node {
+            Node::Empty => {}
+            Node::Char(c) => self
+                .prog
+                .push(Inst::Char(if self.fold { lower(*c) } else { *c })),
+            Node::Any => self.prog.push(Inst::Any),
+            Node::Class(class) => self.prog.push(Inst::Class(class.clone())),
+            Node::Look(look) => self.prog.push(Inst::Look(*look)),
+            Node::Concat(items) => {
+                for item in items {
+                    self.emit(item)?;
+                }
+            }
+            Node::Alt(arms) => {
+                let mut exits = Vec::new();
+                for (i, arm) in arms.iter().enumerate() {
+                    if i + 1 == arms.len() {
+                        self.emit(arm)?;
+                        break;
+                    }
+                    let split = self.prog.len();
+                    self.prog.push(Inst::Split(split + 1, 0));
+                    self.emit(arm)?;
+                    exits.push(self.prog.len());
+                    self.prog.push(Inst::Jmp(0));
+                    let next = self.prog.len();
+                    self.prog[split] = Inst::Split(split + 1, next);
+                }
+                let end = self.prog.len();
+                for exit in exits {
+                    self.prog[exit] = Inst::Jmp(end);
+                }
+            }
+            Node::Repeat(inner, min, max) => {
+                for _ in 0..*min {
+                    self.emit(inner)?;
+                }
+                match max {
+                    None => {
+                        let split = self.prog.len();
+                        self.prog.push(Inst::Split(split + 1, 0));
+                        self.emit(inner)?;
+                        self.prog.push(Inst::Jmp(split));
+                        let end = self.prog.len();
+                        self.prog[split] = Inst::Split(split + 1, end);
+                    }
+                    Some(max) => {
+                        let mut splits = Vec::new();
+                        for _ in *min..*max {
+                            let split = self.prog.len();
+                            splits.push(split);
+                            self.prog.push(Inst::Split(split + 1, 0));
+                            self.emit(inner)?;
+                        }
+                        let end = self.prog.len();
+                        for split in splits {
+                            self.prog[split] = Inst::Split(split + 1, end);
+                        }
+                    }
+                }
+            }
+        }
+        if self.prog.len() > PROGRAM_MAX {
+            return Err("too large once repetitions are expanded; use smaller counts".into());
+        }
+        Ok(())
+    }
+}
+
+/// A set of instruction indexes with O(1) insert, test and clear.
+struct Threads {
+    dense: Vec<usize>,
+    sparse: Vec<usize>,
+    matched: bool,
+}
+
+impl Threads {
+    fn new(size: usize) -> Threads {
+        Threads {
+            dense: Vec::with_capacity(size),
+            sparse: vec![0; size],
+            matched: false,
+        }
+    }
+
+    fn contains(&self, pc: usize) -> bool {
+        let i = self.sparse[pc];
+        i < self.dense.len() && self.dense[i] == pc
+    }
+
+    fn insert(&mut self, pc: usize) {
+        self.sparse[pc] = self.dense.len();
+        self.dense.push(pc);
+    }
+
+    fn clear(&mut self) {
+        self.dense.clear();
+        self.matched = false;
+    }
+}
+
+/// A pattern with the scratch space to run it.
+struct Matcher {
+    regex: Regex,
+    now: Threads,
+    next: Threads,
+    stack: Vec<usize>,
+}
+
+/// The characters around a position: before it and at it.
+#[derive(Clone, Copy)]
+struct At {
+    prev: Option<char>,
+    cur: Option<char>,
+}
+
+impl At {
+    fn holds(self, look: Look) -> bool {
+        let boundary = || self.prev.is_some_and(is_word) != self.cur.is_some_and(is_word);
+        match look {
+            Look::Start => self.prev.is_none(),
+            Look::End => self.cur.is_none(),
+            Look::WordBoundary => boundary(),
+            Look::NotWordBoundary => !boundary(),
+        }
+    }
+}
+
+impl Matcher {
+    fn new(regex: Regex) -> Matcher {
+        let size = regex.prog.len();
+        Matcher {
+            regex,
+            now: Threads::new(size),
+            next: Threads::new(size),
+            stack: Vec::new(),
+        }
+    }
+
+    /// Whether the pattern matches somewhere in `line`.
+    fn is_match(&mut self, line: &str) -> Result<bool, TooCostly> {
+        if let Some(required) = &self.regex.required {
+            if !line.contains(required.as_str()) {
+                return Ok(false);
+            } else if self.regex.plain {
+                return Ok(true);
+            }
+        }
+        let mut budget = STEPS_BASE + STEPS_PER_BYTE * line.len() as u64;
+        let mut chars = line.chars();
+        let mut at = At {
+            prev: None,
+            cur: chars.next(),
+        };
+        self.now.clear();
+        loop {
+            // A new thread starts at every position: the match is unanchored.
+            add(
+                &self.regex.prog,
+                &mut self.now,
+                &mut self.stack,
+                0,
+                at,
+                &mut budget,
+            )?;
+            if self.now.matched {
+                return Ok(true);
+            }
+            let Some(c) = at.cur else {
+                return Ok(false);
+            };
+            let folded = if self.regex.fold { lower(c) } else { c };
+            let after = At {
+                prev: Some(c),
+                cur: chars.next(),
+            };
+            self.next.clear();
+            for i in 0..self.now.dense.len() {
+                let pc = self.now.dense[i];
+                let takes = match &self.regex.prog[pc] {
+                    Inst::Char(x) => *x == folded,
+                    Inst::Any => true,
+                    Inst::Class(class) => class.contains(c, self.regex.fold),
+                    _ => false,
+                };
+                if takes {
+                    add(
+                        &self.regex.prog,
+                        &mut self.next,
+                        &mut self.stack,
+                        pc + 1,
+                        after,
+                        &mut budget,
+                    )?;
+                }
+            }
+            if self.next.matched {
+                return Ok(true);
+            }
+            std::mem::swap(&mut self.now, &mut self.next);
+            at = after;
+        }
+    }
+}
+
+/// Adds the thread at `pc` to `list`, following jumps, splits and
+/// assertions (which hold or not at `at`).
+fn add(
+    prog: &[Inst],
+    list: &mut Threads,
+    stack: &mut Vec<usize>,
+    pc: usize,
+    at: At,
+    budget: &mut u64,
+) -> Result<(), TooCostly> {
+    stack.clear();
+    stack.push(pc);
+    while let Some(pc) = stack.pop() {
+        *budget = budget.checked_sub(1).ok_or(TooCostly)?;
+        if list.contains(pc) {
+            continue;
+        }
+        list.insert(pc);
+        match prog[pc] {
+            Inst::Jmp(to) => stack.push(to),
+            Inst::Split(a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            Inst::Look(look) => {
+                if at.holds(look) {
+                    stack.push(pc + 1);
+                }
+            }
+            Inst::Match => list.matched = true,
+            Inst::Char(_) | Inst::Any | Inst::Class(_) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A fresh directory, removed on drop.
+    struct Temp(PathBuf);
+
+    impl Temp {
+        fn new() -> Temp {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            let dir = std::env::temp_dir().join(format!(
+                "revolve-tools-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::SeqCst)
+            ));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Temp(fs::canonicalize(&dir).unwrap())
+        }
+
+        fn path(&self, rel: &str) -> PathBuf {
+            self.0.join(rel)
+        }
+
+        fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+            let path = self.path(rel);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, content).unwrap();
+            path
+        }
+    }
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Says a fixed yes or no and records what it was asked.
+    struct Fixed {
+        yes: bool,
+        asked: Vec<String>,
+    }
+
+    impl Approver for Fixed {
+        fn approve_shell(&mut self, command: &str) -> bool {
+            self.asked.push(command.into());
+            self.yes
+        }
+        fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
+            self.asked
+                .push(format!("{} {}", path.display(), reason.unwrap_or("-")));
+            self.yes
+        }
+    }
+
+    fn fixed(yes: bool) -> Fixed {
+        Fixed {
+            yes,
+            asked: Vec::new(),
+        }
+    }
+
+    fn ctx(root: &Path) -> Context {
+        Context {
+            root: root.to_path_buf(),
+            info: AgentInfo::default(),
+        }
+    }
+
+    fn run_with(root: &Path, tool: Tool, grants: &[String]) -> Outcome {
+        run(&tool, grants, &ctx(root), &mut fixed(true), &|| false)
+    }
+
+    fn read(root: &Path, path: &str, grants: &[String]) -> String {
+        let tool = Tool::ReadFile {
+            path: path.into(),
+            offset: None,
+            limit: None,
+        };
+        run_with(root, tool, grants).output
+    }
+
+    fn read_range(root: &Path, path: &str, offset: Option<u64>, limit: Option<u64>) -> String {
+        let tool = Tool::ReadFile {
+            path: path.into(),
+            offset,
+            limit,
+        };
+        run_with(root, tool, &[]).output
+    }
+
+    fn grep_in(root: &Path, pattern: &str, path: Option<&str>) -> String {
+        let tool = Tool::Grep {
+            pattern: pattern.into(),
+            path: path.map(Into::into),
+        };
+        run_with(root, tool, &[]).output
+    }
+
+    fn sh(root: &Path, command: &str, timeout_s: Option<u64>) -> Outcome {
+        let tool = Tool::Shell {
+            command: command.into(),
+            timeout_s,
+        };
+        run_with(root, tool, &[])
+    }
+
+    fn is_refusal(out: &str) -> bool {
+        out.starts_with("error: ") && out.contains("outside the working tree and not granted")
+    }
+
+    #[test]
+    fn confinement_allows_the_tree_and_grants_only() {
+        let t = Temp::new();
+        let root = t.path("tree");
+        t.write("tree/a.txt", "inside\n");
+        t.write("tree/sub/b.txt", "deeper\n");
+        let secret = t.write("outside/secret.txt", "secret\n");
+        t.write("outside/dir/c.txt", "granted dir\n");
+        symlink(&secret, root.join("link")).unwrap();
+        symlink(root.join("a.txt"), root.join("inner-link")).unwrap();
+
+        assert_eq!(read(&root, "a.txt", &[]), "inside\n");
+        assert_eq!(read(&root, "./sub/../sub/b.txt", &[]), "deeper\n");
+        assert_eq!(
+            read(&root, root.join("a.txt").to_str().unwrap(), &[]),
+            "inside\n"
+        );
+        assert_eq!(read(&root, "inner-link", &[]), "inside\n");
+
+        let out = read(&root, "../outside/secret.txt", &[]);
+        assert_eq!(
+            out,
+            "error: ../outside/secret.txt is outside the working tree and not granted to this \
+             session; ask with request_file_grant"
+        );
+        assert!(is_refusal(&read(&root, secret.to_str().unwrap(), &[])));
+        assert!(is_refusal(&read(&root, "link", &[])), "symlink out");
+        assert!(is_refusal(&read(
+            &root,
+            "sub/../../outside/secret.txt",
+            &[]
+        )));
+        assert!(is_refusal(&read(&root, "/etc/passwd", &[])));
+
+        // Missing: inside says so; outside is refused like any outside path.
+        assert_eq!(
+            read(&root, "nope.txt", &[]),
+            "error: no such file: nope.txt"
+        );
+        assert_eq!(read(&root, "a.txt/x", &[]), "error: no such file: a.txt/x");
+        assert!(is_refusal(&read(&root, "../outside/nope.txt", &[])));
+
+        // A granted file, and the symlink to it.
+        let grant = vec![secret.display().to_string()];
+        assert_eq!(read(&root, secret.to_str().unwrap(), &grant), "secret\n");
+        assert_eq!(read(&root, "link", &grant), "secret\n");
+        assert_eq!(read(&root, "../outside/secret.txt", &grant), "secret\n");
+        assert!(is_refusal(&read(&root, "../outside/dir/c.txt", &grant)));
+
+        // A granted directory: everything under it, not its siblings.
+        let grant = vec![t.path("outside/dir").display().to_string()];
+        assert_eq!(read(&root, "../outside/dir/c.txt", &grant), "granted dir\n");
+        assert!(is_refusal(&read(&root, "../outside/secret.txt", &grant)));
+        let listing = run_with(
+            &root,
+            Tool::ListDir {
+                path: t.path("outside/dir").display().to_string(),
+            },
+            &grant,
+        );
+        assert_eq!(listing.output, "c.txt");
+        // A grant given in a non-canonical spelling works too.
+        let grant = vec![format!("{}/../outside/./dir", root.display())];
+        assert_eq!(read(&root, "../outside/dir/c.txt", &grant), "granted dir\n");
+        // Relative grants mean nothing.
+        let grant = vec!["../outside".to_string()];
+        assert!(is_refusal(&read(&root, "../outside/secret.txt", &grant)));
+    }
+
+    #[test]
+    fn spilled_results_are_readable_through_their_grant() {
+        let t = Temp::new();
+        let root = t.path("tree");
+        fs::create_dir_all(&root).unwrap();
+        let spill = t.write(
+            "state/spills/s1/0001-call_1.txt",
+            "line 1\nline 2\nline 3\n",
+        );
+        t.write("state/spills/s1/0002-other.txt", "not granted\n");
+        let grants = vec![spill.display().to_string()];
+        let out = run_with(
+            &root,
+            Tool::ReadFile {
+                path: spill.display().to_string(),
+                offset: Some(2),
+                limit: Some(1),
+            },
+            &grants,
+        );
+        assert_eq!(out.output, "line 2\n");
+        let other = t.path("state/spills/s1/0002-other.txt");
+        assert!(is_refusal(&read(&root, other.to_str().unwrap(), &grants)));
+    }
+
+    #[test]
+    fn read_file_ranges_and_errors() {
+        let t = Temp::new();
+        let text: String = (1..=10).map(|i| format!("line {i}\n")).collect();
+        t.write("ten.txt", &text);
+        assert_eq!(read_range(&t.0, "ten.txt", None, None), text);
+        assert_eq!(
+            read_range(&t.0, "ten.txt", Some(3), Some(2)),
+            "line 3\nline 4\n"
+        );
+        assert_eq!(read_range(&t.0, "ten.txt", Some(0), Some(1)), "line 1\n");
+        assert_eq!(
+            read_range(&t.0, "ten.txt", Some(9), None),
+            "line 9\nline 10\n"
+        );
+        assert_eq!(read_range(&t.0, "ten.txt", Some(10), Some(5)), "line 10\n");
+        assert_eq!(
+            read_range(&t.0, "ten.txt", Some(12), None),
+            "error: offset 12 is past the end of ten.txt, which has 10 lines"
+        );
+        t.write("tail.txt", "a\nno newline at end");
+        assert_eq!(
+            read_range(&t.0, "tail.txt", Some(2), None),
+            "no newline at end"
+        );
+        t.write("empty.txt", "");
+        assert_eq!(read(&t.0, "empty.txt", &[]), "[empty.txt is empty]");
+        t.write("latin1.txt", b"caf\xe9\n");
+        assert_eq!(read(&t.0, "latin1.txt", &[]), "caf\u{fffd}\n");
+        t.write("ctl.txt", "bell\x07 esc\x1b[31m\n");
+        assert_eq!(read(&t.0, "ctl.txt", &[]), "bell\x07 esc\x1b[31m\n");
+
+        let mut binary = b"text at first\n".to_vec();
+        binary.extend([0u8, 1, 2]);
+        t.write("bin.dat", binary);
+        let out = read(&t.0, "bin.dat", &[]);
+        assert!(out.starts_with("error: bin.dat is a binary file"), "{out}");
+
+        fs::create_dir_all(t.path("dir")).unwrap();
+        assert_eq!(
+            read(&t.0, "dir", &[]),
+            "error: dir is a directory; list it with list_dir"
+        );
+    }
+
+    #[test]
+    fn read_file_caps_output_and_says_how_to_read_on() {
+        let t = Temp::new();
+        // 10_000 lines of 100 bytes: about 1 MB.
+        let line = format!("{}\n", "x".repeat(99));
+        t.write("big.txt", line.repeat(10_000));
+        let out = read(&t.0, "big.txt", &[]);
+        let shown = READ_CAP / 100; // whole lines that fit
+        let (body, note) = out.rsplit_once('\n').unwrap();
+        assert_eq!(body.len(), shown * 100 - 1);
+        assert_eq!(
+            note,
+            format!(
+                "[… file continues: {} more lines; read on with offset={}]",
+                10_000 - shown,
+                shown + 1
+            )
+        );
+        // Reading on from there continues exactly.
+        let next = read_range(&t.0, "big.txt", Some(shown as u64 + 1), Some(1));
+        assert_eq!(next, line);
+        // A limit that fits is not cut and has no note.
+        let out = read_range(&t.0, "big.txt", Some(5), Some(3));
+        assert_eq!(out, line.repeat(3));
+
+        // One line longer than the cap.
+        t.write(
+            "long.txt",
+            format!("{}\nsecond\nthird\n", "y".repeat(READ_CAP + 10)),
+        );
+        let out = read(&t.0, "long.txt", &[]);
+        let mut lines = out.lines();
+        assert_eq!(lines.next().unwrap().len(), READ_CAP);
+        assert!(lines
+            .next()
+            .unwrap()
+            .starts_with("[… line 1 is longer than 256 KiB"));
+        assert_eq!(
+            lines.next().unwrap(),
+            "[… file continues: 2 more lines; read on with offset=2]"
+        );
+    }
+
+    #[test]
+    fn list_dir_format() {
+        let t = Temp::new();
+        t.write("b.txt", "");
+        t.write("a.txt", "");
+        t.write(".hidden", "");
+        fs::create_dir_all(t.path("sub/inner")).unwrap();
+        symlink("a.txt", t.path("c-link")).unwrap();
+        let list = |p: &str| run_with(&t.0, Tool::ListDir { path: p.into() }, &[]).output;
+        assert_eq!(list("."), ".hidden\na.txt\nb.txt\nc-link -> a.txt\nsub/");
+        assert_eq!(list("sub"), "inner/");
+        assert_eq!(list("sub/inner"), "[sub/inner is empty]");
+        assert_eq!(
+            list("a.txt"),
+            "error: a.txt is not a directory; read it with read_file"
+        );
+        assert_eq!(list("missing"), "error: no such file: missing");
+        assert!(is_refusal(&list("..")));
+
+        for i in 0..2005 {
+            t.write(&format!("many/f{i:04}"), "");
+        }
+        let out = list("many");
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), LIST_CAP + 1);
+        assert_eq!(lines[0], "f0000");
+        assert_eq!(lines[LIST_CAP - 1], "f1999");
+        assert!(lines[LIST_CAP].starts_with("[… 5 more entries not shown, 2005 in all"));
+    }
+
+    #[test]
+    fn grep_finds_lines_in_the_tree() {
+        let t = Temp::new();
+        t.write("src/main.rs", "fn main() {\n    println!(\"hello\");\n}\n");
+        t.write("src/lib.rs", "pub fn hello_world() {}\n// TODO: more\n");
+        t.write("notes.md", "Hello there\n");
+        t.write("target/debug/out.rs", "fn hidden_in_target() {}\n");
+        t.write(".git/config", "fn in_git\n");
+        t.write(".cache/x.rs", "fn in_hidden_dir\n");
+        t.write("node_modules/m.js", "fn in_node_modules\n");
+        t.write("bin.dat", b"fn \0 binary");
+        t.write(
+            "big.txt",
+            format!("fn big\n{}", "z".repeat(GREP_FILE_MAX as usize)),
+        );
+        symlink(t.path("src"), t.path("src-link")).unwrap();
+
+        assert_eq!(
+            grep_in(&t.0, "fn", None),
+            "src/lib.rs:1:pub fn hello_world() {}\nsrc/main.rs:1:fn main() {\n\
+             [skipped 1 file over 4 MiB]"
+        );
+        assert_eq!(
+            grep_in(&t.0, "^fn main\\(\\) \\{$", Some("src")),
+            "src/main.rs:1:fn main() {"
+        );
+        // `()` is an empty group, as in grep -E.
+        assert_eq!(
+            grep_in(&t.0, "main() {", Some("src")),
+            "no matches for main() {"
+        );
+        assert_eq!(
+            grep_in(&t.0, "(?i)hello", Some(".")),
+            "notes.md:1:Hello there\nsrc/lib.rs:1:pub fn hello_world() {}\n\
+             src/main.rs:2:    println!(\"hello\");\n[skipped 1 file over 4 MiB]"
+        );
+        assert_eq!(
+            grep_in(&t.0, r"\bhello\b", Some("src")),
+            "src/main.rs:2:    println!(\"hello\");"
+        );
+        assert_eq!(
+            grep_in(&t.0, "TODO|FIXME", Some("src/lib.rs")),
+            "src/lib.rs:2:// TODO: more"
+        );
+        // An explicitly named skipped directory is searched.
+        assert_eq!(
+            grep_in(&t.0, "hidden", Some("target")),
+            "target/debug/out.rs:1:fn hidden_in_target() {}"
+        );
+        assert_eq!(
+            grep_in(&t.0, "nothing[0-9]+", None),
+            "no matches for nothing[0-9]+\n[skipped 1 file over 4 MiB]"
+        );
+        assert_eq!(
+            grep_in(&t.0, "x", Some("bin.dat")),
+            "error: bin.dat is a binary file; grep searches text files only"
+        );
+        assert!(is_refusal(&grep_in(&t.0, "x", Some(".."))));
+        let bad = grep_in(&t.0, "a(b", None);
+        assert!(
+            bad.starts_with("error: grep: bad pattern: unclosed ( at character 2"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn grep_stops_on_cancel() {
+        let t = Temp::new();
+        t.write("a.txt", "a\n");
+        let tool = Tool::Grep {
+            pattern: "a".into(),
+            path: None,
+        };
+        let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &|| true);
+        assert_eq!(out.output, "error: interrupted");
+        assert!(out.interrupted);
+    }
+
+    #[test]
+    fn grep_output_is_bounded() {
+        let t = Temp::new();
+        t.write("many.txt", "match\n".repeat(800));
+        let out = grep_in(&t.0, "match", None);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), GREP_LINES + 1);
+        assert_eq!(lines[0], "many.txt:1:match");
+        assert_eq!(
+            lines[GREP_LINES],
+            "[… 300 more matching lines left out; narrow the pattern or the path]"
+        );
+
+        t.write("many.txt", format!("{}\n", "m".repeat(400)).repeat(400));
+        let out = grep_in(&t.0, "m+", None);
+        assert!(out.len() <= GREP_BYTES + 200, "{}", out.len());
+        assert!(out.ends_with("more matching lines left out; narrow the pattern or the path]"));
+        let first = out.lines().next().unwrap();
+        assert_eq!(first, format!("many.txt:1:{}", "m".repeat(400)));
+
+        t.write("many.txt", format!("{}\n", "w".repeat(2000)));
+        let out = grep_in(&t.0, "w", None);
+        assert_eq!(
+            out,
+            format!(
+                "many.txt:1:{}[… 1488 more characters]",
+                "w".repeat(GREP_LINE_CHARS)
+            )
+        );
+    }
+
+    #[test]
+    fn grep_survives_pathological_patterns() {
+        let t = Temp::new();
+        let line = format!("{}!\n", "a".repeat(5000));
+        t.write("a.txt", line.repeat(20));
+        let started = Instant::now();
+        // Classes rather than letters, so no required text skips the lines
+        // and the matcher really runs over them.
+        for pattern in [
+            "(a*)*[bc]",
+            "(a|a)*[bc]",
+            "((a+)+)+[bc]$",
+            "(a|aa)+[bc]",
+            "(.*)*[xz](.*)*[yz]",
+            "^(a?){25}a{25}$",
+        ] {
+            let out = grep_in(&t.0, pattern, None);
+            assert_eq!(out, format!("no matches for {pattern}"));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{:?}",
+            started.elapsed()
+        );
+        // A pattern so large that the line budget runs out.
+        let huge = "(?:a?){1000}[xy]";
+        let out = grep_in(&t.0, huge, None);
+        assert!(out.ends_with("[the pattern was too costly to match on 20 lines; they were taken as not matching]"), "{out}");
+        let out = grep_in(&t.0, "(a{1000}){1000}", None);
+        assert!(
+            out.starts_with("error: grep: bad pattern: too large"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn the_regex_subset() {
+        let is = |pattern: &str, line: &str| {
+            let regex = Regex::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+            Matcher::new(regex).is_match(line).unwrap()
+        };
+        assert!(is("abc", "xxabcxx"));
+        assert!(!is("abd", "xxabcxx"));
+        assert!(is("a.c", "abc") && !is("a.c", "ac"));
+        assert!(is("^ab*c$", "ac") && is("^ab*c$", "abbbc") && !is("^ab*c$", "xac"));
+        assert!(is("ab+c", "abc") && !is("ab+c", "ac"));
+        assert!(is("colou?r", "color") && is("colou?r", "colour"));
+        assert!(is("^a{2,3}$", "aaa") && !is("^a{2,3}$", "aaaa") && !is("^a{2}$", "a"));
+        assert!(is("^a{2,}$", "aaaaa") && !is("^a{2,}$", "a"));
+        assert!(is("x{", "x{") && is("{}", "{}") && is("a{b}", "a{b}"));
+        assert!(is("[a-c]+x", "zzbax") && !is("^[a-c]+$", "abd"));
+        assert!(is("[^0-9]", "12a") && !is("^[^0-9]+$", "12a"));
+        assert!(is("[]x]", "]") && is("[a-]", "-") && is(r"[\]]", "]"));
+        assert!(is(r"\d+\.\d+", "v1.25") && !is(r"\d+\.\d+", "v1x25"));
+        assert!(is(r"^\w+$", "snake_case9") && !is(r"^\w+$", "kebab-case"));
+        assert!(is(r"a\sb", "a b") && is(r"\S", " x ") && is(r"\D", "1a"));
+        assert!(is("[[:digit:]][[:alpha:]]", "9z") && !is("^[[:space:]]+$", " x "));
+        assert!(is(r"\bfoo\b", "a foo b") && !is(r"\bfoo\b", "afoob") && is(r"\Boo", "foo"));
+        assert!(
+            is("cat|dog", "hotdog") && is("^(cat|dog)s?$", "cats") && !is("^(cat|dog)$", "cow")
+        );
+        assert!(is("(?:ab)+$", "xabab") && is("a+?b", "aab"));
+        assert!(is("(?i)HeLLo", "say hello") && is("(?i)[A-C]x", "bX"));
+        assert!(is("", "anything") && is("^$", "") && !is("^$", "x"));
+        assert!(is("é+", "caféé") && is("^.$", "é"));
+        assert!(is(r"\(x\)", "f(x)") && is("a()b", "ab"));
+        for bad in [
+            "*a",
+            "a(b",
+            "a)b",
+            "[abc",
+            r"a\q",
+            "x{3,1}",
+            "(?P<n>a)",
+            "\\",
+            "[[:nope:]]",
+            "a****",
+        ] {
+            assert!(Regex::new(bad).is_err(), "{bad} should be refused");
+        }
+    }
+
+    #[test]
+    fn shell_reports_status_and_both_streams() {
+        let t = Temp::new();
+        let out = sh(&t.0, "echo out; echo err >&2; exit 3", None);
+        assert_eq!(out.output, "exit status: 3\nstdout:\nout\nstderr:\nerr");
+        assert_eq!(sh(&t.0, "true", None).output, "exit status: 0");
+        assert_eq!(
+            sh(&t.0, "printf 'no newline'", None).output,
+            "exit status: 0\nstdout:\nno newline"
+        );
+        assert_eq!(
+            sh(&t.0, "pwd", None).output,
+            format!("exit status: 0\nstdout:\n{}", t.0.display())
+        );
+        assert_eq!(
+            sh(&t.0, "cat", None).output,
+            "exit status: 0",
+            "stdin is null"
+        );
+        assert_eq!(
+            sh(&t.0, "printf '\\377x'", None).output,
+            "exit status: 0\nstdout:\n\u{fffd}x"
+        );
+        assert_eq!(
+            sh(&t.0, "kill -9 $$", None).output,
+            "exit status: killed by signal 9"
+        );
+    }
+
+    #[test]
+    fn shell_output_arrives_whole() {
+        let t = Temp::new();
+        // 2 MB on stdout and 1 MB on stderr at once: neither pipe may block.
+        let out = sh(
+            &t.0,
+            "head -c 1000000 /dev/zero | tr '\\0' e >&2 & head -c 2000000 /dev/zero | tr '\\0' o; wait",
+            None,
+        )
+        .output;
+        let (stdout, stderr) = out.split_once("\nstderr:\n").unwrap();
+        let stdout = stdout.strip_prefix("exit status: 0\nstdout:\n").unwrap();
+        assert_eq!(stdout.len(), 2_000_000);
+        assert!(stdout.bytes().all(|b| b == b'o'));
+        assert_eq!(stderr.len(), 1_000_000);
+    }
+
+    #[test]
+    fn shell_kills_a_command_past_the_safety_cap() {
+        let t = Temp::new();
+        let out = sh(&t.0, "yes", None).output;
+        assert!(
+            out.starts_with("error: the command wrote more than 64 MiB, so it was stopped"),
+            "{}",
+            &out[..200]
+        );
+        let stdout = out.split_once("\nstdout:\n").unwrap().1;
+        assert_eq!(stdout.len(), SHELL_STREAM_CAP - 1); // the last newline trimmed
+    }
+
+    #[test]
+    fn shell_times_out_and_kills_the_group() {
+        let t = Temp::new();
+        let started = Instant::now();
+        let out = sh(
+            &t.0,
+            "echo started; sleep 30 & sleep 30; echo never",
+            Some(1),
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            out.output
+                .starts_with("error: the command timed out after 1 s and was killed"),
+            "{}",
+            out.output
+        );
+        assert!(out.output.ends_with("\nstdout:\nstarted"), "{}", out.output);
+        assert!(!out.interrupted);
+    }
+
+    #[test]
+    fn shell_stops_on_cancel_and_on_refusal() {
+        let t = Temp::new();
+        let started = Instant::now();
+        let cancel = || started.elapsed() > Duration::from_millis(200);
+        let tool = Tool::Shell {
+            command: "sleep 30".into(),
+            timeout_s: None,
+        };
+        let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &cancel);
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(
+            out.output.starts_with("error: interrupted"),
+            "{}",
+            out.output
+        );
+        assert!(out.interrupted);
+
+        let mut no = fixed(false);
+        let tool = Tool::Shell {
+            command: "touch made".into(),
+            timeout_s: None,
+        };
+        let out = run(&tool, &[], &ctx(&t.0), &mut no, &|| false);
+        assert_eq!(out.output, "error: the user did not allow this command");
+        assert_eq!(no.asked, ["touch made"]);
+        assert!(!t.path("made").exists());
+    }
+
+    #[test]
+    fn shell_does_not_wait_for_background_processes() {
+        let t = Temp::new();
+        let started = Instant::now();
+        let out = sh(&t.0, "echo now; (sleep 5; echo later) &", None);
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            out.output
+                .starts_with("exit status: 0\nstdout:\nnow\n[a background process"),
+            "{}",
+            out.output
+        );
+    }
+
+    #[test]
+    fn request_file_grant_asks_the_user() {
+        let t = Temp::new();
+        let root = t.path("tree");
+        t.write("tree/a.txt", "");
+        let file = t.write("outside/f.txt", "granted\n");
+        let raw = format!("{}/../outside/f.txt", root.display());
+        let ask = |yes: bool, path: &str| {
+            let mut approver = fixed(yes);
+            let tool = Tool::RequestFileGrant {
+                path: path.into(),
+                reason: Some("to compare".into()),
+            };
+            let out = run(&tool, &[], &ctx(&root), &mut approver, &|| false);
+            (out, approver.asked)
+        };
+
+        let (out, asked) = ask(true, &raw);
+        let canonical = file.display().to_string();
+        assert_eq!(
+            out.output,
+            format!("granted: {canonical} (this session may now read it)")
+        );
+        assert_eq!(out.grant.as_deref(), Some(canonical.as_str()));
+        assert_eq!(asked, [format!("{canonical} to compare")]);
+        assert_eq!(
+            read(&root, &raw, std::slice::from_ref(&canonical)),
+            "granted\n"
+        );
+
+        let (out, _) = ask(false, &raw);
+        assert_eq!(
+            out.output,
+            format!("error: the user did not grant {canonical}")
+        );
+        assert_eq!(out.grant, None);
+
+        let (out, asked) = ask(true, "../outside/f.txt");
+        assert_eq!(
+            out.output,
+            "error: request_file_grant needs an absolute path, not ../outside/f.txt"
+        );
+        assert!(asked.is_empty());
+
+        let (out, asked) = ask(true, "/no/such/path");
+        assert_eq!(out.output, "error: no such file: /no/such/path");
+        assert!(asked.is_empty());
+
+        let (out, asked) = ask(true, root.join("a.txt").to_str().unwrap());
+        assert!(out
+            .output
+            .ends_with("is already readable by this session; no grant is needed"));
+        assert_eq!(out.grant, None);
+        assert!(asked.is_empty());
+    }
+
+    #[test]
+    fn agent_info_is_json() {
+        let t = Temp::new();
+        let mut context = ctx(&t.0);
+        context.info = AgentInfo {
+            session_id: "s-1".into(),
+            name: Some("amber".into()),
+            log_path: "/state/projects/p/sessions/s-1.jsonl".into(),
+            project_key: "/repo".into(),
+            project_dir: "/repo/.task-agent/projects/repo".into(),
+            created_project_dir: true,
+            state_root: "/state".into(),
+            config_root: "/config".into(),
+        };
+        let out = run(&Tool::AgentInfo, &[], &context, &mut fixed(false), &|| {
+            false
+        });
+        let value: serde_json::Value = serde_json::from_str(&out.output).unwrap();
+        assert_eq!(value["session_id"], "s-1");
+        assert_eq!(value["name"], "amber");
+        assert_eq!(value["log_path"], "/state/projects/p/sessions/s-1.jsonl");
+        assert_eq!(value["created_project_dir"], true);
+        assert_eq!(value["working_dir"], t.0.display().to_string());
+        assert!(
+            out.output.contains("\n  \"project_key\": \"/repo\""),
+            "pretty"
+        );
+    }
+}

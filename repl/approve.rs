@@ -1,0 +1,113 @@
+//! Who allows what a tool asks for: the user at the terminal, or, without
+//! one, the flags (`--allow-shell`, `--grant PATH`).
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use revolve_io::tools::Approver;
+
+/// The approval policy of this run.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    /// Ask the user at the terminal (a TTY run).
+    pub interactive: bool,
+    /// Run shell commands without asking (`--allow-shell`, or "always").
+    pub allow_shell: bool,
+    /// Paths granted up front (`--grant`), canonical.
+    pub grants: Vec<PathBuf>,
+}
+
+impl Approvals {
+    /// The policy for a run; `grants` are canonicalized (a path that does
+    /// not exist is kept as given and can never match).
+    pub fn new(interactive: bool, allow_shell: bool, grants: &[PathBuf]) -> Approvals {
+        let grants = grants
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .collect();
+        Approvals {
+            interactive,
+            allow_shell,
+            grants,
+        }
+    }
+
+    fn granted(&self, path: &Path) -> bool {
+        self.grants.iter().any(|g| path.starts_with(g))
+    }
+}
+
+impl Approver for Approvals {
+    fn approve_shell(&mut self, command: &str) -> bool {
+        if self.allow_shell {
+            return true;
+        }
+        if !self.interactive {
+            eprintln!("revolve: refused a shell command (pass --allow-shell to allow them without a terminal)");
+            return false;
+        }
+        match ask(&format!(
+            "run `{}`? [y]es, [n]o, [a]lways this session: ",
+            inert(command)
+        )) {
+            Answer::Yes => true,
+            Answer::Always => {
+                self.allow_shell = true;
+                true
+            }
+            Answer::No => false,
+        }
+    }
+
+    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
+        if self.granted(path) {
+            return true;
+        }
+        if !self.interactive {
+            eprintln!(
+                "revolve: refused to grant {} (pass --grant PATH to allow it without a terminal)",
+                path.display()
+            );
+            return false;
+        }
+        let why = reason
+            .map(|r| format!(" ({})", inert(r)))
+            .unwrap_or_default();
+        match ask(&format!(
+            "let this session read {}{why}? [y]es, [n]o: ",
+            path.display()
+        )) {
+            Answer::Yes | Answer::Always => true,
+            Answer::No => false,
+        }
+    }
+}
+
+enum Answer {
+    Yes,
+    No,
+    Always,
+}
+
+/// Asks on stderr and reads one line of stdin (the terminal; the line
+/// editor is not reading during a turn). End of input means no.
+fn ask(question: &str) -> Answer {
+    eprint!("{question}");
+    std::io::stderr().flush().ok();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return Answer::No;
+    }
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Yes,
+        "a" | "always" => Answer::Always,
+        _ => Answer::No,
+    }
+}
+
+/// Text from the model made safe to print: control characters shown as `?`.
+fn inert(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
+        .collect()
+}
