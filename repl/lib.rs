@@ -75,7 +75,6 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         };
         Live::start(store, model, cli.name.clone(), interactive)?
     };
-    revolve_io::interrupt::install();
     if interactive {
         return repl::run(&mut live, cli.prompt.as_deref());
     }

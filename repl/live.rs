@@ -78,11 +78,16 @@ impl Live {
             continues: None,
         };
         let created = store.create(header, |used| match name {
-            Some(n) => names::validate(&n, used)
-                .map(|()| Some(n.clone()))
-                .map_err(|why| {
-                    format!("cannot name the session '{n}': {why} (resume it with --resume {n})")
-                }),
+            Some(n) => names::validate(&n, used).map(|()| Some(n.clone())).map_err(
+                |why| match why {
+                    names::BadName::InUse => {
+                        format!(
+                            "cannot name the session '{n}': {why} (resume it with --resume {n})"
+                        )
+                    }
+                    why => format!("cannot name the session '{n}': {why}"),
+                },
+            ),
             None if interactive => Ok(Some(names::allocate(used))),
             None => Ok(None),
         });
@@ -233,6 +238,7 @@ impl Live {
     /// Feeds an input and executes commands until the core has nothing more
     /// to do.
     fn drive(&mut self, input: Input) -> Result<Outcome, Error> {
+        let _signals = interrupt::Guard::new();
         let mut queue = VecDeque::from([input]);
         let mut outcome = Outcome::Done;
         while let Some(input) = queue.pop_front() {
@@ -243,6 +249,14 @@ impl Live {
             }
             let cmds = self.session.handle(input);
             self.execute(cmds, &mut queue)?;
+        }
+        if interrupt::terminated() {
+            return Err(Error::Terminated);
+        }
+        if interrupt::take() {
+            // Ctrl-C after the last poll, as the turn ended: the turn is
+            // whole, and the user still asked to stop.
+            outcome = Outcome::Interrupted;
         }
         if self.stdout_closed {
             return Err(Error::BrokenPipe);
@@ -288,7 +302,6 @@ impl Live {
             });
             tx.send(Event::Done(result)).ok();
         });
-        interrupt::take();
         let mut partial = String::new();
         let input = loop {
             match rx.recv_timeout(Duration::from_millis(25)) {

@@ -152,7 +152,7 @@ fn an_unknown_flag_is_a_usage_error() {
 /// message says "resume it with --resume bad/name" (the hint fits only a
 /// name in use).
 #[test]
-#[ignore = "bug: an invalid --name is answered with a hint to resume a session of that name"]
+
 fn an_invalid_name_does_not_suggest_resuming_it() {
     let env = TestEnv::new("bad-name");
     let run = env.run(

@@ -131,12 +131,12 @@ pub fn listing(sessions: &[Summary]) -> String {
         .unwrap_or(4);
     let width = width.max(4);
     let mut out = format!(
-        "{:width$}  {:24}  {:20}  {:>5}  LAST ACTIVITY\n",
+        "{:width$}  {:22}  {:20}  {:>5}  LAST ACTIVITY\n",
         "NAME", "ID", "STARTED", "TURNS"
     );
     for s in sorted {
         out.push_str(&format!(
-            "{:width$}  {:24}  {:20}  {:>5}  {}\n",
+            "{:width$}  {:22}  {:20}  {:>5}  {}\n",
             s.name.as_deref().unwrap_or("-"),
             s.id,
             when(s.started),

@@ -128,6 +128,7 @@ impl TestEnv {
         writer.join().expect("stdin writer");
         Run {
             code: output.status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&output.status),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
         }
@@ -203,6 +204,8 @@ fn read_dir(dir: &Path) -> Vec<PathBuf> {
 pub struct Run {
     /// The exit code; `None` when a signal ended the process.
     pub code: Option<i32>,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
 }
@@ -428,6 +431,7 @@ impl Running {
         }
         Run {
             code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
             stdout: String::from_utf8_lossy(&self.seen).into_owned(),
             stderr: self.stderr.join().expect("stderr reader"),
         }
