@@ -77,20 +77,21 @@ impl Live {
             provider: model.provider.name().to_owned(),
             continues: None,
         };
-        let created = store.create(header, |used| match name {
-            Some(n) => names::validate(&n, used).map(|()| Some(n.clone())).map_err(
-                |why| match why {
-                    names::BadName::InUse => {
-                        format!(
+        let created =
+            store.create(header, |used| match name {
+                Some(n) => names::validate(&n, used)
+                    .map(|()| Some(n.clone()))
+                    .map_err(|why| match why {
+                        names::BadName::InUse => {
+                            format!(
                             "cannot name the session '{n}': {why} (resume it with --resume {n})"
                         )
-                    }
-                    why => format!("cannot name the session '{n}': {why}"),
-                },
-            ),
-            None if interactive => Ok(Some(names::allocate(used))),
-            None => Ok(None),
-        });
+                        }
+                        why => format!("cannot name the session '{n}': {why}"),
+                    }),
+                None if interactive => Ok(Some(names::allocate(used))),
+                None => Ok(None),
+            });
         let (mut writer, claim, header) = match created {
             Ok(c) => c,
             Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),

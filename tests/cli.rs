@@ -152,7 +152,6 @@ fn an_unknown_flag_is_a_usage_error() {
 /// message says "resume it with --resume bad/name" (the hint fits only a
 /// name in use).
 #[test]
-
 fn an_invalid_name_does_not_suggest_resuming_it() {
     let env = TestEnv::new("bad-name");
     let run = env.run(

@@ -46,7 +46,6 @@ fn fixture_transcript() {
 /// says so on stderr; `replay` (transcript, `--json`, `--requests`) skips
 /// the unknown record and the torn line of the fixture in silence.
 #[test]
-
 fn replay_says_how_many_lines_it_skipped() {
     let env = TestEnv::new("fixture-skipped");
     for mode in [None, Some("--json"), Some("--requests")] {

@@ -547,7 +547,6 @@ fn ctrl_c_between_piped_turns_ends_the_run() {
 /// chose not to (see README, "What a crash can cost").
 #[test]
 #[ignore = "design: a SIGKILL mid-answer loses the half-streamed answer (README)"]
-
 fn a_crash_mid_answer_keeps_what_was_shown() {
     let server = FakeServer::start(vec![
         FakeReply::Stall {
