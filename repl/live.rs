@@ -130,13 +130,13 @@ impl Live {
     ) -> Result<Live, Error> {
         let path = find(&store, needle)?;
         let mut state = State::default();
-        let mut records = Vec::new();
+        let mut shown = view::TranscriptTail::new(RESUME_SHOWS_BYTES);
         let mut skipped = 0;
         log::each_record(
             &path,
             |_, r| {
                 state.apply(&r);
-                records.push(r);
+                shown.push(&r);
             },
             |_| skipped += 1,
         )
@@ -150,7 +150,7 @@ impl Live {
         let claim = store
             .claim(&header.id, state.name.clone())
             .map_err(|e| Error::Runtime(e.to_string()))?;
-        eprint!("{}", view::transcript(&records));
+        eprint!("{}", shown.finish());
         if skipped > 0 {
             eprintln!(
                 "(skipped {skipped} unreadable line(s) of {})",
@@ -364,6 +364,9 @@ impl Live {
         }
     }
 }
+
+/// How much of the conversation a resume shows again, at most.
+const RESUME_SHOWS_BYTES: usize = 64 * 1024;
 
 /// The session file `needle` names, or the latest of this directory.
 pub fn find(store: &Store, needle: Option<&str>) -> Result<PathBuf, Error> {
