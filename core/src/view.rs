@@ -153,7 +153,7 @@ impl TranscriptTail {
 }
 
 /// One session as `revolve sessions` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub id: String,
     pub name: Option<String>,
