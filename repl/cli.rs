@@ -74,6 +74,10 @@ pub struct ModelArgs {
     #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW")]
     pub window: Option<u64>,
 
+    /// Send a failed request again at most N times (429, 5xx, broken connections) [default: 4]
+    #[arg(long, value_name = "N", env = "REVOLVE_RETRIES")]
+    pub retries: Option<u32>,
+
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
     pub script: Option<PathBuf>,

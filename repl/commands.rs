@@ -56,6 +56,13 @@ impl ReplayMode {
 pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
     let path = live::find(store, needle)?;
     let read = log::read(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
+    if mode != ReplayMode::Check && !read.skipped.is_empty() {
+        eprintln!(
+            "(skipped {} unreadable line(s) of {}; replay --check lists them)",
+            read.skipped.len(),
+            path.display()
+        );
+    }
     match mode {
         ReplayMode::Transcript => out(&view::transcript(&read.records)),
         ReplayMode::Json => {
@@ -76,8 +83,8 @@ pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(
     }
 }
 
-/// Reports skipped lines and records that do not fit. A torn final line
-/// alone (a crash mid-write) is reported but not a failure.
+/// Reports skipped lines and records that do not fit. Torn lines (a crash
+/// mid-write) are reported but are not a failure.
 fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
     let mut state = State::default();
     let notes: Vec<String> = read
@@ -101,8 +108,8 @@ fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
         text.push_str(&format!("  {n}\n"));
     }
     out(&text)?;
-    let torn_only = read.torn_tail && read.skipped.len() == 1;
-    if notes.is_empty() && (read.skipped.is_empty() || torn_only) {
+    // Torn lines are what crashes leave (one each); everything else is not.
+    if notes.is_empty() && read.skipped.iter().all(|s| s.torn) {
         Ok(())
     } else {
         Err(Error::Runtime(format!(

@@ -1,6 +1,6 @@
 //! The binary's errors and the one place that turns them into a stderr line
 //! and an exit code: 0 success, 1 runtime error, 2 usage error,
-//! 130 interrupted.
+//! 130 interrupted, 143 stopped by SIGTERM or SIGHUP mid-turn.
 
 use std::fmt;
 
@@ -15,6 +15,9 @@ pub enum Error {
     Interrupted,
     /// Stdout was closed by its reader: a normal end (exit 0).
     BrokenPipe,
+    /// SIGTERM or SIGHUP arrived during a turn, which was logged as
+    /// interrupted (exit 143).
+    Terminated,
 }
 
 impl Error {
@@ -25,6 +28,7 @@ impl Error {
             Error::Runtime(_) => 1,
             Error::Interrupted => 130,
             Error::BrokenPipe => 0,
+            Error::Terminated => 143,
         }
     }
 
@@ -40,6 +44,9 @@ impl fmt::Display for Error {
             Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted"),
             Error::BrokenPipe => f.write_str("stdout closed"),
+            Error::Terminated => {
+                f.write_str("stopped by a signal; the turn is logged as interrupted")
+            }
         }
     }
 }

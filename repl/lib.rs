@@ -81,7 +81,6 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         Live::start(store, runtime, cli.name.clone(), interactive)?
     };
-    revolve_io::interrupt::install();
     if interactive {
         return repl::run(&mut live, cli.prompt.as_deref());
     }
@@ -128,7 +127,6 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
             .iter()
             .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     };
-    let notice = |text: &str| eprintln!("revolve: {text}");
     match args.provider.unwrap_or(ProviderKind::Openai) {
         ProviderKind::Scripted => {
             let path = args.script.as_ref().ok_or_else(|| {
@@ -155,7 +153,7 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
                 ));
             }
             Ok((
-                Arc::new(Retrying::new(OpenAi::new(&base, key), Box::new(notice))),
+                Arc::new(retrying(OpenAi::new(&base, key), args.retries)),
                 DEFAULT_MODEL,
             ))
         }
@@ -171,9 +169,28 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
                 ));
             }
             Ok((
-                Arc::new(Retrying::new(Anthropic::new(&base, key), Box::new(notice))),
+                Arc::new(retrying(Anthropic::new(&base, key), args.retries)),
                 ANTHROPIC_MODEL,
             ))
         }
     }
+}
+
+/// A network provider that retries by the core's policy, says so on stderr,
+/// and stops waiting when Ctrl-C abandons the request.
+fn retrying<P: Provider>(inner: P, retries: Option<u32>) -> Retrying<P> {
+    let retries = retries.unwrap_or(revolve_core::retry::MAX_RETRIES);
+    let notice = |text: &str| eprintln!("revolve: {text}");
+    Retrying::new(inner, notice)
+        .with_retries(retries)
+        .with_sleep(|wait| {
+            let deadline = std::time::Instant::now() + wait;
+            while std::time::Instant::now() < deadline {
+                if revolve_io::interrupt::pending() {
+                    return false;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(25).min(wait));
+            }
+            true
+        })
 }

@@ -88,15 +88,21 @@ impl Live {
             provider: runtime.provider.name().to_owned(),
             continues: None,
         };
-        let created = store.create(header, |used| match name {
-            Some(n) => names::validate(&n, used)
-                .map(|()| Some(n.clone()))
-                .map_err(|why| {
-                    format!("cannot name the session '{n}': {why} (resume it with --resume {n})")
-                }),
-            None if interactive => Ok(Some(names::allocate(used))),
-            None => Ok(None),
-        });
+        let created =
+            store.create(header, |used| match name {
+                Some(n) => names::validate(&n, used)
+                    .map(|()| Some(n.clone()))
+                    .map_err(|why| match why {
+                        names::BadName::InUse => {
+                            format!(
+                            "cannot name the session '{n}': {why} (resume it with --resume {n})"
+                        )
+                        }
+                        why => format!("cannot name the session '{n}': {why}"),
+                    }),
+                None if interactive => Ok(Some(names::allocate(used))),
+                None => Ok(None),
+            });
         let (mut writer, claim, header) = match created {
             Ok(c) => c,
             Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),
@@ -131,13 +137,13 @@ impl Live {
     pub fn resume(store: Store, needle: Option<&str>, runtime: Runtime) -> Result<Live, Error> {
         let path = find(&store, needle)?;
         let mut state = State::default();
-        let mut records = Vec::new();
+        let mut shown = view::TranscriptTail::new(RESUME_SHOWS_BYTES);
         let mut skipped = 0;
         log::each_record(
             &path,
             |_, r| {
                 state.apply(&r);
-                records.push(r);
+                shown.push(&r);
             },
             |_| skipped += 1,
         )
@@ -151,7 +157,7 @@ impl Live {
         let claim = store
             .claim(&header.id, state.name.clone())
             .map_err(|e| Error::Runtime(e.to_string()))?;
-        eprint!("{}", view::transcript(&records));
+        eprint!("{}", shown.finish());
         if skipped > 0 {
             eprintln!(
                 "(skipped {skipped} unreadable line(s) of {})",
@@ -245,6 +251,7 @@ impl Live {
     /// Feeds an input and executes commands until the core has nothing more
     /// to do.
     fn drive(&mut self, input: Input) -> Result<Outcome, Error> {
+        let _signals = interrupt::Guard::new();
         let mut queue = VecDeque::from([input]);
         let mut outcome = Outcome::Done;
         while let Some(input) = queue.pop_front() {
@@ -255,6 +262,14 @@ impl Live {
             }
             let cmds = self.session.handle(input);
             self.execute(cmds, &mut queue)?;
+        }
+        if interrupt::terminated() {
+            return Err(Error::Terminated);
+        }
+        if interrupt::take() {
+            // Ctrl-C after the last poll, as the turn ended: the turn is
+            // whole, and the user still asked to stop.
+            outcome = Outcome::Interrupted;
         }
         if self.stdout_closed {
             return Err(Error::BrokenPipe);
@@ -304,7 +319,6 @@ impl Live {
             });
             tx.send(Event::Done(result)).ok();
         });
-        interrupt::take();
         let mut partial = String::new();
         let input = loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
@@ -368,6 +382,8 @@ impl Live {
             log_path: self.writer.path().to_path_buf(),
             project_key: self.store.project.key.clone(),
             project_dir: self.store.roots.project(&self.store.project),
+            // The project directory arrives with the memory work (issue 5).
+            created_project_dir: false,
             state_root: self.store.roots.state.clone(),
             config_root: self.store.roots.config.clone(),
         };
@@ -422,6 +438,9 @@ fn spill(path: &Path, content: &str) -> Result<(), Error> {
     std::fs::write(path, content)
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
+
+/// How much of the conversation a resume shows again, at most.
+const RESUME_SHOWS_BYTES: usize = 64 * 1024;
 
 /// The session file `needle` names, or the latest of this directory.
 pub fn find(store: &Store, needle: Option<&str>) -> Result<PathBuf, Error> {

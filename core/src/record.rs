@@ -277,7 +277,10 @@ pub struct Renamed {
 pub enum LineError {
     /// The line is valid JSON with a `"type"` this build does not know.
     Unknown(String),
-    /// The line is not a record: torn, garbled, or missing fields.
+    /// The line ends in the middle of a record: a crash cut the write
+    /// short. (A later append may have ended it with a newline.)
+    Torn,
+    /// The line is not a record: garbled, or missing fields.
     Malformed(String),
 }
 
@@ -285,7 +288,18 @@ impl std::fmt::Display for LineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             LineError::Unknown(kind) => write!(f, "unknown record type {kind:?}"),
+            LineError::Torn => f.write_str("torn line (a write cut short)"),
             LineError::Malformed(why) => write!(f, "malformed line: {why}"),
+        }
+    }
+}
+
+impl From<serde_json::Error> for LineError {
+    fn from(e: serde_json::Error) -> LineError {
+        if e.is_eof() {
+            LineError::Torn
+        } else {
+            LineError::Malformed(e.to_string())
         }
     }
 }
@@ -305,8 +319,7 @@ impl Record {
                 return Record::parse_as(&rest[..end], line);
             }
         }
-        let value: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| LineError::Malformed(e.to_string()))?;
+        let value: serde_json::Value = serde_json::from_str(line).map_err(LineError::from)?;
         let kind = value
             .get("type")
             .and_then(|t| t.as_str())
@@ -317,7 +330,7 @@ impl Record {
 
     fn parse_as(kind: &str, line: &str) -> Result<Record, LineError> {
         fn body<'a, T: Deserialize<'a>>(line: &'a str) -> Result<T, LineError> {
-            serde_json::from_str(line).map_err(|e| LineError::Malformed(e.to_string()))
+            serde_json::from_str(line).map_err(LineError::from)
         }
         Ok(match kind {
             "header" => Record::Header(body(line)?),
@@ -330,8 +343,7 @@ impl Record {
             "renamed" => Record::Renamed(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
-                serde_json::from_str::<serde::de::IgnoredAny>(line)
-                    .map_err(|e| LineError::Malformed(e.to_string()))?;
+                serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
                 return Err(LineError::Unknown(other.to_owned()));
             }
         })
@@ -422,6 +434,10 @@ mod tests {
         ));
         assert!(matches!(
             Record::parse_line(r#"{"type":"message","at":"2026-12-02T10:2"#),
+            Err(LineError::Torn)
+        ));
+        assert!(matches!(
+            Record::parse_line(r#"{"type":"message","at":"2026-12-02T10:26:06Z"}"#),
             Err(LineError::Malformed(_))
         ));
         assert!(matches!(
@@ -430,7 +446,7 @@ mod tests {
         ));
         assert!(matches!(
             Record::parse_line(r#"{"type":"heart"#),
-            Err(LineError::Malformed(_))
+            Err(LineError::Torn)
         ));
     }
 

@@ -18,7 +18,8 @@ pub struct Failure {
     pub streamed: bool,
 }
 
-/// How many times a request is sent again at most.
+/// How many times a request is sent again at most, unless the user says
+/// otherwise (`--retries`).
 pub const MAX_RETRIES: u32 = 4;
 /// The longest wait between attempts, even when the server asks for more.
 pub const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -26,14 +27,14 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// How long to wait before sending again after failed attempt number
 /// `attempt` (1 for the first), or `None` when it should not be sent again:
 /// retried are 408, 409, 429, 5xx and 529 answers and broken connections,
-/// at most [`MAX_RETRIES`] times, honouring `Retry-After` (capped at
+/// at most `retries` times, honouring `Retry-After` (capped at
 /// [`MAX_WAIT`]) and otherwise backing off 1, 2, 4, 8 s.
-pub fn delay(attempt: u32, failure: &Failure) -> Option<Duration> {
+pub fn delay(attempt: u32, retries: u32, failure: &Failure) -> Option<Duration> {
     let retryable = match failure.status {
         Some(s) => matches!(s, 408 | 409 | 429 | 500..=599),
         None => failure.transient,
     };
-    if !retryable || failure.streamed || attempt == 0 || attempt > MAX_RETRIES {
+    if !retryable || failure.streamed || attempt == 0 || attempt > retries {
         return None;
     }
     let backoff = Duration::from_secs(1 << (attempt - 1).min(5));
@@ -55,22 +56,23 @@ mod tests {
             status: Some(429),
             ..Failure::default()
         };
-        assert_eq!(delay(1, &busy), Some(Duration::from_secs(1)));
-        assert_eq!(delay(3, &busy), Some(Duration::from_secs(4)));
-        assert_eq!(delay(5, &busy), None);
+        assert_eq!(delay(1, MAX_RETRIES, &busy), Some(Duration::from_secs(1)));
+        assert_eq!(delay(3, MAX_RETRIES, &busy), Some(Duration::from_secs(4)));
+        assert_eq!(delay(5, MAX_RETRIES, &busy), None);
         let told = Failure {
             retry_after: Some(7),
             ..busy
         };
-        assert_eq!(delay(1, &told), Some(Duration::from_secs(7)));
+        assert_eq!(delay(1, MAX_RETRIES, &told), Some(Duration::from_secs(7)));
         let greedy = Failure {
             retry_after: Some(3600),
             ..busy
         };
-        assert_eq!(delay(1, &greedy), Some(MAX_WAIT));
+        assert_eq!(delay(1, MAX_RETRIES, &greedy), Some(MAX_WAIT));
         assert_eq!(
             delay(
                 1,
+                MAX_RETRIES,
                 &Failure {
                     status: Some(401),
                     ..Failure::default()
@@ -81,6 +83,7 @@ mod tests {
         assert_eq!(
             delay(
                 1,
+                MAX_RETRIES,
                 &Failure {
                     status: Some(503),
                     streamed: true,
@@ -92,6 +95,7 @@ mod tests {
         assert_eq!(
             delay(
                 2,
+                MAX_RETRIES,
                 &Failure {
                     transient: true,
                     ..Failure::default()
@@ -99,6 +103,7 @@ mod tests {
             ),
             Some(Duration::from_secs(2))
         );
-        assert_eq!(delay(1, &Failure::default()), None);
+        assert_eq!(delay(1, MAX_RETRIES, &Failure::default()), None);
+        assert_eq!(delay(1, 0, &busy), None, "--retries 0 sends once");
     }
 }

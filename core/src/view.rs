@@ -145,8 +145,61 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// The end of a transcript within a byte budget, built record by record, so
+/// resuming a huge session shows its last exchanges without holding the
+/// whole conversation as text.
+#[derive(Debug)]
+pub struct TranscriptTail {
+    budget: usize,
+    parts: std::collections::VecDeque<String>,
+    bytes: usize,
+    dropped: usize,
+}
+
+impl TranscriptTail {
+    /// A tail that keeps at most about `budget` bytes (always the last
+    /// record, whatever its size).
+    pub fn new(budget: usize) -> TranscriptTail {
+        TranscriptTail {
+            budget,
+            parts: Default::default(),
+            bytes: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Adds one record's part of the transcript.
+    pub fn push(&mut self, record: &Record) {
+        let part = transcript(std::slice::from_ref(record));
+        if part.is_empty() {
+            return;
+        }
+        self.bytes += part.len();
+        self.parts.push_back(part);
+        while self.bytes > self.budget && self.parts.len() > 1 {
+            if let Some(old) = self.parts.pop_front() {
+                self.bytes -= old.len();
+                self.dropped += 1;
+            }
+        }
+    }
+
+    /// The text, with a first line saying how much was left out.
+    pub fn finish(self) -> String {
+        let mut out = String::with_capacity(self.bytes + 100);
+        if self.dropped > 0 {
+            out.push_str(&format!(
+                "(… {} earlier entries not shown; `revolve replay` shows the whole conversation)\n",
+                self.dropped
+            ));
+        }
+        out.extend(self.parts);
+        out
+    }
+}
+
 /// One session as `revolve sessions` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Summary {
     pub id: String,
     pub name: Option<String>,
@@ -177,12 +230,12 @@ pub fn listing(sessions: &[Summary]) -> String {
         .unwrap_or(4);
     let width = width.max(4);
     let mut out = format!(
-        "{:width$}  {:24}  {:20}  {:>5}  LAST ACTIVITY\n",
+        "{:width$}  {:22}  {:20}  {:>5}  LAST ACTIVITY\n",
         "NAME", "ID", "STARTED", "TURNS"
     );
     for s in sorted {
         out.push_str(&format!(
-            "{:width$}  {:24}  {:20}  {:>5}  {}\n",
+            "{:width$}  {:22}  {:20}  {:>5}  {}\n",
             s.name.as_deref().unwrap_or("-"),
             s.id,
             when(s.started),
@@ -196,6 +249,28 @@ pub fn listing(sessions: &[Summary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::Message;
+
+    #[test]
+    fn transcript_tail_keeps_the_end_within_budget() {
+        let at = time::macros::datetime!(2026-12-02 10:00 UTC);
+        let records: Vec<Record> = (0..100)
+            .map(|i| Record::Message(Message::user(at, format!("message {i}"))))
+            .collect();
+        let mut whole = TranscriptTail::new(usize::MAX);
+        let mut tail = TranscriptTail::new(60);
+        for r in &records {
+            whole.push(r);
+            tail.push(r);
+        }
+        assert_eq!(whole.finish(), transcript(&records));
+        let tail = tail.finish();
+        assert!(
+            tail.starts_with("(… 96 earlier entries not shown;"),
+            "{tail}"
+        );
+        assert!(tail.ends_with("> message 98\n> message 99\n"), "{tail}");
+    }
 
     #[test]
     fn token_counts_read_short() {

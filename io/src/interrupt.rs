@@ -1,32 +1,86 @@
-//! Ctrl-C: a SIGINT handler that only raises a flag. The shell polls the
-//! flag while a request is in flight, ends the turn as interrupted, and keeps
-//! the log whole. (The REPL's line editor reads Ctrl-C as a key itself.)
+//! Ctrl-C during a turn: while a [`Guard`] lives, SIGINT, SIGTERM and SIGHUP
+//! only raise a flag. The shell polls it while a request or a tool is in
+//! flight, ends the turn as interrupted, and keeps the log whole; after a
+//! SIGTERM or SIGHUP it then stops. Between turns the signals act as usual
+//! (the log is synced at every turn end), so Ctrl-C while waiting for piped
+//! input ends the process. The REPL's line editor reads Ctrl-C as a key.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
-static RAISED: AtomicBool = AtomicBool::new(false);
+static RAISED: AtomicI32 = AtomicI32::new(0);
+static ARMED: AtomicBool = AtomicBool::new(false);
 
-extern "C" fn on_sigint(_: i32) {
+const SIGHUP: i32 = 1;
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+const SIG_DFL: usize = 0;
+
+extern "C" fn on_signal(signum: i32) {
     // Async-signal-safe: a single atomic store.
-    RAISED.store(true, Ordering::SeqCst);
+    RAISED.store(signum, Ordering::SeqCst);
 }
 
 extern "C" {
-    fn signal(signum: i32, handler: extern "C" fn(i32)) -> usize;
+    fn signal(signum: i32, handler: usize) -> usize;
 }
 
-const SIGINT: i32 = 2;
-
-/// Installs the handler. Until then Ctrl-C ends the process as usual.
-pub fn install() {
-    // SAFETY: `signal` from the C library with a handler that only performs
-    // an atomic store, which is async-signal-safe.
-    unsafe {
-        signal(SIGINT, on_sigint);
+fn set(handler: usize) {
+    for signum in [SIGINT, SIGTERM, SIGHUP] {
+        // SAFETY: `signal` from the C library, with either the default
+        // disposition or a handler that only performs an atomic store, which
+        // is async-signal-safe.
+        unsafe {
+            signal(signum, handler);
+        }
     }
 }
 
-/// Whether Ctrl-C was pressed since the last call; clears the flag.
+/// Catches the signals for as long as it lives.
+#[derive(Debug)]
+pub struct Guard(());
+
+impl Guard {
+    /// Starts catching; clears anything raised before.
+    pub fn new() -> Guard {
+        RAISED.store(0, Ordering::SeqCst);
+        if !ARMED.swap(true, Ordering::SeqCst) {
+            set(on_signal as extern "C" fn(i32) as usize);
+        }
+        Guard(())
+    }
+}
+
+impl Default for Guard {
+    fn default() -> Guard {
+        Guard::new()
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if ARMED.swap(false, Ordering::SeqCst) {
+            set(SIG_DFL);
+        }
+    }
+}
+
+/// Whether a signal arrived since the last call; clears the flag (but not
+/// [`terminated`]).
 pub fn take() -> bool {
-    RAISED.swap(false, Ordering::SeqCst)
+    let signum = RAISED.load(Ordering::SeqCst);
+    if signum == SIGINT {
+        RAISED.store(0, Ordering::SeqCst);
+    }
+    signum != 0
+}
+
+/// Whether a signal arrived, without clearing it.
+pub fn pending() -> bool {
+    RAISED.load(Ordering::SeqCst) != 0
+}
+
+/// Whether the process was asked to stop (SIGTERM or SIGHUP) rather than
+/// the turn (Ctrl-C).
+pub fn terminated() -> bool {
+    matches!(RAISED.load(Ordering::SeqCst), SIGTERM | SIGHUP)
 }

@@ -80,6 +80,9 @@ pub struct Skipped {
     /// 1-based line number.
     pub line: usize,
     pub why: String,
+    /// Whether the line was torn by a crash mid-write (as opposed to garbled
+    /// or of an unknown kind).
+    pub torn: bool,
 }
 
 /// What reading a log gave.
@@ -123,6 +126,7 @@ pub fn each_record(
             skipped(Skipped {
                 line: number,
                 why: "not UTF-8".into(),
+                torn: !complete,
             });
             continue;
         };
@@ -133,11 +137,19 @@ pub fn each_record(
             Ok(r) => record(number, r),
             Err(e) => {
                 torn |= !complete;
+                let is_torn = matches!(e, LineError::Torn) || !complete;
                 let why = match e {
-                    LineError::Malformed(_) if !complete => "torn final line".to_owned(),
+                    _ if !complete => "torn final line".to_owned(),
+                    LineError::Torn => {
+                        "torn line (a crash cut its write short; later lines are whole)".to_owned()
+                    }
                     e => e.to_string(),
                 };
-                skipped(Skipped { line: number, why });
+                skipped(Skipped {
+                    line: number,
+                    why,
+                    torn: is_torn,
+                });
             }
         }
     }

@@ -182,11 +182,13 @@ impl std::error::Error for ProviderError {}
 /// policy never retries a failure that streamed text.
 ///
 /// The sleep is injectable ([`Retrying::with_sleep`]) so that tests do not
-/// wait, and a caller can make the wait interruptible.
+/// wait, and a caller can make the wait interruptible: a sleep that returns
+/// `false` gives up, and the last error is returned without another try.
 pub struct Retrying<P> {
     inner: P,
     notice: Box<dyn Fn(&str) + Send + Sync>,
-    sleep: Box<dyn Fn(Duration) + Send + Sync>,
+    sleep: Box<dyn Fn(Duration) -> bool + Send + Sync>,
+    retries: u32,
 }
 
 impl<P: Provider> Retrying<P> {
@@ -196,16 +198,30 @@ impl<P: Provider> Retrying<P> {
         Retrying {
             inner,
             notice: Box::new(notice),
-            sleep: Box::new(std::thread::sleep),
+            sleep: Box::new(|wait| {
+                std::thread::sleep(wait);
+                true
+            }),
+            retries: retry::MAX_RETRIES,
         }
     }
 
-    /// The same wrapper, waiting with `sleep` instead.
-    pub fn with_sleep(self, sleep: impl Fn(Duration) + Send + Sync + 'static) -> Retrying<P> {
+    /// The same wrapper, waiting with `sleep` instead; `sleep` returns
+    /// whether to try again.
+    pub fn with_sleep(
+        self,
+        sleep: impl Fn(Duration) -> bool + Send + Sync + 'static,
+    ) -> Retrying<P> {
         Retrying {
             sleep: Box::new(sleep),
             ..self
         }
+    }
+
+    /// The same wrapper, sending a failed request again at most `retries`
+    /// times (0: once only).
+    pub fn with_retries(self, retries: u32) -> Retrying<P> {
+        Retrying { retries, ..self }
     }
 
     /// The wrapped provider.
@@ -226,16 +242,18 @@ impl<P: Provider> Provider for Retrying<P> {
                 Ok(reply) => return Ok(reply),
                 Err(error) => error,
             };
-            match retry::delay(attempt, &error.failure()) {
+            match retry::delay(attempt, self.retries, &error.failure()) {
                 Some(wait) => {
                     (self.notice)(&format!(
                         "retrying in {} (attempt {} of {}): {}",
                         seconds(wait),
                         attempt + 1,
-                        retry::MAX_RETRIES + 1,
+                        self.retries + 1,
                         error.message
                     ));
-                    (self.sleep)(wait);
+                    if !(self.sleep)(wait) {
+                        return Err(error);
+                    }
                     attempt += 1;
                 }
                 None if attempt > 1 => {
@@ -403,7 +421,10 @@ mod tests {
         let provider = Retrying::new(OpenAi::new(server.url(), Some("sk-k".into())), move |m| {
             n.lock().unwrap().push(m.to_owned())
         })
-        .with_sleep(move |d| s.lock().unwrap().push(d));
+        .with_sleep(move |d| {
+            s.lock().unwrap().push(d);
+            true
+        });
         Harness {
             server,
             provider,
@@ -515,7 +536,10 @@ mod tests {
         let s = Arc::clone(&sleeps);
         let provider: Box<dyn Provider> =
             Box::new(OpenAi::new(format!("http://127.0.0.1:{port}/v1"), None));
-        let provider = Retrying::new(provider, |_| {}).with_sleep(move |_| *s.lock().unwrap() += 1);
+        let provider = Retrying::new(provider, |_| {}).with_sleep(move |_| {
+            *s.lock().unwrap() += 1;
+            true
+        });
         let err = run(&provider).0.unwrap_err();
         assert!(err.transient);
         assert_eq!(*sleeps.lock().unwrap(), MAX_RETRIES);

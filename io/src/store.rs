@@ -1,12 +1,13 @@
 //! The sessions of one working directory: where they are, which exist, which
 //! run, and opening a new one under the naming lock.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use revolve_core::record::Header;
 use revolve_core::view::Summary;
+use serde::{Deserialize, Serialize};
 
 use crate::log::{self, LogWriter};
 use crate::paths::{Project, Roots};
@@ -48,28 +49,64 @@ impl Store {
         self.cwd.to_string_lossy().into_owned()
     }
 
-    /// Every session file of this directory, read from head and tail only.
-    /// Files that cannot be read or have no header are left out.
+    /// Every session file of this directory, read from head and tail only,
+    /// through the listing cache (see [`Index`]): a file whose size and
+    /// modification time are unchanged is not opened again. Files that cannot
+    /// be read or have no header are left out.
     pub fn list(&self) -> io::Result<Vec<Summary>> {
-        let entries = match std::fs::read_dir(self.sessions_dir()) {
+        let dir = self.sessions_dir();
+        let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        let cwd = self.cwd_str();
-        let mut out = Vec::new();
+        let mut index = Index::load(&dir);
+        let mut fresh = Index {
+            version: INDEX_VERSION,
+            entries: BTreeMap::new(),
+        };
+        let mut changed = false;
         for entry in entries.flatten() {
-            let path = entry.path();
-            if path.extension().is_none_or(|e| e != "jsonl") {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".jsonl") {
                 continue;
             }
-            if let Ok(Some((header, summary))) = log::summary(&path) {
-                if header.cwd == cwd {
-                    out.push(summary);
+            let Ok(meta) = entry.metadata() else { continue };
+            let stamp = Stamp::of(&meta);
+            let cached = index.entries.remove(&name).filter(|e| e.stamp == stamp);
+            let entry = match cached {
+                Some(e) => e,
+                None => {
+                    changed = true;
+                    match log::summary(&entry.path()) {
+                        Ok(Some((header, summary))) => Indexed {
+                            stamp,
+                            cwd: Some(header.cwd),
+                            summary: Some(summary),
+                        },
+                        // Remembered as unreadable until the file changes.
+                        _ => Indexed {
+                            stamp,
+                            cwd: None,
+                            summary: None,
+                        },
+                    }
                 }
-            }
+            };
+            fresh.entries.insert(name, entry);
         }
-        Ok(out)
+        if changed || !index.entries.is_empty() {
+            // A cache that cannot be written (read-only state dir) only costs
+            // speed next time.
+            fresh.save(&dir).ok();
+        }
+        let cwd = self.cwd_str();
+        Ok(fresh
+            .entries
+            .into_values()
+            .filter(|e| e.cwd.as_deref() == Some(cwd.as_str()))
+            .filter_map(|e| e.summary)
+            .collect())
     }
 
     /// The sessions of this directory running now.
@@ -143,5 +180,62 @@ pub enum CreateError {
 impl From<io::Error> for CreateError {
     fn from(e: io::Error) -> CreateError {
         CreateError::Io(e)
+    }
+}
+
+/// The listing cache: `<sessions>/.index.json`, one entry per session file
+/// with the size and modification time it was read at, its header's cwd and
+/// its summary. It is only a cache: deleting it, or a version this build
+/// does not read, costs one slow listing; it is rewritten atomically
+/// (temp file + rename) whenever a file changed.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Index {
+    version: u32,
+    entries: BTreeMap<String, Indexed>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Indexed {
+    stamp: Stamp,
+    cwd: Option<String>,
+    summary: Option<Summary>,
+}
+
+/// What says a file is unchanged: its size and modification time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Stamp {
+    len: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        Stamp {
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+        }
+    }
+}
+
+const INDEX_VERSION: u32 = 1;
+const INDEX_FILE: &str = ".index.json";
+
+impl Index {
+    fn load(dir: &Path) -> Index {
+        std::fs::read(dir.join(INDEX_FILE))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
+            .filter(|i| i.version == INDEX_VERSION)
+            .unwrap_or_default()
+    }
+
+    fn save(&self, dir: &Path) -> io::Result<()> {
+        let tmp = dir.join(format!("{INDEX_FILE}.{}.tmp", std::process::id()));
+        let bytes = serde_json::to_vec(&self).map_err(io::Error::other)?;
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, dir.join(INDEX_FILE)).inspect_err(|_| {
+            std::fs::remove_file(&tmp).ok();
+        })
     }
 }

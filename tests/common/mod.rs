@@ -1,0 +1,442 @@
+//! The end-to-end harness: every test gets a clean world and runs the real
+//! `revolve` binary in it.
+//!
+//! [`TestEnv::new`] makes a fresh directory under the system temp dir with
+//! `home/`, the XDG roots inside it, and `work/`, the working directory (not
+//! a git repository; `GIT_CEILING_DIRECTORIES` keeps git from finding one
+//! above). The binary runs with a cleared environment: only `PATH`, those
+//! roots and `REVOLVE_NOW` (the pinned clock, which starts at
+//! [`NOW`] in every process and advances one second per reading), so no API
+//! key, `REVOLVE_*` setting or user config leaks in. The directory is removed
+//! when the env is dropped, unless the test failed (then its path is printed
+//! so the logs can be read).
+//!
+//! What cannot be controlled at the source is redacted by [`TestEnv::redact`]
+//! and [`redact_ids`]: the temp path becomes `[TMP]` (`[TMP_SLUG]` in a
+//! project slug), session ids `[ID]`. The one time the pinned clock does not
+//! reach, a session file's modification time (the listing's last activity),
+//! is pinned by the test that shows it.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// The pinned clock every run starts from.
+pub const NOW: &str = "2026-12-02T10:00:00Z";
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_revolve");
+
+/// The repository root (for fixtures).
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A fixture file, by its path under `fixtures/`.
+pub fn fixture(rel: &str) -> PathBuf {
+    repo().join("fixtures").join(rel)
+}
+
+static SEQ: AtomicUsize = AtomicUsize::new(0);
+
+/// One test's world: a temp dir with a home, XDG roots and a working
+/// directory.
+pub struct TestEnv {
+    /// The temp dir, canonical (the binary canonicalizes its cwd).
+    pub root: PathBuf,
+    /// The working directory the binary runs in.
+    pub cwd: PathBuf,
+    /// `$HOME`.
+    pub home: PathBuf,
+    /// `$XDG_STATE_HOME`.
+    pub state: PathBuf,
+}
+
+impl TestEnv {
+    /// A fresh world; `name` only makes the directory easy to recognise.
+    pub fn new(name: &str) -> TestEnv {
+        let unique = format!(
+            "revolve-e2e-{}-{}-{name}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::SeqCst)
+        );
+        let root = std::env::temp_dir().join(unique);
+        std::fs::remove_dir_all(&root).ok();
+        std::fs::create_dir_all(&root).expect("create the test dir");
+        let root = root.canonicalize().expect("canonical test dir");
+        let home = root.join("home");
+        let state = home.join(".local/state");
+        let cwd = root.join("work");
+        for dir in [&home, &state, &cwd] {
+            std::fs::create_dir_all(dir).expect("create a test dir");
+        }
+        TestEnv {
+            root,
+            cwd,
+            home,
+            state,
+        }
+    }
+
+    /// The binary with a clean environment, in the working directory.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", &self.home)
+            .env("XDG_STATE_HOME", &self.state)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_CACHE_HOME", self.home.join(".cache"))
+            .env("GIT_CEILING_DIRECTORIES", &self.root)
+            .env("REVOLVE_NOW", NOW)
+            // Failures fail at once unless a test is about retrying; such a
+            // test sets REVOLVE_RETRIES itself (later `env` calls win).
+            .env("REVOLVE_RETRIES", "0");
+        cmd
+    }
+
+    /// Runs the binary with `args`, feeding `stdin`, and waits for it.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Run {
+        self.run_env(args, stdin, &[])
+    }
+
+    /// [`TestEnv::run`] with extra environment variables.
+    pub fn run_env(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.envs(vars.iter().copied());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("start revolve");
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        let input = stdin.to_owned();
+        // A writer thread, so a child that answers before reading all of its
+        // input can never deadlock against us.
+        let writer = std::thread::spawn(move || {
+            // The child may exit without reading (a usage error): not ours
+            // to report.
+            let _ = pipe.write_all(input.as_bytes());
+        });
+        let output = child.wait_with_output().expect("wait for revolve");
+        writer.join().expect("stdin writer");
+        Run {
+            code: output.status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&output.status),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Runs the binary with `args` and no input; the run must succeed.
+    pub fn ok(&self, args: &[&str]) -> Run {
+        let run = self.run(args, "");
+        assert_eq!(run.code, Some(0), "revolve {args:?} failed: {run:?}");
+        run
+    }
+
+    /// Every session file (`$XDG_STATE_HOME/task-agent/projects/*/sessions/*.jsonl`),
+    /// sorted by path.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let projects = self.state.join("task-agent/projects");
+        let mut out = Vec::new();
+        for project in read_dir(&projects) {
+            for file in read_dir(&project.join("sessions")) {
+                if file.extension().is_some_and(|e| e == "jsonl") {
+                    out.push(file);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// The one session file there must be.
+    pub fn only_session(&self) -> PathBuf {
+        let files = self.session_files();
+        assert_eq!(files.len(), 1, "expected exactly one session: {files:?}");
+        files.into_iter().next().expect("one file")
+    }
+
+    /// The temp path as `[TMP]`, its project slug (`-tmp-revolve-e2e-…`)
+    /// as `[TMP_SLUG]`, and session ids as `[ID]`.
+    pub fn redact(&self, text: &str) -> String {
+        redact_ids(&self.redact_paths(text), false)
+    }
+
+    /// [`TestEnv::redact`] for a table: each `[ID]` is padded to an id's
+    /// width, so the columns stay aligned.
+    pub fn redact_table(&self, text: &str) -> String {
+        redact_ids(&self.redact_paths(text), true)
+    }
+
+    fn redact_paths(&self, text: &str) -> String {
+        let root = self.root.to_string_lossy();
+        text.replace(&*root, "[TMP]")
+            .replace(&root.replace('/', "-"), "[TMP_SLUG]")
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("test files kept in {}", self.root.display());
+        } else {
+            std::fs::remove_dir_all(&self.root).ok();
+        }
+    }
+}
+
+fn read_dir(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|entries| entries.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// What one run of the binary gave.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code; `None` when a signal ended the process.
+    pub code: Option<i32>,
+    /// The signal that ended the process, if one did.
+    pub signal: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The stderr lines.
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+}
+
+/// A file's lines, without their newlines (a torn last line included).
+pub fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .expect("read the log")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A log's lines as JSON values; every line must parse.
+pub fn records(path: &Path) -> Vec<Value> {
+    lines(path)
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("line {} is not JSON: {e}: {l}", i + 1))
+        })
+        .collect()
+}
+
+/// The `"type"` of each record.
+pub fn kinds(records: &[Value]) -> Vec<String> {
+    records
+        .iter()
+        .map(|r| r["type"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+/// The `(role, content)` pairs of the message records.
+pub fn messages(records: &[Value]) -> Vec<(String, String)> {
+    records
+        .iter()
+        .filter(|r| r["type"] == "message")
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap_or("?").to_owned(),
+                r["content"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The `(role, content)` pairs of a request body's `messages`, the system
+/// prompt left out.
+pub fn request_messages(body: &str) -> Vec<(String, String)> {
+    let body: Value = serde_json::from_str(body).expect("request bodies are JSON");
+    body["messages"]
+        .as_array()
+        .expect("a messages list")
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or("?").to_owned(),
+                m["content"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `(role, content)` from string slices, for comparing with [`messages`].
+pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(r, c)| ((*r).to_owned(), (*c).to_owned()))
+        .collect()
+}
+
+/// Session ids (`20261202-100000-1a2b3c`) as `[ID]`, padded with spaces to
+/// an id's width when `pad`.
+pub fn redact_ids(text: &str, pad: bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if is_id(&bytes[i..]) {
+            if pad {
+                out.push_str(&format!("{:ID_LEN$}", "[ID]"));
+            } else {
+                out.push_str("[ID]");
+            }
+            i += ID_LEN;
+        } else {
+            let c = text[i..].chars().next().expect("in bounds");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+const ID_LEN: usize = "20261202-100000-1a2b3c".len();
+
+fn is_id(b: &[u8]) -> bool {
+    b.len() >= ID_LEN
+        && b[..8].iter().all(u8::is_ascii_digit)
+        && b[8] == b'-'
+        && b[9..15].iter().all(u8::is_ascii_digit)
+        && b[15] == b'-'
+        && b[16..22]
+            .iter()
+            .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+        && !b.get(22).is_some_and(|c| c.is_ascii_hexdigit())
+}
+
+/// A child whose stdout is read as it arrives, for tests that act on a
+/// running process (Ctrl-C).
+pub struct Running {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: mpsc::Receiver<Vec<u8>>,
+    seen: Vec<u8>,
+    stderr: std::thread::JoinHandle<String>,
+}
+
+impl TestEnv {
+    /// Starts the binary with `args`, writes `stdin` and closes it, and
+    /// reads its output in the background.
+    pub fn spawn(&self, args: &[&str], stdin: &str) -> Running {
+        let mut running = self.spawn_open(args, stdin);
+        running.close_stdin();
+        running
+    }
+
+    /// Like [`TestEnv::spawn`], but stdin stays open after `stdin` is
+    /// written: the binary waits for more lines.
+    pub fn spawn_open(&self, args: &[&str], stdin: &str) -> Running {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start revolve");
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        pipe.write_all(stdin.as_bytes()).expect("write stdin");
+        let mut out = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("stderr is piped");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            err.read_to_string(&mut text).ok();
+            text
+        });
+        Running {
+            child,
+            stdin: Some(pipe),
+            stdout: rx,
+            seen: Vec::new(),
+            stderr,
+        }
+    }
+}
+
+impl Running {
+    /// Closes stdin: no more lines.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Waits until stdout holds `text`, at most `within`; returns whether it
+    /// does.
+    pub fn wait_stdout(&mut self, text: &str, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        loop {
+            if String::from_utf8_lossy(&self.seen).contains(text) {
+                return true;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.stdout.recv_timeout(left) {
+                Ok(bytes) => self.seen.extend(bytes),
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// Sends a signal (`INT`, `KILL`, …) with kill(1).
+    pub fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{name}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to end, at most `within` (then kills it and
+    /// fails), and collects the rest of its output.
+    pub fn finish(mut self, within: Duration) -> Run {
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("poll the child") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                self.child.kill().ok();
+                self.child.wait().ok();
+                panic!("revolve did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        while let Ok(bytes) = self.stdout.recv_timeout(Duration::from_secs(5)) {
+            self.seen.extend(bytes);
+        }
+        Run {
+            code: status.code(),
+            signal: std::os::unix::process::ExitStatusExt::signal(&status),
+            stdout: String::from_utf8_lossy(&self.seen).into_owned(),
+            stderr: self.stderr.join().expect("stderr reader"),
+        }
+    }
+}

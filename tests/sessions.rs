@@ -1,0 +1,187 @@
+//! `revolve sessions`, naming and resuming by name.
+
+mod common;
+
+use std::path::Path;
+use std::time::SystemTime;
+
+use revolve_io::fake::{FakeReply, FakeServer};
+use serde_json::Value;
+use time::macros::datetime;
+use time::OffsetDateTime;
+
+use common::{lines, pairs, records, request_messages, TestEnv};
+
+fn names(json: &str) -> Vec<Value> {
+    let list: Value = serde_json::from_str(json).expect("sessions --json is JSON");
+    list.as_array()
+        .expect("a JSON array")
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect()
+}
+
+/// Pins a file's modification time, which the listing reports as the last
+/// activity (the one value the pinned clock does not reach).
+fn touch(path: &Path, at: OffsetDateTime) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(SystemTime::from(at)).unwrap();
+}
+
+#[test]
+fn named_sessions_are_listed_and_resumed_by_name() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("Unnamed answer."),
+        FakeReply::text("Db answer."),
+        FakeReply::text("Db again."),
+        FakeReply::text("By path."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let env = TestEnv::new("sessions");
+
+    assert_eq!(env.run(&["--base-url", &url], "hi\n").code, Some(0));
+    let listed = env.ok(&["sessions"]);
+    assert_eq!(
+        listed.stdout,
+        "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n"
+    );
+    let unnamed = env.only_session();
+
+    let run = env.run(&["--base-url", &url, "--name", "db"], "hello db\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let files = env.session_files();
+    assert_eq!(files.len(), 2);
+    let db = files.iter().find(|f| **f != unnamed).unwrap().clone();
+    let header = &records(&db)[0];
+    assert_eq!(
+        (&header["name"], &header["named"]),
+        (&"db".into(), &true.into())
+    );
+
+    let table = env.ok(&["sessions"]).stdout;
+    let rows: Vec<&str> = table.lines().collect();
+    assert_eq!(rows.len(), 2, "a heading and one row: {table}");
+    assert!(rows[0].starts_with("NAME "), "{table}");
+    assert!(rows[1].starts_with("db "), "{table}");
+
+    let table = env.ok(&["sessions", "--all"]).stdout;
+    let mut first_words: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    first_words.sort();
+    assert_eq!(first_words, ["-", "db"], "{table}");
+
+    assert_eq!(names(&env.ok(&["sessions", "--json"]).stdout), ["db"]);
+    let all = env.ok(&["sessions", "--all", "--json"]).stdout;
+    let mut all_names = names(&all);
+    all_names.sort_by_key(|n| n.to_string());
+    assert_eq!(all_names, [Value::from("db"), Value::Null]);
+    let list: Value = serde_json::from_str(&all).unwrap();
+    for s in list.as_array().unwrap() {
+        assert!(Path::new(s["path"].as_str().unwrap()).is_file(), "{s}");
+        assert_eq!(s["turns"], 1, "{s}");
+    }
+
+    // A name is one session's.
+    let run = env.run(&["--base-url", &url, "--name", "db"], "another\n");
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "revolve: cannot name the session 'db': another session of this directory has that name \
+         (resume it with --resume db)\n"
+    );
+    assert_eq!(env.session_files().len(), 2, "no file for a refused name");
+    assert_eq!(server.requests().len(), 2);
+
+    let before = lines(&unnamed);
+    let run = env.run(&["--base-url", &url, "--resume", "db"], "more\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Db again.\n");
+    assert_eq!(
+        request_messages(&server.requests()[2].body),
+        pairs(&[
+            ("user", "hello db"),
+            ("assistant", "Db answer."),
+            ("user", "more")
+        ])
+    );
+    let recs = records(&db);
+    assert!(recs.iter().any(|r| r["type"] == "resumed"));
+    assert_eq!(recs.last().unwrap()["turns"], 2);
+    assert_eq!(lines(&unnamed), before, "the other session is untouched");
+    let transcript = env.ok(&["replay", "db"]).stdout;
+    assert!(transcript.starts_with("── session db ("), "{transcript}");
+    assert!(transcript.ends_with("> more\nDb again.\n"), "{transcript}");
+
+    // A path resumes that file, whatever its name.
+    let path = unnamed.to_str().unwrap();
+    let run = env.run(&["--base-url", &url, "--resume", path], "by path\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "By path.\n");
+    assert_eq!(
+        request_messages(&server.requests()[3].body),
+        pairs(&[
+            ("user", "hi"),
+            ("assistant", "Unnamed answer."),
+            ("user", "by path")
+        ])
+    );
+    assert_eq!(env.session_files().len(), 2);
+}
+
+#[test]
+fn a_slash_name_line_in_a_pipe_names_the_session() {
+    let server = FakeServer::start(vec![FakeReply::text("Named by a line.")]).unwrap();
+    let env = TestEnv::new("slash-name");
+    let run = env.run(&["--base-url", &server.url()], "/name api\nhello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Named by a line.\n");
+    assert_eq!(run.stderr, "this session is now named 'api'\n");
+    assert_eq!(names(&env.ok(&["sessions", "--json"]).stdout), ["api"]);
+    let recs = records(&env.only_session());
+    assert_eq!(recs[1]["type"], "renamed");
+    assert_eq!(recs.last().unwrap()["name"], "api");
+}
+
+#[test]
+fn sessions_table() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("One."),
+        FakeReply::text("Two."),
+        FakeReply::text("Three."),
+        FakeReply::text("Four."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let env = TestEnv::new("table");
+    for (args, input) in [
+        (vec!["--name", "db"], "a\n"),
+        (vec![], "b\n"),
+        (vec!["--name", "login-bug"], "c\nd\n"),
+    ] {
+        let mut all = vec!["--base-url", url.as_str()];
+        all.extend(args);
+        assert_eq!(env.run(&all, input).code, Some(0));
+    }
+    let files = env.session_files();
+    assert_eq!(files.len(), 3);
+    // Newest activity first: login-bug, then the unnamed one, then db.
+    for file in &files {
+        let at = match records(file)[0]["name"].as_str() {
+            Some("db") => datetime!(2026-12-02 10:05 UTC),
+            None => datetime!(2026-12-02 10:07 UTC),
+            _ => datetime!(2026-12-02 10:09 UTC),
+        };
+        touch(file, at);
+    }
+
+    let named = env.ok(&["sessions"]).stdout;
+    let all = env.ok(&["sessions", "--all"]).stdout;
+    let json = env.ok(&["sessions", "--all", "--json"]).stdout;
+    insta::assert_snapshot!("sessions_table", env.redact_table(&named));
+    insta::assert_snapshot!("sessions_table_all", env.redact_table(&all));
+    insta::assert_snapshot!("sessions_json_all", env.redact(&json));
+}
