@@ -7,15 +7,15 @@ use serde_json::Value;
 
 use common::{fixture, kinds, records, TestEnv};
 
-/// The demo script's reply texts, in order.
+/// The demo script's reply texts, in order (tool-calling replies have none).
 fn demo_replies() -> Vec<String> {
     std::fs::read_to_string(fixture("demo/replies.jsonl"))
         .unwrap()
         .lines()
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
+        .filter_map(|l| {
             let reply: Value = serde_json::from_str(l).unwrap();
-            reply["text"].as_str().unwrap().to_owned()
+            reply["text"].as_str().map(str::to_owned)
         })
         .collect()
 }
@@ -43,7 +43,8 @@ fn the_scripted_provider_runs_offline() {
     let run = env.run(&args, "hello\nwhat did I say?\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, format!("{}\n{}\n", replies[0], replies[1]));
-    assert_eq!(run.stderr, "");
+    // Only the tool line goes to stderr.
+    assert_eq!(run.stderr, "→ list_dir .\n");
 
     // The same through the environment, resumed.
     let run = env.run_env(
@@ -64,7 +65,11 @@ fn the_scripted_provider_runs_offline() {
             &totals["tokens_in"],
             &totals["tokens_out"]
         ),
-        (&3.into(), &(61 + 102 + 150).into(), &(24 + 27 + 25).into())
+        (
+            &3.into(),
+            &(58 + 61 + 102 + 150).into(),
+            &(12 + 24 + 27 + 25).into()
+        )
     );
     assert_eq!(kinds(&recs).iter().filter(|k| *k == "resumed").count(), 1);
     let check = env.ok(&["replay", "--check"]);
@@ -89,7 +94,7 @@ fn a_script_that_runs_out_fails_the_turn() {
     assert_eq!(
         env.redact(&run.stderr)
             .replace(&*common::repo().to_string_lossy(), "[REPO]"),
-        "revolve: the script [REPO]/fixtures/demo/replies.jsonl has no reply 4 (it holds 3)\n"
+        "→ list_dir .\nrevolve: the script [REPO]/fixtures/demo/replies.jsonl has no reply 5 (it holds 4)\n"
     );
 }
 
