@@ -49,10 +49,6 @@ pub struct Cli {
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
-
-    /// Spill tool results longer than this many characters to a file [default: 32000]
-    #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS")]
-    pub spill_result_chars: Option<usize>,
 }
 
 /// Which model, where.
@@ -77,6 +73,14 @@ pub struct ModelArgs {
     /// Send a failed request again at most N times (429, 5xx, broken connections) [default: 4]
     #[arg(long, value_name = "N", env = "REVOLVE_RETRIES")]
     pub retries: Option<u32>,
+
+    /// Prune tool results longer than this when compacting [default: 16000]
+    #[arg(long, value_name = "CHARS", env = "REVOLVE_PRUNE_RESULT_CHARS")]
+    pub prune_result_chars: Option<usize>,
+
+    /// Spill tool results longer than this many characters to a file [default: 32000]
+    #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS")]
+    pub spill_result_chars: Option<usize>,
 
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
@@ -104,6 +108,15 @@ pub enum Sub {
         /// Print JSON, one array of sessions
         #[arg(long)]
         json: bool,
+    },
+    /// Compact a session that is not running: prune, then summarize all but
+    /// its last three turns into working notes (e.g. `revolve compact db`)
+    Compact {
+        /// A name or id of this directory's sessions, or a file [default: the latest]
+        #[arg(value_name = "NAME|ID|FILE")]
+        session: Option<String>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
     /// Show a session from its log
     Replay {

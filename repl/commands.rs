@@ -13,7 +13,8 @@ pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let mut list = store
         .list()
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
-    list.retain(|s| all || s.named);
+    // A compacted file is listed as the newest file of its chain.
+    list.retain(|s| (all || s.named) && s.continued.is_none());
     list.sort_by(|a, b| {
         b.last_activity
             .cmp(&a.last_activity)
@@ -53,34 +54,53 @@ impl ReplayMode {
 }
 
 /// `revolve replay`: a session rebuilt from its log alone.
+///
+/// The transcript and the requests follow the session's whole chain of
+/// files (compactions start new ones), oldest first; `--json` and `--check`
+/// look at the one file named.
 pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
     let path = live::find(store, needle)?;
-    let read = log::read(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
-    if mode != ReplayMode::Check && !read.skipped.is_empty() {
-        eprintln!(
-            "(skipped {} unreadable line(s) of {}; replay --check lists them)",
-            read.skipped.len(),
-            path.display()
-        );
+    if matches!(mode, ReplayMode::Transcript | ReplayMode::Requests) {
+        for file in store.chain(&path) {
+            let read = read_noting(&file, true)?;
+            match mode {
+                ReplayMode::Transcript => out(&view::transcript(&read.records))?,
+                _ => {
+                    let mut text = String::new();
+                    for request in state::requests(&read.records) {
+                        text.push_str(&request.body);
+                        text.push('\n');
+                    }
+                    out(&text)?;
+                }
+            }
+        }
+        return Ok(());
     }
+    let read = read_noting(&path, mode != ReplayMode::Check)?;
     match mode {
-        ReplayMode::Transcript => out(&view::transcript(&read.records)),
+        ReplayMode::Transcript | ReplayMode::Requests => Ok(()),
         ReplayMode::Json => {
             let state = State::fold(&read.records);
             let text =
                 serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
             out(&format!("{text}\n"))
         }
-        ReplayMode::Requests => {
-            let mut text = String::new();
-            for request in state::requests(&read.records) {
-                text.push_str(&request.body);
-                text.push('\n');
-            }
-            out(&text)
-        }
         ReplayMode::Check => check(&path, read),
     }
+}
+
+/// Reads a log; with `note`, says on stderr how many lines it skipped.
+fn read_noting(path: &std::path::Path, note: bool) -> Result<log::ReadLog, Error> {
+    let read = log::read(path).map_err(|e| Error::at(path, "cannot read", e))?;
+    if note && !read.skipped.is_empty() {
+        eprintln!(
+            "(skipped {} unreadable line(s) of {}; replay --check lists them)",
+            read.skipped.len(),
+            path.display()
+        );
+    }
+    Ok(read)
 }
 
 /// Reports skipped lines and records that do not fit. Torn lines (a crash

@@ -48,6 +48,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
+        Some(Sub::Compact { session, model }) => compact(store, session.as_deref(), &model),
         None => chat(cli, store),
     }
 }
@@ -55,29 +56,16 @@ pub fn run(cli: Cli) -> Result<(), Error> {
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
-    let (provider, default_model) = provider(&cli.model)?;
     let resuming = cli.r#continue || cli.resume.is_some();
-    let runtime = Runtime {
-        provider,
-        // A resumed session keeps its model unless one is asked for.
-        model: cli
-            .model
-            .model
-            .clone()
-            .or_else(|| (!resuming).then(|| default_model.to_owned())),
-        window: cli.model.window,
-        spill_chars: cli
-            .spill_result_chars
-            .unwrap_or(revolve_core::session::SPILL_CHARS),
-        approvals: Approvals::new(stdin_tty, cli.allow_shell, &cli.grant),
-    };
+    let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
+    let runtime = runtime(&cli.model, resuming, approvals)?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
                 "--name names a new session; use /name to rename a resumed one".into(),
             ));
         }
-        Live::resume(store, cli.resume.as_deref(), runtime)?
+        Live::resume(store, cli.resume.as_deref(), runtime, true)?
     } else {
         Live::start(store, runtime, cli.name.clone(), interactive)?
     };
@@ -116,6 +104,38 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         other => Ok(other),
+    }
+}
+
+/// What a session runs with, from the flags. A resumed session keeps its
+/// model unless one is asked for.
+fn runtime(args: &ModelArgs, resuming: bool, approvals: Approvals) -> Result<Runtime, Error> {
+    let (provider, default_model) = provider(args)?;
+    Ok(Runtime {
+        provider,
+        model: args
+            .model
+            .clone()
+            .or_else(|| (!resuming).then(|| default_model.to_owned())),
+        window: args.window,
+        spill_chars: args
+            .spill_result_chars
+            .unwrap_or(revolve_core::session::SPILL_CHARS),
+        prune_chars: args
+            .prune_result_chars
+            .unwrap_or(revolve_core::compact::PRUNE_CHARS),
+        approvals,
+    })
+}
+
+/// `revolve compact`: a session that is not running, compacted now.
+fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), Error> {
+    let runtime = runtime(args, true, Approvals::new(false, false, &[]))?;
+    let mut live = Live::resume(store, needle, runtime, false)?;
+    match live.line("/compact")? {
+        Outcome::Failed(why) => Err(Error::Runtime(why)),
+        Outcome::Interrupted => Err(Error::Interrupted),
+        _ => Ok(()),
     }
 }
 

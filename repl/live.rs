@@ -46,6 +46,8 @@ pub struct Runtime {
     pub window: Option<u64>,
     /// `spill-result-chars`.
     pub spill_chars: usize,
+    /// `prune-result-chars`.
+    pub prune_chars: usize,
     /// Who allows shell commands and file grants.
     pub approvals: Approvals,
 }
@@ -134,8 +136,14 @@ impl Live {
     /// one of this directory. Prints its conversation again on stderr.
     /// The runtime's model and window override what the session ran with
     /// when given.
-    pub fn resume(store: Store, needle: Option<&str>, runtime: Runtime) -> Result<Live, Error> {
-        let path = find(&store, needle)?;
+    pub fn resume(
+        store: Store,
+        needle: Option<&str>,
+        runtime: Runtime,
+        show: bool,
+    ) -> Result<Live, Error> {
+        // A compacted file resumes as the newest file of its chain.
+        let path = store.head(&find(&store, needle)?);
         let mut state = State::default();
         let mut shown = view::TranscriptTail::new(RESUME_SHOWS_BYTES);
         let mut skipped = 0;
@@ -157,7 +165,9 @@ impl Live {
         let claim = store
             .claim(&header.id, state.name.clone())
             .map_err(|e| Error::Runtime(e.to_string()))?;
-        eprint!("{}", shown.finish());
+        if show {
+            eprint!("{}", shown.finish());
+        }
         if skipped > 0 {
             eprintln!(
                 "(skipped {skipped} unreadable line(s) of {})",
@@ -208,6 +218,7 @@ impl Live {
                 now: clock::now(),
             }),
             Some(Slash::Quit) => Ok(Outcome::Quit),
+            Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),
             Some(Slash::Status) => {
                 eprintln!("{}", view::status(self.state()));
                 Ok(Outcome::Done)
@@ -256,7 +267,11 @@ impl Live {
         let mut outcome = Outcome::Done;
         while let Some(input) = queue.pop_front() {
             match &input {
-                Input::Failed { error, .. } => outcome = Outcome::Failed(error.clone()),
+                Input::Failed { error, .. } | Input::SummaryFailed { error, .. } => {
+                    outcome = Outcome::Failed(error.clone())
+                }
+                // The turn went on after a failed summary.
+                Input::Reply { .. } => outcome = Outcome::Done,
                 Input::Interrupted { .. } => outcome = Outcome::Interrupted,
                 _ => {}
             }
@@ -290,6 +305,8 @@ impl Live {
                     queue.push_back(self.run_tool(id, &tool, &grants))
                 }
                 Command::Spill { path, content } => spill(Path::new(&path), &content)?,
+                Command::Summarize(request) => queue.push_back(self.summarize(request)),
+                Command::StartFile(header) => self.start_file(&header)?,
                 Command::Show(text) => eprintln!("{text}"),
             }
         }
@@ -302,10 +319,52 @@ impl Live {
             .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))
     }
 
-    /// Sends a request on a worker thread and streams its text to stdout,
-    /// watching for Ctrl-C. An interrupted request is abandoned: its worker
-    /// finishes on its own and nobody reads its answer.
+    /// Sends a request and turns what came back into the core's input.
     fn call(&mut self, request: Request) -> Result<Input, Error> {
+        let now = clock::now;
+        Ok(match self.ask(request, true) {
+            Asked::Reply(reply) => Input::Reply { reply, now: now() },
+            Asked::Failed { error, partial } => Input::Failed {
+                error,
+                partial,
+                now: now(),
+            },
+            Asked::Interrupted { partial } => Input::Interrupted {
+                partial,
+                now: now(),
+            },
+        })
+    }
+
+    /// Asks for a compaction's working notes (not shown as they come).
+    fn summarize(&mut self, request: Request) -> Input {
+        let now = clock::now;
+        match self.ask(request, false) {
+            Asked::Reply(reply) if reply.tool_calls.is_empty() => {
+                let new_id = clock::session_id(now());
+                Input::Summarized {
+                    notes: reply.text,
+                    usage: reply.usage,
+                    new_id,
+                    now: now(),
+                }
+            }
+            Asked::Reply(_) => Input::SummaryFailed {
+                error: "the model called a tool instead of writing notes".into(),
+                now: now(),
+            },
+            Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },
+            Asked::Interrupted { partial } => Input::Interrupted {
+                partial,
+                now: now(),
+            },
+        }
+    }
+
+    /// Sends a request on a worker thread, streaming its text to stdout when
+    /// `stream`, and watching for Ctrl-C. An interrupted request is
+    /// abandoned: its worker finishes on its own and nobody reads its answer.
+    fn ask(&mut self, request: Request, stream: bool) -> Asked {
         enum Event {
             Text(String),
             Done(Result<revolve_core::Reply, ProviderError>),
@@ -320,56 +379,64 @@ impl Live {
             tx.send(Event::Done(result)).ok();
         });
         let mut partial = String::new();
-        let input = loop {
+        let asked = loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
                 Ok(Event::Text(t)) => {
                     partial.push_str(&t);
-                    self.show(&t);
-                }
-                Ok(Event::Done(Ok(reply))) => {
-                    break Input::Reply {
-                        reply,
-                        now: clock::now(),
+                    if stream {
+                        self.show(&t);
                     }
                 }
+                Ok(Event::Done(Ok(reply))) => break Asked::Reply(reply),
                 Ok(Event::Done(Err(e))) => {
                     let partial = if e.partial.is_empty() {
                         partial
                     } else {
                         e.partial
                     };
-                    break Input::Failed {
+                    break Asked::Failed {
                         error: e.message,
                         partial,
-                        now: clock::now(),
                     };
                 }
                 Err(RecvTimeoutError::Timeout) if interrupt::take() => {
-                    break Input::Interrupted {
-                        partial,
-                        now: clock::now(),
-                    }
+                    break Asked::Interrupted { partial }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
                     let error = "the model client stopped without an answer".to_owned();
-                    break Input::Failed {
-                        error,
-                        partial,
-                        now: clock::now(),
-                    };
+                    break Asked::Failed { error, partial };
                 }
             }
         };
-        let shown = match &input {
-            Input::Reply { reply, .. } => &reply.text,
-            Input::Failed { partial, .. } | Input::Interrupted { partial, .. } => partial,
-            _ => "",
+        let shown = match &asked {
+            Asked::Reply(reply) => &reply.text,
+            Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
         };
-        if !shown.is_empty() && !shown.ends_with('\n') {
+        if stream && !shown.is_empty() && !shown.ends_with('\n') {
             self.show("\n");
         }
-        Ok(input)
+        asked
+    }
+
+    /// Goes on in the file a compaction started: created with its header,
+    /// claimed as running; the old file's claim is released.
+    fn start_file(&mut self, header: &Header) -> Result<(), Error> {
+        let path = self.store.path_of(&header.id);
+        let mut writer =
+            LogWriter::create(&path).map_err(|e| Error::at(&path, "cannot create", e))?;
+        writer
+            .append(&Record::Header(header.clone()))
+            .map_err(|e| Error::at(&path, "cannot write", e))?;
+        writer
+            .sync()
+            .map_err(|e| Error::at(&path, "cannot sync", e))?;
+        self.claim = self
+            .store
+            .claim(&header.id, header.name.clone())
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        self.writer = writer;
+        Ok(())
     }
 
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
@@ -421,12 +488,20 @@ impl Live {
     }
 }
 
+/// What came back from a request.
+enum Asked {
+    Reply(revolve_core::Reply),
+    Failed { error: String, partial: String },
+    Interrupted { partial: String },
+}
+
 /// The core's settings for a session of `store` run with `runtime`.
 fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
     let spill_dir = store.roots.project(&store.project).join("spills").join(id);
     Settings {
         spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),
+        prune_chars: runtime.prune_chars,
     }
 }
 

@@ -88,7 +88,7 @@ fn two_piped_turns_then_a_continued_third() {
     assert_eq!(
         kinds(&recs),
         [
-            "header", "context", "message", "message", "totals", "message", "message", "totals",
+            "header", "message", "context", "message", "totals", "message", "message", "totals",
             "resumed", "message", "message", "totals"
         ]
     );
@@ -187,7 +187,7 @@ fn an_http_error_fails_the_turn_and_the_next_run_goes_on() {
     let recs = records(&file);
     assert_eq!(
         kinds(&recs),
-        ["header", "context", "message", "failed", "totals"]
+        ["header", "message", "context", "failed", "totals"]
     );
     assert_eq!(messages(&recs), pairs(&[("user", "hello")]));
     let failed = last_of(&recs, "failed")["error"].as_str().unwrap();
@@ -238,7 +238,7 @@ fn a_cut_stream_keeps_the_partial_answer() {
     let recs = records(&file);
     assert_eq!(
         kinds(&recs),
-        ["header", "context", "message", "message", "failed", "totals"]
+        ["header", "message", "context", "message", "failed", "totals"]
     );
     let partial = &recs[3];
     assert_eq!(partial["role"], "assistant");
@@ -312,8 +312,8 @@ fn ctrl_c_keeps_what_streamed_and_exits_130() {
         kinds(&recs),
         [
             "header",
-            "context",
             "message",
+            "context",
             "message",
             "interrupted",
             "totals"

@@ -17,6 +17,9 @@
 //! * [`names`]: generated session names.
 //! * [`view`]: the status line, transcripts and listings.
 
+pub mod compact;
+pub mod goal;
+pub mod memory;
 pub mod names;
 pub mod prompt;
 pub mod record;

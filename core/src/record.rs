@@ -60,6 +60,21 @@
 //! {"type":"totals","at":"2026-12-02T10:26:12Z","tokens_in":812,"tokens_out":40,"turns":1,"last_context":852,"estimated":false,"name":"amber"}
 //! ```
 //!
+//! `pruned`, a compaction's first step: the tool results of these calls
+//! were cut to head and tail in place (folding repeats the cut);
+//! `compacting`, the summary request of step two going out (on the first
+//! `cut` messages), and `compaction_failed` when its notes did not come;
+//! `continued`, the last line of a file whose session went on in another
+//! after a compaction; `compacted`, right after the header of that other
+//! file (whose `continues` names the first): the working notes, the turns
+//! kept verbatim and the totals carried over:
+//! ```json
+//! {"type":"pruned","at":"2026-12-02T12:00:00Z","ids":["call_7","call_9"],"estimate":61000}
+//! {"type":"compacting","at":"2026-12-02T12:00:01Z","cut":182}
+//! {"type":"continued","at":"2026-12-02T12:00:05Z","next":"20261202-120005-0a1b2c"}
+//! {"type":"compacted","at":"2026-12-02T12:00:05Z","from":"20261202-102606-1a2b3c","summarized":182,"notes":"Facts: …","kept":[…],"totals":{…}}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -93,6 +108,19 @@ pub enum Record {
     Resumed(Resumed),
     /// The session got a new name.
     Renamed(Renamed),
+    /// Oversized tool results before the kept turns were pruned in place.
+    Pruned(Pruned),
+    /// A compaction asked the model for working notes on the first `cut`
+    /// messages (the request is rebuilt from here).
+    Compacting(Compacting),
+    /// The notes did not come (network, bad reply, interrupted): nothing
+    /// changed and the session goes on uncompacted.
+    CompactionFailed(Failed),
+    /// The start of a file that continues a compacted one: the working
+    /// notes and the turns kept verbatim.
+    Compacted(Compacted),
+    /// The end of a compacted file: the session goes on in `next`.
+    Continued(Continued),
 }
 
 /// The first line of a session file.
@@ -243,6 +271,10 @@ pub struct Totals {
     /// Whether `last_context` is an estimate rather than the provider's count.
     #[serde(default)]
     pub estimated: bool,
+    /// Model requests sent so far (answered, failed or summarizing), across
+    /// compactions: the next request is number `requests + 1`.
+    #[serde(default)]
+    pub requests: u64,
     /// The session's name at this point, so a listing that reads only the
     /// end of a file still sees a rename made long before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -270,6 +302,56 @@ pub struct Renamed {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     pub name: String,
+}
+
+/// Tool results pruned by a compaction's first step, by call id. Folding
+/// applies [`crate::compact::prune`] to each, so replay gets the same text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pruned {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub ids: Vec<String>,
+    /// The documented estimate of the context after pruning, in tokens.
+    pub estimate: u64,
+}
+
+/// What a compaction carried into the new file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacted {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The file compacted (also the header's `continues`).
+    pub from: String,
+    /// How many messages the notes replace.
+    pub summarized: u64,
+    /// The working notes the model wrote.
+    pub notes: String,
+    /// The turns kept verbatim.
+    pub kept: Vec<Message>,
+    /// The running totals, carried over.
+    pub totals: Totals,
+    /// Whether the turn that compacted still waits for its request (an
+    /// automatic compaction), which then goes out from this file.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub pending: bool,
+}
+
+/// Where a compacted session goes on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Continued {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The id of the next file.
+    pub next: String,
+}
+
+/// A summary request going out.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacting {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// How many messages, from the start, the notes will replace.
+    pub cut: u64,
 }
 
 /// Why a line was not read as a record.
@@ -341,6 +423,11 @@ impl Record {
             "totals" => Record::Totals(body(line)?),
             "resumed" => Record::Resumed(body(line)?),
             "renamed" => Record::Renamed(body(line)?),
+            "pruned" => Record::Pruned(body(line)?),
+            "compacting" => Record::Compacting(body(line)?),
+            "compaction_failed" => Record::CompactionFailed(body(line)?),
+            "compacted" => Record::Compacted(body(line)?),
+            "continued" => Record::Continued(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -367,6 +454,11 @@ impl Record {
             Record::Totals(t) => t.at,
             Record::Resumed(r) => Some(r.at),
             Record::Renamed(r) => Some(r.at),
+            Record::Pruned(p) => Some(p.at),
+            Record::Compacting(c) => Some(c.at),
+            Record::CompactionFailed(f) => Some(f.at),
+            Record::Compacted(c) => Some(c.at),
+            Record::Continued(c) => Some(c.at),
         }
     }
 }

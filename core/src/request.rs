@@ -45,6 +45,9 @@ pub struct Request {
     pub body: String,
     /// How many messages of the history it carries (system prompt excluded).
     pub messages: usize,
+    /// Its number in the session, from 1 (a scripted provider answers
+    /// request N with reply N).
+    pub seq: u64,
 }
 
 impl Request {
@@ -59,6 +62,7 @@ impl Request {
             wire,
             body: body.to_string(),
             messages: history.len(),
+            seq: 0,
         }
     }
 

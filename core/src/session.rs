@@ -23,14 +23,17 @@ use std::collections::BTreeSet;
 
 use time::OffsetDateTime;
 
+use crate::compact;
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Context, Failed, Header, Interrupted, Message, Record, Renamed, Resumed, Role, ToolCall, Totals,
+    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Pruned,
+    Record, Renamed, Resumed, Role, ToolCall, Totals,
 };
 use crate::request::Request;
 use crate::state::State;
 use crate::tools::{self, Tool};
+use crate::view;
 
 /// Something that happened, as the shell reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +62,18 @@ pub enum Input {
         grant: Option<String>,
         now: OffsetDateTime,
     },
+    /// The user asked to compact now (`/compact`).
+    Compact { now: OffsetDateTime },
+    /// The model wrote the working notes a [`Command::Summarize`] asked
+    /// for; `new_id` is the id of the file the session goes on in.
+    Summarized {
+        notes: String,
+        usage: Option<Usage>,
+        new_id: String,
+        now: OffsetDateTime,
+    },
+    /// The summary request failed; the session goes on uncompacted.
+    SummaryFailed { error: String, now: OffsetDateTime },
     /// The user asked for a new name; `used` are the names other sessions of
     /// this directory have.
     Rename {
@@ -106,6 +121,13 @@ pub enum Command {
     /// Write `content` whole to the file at `path` (creating its folder)
     /// before executing the next command.
     Spill { path: String, content: String },
+    /// Ask the model for working notes (without showing them); answer with
+    /// [`Input::Summarized`] (with a new session id), [`Input::SummaryFailed`]
+    /// or [`Input::Interrupted`].
+    Summarize(Request),
+    /// Create the session file that starts with this header (its first
+    /// line), claim it as running, and append everything after this to it.
+    StartFile(Header),
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }
@@ -117,6 +139,8 @@ pub struct Settings {
     pub spill_chars: usize,
     /// The folder spilled results go to, absolute.
     pub spill_dir: String,
+    /// A tool result longer than this is pruned by a compaction's first step.
+    pub prune_chars: usize,
 }
 
 /// The default of `spill-result-chars`.
@@ -134,6 +158,9 @@ pub struct Session {
     /// The token estimate of the request in flight, for when the provider
     /// reports no usage.
     estimate: u64,
+    /// Whether this turn compacted already (a turn compacts at most once, so
+    /// a history that cannot shrink never loops).
+    compacted_this_turn: bool,
 }
 
 impl Session {
@@ -163,6 +190,7 @@ impl Session {
             settings,
             grants: BTreeSet::new(),
             estimate: 0,
+            compacted_this_turn: false,
         }
     }
 
@@ -176,9 +204,9 @@ impl Session {
         &self.grants
     }
 
-    /// Whether a request or a tool is in flight.
+    /// Whether a request, a tool or a compaction is in flight.
     pub fn busy(&self) -> bool {
-        self.state.awaiting || !self.state.open_calls.is_empty()
+        self.state.awaiting || !self.state.open_calls.is_empty() || self.state.compacting.is_some()
     }
 
     /// Handles one input; the commands must be executed in order.
@@ -191,14 +219,46 @@ impl Session {
                 partial,
                 now,
             } => {
-                // Only a request can fail; tools report errors as results.
-                if !self.state.awaiting {
+                // Only a request can fail; tools report errors as results,
+                // and a summary's failure is SummaryFailed.
+                if !self.state.awaiting || self.state.compacting.is_some() {
                     return Vec::new();
                 }
                 let end = Record::Failed(Failed { at: now, error });
                 self.cut_short(partial, end, now)
             }
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
+            Input::Compact { now } => {
+                if self.busy() {
+                    return vec![Command::Show(
+                        "a turn is still running; compact after it".into(),
+                    )];
+                }
+                self.compact(true, now)
+            }
+            Input::Summarized {
+                notes,
+                usage,
+                new_id,
+                now,
+            } => self.summarized(notes, usage, new_id, now),
+            Input::SummaryFailed { error, now } => {
+                if self.state.compacting.is_none() {
+                    return Vec::new();
+                }
+                let failed = Record::CompactionFailed(Failed {
+                    at: now,
+                    error: error.clone(),
+                });
+                let mut cmds = self.append(vec![failed]);
+                cmds.push(Command::Show(format!(
+                    "compaction failed ({error}); the session goes on uncompacted"
+                )));
+                if self.state.awaiting {
+                    cmds.extend(self.request(now));
+                }
+                cmds
+            }
             Input::ToolDone {
                 id,
                 output,
@@ -231,25 +291,174 @@ impl Session {
         if text.trim().is_empty() {
             return Vec::new();
         }
-        let mut records = Vec::new();
-        let system = prompt::system(self.state.header.as_ref().map_or("", |h| &h.cwd));
-        if self.state.system.as_deref() != Some(system.as_str()) {
-            records.push(Record::Context(Context { at: now, system }));
-        }
-        records.push(Record::Message(Message::user(now, text)));
-        let mut cmds = self.append(records);
-        cmds.push(self.call());
+        self.compacted_this_turn = false;
+        let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
+        cmds.extend(self.request(now));
         cmds
     }
 
-    fn call(&mut self) -> Command {
+    /// The next request, once it is due: the system prompt is written when
+    /// it changed, and a session near its window compacts first.
+    fn request(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = Vec::new();
+        let system = prompt::system(self.state.header.as_ref().map_or("", |h| &h.cwd));
+        if self.state.system.as_deref() != Some(system.as_str()) {
+            cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
+        }
+        if !self.compacted_this_turn
+            && compact::due(self.state.totals.last_context, self.state.window)
+        {
+            self.compacted_this_turn = true;
+            cmds.extend(self.compact(false, now));
+            if self.state.compacting.is_some() {
+                // The request goes out once the notes are in.
+                return cmds;
+            }
+        }
         let request = self.state.request();
         self.estimate = request.estimated_tokens();
-        Command::Call(request)
+        cmds.push(Command::Call(request));
+        cmds
+    }
+
+    /// Compaction, step one then, only if needed, step two. Automatic
+    /// compaction (`manual` false) stops after pruning when the history then
+    /// fits; `/compact` always summarizes what lies before the kept turns.
+    fn compact(&mut self, manual: bool, now: OffsetDateTime) -> Vec<Command> {
+        let plan = compact::Plan::of(&self.state.messages, self.settings.prune_chars);
+        let mut cmds = Vec::new();
+        if !plan.prune.is_empty() {
+            let messages = &self.state.messages;
+            let saved: u64 = plan
+                .prune
+                .iter()
+                .map(|&i| {
+                    compact::saved_tokens(
+                        &messages[i].content,
+                        &compact::prune(&messages[i].content),
+                    )
+                })
+                .sum();
+            let ids = plan
+                .prune
+                .iter()
+                .filter_map(|&i| messages[i].tool_call_id.clone())
+                .collect();
+            let estimate = self.state.totals.last_context.saturating_sub(saved);
+            cmds.extend(self.append(vec![Record::Pruned(Pruned {
+                at: now,
+                ids,
+                estimate,
+            })]));
+            cmds.push(Command::Show(format!(
+                "compaction: pruned {} oversized tool result(s), about {} tokens",
+                plan.prune.len(),
+                view::tokens(saved)
+            )));
+            if !manual && !compact::due(estimate, self.state.window) {
+                return cmds;
+            }
+        }
+        if !plan.summarizes() {
+            if manual && plan.prune.is_empty() {
+                cmds.push(Command::Show(format!(
+                    "nothing to compact: the session has at most {} turns, which are kept verbatim",
+                    compact::KEEP_TURNS
+                )));
+            }
+            return cmds;
+        }
+        let summary = self.state.summary_request(plan.cut);
+        cmds.extend(self.append(vec![Record::Compacting(Compacting {
+            at: now,
+            cut: plan.cut as u64,
+        })]));
+        cmds.push(Command::Show(format!(
+            "compaction: summarizing {} messages into working notes; the last {} turns stay verbatim",
+            plan.cut,
+            compact::KEEP_TURNS
+        )));
+        cmds.push(Command::Summarize(summary));
+        cmds
+    }
+
+    /// The notes are in: the old file ends pointing forward, and the session
+    /// goes on in a new file holding the notes and the kept turns.
+    fn summarized(
+        &mut self,
+        notes: String,
+        usage: Option<Usage>,
+        new_id: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let (Some(cut), Some(old)) = (self.state.compacting, self.state.header.clone()) else {
+            return Vec::new();
+        };
+        if notes.trim().is_empty() {
+            let error = "the model wrote no notes".to_owned();
+            return self.handle(Input::SummaryFailed { error, now });
+        }
+        let cut = usize::try_from(cut)
+            .unwrap_or(usize::MAX)
+            .min(self.state.messages.len());
+        let kept = self.state.messages[cut..].to_vec();
+        let usage = usage.unwrap_or_default();
+        let before = &self.state.totals;
+        let estimate = (compact::notes_message(&notes).len()
+            + kept.iter().map(|m| m.content.len()).sum::<usize>()) as u64
+            / 4;
+        let totals = Totals {
+            at: Some(now),
+            tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
+            tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            last_context: estimate,
+            estimated: true,
+            ..before.clone()
+        };
+        let header = Header {
+            id: new_id.clone(),
+            name: self.state.name.clone(),
+            named: self.state.named,
+            started: now,
+            model: self.state.model.clone(),
+            window: self.state.window,
+            provider: self.state.provider.clone(),
+            continues: Some(old.id.clone()),
+            ..old
+        };
+        let pending = self.state.awaiting;
+        let mut cmds = self.append(vec![Record::Continued(Continued {
+            at: now,
+            next: new_id,
+        })]);
+        cmds.push(Command::Sync);
+        cmds.push(Command::StartFile(header.clone()));
+        self.state = State::default();
+        self.state.apply(&Record::Header(header));
+        let compacted = Compacted {
+            at: now,
+            from: old.id,
+            summarized: cut as u64,
+            notes,
+            kept,
+            totals,
+            pending,
+        };
+        cmds.extend(self.append(vec![Record::Compacted(compacted)]));
+        cmds.push(Command::Show(format!(
+            "compaction: {cut} messages became working notes; the session goes on in a new file"
+        )));
+        if pending {
+            cmds.extend(self.request(now));
+        } else {
+            cmds.push(Command::Sync);
+        }
+        cmds
     }
 
     fn reply(&mut self, reply: Reply, now: OffsetDateTime) -> Vec<Command> {
-        if !self.state.awaiting {
+        // While notes are being written, the turn's request has not gone out.
+        if !self.state.awaiting || self.state.compacting.is_some() {
             return vec![Command::Show("ignored an answer to no request".into())];
         }
         let last_context = match reply.usage {
@@ -299,7 +508,7 @@ impl Session {
                     .extend(self.append(vec![Record::Message(Message::tool(now, call.id, error))])),
             }
         }
-        cmds.push(self.call());
+        cmds.extend(self.request(now));
         cmds
     }
 
@@ -359,8 +568,25 @@ impl Session {
         cmds
     }
 
+    /// Ctrl-C (or a crash found on resume): ends what is in flight.
     fn interrupt(&mut self, partial: String, now: OffsetDateTime) -> Vec<Command> {
-        let unsent = !self.state.open_calls.is_empty();
+        if self.state.compacting.is_some() && !self.state.awaiting {
+            // A /compact cut short: nothing changed.
+            let failed = Record::CompactionFailed(Failed {
+                at: now,
+                error: "interrupted".into(),
+            });
+            let mut cmds = self.append(vec![failed]);
+            cmds.push(Command::Show(
+                "compaction interrupted; nothing changed".into(),
+            ));
+            return cmds;
+        }
+        // Cut while tools ran or notes were written, the turn's request
+        // never went out.
+        let unsent = !self.state.open_calls.is_empty() || self.state.compacting.is_some();
+        // Only a request that went out can have streamed anything.
+        let partial = if unsent { String::new() } else { partial };
         self.cut_short(
             partial,
             Record::Interrupted(Interrupted { at: now, unsent }),
@@ -409,6 +635,7 @@ impl Session {
             estimated,
             name: self.state.name.clone(),
             named: self.state.named,
+            requests: before.requests,
         })
     }
 
@@ -483,6 +710,7 @@ mod tests {
         Settings {
             spill_chars: 100,
             spill_dir: "/state/spills/s1".into(),
+            prune_chars: compact::PRUNE_CHARS,
         }
     }
 
@@ -540,11 +768,18 @@ mod tests {
                 Command::Append(Record::Totals(_)) => "totals",
                 Command::Append(Record::Failed(_)) => "failed",
                 Command::Append(Record::Interrupted(_)) => "interrupted",
+                Command::Append(Record::Pruned(_)) => "pruned",
+                Command::Append(Record::Continued(_)) => "continued",
+                Command::Append(Record::Compacted(_)) => "compacted",
+                Command::Append(Record::Compacting(_)) => "compacting",
+                Command::Append(Record::CompactionFailed(_)) => "compaction-failed",
                 Command::Append(_) => "other",
                 Command::Sync => "sync",
                 Command::Call(_) => "call",
                 Command::RunTool { .. } => "run",
                 Command::Spill { .. } => "spill",
+                Command::Summarize(_) => "summarize",
+                Command::StartFile(_) => "start-file",
                 Command::Show(_) => "show",
             })
             .collect()
@@ -554,7 +789,7 @@ mod tests {
     fn a_turn_appends_then_calls_then_ends() {
         let (mut s, cmds) = Session::start(header(), settings());
         assert_eq!(kinds(&cmds), ["header"]);
-        assert_eq!(kinds(&user(&mut s, "hi")), ["context", "message", "call"]);
+        assert_eq!(kinds(&user(&mut s, "hi")), ["message", "context", "call"]);
         assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
         assert_eq!(
             kinds(&reply(&mut s, "yo", &[])),
@@ -738,6 +973,181 @@ mod tests {
             ["result", "interrupted", "totals", "sync", "other"]
         );
         assert!(!r.busy());
+    }
+
+    /// A session with `turns` complete turns whose last answer read
+    /// `context` tokens, with a 30,000-character tool result in turn one.
+    fn long_session(turns: usize, context: u64) -> Session {
+        let mut s = start();
+        s.state.window = 128_000;
+        for i in 0..turns {
+            user(&mut s, &format!("question {i}"));
+            if i == 0 {
+                reply(&mut s, "", &[("big", "shell", r#"{"command":"make"}"#)]);
+                s.settings.spill_chars = usize::MAX;
+                done(&mut s, "big", &"log line\n".repeat(3_000), None);
+            }
+            let read = if i + 1 == turns { context } else { 100 };
+            let usage = Some(Usage {
+                prompt_tokens: read,
+                completion_tokens: 0,
+            });
+            let reply = Reply {
+                text: format!("answer {i}"),
+                tool_calls: Vec::new(),
+                usage,
+            };
+            s.handle(Input::Reply {
+                reply,
+                now: datetime!(2026-12-02 10:02 UTC),
+            });
+        }
+        s
+    }
+
+    #[test]
+    fn pruning_alone_can_make_room() {
+        // Due at 115,200 of 128,000; the big result is worth about 6,000
+        // tokens, which brings 110,000 + room under the window... not quite:
+        // 110,000 is below the point already, so read it as 118,000.
+        let mut s = long_session(5, 118_000);
+        let cmds = user(&mut s, "next");
+        assert_eq!(
+            kinds(&cmds),
+            ["message", "pruned", "show", "call"],
+            "{cmds:#?}"
+        );
+        let pruned = s
+            .state()
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.as_deref() == Some("big"))
+            .unwrap();
+        assert!(pruned.content.contains("characters cut by compaction"));
+        assert!(s.state().totals.last_context < 115_200);
+    }
+
+    #[test]
+    fn summarizing_moves_the_session_to_a_new_file() {
+        let mut s = long_session(5, 127_000);
+        let cmds = user(&mut s, "next");
+        assert_eq!(
+            kinds(&cmds),
+            [
+                "message",
+                "pruned",
+                "show",
+                "compacting",
+                "show",
+                "summarize"
+            ],
+            "{cmds:#?}"
+        );
+        let Command::Summarize(req) = &cmds[5] else {
+            unreachable!()
+        };
+        assert!(req.body.contains("question 0") && !req.body.contains("question 3"));
+        assert!(req.body.contains("Keep verbatim"));
+        assert!(s.busy());
+        assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
+        let now = datetime!(2026-12-02 10:05 UTC);
+        let cmds = s.handle(Input::Summarized {
+            notes: "Facts: port 5432".into(),
+            usage: None,
+            new_id: "s2".into(),
+            now,
+        });
+        assert_eq!(
+            kinds(&cmds),
+            [
+                "continued",
+                "sync",
+                "start-file",
+                "compacted",
+                "show",
+                "context",
+                "call"
+            ],
+            "{cmds:#?}"
+        );
+        let Command::StartFile(h) = &cmds[2] else {
+            unreachable!()
+        };
+        assert_eq!(
+            (h.id.as_str(), h.continues.as_deref(), h.name.as_deref()),
+            ("s2", Some("s1"), Some("amber"))
+        );
+        let m = &s.state().messages;
+        assert!(m[0].content.contains("Facts: port 5432"));
+        let users: Vec<&str> = m
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .collect();
+        assert_eq!(&users[1..], ["question 3", "question 4", "next"]);
+        let Command::Call(req) = &cmds[6] else {
+            unreachable!()
+        };
+        assert!(req.body.contains("Facts: port 5432") && !req.body.contains("question 2"));
+        assert_eq!(s.state().totals.turns, 5);
+    }
+
+    #[test]
+    fn a_failed_summary_changes_nothing_and_the_turn_goes_on() {
+        let mut s = long_session(5, 127_000);
+        user(&mut s, "next");
+        let before = s.state().messages.len();
+        let now = datetime!(2026-12-02 10:05 UTC);
+        let cmds = s.handle(Input::SummaryFailed {
+            error: "HTTP 500".into(),
+            now,
+        });
+        assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
+        assert_eq!(s.state().messages.len(), before);
+    }
+
+    #[test]
+    fn manual_compaction() {
+        let now = datetime!(2026-12-02 10:05 UTC);
+        let mut s = long_session(2, 100);
+        assert_eq!(
+            kinds(&s.handle(Input::Compact { now })),
+            ["show"],
+            "two turns: nothing to do"
+        );
+        let mut s = long_session(5, 100);
+        let cmds = s.handle(Input::Compact { now });
+        assert_eq!(
+            kinds(&cmds),
+            ["pruned", "show", "compacting", "show", "summarize"]
+        );
+        let cmds = s.handle(Input::Summarized {
+            notes: "notes".into(),
+            usage: None,
+            new_id: "s2".into(),
+            now,
+        });
+        assert_eq!(
+            kinds(&cmds),
+            [
+                "continued",
+                "sync",
+                "start-file",
+                "compacted",
+                "show",
+                "sync"
+            ]
+        );
+        assert!(!s.busy());
+        // Interrupting a /compact leaves everything as it was.
+        let mut s = long_session(5, 100);
+        s.handle(Input::Compact { now });
+        let cmds = s.handle(Input::Interrupted {
+            partial: String::new(),
+            now,
+        });
+        assert_eq!(kinds(&cmds), ["compaction-failed", "show"]);
+        assert!(!s.busy());
     }
 
     #[test]

@@ -8,6 +8,9 @@ pub enum Slash {
     Name(String),
     /// `/status`: show the status line.
     Status,
+    /// `/compact`: summarize the history before the last three turns into
+    /// working notes and go on in a fresh file.
+    Compact,
     /// `/help`: list the commands.
     Help,
     /// `/quit` or `/exit`: end the session.
@@ -22,6 +25,7 @@ pub enum Slash {
 pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
+/compact     summarize all but the last three turns into notes; go on in a fresh file
 /help        show this list
 /quit        end the session (Ctrl-D does the same)
 Ctrl-C cancels the turn in flight; what streamed so far is kept.";
@@ -37,6 +41,7 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" if arg.is_empty() => Slash::Incomplete("/name needs a name, e.g. /name login-bug"),
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
+        "compact" => Slash::Compact,
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,
         other => Slash::Unknown(other.to_owned()),

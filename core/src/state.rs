@@ -8,6 +8,7 @@
 use serde::Serialize;
 use time::OffsetDateTime;
 
+use crate::compact;
 use crate::record::{Header, Message, Record, Role, ToolCall, Totals};
 use crate::request::{Request, Wire};
 
@@ -43,6 +44,11 @@ pub struct State {
     /// The tool calls of the last assistant message still without a result,
     /// in the order they were made.
     pub open_calls: Vec<ToolCall>,
+    /// The file this session went on in after a compaction, when this one
+    /// ended that way.
+    pub continued: Option<String>,
+    /// The cut of the compaction whose notes are being written.
+    pub compacting: Option<u64>,
 }
 
 impl State {
@@ -59,6 +65,9 @@ impl State {
     /// returns a note when the record does not fit what came before (shown by
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
+        if self.answers(record) || matches!(record, Record::Compacting(_)) {
+            self.totals.requests = self.totals.requests.saturating_add(1);
+        }
         if let Some(at) = record.at() {
             self.last_activity = Some(at);
         }
@@ -110,7 +119,13 @@ impl State {
                 }
                 self.messages.push(m.clone());
             }
-            Record::Failed(_) | Record::Interrupted(_) => self.awaiting = false,
+            Record::Failed(_) => self.awaiting = false,
+            Record::Interrupted(_) => {
+                self.awaiting = false;
+                self.compacting = None;
+            }
+            Record::Compacting(c) => self.compacting = Some(c.cut),
+            Record::CompactionFailed(_) => self.compacting = None,
             Record::Totals(t) => {
                 if t.turns < self.totals.turns && note.is_none() {
                     note = Some(format!(
@@ -136,6 +151,30 @@ impl State {
                 self.name = Some(r.name.clone());
                 self.named = true;
             }
+            Record::Pruned(p) => {
+                for m in self.messages.iter_mut().filter(|m| m.role == Role::Tool) {
+                    if m.tool_call_id.as_ref().is_some_and(|id| p.ids.contains(id)) {
+                        m.content = compact::prune(&m.content);
+                    }
+                }
+                self.totals.last_context = p.estimate;
+                self.totals.estimated = true;
+            }
+            Record::Compacted(c) => {
+                self.messages = Vec::with_capacity(c.kept.len() + 1);
+                self.messages
+                    .push(Message::user(c.at, compact::notes_message(&c.notes)));
+                self.messages.extend(c.kept.iter().cloned());
+                self.totals = c.totals.clone();
+                self.open_calls.clear();
+                self.awaiting = c.pending;
+            }
+            Record::Continued(c) => {
+                self.continued = Some(c.next.clone());
+                self.compacting = None;
+                self.awaiting = false;
+                self.open_calls.clear();
+            }
         }
         note
     }
@@ -155,6 +194,29 @@ impl State {
         )
     }
 
+    /// The request asking for working notes on the first `cut` messages:
+    /// the same system prompt and tools, those messages, and
+    /// [`compact::SUMMARY_PROMPT`] as the last user message.
+    pub fn summary_request(&self, cut: usize) -> Request {
+        let cut = cut.min(self.messages.len());
+        let at = self
+            .messages
+            .get(cut.saturating_sub(1))
+            .map_or(time::OffsetDateTime::UNIX_EPOCH, |m| m.at);
+        let mut history = self.messages[..cut].to_vec();
+        history.push(Message::user(at, compact::SUMMARY_PROMPT));
+        let request = Request::build(
+            Wire::of(&self.provider),
+            &self.model,
+            self.system.as_deref(),
+            &history,
+        );
+        Request {
+            seq: self.totals.requests.saturating_add(1),
+            ..request
+        }
+    }
+
     /// Whether a record answers the request that is due.
     fn answers(&self, record: &Record) -> bool {
         self.awaiting
@@ -169,15 +231,19 @@ impl State {
     }
 }
 
-/// Every model request a session sent, rebuilt from its records in order: one
-/// before each record that answered a due request (an assistant message, a
-/// failure or an interruption).
+/// Every model request a session file sent, rebuilt from its records in
+/// order: one before each record that answered a due request (an assistant
+/// message, a failure or an interruption), and the summary request of a
+/// compaction at its `compacting` record.
 pub fn requests<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Request> {
     let mut state = State::default();
     let mut out = Vec::new();
     for record in records {
         if state.answers(record) {
             out.push(state.request());
+        }
+        if let Record::Compacting(c) = record {
+            out.push(state.summary_request(usize::try_from(c.cut).unwrap_or(usize::MAX)));
         }
         state.apply(record);
     }

@@ -6,6 +6,7 @@ use time::format_description::BorrowedFormatItem;
 use time::macros::format_description;
 use time::OffsetDateTime;
 
+use crate::compact;
 use crate::record::{Record, Role};
 use crate::state::State;
 use crate::tools::Tool;
@@ -53,13 +54,20 @@ pub fn status(state: &State) -> String {
     let pct = (u128::from(t.last_context) * 100)
         .checked_div(u128::from(state.window))
         .unwrap_or(0);
-    format!(
+    let mut line = format!(
         "{name} · {turns} · {} in / {} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
         tokens(state.window),
-    )
+    );
+    if compact::near(t.last_context, state.window) {
+        line.push_str(&format!(
+            " · compacts at {}",
+            tokens(compact::point(state.window))
+        ));
+    }
+    line
 }
 
 /// A session's conversation as text, the way `replay` and a resume show it.
@@ -115,6 +123,34 @@ pub fn transcript(records: &[Record]) -> String {
                 out.push_str(&format!("── resumed {} · {}\n", when(r.at), r.model))
             }
             Record::Renamed(r) => out.push_str(&format!("── renamed to {}\n", r.name)),
+            Record::Pruned(p) => out.push_str(&format!(
+                "── pruned {} oversized tool result{} (compaction, step one)\n",
+                p.ids.len(),
+                if p.ids.len() == 1 { "" } else { "s" }
+            )),
+            Record::Continued(c) => {
+                out.push_str(&format!("── compacted; continues in {}\n", c.next))
+            }
+            Record::Compacting(c) => out.push_str(&format!(
+                "── compacting: summarizing the first {} messages\n",
+                c.cut
+            )),
+            Record::CompactionFailed(f) => {
+                out.push_str(&format!("── compaction failed: {}\n", f.error))
+            }
+            Record::Compacted(c) => {
+                out.push_str(&format!(
+                    "── compacted from {}: {} messages summarized into working notes\n",
+                    c.from, c.summarized
+                ));
+                for line in c.notes.lines() {
+                    out.push_str(&format!("│ {line}\n"));
+                }
+                out.push_str("── the turns kept verbatim:\n");
+                for m in &c.kept {
+                    out.push_str(&transcript(&[Record::Message(m.clone())]));
+                }
+            }
             Record::Context(_) | Record::Totals(_) => {}
         }
     }
@@ -210,6 +246,10 @@ pub struct Summary {
     #[serde(with = "time::serde::rfc3339")]
     pub last_activity: OffsetDateTime,
     pub path: String,
+    /// The id of the file this session went on in after a compaction: such
+    /// a file is not listed, and resuming it resumes the newest of the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
 }
 
 /// The listing: newest activity first, one session a line.

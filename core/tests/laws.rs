@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
+use revolve_core::compact::{self, Plan};
 use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Record, Renamed, Resumed, Role, ToolCall, Totals,
 };
@@ -19,9 +20,10 @@ enum Op {
     User(String),
     /// The model answers with text and up to three tool calls (some bad).
     Reply(String, Vec<u8>, Option<(u16, u16)>),
-    /// The tool in flight finishes; `big` outputs get spilled.
+    /// The tool in flight finishes; `big` 0: spilled, 1: long (prunable),
+    /// else short.
     ToolDone {
-        big: bool,
+        big: u8,
         grant: bool,
     },
     Fail(String),
@@ -29,6 +31,12 @@ enum Op {
     Rename(u8),
     /// The process ends; a new one folds the log and resumes.
     Restart,
+    /// The user asks for `/compact`.
+    Compact,
+    /// The summary in flight comes back, or fails.
+    Summary {
+        ok: bool,
+    },
 }
 
 const CALLS: [(&str, &str); 5] = [
@@ -49,7 +57,7 @@ impl Arbitrary for Op {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        match u8::arbitrary(g) % 16 {
+        match u8::arbitrary(g) % 18 {
             0..=3 => Op::User(text(g)),
             4..=6 => {
                 let n = usize::arbitrary(g) % 4;
@@ -65,12 +73,16 @@ impl Arbitrary for Op {
                 )
             }
             7..=9 => Op::ToolDone {
-                big: u8::arbitrary(g) % 4 == 0,
+                big: u8::arbitrary(g) % 4,
                 grant: bool::arbitrary(g),
             },
             10 => Op::Fail(text(g)),
             11 => Op::Interrupt(text(g)),
             12 => Op::Rename(u8::arbitrary(g) % 4),
+            13 => Op::Compact,
+            14..=15 => Op::Summary {
+                ok: u8::arbitrary(g) % 4 != 0,
+            },
             _ => Op::Restart,
         }
     }
@@ -86,7 +98,7 @@ fn header() -> Header {
         project: "/w".into(),
         started: datetime!(2026-12-02 10:00 UTC),
         model: "m".into(),
-        window: 1000,
+        window: 100_000,
         provider: "scripted".into(),
         continues: None,
     }
@@ -94,19 +106,24 @@ fn header() -> Header {
 
 fn settings() -> Settings {
     Settings {
-        spill_chars: 50,
+        spill_chars: 7_000,
         spill_dir: "/state/spills/s".into(),
+        prune_chars: 100,
     }
 }
 
-/// A run: the log it appended and the requests it sent.
+/// A run: the files it appended to and the requests it sent.
 struct Run {
     session: Session,
-    log: Vec<Record>,
+    /// The session's files, the current one last.
+    files: Vec<Vec<Record>>,
     sent: Vec<Request>,
     spilled: Vec<String>,
     /// The tool the session asked to run and that has not finished.
     running: Option<String>,
+    /// Whether a summary request is in flight (its `compacting` record is
+    /// logged already, so it counts as rebuilt).
+    summarizing: bool,
 }
 
 impl Run {
@@ -116,14 +133,27 @@ impl Run {
                 Command::Append(r) => {
                     // Every record survives a trip through its line.
                     assert_eq!(Record::parse_line(&r.to_line()).unwrap(), r);
-                    self.log.push(r);
+                    self.log_mut().push(r);
                 }
                 Command::Call(req) => self.sent.push(req),
+                Command::Summarize(req) => {
+                    self.sent.push(req);
+                    self.summarizing = true;
+                }
+                Command::StartFile(h) => self.files.push(vec![Record::Header(h)]),
                 Command::RunTool { id, .. } => self.running = Some(id),
                 Command::Spill { path, .. } => self.spilled.push(path),
                 Command::Sync | Command::Show(_) => {}
             }
         }
+    }
+
+    fn log(&self) -> &[Record] {
+        self.files.last().expect("a run has a file")
+    }
+
+    fn log_mut(&mut self) -> &mut Vec<Record> {
+        self.files.last_mut().expect("a run has a file")
     }
 }
 
@@ -131,10 +161,11 @@ fn run(ops: &[Op]) -> Run {
     let (session, cmds) = Session::start(header(), settings());
     let mut run = Run {
         session,
-        log: Vec::new(),
+        files: vec![Vec::new()],
         sent: Vec::new(),
         spilled: Vec::new(),
         running: None,
+        summarizing: false,
     };
     run.take(cmds);
     let mut now = datetime!(2026-12-02 10:00 UTC);
@@ -172,10 +203,10 @@ fn run(ops: &[Op]) -> Run {
                 let Some(id) = run.running.take() else {
                     continue;
                 };
-                let output = if big {
-                    "0123456789".repeat(20)
-                } else {
-                    "ok".into()
+                let output = match big {
+                    0 => "0123456789".repeat(800),
+                    1 => "0123456789".repeat(600),
+                    _ => "ok".into(),
                 };
                 Input::ToolDone {
                     id,
@@ -189,7 +220,36 @@ fn run(ops: &[Op]) -> Run {
                 partial,
                 now,
             },
-            Op::Interrupt(partial) => Input::Interrupted { partial, now },
+            Op::Interrupt(partial) => {
+                run.summarizing = false;
+                Input::Interrupted { partial, now }
+            }
+            Op::Compact => Input::Compact { now },
+            Op::Summary { ok } => {
+                if !run.summarizing {
+                    continue;
+                }
+                if ok {
+                    run.summarizing = false;
+                    let new_id = format!("s{}", run.files.len() + 1);
+                    let usage = Some(Usage {
+                        prompt_tokens: 9,
+                        completion_tokens: 3,
+                    });
+                    Input::Summarized {
+                        notes: "Facts: port 5432".into(),
+                        usage,
+                        new_id,
+                        now,
+                    }
+                } else {
+                    run.summarizing = false;
+                    Input::SummaryFailed {
+                        error: "HTTP 500".into(),
+                        now,
+                    }
+                }
+            }
             Op::Rename(n) => {
                 let used = BTreeSet::from(["birch".to_owned()]);
                 Input::Rename {
@@ -202,12 +262,13 @@ fn run(ops: &[Op]) -> Run {
                 let resumed = Resumed {
                     at: now,
                     model: "m".into(),
-                    window: 1000,
+                    window: 100_000,
                     provider: String::new(),
                 };
-                let (session, cmds) = Session::resume(State::fold(&run.log), settings(), resumed);
+                let (session, cmds) = Session::resume(State::fold(run.log()), settings(), resumed);
                 run.session = session;
                 run.running = None;
+                run.summarizing = false;
                 run.take(cmds);
                 continue;
             }
@@ -245,15 +306,17 @@ fn well_formed(history: &[Message]) -> bool {
 fn replay_equals_live() {
     fn prop(ops: Vec<Op>) -> bool {
         let run = run(&ops);
-        // The fold of the log is the live state.
+        // The fold of the current file is the live state.
         assert!(
-            &State::fold(&run.log) == run.session.state(),
+            &State::fold(run.log()) == run.session.state(),
             "the fold differs from the live state"
         );
-        // The requests rebuilt from the log are the ones sent, byte for byte;
-        // only a request still in flight is not in the log yet.
-        let rebuilt = requests(&run.log);
-        let in_flight = usize::from(run.session.state().awaiting);
+        // The requests rebuilt from the files are the ones sent, byte for
+        // byte, summaries included; only a call still in flight is not in a
+        // file yet (a summary is, from its `compacting` record on).
+        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
+        let state = run.session.state();
+        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
         let sent = &run.sent[..run.sent.len() - in_flight];
         assert!(
             rebuilt == sent,
@@ -272,23 +335,24 @@ fn replay_equals_live() {
 fn every_request_carries_a_well_formed_history() {
     fn prop(ops: Vec<Op>) -> bool {
         let run = run(&ops);
-        // Rebuild each sent request's history from the log's prefix.
-        let mut state = State::default();
-        for r in &run.log {
-            if state.awaiting && !matches!(r, Record::Message(m) if m.role != Role::Assistant) {
-                assert!(
-                    well_formed(&state.messages),
-                    "a request with an unanswered tool call"
-                );
+        // Rebuild each sent request's history from each file's prefixes.
+        for file in &run.files {
+            let mut state = State::default();
+            for r in file {
+                if state.awaiting && !matches!(r, Record::Message(m) if m.role != Role::Assistant) {
+                    assert!(
+                        well_formed(&state.messages),
+                        "a request with an unanswered tool call"
+                    );
+                }
+                state.apply(r);
             }
-            state.apply(r);
         }
-        // Spilled results are cut and name their file.
+        // Spilled results are cut and name their file (unless a compaction
+        // summarized them away since).
+        let lines: Vec<String> = run.files.iter().flatten().map(Record::to_line).collect();
         for path in &run.spilled {
-            assert!(state
-                .messages
-                .iter()
-                .any(|m| m.role == Role::Tool && m.content.contains(path.as_str())));
+            assert!(lines.iter().any(|l| l.contains(path.as_str())));
         }
         true
     }
@@ -302,8 +366,9 @@ fn totals_only_grow() {
     fn prop(ops: Vec<Op>) -> bool {
         let run = run(&ops);
         let totals: Vec<&Totals> = run
-            .log
+            .files
             .iter()
+            .flatten()
             .filter_map(|r| {
                 if let Record::Totals(t) = r {
                     Some(t)
@@ -376,6 +441,7 @@ impl Arbitrary for AnyRecord {
                 estimated: bool::arbitrary(g),
                 name: Option::arbitrary(g),
                 named: bool::arbitrary(g),
+                requests: u64::arbitrary(g),
             }),
             6 => Record::Resumed(Resumed {
                 at,
@@ -408,9 +474,89 @@ fn fold_never_panics() {
             text: "hi".into(),
             now: OffsetDateTime::UNIX_EPOCH,
         });
-        !s.state().open_calls.is_empty() || cmds.iter().any(|c| matches!(c, Command::Call(_)))
+        !s.state().open_calls.is_empty()
+            || cmds
+                .iter()
+                .any(|c| matches!(c, Command::Call(_) | Command::Summarize(_)))
     }
     QuickCheck::new()
         .tests(500)
         .quickcheck(prop as fn(Vec<AnyRecord>) -> bool);
+}
+
+/// A random history of whole turns: user, then assistant rounds with tool
+/// calls answered by results, short or long.
+#[derive(Clone, Debug)]
+struct History(Vec<Message>);
+
+impl Arbitrary for History {
+    fn arbitrary(g: &mut Gen) -> History {
+        let at = OffsetDateTime::UNIX_EPOCH;
+        let mut messages = Vec::new();
+        let mut id = 0;
+        for _ in 0..usize::arbitrary(g) % 12 {
+            messages.push(Message::user(at, "u"));
+            for _ in 0..usize::arbitrary(g) % 3 {
+                let calls: Vec<ToolCall> = (0..1 + usize::arbitrary(g) % 3)
+                    .map(|_| {
+                        id += 1;
+                        ToolCall {
+                            id: format!("c{id}"),
+                            name: "shell".into(),
+                            arguments: "{}".into(),
+                        }
+                    })
+                    .collect();
+                messages.push(Message {
+                    tool_calls: calls.clone(),
+                    ..Message::assistant(at, "")
+                });
+                for c in calls {
+                    let size = *g.choose(&[2, 300, 6_000, 20_000]).unwrap();
+                    messages.push(Message::tool(at, c.id, "r".repeat(size)));
+                }
+            }
+            if bool::arbitrary(g) {
+                messages.push(Message::assistant(at, "a"));
+            }
+        }
+        History(messages)
+    }
+}
+
+#[test]
+fn a_plan_keeps_three_turns_and_prunes_only_what_it_may() {
+    fn prop(history: History, threshold: u16) -> bool {
+        let messages = &history.0;
+        let threshold = usize::from(threshold);
+        let plan = Plan::of(messages, threshold);
+        let turns = compact::turns(messages);
+        // Exactly the last three turns are kept verbatim (all, when fewer).
+        let expected = if turns.len() > compact::KEEP_TURNS {
+            turns[turns.len() - 3].start
+        } else {
+            0
+        };
+        assert_eq!(plan.cut, expected);
+        // The cut is on a turn boundary: nothing kept answers a call that was
+        // cut away, and nothing cut away waits for a result kept.
+        assert!(plan.cut == 0 || messages[plan.cut].role == Role::User);
+        assert!(well_formed(&messages[plan.cut..]));
+        // Only results, only before the cut, only over the threshold.
+        for &i in &plan.prune {
+            assert!(i < plan.cut && messages[i].role == Role::Tool);
+            assert!(messages[i].content.chars().count() > threshold);
+        }
+        // Pruning is idempotent: once pruned, nothing more to prune.
+        let mut pruned = messages.clone();
+        for &i in &plan.prune {
+            pruned[i].content = compact::prune(&pruned[i].content);
+        }
+        assert!(Plan::of(&pruned, threshold).prune.is_empty());
+        assert_eq!(Plan::of(&pruned, threshold).cut, plan.cut);
+        true
+    }
+    QuickCheck::new()
+        .tests(500)
+        .quickcheck(prop as fn(History, u16) -> bool);
 }

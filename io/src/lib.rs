@@ -9,12 +9,17 @@
 //! * [`interrupt`]: Ctrl-C as a flag.
 //! * [`provider`]: model APIs (OpenAI-compatible, scripted).
 //! * [`fake`]: a fake model server on 127.0.0.1 for tests.
+//! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
+//! * [`memory`]: memory directories: locating, loading, seeding, the project
+//!   directory, atomic writes for `remember`, snapshots before a rewrite.
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
 
 pub mod clock;
 pub mod fake;
+pub mod goal;
 pub mod interrupt;
 pub mod log;
+pub mod memory;
 pub mod paths;
 pub mod provider;
 pub mod registry;

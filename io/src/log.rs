@@ -199,6 +199,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         turns: 0,
         last_activity: header.started,
         path: path.to_string_lossy().into_owned(),
+        continued: None,
     };
     if let Ok(modified) = meta.modified() {
         summary.last_activity = modified.into();
@@ -206,6 +207,14 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
     // The last totals record gives the turns; the last rename, or the name a
     // totals record carries, gives the name. Both kinds are short lines.
     let (mut turns, mut name) = (None, None);
+    // A compacted file ends with `continued` (after its last totals).
+    if let Some(last) = tail.rsplit(|b| *b == b'\n').find(|l| !l.is_empty()) {
+        if let Some(Ok(Record::Continued(c))) =
+            std::str::from_utf8(last).ok().map(Record::parse_line)
+        {
+            summary.continued = Some(c.next);
+        }
+    }
     for line in tail.rsplit(|b| *b == b'\n') {
         if turns.is_some() && name.is_some() {
             break;

@@ -346,6 +346,7 @@ mod testing {
             wire: Wire::OpenAi,
             body,
             messages: messages.len() - 1,
+            seq: 0,
         }
     }
 

@@ -109,6 +109,61 @@ impl Store {
             .collect())
     }
 
+    /// The newest file of the chain `path` belongs to: compacted files point
+    /// forward to the file the session went on in.
+    pub fn head(&self, path: &Path) -> PathBuf {
+        let mut path = path.to_path_buf();
+        // Bounded: a chain that loops (hand-edited files) ends somewhere.
+        for _ in 0..10_000 {
+            match log::summary(&path) {
+                Ok(Some((_, summary))) => match summary.continued {
+                    Some(next) if self.path_of(&next).is_file() => path = self.path_of(&next),
+                    _ => break,
+                },
+                _ => break,
+            }
+        }
+        path
+    }
+
+    /// Every file of the chain `path` belongs to, oldest first: back through
+    /// each header's `continues`, then forward to the head.
+    pub fn chain(&self, path: &Path) -> Vec<PathBuf> {
+        let dir = path
+            .parent()
+            .map_or_else(|| self.sessions_dir(), Path::to_path_buf);
+        let mut back = vec![path.to_path_buf()];
+        while back.len() < 10_000 {
+            let first = &back[back.len() - 1];
+            let Ok(Some((header, _))) = log::summary(first) else {
+                break;
+            };
+            match header.continues {
+                Some(prev) if dir.join(format!("{prev}.jsonl")).is_file() => {
+                    back.push(dir.join(format!("{prev}.jsonl")))
+                }
+                _ => break,
+            }
+        }
+        back.reverse();
+        let head = self.head(path);
+        let mut forward = path.to_path_buf();
+        while forward != head && back.len() < 20_000 {
+            match log::summary(&forward)
+                .ok()
+                .flatten()
+                .and_then(|(_, s)| s.continued)
+            {
+                Some(next) => {
+                    forward = dir.join(format!("{next}.jsonl"));
+                    back.push(forward.clone());
+                }
+                None => break,
+            }
+        }
+        back
+    }
+
     /// The sessions of this directory running now.
     pub fn running(&self) -> Vec<Running> {
         let cwd = self.cwd_str();

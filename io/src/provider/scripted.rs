@@ -49,18 +49,14 @@ pub struct ScriptedReply {
 ///
 /// # Which reply answers a request
 ///
-/// Reply N answers the Nth model request of the session, and N is read off
-/// the request body alone, so that a resumed session (whose history is
-/// rebuilt from its log) continues the script where it left off and a
-/// request sent again gets the same reply. Every earlier request left a
-/// trace in the history `messages`: an assistant message (an answer, a tool
-/// round, or the text streamed before a failure or interruption), or, for a
-/// request that failed before any text, a user message directly followed by
-/// the next user message. So N is 1 + the number of `assistant` messages +
-/// the number of `user` messages directly followed by another `user`
-/// message. A turn with two tool rounds thus takes three replies. (Not
-/// counted: a request after tool results that failed before any text, which
-/// the history cannot tell from a turn interrupted while its tools ran.)
+/// Reply N answers the Nth model request of the session: the core numbers
+/// every request ([`Request::seq`]) from the session's log, counting
+/// answers, failures, interruptions and compaction summaries across resumes
+/// and compactions, so a resumed session continues the script where it left
+/// off and a request sent again gets the same reply. A request without a
+/// number (0: built outside a session) is numbered from its body instead:
+/// 1 + the number of `assistant` messages + the number of `user` messages
+/// directly followed by another `user` message.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Scripted {
     path: PathBuf,
@@ -143,9 +139,12 @@ impl Provider for Scripted {
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
         let script = self.path.display();
-        let n = request_number(&request.body).map_err(|why| {
-            ProviderError::new(format!("the script {script} cannot answer: {why}"), "")
-        })?;
+        let n = match usize::try_from(request.seq) {
+            Ok(seq) if seq > 0 => seq,
+            _ => request_number(&request.body).map_err(|why| {
+                ProviderError::new(format!("the script {script} cannot answer: {why}"), "")
+            })?,
+        };
         let Some(reply) = self.replies.get(n - 1) else {
             let message = format!(
                 "the script {script} has no reply {n} (it holds {})",
@@ -340,6 +339,12 @@ mod tests {
             err.message
                 .starts_with("the script s.jsonl cannot answer: the request body is not JSON"),
             "{err}"
+        );
+        // A numbered request is answered by its number, whatever its body.
+        let numbered = Request { seq: 2, ..bad };
+        assert_eq!(
+            script.complete(&numbered, &mut |_| {}).unwrap().text,
+            "read it"
         );
     }
 

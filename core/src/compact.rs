@@ -1,0 +1,216 @@
+//! Compaction decisions: when to compact, where to cut, what to prune, and
+//! the prompt that asks for working notes. All pure; the session machine
+//! ([`crate::Session`]) carries them out through records and commands.
+//!
+//! The order of the spec: first prune (no model call): in the part that would
+//! be dropped anyway, every tool result over `prune-result-chars` becomes its
+//! first [`HEAD_CHARS`] and last [`TAIL_CHARS`] characters with a line saying
+//! how much is gone. Measure again; only if the history still does not fit is
+//! the part before the last [`KEEP_TURNS`] turns summarized into working
+//! notes, and the session goes on in a fresh file.
+
+use std::ops::Range;
+
+use crate::record::{Message, Role};
+use crate::tools::{self, HEAD_CHARS, TAIL_CHARS};
+
+/// Turns kept verbatim by a compaction.
+pub const KEEP_TURNS: usize = 3;
+
+/// The default of `prune-result-chars`.
+pub const PRUNE_CHARS: usize = 16_000;
+
+/// What a pruned result says in its middle line, after the count.
+const PRUNED_NOTE: &str = " by compaction (the result was pruned)";
+
+/// Slack above head + tail: a result this close to it is already short, so
+/// pruning never cuts a pruned result again.
+const SLACK: usize = 200;
+
+/// The turns of a history: each starts at a user message and runs to the
+/// next one. Messages before the first user message (notes of an earlier
+/// compaction) belong to no turn.
+pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
+    let starts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m.role == Role::User)
+        .map(|(i, _)| i)
+        .collect();
+    starts
+        .iter()
+        .enumerate()
+        .map(|(k, &start)| start..starts.get(k + 1).copied().unwrap_or(messages.len()))
+        .collect()
+}
+
+/// Where a compaction cuts and what it prunes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    /// The first message kept verbatim: the start of the third turn from
+    /// the end (0 when there are at most three turns: nothing to summarize).
+    pub cut: usize,
+    /// Tool results before `cut` longer than the threshold, by index.
+    pub prune: Vec<usize>,
+}
+
+impl Plan {
+    /// The plan for a history: keep the last [`KEEP_TURNS`] turns, prune
+    /// results over `prune_chars` before them. Linear in the history.
+    pub fn of(messages: &[Message], prune_chars: usize) -> Plan {
+        let cut = turn_start_from_end(messages, KEEP_TURNS);
+        let prune = messages[..cut]
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == Role::Tool && prunable(&m.content, prune_chars))
+            .map(|(i, _)| i)
+            .collect();
+        Plan { cut, prune }
+    }
+
+    /// Whether there is anything before the kept turns to summarize.
+    pub fn summarizes(&self) -> bool {
+        self.cut > 0
+    }
+}
+
+/// The index where the `n`th turn from the end starts, or 0.
+fn turn_start_from_end(messages: &[Message], n: usize) -> usize {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, m)| m.role == Role::User)
+        .nth(n - 1)
+        .map_or(0, |(i, _)| i)
+}
+
+/// Whether a result is long enough to prune.
+pub fn prunable(content: &str, prune_chars: usize) -> bool {
+    // Counting stops early: only "longer than" matters.
+    let limit = prune_chars.max(HEAD_CHARS + TAIL_CHARS + SLACK);
+    content.chars().nth(limit).is_some()
+}
+
+/// A result as pruning leaves it. Idempotent: a pruned result is never
+/// prunable again.
+pub fn prune(content: &str) -> String {
+    tools::cut(content, HEAD_CHARS, TAIL_CHARS, PRUNED_NOTE)
+}
+
+/// The room one full turn can still need, in tokens: a tenth of the window,
+/// at least 2,048 and at most 32,000. Compaction starts when the last
+/// context reading plus this room reaches the window.
+pub fn room(window: u64) -> u64 {
+    (window / 10).clamp(2_048, 32_000)
+}
+
+/// The context reading at which a session compacts.
+pub fn point(window: u64) -> u64 {
+    window.saturating_sub(room(window))
+}
+
+/// Whether a session whose last request read `last_context` tokens must
+/// compact before its next request.
+pub fn due(last_context: u64, window: u64) -> bool {
+    window > 0 && last_context >= point(window)
+}
+
+/// Whether the status line names the compaction point: once the reading is
+/// within 20% of it.
+pub fn near(last_context: u64, window: u64) -> bool {
+    window > 0 && last_context.saturating_mul(5) >= point(window).saturating_mul(4)
+}
+
+/// The documented estimate of what pruning saved: a token per four
+/// characters removed.
+pub fn saved_tokens(before: &str, after: &str) -> u64 {
+    (before.len().saturating_sub(after.len()) as u64) / 4
+}
+
+/// The instruction that closes a summary request.
+pub const SUMMARY_PROMPT: &str = "\
+The conversation above is about to be compacted: everything before the last few turns will be \
+replaced by your notes, and the work continues from them. Write those working notes now.
+
+Keep verbatim, exactly as they appear: every name, file path, command, URL, identifier, number, \
+version, date, port, key fingerprint, error message and value the user gave or a tool returned. \
+Then the decisions made and why, what was done and verified, and the open tasks and next steps.
+
+Write plain text in short sections (Facts, Decisions, Done, Open). Do not call tools. \
+Do not address the user; these notes are for you.";
+
+/// How the notes appear at the head of the compacted history.
+pub fn notes_message(notes: &str) -> String {
+    format!(
+        "[Working notes: the earlier part of this session was compacted into these notes; the \
+         turns after them are verbatim.]\n\n{notes}"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn history(spec: &str) -> Vec<Message> {
+        let at = datetime!(2026-12-02 10:00 UTC);
+        spec.chars()
+            .map(|c| match c {
+                'u' => Message::user(at, "u"),
+                'a' => Message::assistant(at, "a"),
+                't' => Message::tool(at, "c", "t"),
+                'T' => Message::tool(at, "c", "x".repeat(20_000)),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cuts_three_turns_from_the_end() {
+        assert_eq!(Plan::of(&history("uaua"), 100).cut, 0);
+        assert_eq!(Plan::of(&history("uauaua"), 100).cut, 0);
+        assert_eq!(Plan::of(&history("uauauaua"), 100).cut, 2);
+        assert_eq!(Plan::of(&history("auatuaua"), 100).cut, 1);
+        let h = history("uaTauaTuaua");
+        let plan = Plan::of(&h, 10_000);
+        assert_eq!(plan.cut, 4);
+        assert_eq!(plan.prune, [2], "only the big result before the cut");
+        assert_eq!(turns(&h), [0..4, 4..7, 7..9, 9..11]);
+    }
+
+    #[test]
+    fn pruning_is_idempotent_and_keeps_both_ends() {
+        let text: String = (0..30_000)
+            .map(|i| char::from(b'a' + (i % 26) as u8))
+            .collect();
+        let once = prune(&text);
+        assert!(
+            once.starts_with(&text[..HEAD_CHARS])
+                && once.ends_with(&text[text.len() - TAIL_CHARS..])
+        );
+        assert!(once.contains("[… 24880 characters cut by compaction"));
+        assert!(!prunable(&once, 100));
+        assert_eq!(
+            Plan::of(
+                &[Message::tool(datetime!(2026-12-02 10:00 UTC), "c", once)],
+                0
+            )
+            .prune
+            .len(),
+            0
+        );
+    }
+
+    #[test]
+    fn trigger_and_status_points() {
+        assert_eq!(room(128_000), 12_800);
+        assert_eq!(room(8_000), 2_048);
+        assert_eq!(room(1_000_000), 32_000);
+        assert!(!due(115_199, 128_000));
+        assert!(due(115_200, 128_000));
+        assert!(!near(92_000, 128_000));
+        assert!(near(92_160, 128_000));
+        assert!(!due(5, 0));
+    }
+}

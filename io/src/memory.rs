@@ -1,0 +1,813 @@
+//! Memory on disk: where the memory directories are, reading them, seeding
+//! the builtin documents, creating the project directory, writing one file
+//! for the `remember` tool, and copying the directory aside before a rewrite.
+//!
+//! What to seed, what the prompt says and what a snapshot's metadata holds
+//! are decided in `revolve_core::memory`; this module only moves bytes.
+//! Every write that replaces something is a temp file (or temp folder) in
+//! the same directory, fsynced, then renamed into place, so a crash leaves
+//! either the old state or the new one. Temp names start with `.`, and hidden
+//! names are never loaded, snapshotted or listed.
+
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use revolve_core::memory::{
+    to_seed, BadLabel, Label, MemoryFile, Scope, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE,
+    SUBAGENTS_README,
+};
+
+use crate::paths::{slug, Project, Roots};
+
+/// Where one session's memory lives (ARCHITECTURE.md section 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryDirs {
+    /// What is true everywhere.
+    pub global: PathBuf,
+    /// What this repository has taught: `<project_dir>/memory`.
+    pub project: PathBuf,
+    /// The project directory, holding `memory/`, `tasks/` and `subagents/`
+    /// (and the standing goal).
+    pub project_dir: PathBuf,
+    /// The `.task-agent/` workspace the directories are in, if one was found.
+    pub workspace: Option<PathBuf>,
+}
+
+/// The name of the workspace folder shared with the task-agent program.
+pub const WORKSPACE: &str = ".task-agent";
+
+/// The list of builtin documents a global memory directory has received.
+pub const SEEDED: &str = ".seeded";
+
+impl MemoryDirs {
+    /// The memory directories for a session in `cwd` (an absolute path).
+    ///
+    /// The nearest of `cwd` and its parents, up to the filesystem root, that
+    /// holds a `.task-agent/` directory is the workspace: global memory is
+    /// `.task-agent/memory/`, the project directory
+    /// `.task-agent/projects/<repo-dir-name>/`, where the name is the last
+    /// component of the project key. `$HOME/.task-agent` is such a parent
+    /// like any other. Without a workspace, global memory is
+    /// `<config>/memory/` and the project directory
+    /// `<config>/projects/<slug>/`.
+    pub fn locate(cwd: &Path, project: &Project, roots: &Roots) -> MemoryDirs {
+        let workspace = cwd
+            .ancestors()
+            .map(|dir| dir.join(WORKSPACE))
+            .find(|ws| ws.is_dir());
+        let (global, project_dir) = match &workspace {
+            Some(ws) => {
+                let name = project
+                    .key
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| project.slug.clone());
+                (ws.join("memory"), ws.join("projects").join(name))
+            }
+            None => (
+                roots.config.join("memory"),
+                roots.config.join("projects").join(&project.slug),
+            ),
+        };
+        MemoryDirs {
+            global,
+            project: project_dir.join("memory"),
+            project_dir,
+            workspace,
+        }
+    }
+}
+
+/// Every memory file: the `.md` files of global memory, then of project
+/// memory, each sorted by name. Hidden files, directories and symlinks are
+/// left out; a directory that does not exist has no files. Content that is
+/// not UTF-8 is read lossily.
+pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
+    let mut files = Vec::new();
+    for (scope, dir) in [
+        (Scope::Global, &dirs.global),
+        (Scope::Project, &dirs.project),
+    ] {
+        for name in regular_files(dir)? {
+            if !name.ends_with(".md") {
+                continue;
+            }
+            let bytes = match fs::read(dir.join(&name)) {
+                Ok(b) => b,
+                // Deleted between listing and reading: it is simply gone.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            files.push(MemoryFile {
+                scope,
+                name,
+                content: String::from_utf8_lossy(&bytes).into_owned(),
+            });
+        }
+    }
+    Ok(files)
+}
+
+/// Writes the builtin documents `global` has not had yet (see
+/// `revolve_core::memory::to_seed`), creating the directory if needed, and
+/// appends their names to its `.seeded` list. Returns exactly the names
+/// written, for the startup note.
+pub fn seed(global: &Path) -> io::Result<Vec<String>> {
+    fs::create_dir_all(global)?;
+    let seeded_path = global.join(SEEDED);
+    let listed = match fs::read_to_string(&seeded_path) {
+        Ok(s) => s,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let seeded: Vec<String> = listed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let present: Vec<String> = fs::read_dir(global)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<io::Result<_>>()?;
+    let names = to_seed(&seeded, &present);
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    for name in &names {
+        let content = BUILTIN
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, c)| *c)
+            .unwrap_or_default();
+        write_atomic(&global.join(name), content.as_bytes())?;
+    }
+    // Recorded after the files are written: a crash in between leaves a
+    // file present but unlisted, which the next start also leaves alone.
+    let mut line = String::new();
+    if !listed.is_empty() && !listed.ends_with('\n') {
+        line.push('\n');
+    }
+    for name in &names {
+        line.push_str(name);
+        line.push('\n');
+    }
+    let mut list = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&seeded_path)?;
+    list.write_all(line.as_bytes())?;
+    list.sync_all()?;
+    Ok(names.into_iter().map(str::to_owned).collect())
+}
+
+/// Creates the project directory when it does not exist yet: `memory/`
+/// with `project.md`, `tasks/`, and `subagents/` with `README`. Returns
+/// `Some(paths created)`, the folder first, only when this call created it;
+/// `None` when it already existed, in which case nothing is touched.
+///
+/// The folder is built under a hidden temp name beside it and renamed into
+/// place, so it appears whole or not at all, and of two sessions racing to
+/// create it exactly one gets `Some`.
+pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
+    let target = &dirs.project_dir;
+    if exists(target)? {
+        return Ok(None);
+    }
+    let parent = target.parent().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "the project directory has no parent",
+        )
+    })?;
+    fs::create_dir_all(parent)?;
+    let tmp = temp_sibling(target);
+    let built = build_project_dir(&tmp);
+    if let Err(e) = built {
+        fs::remove_dir_all(&tmp).ok();
+        return Err(e);
+    }
+    if exists(target)? {
+        fs::remove_dir_all(&tmp).ok();
+        return Ok(None);
+    }
+    if let Err(e) = fs::rename(&tmp, target) {
+        fs::remove_dir_all(&tmp).ok();
+        // Somebody else created it in the meantime (a rename onto a
+        // non-empty directory fails): theirs stands.
+        if exists(target)? {
+            return Ok(None);
+        }
+        return Err(e);
+    }
+    sync_dir(parent);
+    Ok(Some(
+        [
+            "",
+            "memory",
+            "memory/project.md",
+            "tasks",
+            "subagents",
+            "subagents/README",
+        ]
+        .iter()
+        .map(|p| {
+            if p.is_empty() {
+                target.clone()
+            } else {
+                target.join(p)
+            }
+        })
+        .collect(),
+    ))
+}
+
+/// What [`write`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteOutcome {
+    Created,
+    Replaced,
+    Deleted,
+}
+
+/// Why [`write`] did nothing. `Display` is the tool result the model gets,
+/// starting with `error:`.
+#[derive(Debug)]
+pub enum MemoryError {
+    /// The label was refused (for a caller that parses and writes in one go).
+    BadLabel(BadLabel),
+    /// The file exists and `replace` was not passed.
+    Exists(Label),
+    /// Empty content asks to delete a file that does not exist.
+    Missing(Label),
+    /// The file system said no.
+    Io(Label, io::Error),
+}
+
+impl fmt::Display for MemoryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MemoryError::BadLabel(bad) => write!(f, "error: {bad}"),
+            MemoryError::Exists(l) => {
+                write!(
+                    f,
+                    "error: memory '{l}' exists; pass replace: true to overwrite it"
+                )
+            }
+            MemoryError::Missing(l) => write!(
+                f,
+                "error: memory '{l}' does not exist, so there is nothing to delete"
+            ),
+            MemoryError::Io(l, e) => write!(f, "error: cannot write memory '{l}': {e}"),
+        }
+    }
+}
+
+impl std::error::Error for MemoryError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            MemoryError::BadLabel(bad) => Some(bad),
+            MemoryError::Io(_, e) => Some(e),
+            MemoryError::Exists(_) | MemoryError::Missing(_) => None,
+        }
+    }
+}
+
+impl From<BadLabel> for MemoryError {
+    fn from(bad: BadLabel) -> MemoryError {
+        MemoryError::BadLabel(bad)
+    }
+}
+
+/// Writes `<label>.md` in `dir` with exactly `content`, creating `dir` if
+/// needed; empty content deletes the file instead. An existing file is
+/// refused unless `replace`. The write is atomic: a temp file in `dir`,
+/// fsynced, renamed over the target.
+pub fn write(
+    dir: &Path,
+    label: &Label,
+    content: &str,
+    replace: bool,
+) -> Result<WriteOutcome, MemoryError> {
+    let path = dir.join(label.file_name());
+    let io_err = |e| MemoryError::Io(label.clone(), e);
+    if content.is_empty() {
+        return match fs::remove_file(&path) {
+            Ok(()) => {
+                sync_dir(dir);
+                Ok(WriteOutcome::Deleted)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                Err(MemoryError::Missing(label.clone()))
+            }
+            Err(e) => Err(io_err(e)),
+        };
+    }
+    let existed = exists(&path).map_err(io_err)?;
+    if existed && !replace {
+        return Err(MemoryError::Exists(label.clone()));
+    }
+    fs::create_dir_all(dir).map_err(io_err)?;
+    write_atomic(&path, content.as_bytes()).map_err(io_err)?;
+    Ok(if existed {
+        WriteOutcome::Replaced
+    } else {
+        WriteOutcome::Created
+    })
+}
+
+/// Copies every regular, non-hidden file of `memory_dir` to
+/// `<state_root>/refinements/<encoded memory_dir>/<stamp>/files/` and writes
+/// `meta` beside it as `meta.cfg`. `<encoded memory_dir>` is the directory's
+/// absolute path with `/` turned into `-`, like a project slug. A missing
+/// `memory_dir` gives an entry with no files.
+///
+/// The entry is built in a hidden temp folder and renamed into place, so a
+/// crash never leaves half an entry. If `<stamp>` is taken (two snapshots in
+/// one second), the entry is `<stamp>-2`, `<stamp>-3`, …. Returns the
+/// entry's folder.
+pub fn snapshot(
+    state_root: &Path,
+    memory_dir: &Path,
+    stamp: &str,
+    meta: &SnapshotMeta,
+) -> io::Result<PathBuf> {
+    let store = refinements(state_root, memory_dir)?;
+    fs::create_dir_all(&store)?;
+    let tmp = temp_sibling(&store.join(stamp));
+    let built = build_snapshot(&tmp, memory_dir, meta);
+    if let Err(e) = built {
+        fs::remove_dir_all(&tmp).ok();
+        return Err(e);
+    }
+    for n in 1u32.. {
+        let entry = if n == 1 {
+            store.join(stamp)
+        } else {
+            store.join(format!("{stamp}-{n}"))
+        };
+        if exists(&entry)? {
+            continue;
+        }
+        match fs::rename(&tmp, &entry) {
+            Ok(()) => {
+                sync_dir(&store);
+                return Ok(entry);
+            }
+            // Taken in the meantime: try the next name.
+            Err(_) if exists(&entry)? => continue,
+            Err(e) => {
+                fs::remove_dir_all(&tmp).ok();
+                return Err(e);
+            }
+        }
+    }
+    unreachable!("an unbounded range of entry names has a free one")
+}
+
+/// The folder holding the snapshots of one memory directory:
+/// `<state_root>/refinements/<memory_dir's absolute path, slugged>`.
+pub fn refinements(state_root: &Path, memory_dir: &Path) -> io::Result<PathBuf> {
+    let absolute = std::path::absolute(memory_dir)?;
+    Ok(state_root.join("refinements").join(slug(&absolute)))
+}
+
+fn build_project_dir(tmp: &Path) -> io::Result<()> {
+    fs::create_dir(tmp)?;
+    fs::create_dir(tmp.join("memory"))?;
+    fs::create_dir(tmp.join("tasks"))?;
+    fs::create_dir(tmp.join("subagents"))?;
+    write_new(&tmp.join("memory/project.md"), PROJECT_MEMORY_TEMPLATE)?;
+    write_new(&tmp.join("subagents/README"), SUBAGENTS_README)?;
+    for d in ["memory", "tasks", "subagents", ""] {
+        sync_dir(&tmp.join(d));
+    }
+    Ok(())
+}
+
+fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Result<()> {
+    let files = tmp.join("files");
+    fs::create_dir_all(&files)?;
+    for name in regular_files(memory_dir)? {
+        match fs::copy(memory_dir.join(&name), files.join(&name)) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        }
+        File::open(files.join(&name))?.sync_all()?;
+    }
+    sync_dir(&files);
+    write_new(&tmp.join("meta.cfg"), &meta.to_cfg())?;
+    sync_dir(tmp);
+    Ok(())
+}
+
+/// The names of the regular, non-hidden files directly in `dir`, sorted; a
+/// missing `dir` has none. Symlinks are not followed, so they are left out.
+fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if name.starts_with('.') || !entry.file_type()?.is_file() {
+            continue;
+        }
+        names.push(name);
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// Writes `path` through a hidden temp file in the same directory: write,
+/// fsync, rename, then fsync the directory.
+fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let tmp = temp_sibling(path);
+    let written = (|| {
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        fs::remove_file(&tmp).ok();
+    }
+    written?;
+    if let Some(dir) = path.parent() {
+        sync_dir(dir);
+    }
+    Ok(())
+}
+
+/// Creates `path`, which must not exist, with `text`, fsynced.
+fn write_new(path: &Path, text: &str) -> io::Result<()> {
+    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
+}
+
+/// A hidden name beside `path`, unique within this process and across
+/// processes: `.<name>.<pid>-<n>.tmp`.
+fn temp_sibling(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()))
+}
+
+/// Whether anything (a file, a folder, a dangling symlink) is at `path`.
+fn exists(path: &Path) -> io::Result<bool> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Makes a rename or creation in `dir` durable. Best effort: not every
+/// platform lets a directory be opened and synced, and the data itself is
+/// already synced.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        d.sync_all().ok();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revolve_core::memory::SnapshotKind;
+
+    /// A fresh, empty temp folder for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("revolve-memory-{}-{name}", std::process::id()));
+        fs::remove_dir_all(&dir).ok();
+        fs::create_dir_all(&dir).unwrap();
+        dir.canonicalize().unwrap()
+    }
+
+    fn roots(tmp: &Path) -> Roots {
+        Roots {
+            state: tmp.join("state"),
+            config: tmp.join("config"),
+        }
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn label(s: &str) -> Label {
+        Label::parse(s).unwrap()
+    }
+
+    fn meta() -> SnapshotMeta {
+        SnapshotMeta {
+            session: "amber".into(),
+            messages: 3,
+            kind: SnapshotKind::Remember,
+            files: vec![("notes.md".into(), "remember notes".into())],
+            undone: false,
+        }
+    }
+
+    #[test]
+    fn without_a_workspace_memory_is_under_config() {
+        let tmp = scratch("config");
+        if tmp.ancestors().any(|d| d.join(WORKSPACE).is_dir()) {
+            return; // The temp dir itself sits in a workspace.
+        }
+        let cwd = tmp.join("repo/sub");
+        fs::create_dir_all(&cwd).unwrap();
+        let project = Project::from_key(tmp.join("repo"));
+        let dirs = MemoryDirs::locate(&cwd, &project, &roots(&tmp));
+        let expected_dir = tmp.join("config/projects").join(&project.slug);
+        assert_eq!(
+            dirs,
+            MemoryDirs {
+                global: tmp.join("config/memory"),
+                project: expected_dir.join("memory"),
+                project_dir: expected_dir,
+                workspace: None,
+            }
+        );
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn the_nearest_workspace_wins() {
+        let tmp = scratch("workspace");
+        let outer = tmp.join("outer");
+        let inner = outer.join("inner");
+        let cwd = inner.join("repo/src");
+        fs::create_dir_all(&cwd).unwrap();
+        fs::create_dir_all(outer.join(WORKSPACE)).unwrap();
+        // A file of that name is not a workspace.
+        fs::write(inner.join("repo").join(WORKSPACE), "").unwrap();
+        let project = Project::from_key(inner.join("repo"));
+        let dirs = MemoryDirs::locate(&cwd, &project, &roots(&tmp));
+        let ws = outer.join(WORKSPACE);
+        assert_eq!(dirs.workspace.as_deref(), Some(ws.as_path()));
+        assert_eq!(dirs.global, ws.join("memory"));
+        assert_eq!(dirs.project_dir, ws.join("projects/repo"));
+        assert_eq!(dirs.project, ws.join("projects/repo/memory"));
+
+        fs::create_dir_all(inner.join(WORKSPACE)).unwrap();
+        let dirs = MemoryDirs::locate(&cwd, &project, &roots(&tmp));
+        assert_eq!(dirs.global, inner.join(WORKSPACE).join("memory"));
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn load_reads_markdown_global_first() {
+        let tmp = scratch("load");
+        let dirs = MemoryDirs {
+            global: tmp.join("g"),
+            project: tmp.join("p/memory"),
+            project_dir: tmp.join("p"),
+            workspace: None,
+        };
+        assert!(load(&dirs).unwrap().is_empty());
+        fs::create_dir_all(&dirs.global).unwrap();
+        fs::create_dir_all(&dirs.project).unwrap();
+        fs::write(dirs.global.join("b.md"), "gb").unwrap();
+        fs::write(dirs.global.join("a.md"), "ga").unwrap();
+        fs::write(dirs.global.join(".hidden.md"), "no").unwrap();
+        fs::write(dirs.global.join("notes.txt"), "no").unwrap();
+        fs::write(dirs.global.join(SEEDED), "no").unwrap();
+        fs::create_dir_all(dirs.global.join("dir.md")).unwrap();
+        fs::write(tmp.join("outside.md"), "secret").unwrap();
+        std::os::unix::fs::symlink(tmp.join("outside.md"), dirs.project.join("link.md")).unwrap();
+        fs::write(dirs.project.join("a.md"), [b'p', 0xff]).unwrap();
+        let got: Vec<(Scope, String, String)> = load(&dirs)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.scope, f.name, f.content))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (Scope::Global, "a.md".into(), "ga".into()),
+                (Scope::Global, "b.md".into(), "gb".into()),
+                (Scope::Project, "a.md".into(), "p\u{fffd}".into()),
+            ]
+        );
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn seeding_once_keeps_edits_and_deletions() {
+        let tmp = scratch("seed");
+        let global = tmp.join("memory");
+        let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(seed(&global).unwrap(), all);
+        for (name, content) in BUILTIN {
+            assert_eq!(fs::read_to_string(global.join(name)).unwrap(), content);
+        }
+        assert_eq!(
+            fs::read_to_string(global.join(SEEDED)).unwrap(),
+            format!("{}\n", all.join("\n"))
+        );
+        // A second start seeds nothing.
+        assert!(seed(&global).unwrap().is_empty());
+        // An edit survives, a deletion stays deleted.
+        fs::write(global.join("task-discipline.md"), "mine").unwrap();
+        fs::remove_file(global.join("read-before-edit.md")).unwrap();
+        assert!(seed(&global).unwrap().is_empty());
+        assert_eq!(
+            fs::read_to_string(global.join("task-discipline.md")).unwrap(),
+            "mine"
+        );
+        assert!(!global.join("read-before-edit.md").exists());
+        assert!(!names(&global).iter().any(|n| n.ends_with(".tmp")));
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn seeding_adds_only_what_a_list_lacks() {
+        let tmp = scratch("seed-later");
+        let global = tmp.join("memory");
+        fs::create_dir_all(&global).unwrap();
+        // An older version handed over four (the list has no final newline),
+        // and the user wrote their own file under the fifth name.
+        let four: Vec<&str> = BUILTIN[..4].iter().map(|(n, _)| *n).collect();
+        fs::write(global.join(SEEDED), four.join("\n")).unwrap();
+        fs::write(global.join(BUILTIN[4].0), "mine").unwrap();
+        assert!(seed(&global).unwrap().is_empty());
+        assert_eq!(
+            fs::read_to_string(global.join(BUILTIN[4].0)).unwrap(),
+            "mine"
+        );
+        // Without the user's file, the fifth is seeded and listed on its own line.
+        fs::remove_file(global.join(BUILTIN[4].0)).unwrap();
+        assert_eq!(seed(&global).unwrap(), [BUILTIN[4].0]);
+        let listed = fs::read_to_string(global.join(SEEDED)).unwrap();
+        assert_eq!(listed.lines().collect::<Vec<_>>().len(), 5);
+        assert_eq!(listed.lines().last(), Some(BUILTIN[4].0));
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn the_project_dir_is_created_once_and_never_touched() {
+        let tmp = scratch("project-dir");
+        let project_dir = tmp.join("ws/.task-agent/projects/repo");
+        let dirs = MemoryDirs {
+            global: tmp.join("ws/.task-agent/memory"),
+            project: project_dir.join("memory"),
+            project_dir: project_dir.clone(),
+            workspace: Some(tmp.join("ws/.task-agent")),
+        };
+        let created = ensure_project_dir(&dirs).unwrap().unwrap();
+        assert_eq!(created[0], project_dir);
+        assert_eq!(created.len(), 6);
+        assert!(created.iter().all(|p| p.exists()), "{created:?}");
+        assert_eq!(
+            fs::read_to_string(project_dir.join("memory/project.md")).unwrap(),
+            PROJECT_MEMORY_TEMPLATE
+        );
+        assert_eq!(
+            fs::read_to_string(project_dir.join("subagents/README")).unwrap(),
+            SUBAGENTS_README
+        );
+        assert_eq!(names(&project_dir), ["memory", "subagents", "tasks"]);
+        assert_eq!(names(project_dir.parent().unwrap()), ["repo"]);
+
+        fs::remove_file(project_dir.join("subagents/README")).unwrap();
+        fs::write(project_dir.join("memory/project.md"), "mine").unwrap();
+        assert_eq!(ensure_project_dir(&dirs).unwrap(), None);
+        assert!(!project_dir.join("subagents/README").exists());
+        assert_eq!(
+            fs::read_to_string(project_dir.join("memory/project.md")).unwrap(),
+            "mine"
+        );
+
+        // An existing, empty folder is left as it is.
+        let other = MemoryDirs {
+            project_dir: tmp.join("empty"),
+            project: tmp.join("empty/memory"),
+            ..dirs
+        };
+        fs::create_dir_all(&other.project_dir).unwrap();
+        assert_eq!(ensure_project_dir(&other).unwrap(), None);
+        assert!(names(&other.project_dir).is_empty());
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn write_creates_refuses_replaces_and_deletes() {
+        let tmp = scratch("write");
+        let dir = tmp.join("project/memory");
+        let notes = label("notes");
+        assert_eq!(
+            write(&dir, &notes, "one\n", false).unwrap(),
+            WriteOutcome::Created
+        );
+        assert_eq!(fs::read_to_string(dir.join("notes.md")).unwrap(), "one\n");
+
+        let refused = write(&dir, &notes, "two\n", false).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "error: memory 'notes' exists; pass replace: true to overwrite it"
+        );
+        assert_eq!(fs::read_to_string(dir.join("notes.md")).unwrap(), "one\n");
+
+        assert_eq!(
+            write(&dir, &label("notes.md"), "two", true).unwrap(),
+            WriteOutcome::Replaced
+        );
+        assert_eq!(fs::read_to_string(dir.join("notes.md")).unwrap(), "two");
+
+        assert_eq!(
+            write(&dir, &notes, "", false).unwrap(),
+            WriteOutcome::Deleted
+        );
+        assert!(!dir.join("notes.md").exists());
+        let missing = write(&dir, &notes, "", true).unwrap_err();
+        assert!(matches!(missing, MemoryError::Missing(_)));
+        assert!(missing
+            .to_string()
+            .starts_with("error: memory 'notes' does not exist"));
+        assert!(names(&dir).is_empty(), "no temp file is left behind");
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn bad_labels_never_reach_the_disk() {
+        let tmp = scratch("bad-labels");
+        let dir = tmp.join("memory");
+        let long = "x".repeat(10 * 1024);
+        for raw in ["../x", "a/b", ".hidden", "", "goal", long.as_str()] {
+            let result = Label::parse(raw)
+                .map_err(MemoryError::from)
+                .and_then(|l| write(&dir, &l, "content", true));
+            let err = result.unwrap_err();
+            assert!(matches!(err, MemoryError::BadLabel(_)), "{raw:?}");
+            assert!(
+                err.to_string().starts_with("error: a memory label")
+                    || err.to_string().starts_with("error: the memory label")
+            );
+        }
+        assert!(!dir.exists());
+        assert!(names(&tmp).is_empty());
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn a_snapshot_copies_the_files_and_the_meta() {
+        let tmp = scratch("snapshot");
+        let state = tmp.join("state");
+        let memory = tmp.join("ws/.task-agent/projects/repo/memory");
+        fs::create_dir_all(&memory).unwrap();
+        fs::write(memory.join("notes.md"), "n").unwrap();
+        fs::write(memory.join("other.txt"), "o").unwrap();
+        fs::write(memory.join(".notes.md.1-1.tmp"), "t").unwrap();
+        fs::create_dir_all(memory.join("sub")).unwrap();
+
+        let entry = snapshot(&state, &memory, "20261202T102606Z", &meta()).unwrap();
+        let store = state.join("refinements").join(slug(&memory));
+        assert_eq!(entry, store.join("20261202T102606Z"));
+        assert!(slug(&memory).starts_with('-') && !slug(&memory).contains('/'));
+        assert_eq!(names(&entry), ["files", "meta.cfg"]);
+        assert_eq!(names(&entry.join("files")), ["notes.md", "other.txt"]);
+        assert_eq!(
+            fs::read_to_string(entry.join("files/notes.md")).unwrap(),
+            "n"
+        );
+        let cfg = fs::read_to_string(entry.join("meta.cfg")).unwrap();
+        assert_eq!(SnapshotMeta::parse_cfg(&cfg), Ok(meta()));
+
+        // The same second again gets its own entry.
+        let second = snapshot(&state, &memory, "20261202T102606Z", &meta()).unwrap();
+        assert_eq!(second, store.join("20261202T102606Z-2"));
+        assert_eq!(names(&store), ["20261202T102606Z", "20261202T102606Z-2"]);
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn a_snapshot_of_a_missing_dir_has_no_files() {
+        let tmp = scratch("snapshot-empty");
+        let state = tmp.join("state");
+        let memory = tmp.join("nowhere/memory");
+        let entry = snapshot(&state, &memory, "20260101T000000Z", &meta()).unwrap();
+        assert!(names(&entry.join("files")).is_empty());
+        assert!(!memory.exists());
+        fs::remove_dir_all(&tmp).ok();
+    }
+}
