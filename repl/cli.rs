@@ -118,6 +118,14 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Show or change the standing goal of this project (e.g. `revolve goal ship the parser`)
+    Goal {
+        /// The goal's text, or done, pause, resume, clear; nothing shows it
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Create the project directory (memory/, tasks/, subagents/) and print what was created
+    Init,
     /// Show a session from its log
     Replay {
         /// A session file, or a name or id of this directory's sessions

@@ -138,3 +138,40 @@ fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
         )))
     }
 }
+
+/// `/goal …` and `revolve goal …`: the standing goal of the project
+/// directory `dir`, changed and saved (a command that changes nothing saves
+/// nothing). The text is what the user is told.
+pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
+    let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
+    let mut goals = revolve_io::goal::load(dir).map_err(|e| Error::Runtime(e.to_string()))?;
+    let before = goals.clone();
+    let text = goals
+        .apply(&cmd, revolve_io::clock::now())
+        .map_err(Error::Usage)?;
+    if goals != before {
+        revolve_io::goal::save(dir, &goals)
+            .map_err(|e| Error::at(dir, "cannot save the goal in", e))?;
+    }
+    Ok(text)
+}
+
+/// `revolve init`: the project directory, created if missing; prints what
+/// was created.
+pub fn init(store: &Store) -> Result<(), Error> {
+    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    match revolve_io::memory::ensure_project_dir(&dirs) {
+        Ok(Some(created)) => {
+            let mut text = String::from("created:\n");
+            for path in created {
+                text.push_str(&format!("  {}\n", path.display()));
+            }
+            out(&text)
+        }
+        Ok(None) => out(&format!(
+            "the project directory {} exists; nothing created\n",
+            dirs.project_dir.display()
+        )),
+        Err(e) => Err(Error::at(&dirs.project_dir, "cannot create", e)),
+    }
+}

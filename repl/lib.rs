@@ -12,6 +12,7 @@ mod repl;
 use std::io::{IsTerminal, Read};
 use std::sync::Arc;
 
+use revolve_io::memory::MemoryDirs;
 use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
@@ -49,6 +50,12 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             commands::ReplayMode::from_flags(json, requests, check),
         ),
         Some(Sub::Compact { session, model }) => compact(store, session.as_deref(), &model),
+        Some(Sub::Goal { args }) => {
+            let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
+            error::out(&format!("{text}\n"))
+        }
+        Some(Sub::Init) => commands::init(&store),
         None => chat(cli, store),
     }
 }
@@ -58,7 +65,8 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let interactive = stdin_tty && !cli.print;
     let resuming = cli.r#continue || cli.resume.is_some();
     let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
-    let runtime = runtime(&cli.model, resuming, approvals)?;
+    let memory = memory(&store, cli.bare, interactive);
+    let runtime = runtime(&cli.model, resuming, approvals, memory)?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -107,11 +115,73 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     }
 }
 
+/// Where this run's memory is, and what starting it did there.
+struct Memory {
+    dirs: MemoryDirs,
+    bare: bool,
+    created: bool,
+}
+
+/// Finds the memory directories; unless `bare`, seeds the builtin documents
+/// and creates the project directory when it does not exist yet. In a
+/// terminal the startup note names exactly the files seeded and the folder
+/// created; piped runs stay quiet. Failures here are told, never fatal.
+fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
+    let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    if bare {
+        return Memory {
+            dirs,
+            bare,
+            created: false,
+        };
+    }
+    match revolve_io::memory::seed(&dirs.global) {
+        Ok(seeded) if !seeded.is_empty() && interactive => {
+            eprintln!(
+                "seeded {} into {}",
+                seeded.join(", "),
+                dirs.global.display()
+            )
+        }
+        Ok(_) => {}
+        Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
+    }
+    let created = match revolve_io::memory::ensure_project_dir(&dirs) {
+        Ok(Some(_)) => {
+            if interactive {
+                eprintln!(
+                    "created the project directory {}",
+                    dirs.project_dir.display()
+                );
+            }
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            eprintln!("revolve: cannot create {}: {e}", dirs.project_dir.display());
+            false
+        }
+    };
+    Memory {
+        dirs,
+        bare,
+        created,
+    }
+}
+
 /// What a session runs with, from the flags. A resumed session keeps its
 /// model unless one is asked for.
-fn runtime(args: &ModelArgs, resuming: bool, approvals: Approvals) -> Result<Runtime, Error> {
+fn runtime(
+    args: &ModelArgs,
+    resuming: bool,
+    approvals: Approvals,
+    memory: Memory,
+) -> Result<Runtime, Error> {
     let (provider, default_model) = provider(args)?;
     Ok(Runtime {
+        memory: memory.dirs,
+        bare: memory.bare,
+        created_project_dir: memory.created,
         provider,
         model: args
             .model
@@ -130,7 +200,12 @@ fn runtime(args: &ModelArgs, resuming: bool, approvals: Approvals) -> Result<Run
 
 /// `revolve compact`: a session that is not running, compacted now.
 fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), Error> {
-    let runtime = runtime(args, true, Approvals::new(false, false, &[]))?;
+    let memory = Memory {
+        dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
+        bare: false,
+        created: false,
+    };
+    let runtime = runtime(args, true, Approvals::new(false, false, &[]), memory)?;
     let mut live = Live::resume(store, needle, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),

@@ -13,7 +13,9 @@ use revolve_core::slash::{self, Slash};
 use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::{Command, Input, Request, Session, Settings, State};
+use revolve_io::goal;
 use revolve_io::log::{self, LogWriter};
+use revolve_io::memory::{self, MemoryDirs};
 use revolve_io::provider::{Provider, ProviderError};
 use revolve_io::registry::Claim;
 use revolve_io::store::{CreateError, Store};
@@ -50,6 +52,12 @@ pub struct Runtime {
     pub prune_chars: usize,
     /// Who allows shell commands and file grants.
     pub approvals: Approvals,
+    /// Where memory and the goal live.
+    pub memory: MemoryDirs,
+    /// `--bare`: no memory and no goal in the prompt.
+    pub bare: bool,
+    /// Whether this run created the project directory (for `agent_info`).
+    pub created_project_dir: bool,
 }
 
 /// A session this process runs.
@@ -200,6 +208,12 @@ impl Live {
         self.session.state()
     }
 
+    /// The goal's status row, cut to `width` (none when there is no goal).
+    pub fn goal_row(&self, width: usize) -> Option<String> {
+        let goals = goal::load(&self.runtime.memory.project_dir).ok()?;
+        revolve_core::goal::status_row(&goals, width)
+    }
+
     /// Where the REPL keeps its line history.
     pub fn history_path(&self) -> PathBuf {
         self.store.roots.history()
@@ -213,12 +227,23 @@ impl Live {
     /// Handles one line: a slash command or a user turn.
     pub fn line(&mut self, text: &str) -> Result<Outcome, Error> {
         match slash::parse(text) {
-            None => self.drive(Input::User {
-                text: text.to_owned(),
-                now: clock::now(),
-            }),
+            None => {
+                let parts = self.prompt_parts();
+                self.drive(parts)?;
+                self.drive(Input::User {
+                    text: text.to_owned(),
+                    now: clock::now(),
+                })
+            }
             Some(Slash::Quit) => Ok(Outcome::Quit),
             Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),
+            Some(Slash::Goal(args)) => {
+                match crate::commands::goal(&self.runtime.memory.project_dir, &args) {
+                    Ok(text) => eprintln!("{text}"),
+                    Err(e) => eprintln!("{e}"),
+                }
+                Ok(Outcome::Done)
+            }
             Some(Slash::Status) => {
                 eprintln!("{}", view::status(self.state()));
                 Ok(Outcome::Done)
@@ -301,9 +326,7 @@ impl Live {
                     .sync()
                     .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
                 Command::Call(request) => queue.push_back(self.call(request)?),
-                Command::RunTool { id, tool, grants } => {
-                    queue.push_back(self.run_tool(id, &tool, &grants))
-                }
+                Command::RunTool { id, tool, grants } => self.run_tool(id, &tool, &grants, queue),
                 Command::Spill { path, content } => spill(Path::new(&path), &content)?,
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
                 Command::StartFile(header) => self.start_file(&header)?,
@@ -440,23 +463,32 @@ impl Live {
     }
 
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
-    /// shows one line about it on stderr.
-    fn run_tool(&mut self, id: String, tool: &Tool, grants: &[String]) -> Input {
+    /// shows one line about it on stderr. The prompt parts are read again
+    /// after it, since a tool may have changed memory or the goal.
+    fn run_tool(
+        &mut self,
+        id: String,
+        tool: &Tool,
+        grants: &[String],
+        queue: &mut VecDeque<Input>,
+    ) {
         eprintln!("{}", view::tool_line(tool));
         let info = AgentInfo {
             session_id: self.state().id().to_owned(),
             name: self.state().name.clone(),
             log_path: self.writer.path().to_path_buf(),
             project_key: self.store.project.key.clone(),
-            project_dir: self.store.roots.project(&self.store.project),
-            // The project directory arrives with the memory work (issue 5).
-            created_project_dir: false,
+            project_dir: self.runtime.memory.project_dir.clone(),
+            created_project_dir: self.runtime.created_project_dir,
             state_root: self.store.roots.state.clone(),
             config_root: self.store.roots.config.clone(),
         };
         let ctx = tools::Context {
             root: self.store.cwd.clone(),
             info,
+            memory: self.runtime.memory.clone(),
+            messages: self.state().messages.len() as u64,
+            now: clock::now(),
         };
         let outcome = tools::run(
             tool,
@@ -465,18 +497,38 @@ impl Live {
             &mut self.runtime.approvals,
             &interrupt::pending,
         );
-        if interrupt::take() {
-            return Input::Interrupted {
+        if outcome.interrupted || interrupt::take() {
+            queue.push_back(Input::Interrupted {
                 partial: String::new(),
                 now: clock::now(),
-            };
+            });
+            return;
         }
-        Input::ToolDone {
+        queue.push_back(self.prompt_parts());
+        queue.push_back(Input::ToolDone {
             id,
             output: outcome.output,
             grant: outcome.grant,
             now: clock::now(),
+        });
+    }
+
+    /// What the next system prompt is built from, read now: memory files
+    /// and the goal (neither with `--bare`). A file that cannot be read is
+    /// left out and said so, never fatal.
+    fn prompt_parts(&self) -> Input {
+        let mut parts = revolve_core::prompt::Parts::default();
+        if !self.runtime.bare {
+            match memory::load(&self.runtime.memory) {
+                Ok(files) => parts.memory = files,
+                Err(e) => eprintln!("revolve: cannot read the memory files: {e}"),
+            }
+            match goal::load(&self.runtime.memory.project_dir) {
+                Ok(goals) => parts.goals = goals,
+                Err(e) => eprintln!("revolve: {e}"),
+            }
         }
+        Input::Prompt(parts)
     }
 
     /// Prints answer text; once stdout is closed, only remembers that it is,

@@ -1,12 +1,38 @@
 //! The system prompt. Compiled in, so it can only be added to: habits a user
 //! may want removed belong in memory files, not here.
 
+use crate::goal::{self, Goals};
+use crate::memory::{self, MemoryFile};
+
 /// The base prompt every session starts from.
 pub const BASE: &str = "You are revolve, a coding agent working in the user's terminal. \
 Answer directly and concisely. When you are unsure about something only the user knows, ask; \
 decide the judgment calls yourself and say what you decided.";
 
-/// The system prompt for a session working in `cwd`.
-pub fn system(cwd: &str) -> String {
-    format!("{BASE}\n\nWorking directory: {cwd}")
+/// What the system prompt is built from besides the base: read fresh by
+/// the shell before every turn and after every tool, so a change made
+/// between requests (by a tool, by hand, by undo) reaches the next one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Parts {
+    /// The memory files, global then project (none with `--bare`).
+    pub memory: Vec<MemoryFile>,
+    /// The standing goal and its notes.
+    pub goals: Goals,
+}
+
+/// The system prompt for a session working in `cwd`: the base, then the
+/// memory files, then the standing goal when one is active.
+pub fn system(cwd: &str, parts: &Parts) -> String {
+    let mut prompt = format!("{BASE}\n\nWorking directory: {cwd}");
+    for block in [
+        memory::prompt_block(&parts.memory),
+        goal::prompt_block(&parts.goals),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        prompt.push_str("\n\n");
+        prompt.push_str(&block);
+    }
+    prompt
 }

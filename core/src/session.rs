@@ -62,6 +62,9 @@ pub enum Input {
         grant: Option<String>,
         now: OffsetDateTime,
     },
+    /// What the system prompt is built from now (memory files, goal): sent
+    /// before each user line and after each tool, before its `ToolDone`.
+    Prompt(prompt::Parts),
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
     /// The model wrote the working notes a [`Command::Summarize`] asked
@@ -158,6 +161,8 @@ pub struct Session {
     /// The token estimate of the request in flight, for when the provider
     /// reports no usage.
     estimate: u64,
+    /// The memory files and goal the next request's system prompt holds.
+    parts: prompt::Parts,
     /// Whether this turn compacted already (a turn compacts at most once, so
     /// a history that cannot shrink never loops).
     compacted_this_turn: bool,
@@ -191,6 +196,7 @@ impl Session {
             grants: BTreeSet::new(),
             estimate: 0,
             compacted_this_turn: false,
+            parts: prompt::Parts::default(),
         }
     }
 
@@ -228,6 +234,10 @@ impl Session {
                 self.cut_short(partial, end, now)
             }
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
+            Input::Prompt(parts) => {
+                self.parts = parts;
+                Vec::new()
+            }
             Input::Compact { now } => {
                 if self.busy() {
                     return vec![Command::Show(
@@ -301,7 +311,10 @@ impl Session {
     /// it changed, and a session near its window compacts first.
     fn request(&mut self, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
-        let system = prompt::system(self.state.header.as_ref().map_or("", |h| &h.cwd));
+        let system = prompt::system(
+            self.state.header.as_ref().map_or("", |h| &h.cwd),
+            &self.parts,
+        );
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }

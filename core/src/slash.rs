@@ -8,6 +8,8 @@ pub enum Slash {
     Name(String),
     /// `/status`: show the status line.
     Status,
+    /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
+    Goal(String),
     /// `/compact`: summarize the history before the last three turns into
     /// working notes and go on in a fresh file.
     Compact,
@@ -26,6 +28,8 @@ pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /compact     summarize all but the last three turns into notes; go on in a fresh file
+/goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
+/goal        show it with its progress notes; /goal pause|resume|done|clear
 /help        show this list
 /quit        end the session (Ctrl-D does the same)
 Ctrl-C cancels the turn in flight; what streamed so far is kept.";
@@ -42,6 +46,7 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
         "compact" => Slash::Compact,
+        "goal" => Slash::Goal(arg.to_owned()),
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,
         other => Slash::Unknown(other.to_owned()),

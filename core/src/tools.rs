@@ -7,6 +7,7 @@
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::memory::Label;
 use crate::record::ToolCall;
 
 /// A tool call with its arguments checked.
@@ -38,6 +39,15 @@ pub enum Tool {
     },
     /// Facts about this session.
     AgentInfo,
+    /// Write (or, with empty content, delete) the project memory file
+    /// `<label>.md`; an existing one only with `replace`.
+    Remember {
+        label: Label,
+        content: String,
+        replace: bool,
+    },
+    /// Record progress toward the standing goal; `met` proposes it reached.
+    GoalProgress { note: String, met: bool },
 }
 
 impl Tool {
@@ -50,6 +60,8 @@ impl Tool {
             Tool::Shell { .. } => "shell",
             Tool::RequestFileGrant { .. } => "request_file_grant",
             Tool::AgentInfo => "agent_info",
+            Tool::Remember { .. } => "remember",
+            Tool::GoalProgress { .. } => "GoalProgress",
         }
     }
 }
@@ -122,6 +134,32 @@ pub fn definitions() -> Vec<Definition> {
             ),
         },
         Definition {
+            name: "remember",
+            description: "Save one durable fact or habit to this project's memory, which is loaded into \
+                          every later session. One label per file; content is the whole file (markdown); \
+                          empty content deletes it. An existing label is refused unless replace is true.",
+            parameters: object(
+                json!({
+                    "label": string("file name without .md: letters, digits, '-', '_', '.'"),
+                    "content": string("the whole file; empty to delete it"),
+                    "replace": {"type": "boolean", "description": "overwrite an existing file"},
+                }),
+                &["label", "content"],
+            ),
+        },
+        Definition {
+            name: "GoalProgress",
+            description: "Record what just advanced the user's standing goal, when it happens. \
+                          Set met to true to propose that the objective is reached; only the user ends it.",
+            parameters: object(
+                json!({
+                    "note": string("what advanced, in one line"),
+                    "met": {"type": "boolean", "description": "propose the objective reached"},
+                }),
+                &["note"],
+            ),
+        },
+        Definition {
             name: "agent_info",
             description:
                 "This session's id and name, its log file, the project key and directory, \
@@ -164,6 +202,19 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         timeout_s: Option<u64>,
     }
     #[derive(Deserialize)]
+    struct Remember {
+        label: String,
+        content: String,
+        #[serde(default)]
+        replace: bool,
+    }
+    #[derive(Deserialize)]
+    struct Progress {
+        note: String,
+        #[serde(default)]
+        met: bool,
+    }
+    #[derive(Deserialize)]
     struct Grant {
         path: String,
         reason: Option<String>,
@@ -188,6 +239,18 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
             reason: a.reason,
         }),
         "agent_info" => args::<Value>(call).map(|_| Tool::AgentInfo),
+        "remember" => args::<Remember>(call).and_then(|a| {
+            let label = Label::parse(&a.label).map_err(|e| format!("error: remember: {e}"))?;
+            Ok(Tool::Remember {
+                label,
+                content: a.content,
+                replace: a.replace,
+            })
+        }),
+        "GoalProgress" => args::<Progress>(call).map(|a| Tool::GoalProgress {
+            note: a.note,
+            met: a.met,
+        }),
         other => {
             let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
             Err(format!(

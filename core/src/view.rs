@@ -165,6 +165,11 @@ pub fn tool_line(tool: &Tool) -> String {
         Tool::Shell { command, .. } => command.clone(),
         Tool::RequestFileGrant { path, .. } => path.clone(),
         Tool::AgentInfo => String::new(),
+        Tool::Remember { label, content, .. } if content.is_empty() => format!("{label} (delete)"),
+        Tool::Remember { label, .. } => label.to_string(),
+        Tool::GoalProgress { note, met } => {
+            format!("{note}{}", if *met { " (proposes met)" } else { "" })
+        }
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }

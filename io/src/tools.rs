@@ -83,7 +83,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use revolve_core::memory::{Label, SnapshotKind, SnapshotMeta};
 use revolve_core::tools::Tool;
+use time::OffsetDateTime;
+
+use crate::goal;
+use crate::memory::{self, MemoryDirs};
 
 /// What the tools need to know about where they run.
 #[derive(Clone, Debug)]
@@ -92,6 +97,12 @@ pub struct Context {
     pub root: PathBuf,
     /// What `agent_info` tells.
     pub info: AgentInfo,
+    /// Where memory and the goal live (`remember`, `GoalProgress`).
+    pub memory: MemoryDirs,
+    /// How many messages the session holds (for snapshot metadata).
+    pub messages: u64,
+    /// The time of the call, from the shell's clock.
+    pub now: OffsetDateTime,
 }
 
 /// Facts about this session, as `agent_info` returns them (pretty JSON, with
@@ -165,6 +176,74 @@ pub fn run(
             request_grant(&scope, path, reason.as_deref(), approver)
         }
         Tool::AgentInfo => Outcome::from(agent_info(ctx)),
+        Tool::Remember {
+            label,
+            content,
+            replace,
+        } => Outcome::text(remember(ctx, label, content, *replace)),
+        Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
+    }
+}
+
+/// `remember`: snapshots the project memory as a refinement would (so
+/// `/refine undo` walks back over it), then writes the file atomically.
+/// A refused write (an existing label without `replace`, deleting what is
+/// not there) changes nothing and leaves no snapshot.
+fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> String {
+    let dir = &ctx.memory.project;
+    let exists = dir.join(label.file_name()).is_file();
+    let change = match (content.is_empty(), exists) {
+        (true, false) => return format!("error: there is no memory '{label}' to delete"),
+        (true, true) => "deleted",
+        (false, true) if !replace => {
+            return format!("error: memory '{label}' exists; pass replace: true to overwrite it")
+        }
+        (false, true) => "replaced",
+        (false, false) => "created",
+    };
+    let meta = SnapshotMeta {
+        session: ctx
+            .info
+            .name
+            .clone()
+            .unwrap_or_else(|| ctx.info.session_id.clone()),
+        messages: ctx.messages,
+        kind: SnapshotKind::Remember,
+        files: vec![(label.file_name(), format!("{change} by the remember tool"))],
+        undone: false,
+    };
+    let stamp = ctx
+        .now
+        .format(time::macros::format_description!(
+            "[year][month][day]T[hour][minute][second]Z"
+        ))
+        .unwrap_or_else(|_| "snapshot".into());
+    if let Err(e) = memory::snapshot(&ctx.info.state_root, dir, &stamp, &meta) {
+        return format!("error: cannot snapshot the memory before writing it: {e}");
+    }
+    match memory::write(dir, label, content, replace) {
+        Ok(_) => format!(
+            "{change} project memory {} ({})",
+            label.file_name(),
+            dir.display()
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `GoalProgress`: a note on the standing goal, saved beside the memory.
+fn goal_progress(ctx: &Context, note: &str, met: bool) -> String {
+    let dir = &ctx.memory.project_dir;
+    let mut goals = match goal::load(dir) {
+        Ok(g) => g,
+        Err(e) => return format!("error: cannot read the goal: {e}"),
+    };
+    match goals.progress(note, met, ctx.now) {
+        Ok(text) => match goal::save(dir, &goals) {
+            Ok(()) => text,
+            Err(e) => format!("error: cannot save the goal: {e}"),
+        },
+        Err(text) => text,
     }
 }
 
@@ -1776,10 +1855,105 @@ mod tests {
     }
 
     fn ctx(root: &Path) -> Context {
+        let mem = root.join(".mem");
         Context {
             root: root.to_path_buf(),
-            info: AgentInfo::default(),
+            info: AgentInfo {
+                state_root: mem.join("state"),
+                ..AgentInfo::default()
+            },
+            memory: MemoryDirs {
+                global: mem.join("global"),
+                project: mem.join("project/memory"),
+                project_dir: mem.join("project"),
+                workspace: None,
+            },
+            messages: 4,
+            now: time::macros::datetime!(2026-12-02 10:00 UTC),
         }
+    }
+
+    #[test]
+    fn remember_writes_project_memory_after_a_snapshot() {
+        let tmp = Temp::new();
+        let c = ctx(&tmp.0);
+        let label = Label::parse("db").unwrap();
+        let remember = |content: &str, replace| Tool::Remember {
+            label: label.clone(),
+            content: content.into(),
+            replace,
+        };
+        let out = run(
+            &remember("port 5432", false),
+            &[],
+            &c,
+            &mut fixed(true),
+            &|| false,
+        )
+        .output;
+        assert!(out.starts_with("created project memory db.md"), "{out}");
+        assert_eq!(
+            fs::read_to_string(c.memory.project.join("db.md")).unwrap(),
+            "port 5432"
+        );
+        let out = run(
+            &remember("port 6543", false),
+            &[],
+            &c,
+            &mut fixed(true),
+            &|| false,
+        )
+        .output;
+        assert_eq!(
+            out,
+            "error: memory 'db' exists; pass replace: true to overwrite it"
+        );
+        let out = run(
+            &remember("port 6543", true),
+            &[],
+            &c,
+            &mut fixed(true),
+            &|| false,
+        )
+        .output;
+        assert!(out.starts_with("replaced"), "{out}");
+        let out = run(&remember("", false), &[], &c, &mut fixed(true), &|| false).output;
+        assert!(out.starts_with("deleted"), "{out}");
+        assert!(!c.memory.project.join("db.md").exists());
+        // Every change left a snapshot holding the files as they were.
+        let store = memory::refinements(&c.info.state_root, &c.memory.project).unwrap();
+        assert_eq!(fs::read_dir(store).unwrap().count(), 3);
+    }
+
+    #[test]
+    fn goal_progress_needs_an_active_goal_and_is_saved() {
+        let tmp = Temp::new();
+        let c = ctx(&tmp.0);
+        let progress = Tool::GoalProgress {
+            note: "parser done".into(),
+            met: false,
+        };
+        let out = run(&progress, &[], &c, &mut fixed(true), &|| false).output;
+        assert!(out.starts_with("error:"), "{out}");
+        let mut goals = goal::load(&c.memory.project_dir).unwrap();
+        goals
+            .apply(
+                &revolve_core::goal::GoalCommand::Set("ship it".into()),
+                c.now,
+            )
+            .unwrap();
+        goal::save(&c.memory.project_dir, &goals).unwrap();
+        let out = run(&progress, &[], &c, &mut fixed(true), &|| false).output;
+        assert!(!out.starts_with("error:"), "{out}");
+        assert_eq!(
+            goal::load(&c.memory.project_dir)
+                .unwrap()
+                .current
+                .unwrap()
+                .notes
+                .len(),
+            1
+        );
     }
 
     fn run_with(root: &Path, tool: Tool, grants: &[String]) -> Outcome {
