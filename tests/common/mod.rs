@@ -440,3 +440,44 @@ impl Running {
         }
     }
 }
+
+impl TestEnv {
+    /// [`TestEnv::spawn`] with extra environment variables, which win over
+    /// the harness's own (as with [`TestEnv::run_env`]).
+    pub fn spawn_env(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Running {
+        let mut child = self
+            .command(args)
+            .envs(vars.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start revolve");
+        let mut pipe = child.stdin.take().expect("stdin is piped");
+        pipe.write_all(stdin.as_bytes()).expect("write stdin");
+        drop(pipe);
+        let mut out = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = out.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut err = child.stderr.take().expect("stderr is piped");
+        let stderr = std::thread::spawn(move || {
+            let mut text = String::new();
+            err.read_to_string(&mut text).ok();
+            text
+        });
+        Running {
+            child,
+            stdin: None,
+            stdout: rx,
+            seen: Vec::new(),
+            stderr,
+        }
+    }
+}
