@@ -281,7 +281,7 @@ fn retrying<P: Provider>(inner: P, retries: Option<u32>) -> Retrying<P> {
         .with_sleep(|wait| {
             let deadline = std::time::Instant::now() + wait;
             while std::time::Instant::now() < deadline {
-                if revolve_io::interrupt::pending() {
+                if revolve_io::interrupt::pending() || revolve_io::interrupt::abandoned() {
                     return false;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(25).min(wait));

@@ -327,7 +327,13 @@ impl Live {
                     .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
                 Command::Call(request) => queue.push_back(self.call(request)?),
                 Command::RunTool { id, tool, grants } => self.run_tool(id, &tool, &grants, queue),
-                Command::Spill { path, content } => spill(Path::new(&path), &content)?,
+                Command::Spill { path, content } => {
+                    // The result still goes to the model (its head and tail);
+                    // only the whole of it is lost.
+                    if let Err(e) = spill(Path::new(&path), &content) {
+                        eprintln!("revolve: {e}; the model gets the head and tail only");
+                    }
+                }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
                 Command::StartFile(header) => self.start_file(&header)?,
                 Command::Show(text) => eprintln!("{text}"),
@@ -395,6 +401,7 @@ impl Live {
         let (tx, rx) = mpsc::channel();
         let provider = Arc::clone(&self.runtime.provider);
         std::thread::spawn(move || {
+            interrupt::watch();
             let text = tx.clone();
             let result = provider.complete(&request, &mut |t| {
                 text.send(Event::Text(t.to_owned())).ok();
@@ -417,13 +424,18 @@ impl Live {
                     } else {
                         e.partial
                     };
+                    if interrupt::take() {
+                        // Ctrl-C ended a retry wait: the user interrupted.
+                        break Asked::Interrupted { partial };
+                    }
                     break Asked::Failed {
                         error: e.message,
                         partial,
                     };
                 }
                 Err(RecvTimeoutError::Timeout) if interrupt::take() => {
-                    break Asked::Interrupted { partial }
+                    interrupt::abandon();
+                    break Asked::Interrupted { partial };
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {

@@ -5,7 +5,8 @@
 //! (the log is synced at every turn end), so Ctrl-C while waiting for piped
 //! input ends the process. The REPL's line editor reads Ctrl-C as a key.
 
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
 static RAISED: AtomicI32 = AtomicI32::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
@@ -83,4 +84,26 @@ pub fn pending() -> bool {
 /// the turn (Ctrl-C).
 pub fn terminated() -> bool {
     matches!(RAISED.load(Ordering::SeqCst), SIGTERM | SIGHUP)
+}
+
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    static WATCHED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Marks every request in flight as abandoned (the user interrupted it):
+/// their workers see [`abandoned`] and stop retrying.
+pub fn abandon() {
+    EPOCH.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Called by a request's worker thread when it starts.
+pub fn watch() {
+    WATCHED.with(|w| w.set(EPOCH.load(Ordering::SeqCst)));
+}
+
+/// Whether the request this thread works on was abandoned since [`watch`].
+pub fn abandoned() -> bool {
+    WATCHED.with(|w| w.get() != EPOCH.load(Ordering::SeqCst))
 }
