@@ -42,6 +42,14 @@ pub struct Cli {
     #[arg(long)]
     pub bare: bool,
 
+    /// Keep taking turns toward the standing goal until the model proposes it met
+    #[arg(long, conflicts_with = "prompt")]
+    pub goal_run: bool,
+
+    /// With --goal-run: stop after N turns
+    #[arg(long, value_name = "N", default_value_t = 20, requires = "goal_run")]
+    pub max_turns: u32,
+
     /// Let the model run shell commands without asking (needed without a terminal)
     #[arg(long)]
     pub allow_shell: bool,

@@ -77,6 +77,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         Live::start(store, runtime, cli.name.clone(), interactive)?
     };
+    if cli.goal_run {
+        return goal_run(&mut live, cli.max_turns);
+    }
     if interactive {
         return repl::run(&mut live, cli.prompt.as_deref());
     }
@@ -102,6 +105,25 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
                 }
             }
             Ok(())
+        }
+    }
+}
+
+/// `--goal-run`: ordinary turns toward the standing goal, as long as the
+/// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it.
+fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
+    let mut turns = 0;
+    loop {
+        match revolve_core::goal::run_step(&live.goals(), turns, max_turns) {
+            revolve_core::goal::RunStep::Turn => {
+                eprintln!("── goal run: turn {} of at most {max_turns}", turns + 1);
+                piped_line(live, revolve_core::goal::RUN_PROMPT)?;
+                turns += 1;
+            }
+            revolve_core::goal::RunStep::Stop(why) => {
+                eprintln!("── goal run ends: {why}");
+                return Ok(());
+            }
         }
     }
 }

@@ -208,6 +208,11 @@ impl Live {
         self.session.state()
     }
 
+    /// The standing goal as saved now (empty when it cannot be read).
+    pub fn goals(&self) -> revolve_core::goal::Goals {
+        goal::load(&self.runtime.memory.project_dir).unwrap_or_default()
+    }
+
     /// The goal's status row, cut to `width` (none when there is no goal).
     pub fn goal_row(&self, width: usize) -> Option<String> {
         let goals = goal::load(&self.runtime.memory.project_dir).ok()?;

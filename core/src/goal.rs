@@ -428,6 +428,35 @@ impl Goals {
     }
 }
 
+/// The user message of each turn of an autonomous run (`--goal-run`).
+pub const RUN_PROMPT: &str = "Keep working toward the standing goal. Take the next concrete step, \
+record what advanced with GoalProgress, and propose the goal met (met: true) only when it is.";
+
+/// What an autonomous run does next, after `turns` turns of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunStep {
+    /// Take another turn with [`RUN_PROMPT`].
+    Turn,
+    /// Stop, telling the user why.
+    Stop(String),
+}
+
+/// The autonomous run's decision: go on while a goal is active, not yet
+/// proposed met, and fewer than `max_turns` turns were taken.
+pub fn run_step(goals: &Goals, turns: u32, max_turns: u32) -> RunStep {
+    match &goals.current {
+        None => RunStep::Stop("no goal is set; set one with /goal or revolve goal".into()),
+        Some(g) if g.status == Status::Paused => RunStep::Stop("the goal is paused".into()),
+        Some(g) if g.met_proposed.is_some() => {
+            RunStep::Stop("the model proposes the goal met; end it with /goal done".into())
+        }
+        Some(_) if turns >= max_turns => {
+            RunStep::Stop(format!("{turns} turns taken, the most asked for"))
+        }
+        Some(_) => RunStep::Turn,
+    }
+}
+
 /// The goal section of the system prompt: `Some` only while a goal is
 /// current and active. It carries the objective as standing intent, the last
 /// [`PROMPT_NOTES`] notes oldest first, a met proposal if there is one, and
@@ -515,6 +544,27 @@ fn cut(text: &str, max: usize) -> (String, bool) {
 /// A goal's text quoted on one line for a message, at most 60 characters.
 fn brief(text: &str) -> String {
     format!("{:?}", cut(one_line(text).trim(), 60).0)
+}
+
+#[cfg(test)]
+mod run_tests {
+    use super::*;
+    use time::macros::datetime;
+
+    #[test]
+    fn an_autonomous_run_stops_for_every_reason() {
+        let now = datetime!(2026-12-02 10:00 UTC);
+        let mut goals = Goals::default();
+        assert!(matches!(run_step(&goals, 0, 5), RunStep::Stop(_)));
+        goals.apply(&GoalCommand::Set("ship".into()), now).unwrap();
+        assert_eq!(run_step(&goals, 0, 5), RunStep::Turn);
+        assert!(matches!(run_step(&goals, 5, 5), RunStep::Stop(s) if s.contains("5 turns")));
+        goals.apply(&GoalCommand::Pause, now).unwrap();
+        assert!(matches!(run_step(&goals, 0, 5), RunStep::Stop(s) if s.contains("paused")));
+        goals.apply(&GoalCommand::Resume, now).unwrap();
+        goals.progress("done", true, now).unwrap();
+        assert!(matches!(run_step(&goals, 1, 5), RunStep::Stop(s) if s.contains("met")));
+    }
 }
 
 #[cfg(test)]
