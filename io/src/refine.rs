@@ -476,7 +476,7 @@ mod tests {
         }
         // Every step fsyncs real files: short sequences, few cases.
         QuickCheck::new()
-            .set_rng(Gen::new(8))
+            .rng(Gen::new(8))
             .tests(40)
             .quickcheck(prop as fn(Vec<Op>, u8) -> bool);
     }
