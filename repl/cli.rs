@@ -132,6 +132,11 @@ pub enum Sub {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The memory files' history, undo, and contents (like /refine history, /refine undo)
+    Memory {
+        #[command(subcommand)]
+        action: MemoryAction,
+    },
     /// Create the project directory (memory/, tasks/, subagents/) and print what was created
     Init,
     /// Show a session from its log
@@ -150,4 +155,19 @@ pub enum Sub {
         #[arg(long)]
         check: bool,
     },
+}
+
+/// `revolve memory …`.
+#[derive(Debug, Subcommand)]
+pub enum MemoryAction {
+    /// Every memory change, newest first (e.g. `revolve memory history --diff`)
+    History {
+        /// Show each change as a unified diff
+        #[arg(long)]
+        diff: bool,
+    },
+    /// Restore the newest memory change still standing; again to walk further back
+    Undo,
+    /// Print the memory files as the system prompt holds them
+    Show,
 }

@@ -175,3 +175,47 @@ pub fn init(store: &Store) -> Result<(), Error> {
         Err(e) => Err(Error::at(&dirs.project_dir, "cannot create", e)),
     }
 }
+
+/// `/refine history` and `revolve memory history`.
+pub fn memory_history(
+    store: &Store,
+    dirs: &revolve_io::memory::MemoryDirs,
+    diff: bool,
+) -> Result<String, Error> {
+    let state = &store.roots.state;
+    let entries =
+        revolve_io::refine::entries(state, dirs).map_err(|e| Error::Runtime(e.to_string()))?;
+    let diffs = if diff {
+        revolve_io::refine::diffs(state, dirs, &entries)
+            .map_err(|e| Error::Runtime(e.to_string()))?
+    } else {
+        Default::default()
+    };
+    Ok(revolve_core::refine::history(&entries, &diffs))
+}
+
+/// `/refine undo` and `revolve memory undo`.
+pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+    match revolve_io::refine::undo(&store.roots.state, dirs)
+        .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?
+    {
+        None => Ok("nothing to undo\n".to_owned()),
+        Some(lines) if lines.is_empty() => {
+            Ok("undone (the files already matched the snapshot)\n".to_owned())
+        }
+        Some(lines) => Ok(format!(
+            "undone:\n{}",
+            lines
+                .iter()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        )),
+    }
+}
+
+/// `revolve memory show`: the memory files as the prompt gets them.
+pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+    let files = revolve_io::memory::load(dirs).map_err(|e| Error::Runtime(e.to_string()))?;
+    Ok(revolve_core::memory::prompt_block(&files)
+        .map_or_else(|| "no memory files\n".to_owned(), |b| format!("{b}\n")))
+}

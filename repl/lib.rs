@@ -56,6 +56,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             error::out(&format!("{text}\n"))
         }
         Some(Sub::Init) => commands::init(&store),
+        Some(Sub::Memory { action }) => {
+            let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            recover(&store, &dirs);
+            let text = match action {
+                cli::MemoryAction::History { diff } => {
+                    commands::memory_history(&store, &dirs, diff)?
+                }
+                cli::MemoryAction::Undo => commands::memory_undo(&store, &dirs)?,
+                cli::MemoryAction::Show => commands::memory_show(&dirs)?,
+            };
+            error::out(&text)
+        }
         None => chat(cli, store),
     }
 }
@@ -114,7 +126,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
 fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
     let mut turns = 0;
     loop {
-        match revolve_core::goal::run_step(&live.goals(), turns, max_turns) {
+        match revolve_core::goal::run_step(&live.goals()?, turns, max_turns) {
             revolve_core::goal::RunStep::Turn => {
                 eprintln!("── goal run: turn {} of at most {max_turns}", turns + 1);
                 piped_line(live, revolve_core::goal::RUN_PROMPT)?;
@@ -134,6 +146,14 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         other => Ok(other),
+    }
+}
+
+/// Finishes a refinement or an undo a crash interrupted, and says so.
+fn recover(store: &Store, dirs: &MemoryDirs) {
+    match revolve_io::refine::recover(&store.roots.state, dirs) {
+        Ok(done) => done.iter().for_each(|d| eprintln!("revolve: {d}")),
+        Err(e) => eprintln!("revolve: cannot check the memory snapshots: {e}"),
     }
 }
 

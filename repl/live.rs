@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use revolve_core::names;
 use revolve_core::record::{Header, Record, Resumed, FORMAT_VERSION};
-use revolve_core::slash::{self, Slash};
+use revolve_core::refine;
+use revolve_core::slash::{self, RefineCommand, Slash};
 use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::{Command, Input, Request, Session, Settings, State};
@@ -208,15 +209,111 @@ impl Live {
         self.session.state()
     }
 
+    /// Refines the memory from the whole session (every file of its chain):
+    /// the model answers with the files it changes; a usable answer is
+    /// snapshotted and written, anything else changes nothing and says why.
+    /// The refinement is logged either way, so the automatic trigger knows.
+    pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
+        let entry = self.refined_entry(auto)?;
+        self.drive(Input::Refined {
+            auto,
+            entry,
+            now: clock::now(),
+        })
+    }
+
+    /// Asks, validates and writes; the snapshot entry written, if any.
+    fn refined_entry(&mut self, auto: bool) -> Result<Option<String>, Error> {
+        let what = if auto {
+            "automatic refinement"
+        } else {
+            "refinement"
+        };
+        let files = memory::load(&self.runtime.memory)
+            .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
+        let mut transcript = String::new();
+        for file in self.store.chain(self.writer.path()) {
+            let read =
+                revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+            transcript.push_str(&view::transcript(&read.records));
+        }
+        let state = self.state();
+        let wire = revolve_core::request::Wire::of(&state.provider);
+        let request = refine::request(wire, &state.model, &transcript, &files, clock::now());
+        // Numbered like every request of the session (the `refined` record
+        // counts it).
+        let request = Request {
+            seq: state.totals.requests.saturating_add(1),
+            ..request
+        };
+        let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
+        let messages = state.messages.len() as u64;
+        eprintln!("{what}: the model reads the session and the memory files…");
+        let text = match self.ask(request, false) {
+            Asked::Reply(reply) => reply.text,
+            Asked::Failed { error, .. } => {
+                eprintln!("{what} failed ({error}); memory unchanged");
+                return Ok(None);
+            }
+            Asked::Interrupted { .. } => {
+                eprintln!("{what} interrupted; memory unchanged");
+                return Ok(None);
+            }
+        };
+        let changes = match refine::parse_reply(&text, &files) {
+            Ok(changes) if changes.is_empty() => {
+                eprintln!("{what}: nothing to change");
+                return Ok(None);
+            }
+            Ok(changes) => changes,
+            Err(why) => {
+                eprintln!("{what}: the answer was not usable ({why}); memory unchanged");
+                return Ok(None);
+            }
+        };
+        let meta = refine::meta(&session, messages, auto, &changes, &files);
+        let stamp = clock::now()
+            .format(time::macros::format_description!(
+                "[year][month][day]T[hour][minute][second]Z"
+            ))
+            .unwrap_or_default();
+        let stamp = revolve_io::refine::apply(
+            &self.store.roots.state,
+            &self.runtime.memory,
+            &stamp,
+            &changes,
+            &meta,
+        )
+        .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
+        eprintln!("{what}: memory changed (/refine undo takes it back)");
+        for (file, change) in &meta.files {
+            eprintln!("    {file} — {change}");
+        }
+        Ok(Some(stamp))
+    }
+
+    /// Runs an automatic refinement when the core says one is due.
+    pub fn refine_if_due(&mut self) -> Result<(), Error> {
+        if !self.runtime.bare && self.session.refine_due(clock::now()) {
+            self.refine(true)?;
+        }
+        Ok(())
+    }
+
     /// The standing goal as saved now (empty when it cannot be read).
-    pub fn goals(&self) -> revolve_core::goal::Goals {
-        goal::load(&self.runtime.memory.project_dir).unwrap_or_default()
+    pub fn goals(&self) -> Result<revolve_core::goal::Goals, Error> {
+        if self.runtime.bare {
+            return Ok(revolve_core::goal::Goals::default());
+        }
+        goal::load(&self.runtime.memory.project_dir).map_err(|e| Error::Runtime(e.to_string()))
     }
 
     /// The goal's status row, cut to `width` (none when there is no goal).
     pub fn goal_row(&self, width: usize) -> Option<String> {
-        let goals = goal::load(&self.runtime.memory.project_dir).ok()?;
-        revolve_core::goal::status_row(&goals, width)
+        match self.goals() {
+            Ok(goals) => revolve_core::goal::status_row(&goals, width),
+            Err(e) => Some(format!("goal: unreadable ({e})")),
+        }
     }
 
     /// Where the REPL keeps its line history.
@@ -242,6 +339,21 @@ impl Live {
             }
             Some(Slash::Quit) => Ok(Outcome::Quit),
             Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),
+            Some(Slash::Refine(RefineCommand::Run)) => self.refine(false),
+            Some(Slash::Refine(RefineCommand::History { diff })) => {
+                match crate::commands::memory_history(&self.store, &self.runtime.memory, diff) {
+                    Ok(text) => eprint!("{text}"),
+                    Err(e) => eprintln!("{e}"),
+                }
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Refine(RefineCommand::Undo)) => {
+                match crate::commands::memory_undo(&self.store, &self.runtime.memory) {
+                    Ok(text) => eprint!("{text}"),
+                    Err(e) => eprintln!("{e}"),
+                }
+                Ok(Outcome::Done)
+            }
             Some(Slash::Goal(args)) => {
                 match crate::commands::goal(&self.runtime.memory.project_dir, &args) {
                     Ok(text) => eprintln!("{text}"),

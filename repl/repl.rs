@@ -26,10 +26,9 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     }
     loop {
         eprintln!("\x1b[2m{}\x1b[0m", view::status(live.state()));
-        let width = std::env::var("COLUMNS")
-            .ok()
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(80);
+        let width = editor
+            .dimensions()
+            .map_or(80, |(columns, _)| usize::from(columns));
         if let Some(row) = live.goal_row(width) {
             eprintln!("\x1b[2m{row}\x1b[0m");
         }

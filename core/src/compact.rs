@@ -34,7 +34,7 @@ pub fn turns(messages: &[Message]) -> Vec<Range<usize>> {
     let starts: Vec<usize> = messages
         .iter()
         .enumerate()
-        .filter(|(_, m)| m.role == Role::User)
+        .filter(|(_, m)| m.role == Role::User && !is_notes(m))
         .map(|(i, _)| i)
         .collect();
     starts
@@ -58,7 +58,11 @@ impl Plan {
     /// The plan for a history: keep the last [`KEEP_TURNS`] turns, prune
     /// results over `prune_chars` before them. Linear in the history.
     pub fn of(messages: &[Message], prune_chars: usize) -> Plan {
-        let cut = turn_start_from_end(messages, KEEP_TURNS);
+        let mut cut = turn_start_from_end(messages, KEEP_TURNS);
+        // Notes of an earlier compaction alone are nothing to summarize.
+        if messages[..cut].iter().all(is_notes) {
+            cut = 0;
+        }
         let prune = messages[..cut]
             .iter()
             .enumerate()
@@ -80,16 +84,17 @@ fn turn_start_from_end(messages: &[Message], n: usize) -> usize {
         .iter()
         .enumerate()
         .rev()
-        .filter(|(_, m)| m.role == Role::User)
+        .filter(|(_, m)| m.role == Role::User && !is_notes(m))
         .nth(n - 1)
         .map_or(0, |(i, _)| i)
 }
 
 /// Whether a result is long enough to prune.
 pub fn prunable(content: &str, prune_chars: usize) -> bool {
-    // Counting stops early: only "longer than" matters.
     let limit = prune_chars.max(HEAD_CHARS + TAIL_CHARS + SLACK);
-    content.chars().nth(limit).is_some()
+    // A character is at least a byte: short texts need no counting, and
+    // counting stops early, since only "longer than" matters.
+    content.len() > limit && content.chars().nth(limit).is_some()
 }
 
 /// A result as pruning leaves it. Idempotent: a pruned result is never
@@ -140,12 +145,20 @@ Then the decisions made and why, what was done and verified, and the open tasks 
 Write plain text in short sections (Facts, Decisions, Done, Open). Do not call tools. \
 Do not address the user; these notes are for you.";
 
+/// How the notes of a compaction begin, at the head of the history.
+const NOTES_PREFIX: &str =
+    "[Working notes: the earlier part of this session was compacted into these notes; \
+                            the turns after them are verbatim.]";
+
 /// How the notes appear at the head of the compacted history.
 pub fn notes_message(notes: &str) -> String {
-    format!(
-        "[Working notes: the earlier part of this session was compacted into these notes; the \
-         turns after them are verbatim.]\n\n{notes}"
-    )
+    format!("{NOTES_PREFIX}\n\n{notes}")
+}
+
+/// Whether a message is the notes of an earlier compaction (no turn of
+/// its own).
+pub fn is_notes(m: &Message) -> bool {
+    m.role == Role::User && m.content.starts_with(NOTES_PREFIX)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod memory;
 pub mod names;
 pub mod prompt;
 pub mod record;
+pub mod refine;
 pub mod request;
 pub mod retry;
 pub mod session;

@@ -434,6 +434,8 @@ pub struct SnapshotMeta {
     /// `(file name, sentence)` per changed file.
     pub files: Vec<(String, String)>,
     pub undone: bool,
+    /// A rewrite (or an undo, with `undone`) is under way.
+    pub pending: bool,
 }
 
 impl SnapshotMeta {
@@ -454,6 +456,9 @@ impl SnapshotMeta {
             line("change", change);
         }
         line("undone", if self.undone { "true" } else { "false" });
+        if self.pending {
+            line("pending", "true");
+        }
         out
     }
 
@@ -466,6 +471,7 @@ impl SnapshotMeta {
         // Whether the last `file` already has its `change`.
         let mut changed = true;
         let mut undone = false;
+        let mut pending = false;
         for (i, raw) in text.lines().enumerate() {
             let n = i + 1;
             let trimmed = raw.trim();
@@ -501,6 +507,7 @@ impl SnapshotMeta {
                     }
                     _ => return Err(format!("line {n}: a change needs a file line before it")),
                 },
+                "pending" => pending = value == "true",
                 "undone" => {
                     undone = match value.as_str() {
                         "true" => true,
@@ -519,6 +526,7 @@ impl SnapshotMeta {
             kind: kind.ok_or("no kind line")?,
             files,
             undone,
+            pending,
         })
     }
 }
@@ -743,6 +751,7 @@ mod tests {
                 "added the lint table constraint".into(),
             )],
             undone: false,
+            pending: false,
         };
         let cfg = meta.to_cfg();
         assert_eq!(
@@ -806,6 +815,7 @@ mod tests {
                 kind: SnapshotKind::arbitrary(g),
                 files: Vec::arbitrary(g),
                 undone: bool::arbitrary(g),
+                pending: bool::arbitrary(g),
             }
         }
     }

@@ -75,6 +75,12 @@
 //! {"type":"compacted","at":"2026-12-02T12:00:05Z","from":"20261202-102606-1a2b3c","summarized":182,"notes":"Facts: …","kept":[…],"totals":{…}}
 //! ```
 //!
+//! `refined`, a refinement of the memory ran (its snapshot entry, if it
+//! changed anything):
+//! ```json
+//! {"type":"refined","at":"2026-12-02T12:30:00Z","auto":true,"entry":"20261202T123000Z"}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -121,6 +127,9 @@ pub enum Record {
     Compacted(Compacted),
     /// The end of a compacted file: the session goes on in `next`.
     Continued(Continued),
+    /// The memory was refined from this session (or a refinement found
+    /// nothing to change).
+    Refined(Refined),
 }
 
 /// The first line of a session file.
@@ -354,6 +363,19 @@ pub struct Compacting {
     pub cut: u64,
 }
 
+/// A refinement ran (its request counts among the session's requests,
+/// whether or not it changed anything).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refined {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// Whether it ran on its own (after 25 turns or a compaction).
+    pub auto: bool,
+    /// The snapshot entry it left; none when nothing changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+}
+
 /// Why a line was not read as a record.
 #[derive(Debug)]
 pub enum LineError {
@@ -428,6 +450,7 @@ impl Record {
             "compaction_failed" => Record::CompactionFailed(body(line)?),
             "compacted" => Record::Compacted(body(line)?),
             "continued" => Record::Continued(body(line)?),
+            "refined" => Record::Refined(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -459,6 +482,7 @@ impl Record {
             Record::CompactionFailed(f) => Some(f.at),
             Record::Compacted(c) => Some(c.at),
             Record::Continued(c) => Some(c.at),
+            Record::Refined(r) => Some(r.at),
         }
     }
 }

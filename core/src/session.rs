@@ -28,8 +28,9 @@ use crate::names;
 use crate::prompt;
 use crate::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Pruned,
-    Record, Renamed, Resumed, Role, ToolCall, Totals,
+    Record, Refined, Renamed, Resumed, Role, ToolCall, Totals,
 };
+use crate::refine;
 use crate::request::Request;
 use crate::state::State;
 use crate::tools::{self, Tool};
@@ -65,6 +66,12 @@ pub enum Input {
     /// What the system prompt is built from now (memory files, goal): sent
     /// before each user line and after each tool, before its `ToolDone`.
     Prompt(prompt::Parts),
+    /// A refinement ran (the shell wrote its entry, if any).
+    Refined {
+        auto: bool,
+        entry: Option<String>,
+        now: OffsetDateTime,
+    },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
     /// The model wrote the working notes a [`Command::Summarize`] asked
@@ -210,6 +217,20 @@ impl Session {
         &self.grants
     }
 
+    /// Whether the memory should be refined now, on its own: idle, and
+    /// [`crate::refine::auto_due`] after this session's turns, compactions
+    /// and last refinement.
+    pub fn refine_due(&self, now: OffsetDateTime) -> bool {
+        let s = &self.state;
+        !self.busy()
+            && refine::auto_due(
+                s.totals.turns.saturating_sub(s.turns_at_refine),
+                s.compacted_since_refine,
+                s.refined_at,
+                now,
+            )
+    }
+
     /// Whether a request, a tool or a compaction is in flight.
     pub fn busy(&self) -> bool {
         self.state.awaiting || !self.state.open_calls.is_empty() || self.state.compacting.is_some()
@@ -234,6 +255,15 @@ impl Session {
                 self.cut_short(partial, end, now)
             }
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
+            Input::Refined { auto, entry, now } => {
+                let mut cmds = self.append(vec![Record::Refined(Refined {
+                    at: now,
+                    auto,
+                    entry,
+                })]);
+                cmds.push(Command::Sync);
+                cmds
+            }
             Input::Prompt(parts) => {
                 self.parts = parts;
                 Vec::new()
@@ -464,6 +494,9 @@ impl Session {
         if pending {
             cmds.extend(self.request(now));
         } else {
+            // A file must end with its totals: listings read them there.
+            let totals = self.state.totals.clone();
+            cmds.extend(self.append(vec![Record::Totals(totals)]));
             cmds.push(Command::Sync);
         }
         cmds
@@ -485,15 +518,16 @@ impl Session {
             tool_calls: reply.tool_calls,
             ..Message::assistant(now, reply.text)
         };
-        let mut records = vec![Record::Message(answer)];
-        records.push(self.totals(
+        // The totals after the answer, which counts as a request.
+        let mut cmds = self.append(vec![Record::Message(answer)]);
+        let totals = self.totals(
             reply.usage,
             last_context,
             reply.usage.is_none(),
             ends_turn,
             now,
-        ));
-        let mut cmds = self.append(records);
+        );
+        cmds.extend(self.append(vec![totals]));
         if ends_turn {
             cmds.push(Command::Sync);
         } else {
@@ -621,9 +655,10 @@ impl Session {
             }));
         }
         records.push(end);
-        let before = &self.state.totals;
-        records.push(self.totals(None, before.last_context, before.estimated, true, now));
         let mut cmds = self.append(records);
+        let before = &self.state.totals;
+        let totals = self.totals(None, before.last_context, before.estimated, true, now);
+        cmds.extend(self.append(vec![totals]));
         cmds.push(Command::Sync);
         cmds
     }
@@ -1148,6 +1183,7 @@ mod tests {
                 "start-file",
                 "compacted",
                 "show",
+                "totals",
                 "sync"
             ]
         );

@@ -8,6 +8,8 @@ pub enum Slash {
     Name(String),
     /// `/status`: show the status line.
     Status,
+    /// `/refine`, `/refine history [--diff]`, `/refine undo`.
+    Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
     Goal(String),
     /// `/compact`: summarize the history before the last three turns into
@@ -23,11 +25,24 @@ pub enum Slash {
     Incomplete(&'static str),
 }
 
+/// The `/refine` commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefineCommand {
+    /// Rewrite the memory files from this session.
+    Run,
+    /// The log of memory changes, newest first.
+    History { diff: bool },
+    /// Restore the newest change still standing.
+    Undo,
+}
+
 /// What `/help` prints.
 pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /compact     summarize all but the last three turns into notes; go on in a fresh file
+/refine      rewrite the memory files from this session (every rewrite can be undone)
+/refine history [--diff]   the memory changes, newest first; /refine undo takes one back
 /goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
 /goal        show it with its progress notes; /goal pause|resume|done|clear
 /help        show this list
@@ -47,6 +62,13 @@ pub fn parse(line: &str) -> Option<Slash> {
         "status" => Slash::Status,
         "compact" => Slash::Compact,
         "goal" => Slash::Goal(arg.to_owned()),
+        "refine" => match arg {
+            "" => Slash::Refine(RefineCommand::Run),
+            "history" => Slash::Refine(RefineCommand::History { diff: false }),
+            "history --diff" => Slash::Refine(RefineCommand::History { diff: true }),
+            "undo" => Slash::Refine(RefineCommand::Undo),
+            _ => Slash::Incomplete("/refine takes nothing, history [--diff] or undo"),
+        },
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,
         other => Slash::Unknown(other.to_owned()),

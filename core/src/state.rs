@@ -49,6 +49,13 @@ pub struct State {
     pub continued: Option<String>,
     /// The cut of the compaction whose notes are being written.
     pub compacting: Option<u64>,
+    /// When the memory was last refined from this session.
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub refined_at: Option<OffsetDateTime>,
+    /// The turn count at the last refinement.
+    pub turns_at_refine: u64,
+    /// Whether a compaction happened since the last refinement.
+    pub compacted_since_refine: bool,
 }
 
 impl State {
@@ -65,7 +72,7 @@ impl State {
     /// returns a note when the record does not fit what came before (shown by
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
-        if self.answers(record) || matches!(record, Record::Compacting(_)) {
+        if self.answers(record) || matches!(record, Record::Compacting(_) | Record::Refined(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
         }
         if let Some(at) = record.at() {
@@ -152,15 +159,23 @@ impl State {
                 self.named = true;
             }
             Record::Pruned(p) => {
+                let ids: std::collections::HashSet<&str> =
+                    p.ids.iter().map(String::as_str).collect();
                 for m in self.messages.iter_mut().filter(|m| m.role == Role::Tool) {
-                    if m.tool_call_id.as_ref().is_some_and(|id| p.ids.contains(id)) {
+                    if m.tool_call_id.as_deref().is_some_and(|id| ids.contains(id)) {
                         m.content = compact::prune(&m.content);
                     }
                 }
                 self.totals.last_context = p.estimate;
                 self.totals.estimated = true;
             }
+            Record::Refined(r) => {
+                self.refined_at = Some(r.at);
+                self.turns_at_refine = self.totals.turns;
+                self.compacted_since_refine = false;
+            }
             Record::Compacted(c) => {
+                self.compacted_since_refine = true;
                 self.messages = Vec::with_capacity(c.kept.len() + 1);
                 self.messages
                     .push(Message::user(c.at, compact::notes_message(&c.notes)));
@@ -186,12 +201,16 @@ impl State {
 
     /// The request this state would send now.
     pub fn request(&self) -> Request {
-        Request::build(
+        let request = Request::build(
             Wire::of(&self.provider),
             &self.model,
             self.system.as_deref(),
             &self.messages,
-        )
+        );
+        Request {
+            seq: self.totals.requests.saturating_add(1),
+            ..request
+        }
     }
 
     /// The request asking for working notes on the first `cut` messages:

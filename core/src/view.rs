@@ -151,6 +151,15 @@ pub fn transcript(records: &[Record]) -> String {
                     out.push_str(&transcript(&[Record::Message(m.clone())]));
                 }
             }
+            Record::Refined(r) => out.push_str(&format!(
+                "── memory refined{}{}\n",
+                if r.auto { " on its own" } else { "" },
+                if r.entry.is_none() {
+                    " (nothing changed)"
+                } else {
+                    ""
+                }
+            )),
             Record::Context(_) | Record::Totals(_) => {}
         }
     }

@@ -317,6 +317,16 @@ fn replay_equals_live() {
         let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
         let state = run.session.state();
         let in_flight = usize::from(state.awaiting && state.compacting.is_none());
+        // The session numbers its requests by what its log says was sent.
+        assert_eq!(
+            state.totals.requests as usize,
+            rebuilt.len(),
+            "requests counted"
+        );
+        // Every request sent carries its number in the session.
+        for (i, r) in run.sent.iter().enumerate() {
+            assert_eq!(r.seq, i as u64 + 1, "request {i} is numbered");
+        }
         let sent = &run.sent[..run.sent.len() - in_flight];
         assert!(
             rebuilt == sent,

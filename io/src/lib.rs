@@ -22,6 +22,7 @@ pub mod log;
 pub mod memory;
 pub mod paths;
 pub mod provider;
+pub mod refine;
 pub mod registry;
 pub mod store;
 pub mod tools;

@@ -174,7 +174,7 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
     let target = &dirs.project_dir;
     if exists(target)? {
-        return Ok(None);
+        return complete_project_dir(target);
     }
     let parent = target.parent().ok_or_else(|| {
         io::Error::new(
@@ -374,6 +374,32 @@ pub fn refinements(state_root: &Path, memory_dir: &Path) -> io::Result<PathBuf> 
     Ok(state_root.join("refinements").join(slug(&absolute)))
 }
 
+/// A project directory something else made first (saving the goal, say):
+/// each of memory/, tasks/ and subagents/ that is missing is created, with
+/// its template; nothing that exists is touched. `Some` lists what was
+/// created, when anything was.
+fn complete_project_dir(target: &Path) -> io::Result<Option<Vec<PathBuf>>> {
+    let mut created = Vec::new();
+    for (folder, template) in [
+        ("memory", Some(("project.md", PROJECT_MEMORY_TEMPLATE))),
+        ("tasks", None),
+        ("subagents", Some(("README", SUBAGENTS_README))),
+    ] {
+        let dir = target.join(folder);
+        match fs::create_dir(&dir) {
+            Ok(()) => created.push(dir.clone()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+        if let Some((name, text)) = template {
+            write_new(&dir.join(name), text)?;
+            created.push(dir.join(name));
+        }
+        sync_dir(&dir);
+    }
+    Ok((!created.is_empty()).then_some(created))
+}
+
 fn build_project_dir(tmp: &Path) -> io::Result<()> {
     fs::create_dir(tmp)?;
     fs::create_dir(tmp.join("memory"))?;
@@ -429,7 +455,9 @@ fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
 
 /// Writes `path` through a hidden temp file in the same directory: write,
 /// fsync, rename, then fsync the directory.
-fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// Writes a file whole or not at all: a temp file in the same folder, fsynced,
+/// renamed into place, then the folder fsynced.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = temp_sibling(path);
     let written = (|| {
         let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
@@ -525,6 +553,7 @@ mod tests {
             kind: SnapshotKind::Remember,
             files: vec![("notes.md".into(), "remember notes".into())],
             undone: false,
+            pending: false,
         }
     }
 

@@ -89,6 +89,7 @@ use time::OffsetDateTime;
 
 use crate::goal;
 use crate::memory::{self, MemoryDirs};
+use crate::refine;
 
 /// What the tools need to know about where they run.
 #[derive(Clone, Debug)]
@@ -191,7 +192,15 @@ pub fn run(
 /// not there) changes nothing and leaves no snapshot.
 fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> String {
     let dir = &ctx.memory.project;
-    let exists = dir.join(label.file_name()).is_file();
+    let path = dir.join(label.file_name());
+    let exists = path.is_file();
+    if exists && replace && fs::read(&path).ok().as_deref() == Some(content.as_bytes()) {
+        // Nothing changes, so no snapshot either.
+        return format!(
+            "unchanged: project memory {} already says exactly that",
+            label.file_name()
+        );
+    }
     let change = match (content.is_empty(), exists) {
         (true, false) => return format!("error: there is no memory '{label}' to delete"),
         (true, true) => "deleted",
@@ -209,8 +218,19 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
             .unwrap_or_else(|| ctx.info.session_id.clone()),
         messages: ctx.messages,
         kind: SnapshotKind::Remember,
-        files: vec![(label.file_name(), format!("{change} by the remember tool"))],
+        files: vec![(
+            format!("project/{}", label.file_name()),
+            format!(
+                "{}: remember {label}",
+                if change == "replaced" {
+                    "updated"
+                } else {
+                    change
+                }
+            ),
+        )],
         undone: false,
+        pending: false,
     };
     let stamp = ctx
         .now
@@ -218,10 +238,15 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
             "[year][month][day]T[hour][minute][second]Z"
         ))
         .unwrap_or_else(|_| "snapshot".into());
-    if let Err(e) = memory::snapshot(&ctx.info.state_root, dir, &stamp, &meta) {
-        return format!("error: cannot snapshot the memory before writing it: {e}");
+    let stamp = match refine::snapshot(&ctx.info.state_root, &ctx.memory, &stamp, &meta) {
+        Ok(stamp) => stamp,
+        Err(e) => return format!("error: cannot snapshot the memory before writing it: {e}"),
+    };
+    let written = memory::write(dir, label, content, replace);
+    if let Err(e) = refine::settle(&ctx.info.state_root, &ctx.memory, &stamp) {
+        return format!("error: cannot finish the memory snapshot: {e}");
     }
-    match memory::write(dir, label, content, replace) {
+    match written {
         Ok(_) => format!(
             "{change} project memory {} ({})",
             label.file_name(),

@@ -1,0 +1,486 @@
+//! `/refine`: the model rewrites the memory files from the whole session,
+//! and every rewrite can be taken back.
+//!
+//! Pure decisions only: the refinement request, validating the model's
+//! answer into [`Change`]s, when an automatic refinement is due, the history
+//! as the user reads it, which snapshot an undo restores and how. The shell
+//! (`revolve_io::refine`) snapshots, writes and restores.
+//!
+//! A snapshot entry is taken before anything is rewritten: the memory files
+//! as they were, and a [`SnapshotMeta`]. Undo restores the newest entry still
+//! standing and marks it undone; a second undo walks one further back,
+//! rather than undoing the undo (jj's operation log works the same way).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+use time::{Duration, OffsetDateTime};
+
+use crate::memory::{Label, MemoryFile, Scope, SnapshotKind, SnapshotMeta};
+use crate::record::Message;
+use crate::request::{Request, Wire};
+use crate::view;
+
+/// Turns after which a refinement runs on its own.
+pub const AUTO_TURNS: u64 = 25;
+/// The least time between two automatic refinements.
+pub const COOLDOWN: Duration = Duration::minutes(20);
+
+/// Whether an automatic refinement is due: after [`AUTO_TURNS`] turns since
+/// the last refinement, or after a compaction, and never within
+/// [`COOLDOWN`] of the last one.
+pub fn auto_due(
+    turns_since: u64,
+    compacted_since: bool,
+    last: Option<OffsetDateTime>,
+    now: OffsetDateTime,
+) -> bool {
+    let cooled = last.is_none_or(|at| now - at >= COOLDOWN);
+    cooled && (turns_since >= AUTO_TURNS || compacted_since)
+}
+
+/// The instructions of a refinement request.
+pub const PROMPT: &str = "\
+You maintain this user's memory files: markdown loaded into the system prompt of every session. \
+Read the whole session above and the memory files as they are now, then rewrite the files so \
+they hold what this session taught that will still matter later: durable facts about the \
+project, decisions and their reasons, the user's preferences and habits. Keep what is still true, \
+correct what the session proved wrong, remove what is obsolete, and do not copy the conversation.
+
+Answer with one JSON object and nothing else:
+{\"files\": [{\"file\": \"project/NAME.md\", \"content\": \"the whole new file\", \"change\": \"one \
+sentence naming what changed\"}]}
+List only files you change. `file` is `project/NAME.md` or `global/NAME.md` (NAME: letters, \
+digits, '-', '_', '.'); to delete a file give `\"delete\": true` instead of content. Keep a \
+file's front matter unless you mean to change it. If nothing should change, answer \
+{\"files\": []}.";
+
+/// The request that asks for a refinement: `transcript` is the whole
+/// session (every file of its chain), `files` the memory as it is.
+pub fn request(
+    wire: Wire,
+    model: &str,
+    transcript: &str,
+    files: &[MemoryFile],
+    at: OffsetDateTime,
+) -> Request {
+    let mut text = format!("<session>\n{transcript}</session>\n\n<memory>\n");
+    for f in sorted(files) {
+        text.push_str(&format!(
+            "## {}/{}\n{}\n\n",
+            f.scope.as_str(),
+            f.name,
+            f.content.trim_end()
+        ));
+    }
+    if files.is_empty() {
+        text.push_str("(no memory files yet)\n");
+    }
+    text.push_str("</memory>\n\n");
+    text.push_str(PROMPT);
+    Request::build(wire, model, None, &[Message::user(at, text)])
+}
+
+fn sorted(files: &[MemoryFile]) -> Vec<&MemoryFile> {
+    let mut v: Vec<&MemoryFile> = files.iter().collect();
+    v.sort_by(|a, b| (a.scope, &a.name).cmp(&(b.scope, &b.name)));
+    v
+}
+
+/// One file a refinement changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub scope: Scope,
+    pub label: Label,
+    /// The whole new file; `None` deletes it.
+    pub content: Option<String>,
+    /// What changed, in the model's words.
+    pub sentence: String,
+}
+
+impl Change {
+    /// `project/name.md`.
+    pub fn path(&self) -> String {
+        format!("{}/{}", self.scope.as_str(), self.label.file_name())
+    }
+
+    /// `created`, `updated` or `deleted`, against the files as they are.
+    pub fn verb(&self, current: &[MemoryFile]) -> &'static str {
+        match (
+            &self.content,
+            find(current, self.scope, &self.label.file_name()),
+        ) {
+            (None, _) => "deleted",
+            (Some(_), Some(_)) => "updated",
+            (Some(_), None) => "created",
+        }
+    }
+}
+
+fn find<'a>(files: &'a [MemoryFile], scope: Scope, name: &str) -> Option<&'a MemoryFile> {
+    files.iter().find(|f| f.scope == scope && f.name == name)
+}
+
+#[derive(Deserialize)]
+struct Reply {
+    files: Vec<ReplyFile>,
+}
+
+#[derive(Deserialize)]
+struct ReplyFile {
+    file: String,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    delete: bool,
+    #[serde(default)]
+    change: String,
+}
+
+/// Validates the model's answer against the memory as it is. The changes
+/// that would leave a file as it is are dropped, so an empty result means
+/// the refinement changes nothing (and leaves no entry). Any malformed part
+/// rejects the whole answer: nothing is written, and the error says why.
+pub fn parse_reply(text: &str, current: &[MemoryFile]) -> Result<Vec<Change>, String> {
+    let json = json_object(text).ok_or("the answer holds no JSON object")?;
+    let reply: Reply =
+        serde_json::from_str(json).map_err(|e| format!("the answer is not the asked JSON: {e}"))?;
+    let mut seen = BTreeSet::new();
+    let mut changes = Vec::new();
+    for f in reply.files {
+        let (scope, name) = match f.file.split_once('/') {
+            Some(("project", name)) => (Scope::Project, name),
+            Some(("global", name)) => (Scope::Global, name),
+            _ => {
+                return Err(format!(
+                    "{:?} is not project/NAME.md or global/NAME.md",
+                    f.file
+                ))
+            }
+        };
+        let label = Label::parse(name).map_err(|e| format!("{:?}: {e}", f.file))?;
+        if !seen.insert((scope, label.file_name())) {
+            return Err(format!("{:?} is given twice", f.file));
+        }
+        let sentence = f.change.trim().to_owned();
+        if sentence.is_empty() {
+            return Err(format!("{:?} has no sentence saying what changed", f.file));
+        }
+        let content = match (f.delete, f.content) {
+            (true, _) => None,
+            (false, Some(c)) if !c.trim().is_empty() => Some(c),
+            (false, _) => {
+                return Err(format!(
+                    "{:?} has no content (to delete it, say \"delete\": true)",
+                    f.file
+                ))
+            }
+        };
+        let now = find(current, scope, &label.file_name()).map(|f| f.content.as_str());
+        if now == content.as_deref() {
+            continue;
+        }
+        changes.push(Change {
+            scope,
+            label,
+            content,
+            sentence,
+        });
+    }
+    Ok(changes)
+}
+
+/// The outermost `{…}` of a text (models wrap JSON in prose or fences).
+fn json_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let end = text.rfind('}')?;
+    (start < end).then(|| &text[start..=end])
+}
+
+/// The snapshot metadata of a refinement.
+pub fn meta(
+    session: &str,
+    messages: u64,
+    auto: bool,
+    changes: &[Change],
+    current: &[MemoryFile],
+) -> SnapshotMeta {
+    SnapshotMeta {
+        session: session.to_owned(),
+        messages,
+        kind: if auto {
+            SnapshotKind::Automatic
+        } else {
+            SnapshotKind::Manual
+        },
+        files: changes
+            .iter()
+            .map(|c| (c.path(), format!("{}: {}", c.verb(current), c.sentence)))
+            .collect(),
+        undone: false,
+        pending: false,
+    }
+}
+
+/// One snapshot entry of one memory directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    pub scope: Scope,
+    /// The entry's folder name: `20261202T102606Z`, `-2`, `-3`… for more in
+    /// the same second.
+    pub stamp: String,
+    pub meta: SnapshotMeta,
+}
+
+/// A stamp's sort key: time, then its same-second number.
+fn order(stamp: &str) -> (&str, u32) {
+    match stamp.split_once('-') {
+        Some((t, n)) => (t, n.parse().unwrap_or(0)),
+        None => (stamp, 1),
+    }
+}
+
+/// When an entry was taken, from its stamp.
+pub fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
+    let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    time::PrimitiveDateTime::parse(order(stamp).0, format)
+        .ok()
+        .map(|t| t.assume_utc())
+}
+
+/// The history, newest first, as a log:
+///
+/// ```text
+/// 2026-08-12 12:23 UTC · session 'refine-check' · after 4 messages · manual
+///     updated project/worktree-preferences.md — added the lint table constraint
+/// ```
+///
+/// An entry already rolled back ends its first line with `· (undone)`.
+/// `diffs` holds, per stamp and file, a unified diff to print under its line.
+pub fn history(entries: &[Entry], diffs: &BTreeMap<(String, String), String>) -> String {
+    if entries.is_empty() {
+        return "no memory changes yet\n".to_owned();
+    }
+    // One change, one entry per memory directory under one name: merged.
+    type Merged<'a> = (&'a SnapshotMeta, Vec<&'a (String, String)>, bool);
+    let mut merged: BTreeMap<(&str, u32), Merged> = BTreeMap::new();
+    for e in entries {
+        let slot = merged
+            .entry(order(&e.stamp))
+            .or_insert((&e.meta, Vec::new(), false));
+        slot.1.extend(&e.meta.files);
+        slot.2 |= e.meta.undone;
+    }
+    let mut out = String::new();
+    for ((time, n), (meta, files, undone)) in merged.into_iter().rev() {
+        let stamp = if n == 1 {
+            time.to_owned()
+        } else {
+            format!("{time}-{n}")
+        };
+        let when = stamp_time(&stamp).map_or_else(|| stamp.clone(), view::when);
+        let undone = if undone { " · (undone)" } else { "" };
+        out.push_str(&format!(
+            "{when} · session '{}' · after {} messages · {}{undone}\n",
+            meta.session,
+            meta.messages,
+            meta.kind.as_str()
+        ));
+        for (file, change) in files {
+            let line = match change.split_once(": ") {
+                Some((verb @ ("created" | "updated" | "deleted"), sentence)) => {
+                    format!("{verb} {file} — {sentence}")
+                }
+                _ => format!("{file} — {change}"),
+            };
+            out.push_str(&format!("    {line}\n"));
+            if let Some(diff) = diffs.get(&(stamp.clone(), file.clone())) {
+                for d in diff.lines() {
+                    out.push_str(&format!("      {d}\n"));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The stamp an undo restores: the newest entry still standing. All
+/// entries of that stamp (one per memory directory a refinement touched)
+/// are restored together.
+pub fn undo_target(entries: &[Entry]) -> Option<&str> {
+    entries
+        .iter()
+        .filter(|e| !e.meta.undone)
+        .map(|e| e.stamp.as_str())
+        .max_by(|a, b| order(a).cmp(&order(b)))
+}
+
+/// One step of a restore.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Restore {
+    /// Write this file back with these bytes.
+    Put(String, Vec<u8>),
+    /// Remove this file (the snapshot did not have it).
+    Remove(String),
+}
+
+/// What makes a directory's files equal to a snapshot's, byte for byte,
+/// by file name; files already equal are left alone.
+pub fn restore_plan(
+    current: &BTreeMap<String, Vec<u8>>,
+    snapshot: &BTreeMap<String, Vec<u8>>,
+) -> Vec<Restore> {
+    let mut steps: Vec<Restore> = snapshot
+        .iter()
+        .filter(|(name, bytes)| current.get(*name) != Some(*bytes))
+        .map(|(name, bytes)| Restore::Put(name.clone(), bytes.clone()))
+        .collect();
+    steps.extend(
+        current
+            .keys()
+            .filter(|n| !snapshot.contains_key(*n))
+            .map(|n| Restore::Remove(n.clone())),
+    );
+    steps
+}
+
+/// A unified diff of one file, `a` before and `b` after.
+pub fn diff(name: &str, before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(2)
+        .header(&format!("a/{name}"), &format!("b/{name}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::quickcheck;
+    use time::macros::datetime;
+
+    fn file(scope: Scope, name: &str, content: &str) -> MemoryFile {
+        MemoryFile {
+            scope,
+            name: name.into(),
+            content: content.into(),
+        }
+    }
+
+    #[test]
+    fn auto_refinement_waits_for_turns_or_a_compaction_and_cools_down() {
+        let now = datetime!(2026-12-02 12:00 UTC);
+        assert!(!auto_due(24, false, None, now));
+        assert!(auto_due(25, false, None, now));
+        assert!(auto_due(0, true, None, now));
+        assert!(!auto_due(30, true, Some(now - Duration::minutes(19)), now));
+        assert!(auto_due(30, false, Some(now - Duration::minutes(20)), now));
+    }
+
+    #[test]
+    fn replies_are_validated_whole() {
+        let current = [file(Scope::Project, "db.md", "port 5432\n")];
+        let ok = r#"Here you go: ```json
+            {"files": [
+              {"file": "project/db.md", "content": "port 6543\n", "change": "the port moved"},
+              {"file": "global/style.md", "content": "tabs\n", "change": "noted the style"},
+              {"file": "project/same.md", "delete": true, "change": "x"}
+            ]} ```"#;
+        let changes = parse_reply(ok, &current).unwrap();
+        // Deleting a file that is not there changes nothing: dropped.
+        assert_eq!(changes.len(), 2);
+        assert_eq!(changes[0].verb(&current), "updated");
+        assert_eq!(changes[1].path(), "global/style.md");
+        assert_eq!(changes[1].verb(&current), "created");
+        let delete = r#"{"files":[{"file":"project/db.md","delete":true,"change":"obsolete"}]}"#;
+        assert_eq!(
+            parse_reply(delete, &current).unwrap()[0].verb(&current),
+            "deleted"
+        );
+        // Unchanged content is no change.
+        let same =
+            r#"{"files":[{"file":"project/db.md","content":"port 5432\n","change":"none"}]}"#;
+        assert_eq!(parse_reply(same, &current), Ok(vec![]));
+        for bad in [
+            "no json here",
+            r#"{"files": 3}"#,
+            r#"{"files":[{"file":"db.md","content":"x","change":"y"}]}"#,
+            r#"{"files":[{"file":"project/../x.md","content":"x","change":"y"}]}"#,
+            r#"{"files":[{"file":"project/a.md","content":"x","change":""}]}"#,
+            r#"{"files":[{"file":"project/a.md","change":"y"}]}"#,
+            r#"{"files":[{"file":"project/a.md","content":"x","change":"y"},{"file":"project/a.md","content":"z","change":"y"}]}"#,
+        ] {
+            assert!(parse_reply(bad, &current).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn history_reads_as_a_log_newest_first() {
+        let entry = |stamp: &str, session: &str, undone| Entry {
+            scope: Scope::Project,
+            stamp: stamp.into(),
+            meta: SnapshotMeta {
+                session: session.into(),
+                messages: 4,
+                kind: SnapshotKind::Manual,
+                files: vec![(
+                    "project/worktree-preferences.md".into(),
+                    "updated: added the lint table constraint".into(),
+                )],
+                undone,
+                pending: false,
+            },
+        };
+        let text = history(
+            &[
+                entry("20260812T122300Z", "refine-check", false),
+                entry("20260812T122300Z-2", "later", true),
+            ],
+            &BTreeMap::new(),
+        );
+        assert_eq!(
+            text,
+            "2026-08-12 12:23 UTC · session 'later' · after 4 messages · manual · (undone)\n    \
+             updated project/worktree-preferences.md — added the lint table constraint\n\
+             2026-08-12 12:23 UTC · session 'refine-check' · after 4 messages · manual\n    \
+             updated project/worktree-preferences.md — added the lint table constraint\n"
+        );
+        let entries = [
+            entry("20260812T122300Z", "a", false),
+            entry("20260812T122300Z-10", "b", true),
+            entry("20260812T122300Z-2", "c", false),
+        ];
+        assert_eq!(undo_target(&entries), Some("20260812T122300Z-2"));
+    }
+
+    #[test]
+    fn a_diff_is_unified() {
+        let d = diff(
+            "project/db.md",
+            "port 5432\nhost a\n",
+            "port 6543\nhost a\n",
+        );
+        assert!(
+            d.contains("--- a/project/db.md")
+                && d.contains("-port 5432")
+                && d.contains("+port 6543"),
+            "{d}"
+        );
+    }
+
+    quickcheck! {
+        fn restoring_gives_the_snapshot_back_byte_for_byte(
+            current: BTreeMap<String, Vec<u8>>,
+            snapshot: BTreeMap<String, Vec<u8>>
+        ) -> bool {
+            let mut dir = current.clone();
+            for step in restore_plan(&current, &snapshot) {
+                match step {
+                    Restore::Put(n, b) => { dir.insert(n, b); }
+                    Restore::Remove(n) => { dir.remove(&n); }
+                }
+            }
+            dir == snapshot && restore_plan(&dir, &snapshot).is_empty()
+        }
+    }
+}
