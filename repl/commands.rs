@@ -213,9 +213,29 @@ pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Resu
     }
 }
 
-/// `revolve memory show`: the memory files as the prompt gets them.
+/// `revolve memory show`: where each memory file is, then the files as
+/// the system prompt holds them.
 pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+    use revolve_core::memory::Scope;
     let files = revolve_io::memory::load(dirs).map_err(|e| Error::Runtime(e.to_string()))?;
-    Ok(revolve_core::memory::prompt_block(&files)
-        .map_or_else(|| "no memory files\n".to_owned(), |b| format!("{b}\n")))
+    let Some(block) = revolve_core::memory::prompt_block(&files) else {
+        return Ok(format!(
+            "no memory files (global: {}, project: {})\n",
+            dirs.global.display(),
+            dirs.project.display()
+        ));
+    };
+    let mut text = String::from("memory files, global then project:\n");
+    for f in &files {
+        let dir = if f.scope == Scope::Global {
+            &dirs.global
+        } else {
+            &dirs.project
+        };
+        text.push_str(&format!("  {}\n", dir.join(&f.name).display()));
+    }
+    text.push('\n');
+    text.push_str(&block);
+    text.push('\n');
+    Ok(text)
 }

@@ -706,7 +706,6 @@ fn revolve_compact_compacts_a_session_that_is_not_running() {
 }
 
 #[test]
-#[ignore = "bug: a file started by `revolve compact` has no totals line, so the listing (io::log::summary) shows its session with 0 turns"]
 fn the_listing_keeps_the_turns_of_a_compacted_session() {
     let env = TestEnv::new("compact-turns");
     named_session(&env, 4);
@@ -971,7 +970,6 @@ fn snapshots_of_the_summary_prompt_and_a_compacted_transcript() {
 // Bugs found while writing these tests
 
 #[test]
-#[ignore = "bug: Totals.requests never advances: Session::totals copies the count from before the answer it closes, so every totals line says 0"]
 fn totals_count_the_requests_sent() {
     let env = TestEnv::new("requests-count");
     let server = serve(automatic_script());
@@ -992,7 +990,6 @@ fn totals_count_the_requests_sent() {
 }
 
 #[test]
-#[ignore = "bug: with the scripted provider a summary request is numbered totals.requests + 1, always 1, and the request after a compaction is numbered from its shortened body: both get the wrong script line"]
 fn the_scripted_provider_answers_a_compaction_in_order() {
     let env = TestEnv::new("scripted");
     let script = env.root.join("replies.jsonl");
@@ -1031,7 +1028,6 @@ fn the_scripted_provider_answers_a_compaction_in_order() {
 }
 
 #[test]
-#[ignore = "bug: the notes message is a user message, so compact::Plan counts it as a turn: /compact right after a compaction summarizes the notes alone into a third file instead of saying there is nothing to compact"]
 fn compacting_twice_in_a_row_has_nothing_to_do() {
     let env = TestEnv::new("twice");
     let server = serve(vec![

@@ -1102,9 +1102,6 @@ fn status_rows_in_a_terminal() {
 // Bugs
 
 #[test]
-#[ignore = "bug: `revolve goal` in a new project creates the project directory with \
-            only goal.json, so no later run (nor `revolve init`) ever creates its \
-            memory/, tasks/ and subagents/ folders"]
 fn a_goal_set_first_does_not_keep_the_project_folders_from_being_created() {
     // A session after the goal: the project directory exists, so it is
     // taken as made and never gets its folders.
@@ -1131,9 +1128,6 @@ fn a_goal_set_first_does_not_keep_the_project_folders_from_being_created() {
 }
 
 #[test]
-#[ignore = "bug: `--bare --goal-run` takes turns 'toward the standing goal' while --bare \
-            keeps the goal out of every prompt, so the model works toward a goal it \
-            cannot see"]
 fn a_bare_goal_run_never_asks_the_model_without_the_goal() {
     let env = TestEnv::new("goal-run-bare");
     assert_eq!(goal(&env, &[GOAL]).code, Some(0));
@@ -1155,9 +1149,6 @@ fn a_bare_goal_run_never_asks_the_model_without_the_goal() {
 }
 
 #[test]
-#[ignore = "bug: the REPL cuts the goal row to $COLUMNS or 80, not to the terminal's \
-            width: COLUMNS is a shell variable most shells do not export, so in a \
-            40-column terminal the row is 80 characters and wraps"]
 fn the_goal_row_is_cut_to_the_terminal_width() {
     let env = TestEnv::new("goal-row-width");
     let script = env.root.join("replies.jsonl");
@@ -1191,9 +1182,6 @@ fn the_goal_row_is_cut_to_the_terminal_width() {
 }
 
 #[test]
-#[ignore = "bug: `--goal-run` reads an unreadable goal.json as no goal: it says 'no goal \
-            is set; set one with /goal or revolve goal' and exits 0, while the file is \
-            there and broken (and `revolve goal` then fails on it)"]
 fn a_goal_run_names_an_unreadable_goal_file() {
     let env = TestEnv::new("goal-run-unreadable");
     let dir = project_dir(&env);

@@ -748,8 +748,19 @@ fn remember_creates_refuses_replaces_and_deletes_with_snapshots() {
                 session: "mem".into(),
                 messages,
                 kind: SnapshotKind::Remember,
-                files: vec![("db.md".into(), format!("{change} by the remember tool"))],
+                files: vec![(
+                    "project/db.md".into(),
+                    format!(
+                        "{}: remember db",
+                        if change == "replaced" {
+                            "updated"
+                        } else {
+                            change
+                        }
+                    ),
+                )],
                 undone: false,
+                pending: false,
             },
             "{entry}"
         );
@@ -899,7 +910,6 @@ fn init_prints_what_it_created_and_then_nothing() {
 /// although most of it is missing. (A `remember` call under `--bare` does
 /// the same with `memory/` alone.)
 #[test]
-#[ignore = "bug: a project folder made by `revolve goal` (or by remember under --bare) is never completed; init creates nothing"]
 fn a_project_folder_holding_only_the_goal_is_completed() {
     let env = TestEnv::new("goal-first");
     env.ok(&["goal", "ship", "the", "parser"]);
@@ -917,7 +927,6 @@ fn a_project_folder_holding_only_the_goal_is_completed() {
 /// show` is a usage error: "the subcommand 'show' cannot be used with
 /// '[PROMPT]'").
 #[test]
-#[ignore = "bug: `revolve memory show` is not implemented (usage error, exit 2)"]
 fn memory_show_prints_the_loaded_memory_with_its_paths() {
     let env = TestEnv::new("memory-show");
     fixed_global(&env, &[("style.md", "Use tabs.\n")]);

@@ -727,15 +727,28 @@ mod tests {
             "mine"
         );
 
-        // An existing, empty folder is left as it is.
+        // An existing folder something else made (saving the goal, say)
+        // gets what it misses, with the templates; nothing in it is touched.
         let other = MemoryDirs {
             project_dir: tmp.join("empty"),
             project: tmp.join("empty/memory"),
             ..dirs
         };
         fs::create_dir_all(&other.project_dir).unwrap();
+        fs::write(other.project_dir.join("goal.json"), "{}").unwrap();
+        assert_eq!(
+            ensure_project_dir(&other).unwrap().map(|c| c.len()),
+            Some(5)
+        );
+        assert_eq!(
+            names(&other.project_dir),
+            ["goal.json", "memory", "subagents", "tasks"]
+        );
+        assert_eq!(
+            fs::read_to_string(other.project_dir.join("goal.json")).unwrap(),
+            "{}"
+        );
         assert_eq!(ensure_project_dir(&other).unwrap(), None);
-        assert!(names(&other.project_dir).is_empty());
         fs::remove_dir_all(&tmp).ok();
     }
 
