@@ -295,11 +295,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
         provider: "openai".into(),
         continues: continues.map(str::to_owned),
     };
-    let ids = plan
-        .prune
-        .iter()
-        .filter_map(|&i| history[i].tool_call_id.clone())
-        .collect();
+    let pruned = plan.prune.iter().map(|&i| i as u64).collect();
     let kept: Vec<Message> = history[plan.cut..].to_vec();
     let mut old = Vec::with_capacity(history.len() + 5);
     old.push(Record::Header(header("s1", None)));
@@ -310,7 +306,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
     old.extend(history.into_iter().map(Record::Message));
     old.push(Record::Pruned(Pruned {
         at,
-        ids,
+        messages: pruned,
         estimate: 100_000,
     }));
     old.push(Record::Compacting(Compacting {

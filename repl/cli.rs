@@ -42,6 +42,10 @@ pub struct Cli {
     #[arg(long)]
     pub bare: bool,
 
+    /// Never refine the memory on its own (after 25 turns or a compaction)
+    #[arg(long, env = "REVOLVE_NO_AUTO_REFINE", value_parser = clap::builder::BoolishValueParser::new())]
+    pub no_auto_refine: bool,
+
     /// Keep taking turns toward the standing goal until the model proposes it met
     #[arg(long, conflicts_with = "prompt")]
     pub goal_run: bool,

@@ -78,7 +78,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let resuming = cli.r#continue || cli.resume.is_some();
     let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
     let memory = memory(&store, cli.bare, interactive);
-    let runtime = runtime(&cli.model, resuming, approvals, memory)?;
+    let runtime = runtime(&cli.model, resuming, approvals, memory, !cli.no_auto_refine)?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -170,6 +170,7 @@ struct Memory {
 /// created; piped runs stay quiet. Failures here are told, never fatal.
 fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
     let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    recover(store, &dirs);
     if bare {
         return Memory {
             dirs,
@@ -218,12 +219,14 @@ fn runtime(
     resuming: bool,
     approvals: Approvals,
     memory: Memory,
+    auto_refine: bool,
 ) -> Result<Runtime, Error> {
     let (provider, default_model) = provider(args)?;
     Ok(Runtime {
         memory: memory.dirs,
         bare: memory.bare,
         created_project_dir: memory.created,
+        auto_refine,
         provider,
         model: args
             .model
@@ -247,7 +250,7 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
         bare: false,
         created: false,
     };
-    let runtime = runtime(args, true, Approvals::new(false, false, &[]), memory)?;
+    let runtime = runtime(args, true, Approvals::new(false, false, &[]), memory, false)?;
     let mut live = Live::resume(store, needle, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),

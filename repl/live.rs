@@ -59,6 +59,8 @@ pub struct Runtime {
     pub bare: bool,
     /// Whether this run created the project directory (for `agent_info`).
     pub created_project_dir: bool,
+    /// Whether the memory may be refined on its own.
+    pub auto_refine: bool,
 }
 
 /// A session this process runs.
@@ -294,7 +296,7 @@ impl Live {
 
     /// Runs an automatic refinement when the core says one is due.
     pub fn refine_if_due(&mut self) -> Result<(), Error> {
-        if !self.runtime.bare && self.session.refine_due(clock::now()) {
+        if self.runtime.auto_refine && !self.runtime.bare && self.session.refine_due(clock::now()) {
             self.refine(true)?;
         }
         Ok(())
@@ -332,10 +334,15 @@ impl Live {
             None => {
                 let parts = self.prompt_parts();
                 self.drive(parts)?;
-                self.drive(Input::User {
+                let outcome = self.drive(Input::User {
                     text: text.to_owned(),
                     now: clock::now(),
-                })
+                })?;
+                if outcome == Outcome::Done {
+                    // After 25 turns or a compaction, as the core decides.
+                    self.refine_if_due()?;
+                }
+                Ok(outcome)
             }
             Some(Slash::Quit) => Ok(Outcome::Quit),
             Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),

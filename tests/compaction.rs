@@ -547,7 +547,8 @@ fn pruning_alone_can_make_room() {
         "{k:?}"
     );
     let p = last_of(&recs, "pruned");
-    assert_eq!(p["ids"], serde_json::json!(["call_1"]));
+    // The result is the third message (user, assistant's call, result).
+    assert_eq!(p["messages"], serde_json::json!([2]));
     let saved = (original.len() - pruned.len()) as u64 / 4;
     assert_eq!(p["estimate"], 95_005 - saved);
     assert!(95_005 - saved < 90_000, "the estimate fits");
@@ -705,6 +706,8 @@ fn revolve_compact_compacts_a_session_that_is_not_running() {
     assert_eq!(env.session_files().len(), 2);
 }
 
+/// A file started by `revolve compact` ends with its totals line, so the
+/// listing shows the compacted session with the turns it had (4), not 0.
 #[test]
 fn the_listing_keeps_the_turns_of_a_compacted_session() {
     let env = TestEnv::new("compact-turns");
@@ -967,8 +970,11 @@ fn snapshots_of_the_summary_prompt_and_a_compacted_transcript() {
 }
 
 // ---------------------------------------------------------------------------
-// Bugs found while writing these tests
+// Regressions: bugs found while writing these tests, since fixed
 
+/// Every totals line counts the model requests sent so far: the four
+/// turns in the old file, then the summary and turn five on top of them in
+/// the new one.
 #[test]
 fn totals_count_the_requests_sent() {
     let env = TestEnv::new("requests-count");
@@ -989,6 +995,9 @@ fn totals_count_the_requests_sent() {
     );
 }
 
+/// With the scripted provider a summary request is numbered like every
+/// other request of the session, and the turn after the compaction goes on
+/// from there: script line 5 writes the notes, line 6 answers turn five.
 #[test]
 fn the_scripted_provider_answers_a_compaction_in_order() {
     let env = TestEnv::new("scripted");
@@ -1027,6 +1036,9 @@ fn the_scripted_provider_answers_a_compaction_in_order() {
     assert_eq!(run.stdout.lines().last(), Some("Answer five."), "{run:?}");
 }
 
+/// The notes message is not a turn: `/compact` right after a compaction
+/// says there is nothing to compact and sends no second summary request,
+/// so the chain stays at two files.
 #[test]
 fn compacting_twice_in_a_row_has_nothing_to_do() {
     let env = TestEnv::new("twice");

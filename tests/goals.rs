@@ -1099,12 +1099,14 @@ fn status_rows_in_a_terminal() {
 }
 
 // ---------------------------------------------------------------------------
-// Bugs
+// Regressions: bugs found while writing these tests, since fixed
 
+/// A goal set before any session makes the project directory with only
+/// `goal.json` in it; the first session, and `revolve init`, still create
+/// its `memory/`, `tasks/` and `subagents/`, and the goal is kept.
 #[test]
 fn a_goal_set_first_does_not_keep_the_project_folders_from_being_created() {
-    // A session after the goal: the project directory exists, so it is
-    // taken as made and never gets its folders.
+    // A session after the goal completes the project directory.
     let env = TestEnv::new("goal-first-folders");
     assert_eq!(goal(&env, &[GOAL]).code, Some(0));
     let server = serve(vec![FakeReply::text("Hello.")]);
@@ -1119,7 +1121,7 @@ fn a_goal_set_first_does_not_keep_the_project_folders_from_being_created() {
     }
     assert_eq!(goal_file(&env)["current"]["text"], GOAL, "the goal is kept");
 
-    // `revolve init` after the goal: says the directory exists, creates nothing.
+    // `revolve init` after the goal creates what is missing.
     let env = TestEnv::new("goal-first-init");
     assert_eq!(goal(&env, &[GOAL]).code, Some(0));
     let init = env.ok(&["init"]);
@@ -1127,6 +1129,9 @@ fn a_goal_set_first_does_not_keep_the_project_folders_from_being_created() {
     assert!(project_dir(&env).join("memory").is_dir());
 }
 
+/// `--bare` keeps the goal out of every prompt, so `--bare --goal-run`
+/// never sends a request without the goal block: the model is never asked
+/// to work toward a goal it cannot see.
 #[test]
 fn a_bare_goal_run_never_asks_the_model_without_the_goal() {
     let env = TestEnv::new("goal-run-bare");
@@ -1148,6 +1153,8 @@ fn a_bare_goal_run_never_asks_the_model_without_the_goal() {
     );
 }
 
+/// In a 40-column terminal that does not export `COLUMNS`, the goal row is
+/// cut to the terminal's own width, so it never wraps.
 #[test]
 fn the_goal_row_is_cut_to_the_terminal_width() {
     let env = TestEnv::new("goal-row-width");
@@ -1181,6 +1188,8 @@ fn the_goal_row_is_cut_to_the_terminal_width() {
     );
 }
 
+/// `--goal-run` with a broken `goal.json` sends nothing and names the
+/// file on stderr, rather than saying no goal is set.
 #[test]
 fn a_goal_run_names_an_unreadable_goal_file() {
     let env = TestEnv::new("goal-run-unreadable");

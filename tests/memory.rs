@@ -904,11 +904,8 @@ fn init_prints_what_it_created_and_then_nothing() {
 }
 
 /// `revolve goal` before any session makes the project directory with only
-/// `goal.json` in it, and from then on nothing ever creates `memory/`,
-/// `tasks/`, `subagents/` or the templates: the first session sees the
-/// folder and leaves it, and `revolve init` says "exists; nothing created"
-/// although most of it is missing. (A `remember` call under `--bare` does
-/// the same with `memory/` alone.)
+/// `goal.json` in it; `revolve init` then completes it, creating
+/// `memory/project.md`, `tasks/` and `subagents/README`, and says so.
 #[test]
 fn a_project_folder_holding_only_the_goal_is_completed() {
     let env = TestEnv::new("goal-first");
@@ -922,10 +919,8 @@ fn a_project_folder_holding_only_the_goal_is_completed() {
     }
 }
 
-/// Issue 5 asks for `revolve memory show`, printing the loaded memory with
-/// its paths; the command line has no `memory` subcommand (`revolve memory
-/// show` is a usage error: "the subcommand 'show' cannot be used with
-/// '[PROMPT]'").
+/// `revolve memory show` (issue 5) prints the loaded memory: each file's
+/// path and its content.
 #[test]
 fn memory_show_prints_the_loaded_memory_with_its_paths() {
     let env = TestEnv::new("memory-show");

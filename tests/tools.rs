@@ -596,8 +596,9 @@ fn start_session(env: &TestEnv, wire: Wire) -> String {
     recs[0]["id"].as_str().expect("an id").to_owned()
 }
 
-/// Where the session `id` spills its `n`th tool result, for call `call`:
-/// `$XDG_STATE_HOME/task-agent/projects/<slug>/spills/<id>/NNNN-<call>.txt`.
+/// Where the session `id` spills the `n`th tool result of its second
+/// request (the one after `start_session`'s turn), for call `call`:
+/// `$XDG_STATE_HOME/task-agent/projects/<slug>/spills/<id>/0002-<n>-<call>.txt`.
 fn spill_path(env: &TestEnv, id: &str, n: usize, call: &str) -> PathBuf {
     let slug = env.cwd.to_string_lossy().replace('/', "-");
     env.state
@@ -605,7 +606,7 @@ fn spill_path(env: &TestEnv, id: &str, n: usize, call: &str) -> PathBuf {
         .join(slug)
         .join("spills")
         .join(id)
-        .join(format!("{n:04}-{call}.txt"))
+        .join(format!("0002-{n}-{call}.txt"))
 }
 
 /// The path a spilled result names.
@@ -840,7 +841,8 @@ fn a_call_id_cannot_steer_a_spill_out_of_its_folder() {
     let named = PathBuf::from(named_spill(shown));
     assert_eq!(
         named,
-        spill_path(&env, id, 1, "____________work_escaped"),
+        // The call came from the session's first request.
+        spill_path(&env, id, 1, "x").with_file_name("0001-1-____________work_escaped.txt"),
         "{shown}"
     );
     assert!(named.is_file());

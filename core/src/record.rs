@@ -60,8 +60,8 @@
 //! {"type":"totals","at":"2026-12-02T10:26:12Z","tokens_in":812,"tokens_out":40,"turns":1,"last_context":852,"estimated":false,"name":"amber"}
 //! ```
 //!
-//! `pruned`, a compaction's first step: the tool results of these calls
-//! were cut to head and tail in place (folding repeats the cut);
+//! `pruned`, a compaction's first step: the tool results at these indices
+//! of the history were cut to head and tail in place (folding repeats the cut);
 //! `compacting`, the summary request of step two going out (on the first
 //! `cut` messages), and `compaction_failed` when its notes did not come;
 //! `continued`, the last line of a file whose session went on in another
@@ -69,7 +69,7 @@
 //! file (whose `continues` names the first): the working notes, the turns
 //! kept verbatim and the totals carried over:
 //! ```json
-//! {"type":"pruned","at":"2026-12-02T12:00:00Z","ids":["call_7","call_9"],"estimate":61000}
+//! {"type":"pruned","at":"2026-12-02T12:00:00Z","messages":[14,31],"estimate":61000}
 //! {"type":"compacting","at":"2026-12-02T12:00:01Z","cut":182}
 //! {"type":"continued","at":"2026-12-02T12:00:05Z","next":"20261202-120005-0a1b2c"}
 //! {"type":"compacted","at":"2026-12-02T12:00:05Z","from":"20261202-102606-1a2b3c","summarized":182,"notes":"Facts: …","kept":[…],"totals":{…}}
@@ -313,13 +313,14 @@ pub struct Renamed {
     pub name: String,
 }
 
-/// Tool results pruned by a compaction's first step, by call id. Folding
-/// applies [`crate::compact::prune`] to each, so replay gets the same text.
+/// Tool results pruned by a compaction's first step, by their index in
+/// the history (call ids need not be unique). Folding applies
+/// [`crate::compact::prune`] to each, so replay gets the same text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pruned {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
-    pub ids: Vec<String>,
+    pub messages: Vec<u64>,
     /// The documented estimate of the context after pruning, in tokens.
     pub estimate: u64,
 }

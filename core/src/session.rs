@@ -382,15 +382,11 @@ impl Session {
                     )
                 })
                 .sum();
-            let ids = plan
-                .prune
-                .iter()
-                .filter_map(|&i| messages[i].tool_call_id.clone())
-                .collect();
+            let indices = plan.prune.iter().map(|&i| i as u64).collect();
             let estimate = self.state.totals.last_context.saturating_sub(saved);
             cmds.extend(self.append(vec![Record::Pruned(Pruned {
                 at: now,
-                ids,
+                messages: indices,
                 estimate,
             })]));
             cmds.push(Command::Show(format!(
@@ -576,16 +572,21 @@ impl Session {
         }
         let mut cmds = Vec::new();
         let content = if output.chars().count() > self.settings.spill_chars {
-            let n = self
+            // Named by the request that made the call (numbers only grow,
+            // across compactions and resumes) and the result's place in its
+            // round, so no spill ever takes another's name.
+            let round = self
                 .state
                 .messages
                 .iter()
-                .filter(|m| m.role == Role::Tool)
+                .rev()
+                .take_while(|m| m.role == Role::Tool)
                 .count()
                 + 1;
             let path = format!(
-                "{}/{n:04}-{}.txt",
+                "{}/{:04}-{round}-{}.txt",
                 self.settings.spill_dir.trim_end_matches('/'),
+                self.state.totals.requests,
                 file_safe(&id)
             );
             let note = format!(
@@ -908,7 +909,7 @@ mod tests {
         let Command::Spill { path, content } = &cmds[0] else {
             unreachable!()
         };
-        assert_eq!(path, "/state/spills/s1/0001-call_1.txt");
+        assert_eq!(path, "/state/spills/s1/0001-1-call_1.txt");
         assert_eq!(content, &big);
         let shown = &s.state().messages.last().unwrap().content;
         assert!(shown.contains(path) && shown.len() < big.len(), "{shown}");

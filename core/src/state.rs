@@ -159,11 +159,14 @@ impl State {
                 self.named = true;
             }
             Record::Pruned(p) => {
-                let ids: std::collections::HashSet<&str> =
-                    p.ids.iter().map(String::as_str).collect();
-                for m in self.messages.iter_mut().filter(|m| m.role == Role::Tool) {
-                    if m.tool_call_id.as_deref().is_some_and(|id| ids.contains(id)) {
-                        m.content = compact::prune(&m.content);
+                for &i in &p.messages {
+                    if let Some(m) = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| self.messages.get_mut(i))
+                    {
+                        if m.role == Role::Tool {
+                            m.content = compact::prune(&m.content);
+                        }
                     }
                 }
                 self.totals.last_context = p.estimate;

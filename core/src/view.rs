@@ -125,8 +125,8 @@ pub fn transcript(records: &[Record]) -> String {
             Record::Renamed(r) => out.push_str(&format!("── renamed to {}\n", r.name)),
             Record::Pruned(p) => out.push_str(&format!(
                 "── pruned {} oversized tool result{} (compaction, step one)\n",
-                p.ids.len(),
-                if p.ids.len() == 1 { "" } else { "s" }
+                p.messages.len(),
+                if p.messages.len() == 1 { "" } else { "s" }
             )),
             Record::Continued(c) => {
                 out.push_str(&format!("── compacted; continues in {}\n", c.next))

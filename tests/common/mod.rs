@@ -101,7 +101,10 @@ impl TestEnv {
             .env("REVOLVE_NOW", NOW)
             // Failures fail at once unless a test is about retrying; such a
             // test sets REVOLVE_RETRIES itself (later `env` calls win).
-            .env("REVOLVE_RETRIES", "0");
+            .env("REVOLVE_RETRIES", "0")
+            // Nor is the memory refined on its own unless a test is about
+            // that (it sets REVOLVE_NO_AUTO_REFINE=false).
+            .env("REVOLVE_NO_AUTO_REFINE", "true");
         cmd
     }
 
