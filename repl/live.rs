@@ -385,6 +385,12 @@ impl Live {
                 Ok(Outcome::Done)
             }
             Some(Slash::Name(name)) => {
+                // Under the naming lock, as a new session picks its name, so
+                // two sessions never end up with one name.
+                let _naming = self
+                    .store
+                    .naming()
+                    .map_err(|e| Error::Runtime(e.to_string()))?;
                 let mut used = self
                     .store
                     .names_in_use()
@@ -581,6 +587,11 @@ impl Live {
     /// Goes on in the file a compaction started: created with its header,
     /// claimed as running; the old file's claim is released.
     fn start_file(&mut self, header: &Header) -> Result<(), Error> {
+        // Claimed first: a file nobody may write is never created.
+        let claim = self
+            .store
+            .claim(&header.id, header.name.clone())
+            .map_err(|e| Error::Runtime(e.to_string()))?;
         let path = self.store.path_of(&header.id);
         let mut writer =
             LogWriter::create(&path).map_err(|e| Error::at(&path, "cannot create", e))?;
@@ -590,10 +601,7 @@ impl Live {
         writer
             .sync()
             .map_err(|e| Error::at(&path, "cannot sync", e))?;
-        self.claim = self
-            .store
-            .claim(&header.id, header.name.clone())
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        self.claim = claim;
         self.writer = writer;
         Ok(())
     }

@@ -32,10 +32,13 @@ fn dir(dirs: &MemoryDirs, scope: Scope) -> &Path {
 
 const SCOPES: [Scope; 2] = [Scope::Global, Scope::Project];
 
-/// Every entry of both memory directories (unreadable ones left out).
+/// Every entry of this project's memory changes (unreadable ones left
+/// out). Each change snapshots both directories under one name; the global
+/// directory is shared by every project, so its entries count here only
+/// when this project's directory has one of the same name.
 pub fn entries(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<Entry>> {
     let mut out = Vec::new();
-    for scope in SCOPES {
+    for scope in [Scope::Project, Scope::Global] {
         let store = memory::refinements(state_root, dir(dirs, scope))?;
         let Ok(read) = fs::read_dir(&store) else {
             continue;
@@ -43,6 +46,9 @@ pub fn entries(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<Entry>> {
         for entry in read.flatten() {
             let stamp = entry.file_name().to_string_lossy().into_owned();
             if stamp.starts_with('.') {
+                continue;
+            }
+            if scope == Scope::Global && !out.iter().any(|e: &Entry| e.stamp == stamp) {
                 continue;
             }
             let cfg = fs::read_to_string(entry.path().join("meta.cfg")).unwrap_or_default();
@@ -107,6 +113,17 @@ pub fn snapshot(
         }
     }
     Ok(stamp)
+}
+
+/// Removes the entry `stamp` (a change that did not happen after all).
+pub fn discard(state_root: &Path, dirs: &MemoryDirs, stamp: &str) -> io::Result<()> {
+    for e in entries(state_root, dirs)?
+        .into_iter()
+        .filter(|e| e.stamp == stamp)
+    {
+        fs::remove_dir_all(entry_dir(state_root, dirs, &e)?)?;
+    }
+    Ok(())
 }
 
 /// Marks the entry `stamp` done (no longer pending).

@@ -36,7 +36,19 @@ impl Claim {
             .create(true)
             .truncate(false)
             .open(&path)?;
-        match file.try_lock() {
+        // A listing holds each lock file's lock for a moment (to see whether
+        // it is free): a few short retries tell that from a real owner.
+        let mut tries = 0;
+        let locked = loop {
+            match file.try_lock() {
+                Err(TryLockError::WouldBlock) if tries < 20 => {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                other => break other,
+            }
+        };
+        match locked {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
                 return Err(io::Error::new(

@@ -117,7 +117,12 @@ impl Store {
         for _ in 0..10_000 {
             match log::summary(&path) {
                 Ok(Some((_, summary))) => match summary.continued {
-                    Some(next) if self.path_of(&next).is_file() => path = self.path_of(&next),
+                    // Followed only when the next file holds its `compacted`
+                    // record: a crash in the middle of the switch leaves the
+                    // old file as the head.
+                    Some(next) if starts_compacted(&self.path_of(&next)) => {
+                        path = self.path_of(&next)
+                    }
                     _ => break,
                 },
                 _ => break,
@@ -205,11 +210,19 @@ impl Store {
     }
 
     /// Claims an existing session as running in this process.
+    /// (Under the naming lock, so stale-lock cleaning never unlinks a
+    /// file being claimed.)
     pub fn claim(&self, id: &str, name: Option<String>) -> io::Result<Claim> {
+        let _naming = self.naming()?;
         Claim::take(
             &self.roots.running(&self.project),
             &self.running_entry(id, name),
         )
+    }
+
+    /// The lock that makes choosing a name and claiming it one step.
+    pub fn naming(&self) -> io::Result<NamingLock> {
+        NamingLock::acquire(&self.roots.running(&self.project))
     }
 
     /// What this process's lock file says.
@@ -293,4 +306,18 @@ impl Index {
             std::fs::remove_file(&tmp).ok();
         })
     }
+}
+
+/// Whether a file's second line is its `compacted` record.
+fn starts_compacted(path: &Path) -> bool {
+    use std::io::BufRead;
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut lines = std::io::BufReader::new(file).lines();
+    lines.next();
+    lines
+        .next()
+        .and_then(Result::ok)
+        .is_some_and(|l| l.starts_with("{\"type\":\"compacted\""))
 }

@@ -61,8 +61,9 @@
 //! exits but a background process still holds the pipes, its later output
 //! is given up on after one second (the process is left running). The API
 //! key variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `REVOLVE_API_KEY`)
-//! are removed from the command's environment, so a command cannot print a
-//! key into the session log.
+//! are removed from its environment, and any tool's output has their values
+//! replaced by `[key]` (a command could still read its parent's
+//! environment), so no key reaches the session log.
 //!
 //! # `request_file_grant` and `agent_info`
 //!
@@ -161,6 +162,35 @@ pub fn run(
     approver: &mut dyn Approver,
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
+    let mut outcome = run_tool(tool, grants, ctx, approver, cancel);
+    outcome.output = redact_keys(outcome.output);
+    outcome
+}
+
+/// The API keys of this process, replaced by `[key]` wherever they appear:
+/// removing them from a command's environment is not enough, since a
+/// command can read its parent's (`/proc/$PPID/environ`), and whatever a
+/// tool returns is written to the session log.
+const KEY_VARS: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "REVOLVE_API_KEY"];
+
+fn redact_keys(mut text: String) -> String {
+    for name in KEY_VARS {
+        if let Some(key) = std::env::var(name).ok().filter(|k| k.len() >= 8) {
+            if text.contains(&key) {
+                text = text.replace(&key, "[key]");
+            }
+        }
+    }
+    text
+}
+
+fn run_tool(
+    tool: &Tool,
+    grants: &[String],
+    ctx: &Context,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
     let scope = Scope::new(&ctx.root, grants);
     match tool {
         Tool::ReadFile {
@@ -243,7 +273,12 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
         Err(e) => return format!("error: cannot snapshot the memory before writing it: {e}"),
     };
     let written = memory::write(dir, label, content, replace);
-    if let Err(e) = refine::settle(&ctx.info.state_root, &ctx.memory, &stamp) {
+    // An entry exists exactly when memory changed.
+    let finished = match written {
+        Ok(_) => refine::settle(&ctx.info.state_root, &ctx.memory, &stamp),
+        Err(_) => refine::discard(&ctx.info.state_root, &ctx.memory, &stamp),
+    };
+    if let Err(e) = finished {
         return format!("error: cannot finish the memory snapshot: {e}");
     }
     match written {
@@ -828,9 +863,9 @@ fn shell(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("REVOLVE_API_KEY")
+        .env_remove(KEY_VARS[0])
+        .env_remove(KEY_VARS[1])
+        .env_remove(KEY_VARS[2])
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,
