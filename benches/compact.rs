@@ -327,6 +327,8 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
             kept,
             totals: Totals::default(),
             pending: false,
+            refined_at: None,
+            turns_at_refine: 0,
         }),
     ];
     (old, new)

@@ -344,6 +344,21 @@ pub struct Compacted {
     /// automatic compaction), which then goes out from this file.
     #[serde(default, skip_serializing_if = "is_false")]
     pub pending: bool,
+    /// When the memory was last refined from this session, carried over for
+    /// the automatic refinement's cooldown.
+    #[serde(
+        default,
+        with = "time::serde::rfc3339::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub refined_at: Option<OffsetDateTime>,
+    /// The turn count at that refinement.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turns_at_refine: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Where a compacted session goes on.

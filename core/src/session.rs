@@ -466,6 +466,7 @@ impl Session {
             ..old
         };
         let pending = self.state.awaiting;
+        let (refined_at, turns_at_refine) = (self.state.refined_at, self.state.turns_at_refine);
         let mut cmds = self.append(vec![Record::Continued(Continued {
             at: now,
             next: new_id,
@@ -482,6 +483,8 @@ impl Session {
             kept,
             totals,
             pending,
+            refined_at,
+            turns_at_refine,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
         cmds.push(Command::Show(format!(

@@ -179,6 +179,8 @@ impl State {
             }
             Record::Compacted(c) => {
                 self.compacted_since_refine = true;
+                self.refined_at = c.refined_at;
+                self.turns_at_refine = c.turns_at_refine;
                 self.messages = Vec::with_capacity(c.kept.len() + 1);
                 self.messages
                     .push(Message::user(c.at, compact::notes_message(&c.notes)));

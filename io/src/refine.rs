@@ -172,26 +172,36 @@ pub fn apply(
 
 /// `/refine undo`: restores the newest entry still standing (every memory
 /// directory it covers), marks it undone, and says what it put back or
-/// removed. `None` when nothing is left to undo.
+/// removed. `None` when nothing is left to undo. All its entries are marked
+/// pending before any file is touched, so a crash at any point leaves
+/// [`recover`] enough to finish the whole undo.
 pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<String>>> {
     let all = entries(state_root, dirs)?;
     let Some(stamp) = refine::undo_target(&all).map(str::to_owned) else {
         return Ok(None);
     };
-    let mut report = Vec::new();
-    for e in all.iter().filter(|e| e.stamp == stamp) {
-        let path = entry_dir(state_root, dirs, e)?;
+    let group = in_order(&all, &stamp);
+    for e in &group {
         write_meta(
-            &path,
+            &entry_dir(state_root, dirs, e)?,
             &SnapshotMeta {
                 undone: true,
                 pending: true,
                 ..e.meta.clone()
             },
         )?;
-        report.extend(restore(&path, dir(dirs, e.scope), e.scope)?);
+    }
+    let mut report = Vec::new();
+    for e in &group {
+        report.extend(restore(
+            &entry_dir(state_root, dirs, e)?,
+            dir(dirs, e.scope),
+            e.scope,
+        )?);
+    }
+    for e in &group {
         write_meta(
-            &path,
+            &entry_dir(state_root, dirs, e)?,
             &SnapshotMeta {
                 undone: true,
                 pending: false,
@@ -200,6 +210,14 @@ pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<Strin
         )?;
     }
     Ok(Some(report))
+}
+
+/// The entries of one change, global first: the project entry, which makes
+/// the global one count as this project's, is always handled last.
+fn in_order<'a>(all: &'a [Entry], stamp: &str) -> Vec<&'a Entry> {
+    let mut group: Vec<&Entry> = all.iter().filter(|e| e.stamp == stamp).collect();
+    group.sort_by_key(|e| e.scope != Scope::Global);
+    group
 }
 
 /// Makes `target` hold exactly the entry's files.
@@ -223,32 +241,48 @@ fn restore(entry: &Path, target: &Path, scope: Scope) -> io::Result<Vec<String>>
     Ok(report)
 }
 
-/// Finishes what a crash left pending (see the module doc). Returns what
-/// it did, one line each.
+/// Finishes what a crash left pending (see the module doc), a change at a
+/// time (all its directories together): a pending undo is completed, a
+/// pending rewrite is rolled back and its entries removed. Returns what it
+/// did, one line each.
 pub fn recover(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<String>> {
-    let mut done = Vec::new();
-    for e in entries(state_root, dirs)?
-        .into_iter()
+    let all = entries(state_root, dirs)?;
+    let pending: std::collections::BTreeSet<&str> = all
+        .iter()
         .filter(|e| e.meta.pending)
-    {
-        let path = entry_dir(state_root, dirs, &e)?;
-        restore(&path, dir(dirs, e.scope), e.scope)?;
-        if e.meta.undone {
-            write_meta(
-                &path,
-                &SnapshotMeta {
-                    pending: false,
-                    ..e.meta
-                },
+        .map(|e| e.stamp.as_str())
+        .collect();
+    let mut done = Vec::new();
+    for stamp in pending {
+        let group = in_order(&all, stamp);
+        let undoing = group.iter().any(|e| e.meta.pending && e.meta.undone);
+        for e in &group {
+            restore(
+                &entry_dir(state_root, dirs, e)?,
+                dir(dirs, e.scope),
+                e.scope,
             )?;
-            done.push(format!("finished an interrupted undo of {}", e.stamp));
-        } else {
-            fs::remove_dir_all(&path)?;
-            done.push(format!(
-                "rolled back an interrupted refinement ({})",
-                e.stamp
-            ));
         }
+        for e in &group {
+            let path = entry_dir(state_root, dirs, e)?;
+            if undoing {
+                write_meta(
+                    &path,
+                    &SnapshotMeta {
+                        undone: true,
+                        pending: false,
+                        ..e.meta.clone()
+                    },
+                )?;
+            } else {
+                fs::remove_dir_all(&path)?;
+            }
+        }
+        done.push(if undoing {
+            format!("finished an interrupted undo of {stamp}")
+        } else {
+            format!("rolled back an interrupted refinement ({stamp})")
+        });
     }
     Ok(done)
 }
@@ -267,6 +301,11 @@ pub fn diffs(
         mine.sort_by_key(|e| refine_order(&e.stamp));
         for (i, e) in mine.iter().enumerate() {
             let before = files(&entry_dir(state_root, dirs, e)?.join("files"))?;
+            // The newest entry's change is in the files as they are, unless
+            // it was undone: then what it wrote is gone, and so is its diff.
+            if i + 1 == mine.len() && e.meta.undone {
+                continue;
+            }
             let after = match mine.get(i + 1) {
                 Some(next) => files(&entry_dir(state_root, dirs, next)?.join("files"))?,
                 None => files(dir(dirs, scope))?,
@@ -511,7 +550,7 @@ mod tests {
         snapshot(&place.state(), &place.dirs, "20261202T100000Z", &meta).unwrap();
         memory::write_atomic(&place.dirs.project.join("a.md"), b"new\n").unwrap();
         let done = recover(&place.state(), &place.dirs).unwrap();
-        assert_eq!(done.len(), 2, "one per directory: {done:?}");
+        assert_eq!(done.len(), 1, "one per change, both directories: {done:?}");
         assert_eq!(fs::read(place.dirs.project.join("a.md")).unwrap(), b"old\n");
         assert!(
             entries(&place.state(), &place.dirs).unwrap().is_empty(),
