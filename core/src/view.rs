@@ -2,8 +2,6 @@
 //! Pure text from state, so every view is snapshot-tested.
 
 use serde::Serialize;
-use time::format_description::BorrowedFormatItem;
-use time::macros::format_description;
 use time::OffsetDateTime;
 
 use crate::compact;
@@ -11,14 +9,18 @@ use crate::record::{Record, Role};
 use crate::state::State;
 use crate::tools::Tool;
 
-const MINUTE: &[BorrowedFormatItem<'static>] =
-    format_description!("[year]-[month]-[day] [hour]:[minute] UTC");
-
-/// A time as the user reads it: `2026-12-02 10:26 UTC`.
+/// A time as the user reads it: `2026-12-02 10:26 UTC`. (Written out by
+/// hand: a listing formats tens of thousands of them.)
 pub fn when(t: OffsetDateTime) -> String {
-    t.to_offset(time::UtcOffset::UTC)
-        .format(MINUTE)
-        .unwrap_or_else(|_| t.to_string())
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute()
+    )
 }
 
 /// A token count in a few characters: `812`, `12.3k`, `128k`, `1.3M`

@@ -1,7 +1,7 @@
 //! The sessions of one working directory: where they are, which exist, which
 //! run, and opening a new one under the naming lock.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -60,12 +60,13 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(e),
         };
-        let mut index = Index::load(&dir);
-        let mut fresh = Index {
-            version: INDEX_VERSION,
-            entries: BTreeMap::new(),
-        };
-        let mut changed = false;
+        let index = Index::load(&dir);
+        let cwd = self.cwd_str();
+        let mut out = Vec::new();
+        // Rebuilt only when a file is new, changed or gone.
+        let mut fresh: Option<Index> = None;
+        let mut seen = 0;
+        let mut found_all = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !name.ends_with(".jsonl") {
@@ -73,40 +74,41 @@ impl Store {
             }
             let Ok(meta) = entry.metadata() else { continue };
             let stamp = Stamp::of(&meta);
-            let cached = index.entries.remove(&name).filter(|e| e.stamp == stamp);
-            let entry = match cached {
-                Some(e) => e,
+            let path = entry.path();
+            let known = index.entries.get(&name).filter(|e| (e.0, e.1) == stamp);
+            let found = match known {
+                Some(e) => {
+                    seen += 1;
+                    e.2.as_ref()
+                        .and_then(|row| index.summary(row, &path, stamp))
+                }
                 None => {
-                    changed = true;
-                    match log::summary(&entry.path()) {
-                        Ok(Some((header, summary))) => Indexed {
-                            stamp,
-                            cwd: Some(header.cwd),
-                            summary: Some(summary),
-                        },
-                        // Remembered as unreadable until the file changes.
-                        _ => Indexed {
-                            stamp,
-                            cwd: None,
-                            summary: None,
-                        },
-                    }
+                    fresh.get_or_insert_with(Index::new);
+                    // An unreadable file is remembered as such until it changes.
+                    log::summary(&path)
+                        .ok()
+                        .flatten()
+                        .map(|(header, summary)| (header.cwd, summary))
                 }
             };
-            fresh.entries.insert(name, entry);
+            if let Some((c, summary)) = &found {
+                if *c == cwd {
+                    out.push(summary.clone());
+                }
+            }
+            found_all.push((name, stamp, found));
         }
-        if changed || !index.entries.is_empty() {
+        if fresh.is_some() || seen != index.entries.len() {
+            let mut fresh = Index::new();
+            for (name, stamp, found) in found_all {
+                let row = found.as_ref().map(|(c, s)| fresh.row(c, s));
+                fresh.entries.insert(name, Indexed(stamp.0, stamp.1, row));
+            }
             // A cache that cannot be written (read-only state dir) only costs
             // speed next time.
             fresh.save(&dir).ok();
         }
-        let cwd = self.cwd_str();
-        Ok(fresh
-            .entries
-            .into_values()
-            .filter(|e| e.cwd.as_deref() == Some(cwd.as_str()))
-            .filter_map(|e| e.summary)
-            .collect())
+        Ok(out)
     }
 
     /// The newest file of the chain `path` belongs to: compacted files point
@@ -252,41 +254,104 @@ impl From<io::Error> for CreateError {
 }
 
 /// The listing cache: `<sessions>/.index.json`, one entry per session file
-/// with the size and modification time it was read at, its header's cwd and
-/// its summary. It is only a cache: deleting it, or a version this build
-/// does not read, costs one slow listing; it is rewritten atomically
-/// (temp file + rename) whenever a file changed.
+/// with the size and modification time it was read at, and what the listing
+/// needs of it (its header's cwd, as an index into `cwds`). Entries are JSON
+/// arrays, not objects, so ten thousand of them parse in a few
+/// milliseconds. It is only a cache: deleting it, or a version this build
+/// does not read, costs one slow listing; it is rewritten atomically (temp
+/// file + rename) whenever a file changed.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub struct Index {
     version: u32,
-    entries: BTreeMap<String, Indexed>,
+    cwds: Vec<String>,
+    entries: HashMap<String, Indexed>,
 }
 
+/// `[len, mtime_ns, row or null]`.
 #[derive(Debug, Serialize, Deserialize)]
-struct Indexed {
-    stamp: Stamp,
-    cwd: Option<String>,
-    summary: Option<Summary>,
+struct Indexed(u64, i64, Option<Row>);
+
+/// `[cwd index, id, name, named, started (unix s), turns, continued]`; the
+/// last activity is the file's modification time.
+#[derive(Debug, Serialize, Deserialize)]
+struct Row(
+    usize,
+    String,
+    Option<String>,
+    bool,
+    i64,
+    u64,
+    Option<String>,
+);
+
+/// What says a file is unchanged: its size and modification time (ns).
+type Stamp = (u64, i64);
+
+trait StampOf {
+    fn of(meta: &std::fs::Metadata) -> Stamp;
 }
 
-/// What says a file is unchanged: its size and modification time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-struct Stamp {
-    len: u64,
-    mtime_ns: i128,
-}
-
-impl Stamp {
+impl StampOf for Stamp {
     fn of(meta: &std::fs::Metadata) -> Stamp {
         use std::os::unix::fs::MetadataExt;
-        Stamp {
-            len: meta.len(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-        }
+        (
+            meta.len(),
+            meta.mtime()
+                .saturating_mul(1_000_000_000)
+                .saturating_add(meta.mtime_nsec()),
+        )
     }
 }
 
-const INDEX_VERSION: u32 = 1;
+impl Index {
+    /// A row for the cache, interning its cwd.
+    fn row(&mut self, cwd: &str, s: &Summary) -> Row {
+        let i = match self.cwds.iter().position(|c| c == cwd) {
+            Some(i) => i,
+            None => {
+                self.cwds.push(cwd.to_owned());
+                self.cwds.len() - 1
+            }
+        };
+        Row(
+            i,
+            s.id.clone(),
+            s.name.clone(),
+            s.named,
+            s.started.unix_timestamp(),
+            s.turns,
+            s.continued.clone(),
+        )
+    }
+
+    /// The cwd and summary a row stands for.
+    fn summary(&self, row: &Row, path: &Path, stamp: Stamp) -> Option<(String, Summary)> {
+        let cwd = self.cwds.get(row.0)?.clone();
+        let started = time::OffsetDateTime::from_unix_timestamp(row.4).ok()?;
+        let last_activity =
+            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(stamp.1)).ok()?;
+        let summary = Summary {
+            id: row.1.clone(),
+            name: row.2.clone(),
+            named: row.3,
+            started,
+            turns: row.5,
+            last_activity,
+            path: path.to_string_lossy().into_owned(),
+            continued: row.6.clone(),
+        };
+        Some((cwd, summary))
+    }
+
+    fn new() -> Index {
+        Index {
+            version: INDEX_VERSION,
+            cwds: Vec::new(),
+            entries: HashMap::new(),
+        }
+    }
+}
+const INDEX_VERSION: u32 = 2;
 const INDEX_FILE: &str = ".index.json";
 
 impl Index {
