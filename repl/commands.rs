@@ -144,16 +144,10 @@ fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
 /// nothing). The text is what the user is told.
 pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
     let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
-    let mut goals = revolve_io::goal::load(dir).map_err(|e| Error::Runtime(e.to_string()))?;
-    let before = goals.clone();
-    let text = goals
-        .apply(&cmd, revolve_io::clock::now())
-        .map_err(Error::Usage)?;
-    if goals != before {
-        revolve_io::goal::save(dir, &goals)
-            .map_err(|e| Error::at(dir, "cannot save the goal in", e))?;
-    }
-    Ok(text)
+    let now = revolve_io::clock::now();
+    revolve_io::goal::update(dir, |goals| goals.apply(&cmd, now))
+        .map_err(|e| Error::Runtime(e.to_string()))?
+        .map_err(Error::Usage)
 }
 
 /// `revolve init`: the project directory, created if missing; prints what

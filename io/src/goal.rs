@@ -48,6 +48,30 @@ pub fn load(dir: &Path) -> io::Result<Goals> {
 /// JSON goes to a temporary file in the same directory, is flushed to disk,
 /// and is renamed over the old file, so a reader sees the old goal or the
 /// new one, never half of one.
+/// Reads the goals, lets `change` change them, and saves them if it did and
+/// it succeeded: all under a lock on the project directory's goal, so two
+/// sessions of one directory never lose each other's change.
+pub fn update<T>(
+    dir: &Path,
+    change: impl FnOnce(&mut Goals) -> Result<T, String>,
+) -> io::Result<Result<T, String>> {
+    fs::create_dir_all(dir)?;
+    let lock = File::options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(".goal.lock"))?;
+    lock.lock()?;
+    let mut goals = load(dir)?;
+    let before = goals.clone();
+    let result = change(&mut goals);
+    if result.is_ok() && goals != before {
+        save(dir, &goals)?;
+    }
+    Ok(result)
+}
+
+/// Writes the goals atomically.
 pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
     /// Tells apart the temporary files of saves running at once.
     static SAVES: AtomicU64 = AtomicU64::new(0);

@@ -22,6 +22,21 @@ use revolve_core::refine::{self, Change, Entry, Restore};
 
 use crate::memory::{self, MemoryDirs};
 
+/// The lock held across a memory change (snapshot, write, settle), an undo
+/// or a recovery, so that one process's recovery never rolls back another's
+/// change in flight. Released when the file is dropped.
+pub fn lock(state_root: &Path) -> io::Result<fs::File> {
+    let dir = state_root.join("refinements");
+    fs::create_dir_all(&dir)?;
+    let file = fs::File::options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(dir.join(".lock"))?;
+    file.lock()?;
+    Ok(file)
+}
+
 /// The memory directory of a scope.
 fn dir(dirs: &MemoryDirs, scope: Scope) -> &Path {
     match scope {
@@ -84,6 +99,9 @@ fn write_meta(path: &Path, meta: &SnapshotMeta) -> io::Result<()> {
     memory::write_atomic(&path.join("meta.cfg"), meta.to_cfg().as_bytes())
 }
 
+/// (Call [`snapshot`], then [`settle`] or [`discard`], while holding
+/// [`lock`].)
+///
 /// Takes a snapshot entry of both memory directories (global and project,
 /// the whole memory) under one name, marked pending: the name is `stamp`, or
 /// `stamp-2`… when that second is taken. `meta.files` names the files the
@@ -153,6 +171,7 @@ pub fn apply(
     changes: &[Change],
     meta: &SnapshotMeta,
 ) -> io::Result<String> {
+    let _lock = lock(state_root)?;
     let stamp = snapshot(state_root, dirs, stamp, meta)?;
     for c in changes {
         let target = dir(dirs, c.scope);
@@ -176,6 +195,7 @@ pub fn apply(
 /// pending before any file is touched, so a crash at any point leaves
 /// [`recover`] enough to finish the whole undo.
 pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<String>>> {
+    let _lock = lock(state_root)?;
     let all = entries(state_root, dirs)?;
     let Some(stamp) = refine::undo_target(&all).map(str::to_owned) else {
         return Ok(None);
@@ -246,6 +266,10 @@ fn restore(entry: &Path, target: &Path, scope: Scope) -> io::Result<Vec<String>>
 /// pending rewrite is rolled back and its entries removed. Returns what it
 /// did, one line each.
 pub fn recover(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<String>> {
+    if !state_root.join("refinements").is_dir() {
+        return Ok(Vec::new());
+    }
+    let _lock = lock(state_root)?;
     let all = entries(state_root, dirs)?;
     let pending: std::collections::BTreeSet<&str> = all
         .iter()

@@ -268,6 +268,10 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
             "[year][month][day]T[hour][minute][second]Z"
         ))
         .unwrap_or_else(|_| "snapshot".into());
+    let _lock = match refine::lock(&ctx.info.state_root) {
+        Ok(lock) => lock,
+        Err(e) => return format!("error: cannot lock the memory snapshots: {e}"),
+    };
     let stamp = match refine::snapshot(&ctx.info.state_root, &ctx.memory, &stamp, &meta) {
         Ok(stamp) => stamp,
         Err(e) => return format!("error: cannot snapshot the memory before writing it: {e}"),
@@ -293,17 +297,11 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
 
 /// `GoalProgress`: a note on the standing goal, saved beside the memory.
 fn goal_progress(ctx: &Context, note: &str, met: bool) -> String {
-    let dir = &ctx.memory.project_dir;
-    let mut goals = match goal::load(dir) {
-        Ok(g) => g,
-        Err(e) => return format!("error: cannot read the goal: {e}"),
-    };
-    match goals.progress(note, met, ctx.now) {
-        Ok(text) => match goal::save(dir, &goals) {
-            Ok(()) => text,
-            Err(e) => format!("error: cannot save the goal: {e}"),
-        },
-        Err(text) => text,
+    match goal::update(&ctx.memory.project_dir, |goals| {
+        goals.progress(note, met, ctx.now)
+    }) {
+        Ok(Ok(text) | Err(text)) => text,
+        Err(e) => format!("error: cannot update the goal: {e}"),
     }
 }
 
