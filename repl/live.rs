@@ -72,6 +72,8 @@ pub struct Live {
     runtime: Runtime,
     /// Whether stdout's reader went away during an answer.
     stdout_closed: bool,
+    /// Whether stdout is a terminal.
+    stdout_tty: bool,
 }
 
 impl Live {
@@ -140,6 +142,7 @@ impl Live {
             store,
             runtime,
             stdout_closed: false,
+            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         })
     }
 
@@ -177,7 +180,7 @@ impl Live {
             .claim(&header.id, state.name.clone())
             .map_err(|e| Error::Runtime(e.to_string()))?;
         if show {
-            eprint!("{}", shown.finish());
+            eprint!("{}", view::inert(&shown.finish()));
         }
         if skipped > 0 {
             eprintln!(
@@ -201,6 +204,7 @@ impl Live {
             store,
             runtime,
             stdout_closed: false,
+            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         };
         live.execute(cmds, &mut VecDeque::new())?;
         Ok(live)
@@ -677,9 +681,16 @@ impl Live {
 
     /// Prints answer text; once stdout is closed, only remembers that it is,
     /// so the answer is still logged before the session stops.
+    /// In a terminal, model text is rendered inert (no escape sequence of
+    /// the model's acts on the screen); piped, it goes out as it came.
     fn show(&mut self, text: &str) {
         if !self.stdout_closed {
-            self.stdout_closed = matches!(out(text), Err(Error::BrokenPipe));
+            let text = if self.stdout_tty {
+                view::inert(text)
+            } else {
+                std::borrow::Cow::Borrowed(text)
+            };
+            self.stdout_closed = matches!(out(&text), Err(Error::BrokenPipe));
         }
     }
 }

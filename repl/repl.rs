@@ -25,12 +25,12 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         }
     }
     loop {
-        eprintln!("\x1b[2m{}\x1b[0m", view::status(live.state()));
+        eprintln!("{}", dim(&view::status(live.state())));
         let width = editor
             .dimensions()
             .map_or(80, |(columns, _)| usize::from(columns));
         if let Some(row) = live.goal_row(width) {
-            eprintln!("\x1b[2m{row}\x1b[0m");
+            eprintln!("{}", dim(&row));
         }
         match editor.readline("› ") {
             Ok(line) => {
@@ -63,4 +63,13 @@ fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
         _ => {}
     }
     Ok(outcome)
+}
+
+/// Dimmed, unless NO_COLOR is set (https://no-color.org).
+fn dim(text: &str) -> String {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        text.to_owned()
+    } else {
+        format!("\x1b[2m{text}\x1b[0m")
+    }
 }

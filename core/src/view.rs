@@ -185,6 +185,28 @@ pub fn tool_line(tool: &Tool) -> String {
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
 
+/// Text from a model or a tool made safe for a terminal: escape sequences
+/// and other control characters (all but newline and tab) become visible
+/// `^X` / `\u{..}` notation instead of acting on the screen.
+pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Text on one line, at most `max` characters, with `…` where it was cut.
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text
@@ -326,6 +348,16 @@ mod tests {
             "{tail}"
         );
         assert!(tail.ends_with("> message 98\n> message 99\n"), "{tail}");
+    }
+
+    #[test]
+    fn escape_sequences_are_rendered_inert() {
+        assert_eq!(inert("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(
+            inert("\x1b[2J\x1b]0;pwned\x07 ok\r"),
+            "^[[2J^[]0;pwned^G ok^M"
+        );
+        assert_eq!(inert("c1 \u{9b}31m"), "c1 \\u{9b}31m");
     }
 
     #[test]
