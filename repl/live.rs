@@ -278,11 +278,7 @@ impl Live {
             }
         };
         let meta = refine::meta(&session, messages, auto, &changes, &files);
-        let stamp = clock::now()
-            .format(time::macros::format_description!(
-                "[year][month][day]T[hour][minute][second]Z"
-            ))
-            .unwrap_or_default();
+        let stamp = refine::stamp(clock::now());
         let stamp = revolve_io::refine::apply(
             &self.store.roots.state,
             &self.runtime.memory,

@@ -233,17 +233,26 @@ pub struct Entry {
 }
 
 /// A stamp's sort key: time, then its same-second number.
-fn order(stamp: &str) -> (&str, u32) {
+pub fn order(stamp: &str) -> (&str, u32) {
     match stamp.split_once('-') {
         Some((t, n)) => (t, n.parse().unwrap_or(0)),
         None => (stamp, 1),
     }
 }
 
+const STAMP: &[time::format_description::BorrowedFormatItem<'static>] =
+    time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+
+/// The name of an entry taken at `at`: `20261202T102606Z`.
+pub fn stamp(at: OffsetDateTime) -> String {
+    at.to_offset(time::UtcOffset::UTC)
+        .format(STAMP)
+        .unwrap_or_else(|_| "snapshot".into())
+}
+
 /// When an entry was taken, from its stamp.
 pub fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
-    let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    time::PrimitiveDateTime::parse(order(stamp).0, format)
+    time::PrimitiveDateTime::parse(order(stamp).0, STAMP)
         .ok()
         .map(|t| t.assume_utc())
 }

@@ -322,7 +322,7 @@ pub fn diffs(
     let mut out = BTreeMap::new();
     for scope in SCOPES {
         let mut mine: Vec<&Entry> = all.iter().filter(|e| e.scope == scope).collect();
-        mine.sort_by_key(|e| refine_order(&e.stamp));
+        mine.sort_by(|a, b| refine::order(&a.stamp).cmp(&refine::order(&b.stamp)));
         for (i, e) in mine.iter().enumerate() {
             let before = files(&entry_dir(state_root, dirs, e)?.join("files"))?;
             // The newest entry's change is in the files as they are, unless
@@ -347,13 +347,6 @@ pub fn diffs(
         }
     }
     Ok(out)
-}
-
-fn refine_order(stamp: &str) -> (String, u32) {
-    match stamp.split_once('-') {
-        Some((t, n)) => (t.to_owned(), n.parse().unwrap_or(0)),
-        None => (stamp.to_owned(), 1),
-    }
 }
 
 #[cfg(test)]

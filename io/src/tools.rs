@@ -262,12 +262,7 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
         undone: false,
         pending: false,
     };
-    let stamp = ctx
-        .now
-        .format(time::macros::format_description!(
-            "[year][month][day]T[hour][minute][second]Z"
-        ))
-        .unwrap_or_else(|_| "snapshot".into());
+    let stamp = revolve_core::refine::stamp(ctx.now);
     let _lock = match refine::lock(&ctx.info.state_root) {
         Ok(lock) => lock,
         Err(e) => return format!("error: cannot lock the memory snapshots: {e}"),
