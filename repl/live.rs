@@ -499,17 +499,10 @@ impl Live {
     fn summarize(&mut self, request: Request) -> Input {
         let now = clock::now;
         match self.ask(request, false) {
-            Asked::Reply(reply) if reply.tool_calls.is_empty() => {
-                let new_id = clock::session_id(now());
-                Input::Summarized {
-                    notes: reply.text,
-                    usage: reply.usage,
-                    new_id,
-                    now: now(),
-                }
-            }
-            Asked::Reply(_) => Input::SummaryFailed {
-                error: "the model called a tool instead of writing notes".into(),
+            // The core judges the answer (tool calls or no text: no notes).
+            Asked::Reply(reply) => Input::Summarized {
+                reply,
+                new_id: clock::session_id(now()),
                 now: now(),
             },
             Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },

@@ -77,8 +77,7 @@ pub enum Input {
     /// The model wrote the working notes a [`Command::Summarize`] asked
     /// for; `new_id` is the id of the file the session goes on in.
     Summarized {
-        notes: String,
-        usage: Option<Usage>,
+        reply: Reply,
         new_id: String,
         now: OffsetDateTime,
     },
@@ -276,12 +275,7 @@ impl Session {
                 }
                 self.compact(true, now)
             }
-            Input::Summarized {
-                notes,
-                usage,
-                new_id,
-                now,
-            } => self.summarized(notes, usage, new_id, now),
+            Input::Summarized { reply, new_id, now } => self.summarized(reply, new_id, now),
             Input::SummaryFailed { error, now } => {
                 if self.state.compacting.is_none() {
                     return Vec::new();
@@ -423,20 +417,24 @@ impl Session {
 
     /// The notes are in: the old file ends pointing forward, and the session
     /// goes on in a new file holding the notes and the kept turns.
-    fn summarized(
-        &mut self,
-        notes: String,
-        usage: Option<Usage>,
-        new_id: String,
-        now: OffsetDateTime,
-    ) -> Vec<Command> {
+    fn summarized(&mut self, reply: Reply, new_id: String, now: OffsetDateTime) -> Vec<Command> {
         let (Some(cut), Some(old)) = (self.state.compacting, self.state.header.clone()) else {
             return Vec::new();
         };
-        if notes.trim().is_empty() {
-            let error = "the model wrote no notes".to_owned();
-            return self.handle(Input::SummaryFailed { error, now });
+        let error = if !reply.tool_calls.is_empty() {
+            "the model called a tool instead of writing notes"
+        } else if reply.text.trim().is_empty() {
+            "the model wrote no notes"
+        } else {
+            ""
+        };
+        if !error.is_empty() {
+            return self.handle(Input::SummaryFailed {
+                error: error.to_owned(),
+                now,
+            });
         }
+        let (notes, usage) = (reply.text, reply.usage);
         let cut = usize::try_from(cut)
             .unwrap_or(usize::MAX)
             .min(self.state.messages.len());
@@ -1104,8 +1102,11 @@ mod tests {
         assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
         let now = datetime!(2026-12-02 10:05 UTC);
         let cmds = s.handle(Input::Summarized {
-            notes: "Facts: port 5432".into(),
-            usage: None,
+            reply: Reply {
+                text: "Facts: port 5432".into(),
+                usage: None,
+                ..Reply::default()
+            },
             new_id: "s2".into(),
             now,
         });
@@ -1159,6 +1160,30 @@ mod tests {
     }
 
     #[test]
+    fn notes_that_call_a_tool_are_no_notes() {
+        let mut s = long_session(5, 127_000);
+        user(&mut s, "next");
+        let call = ToolCall {
+            id: "c".into(),
+            name: "shell".into(),
+            arguments: "{}".into(),
+        };
+        let reply = Reply {
+            text: "let me check".into(),
+            tool_calls: vec![call],
+            usage: None,
+        };
+        let now = datetime!(2026-12-02 10:05 UTC);
+        let cmds = s.handle(Input::Summarized {
+            reply,
+            new_id: "s2".into(),
+            now,
+        });
+        assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
+        assert!(matches!(&cmds[1], Command::Show(t) if t.contains("called a tool")));
+    }
+
+    #[test]
     fn manual_compaction() {
         let now = datetime!(2026-12-02 10:05 UTC);
         let mut s = long_session(2, 100);
@@ -1174,8 +1199,11 @@ mod tests {
             ["pruned", "show", "compacting", "show", "summarize"]
         );
         let cmds = s.handle(Input::Summarized {
-            notes: "notes".into(),
-            usage: None,
+            reply: Reply {
+                text: "notes".into(),
+                usage: None,
+                ..Reply::default()
+            },
             new_id: "s2".into(),
             now,
         });

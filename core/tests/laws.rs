@@ -237,8 +237,11 @@ fn run(ops: &[Op]) -> Run {
                         completion_tokens: 3,
                     });
                     Input::Summarized {
-                        notes: "Facts: port 5432".into(),
-                        usage,
+                        reply: Reply {
+                            text: "Facts: port 5432".into(),
+                            usage,
+                            ..Reply::default()
+                        },
                         new_id,
                         now,
                     }
