@@ -555,6 +555,55 @@ fn decode_value(raw: &str) -> Result<String, String> {
     }
 }
 
+/// What a `remember` call does to the file its label names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Remembered {
+    /// The file already holds exactly that: nothing is written, and no
+    /// snapshot is taken.
+    Unchanged,
+    /// The file is `created`, `replaced` or `deleted`.
+    Written(&'static str),
+}
+
+/// Decides a `remember` call from what the file holds now (`None`: it does
+/// not exist). The error is the tool result the model reads.
+pub fn remember(
+    label: &Label,
+    current: Option<&[u8]>,
+    content: &str,
+    replace: bool,
+) -> Result<Remembered, String> {
+    if replace && current == Some(content.as_bytes()) {
+        return Ok(Remembered::Unchanged);
+    }
+    match (content.is_empty(), current.is_some()) {
+        (true, false) => Err(format!("error: there is no memory '{label}' to delete")),
+        (true, true) => Ok(Remembered::Written("deleted")),
+        (false, true) if !replace => Err(format!(
+            "error: memory '{label}' exists; pass replace: true to overwrite it"
+        )),
+        (false, true) => Ok(Remembered::Written("replaced")),
+        (false, false) => Ok(Remembered::Written("created")),
+    }
+}
+
+/// The snapshot metadata of a `remember` call that writes (`verb` from
+/// [`remember`]): the project file and the call as its sentence.
+pub fn remember_meta(session: &str, messages: u64, label: &Label, verb: &str) -> SnapshotMeta {
+    let verb = if verb == "replaced" { "updated" } else { verb };
+    SnapshotMeta {
+        session: session.to_owned(),
+        messages,
+        kind: SnapshotKind::Remember,
+        files: vec![(
+            format!("project/{}", label.file_name()),
+            format!("{verb}: remember {label}"),
+        )],
+        undone: false,
+        pending: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -818,6 +867,37 @@ mod tests {
                 pending: bool::arbitrary(g),
             }
         }
+    }
+
+    #[test]
+    fn remember_decides_from_the_file_as_it_is() {
+        let l = Label::parse("db").unwrap();
+        assert_eq!(
+            remember(&l, None, "x", false),
+            Ok(Remembered::Written("created"))
+        );
+        assert!(remember(&l, Some(b"y"), "x", false)
+            .unwrap_err()
+            .contains("pass replace: true"));
+        assert_eq!(
+            remember(&l, Some(b"y"), "x", true),
+            Ok(Remembered::Written("replaced"))
+        );
+        assert_eq!(
+            remember(&l, Some(b"x"), "x", true),
+            Ok(Remembered::Unchanged)
+        );
+        assert_eq!(
+            remember(&l, Some(b"x"), "", false),
+            Ok(Remembered::Written("deleted"))
+        );
+        assert!(remember(&l, None, "", false)
+            .unwrap_err()
+            .contains("no memory 'db' to delete"));
+        assert_eq!(
+            remember_meta("s", 2, &l, "replaced").files[0].1,
+            "updated: remember db"
+        );
     }
 
     quickcheck! {

@@ -84,7 +84,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use revolve_core::memory::{Label, SnapshotKind, SnapshotMeta};
+use revolve_core::memory::{Label, Remembered};
 use revolve_core::tools::Tool;
 use time::OffsetDateTime;
 
@@ -222,46 +222,23 @@ fn run_tool(
 /// not there) changes nothing and leaves no snapshot.
 fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> String {
     let dir = &ctx.memory.project;
-    let path = dir.join(label.file_name());
-    let exists = path.is_file();
-    if exists && replace && fs::read(&path).ok().as_deref() == Some(content.as_bytes()) {
-        // Nothing changes, so no snapshot either.
-        return format!(
-            "unchanged: project memory {} already says exactly that",
-            label.file_name()
-        );
-    }
-    let change = match (content.is_empty(), exists) {
-        (true, false) => return format!("error: there is no memory '{label}' to delete"),
-        (true, true) => "deleted",
-        (false, true) if !replace => {
-            return format!("error: memory '{label}' exists; pass replace: true to overwrite it")
+    let current = fs::read(dir.join(label.file_name())).ok();
+    let change = match revolve_core::memory::remember(label, current.as_deref(), content, replace) {
+        Ok(Remembered::Written(change)) => change,
+        Ok(Remembered::Unchanged) => {
+            return format!(
+                "unchanged: project memory {} already says exactly that",
+                label.file_name()
+            )
         }
-        (false, true) => "replaced",
-        (false, false) => "created",
+        Err(refused) => return refused,
     };
-    let meta = SnapshotMeta {
-        session: ctx
-            .info
-            .name
-            .clone()
-            .unwrap_or_else(|| ctx.info.session_id.clone()),
-        messages: ctx.messages,
-        kind: SnapshotKind::Remember,
-        files: vec![(
-            format!("project/{}", label.file_name()),
-            format!(
-                "{}: remember {label}",
-                if change == "replaced" {
-                    "updated"
-                } else {
-                    change
-                }
-            ),
-        )],
-        undone: false,
-        pending: false,
-    };
+    let session = ctx
+        .info
+        .name
+        .clone()
+        .unwrap_or_else(|| ctx.info.session_id.clone());
+    let meta = revolve_core::memory::remember_meta(&session, ctx.messages, label, change);
     let stamp = revolve_core::refine::stamp(ctx.now);
     let _lock = match refine::lock(&ctx.info.state_root) {
         Ok(lock) => lock,
