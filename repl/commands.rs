@@ -10,16 +10,10 @@ use crate::live;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
-    let mut list = store
+    let list = store
         .list()
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
-    // A compacted file is listed as the newest file of its chain.
-    list.retain(|s| (all || s.named) && s.continued.is_none());
-    list.sort_by(|a, b| {
-        b.last_activity
-            .cmp(&a.last_activity)
-            .then_with(|| b.id.cmp(&a.id))
-    });
+    let list = view::listed(list, all);
     if json {
         let text =
             serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;

@@ -290,17 +290,26 @@ pub struct Summary {
     pub continued: Option<String>,
 }
 
-/// The listing: newest activity first, one session a line.
-pub fn listing(sessions: &[Summary]) -> String {
-    if sessions.is_empty() {
-        return "no sessions in this directory\n".to_owned();
-    }
-    let mut sorted: Vec<&Summary> = sessions.iter().collect();
-    sorted.sort_by(|a, b| {
+/// The sessions `revolve sessions` shows, newest activity first: the named
+/// ones (all with `all`), and of a compacted session only the newest file
+/// of its chain.
+pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
+    sessions.retain(|s| (all || s.named) && s.continued.is_none());
+    sessions.sort_by(|a, b| {
         b.last_activity
             .cmp(&a.last_activity)
             .then_with(|| b.id.cmp(&a.id))
     });
+    sessions
+}
+
+/// The listing table, one session a line, in the order given (see
+/// [`listed`]).
+pub fn listing(sessions: &[Summary]) -> String {
+    if sessions.is_empty() {
+        return "no sessions in this directory\n".to_owned();
+    }
+    let sorted = sessions;
     let width = sorted
         .iter()
         .map(|s| s.name.as_deref().map_or(1, |n| n.chars().count()))
