@@ -11,9 +11,12 @@
 //! a history built in memory (no file is read: the fold's I/O is measured by
 //! the spine bench).
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::{median, repeat};
 use revolve_core::compact::{self, Plan};
 use revolve_core::record::{
     Compacted, Compacting, Context, Continued, Header, Message, Pruned, Role, ToolCall, Totals,
@@ -355,27 +358,6 @@ impl Lcg {
 }
 
 // --- measuring and reporting -----------------------------------------------
-
-fn repeat<T>(runs: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            black_box(f());
-            t.elapsed()
-        })
-        .collect()
-}
-
-/// The median; leaves `times` sorted.
-fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    let n = times.len();
-    if !n.is_multiple_of(2) {
-        times[n / 2]
-    } else {
-        (times[n / 2 - 1] + times[n / 2]) / 2
-    }
-}
 
 /// A duration in milliseconds, with enough digits for short ones.
 fn ms(d: Duration) -> String {

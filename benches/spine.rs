@@ -17,6 +17,8 @@
 //! with a note otherwise. `REVOLVE_BENCH_KEEP=1` keeps the generated files
 //! (for a profiler) instead of removing them.
 
+mod common;
+
 use std::fs::File;
 use std::hint::black_box;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -24,6 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{median, repeat};
 use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Renamed, Resumed, Totals,
 };
@@ -938,26 +941,6 @@ impl Rng {
 }
 
 // --- measuring and reporting ---------------------------------------------
-
-fn repeat<T>(runs: usize, mut f: impl FnMut() -> T) -> Vec<Duration> {
-    (0..runs)
-        .map(|_| {
-            let t = Instant::now();
-            black_box(f());
-            t.elapsed()
-        })
-        .collect()
-}
-
-fn median(times: &mut [Duration]) -> Duration {
-    times.sort();
-    let n = times.len();
-    if !n.is_multiple_of(2) {
-        times[n / 2]
-    } else {
-        (times[n / 2 - 1] + times[n / 2]) / 2
-    }
-}
 
 /// `times` must be sorted (as `median` leaves it).
 fn percentile(times: &[Duration], p: f64) -> Duration {
