@@ -66,9 +66,10 @@ pub struct Cli {
 /// Which model, where.
 #[derive(Clone, Debug, Args)]
 pub struct ModelArgs {
-    /// The model API [default: openai]
-    #[arg(long, value_enum, env = "REVOLVE_PROVIDER")]
-    pub provider: Option<ProviderKind>,
+    /// The model API: openai, anthropic, scripted, or replay:FILE|NAME (the
+    /// answers a recorded session got, in order) [default: openai]
+    #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = provider_spec)]
+    pub provider: Option<ProviderSpec>,
 
     /// The API's base URL [default: https://api.openai.com/v1, or https://api.anthropic.com/v1]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
@@ -110,8 +111,58 @@ pub enum ProviderKind {
     Scripted,
 }
 
+/// A `--provider` value: one of the APIs, or a recorded session.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderSpec {
+    Kind(ProviderKind),
+    /// `replay:FILE|NAME`: answers from a session log.
+    Replay(String),
+}
+
+/// Parses `--provider` (and `replay --against`).
+pub fn provider_spec(text: &str) -> Result<ProviderSpec, String> {
+    if let Some(source) = text.strip_prefix("replay:") {
+        if source.is_empty() {
+            return Err("replay: needs a session file or name, e.g. replay:amber".into());
+        }
+        return Ok(ProviderSpec::Replay(source.to_owned()));
+    }
+    ProviderKind::from_str(text, true)
+        .map(ProviderSpec::Kind)
+        .map_err(|_| {
+            let names: Vec<String> = ProviderKind::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
+                .collect();
+            format!(
+                "unknown provider '{text}' (one of: {}, replay:FILE|NAME)",
+                names.join(", ")
+            )
+        })
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Sub {
+    /// Follow a running session of this directory live, and type messages
+    /// to it; Ctrl-D detaches (e.g. `revolve attach amber`)
+    Attach {
+        /// The session's name
+        name: String,
+    },
+    /// Deliver a message to a running session of this directory; it takes
+    /// it before its next turn, or answers at once when idle in the REPL
+    /// (e.g. `revolve send amber 'the tests pass now'`)
+    Send {
+        /// The session's name
+        name: String,
+        /// The message; read from stdin when left out
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        text: Vec<String>,
+        /// Who the message is from, as the session is told [default: the
+        /// sending session's name inside revolve's shell tool, else "send"]
+        #[arg(long, value_name = "WHO")]
+        from: Option<String>,
+    },
     /// List this directory's sessions (named ones; --all for every one)
     Sessions {
         /// Include unnamed sessions
@@ -156,8 +207,15 @@ pub enum Sub {
         #[arg(long, conflicts_with = "check")]
         requests: bool,
         /// Fold the file and report skipped lines and inconsistencies
-        #[arg(long)]
+        #[arg(long, conflicts_with = "against")]
         check: bool,
+        /// Send every recorded request again to PROVIDER and print, per
+        /// request, a diff between the recorded and the new answer (exit 1
+        /// when any differs), e.g. `--against anthropic`
+        #[arg(long, value_name = "PROVIDER", value_parser = provider_spec, conflicts_with_all = ["json", "requests"])]
+        against: Option<ProviderSpec>,
+        #[command(flatten)]
+        model: ModelArgs,
     },
 }
 

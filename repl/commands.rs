@@ -227,3 +227,76 @@ pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Erro
     text.push('\n');
     Ok(text)
 }
+
+/// `revolve replay --against PROVIDER`: every request the session's chain
+/// recorded, sent again (with `model` in place of the recorded model when
+/// given), and a diff per request between the recorded answer and the new
+/// one. A refinement's request is not in the log and is skipped. Exits 1
+/// when any answer differs.
+pub fn replay_against(
+    store: &Store,
+    needle: Option<&str>,
+    provider: std::sync::Arc<dyn revolve_io::provider::Provider>,
+    model: Option<String>,
+) -> Result<(), Error> {
+    use revolve_core::fixture::{self, Answer};
+    let path = live::find(store, needle)?;
+    let mut records = Vec::new();
+    let mut requests = Vec::new();
+    for file in store.chain(&path) {
+        let read = read_noting(&file, true)?;
+        requests.extend(state::requests(&read.records));
+        records.extend(read.records);
+    }
+    let answers: Vec<Answer> = fixture::answers(&records)
+        .into_iter()
+        .filter(|a| *a != Answer::NotRecorded)
+        .collect();
+    if answers.len() != requests.len() {
+        return Err(Error::Runtime(format!(
+            "{}: {} requests but {} answers; the log is not whole (revolve replay --check tells more)",
+            path.display(),
+            requests.len(),
+            answers.len()
+        )));
+    }
+    let total = requests.len();
+    let mut differ = 0;
+    for (i, (mut request, recorded)) in requests.into_iter().zip(answers).enumerate() {
+        if let Some(model) = &model {
+            request.body = with_model(&request.body, model);
+        }
+        let new = match provider.complete(&request, &mut |_| {}) {
+            Ok(reply) => Answer::Reply(reply),
+            Err(e) => Answer::Failed {
+                partial: e.partial,
+                error: e.message,
+            },
+        };
+        let head = format!("── request {} of {total} (#{})", i + 1, request.seq);
+        match fixture::diff(&recorded, &new) {
+            None => out(&format!("{head}: same\n"))?,
+            Some(diff) => {
+                differ += 1;
+                out(&format!("{head}: differs\n{}", view::inert(&diff)))?;
+            }
+        }
+    }
+    if differ > 0 {
+        return Err(Error::Runtime(format!(
+            "{differ} of {total} answers differ from the recording"
+        )));
+    }
+    out(&format!("all {total} answers are the same as recorded\n"))
+}
+
+/// A request body with another model.
+fn with_model(body: &str, model: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(mut value) if value.get("model").is_some() => {
+            value["model"] = serde_json::Value::from(model);
+            value.to_string()
+        }
+        _ => body.to_owned(),
+    }
+}

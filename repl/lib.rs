@@ -7,6 +7,7 @@ pub mod cli;
 mod commands;
 pub mod error;
 pub mod live;
+mod messages;
 mod repl;
 
 use std::io::{IsTerminal, Read};
@@ -17,7 +18,7 @@ use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
 use approve::Approvals;
-use cli::{Cli, ModelArgs, ProviderKind, Sub};
+use cli::{Cli, ModelArgs, ProviderKind, ProviderSpec, Sub};
 use error::Error;
 use live::{Live, Outcome, Runtime};
 
@@ -41,14 +42,27 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
         Some(Sub::Replay {
             session,
+            against: Some(against),
+            mut model,
+            ..
+        }) => {
+            model.provider = Some(against);
+            let (provider, _) = provider(&model, &store)?;
+            commands::replay_against(&store, session.as_deref(), provider, model.model)
+        }
+        Some(Sub::Replay {
+            session,
             json,
             requests,
             check,
+            ..
         }) => commands::replay(
             &store,
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
+        Some(Sub::Attach { name }) => messages::attach(&store, &name),
+        Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
         Some(Sub::Compact { session, model }) => compact(store, session.as_deref(), &model),
         Some(Sub::Goal { args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
@@ -78,7 +92,14 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let resuming = cli.r#continue || cli.resume.is_some();
     let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
     let memory = memory(&store, cli.bare, interactive);
-    let runtime = runtime(&cli.model, resuming, approvals, memory, !cli.no_auto_refine)?;
+    let runtime = runtime(
+        &store,
+        &cli.model,
+        resuming,
+        approvals,
+        memory,
+        !cli.no_auto_refine,
+    )?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -215,13 +236,14 @@ fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
 /// What a session runs with, from the flags. A resumed session keeps its
 /// model unless one is asked for.
 fn runtime(
+    store: &Store,
     args: &ModelArgs,
     resuming: bool,
     approvals: Approvals,
     memory: Memory,
     auto_refine: bool,
 ) -> Result<Runtime, Error> {
-    let (provider, default_model) = provider(args)?;
+    let (provider, default_model) = provider(args, store)?;
     Ok(Runtime {
         memory: memory.dirs,
         bare: memory.bare,
@@ -250,7 +272,14 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
         bare: false,
         created: false,
     };
-    let runtime = runtime(args, true, Approvals::new(false, false, &[]), memory, false)?;
+    let runtime = runtime(
+        &store,
+        args,
+        true,
+        Approvals::new(false, false, &[]),
+        memory,
+        false,
+    )?;
     let mut live = Live::resume(store, needle, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
@@ -261,13 +290,20 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
 
 /// The provider the flags ask for, with the default model it goes with.
 /// Network providers retry by the core's policy and say so on stderr.
-fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error> {
+fn provider(args: &ModelArgs, store: &Store) -> Result<(Arc<dyn Provider>, &'static str), Error> {
     let key = |names: &[&str]| {
         names
             .iter()
             .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
     };
-    match args.provider.unwrap_or(ProviderKind::Openai) {
+    let kind = match &args.provider {
+        None => ProviderKind::Openai,
+        Some(ProviderSpec::Kind(kind)) => *kind,
+        Some(ProviderSpec::Replay(source)) => {
+            return Ok((Arc::new(replaying(store, source)?), DEFAULT_MODEL))
+        }
+    };
+    match kind {
         ProviderKind::Scripted => {
             let path = args.script.as_ref().ok_or_else(|| {
                 Error::Usage(
@@ -314,6 +350,25 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
             ))
         }
     }
+}
+
+/// `--provider replay:FILE|NAME`: the answers the session's whole chain
+/// recorded, given again in order.
+fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
+    let found = live::find(store, Some(source))?;
+    let mut records = Vec::new();
+    for file in store.chain(&store.head(&found)) {
+        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        records.extend(read.records);
+    }
+    let answers = revolve_core::fixture::answers(&records);
+    if answers.is_empty() {
+        return Err(Error::Usage(format!(
+            "{} holds no model answer to replay",
+            found.display()
+        )));
+    }
+    Ok(Scripted::replaying(found, answers))
 }
 
 /// A network provider that retries by the core's policy, says so on stderr,

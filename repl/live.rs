@@ -15,6 +15,7 @@ use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::{Command, Input, Request, Session, Settings, State};
 use revolve_io::goal;
+use revolve_io::inbox::Inbox;
 use revolve_io::log::{self, LogWriter};
 use revolve_io::memory::{self, MemoryDirs};
 use revolve_io::provider::{Provider, ProviderError};
@@ -74,6 +75,8 @@ pub struct Live {
     stdout_closed: bool,
     /// Whether stdout is a terminal.
     stdout_tty: bool,
+    /// Where messages for this session arrive (a named session only).
+    inbox: Option<Inbox>,
 }
 
 impl Live {
@@ -131,6 +134,7 @@ impl Live {
         };
         // The store wrote the header; the core folds the same record.
         let settings = settings(&store, &header.id, &runtime);
+        let inbox = inbox_of(&store, header.name.as_deref());
         let (session, _header_cmd) = Session::start(header, settings);
         writer
             .sync()
@@ -143,6 +147,7 @@ impl Live {
             runtime,
             stdout_closed: false,
             stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            inbox,
         })
     }
 
@@ -196,6 +201,7 @@ impl Live {
             provider: runtime.provider.name().to_owned(),
         };
         let settings = settings(&store, &header.id, &runtime);
+        let inbox = inbox_of(&store, state.name.as_deref());
         let (session, cmds) = Session::resume(state, settings, resumed);
         let mut live = Live {
             session,
@@ -205,8 +211,12 @@ impl Live {
             runtime,
             stdout_closed: false,
             stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            inbox,
         };
         live.execute(cmds, &mut VecDeque::new())?;
+        // Messages the log holds already (a crash after logging them) leave
+        // the inbox; the others wait for the next turn.
+        live.settle_inbox();
         Ok(live)
     }
 
@@ -328,12 +338,73 @@ impl Live {
         self.writer.path()
     }
 
+    /// This session's inbox, when it has a name.
+    pub fn inbox(&self) -> Option<&Inbox> {
+        self.inbox.as_ref()
+    }
+
+    /// Takes the messages waiting in the inbox: logged as user messages
+    /// marked with their origin, then removed from the inbox. With `answer`
+    /// the model answers them now; otherwise they go with the next turn.
+    pub fn take_inbox(&mut self, answer: bool) -> Result<Outcome, Error> {
+        let Some(inbox) = &self.inbox else {
+            return Ok(Outcome::Done);
+        };
+        let messages = match inbox.waiting() {
+            Ok((messages, bad)) => {
+                for path in bad {
+                    eprintln!(
+                        "revolve: {} is not a readable message; left where it is",
+                        path.display()
+                    );
+                }
+                messages
+            }
+            Err(e) => {
+                eprintln!(
+                    "revolve: cannot read the inbox {}: {e}",
+                    inbox.dir().display()
+                );
+                return Ok(Outcome::Done);
+            }
+        };
+        if messages.is_empty() {
+            return Ok(Outcome::Done);
+        }
+        if answer {
+            let parts = self.prompt_parts();
+            self.drive(parts)?;
+        }
+        let outcome = self.drive(Input::Inbox {
+            messages,
+            answer,
+            now: clock::now(),
+        });
+        // Whatever happened, what the log holds leaves the inbox.
+        self.settle_inbox();
+        outcome
+    }
+
+    /// Removes from the inbox what the log holds.
+    fn settle_inbox(&self) {
+        if let Some(inbox) = &self.inbox {
+            if let Err(e) = inbox.settle(self.state().totals.delivered) {
+                eprintln!(
+                    "revolve: cannot tidy the inbox {}: {e}",
+                    inbox.dir().display()
+                );
+            }
+        }
+    }
+
     /// Handles one line: a slash command or a user turn.
     pub fn line(&mut self, text: &str) -> Result<Outcome, Error> {
         match slash::parse(text) {
             None => {
                 let parts = self.prompt_parts();
                 self.drive(parts)?;
+                // Messages delivered meanwhile go out with this turn.
+                self.take_inbox(false)?;
                 let outcome = self.drive(Input::User {
                     text: text.to_owned(),
                     now: clock::now(),
@@ -403,6 +474,7 @@ impl Live {
                     used,
                     now: clock::now(),
                 })?;
+                self.inbox = inbox_of(&self.store, self.state().name.as_deref());
                 let entry = self
                     .store
                     .running_entry(self.state().id(), self.state().name.clone());
@@ -708,6 +780,11 @@ fn spill(path: &Path, content: &str) -> Result<(), Error> {
     }
     std::fs::write(path, content)
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
+}
+
+/// The inbox of the session `name` of `store`'s directory.
+pub fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
+    name.map(|n| Inbox::of(&store.roots, &store.project, &store.cwd, n))
 }
 
 /// How much of the conversation a resume shows again, at most.

@@ -1,6 +1,11 @@
 //! The interactive loop: rustyline with history, a status line before each
 //! prompt, Ctrl-C to cancel a turn (or clear the line), Ctrl-D to leave.
 
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 
@@ -24,7 +29,12 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
             return Ok(());
         }
     }
+    let watcher = Watcher::start(live);
     loop {
+        // Messages delivered during the last turn are answered now.
+        if live.inbox().is_some_and(|i| i.has_mail()) {
+            respond_to_inbox(live)?;
+        }
         eprintln!("{}", dim(&view::status(live.state())));
         let width = editor
             .dimensions()
@@ -32,7 +42,10 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         if let Some(row) = live.goal_row(width) {
             eprintln!("{}", dim(&row));
         }
-        match editor.readline("› ") {
+        watcher.idle(true);
+        let read = editor.readline("› ");
+        watcher.idle(false);
+        match read {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     editor.add_history_entry(line.as_str()).ok();
@@ -41,7 +54,12 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
                     break;
                 }
             }
-            Err(ReadlineError::Interrupted) => continue,
+            // The watcher woke the editor for a message (answered at the
+            // top of the loop), or the user pressed Ctrl-C.
+            Err(ReadlineError::Interrupted) => {
+                watcher.woken();
+                continue;
+            }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
         }
@@ -63,6 +81,79 @@ fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
         _ => {}
     }
     Ok(outcome)
+}
+
+/// Messages from the inbox, shown and answered while the REPL is idle.
+fn respond_to_inbox(live: &mut Live) -> Result<(), Error> {
+    match live.take_inbox(true)? {
+        Outcome::Failed(why) => eprintln!("revolve: {why}"),
+        Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Watches the inbox while the REPL waits for a line, and wakes the line
+/// editor when a message arrives (as Ctrl-C would; the editor returns
+/// `Interrupted` and the loop answers the message). Only where the editor
+/// catches SIGINT: stdin and stdout are terminals and the terminal is one
+/// rustyline supports.
+struct Watcher {
+    shared: Option<Arc<Shared>>,
+}
+
+struct Shared {
+    /// Whether the REPL waits in the line editor; the watcher wakes it only
+    /// then, holding this lock, so a turn is never interrupted.
+    idle: Mutex<bool>,
+    woken: AtomicBool,
+}
+
+/// How often the watcher looks at the inbox.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
+
+impl Watcher {
+    fn start(live: &Live) -> Watcher {
+        let editor_catches_sigint = std::io::stdin().is_terminal()
+            && std::io::stdout().is_terminal()
+            && !matches!(
+                std::env::var("TERM").as_deref(),
+                Ok("dumb" | "cons25" | "emacs")
+            );
+        let Some(inbox) = live.inbox().cloned().filter(|_| editor_catches_sigint) else {
+            return Watcher { shared: None };
+        };
+        let shared = Arc::new(Shared {
+            idle: Mutex::new(false),
+            woken: AtomicBool::new(false),
+        });
+        let watched = Arc::clone(&shared);
+        std::thread::spawn(move || loop {
+            std::thread::sleep(WATCH_EVERY);
+            let idle = watched.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if *idle && !watched.woken.load(Ordering::SeqCst) && inbox.has_mail() {
+                watched.woken.store(true, Ordering::SeqCst);
+                revolve_io::interrupt::wake();
+            }
+            drop(idle);
+        });
+        Watcher {
+            shared: Some(shared),
+        }
+    }
+
+    fn idle(&self, idle: bool) {
+        if let Some(shared) = &self.shared {
+            *shared.idle.lock().unwrap_or_else(|e| e.into_inner()) = idle;
+        }
+    }
+
+    /// The editor returned `Interrupted`: a wake-up is used up.
+    fn woken(&self) {
+        if let Some(shared) = &self.shared {
+            shared.woken.store(false, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Dimmed, unless NO_COLOR is set (https://no-color.org).

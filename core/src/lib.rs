@@ -18,6 +18,7 @@
 //! * [`view`]: the status line, transcripts and listings.
 
 pub mod compact;
+pub mod fixture;
 pub mod goal;
 pub mod memory;
 pub mod names;
@@ -34,5 +35,5 @@ pub mod view;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;
-pub use session::{Command, Input, Reply, Session, Settings, Usage};
+pub use session::{Command, Delivery, Input, Reply, Session, Settings, Usage};
 pub use state::State;

@@ -189,6 +189,20 @@ pub struct Message {
     /// An answer cut short by an interruption or a failure.
     #[serde(default, skip_serializing_if = "is_false")]
     pub partial: bool,
+    /// A user message delivered from the session's inbox (`revolve send`,
+    /// `revolve attach`): who sent it, and its place in the inbox.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Where a delivered message came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// Who sent it, as the sender said (`attach`, another session's name…).
+    pub from: String,
+    /// Its number in the session's inbox; numbers only grow, so a message
+    /// at or below [`Totals::delivered`] was taken already.
+    pub seq: u64,
 }
 
 /// A tool call as the model made it.
@@ -230,6 +244,16 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             partial: false,
+            origin: None,
+        }
+    }
+
+    /// The text the model gets for this message: a delivered message says
+    /// who sent it.
+    pub fn model_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.origin {
+            Some(o) => format!("[message from {}]\n{}", o.from, self.content).into(),
+            None => self.content.as_str().into(),
         }
     }
 }
@@ -291,6 +315,9 @@ pub struct Totals {
     /// Whether that name was chosen by the user.
     #[serde(default, skip_serializing_if = "is_false")]
     pub named: bool,
+    /// The inbox number of the last message taken (see [`Origin`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delivered: u64,
 }
 
 /// A later run picked the session up.

@@ -83,7 +83,7 @@ fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Value {
     }
     for m in history {
         messages.push(match m.role {
-            Role::User => json!({"role": "user", "content": m.content}),
+            Role::User => json!({"role": "user", "content": m.model_text()}),
             Role::Assistant if m.tool_calls.is_empty() => json!({"role": "assistant", "content": m.content}),
             Role::Assistant => {
                 let calls: Vec<Value> = m
@@ -119,7 +119,7 @@ fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
         let (role, blocks) = match m.role {
             Role::User => (
                 "user",
-                text_block(&m.content).into_iter().collect::<Vec<_>>(),
+                text_block(&m.model_text()).into_iter().collect::<Vec<_>>(),
             ),
             Role::Tool => (
                 "user",

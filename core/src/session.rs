@@ -27,8 +27,8 @@ use crate::compact;
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Pruned,
-    Record, Refined, Renamed, Resumed, Role, ToolCall, Totals,
+    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Origin,
+    Pruned, Record, Refined, Renamed, Resumed, Role, ToolCall, Totals,
 };
 use crate::refine;
 use crate::request::Request;
@@ -90,6 +90,29 @@ pub enum Input {
         used: BTreeSet<String>,
         now: OffsetDateTime,
     },
+    /// Messages found in the session's inbox (`revolve send`, `revolve
+    /// attach`), in any order. Those taken already (numbered at or below
+    /// [`Totals::delivered`]) are dropped; the rest become user messages
+    /// marked with their origin, oldest first. With `answer` (an idle REPL)
+    /// the model is asked at once; otherwise they go out with the request
+    /// of the user's line, which the shell sends next. While a turn runs,
+    /// nothing is taken. After the commands ran (the log synced), the shell
+    /// removes from the inbox every message up to [`Totals::delivered`].
+    Inbox {
+        messages: Vec<Delivery>,
+        answer: bool,
+        now: OffsetDateTime,
+    },
+}
+
+/// One message from the inbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Its number in the inbox.
+    pub seq: u64,
+    /// Who sent it.
+    pub from: String,
+    pub text: String,
 }
 
 /// A complete answer from the model.
@@ -172,6 +195,9 @@ pub struct Session {
     /// Whether this turn compacted already (a turn compacts at most once, so
     /// a history that cannot shrink never loops).
     compacted_this_turn: bool,
+    /// Whether messages taken from the inbox wait for the next user line's
+    /// request.
+    inbox_waiting: bool,
 }
 
 impl Session {
@@ -203,6 +229,7 @@ impl Session {
             estimate: 0,
             compacted_this_turn: false,
             parts: prompt::Parts::default(),
+            inbox_waiting: false,
         }
     }
 
@@ -240,6 +267,11 @@ impl Session {
         match input {
             Input::User { text, now } => self.user(text, now),
             Input::Reply { reply, now } => self.reply(reply, now),
+            Input::Inbox {
+                messages,
+                answer,
+                now,
+            } => self.inbox(messages, answer, now),
             Input::Failed {
                 error,
                 partial,
@@ -317,17 +349,68 @@ impl Session {
     }
 
     fn user(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
-        if self.busy() {
+        // Messages just taken from the inbox wait for this turn's request.
+        let inbox = std::mem::take(&mut self.inbox_waiting);
+        if self.busy() && !inbox {
             return vec![Command::Show(
                 "a turn is still running; wait for it or press Ctrl-C".into(),
             )];
         }
         if text.trim().is_empty() {
+            if inbox {
+                self.compacted_this_turn = false;
+                return self.request(now);
+            }
             return Vec::new();
         }
         self.compacted_this_turn = false;
         let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// Takes the inbox's new messages (see [`Input::Inbox`]).
+    fn inbox(
+        &mut self,
+        mut messages: Vec<Delivery>,
+        answer: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.busy() {
+            return Vec::new();
+        }
+        messages.sort_by_key(|m| m.seq);
+        messages.dedup_by_key(|m| m.seq);
+        let mut cmds = Vec::new();
+        for m in messages {
+            if m.seq <= self.state.totals.delivered {
+                continue;
+            }
+            cmds.push(Command::Show(format!(
+                "── message from {}: {}",
+                view::inert(&m.from),
+                view::inert(&m.text)
+            )));
+            let message = Message {
+                origin: Some(Origin {
+                    from: m.from,
+                    seq: m.seq,
+                }),
+                ..Message::user(now, m.text)
+            };
+            cmds.extend(self.append(vec![Record::Message(message)]));
+        }
+        if cmds.is_empty() {
+            return cmds;
+        }
+        // Taken for good before the inbox forgets them.
+        cmds.push(Command::Sync);
+        if answer {
+            self.compacted_this_turn = false;
+            cmds.extend(self.request(now));
+        } else {
+            self.inbox_waiting = true;
+        }
         cmds
     }
 
@@ -686,6 +769,7 @@ impl Session {
             name: self.state.name.clone(),
             named: self.state.named,
             requests: before.requests,
+            delivered: before.delivered,
         })
     }
 

@@ -104,6 +104,9 @@ impl State {
                         if !self.open_calls.is_empty() {
                             set("a user message while tool calls wait for results");
                         }
+                        if let Some(origin) = &m.origin {
+                            self.totals.delivered = self.totals.delivered.max(origin.seq);
+                        }
                         self.awaiting = true;
                     }
                     Role::Assistant => {
@@ -144,7 +147,11 @@ impl State {
                     self.name = t.name.clone();
                     self.named = t.named;
                 }
+                // A delivered message is taken for good, whatever a totals
+                // record written by an older version says.
+                let delivered = self.totals.delivered.max(t.delivered);
                 self.totals = t.clone();
+                self.totals.delivered = delivered;
             }
             Record::Resumed(r) => {
                 self.resumes += 1;
@@ -242,7 +249,9 @@ impl State {
     }
 
     /// Whether a record answers the request that is due.
-    fn answers(&self, record: &Record) -> bool {
+    /// Whether `record` answers the request due now (an assistant message,
+    /// a failure, or an interruption after the request went out).
+    pub fn answers(&self, record: &Record) -> bool {
         self.awaiting
             && matches!(
                 record,

@@ -91,6 +91,9 @@ pub fn transcript(records: &[Record]) -> String {
                 let cut = if m.partial { " [cut short]" } else { "" };
                 match m.role {
                     Role::User => {
+                        if let Some(o) = &m.origin {
+                            out.push_str(&format!("» message from {}:\n", o.from));
+                        }
                         for line in m.content.lines() {
                             out.push_str(&format!("> {line}\n"));
                         }

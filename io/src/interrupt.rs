@@ -3,10 +3,12 @@
 //! flight, ends the turn as interrupted, and keeps the log whole; after a
 //! SIGTERM or SIGHUP it then stops. Between turns the signals act as usual
 //! (the log is synced at every turn end), so Ctrl-C while waiting for piped
-//! input ends the process. The REPL's line editor reads Ctrl-C as a key.
+//! input ends the process. The REPL's line editor reads Ctrl-C as a key; a
+//! guard puts back the handler it found (the line editor's, in the REPL),
+//! which [`wake`] uses to bring the REPL out of waiting for a line.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 static RAISED: AtomicI32 = AtomicI32::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
@@ -15,6 +17,7 @@ const SIGHUP: i32 = 1;
 const SIGINT: i32 = 2;
 const SIGTERM: i32 = 15;
 const SIG_DFL: usize = 0;
+const SIG_ERR: usize = usize::MAX;
 
 extern "C" fn on_signal(signum: i32) {
     // Async-signal-safe: a single atomic store.
@@ -25,14 +28,49 @@ extern "C" {
     fn signal(signum: i32, handler: usize) -> usize;
 }
 
-fn set(handler: usize) {
-    for signum in [SIGINT, SIGTERM, SIGHUP] {
-        // SAFETY: `signal` from the C library, with either the default
-        // disposition or a handler that only performs an atomic store, which
-        // is async-signal-safe.
+/// The dispositions a [`Guard`] replaced (the default, or the line
+/// editor's), put back when it drops.
+static PREVIOUS: [AtomicUsize; 3] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
+
+const SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+
+fn catch() {
+    for (signum, previous) in SIGNALS.iter().zip(&PREVIOUS) {
+        // SAFETY: `signal` from the C library, with a handler that only
+        // performs an atomic store, which is async-signal-safe.
+        let old = unsafe { signal(*signum, on_signal as extern "C" fn(i32) as usize) };
+        previous.store(old, Ordering::SeqCst);
+    }
+}
+
+fn restore() {
+    for (signum, previous) in SIGNALS.iter().zip(&PREVIOUS) {
+        let old = previous.swap(SIG_DFL, Ordering::SeqCst);
+        // SAFETY: puts back the disposition `signal` returned when the guard
+        // replaced it (SIG_DFL, or a handler installed by the line editor).
         unsafe {
-            signal(signum, handler);
+            signal(*signum, if old == SIG_ERR { SIG_DFL } else { old });
         }
+    }
+}
+
+extern "C" {
+    fn raise(signum: i32) -> i32;
+}
+
+/// Wakes the line editor waiting for input, as Ctrl-C does: it returns
+/// `Interrupted` (rustyline turns SIGINT into that while it reads a line).
+/// Only for when no [`Guard`] is alive and the line editor's handler is
+/// installed (stdin and stdout are terminals); otherwise SIGINT acts as
+/// usual.
+pub fn wake() {
+    // SAFETY: `raise` from the C library; the signal goes to this thread.
+    unsafe {
+        raise(SIGINT);
     }
 }
 
@@ -45,7 +83,7 @@ impl Guard {
     pub fn new() -> Guard {
         RAISED.store(0, Ordering::SeqCst);
         if !ARMED.swap(true, Ordering::SeqCst) {
-            set(on_signal as extern "C" fn(i32) as usize);
+            catch();
         }
         Guard(())
     }
@@ -60,7 +98,7 @@ impl Default for Guard {
 impl Drop for Guard {
     fn drop(&mut self) {
         if ARMED.swap(false, Ordering::SeqCst) {
-            set(SIG_DFL);
+            restore();
         }
     }
 }

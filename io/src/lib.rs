@@ -9,6 +9,7 @@
 //! * [`interrupt`]: Ctrl-C as a flag.
 //! * [`provider`]: model APIs (OpenAI-compatible, scripted).
 //! * [`fake`]: a fake model server on 127.0.0.1 for tests.
+//! * [`inbox`]: messages delivered to a running session, on disk until logged.
 //! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`, snapshots before a rewrite.
@@ -17,6 +18,7 @@
 pub mod clock;
 pub mod fake;
 pub mod goal;
+pub mod inbox;
 pub mod interrupt;
 pub mod log;
 pub mod memory;

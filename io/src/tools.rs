@@ -201,7 +201,8 @@ fn run_tool(
         Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
         Tool::Shell { command, timeout_s } => {
-            shell(&scope.root, command, *timeout_s, approver, cancel)
+            let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
+            shell(&scope.root, session, command, *timeout_s, approver, cancel)
         }
         Tool::RequestFileGrant { path, reason } => {
             request_grant(&scope, path, reason.as_deref(), approver)
@@ -812,8 +813,12 @@ enum Ending {
     Lost(io::Error),
 }
 
+/// Runs `sh -c command` in the tree, without the API keys, with
+/// `REVOLVE_SESSION` naming the session (so `revolve send` from it says who
+/// a message is from).
 fn shell(
     root: &Path,
+    session: &str,
     command: &str,
     timeout_s: Option<u64>,
     approver: &mut dyn Approver,
@@ -836,6 +841,7 @@ fn shell(
         .env_remove(KEY_VARS[0])
         .env_remove(KEY_VARS[1])
         .env_remove(KEY_VARS[2])
+        .env("REVOLVE_SESSION", session)
         .spawn();
     let mut child = match spawned {
         Ok(child) => child,

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use revolve_core::fixture::Answer;
 use revolve_core::{Reply, Request, ToolCall, Usage};
 
 use super::http;
@@ -61,6 +62,8 @@ pub struct ScriptedReply {
 pub struct Scripted {
     path: PathBuf,
     replies: Vec<ScriptedReply>,
+    /// `scripted`, or `replay` for answers taken from a session log.
+    name: &'static str,
 }
 
 impl Scripted {
@@ -110,7 +113,11 @@ impl Scripted {
                 error: wire.error,
             });
         }
-        Ok(Scripted { path, replies })
+        Ok(Scripted {
+            path,
+            replies,
+            name: "scripted",
+        })
     }
 
     /// A script of these replies, named `path` in messages.
@@ -118,6 +125,38 @@ impl Scripted {
         Scripted {
             path: path.as_ref().to_owned(),
             replies,
+            name: "scripted",
+        }
+    }
+
+    /// `--provider replay:FILE`: the answers a recorded session got
+    /// ([`revolve_core::fixture::answers`] of its whole chain), given again
+    /// in order; `path` names the log in messages.
+    pub fn replaying(path: impl AsRef<Path>, answers: Vec<Answer>) -> Scripted {
+        let replies = answers
+            .into_iter()
+            .map(|a| match a {
+                Answer::Reply(reply) => ScriptedReply {
+                    text: reply.text,
+                    tool_calls: reply.tool_calls,
+                    usage: reply.usage,
+                    error: None,
+                },
+                Answer::Failed { partial, error } => ScriptedReply {
+                    text: partial,
+                    error: Some(error),
+                    ..ScriptedReply::default()
+                },
+                Answer::NotRecorded => ScriptedReply {
+                    error: Some(revolve_core::fixture::REFINE_NOT_RECORDED.to_owned()),
+                    ..ScriptedReply::default()
+                },
+            })
+            .collect();
+        Scripted {
+            path: path.as_ref().to_owned(),
+            replies,
+            name: "replay",
         }
     }
 
@@ -166,7 +205,7 @@ impl Provider for Scripted {
     }
 
     fn name(&self) -> &'static str {
-        "scripted"
+        self.name
     }
 }
 

@@ -1,0 +1,265 @@
+//! A recorded session as a test fixture: the answers its model gave, in the
+//! order its requests went out, so a provider can give them again
+//! (`--provider replay:FILE`) and a re-run is offline and deterministic.
+//!
+//! Requests are counted exactly as [`State`] counts them (the numbering
+//! [`crate::Request::seq`] carries): an answer, a failure or an interruption
+//! of a due request, a compaction's summary, and a refinement. What the log
+//! does not hold (a refinement's answer) comes back as
+//! [`Answer::NotRecorded`], which keeps every later answer in its place.
+
+use crate::record::{Record, Role};
+use crate::session::{Reply, Usage};
+use crate::state::State;
+
+/// What one recorded request got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// A complete answer (text and tool calls, with the usage the totals
+    /// after it show, when the provider reported one).
+    Reply(Reply),
+    /// A failure or an interruption, with what had streamed before it.
+    Failed { partial: String, error: String },
+    /// A request whose answer the log does not hold (a refinement's; the
+    /// `refined` record keeps only what changed).
+    NotRecorded,
+}
+
+impl Answer {
+    /// The answer as `replay --against` compares it: the text, then one
+    /// line per tool call (name and arguments; ids differ between runs),
+    /// or the failure.
+    pub fn render(&self) -> String {
+        match self {
+            Answer::Reply(reply) => {
+                let mut out = reply.text.clone();
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                for call in &reply.tool_calls {
+                    out.push_str(&format!("→ {} {}\n", call.name, call.arguments));
+                }
+                out
+            }
+            Answer::Failed { partial, error } => {
+                let mut out = partial.clone();
+                if !out.is_empty() && !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                out.push_str(&format!("! failed: {error}\n"));
+                out
+            }
+            Answer::NotRecorded => "! not recorded\n".to_owned(),
+        }
+    }
+}
+
+/// A unified diff from the recorded answer to the new one, or `None` when
+/// they render the same.
+pub fn diff(recorded: &Answer, new: &Answer) -> Option<String> {
+    let (old, new) = (recorded.render(), new.render());
+    if old == new {
+        return None;
+    }
+    Some(
+        similar::TextDiff::from_lines(&old, &new)
+            .unified_diff()
+            .header("recorded", "new")
+            .to_string(),
+    )
+}
+
+/// The failure a request whose answer is not recorded replays as.
+pub const REFINE_NOT_RECORDED: &str =
+    "a refinement's answer is not in the log; replayed as a failure";
+
+/// Every answer of `records` (a session file, or a whole chain in order),
+/// one per request [`crate::state::requests`] rebuilds plus one
+/// [`Answer::NotRecorded`] per refinement, in order. A chain must be folded
+/// as one: a compaction's summary request is in the old file, its answer
+/// (the notes) in the new one.
+pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer> {
+    let mut state = State::default();
+    let mut out: Vec<Answer> = Vec::new();
+    // The answer whose usage the next totals record tells.
+    let mut usage_of: Option<usize> = None;
+    // A summary answer waiting for its `compacted` record.
+    let mut summary: Option<usize> = None;
+    // A cut-short answer waiting for the record that says why.
+    let mut cut: Option<usize> = None;
+    for record in records {
+        let before = (state.totals.tokens_in, state.totals.tokens_out);
+        let answers = state.answers(record);
+        match record {
+            Record::Message(m) if answers && m.role == Role::Assistant && m.partial => {
+                cut = Some(out.len());
+                out.push(Answer::Failed {
+                    partial: m.content.clone(),
+                    error: "cut short".into(),
+                });
+            }
+            Record::Message(m) if answers && m.role == Role::Assistant => {
+                usage_of = Some(out.len());
+                out.push(Answer::Reply(Reply {
+                    text: m.content.clone(),
+                    tool_calls: m.tool_calls.clone(),
+                    usage: None,
+                }));
+            }
+            Record::Failed(f) => match cut.take() {
+                Some(i) => set_error(&mut out[i], &f.error),
+                None if answers => out.push(Answer::Failed {
+                    partial: String::new(),
+                    error: f.error.clone(),
+                }),
+                None => {}
+            },
+            Record::Interrupted(_) => match cut.take() {
+                Some(i) => set_error(&mut out[i], "interrupted"),
+                None if answers => out.push(Answer::Failed {
+                    partial: String::new(),
+                    error: "interrupted".into(),
+                }),
+                None => {}
+            },
+            Record::Compacting(_) => {
+                summary = Some(out.len());
+                out.push(Answer::Failed {
+                    partial: String::new(),
+                    error: "the compaction's summary is not in the log".into(),
+                });
+            }
+            Record::Compacted(c) => {
+                if let Some(i) = summary.take() {
+                    let usage = Usage {
+                        prompt_tokens: c.totals.tokens_in.saturating_sub(before.0),
+                        completion_tokens: c.totals.tokens_out.saturating_sub(before.1),
+                    };
+                    out[i] = Answer::Reply(Reply {
+                        text: c.notes.clone(),
+                        tool_calls: Vec::new(),
+                        usage: (usage != Usage::default()).then_some(usage),
+                    });
+                }
+            }
+            Record::CompactionFailed(f) => {
+                if let Some(i) = summary.take() {
+                    set_error(&mut out[i], &f.error);
+                }
+            }
+            Record::Refined(_) => out.push(Answer::NotRecorded),
+            Record::Totals(t) => {
+                if let Some(i) = usage_of.take() {
+                    if let Answer::Reply(reply) = &mut out[i] {
+                        if !t.estimated {
+                            reply.usage = Some(Usage {
+                                prompt_tokens: t.tokens_in.saturating_sub(before.0),
+                                completion_tokens: t.tokens_out.saturating_sub(before.1),
+                            });
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        state.apply(record);
+    }
+    out
+}
+
+fn set_error(answer: &mut Answer, why: &str) {
+    if let Answer::Failed { error, .. } = answer {
+        *error = why.to_owned();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Failed, Header, Message, ToolCall, Totals};
+    use time::macros::datetime;
+
+    fn header() -> Record {
+        Record::Header(Header {
+            version: 1,
+            id: "s1".into(),
+            name: None,
+            named: false,
+            cwd: "/w".into(),
+            project: "/w".into(),
+            started: datetime!(2026-12-02 10:00 UTC),
+            model: "m".into(),
+            window: 1000,
+            provider: "scripted".into(),
+            continues: None,
+        })
+    }
+
+    fn totals(tokens_in: u64, tokens_out: u64, estimated: bool) -> Record {
+        Record::Totals(Totals {
+            tokens_in,
+            tokens_out,
+            estimated,
+            ..Totals::default()
+        })
+    }
+
+    #[test]
+    fn answers_follow_the_requests_with_their_usage() {
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let call = ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        };
+        let records = vec![
+            header(),
+            Record::Message(Message::user(at, "hi")),
+            Record::Message(Message {
+                tool_calls: vec![call.clone()],
+                ..Message::assistant(at, "looking")
+            }),
+            totals(10, 2, false),
+            Record::Message(Message::tool(at, "c1", "a\nb")),
+            Record::Message(Message::assistant(at, "two files")),
+            totals(25, 5, false),
+            Record::Message(Message::user(at, "again")),
+            Record::Message(Message {
+                partial: true,
+                ..Message::assistant(at, "half")
+            }),
+            Record::Failed(Failed {
+                at,
+                error: "stream cut".into(),
+            }),
+            totals(25, 5, true),
+        ];
+        let got = answers(&records);
+        assert_eq!(
+            got,
+            vec![
+                Answer::Reply(Reply {
+                    text: "looking".into(),
+                    tool_calls: vec![call],
+                    usage: Some(Usage {
+                        prompt_tokens: 10,
+                        completion_tokens: 2
+                    }),
+                }),
+                Answer::Reply(Reply {
+                    text: "two files".into(),
+                    tool_calls: vec![],
+                    usage: Some(Usage {
+                        prompt_tokens: 15,
+                        completion_tokens: 3
+                    }),
+                }),
+                Answer::Failed {
+                    partial: "half".into(),
+                    error: "stream cut".into()
+                },
+            ]
+        );
+        assert_eq!(got.len(), crate::state::requests(&records).len());
+    }
+}

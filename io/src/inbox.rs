@@ -1,0 +1,237 @@
+//! A session's inbox: messages `revolve send` and `revolve attach` deliver
+//! to a running session, kept on disk until the session has logged them.
+//!
+//! The inbox of the session NAME of the working directory CWD is
+//! `<state>/projects/<project>/inbox/<slug of CWD>/<NAME>/`. Each message is
+//! one file, `<seq>.json`, numbered under the inbox's lock from `.seq`, the
+//! last number given; numbers only grow. The receiver reads the files,
+//! logs each as a user message carrying its number (the core drops numbers
+//! at or below the log's `delivered` count), syncs, and only then
+//! [`Inbox::settle`]s: removes the files it took and raises `.seq` to at
+//! least what it took. So a message is never lost (its file stays until the
+//! log holds it) and never taken twice (its number is in the log), across
+//! a crash at any point on either side.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use revolve_core::Delivery;
+
+use crate::paths::{slug, Project, Roots};
+
+/// One session's inbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Inbox {
+    dir: PathBuf,
+}
+
+/// A message as its file holds it.
+#[derive(Debug, Serialize, Deserialize)]
+struct Letter {
+    seq: u64,
+    from: String,
+    text: String,
+    #[serde(with = "time::serde::rfc3339")]
+    at: OffsetDateTime,
+}
+
+impl Inbox {
+    /// The inbox of the session `name` of the working directory `cwd`.
+    pub fn of(roots: &Roots, project: &Project, cwd: &Path, name: &str) -> Inbox {
+        Inbox {
+            dir: roots
+                .project(project)
+                .join("inbox")
+                .join(slug(cwd))
+                .join(name),
+        }
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Queues a message; returns its number. The file is complete and
+    /// synced before it appears under its name.
+    pub fn send(&self, from: &str, text: &str, now: OffsetDateTime) -> io::Result<u64> {
+        let _lock = self.lock()?;
+        let seq = self.last()? + 1;
+        let letter = Letter {
+            seq,
+            from: from.to_owned(),
+            text: text.to_owned(),
+            at: now,
+        };
+        let body = serde_json::to_vec(&letter).map_err(io::Error::other)?;
+        write_atomic(&self.dir, &format!("{seq:016}.json"), &body)?;
+        write_atomic(&self.dir, ".seq", seq.to_string().as_bytes())?;
+        Ok(seq)
+    }
+
+    /// The messages waiting, oldest first. A file that cannot be read or
+    /// parsed is skipped and named in the second list (it stays where it
+    /// is, for a person to look at).
+    pub fn waiting(&self) -> io::Result<(Vec<Delivery>, Vec<PathBuf>)> {
+        let mut out = Vec::new();
+        let mut bad = Vec::new();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, bad)),
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let path = entry?.path();
+            let is_letter = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.ends_with(".json") && !n.starts_with('.'));
+            if !is_letter {
+                continue;
+            }
+            let letter = std::fs::read(&path)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<Letter>(&b).ok());
+            match letter {
+                Some(l) => out.push(Delivery {
+                    seq: l.seq,
+                    from: l.from,
+                    text: l.text,
+                }),
+                None => bad.push(path),
+            }
+        }
+        out.sort_by_key(|d| d.seq);
+        Ok((out, bad))
+    }
+
+    /// Whether any message file is there (cheap: one directory read).
+    pub fn has_mail(&self) -> bool {
+        std::fs::read_dir(&self.dir).is_ok_and(|mut entries| {
+            entries.any(|e| {
+                e.ok()
+                    .and_then(|e| e.file_name().into_string().ok())
+                    .is_some_and(|n| n.ends_with(".json") && !n.starts_with('.'))
+            })
+        })
+    }
+
+    /// After the log holds every message numbered up to `delivered`: removes
+    /// their files and keeps `.seq` at least that high, so numbers never go
+    /// back even if `.seq` was lost.
+    pub fn settle(&self, delivered: u64) -> io::Result<()> {
+        if delivered == 0 && !self.dir.exists() {
+            return Ok(());
+        }
+        let _lock = self.lock()?;
+        let (waiting, _) = self.waiting()?;
+        for d in waiting.iter().filter(|d| d.seq <= delivered) {
+            match std::fs::remove_file(self.dir.join(format!("{:016}.json", d.seq))) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        if self.last()? < delivered {
+            write_atomic(&self.dir, ".seq", delivered.to_string().as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The last number given (0 when none).
+    fn last(&self) -> io::Result<u64> {
+        match std::fs::read_to_string(self.dir.join(".seq")) {
+            Ok(text) => text.trim().parse().map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{} is not a number", self.dir.join(".seq").display()),
+                )
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn lock(&self) -> io::Result<File> {
+        std::fs::create_dir_all(&self.dir)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(self.dir.join(".lock"))?;
+        file.lock()?;
+        Ok(file)
+    }
+}
+
+/// Writes `name` in `dir` whole or not at all: a synced temp file renamed,
+/// then the folder synced.
+fn write_atomic(dir: &Path, name: &str, body: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut file = File::create(&tmp)?;
+    file.write_all(body)?;
+    file.sync_all()?;
+    std::fs::rename(&tmp, dir.join(name))?;
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn inbox(name: &str) -> (Inbox, PathBuf) {
+        let root =
+            std::env::temp_dir().join(format!("revolve-inbox-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&root).ok();
+        (
+            Inbox {
+                dir: root.join("bob"),
+            },
+            root,
+        )
+    }
+
+    #[test]
+    fn messages_are_numbered_kept_until_settled_and_never_renumbered() {
+        let (inbox, root) = inbox("settle");
+        let now = datetime!(2026-12-02 10:00 UTC);
+        assert!(!inbox.has_mail());
+        assert_eq!(inbox.send("alice", "one", now).unwrap(), 1);
+        assert_eq!(inbox.send("attach", "two", now).unwrap(), 2);
+        assert!(inbox.has_mail());
+        let (waiting, bad) = inbox.waiting().unwrap();
+        assert!(bad.is_empty());
+        assert_eq!(
+            waiting
+                .iter()
+                .map(|d| (d.seq, d.text.as_str()))
+                .collect::<Vec<_>>(),
+            vec![(1, "one"), (2, "two")]
+        );
+        inbox.settle(1).unwrap();
+        assert_eq!(inbox.waiting().unwrap().0.len(), 1);
+        inbox.settle(2).unwrap();
+        assert!(!inbox.has_mail());
+        // A lost `.seq` is raised again by the receiver's settle.
+        std::fs::remove_file(inbox.dir().join(".seq")).unwrap();
+        inbox.settle(2).unwrap();
+        assert_eq!(inbox.send("alice", "three", now).unwrap(), 3);
+        std::fs::remove_dir_all(root).ok();
+    }
+
+    #[test]
+    fn a_garbled_file_is_named_and_left_alone() {
+        let (inbox, root) = inbox("garbled");
+        let now = datetime!(2026-12-02 10:00 UTC);
+        inbox.send("alice", "ok", now).unwrap();
+        std::fs::write(inbox.dir().join("0000000000000009.json"), "{not json").unwrap();
+        let (waiting, bad) = inbox.waiting().unwrap();
+        assert_eq!(waiting.len(), 1);
+        assert_eq!(bad.len(), 1);
+        std::fs::remove_dir_all(root).ok();
+    }
+}
