@@ -115,24 +115,16 @@ pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
     } else {
         None
     };
-    let printer: Box<dyn FnMut(String) + Send> = match editor.as_mut() {
-        Some(editor) => {
-            use rustyline::ExternalPrinter;
-            let mut printer = editor
-                .create_external_printer()
-                .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
-            Box::new(move |text: String| {
-                printer.print(text).ok();
-            })
-        }
-        None => Box::new(|text: String| {
-            out(&text).ok();
-        }),
+    // Printed as it comes, over the prompt if need be (rustyline's external
+    // printer would redraw the prompt, but then a pasted line waits in its
+    // buffer for the next key).
+    let printer = |text: String| {
+        out(&text).ok();
     };
+    let waker = interrupt::Waker::this_thread();
     {
         let ended = Arc::clone(&ended);
         let name = name.to_owned();
-        let mut printer = printer;
         let running_store = store.clone();
         std::thread::spawn(move || loop {
             std::thread::sleep(POLL);
@@ -150,7 +142,7 @@ pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
                 printer(format!("── {name} stopped running; detached\n"));
                 ended.store(true, Ordering::SeqCst);
                 if tty {
-                    interrupt::wake();
+                    waker.wake();
                 } else {
                     std::process::exit(0);
                 }

@@ -123,6 +123,10 @@ impl Watcher {
         let Some(inbox) = live.inbox().cloned().filter(|_| editor_catches_sigint) else {
             return Watcher { shared: None };
         };
+        // The SIGINT goes to this thread, the one in read(2). (rustyline's
+        // external printer would let any thread's signal wake it, but then
+        // a pasted line waits in its buffer for the next key.)
+        let waker = revolve_io::interrupt::Waker::this_thread();
         let shared = Arc::new(Shared {
             idle: Mutex::new(false),
             woken: AtomicBool::new(false),
@@ -133,7 +137,7 @@ impl Watcher {
             let idle = watched.idle.lock().unwrap_or_else(|e| e.into_inner());
             if *idle && !watched.woken.load(Ordering::SeqCst) && inbox.has_mail() {
                 watched.woken.store(true, Ordering::SeqCst);
-                revolve_io::interrupt::wake();
+                waker.wake();
             }
             drop(idle);
         });

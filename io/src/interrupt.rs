@@ -5,7 +5,7 @@
 //! (the log is synced at every turn end), so Ctrl-C while waiting for piped
 //! input ends the process. The REPL's line editor reads Ctrl-C as a key; a
 //! guard puts back the handler it found (the line editor's, in the REPL),
-//! which [`wake`] uses to bring the REPL out of waiting for a line.
+//! which a [`Waker`] uses to bring the REPL out of waiting for a line.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
@@ -59,18 +59,32 @@ fn restore() {
 }
 
 extern "C" {
-    fn raise(signum: i32) -> i32;
+    fn pthread_self() -> usize;
+    fn pthread_kill(thread: usize, signum: i32) -> i32;
 }
 
-/// Wakes the line editor waiting for input, as Ctrl-C does: it returns
-/// `Interrupted` (rustyline turns SIGINT into that while it reads a line).
-/// Only for when no [`Guard`] is alive and the line editor's handler is
-/// installed (stdin and stdout are terminals); otherwise SIGINT acts as
-/// usual.
-pub fn wake() {
-    // SAFETY: `raise` from the C library; the signal goes to this thread.
-    unsafe {
-        raise(SIGINT);
+/// Wakes one thread waiting in the line editor, as Ctrl-C does: rustyline
+/// turns a SIGINT that interrupts its read(2) into `Interrupted`. Only for
+/// when no [`Guard`] is alive and the line editor's handler is installed
+/// (stdin and stdout are terminals); otherwise SIGINT acts as usual.
+#[derive(Clone, Copy, Debug)]
+pub struct Waker(usize);
+
+impl Waker {
+    /// A waker for the calling thread (the one that will read lines).
+    pub fn this_thread() -> Waker {
+        // SAFETY: `pthread_self` from the C library; always succeeds.
+        Waker(unsafe { pthread_self() })
+    }
+
+    /// Sends SIGINT to that thread.
+    pub fn wake(self) {
+        // SAFETY: `pthread_kill` from the C library, on a thread id taken
+        // with `pthread_self` from a thread that lives as long as the
+        // process reads lines (the main thread).
+        unsafe {
+            pthread_kill(self.0, SIGINT);
+        }
     }
 }
 

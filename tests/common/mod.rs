@@ -386,6 +386,15 @@ impl TestEnv {
 }
 
 impl Running {
+    /// Writes more input (stdin must still be open).
+    pub fn write(&mut self, text: &str) {
+        self.stdin
+            .as_mut()
+            .expect("stdin is open")
+            .write_all(text.as_bytes())
+            .expect("write stdin");
+    }
+
     /// Closes stdin: no more lines.
     pub fn close_stdin(&mut self) {
         self.stdin = None;
