@@ -1,8 +1,10 @@
 //! The command line (ARCHITECTURE.md section 5).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use revolve_core::config::Source;
 
 /// A terminal agent whose state outlives the process.
 #[derive(Debug, Parser)]
@@ -61,20 +63,26 @@ pub struct Cli {
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
+
+    /// Where each argument's value came from (flag or environment), by
+    /// argument id, at any depth of subcommands; filled by
+    /// [`crate::config::parse_args`].
+    #[arg(skip)]
+    pub sources: BTreeMap<String, Source>,
 }
 
 /// Which model, where.
 #[derive(Clone, Debug, Args)]
 pub struct ModelArgs {
-    /// The model API [default: openai]
+    /// The model API or a preset for one [default: openai]
     #[arg(long, value_enum, env = "REVOLVE_PROVIDER")]
     pub provider: Option<ProviderKind>,
 
-    /// The API's base URL [default: https://api.openai.com/v1, or https://api.anthropic.com/v1]
+    /// The API's base URL [default: the provider's]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: gpt-4o-mini, or claude-sonnet-4-5 with anthropic]
+    /// The model to ask [default: the provider's, e.g. gpt-4o-mini]
     #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
     pub model: Option<String>,
 
@@ -102,10 +110,16 @@ pub struct ModelArgs {
 /// The model APIs revolve speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter)
+    /// OpenAI or any Chat Completions server (vLLM, …); key OPENAI_API_KEY
     Openai,
-    /// Anthropic Messages
+    /// Anthropic Messages; key ANTHROPIC_API_KEY
     Anthropic,
+    /// A local Ollama server at http://localhost:11434/v1, no key
+    Ollama,
+    /// A local llama.cpp server at http://localhost:8080/v1, no key
+    Llamacpp,
+    /// OpenRouter at https://openrouter.ai/api/v1; key OPENROUTER_API_KEY
+    Openrouter,
     /// Answers from a file of replies, offline
     Scripted,
 }
@@ -143,6 +157,11 @@ pub enum Sub {
     },
     /// Create the project directory (memory/, tasks/, subagents/) and print what was created
     Init,
+    /// The settings in force and where each came from (config file: <config>/config.json)
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
     /// Show a session from its log
     Replay {
         /// A session file, or a name or id of this directory's sessions
@@ -158,6 +177,19 @@ pub enum Sub {
         /// Fold the file and report skipped lines and inconsistencies
         #[arg(long)]
         check: bool,
+    },
+}
+
+/// `revolve config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print each setting, its value and where it came from (flag, env, config, default)
+    Show {
+        /// Print JSON: the config file and every setting with its value and source
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
     },
 }
 

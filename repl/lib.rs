@@ -5,6 +5,7 @@
 pub mod approve;
 pub mod cli;
 mod commands;
+pub mod config;
 pub mod error;
 pub mod live;
 mod repl;
@@ -17,20 +18,17 @@ use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
 use approve::Approvals;
-use cli::{Cli, ModelArgs, ProviderKind, Sub};
+use revolve_core::config::Preset;
+
+use cli::{Cli, Sub};
+use config::Settings;
 use error::Error;
 use live::{Live, Outcome, Runtime};
 
 /// The default model when none is given.
-pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+pub const DEFAULT_MODEL: &str = Preset::Openai.model();
 /// The default declared context window.
-pub const DEFAULT_WINDOW: u64 = 128_000;
-/// The default OpenAI-compatible endpoint.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The default Anthropic endpoint.
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
-/// The default Anthropic model.
-pub const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
@@ -49,7 +47,16 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
-        Some(Sub::Compact { session, model }) => compact(store, session.as_deref(), &model),
+        Some(Sub::Compact { session, model }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            compact(store, session.as_deref(), &settings)
+        }
+        Some(Sub::Config {
+            action: cli::ConfigAction::Show { json, model },
+        }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            config::show(&settings, json)
+        }
         Some(Sub::Goal { args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
@@ -76,9 +83,15 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
     let resuming = cli.r#continue || cli.resume.is_some();
-    let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
+    let settings = Settings::resolve(
+        &store.roots.config,
+        &cli.model,
+        cli.allow_shell,
+        &cli.sources,
+    )?;
+    let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
     let memory = memory(&store, cli.bare, interactive);
-    let runtime = runtime(&cli.model, resuming, approvals, memory, !cli.no_auto_refine)?;
+    let runtime = runtime(&settings, resuming, approvals, memory, !cli.no_auto_refine)?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -212,45 +225,45 @@ fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
     }
 }
 
-/// What a session runs with, from the flags. A resumed session keeps its
-/// model unless one is asked for.
+/// What a session runs with, from the settings. A resumed session keeps
+/// its model and window unless a flag or a variable asks for others.
 fn runtime(
-    args: &ModelArgs,
+    settings: &Settings,
     resuming: bool,
     approvals: Approvals,
     memory: Memory,
     auto_refine: bool,
 ) -> Result<Runtime, Error> {
-    let (provider, default_model) = provider(args)?;
+    let provider = provider(settings)?;
+    let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Ok(Runtime {
         memory: memory.dirs,
         bare: memory.bare,
         created_project_dir: memory.created,
         auto_refine,
         provider,
-        model: args
-            .model
-            .clone()
-            .or_else(|| (!resuming).then(|| default_model.to_owned())),
-        window: args.window,
-        spill_chars: args
-            .spill_result_chars
-            .unwrap_or(revolve_core::session::SPILL_CHARS),
-        prune_chars: args
-            .prune_result_chars
-            .unwrap_or(revolve_core::compact::PRUNE_CHARS),
+        model: chosen(settings.model.source).then(|| settings.model.value.clone()),
+        window: chosen(settings.window.source).then_some(settings.window.value),
+        spill_chars: settings.spill_result_chars.value,
+        prune_chars: settings.prune_result_chars.value,
         approvals,
     })
 }
 
 /// `revolve compact`: a session that is not running, compacted now.
-fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), Error> {
+fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<(), Error> {
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
         created: false,
     };
-    let runtime = runtime(args, true, Approvals::new(false, false, &[]), memory, false)?;
+    let runtime = runtime(
+        settings,
+        true,
+        Approvals::new(false, false, &[]),
+        memory,
+        false,
+    )?;
     let mut live = Live::resume(store, needle, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
@@ -259,67 +272,45 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
     }
 }
 
-/// The provider the flags ask for, with the default model it goes with.
-/// Network providers retry by the core's policy and say so on stderr.
-fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error> {
-    let key = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-    };
-    match args.provider.unwrap_or(ProviderKind::Openai) {
-        ProviderKind::Scripted => {
-            let path = args.script.as_ref().ok_or_else(|| {
+/// The provider the settings ask for. Network providers retry by the
+/// core's policy and say so on stderr.
+fn provider(settings: &Settings) -> Result<Arc<dyn Provider>, Error> {
+    let preset = settings.provider.value;
+    let base = settings.base_url.value.clone();
+    let key = settings.key();
+    if key.is_none() && preset.needs_key(&base) {
+        let var = preset
+            .key_vars()
+            .last()
+            .copied()
+            .unwrap_or("REVOLVE_API_KEY");
+        return Err(Error::Usage(format!(
+            "no API key: set {var} (or REVOLVE_API_KEY), point --base-url at a local server, \
+             or run offline with --provider scripted --script FILE"
+        )));
+    }
+    let retries = settings.retries.value;
+    match preset.wire() {
+        None => {
+            let path = settings.script.as_ref().ok_or_else(|| {
                 Error::Usage(
                     "--provider scripted needs --script FILE (a JSONL file of replies)".into(),
                 )
             })?;
-            Ok((
-                Arc::new(Scripted::load(path).map_err(Error::Usage)?),
-                DEFAULT_MODEL,
-            ))
+            Ok(Arc::new(Scripted::load(path).map_err(Error::Usage)?))
         }
-        ProviderKind::Openai => {
-            let key = key(&["REVOLVE_API_KEY", "OPENAI_API_KEY"]);
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-            if key.is_none() && base == DEFAULT_BASE_URL {
-                return Err(Error::Usage(
-                    "no API key: set OPENAI_API_KEY (or REVOLVE_API_KEY), point --base-url at a local server, \
-                     or run offline with --provider scripted --script FILE"
-                        .into(),
-                ));
-            }
-            Ok((
-                Arc::new(retrying(OpenAi::new(&base, key), args.retries)),
-                DEFAULT_MODEL,
-            ))
+        Some(revolve_core::request::Wire::OpenAi) => {
+            Ok(Arc::new(retrying(OpenAi::new(&base, key), retries)))
         }
-        ProviderKind::Anthropic => {
-            let key = key(&["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"]);
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned());
-            if key.is_none() && base == ANTHROPIC_BASE_URL {
-                return Err(Error::Usage(
-                    "no API key: set ANTHROPIC_API_KEY (or REVOLVE_API_KEY), or point --base-url at another server".into(),
-                ));
-            }
-            Ok((
-                Arc::new(retrying(Anthropic::new(&base, key), args.retries)),
-                ANTHROPIC_MODEL,
-            ))
+        Some(revolve_core::request::Wire::Anthropic) => {
+            Ok(Arc::new(retrying(Anthropic::new(&base, key), retries)))
         }
     }
 }
 
 /// A network provider that retries by the core's policy, says so on stderr,
 /// and stops waiting when Ctrl-C abandons the request.
-fn retrying<P: Provider>(inner: P, retries: Option<u32>) -> Retrying<P> {
-    let retries = retries.unwrap_or(revolve_core::retry::MAX_RETRIES);
+fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
     let notice = |text: &str| eprintln!("revolve: {text}");
     Retrying::new(inner, notice)
         .with_retries(retries)
