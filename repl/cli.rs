@@ -157,6 +157,14 @@ pub enum Sub {
     },
     /// Create the project directory (memory/, tasks/, subagents/) and print what was created
     Init,
+    /// List the models the provider's endpoint offers (GET {base_url}/models)
+    Models {
+        /// Print JSON: the provider, the base URL and the models
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
     /// The settings in force and where each came from (config file: <config>/config.json)
     Config {
         #[command(subcommand)]

@@ -132,9 +132,25 @@ impl Settings {
         })
     }
 
-    /// The API key, if one is set.
-    pub fn key(&self) -> Option<String> {
-        self.key.as_ref().map(|(_, key)| key.clone())
+    /// The API key, if one is set; a usage error when the provider at its
+    /// base URL cannot work without one.
+    pub fn needed_key(&self) -> Result<Option<String>, Error> {
+        let preset = self.provider.value;
+        match &self.key {
+            Some((_, key)) => Ok(Some(key.clone())),
+            None if preset.needs_key(&self.base_url.value) => {
+                let var = preset
+                    .key_vars()
+                    .last()
+                    .copied()
+                    .unwrap_or("REVOLVE_API_KEY");
+                Err(Error::Usage(format!(
+                    "no API key: set {var} (or REVOLVE_API_KEY), point --base-url at a local \
+                     server, or run offline with --provider scripted --script FILE"
+                )))
+            }
+            None => Ok(None),
+        }
     }
 
     /// The rows `config show` prints: name, value, source. The key row

@@ -8,6 +8,7 @@ mod commands;
 pub mod config;
 pub mod error;
 pub mod live;
+mod models;
 mod repl;
 
 use std::io::{IsTerminal, Read};
@@ -50,6 +51,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Compact { session, model }) => {
             let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
             compact(store, session.as_deref(), &settings)
+        }
+        Some(Sub::Models { json, model }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            models::list(&settings, json)
         }
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
@@ -277,18 +282,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
 fn provider(settings: &Settings) -> Result<Arc<dyn Provider>, Error> {
     let preset = settings.provider.value;
     let base = settings.base_url.value.clone();
-    let key = settings.key();
-    if key.is_none() && preset.needs_key(&base) {
-        let var = preset
-            .key_vars()
-            .last()
-            .copied()
-            .unwrap_or("REVOLVE_API_KEY");
-        return Err(Error::Usage(format!(
-            "no API key: set {var} (or REVOLVE_API_KEY), point --base-url at a local server, \
-             or run offline with --provider scripted --script FILE"
-        )));
-    }
+    let key = settings.needed_key()?;
     let retries = settings.retries.value;
     match preset.wire() {
         None => {
