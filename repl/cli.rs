@@ -165,6 +165,11 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Print a shell completion script (e.g. `revolve completions bash > ~/.local/share/bash-completion/completions/revolve`)
+    Completions {
+        /// The shell to complete in
+        shell: clap_complete::Shell,
+    },
     /// The settings in force and where each came from (config file: <config>/config.json)
     Config {
         #[command(subcommand)]

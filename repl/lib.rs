@@ -33,6 +33,9 @@ pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    if let Some(Sub::Completions { shell }) = cli.command {
+        return completions(shell);
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
     let store = Store::open(&cwd).map_err(Error::Runtime)?;
@@ -68,6 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             error::out(&format!("{text}\n"))
         }
         Some(Sub::Init) => commands::init(&store),
+        Some(Sub::Completions { shell }) => completions(shell),
         Some(Sub::Memory { action }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             recover(&store, &dirs);
@@ -82,6 +86,19 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         None => chat(cli, store),
     }
+}
+
+/// `revolve completions SHELL`: the completion script, from the same
+/// definitions that parse the command line.
+fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "revolve",
+        &mut script,
+    );
+    error::out(&String::from_utf8_lossy(&script))
 }
 
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
