@@ -6,13 +6,28 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use revolve_core::config::Source;
 
+/// The top level's examples.
+const EXAMPLES: &str = "\
+Examples:
+  revolve                                  the REPL, in a new session of this directory
+  revolve -p 'explain this' < error.log    one answer on stdout, then exit
+  revolve --continue                       go on with the latest session here
+  revolve --provider ollama --model qwen2.5-coder
+                                           a local model, no key
+  revolve sessions                         this directory's named sessions
+
+Settings: flag > environment > ~/.config/task-agent/config.json > default
+(revolve config show). Exit codes: 0 success, 1 runtime error, 2 usage error,
+130 interrupted, 143 stopped by SIGTERM or SIGHUP.";
+
 /// A terminal agent whose state outlives the process.
 #[derive(Debug, Parser)]
 #[command(
     name = "revolve",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -56,7 +71,7 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 20, requires = "goal_run")]
     pub max_turns: u32,
 
-    /// Let the model run shell commands without asking (needed without a terminal)
+    /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,
 
@@ -127,6 +142,9 @@ pub enum ProviderKind {
 #[derive(Debug, Subcommand)]
 pub enum Sub {
     /// List this directory's sessions (named ones; --all for every one)
+    #[command(
+        after_help = "Example:\n  revolve sessions --all --json   every session of this directory, for a script"
+    )]
     Sessions {
         /// Include unnamed sessions
         #[arg(long)]
@@ -136,7 +154,8 @@ pub enum Sub {
         json: bool,
     },
     /// Compact a session that is not running: prune, then summarize all but
-    /// its last three turns into working notes (e.g. `revolve compact db`)
+    /// its last three turns into working notes
+    #[command(after_help = "Example:\n  revolve compact db   compact the session named db now")]
     Compact {
         /// A name or id of this directory's sessions, or a file [default: the latest]
         #[arg(value_name = "NAME|ID|FILE")]
@@ -144,20 +163,32 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Show or change the standing goal of this project (e.g. `revolve goal ship the parser`)
+    /// Show or change the standing goal of this project
+    #[command(
+        after_help = "Example:\n  revolve goal ship the parser with tests   set the goal every session works toward"
+    )]
     Goal {
         /// The goal's text, or done, pause, resume, clear; nothing shows it
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The memory files' history, undo, and contents (like /refine history, /refine undo)
+    /// Show the memory files, their history, or undo a change (like /refine history, /refine undo)
+    #[command(
+        after_help = "Example:\n  revolve memory history --diff   every memory change, newest first, as diffs"
+    )]
     Memory {
         #[command(subcommand)]
         action: MemoryAction,
     },
     /// Create the project directory (memory/, tasks/, subagents/) and print what was created
+    #[command(
+        after_help = "Example:\n  revolve init   create it before the first session, to write memory by hand"
+    )]
     Init,
     /// List the models the provider's endpoint offers (GET {base_url}/models)
+    #[command(
+        after_help = "Example:\n  revolve models --provider ollama   the models a local Ollama has pulled"
+    )]
     Models {
         /// Print JSON: the provider, the base URL and the models
         #[arg(long)]
@@ -165,17 +196,26 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Print a shell completion script (e.g. `revolve completions bash > ~/.local/share/bash-completion/completions/revolve`)
+    /// Print a shell completion script
+    #[command(
+        after_help = "Example:\n  revolve completions bash > ~/.local/share/bash-completion/completions/revolve"
+    )]
     Completions {
         /// The shell to complete in
         shell: clap_complete::Shell,
     },
-    /// The settings in force and where each came from (config file: <config>/config.json)
+    /// Show the settings in force and where each came from (file: <config>/config.json)
+    #[command(
+        after_help = "Example:\n  revolve config show --provider ollama   what a run with this flag would use"
+    )]
     Config {
         #[command(subcommand)]
         action: ConfigAction,
     },
-    /// Show a session from its log
+    /// Show a session from its log: transcript, state, requests, or a check
+    #[command(
+        after_help = "Example:\n  revolve replay db --requests   every request the session db sent, rebuilt from its log"
+    )]
     Replay {
         /// A session file, or a name or id of this directory's sessions
         /// [default: the latest]
@@ -197,6 +237,9 @@ pub enum Sub {
 #[derive(Debug, Subcommand)]
 pub enum ConfigAction {
     /// Print each setting, its value and where it came from (flag, env, config, default)
+    #[command(
+        after_help = "Example:\n  REVOLVE_MODEL=gpt-4o revolve config show --json   settings as JSON, model from env"
+    )]
     Show {
         /// Print JSON: the config file and every setting with its value and source
         #[arg(long)]
@@ -209,14 +252,23 @@ pub enum ConfigAction {
 /// `revolve memory …`.
 #[derive(Debug, Subcommand)]
 pub enum MemoryAction {
-    /// Every memory change, newest first (e.g. `revolve memory history --diff`)
+    /// List every memory change, newest first
+    #[command(
+        after_help = "Example:\n  revolve memory history --diff   each change with what it did to the files"
+    )]
     History {
         /// Show each change as a unified diff
         #[arg(long)]
         diff: bool,
     },
     /// Restore the newest memory change still standing; again to walk further back
+    #[command(
+        after_help = "Example:\n  revolve memory undo   take back the last refinement or remember"
+    )]
     Undo,
     /// Print the memory files as the system prompt holds them
+    #[command(
+        after_help = "Example:\n  revolve memory show | less   what every request carries as memory"
+    )]
     Show,
 }
