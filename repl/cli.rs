@@ -168,6 +168,9 @@ pub enum Sub {
         after_help = "Example:\n  revolve goal ship the parser with tests   set the goal every session works toward"
     )]
     Goal {
+        /// Print the goal, its notes and the goals that ended as JSON (after the change, if any)
+        #[arg(long)]
+        json: bool,
         /// The goal's text, or done, pause, resume, clear; nothing shows it
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
@@ -260,6 +263,9 @@ pub enum MemoryAction {
         /// Show each change as a unified diff
         #[arg(long)]
         diff: bool,
+        /// Print JSON: an array of changes, newest first
+        #[arg(long)]
+        json: bool,
     },
     /// Restore the newest memory change still standing; again to walk further back
     #[command(

@@ -65,8 +65,11 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
             config::show(&settings, json)
         }
-        Some(Sub::Goal { args }) => {
+        Some(Sub::Goal { json, args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            if json {
+                return commands::goal_json(&dirs.project_dir, &args.join(" "));
+            }
             let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
             error::out(&format!("{text}\n"))
         }
@@ -76,7 +79,10 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             recover(&store, &dirs);
             let text = match action {
-                cli::MemoryAction::History { diff } => {
+                cli::MemoryAction::History { diff, json: true } => {
+                    commands::memory_history_json(&store, &dirs, diff)?
+                }
+                cli::MemoryAction::History { diff, json: false } => {
                     commands::memory_history(&store, &dirs, diff)?
                 }
                 cli::MemoryAction::Undo => commands::memory_undo(&store, &dirs)?,
