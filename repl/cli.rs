@@ -1,8 +1,25 @@
 //! The command line (ARCHITECTURE.md section 5).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use revolve_core::config::Source;
+
+/// The top level's examples.
+const EXAMPLES: &str = "\
+Examples:
+  revolve                                  the REPL, in a new session of this directory
+  revolve -p 'explain this' < error.log    one answer on stdout, then exit
+  revolve --continue                       go on with the latest session here
+  revolve --provider ollama --model qwen2.5-coder
+                                           a local model, no key
+  revolve sessions                         this directory's named sessions
+  revolve send amber 'the tests pass now'  a message to the running session amber
+
+Settings: flag > environment > ~/.config/task-agent/config.json > default
+(revolve config show). Exit codes: 0 success, 1 runtime error, 2 usage error,
+130 interrupted, 143 stopped by SIGTERM or SIGHUP.";
 
 /// A terminal agent whose state outlives the process.
 #[derive(Debug, Parser)]
@@ -10,7 +27,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     name = "revolve",
     version,
     about,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = EXAMPLES
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -54,28 +72,34 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 20, requires = "goal_run")]
     pub max_turns: u32,
 
-    /// Let the model run shell commands without asking (needed without a terminal)
+    /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,
 
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
+
+    /// Where each argument's value came from (flag or environment), by
+    /// argument id, at any depth of subcommands; filled by
+    /// [`crate::config::parse_args`].
+    #[arg(skip)]
+    pub sources: BTreeMap<String, Source>,
 }
 
 /// Which model, where.
 #[derive(Clone, Debug, Args)]
 pub struct ModelArgs {
-    /// The model API: openai, anthropic, scripted, or replay:FILE|NAME (the
-    /// answers a recorded session got, in order) [default: openai]
-    #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = provider_spec)]
+    /// The model API or a preset for one, or replay:FILE|NAME (the answers a
+    /// recorded session got, in order) [default: openai]
+    #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = ProviderParser)]
     pub provider: Option<ProviderSpec>,
 
-    /// The API's base URL [default: https://api.openai.com/v1, or https://api.anthropic.com/v1]
+    /// The API's base URL [default: the provider's]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: gpt-4o-mini, or claude-sonnet-4-5 with anthropic]
+    /// The model to ask [default: the provider's, e.g. gpt-4o-mini]
     #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
     pub model: Option<String>,
 
@@ -103,10 +127,16 @@ pub struct ModelArgs {
 /// The model APIs revolve speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions (OpenAI, Ollama, llama.cpp, vLLM, OpenRouter)
+    /// OpenAI or any Chat Completions server (vLLM, …); key OPENAI_API_KEY
     Openai,
-    /// Anthropic Messages
+    /// Anthropic Messages; key ANTHROPIC_API_KEY
     Anthropic,
+    /// A local Ollama server at http://localhost:11434/v1, no key
+    Ollama,
+    /// A local llama.cpp server at http://localhost:8080/v1, no key
+    Llamacpp,
+    /// OpenRouter at https://openrouter.ai/api/v1; key OPENROUTER_API_KEY
+    Openrouter,
     /// Answers from a file of replies, offline
     Scripted,
 }
@@ -141,17 +171,61 @@ pub fn provider_spec(text: &str) -> Result<ProviderSpec, String> {
         })
 }
 
+/// The `--provider` parser: [`provider_spec`], with the presets as the
+/// possible values help and completions show.
+#[derive(Clone, Copy, Debug)]
+pub struct ProviderParser;
+
+impl clap::builder::TypedValueParser for ProviderParser {
+    type Value = ProviderSpec;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<ProviderSpec, clap::Error> {
+        let flag = arg.map_or_else(|| "--provider".to_owned(), |a| format!("--{}", a.get_id()));
+        let text = value.to_string_lossy();
+        provider_spec(&text).map_err(|why| {
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value '{text}' for '{flag}': {why}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let replay = clap::builder::PossibleValue::new("replay:NAME")
+            .help("The answers the recorded session NAME (or a session FILE) got, in order");
+        Some(Box::new(
+            ProviderKind::value_variants()
+                .iter()
+                .filter_map(ValueEnum::to_possible_value)
+                .chain([replay]),
+        ))
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Sub {
     /// Follow a running session of this directory live, and type messages
-    /// to it; Ctrl-D detaches (e.g. `revolve attach amber`)
+    /// to it; Ctrl-D detaches
+    #[command(
+        after_help = "Example:\n  revolve attach amber   watch amber work, and type to it as it goes"
+    )]
     Attach {
         /// The session's name
         name: String,
     },
     /// Deliver a message to a running session of this directory; it takes
     /// it before its next turn, or answers at once when idle in the REPL
-    /// (e.g. `revolve send amber 'the tests pass now'`)
+    #[command(
+        after_help = "Examples:\n  revolve send amber 'the tests pass now'   from another terminal or agent\n  make test 2>&1 | tail -20 | revolve send amber --from ci"
+    )]
     Send {
         /// The session's name
         name: String,
@@ -164,6 +238,9 @@ pub enum Sub {
         from: Option<String>,
     },
     /// List this directory's sessions (named ones; --all for every one)
+    #[command(
+        after_help = "Example:\n  revolve sessions --all --json   every session of this directory, for a script"
+    )]
     Sessions {
         /// Include unnamed sessions
         #[arg(long)]
@@ -173,7 +250,8 @@ pub enum Sub {
         json: bool,
     },
     /// Compact a session that is not running: prune, then summarize all but
-    /// its last three turns into working notes (e.g. `revolve compact db`)
+    /// its last three turns into working notes
+    #[command(after_help = "Example:\n  revolve compact db   compact the session named db now")]
     Compact {
         /// A name or id of this directory's sessions, or a file [default: the latest]
         #[arg(value_name = "NAME|ID|FILE")]
@@ -181,20 +259,62 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
-    /// Show or change the standing goal of this project (e.g. `revolve goal ship the parser`)
+    /// Show or change the standing goal of this project
+    #[command(
+        after_help = "Example:\n  revolve goal ship the parser with tests   set the goal every session works toward"
+    )]
     Goal {
+        /// Print the goal, its notes and the goals that ended as JSON (after the change, if any)
+        #[arg(long)]
+        json: bool,
         /// The goal's text, or done, pause, resume, clear; nothing shows it
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The memory files' history, undo, and contents (like /refine history, /refine undo)
+    /// Show the memory files, their history, or undo a change (like /refine history, /refine undo)
+    #[command(
+        after_help = "Example:\n  revolve memory history --diff   every memory change, newest first, as diffs"
+    )]
     Memory {
         #[command(subcommand)]
         action: MemoryAction,
     },
     /// Create the project directory (memory/, tasks/, subagents/) and print what was created
+    #[command(
+        after_help = "Example:\n  revolve init   create it before the first session, to write memory by hand"
+    )]
     Init,
-    /// Show a session from its log
+    /// List the models the provider's endpoint offers (GET {base_url}/models)
+    #[command(
+        after_help = "Example:\n  revolve models --provider ollama   the models a local Ollama has pulled"
+    )]
+    Models {
+        /// Print JSON: the provider, the base URL and the models
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Print a shell completion script
+    #[command(
+        after_help = "Example:\n  revolve completions bash > ~/.local/share/bash-completion/completions/revolve"
+    )]
+    Completions {
+        /// The shell to complete in
+        shell: clap_complete::Shell,
+    },
+    /// Show the settings in force and where each came from (file: <config>/config.json)
+    #[command(
+        after_help = "Example:\n  revolve config show --provider ollama   what a run with this flag would use"
+    )]
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
+    },
+    /// Show a session from its log: transcript, state, requests, or a check
+    #[command(
+        after_help = "Examples:\n  revolve replay db --requests   every request the session db sent, rebuilt from its log\n  revolve replay db --against anthropic   the recorded requests sent again, each answer diffed"
+    )]
     Replay {
         /// A session file, or a name or id of this directory's sessions
         /// [default: the latest]
@@ -212,8 +332,24 @@ pub enum Sub {
         /// Send every recorded request again to PROVIDER and print, per
         /// request, a diff between the recorded and the new answer (exit 1
         /// when any differs), e.g. `--against anthropic`
-        #[arg(long, value_name = "PROVIDER", value_parser = provider_spec, conflicts_with_all = ["json", "requests"])]
+        #[arg(long, value_name = "PROVIDER", value_parser = ProviderParser, conflicts_with_all = ["json", "requests"])]
         against: Option<ProviderSpec>,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+}
+
+/// `revolve config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Print each setting, its value and where it came from (flag, env, config, default)
+    #[command(
+        after_help = "Example:\n  REVOLVE_MODEL=gpt-4o revolve config show --json   settings as JSON, model from env"
+    )]
+    Show {
+        /// Print JSON: the config file and every setting with its value and source
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         model: ModelArgs,
     },
@@ -222,14 +358,26 @@ pub enum Sub {
 /// `revolve memory …`.
 #[derive(Debug, Subcommand)]
 pub enum MemoryAction {
-    /// Every memory change, newest first (e.g. `revolve memory history --diff`)
+    /// List every memory change, newest first
+    #[command(
+        after_help = "Example:\n  revolve memory history --diff   each change with what it did to the files"
+    )]
     History {
         /// Show each change as a unified diff
         #[arg(long)]
         diff: bool,
+        /// Print JSON: an array of changes, newest first
+        #[arg(long)]
+        json: bool,
     },
     /// Restore the newest memory change still standing; again to walk further back
+    #[command(
+        after_help = "Example:\n  revolve memory undo   take back the last refinement or remember"
+    )]
     Undo,
     /// Print the memory files as the system prompt holds them
+    #[command(
+        after_help = "Example:\n  revolve memory show | less   what every request carries as memory"
+    )]
     Show,
 }

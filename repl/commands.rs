@@ -144,6 +144,22 @@ pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
         .map_err(Error::Usage)
 }
 
+/// `revolve goal --json [ARGS]`: the change ARGS ask for, if any, then the
+/// goals as `goal.json` holds them (see [`revolve_core::goal::Goals`]).
+pub fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> {
+    if !args.trim().is_empty() {
+        goal(dir, args)?;
+    }
+    let goals = revolve_io::goal::load(dir).map_err(|e| Error::Runtime(e.to_string()))?;
+    json_out(&goals)
+}
+
+/// Pretty JSON and a newline on stdout.
+fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
+    out(&format!("{text}\n"))
+}
+
 /// `revolve init`: the project directory, created if missing; prints what
 /// was created.
 pub fn init(store: &Store) -> Result<(), Error> {
@@ -180,6 +196,27 @@ pub fn memory_history(
         Default::default()
     };
     Ok(revolve_core::refine::history(&entries, &diffs))
+}
+
+/// `revolve memory history --json`: the changes, newest first (see
+/// [`revolve_core::refine::HistoryEntry`]); with `diff`, each file's diff.
+pub fn memory_history_json(
+    store: &Store,
+    dirs: &revolve_io::memory::MemoryDirs,
+    diff: bool,
+) -> Result<String, Error> {
+    let state = &store.roots.state;
+    let entries =
+        revolve_io::refine::entries(state, dirs).map_err(|e| Error::Runtime(e.to_string()))?;
+    let diffs = if diff {
+        revolve_io::refine::diffs(state, dirs, &entries)
+            .map_err(|e| Error::Runtime(e.to_string()))?
+    } else {
+        Default::default()
+    };
+    let list = revolve_core::refine::history_entries(&entries, &diffs, diff);
+    let text = serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+    Ok(format!("{text}\n"))
 }
 
 /// `/refine undo` and `revolve memory undo`.

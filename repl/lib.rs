@@ -5,9 +5,11 @@
 pub mod approve;
 pub mod cli;
 mod commands;
+pub mod config;
 pub mod error;
 pub mod live;
 mod messages;
+mod models;
 mod repl;
 
 use std::io::{IsTerminal, Read};
@@ -18,23 +20,23 @@ use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
 use approve::Approvals;
-use cli::{Cli, ModelArgs, ProviderKind, ProviderSpec, Sub};
+use revolve_core::config::Preset;
+
+use cli::{Cli, Sub};
+use config::Settings;
 use error::Error;
 use live::{Live, Outcome, Runtime};
 
 /// The default model when none is given.
-pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+pub const DEFAULT_MODEL: &str = Preset::Openai.model();
 /// The default declared context window.
-pub const DEFAULT_WINDOW: u64 = 128_000;
-/// The default OpenAI-compatible endpoint.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-/// The default Anthropic endpoint.
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com/v1";
-/// The default Anthropic model.
-pub const ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
+pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    if let Some(Sub::Completions { shell }) = cli.command {
+        return completions(shell);
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
     let store = Store::open(&cwd).map_err(Error::Runtime)?;
@@ -47,7 +49,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             ..
         }) => {
             model.provider = Some(against);
-            let (provider, _) = provider(&model, &store)?;
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let provider = provider(&settings, &store)?;
             commands::replay_against(&store, session.as_deref(), provider, model.model)
         }
         Some(Sub::Replay {
@@ -63,18 +66,38 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         ),
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
-        Some(Sub::Compact { session, model }) => compact(store, session.as_deref(), &model),
-        Some(Sub::Goal { args }) => {
+        Some(Sub::Compact { session, model }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            compact(store, session.as_deref(), &settings)
+        }
+        Some(Sub::Models { json, model }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            models::list(&settings, json)
+        }
+        Some(Sub::Config {
+            action: cli::ConfigAction::Show { json, model },
+        }) => {
+            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            config::show(&settings, json)
+        }
+        Some(Sub::Goal { json, args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            if json {
+                return commands::goal_json(&dirs.project_dir, &args.join(" "));
+            }
             let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
             error::out(&format!("{text}\n"))
         }
         Some(Sub::Init) => commands::init(&store),
+        Some(Sub::Completions { shell }) => completions(shell),
         Some(Sub::Memory { action }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             recover(&store, &dirs);
             let text = match action {
-                cli::MemoryAction::History { diff } => {
+                cli::MemoryAction::History { diff, json: true } => {
+                    commands::memory_history_json(&store, &dirs, diff)?
+                }
+                cli::MemoryAction::History { diff, json: false } => {
                     commands::memory_history(&store, &dirs, diff)?
                 }
                 cli::MemoryAction::Undo => commands::memory_undo(&store, &dirs)?,
@@ -86,15 +109,34 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
+/// `revolve completions SHELL`: the completion script, from the same
+/// definitions that parse the command line.
+fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <Cli as clap::CommandFactory>::command(),
+        "revolve",
+        &mut script,
+    );
+    error::out(&String::from_utf8_lossy(&script))
+}
+
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
     let resuming = cli.r#continue || cli.resume.is_some();
-    let approvals = Approvals::new(stdin_tty, cli.allow_shell, &cli.grant);
+    let settings = Settings::resolve(
+        &store.roots.config,
+        &cli.model,
+        cli.allow_shell,
+        &cli.sources,
+    )?;
+    let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
     let memory = memory(&store, cli.bare, interactive);
     let runtime = runtime(
         &store,
-        &cli.model,
+        &settings,
         resuming,
         approvals,
         memory,
@@ -233,40 +275,34 @@ fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
     }
 }
 
-/// What a session runs with, from the flags. A resumed session keeps its
-/// model unless one is asked for.
+/// What a session runs with, from the settings. A resumed session keeps
+/// its model and window unless a flag or a variable asks for others.
 fn runtime(
     store: &Store,
-    args: &ModelArgs,
+    settings: &Settings,
     resuming: bool,
     approvals: Approvals,
     memory: Memory,
     auto_refine: bool,
 ) -> Result<Runtime, Error> {
-    let (provider, default_model) = provider(args, store)?;
+    let provider = provider(settings, store)?;
+    let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Ok(Runtime {
         memory: memory.dirs,
         bare: memory.bare,
         created_project_dir: memory.created,
         auto_refine,
         provider,
-        model: args
-            .model
-            .clone()
-            .or_else(|| (!resuming).then(|| default_model.to_owned())),
-        window: args.window,
-        spill_chars: args
-            .spill_result_chars
-            .unwrap_or(revolve_core::session::SPILL_CHARS),
-        prune_chars: args
-            .prune_result_chars
-            .unwrap_or(revolve_core::compact::PRUNE_CHARS),
+        model: chosen(settings.model.source).then(|| settings.model.value.clone()),
+        window: chosen(settings.window.source).then_some(settings.window.value),
+        spill_chars: settings.spill_result_chars.value,
+        prune_chars: settings.prune_result_chars.value,
         approvals,
     })
 }
 
 /// `revolve compact`: a session that is not running, compacted now.
-fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), Error> {
+fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<(), Error> {
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
@@ -274,7 +310,7 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
     };
     let runtime = runtime(
         &store,
-        args,
+        settings,
         true,
         Approvals::new(false, false, &[]),
         memory,
@@ -288,66 +324,31 @@ fn compact(store: Store, needle: Option<&str>, args: &ModelArgs) -> Result<(), E
     }
 }
 
-/// The provider the flags ask for, with the default model it goes with.
-/// Network providers retry by the core's policy and say so on stderr.
-fn provider(args: &ModelArgs, store: &Store) -> Result<(Arc<dyn Provider>, &'static str), Error> {
-    let key = |names: &[&str]| {
-        names
-            .iter()
-            .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
-    };
-    let kind = match &args.provider {
-        None => ProviderKind::Openai,
-        Some(ProviderSpec::Kind(kind)) => *kind,
-        Some(ProviderSpec::Replay(source)) => {
-            return Ok((Arc::new(replaying(store, source)?), DEFAULT_MODEL))
-        }
-    };
-    match kind {
-        ProviderKind::Scripted => {
-            let path = args.script.as_ref().ok_or_else(|| {
+/// The provider the settings ask for: a recorded session's answers
+/// (`replay:`), or a preset's API. Network providers retry by the core's
+/// policy and say so on stderr.
+fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Error> {
+    if let Some(source) = &settings.replay {
+        return Ok(Arc::new(replaying(store, source)?));
+    }
+    let preset = settings.provider.value;
+    let base = settings.base_url.value.clone();
+    let key = settings.needed_key()?;
+    let retries = settings.retries.value;
+    match preset.wire() {
+        None => {
+            let path = settings.script.as_ref().ok_or_else(|| {
                 Error::Usage(
                     "--provider scripted needs --script FILE (a JSONL file of replies)".into(),
                 )
             })?;
-            Ok((
-                Arc::new(Scripted::load(path).map_err(Error::Usage)?),
-                DEFAULT_MODEL,
-            ))
+            Ok(Arc::new(Scripted::load(path).map_err(Error::Usage)?))
         }
-        ProviderKind::Openai => {
-            let key = key(&["REVOLVE_API_KEY", "OPENAI_API_KEY"]);
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
-            if key.is_none() && base == DEFAULT_BASE_URL {
-                return Err(Error::Usage(
-                    "no API key: set OPENAI_API_KEY (or REVOLVE_API_KEY), point --base-url at a local server, \
-                     or run offline with --provider scripted --script FILE"
-                        .into(),
-                ));
-            }
-            Ok((
-                Arc::new(retrying(OpenAi::new(&base, key), args.retries)),
-                DEFAULT_MODEL,
-            ))
+        Some(revolve_core::request::Wire::OpenAi) => {
+            Ok(Arc::new(retrying(OpenAi::new(&base, key), retries)))
         }
-        ProviderKind::Anthropic => {
-            let key = key(&["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"]);
-            let base = args
-                .base_url
-                .clone()
-                .unwrap_or_else(|| ANTHROPIC_BASE_URL.to_owned());
-            if key.is_none() && base == ANTHROPIC_BASE_URL {
-                return Err(Error::Usage(
-                    "no API key: set ANTHROPIC_API_KEY (or REVOLVE_API_KEY), or point --base-url at another server".into(),
-                ));
-            }
-            Ok((
-                Arc::new(retrying(Anthropic::new(&base, key), args.retries)),
-                ANTHROPIC_MODEL,
-            ))
+        Some(revolve_core::request::Wire::Anthropic) => {
+            Ok(Arc::new(retrying(Anthropic::new(&base, key), retries)))
         }
     }
 }
@@ -373,8 +374,7 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
 
 /// A network provider that retries by the core's policy, says so on stderr,
 /// and stops waiting when Ctrl-C abandons the request.
-fn retrying<P: Provider>(inner: P, retries: Option<u32>) -> Retrying<P> {
-    let retries = retries.unwrap_or(revolve_core::retry::MAX_RETRIES);
+fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
     let notice = |text: &str| eprintln!("revolve: {text}");
     Retrying::new(inner, notice)
         .with_retries(retries)

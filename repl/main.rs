@@ -1,7 +1,5 @@
-use clap::Parser;
-
 fn main() {
-    let cli = revolve::cli::Cli::parse();
+    let cli = revolve::config::parse_args();
     if let Err(e) = revolve::run(cli) {
         if e.code() != 0 {
             eprintln!("revolve: {e}");

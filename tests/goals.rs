@@ -1204,3 +1204,35 @@ fn a_goal_run_names_an_unreadable_goal_file() {
         "{run:?}"
     );
 }
+
+/// `goal --json`: the goals as `goal.json` holds them, after the change
+/// asked for, if any: `current` (null or an object with `text`, `set_at`,
+/// `status`, `met_proposed`, `notes`) and `history` (goals that ended, each
+/// with `ended.at` and `ended.how`).
+#[test]
+fn goal_as_json() {
+    let env = TestEnv::new("goal-json");
+    let run = env.ok(&["goal", "--json"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc, json!({"current": null, "history": []}));
+
+    env.ok(&["goal", "first", "objective"]);
+    let run = env.ok(&["goal", "--json", "ship", "the", "parser"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let current = &doc["current"];
+    assert_eq!(current["text"], "ship the parser");
+    assert!(current["set_at"].is_string(), "{doc}");
+    assert_eq!(current["status"], "active");
+    assert!(current["met_proposed"].is_null(), "{doc}");
+    assert!(current["notes"].is_array(), "{doc}");
+    assert!(current.get("ended").is_none(), "{doc}");
+    let ended = &doc["history"][0];
+    assert_eq!(ended["text"], "first objective");
+    assert_eq!(ended["ended"]["how"], "cleared");
+    assert!(ended["ended"]["at"].is_string(), "{doc}");
+
+    let run = env.ok(&["goal", "--json", "pause"]);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["current"]["status"], "paused");
+    insta::assert_snapshot!("goal_json", run.stdout);
+}

@@ -1429,3 +1429,68 @@ fn a_remember_call_that_fails_leaves_no_entry() {
         "no memory changes yet\n"
     );
 }
+
+/// `memory history --json`: an array of changes, newest first, each with
+/// `stamp` (string), `at` (string), `session` (string), `messages`
+/// (number), `kind` (string), `undone` (bool) and `files` (objects with
+/// `file` and `change`, and `diff` only with `--diff`).
+#[test]
+fn history_as_json() {
+    let env = TestEnv::new("history-json");
+    let _ = three_changes(&env, "");
+    let run = env.ok(&["memory", "history", "--json"]);
+    let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let list = list.as_array().expect("an array");
+    assert_eq!(list.len(), 3);
+    for change in list {
+        assert!(change["stamp"].is_string(), "{change}");
+        assert!(change["at"].is_string(), "{change}");
+        assert!(change["session"].is_string(), "{change}");
+        assert!(change["messages"].is_u64(), "{change}");
+        assert!(change["kind"].is_string(), "{change}");
+        assert!(change["undone"].is_boolean(), "{change}");
+        for f in change["files"].as_array().expect("files") {
+            assert!(f["file"].is_string() && f["change"].is_string(), "{f}");
+            assert!(f.get("diff").is_none(), "no diff unless asked: {f}");
+        }
+    }
+    let summary: Vec<(&str, bool, usize)> = list
+        .iter()
+        .map(|c| {
+            (
+                c["kind"].as_str().unwrap(),
+                c["undone"].as_bool().unwrap(),
+                c["files"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("manual", true, 1),
+            ("manual", false, 2),
+            ("remember", false, 1)
+        ]
+    );
+    // The same changes as the text history, in the same order.
+    let text = env.ok(&["memory", "history"]).stdout;
+    assert_eq!(text.lines().filter(|l| !l.starts_with(' ')).count(), 3);
+
+    let run = env.ok(&["memory", "history", "--json", "--diff"]);
+    let list: Value = serde_json::from_str(&run.stdout).expect("JSON");
+    let remembered = &list[2]["files"][0];
+    assert_eq!(remembered["file"], "project/db.md");
+    assert!(
+        remembered["diff"].as_str().unwrap().contains("+port 5432"),
+        "{remembered}"
+    );
+    let mut shown = list.clone();
+    for c in shown.as_array_mut().unwrap() {
+        c["stamp"] = "[stamp]".into();
+        c["at"] = "[at]".into();
+    }
+    insta::assert_snapshot!(
+        "history_json_diff",
+        serde_json::to_string_pretty(&shown).unwrap()
+    );
+}

@@ -15,9 +15,12 @@
 //! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
 //! * [`retry`]: when a failed request is sent again.
 //! * [`names`]: generated session names.
+//! * [`config`]: where each setting comes from, provider presets, the
+//!   config file.
 //! * [`view`]: the status line, transcripts and listings.
 
 pub mod compact;
+pub mod config;
 pub mod fixture;
 pub mod goal;
 pub mod memory;

@@ -257,6 +257,92 @@ pub fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
         .map(|t| t.assume_utc())
 }
 
+/// One memory change as the history shows it: the entries of one stamp
+/// (one per memory directory a refinement touched) merged.
+///
+/// As JSON (`revolve memory history --json` prints an array of these,
+/// newest first):
+///
+/// ```json
+/// { "stamp": "20261202T102606Z", "at": "2026-12-02T10:26:06Z",
+///   "session": "amber", "messages": 4, "kind": "manual", "undone": false,
+///   "files": [{ "file": "project/notes.md", "change": "created: …",
+///               "diff": "--- …" }] }
+/// ```
+///
+/// `kind` is `manual`, `automatic` or `remember`; `at` is `null` for a
+/// stamp that is not a time; `diff` is there only when diffs were asked for
+/// (`null` for a file without one).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HistoryEntry {
+    pub stamp: String,
+    #[serde(with = "time::serde::rfc3339::option")]
+    pub at: Option<OffsetDateTime>,
+    pub session: String,
+    pub messages: u64,
+    pub kind: &'static str,
+    pub undone: bool,
+    pub files: Vec<FileChange>,
+}
+
+/// One file of a [`HistoryEntry`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FileChange {
+    pub file: String,
+    /// The sentence `meta.cfg` holds (`created: …`, `updated: …`).
+    pub change: String,
+    /// The unified diff, when diffs were asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<Option<String>>,
+}
+
+/// The changes, newest first. With `with_diffs`, each file carries its
+/// diff from `diffs` (per stamp and file), or `null`.
+pub fn history_entries(
+    entries: &[Entry],
+    diffs: &BTreeMap<(String, String), String>,
+    with_diffs: bool,
+) -> Vec<HistoryEntry> {
+    // One change, one entry per memory directory under one name: merged.
+    type Merged<'a> = (&'a SnapshotMeta, Vec<&'a (String, String)>, bool);
+    let mut merged: BTreeMap<(&str, u32), Merged> = BTreeMap::new();
+    for e in entries {
+        let slot = merged
+            .entry(order(&e.stamp))
+            .or_insert((&e.meta, Vec::new(), false));
+        slot.1.extend(&e.meta.files);
+        slot.2 |= e.meta.undone;
+    }
+    merged
+        .into_iter()
+        .rev()
+        .map(|((time, n), (meta, files, undone))| {
+            let stamp = if n == 1 {
+                time.to_owned()
+            } else {
+                format!("{time}-{n}")
+            };
+            let files = files
+                .into_iter()
+                .map(|(file, change)| FileChange {
+                    file: file.clone(),
+                    change: change.clone(),
+                    diff: with_diffs.then(|| diffs.get(&(stamp.clone(), file.clone())).cloned()),
+                })
+                .collect();
+            HistoryEntry {
+                at: stamp_time(&stamp),
+                stamp,
+                session: meta.session.clone(),
+                messages: meta.messages,
+                kind: meta.kind.as_str(),
+                undone,
+                files,
+            }
+        })
+        .collect()
+}
+
 /// The history, newest first, as a log:
 ///
 /// ```text
@@ -270,40 +356,23 @@ pub fn history(entries: &[Entry], diffs: &BTreeMap<(String, String), String>) ->
     if entries.is_empty() {
         return "no memory changes yet\n".to_owned();
     }
-    // One change, one entry per memory directory under one name: merged.
-    type Merged<'a> = (&'a SnapshotMeta, Vec<&'a (String, String)>, bool);
-    let mut merged: BTreeMap<(&str, u32), Merged> = BTreeMap::new();
-    for e in entries {
-        let slot = merged
-            .entry(order(&e.stamp))
-            .or_insert((&e.meta, Vec::new(), false));
-        slot.1.extend(&e.meta.files);
-        slot.2 |= e.meta.undone;
-    }
     let mut out = String::new();
-    for ((time, n), (meta, files, undone)) in merged.into_iter().rev() {
-        let stamp = if n == 1 {
-            time.to_owned()
-        } else {
-            format!("{time}-{n}")
-        };
-        let when = stamp_time(&stamp).map_or_else(|| stamp.clone(), view::when);
-        let undone = if undone { " · (undone)" } else { "" };
+    for change in history_entries(entries, diffs, true) {
+        let when = change.at.map_or_else(|| change.stamp.clone(), view::when);
+        let undone = if change.undone { " · (undone)" } else { "" };
         out.push_str(&format!(
             "{when} · session '{}' · after {} messages · {}{undone}\n",
-            meta.session,
-            meta.messages,
-            meta.kind.as_str()
+            change.session, change.messages, change.kind
         ));
-        for (file, change) in files {
-            let line = match change.split_once(": ") {
+        for f in &change.files {
+            let line = match f.change.split_once(": ") {
                 Some((verb @ ("created" | "updated" | "deleted"), sentence)) => {
-                    format!("{verb} {file} — {sentence}")
+                    format!("{verb} {} — {sentence}", f.file)
                 }
-                _ => format!("{file} — {change}"),
+                _ => format!("{} — {}", f.file, f.change),
             };
             out.push_str(&format!("    {line}\n"));
-            if let Some(diff) = diffs.get(&(stamp.clone(), file.clone())) {
+            if let Some(Some(diff)) = &f.diff {
                 for d in diff.lines() {
                     out.push_str(&format!("      {d}\n"));
                 }

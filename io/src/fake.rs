@@ -25,7 +25,8 @@
 //!
 //! A cut or stalled stream stops after its text pieces, in the middle of the
 //! text block. [`FakeReply::Status`], [`FakeReply::Garbage`] and
-//! [`FakeReply::Raw`] are the same in both protocols.
+//! [`FakeReply::Raw`] are the same in both protocols; [`FakeReply::Models`]
+//! answers a model list in the protocol's own shape.
 //!
 //! One thread serves connections one after another. Dropping the server stops
 //! it: the thread polls a non-blocking listener every few milliseconds, checks
@@ -102,6 +103,11 @@ pub enum FakeReply {
     /// These bytes verbatim on the socket instead of any HTTP answer, then
     /// close.
     Raw(String),
+    /// `200`, `application/json`: a model list with these ids, as
+    /// `GET /v1/models` answers (OpenAI: `{"object":"list","data":[{"id":…,
+    /// "object":"model",…}]}`; Anthropic: `{"data":[{"type":"model","id":…,
+    /// "display_name":…}],"has_more":false,…}`).
+    Models(Vec<String>),
 }
 
 impl FakeReply {
@@ -352,6 +358,29 @@ impl Server {
                 stream.write_all(body.as_bytes())
             }
             FakeReply::Raw(bytes) => stream.write_all(bytes.as_bytes()),
+            FakeReply::Models(ids) => {
+                let body = match self.protocol {
+                    FakeProtocol::OpenAi => {
+                        let data: Vec<_> = ids
+                            .iter()
+                            .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}))
+                            .collect();
+                        json!({"object": "list", "data": data})
+                    }
+                    FakeProtocol::Anthropic => {
+                        let data: Vec<_> = ids
+                            .iter()
+                            .map(|id| json!({"type": "model", "id": id, "display_name": id,
+                                             "created_at": "2026-01-01T00:00:00Z"}))
+                            .collect();
+                        json!({"data": data, "has_more": false,
+                               "first_id": ids.first(), "last_id": ids.last()})
+                    }
+                }
+                .to_string();
+                write_head(stream, 200, "application/json", Some(body.len()), None)?;
+                stream.write_all(body.as_bytes())
+            }
         }
     }
 

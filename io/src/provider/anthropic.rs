@@ -70,6 +70,17 @@ impl Anthropic {
         self.http.base_url()
     }
 
+    /// The models the endpoint offers: `GET {base_url}/models?limit=1000`
+    /// (the most one page holds), ids in the server's order.
+    pub fn models(&self) -> Result<Vec<String>, ProviderError> {
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
+        if let Some(key) = self.http.api_key() {
+            headers.push(("x-api-key", key.to_owned()));
+        }
+        let url = format!("{}/models?limit=1000", self.http.base_url());
+        self.http.models(&url, &headers)
+    }
+
     /// The URL requests go to: `{base_url}/messages`.
     pub fn endpoint(&self) -> String {
         format!("{}/messages", self.http.base_url())

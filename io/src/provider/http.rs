@@ -105,6 +105,76 @@ impl Http {
             })
     }
 
+    /// The model ids `GET url` lists, read as `{"data": [{"id": …}, …]}`
+    /// (the shape of OpenAI's and Anthropic's model lists alike), in the
+    /// server's order. Failures are one line naming the URL, never the key.
+    pub(super) fn models(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<Vec<String>, ProviderError> {
+        self.list_models(url, headers).map_err(|mut error| {
+            if let Some(key) = &self.api_key {
+                error.message = error.message.replace(key.as_str(), "[key]");
+            }
+            error
+        })
+    }
+
+    fn list_models(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+    ) -> Result<Vec<String>, ProviderError> {
+        let mut call = self.agent.get(url).header("accept", "application/json");
+        for (name, value) in headers {
+            call = call.header(*name, value.as_str());
+        }
+        let response = call.call().map_err(|e| self.unsent(url, &e))?;
+        let status = response.status();
+        let bytes = response
+            .into_body()
+            .with_config()
+            .limit(JSON_BODY_LIMIT)
+            .read_to_vec()
+            .map_err(|e| {
+                let why = describe(&e, self.stall);
+                ProviderError::new(format!("answer from {url} broke off: {why}"), "")
+            })?;
+        let text = String::from_utf8_lossy(&bytes);
+        if !status.is_success() {
+            let mut message = format!(
+                "HTTP {} {} from {url}",
+                status.as_u16(),
+                status.canonical_reason().unwrap_or("")
+            );
+            let shown = excerpt(&text, ERROR_BODY_SHOWN);
+            if !shown.is_empty() {
+                message.push_str(": ");
+                message.push_str(&shown);
+            }
+            return Err(ProviderError {
+                status: Some(status.as_u16()),
+                ..ProviderError::new(message, "")
+            });
+        }
+        let list: Value = serde_json::from_slice(&bytes).map_err(|e| bad_answer(url, &e, &text))?;
+        let Some(data) = list.get("data").and_then(Value::as_array) else {
+            return Err(ProviderError::new(
+                format!(
+                    "no model list from {url} (expected {{\"data\": [...]}}): {}",
+                    excerpt(&text, 100)
+                ),
+                "",
+            ));
+        };
+        Ok(data
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect())
+    }
+
     fn send<P: Protocol>(
         &self,
         url: &str,

@@ -54,6 +54,19 @@ impl OpenAi {
         self.http.base_url()
     }
 
+    /// The models the endpoint offers: `GET {base_url}/models`, ids in the
+    /// server's order.
+    pub fn models(&self) -> Result<Vec<String>, ProviderError> {
+        let headers: Vec<(&str, String)> = self
+            .http
+            .api_key()
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .into_iter()
+            .collect();
+        let url = format!("{}/models", self.http.base_url());
+        self.http.models(&url, &headers)
+    }
+
     /// The URL requests go to: `{base_url}/chat/completions`.
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.http.base_url())

@@ -1,0 +1,352 @@
+//! The settings a run goes by, and where each one came from.
+//!
+//! Every setting is taken from the first place that has it: a flag on the
+//! command line, its environment variable, the config file
+//! (`<config>/config.json`, read by the shell and parsed by [`File::parse`]),
+//! then the default. [`pick`] makes that choice; the shell reads the four
+//! places and passes them in, and shows the result with its [`Source`]
+//! (`revolve config show`).
+//!
+//! A provider [`Preset`] fixes a wire protocol, a base URL, a default model
+//! and the environment variables a key is read from.
+//!
+//! # The config file
+//!
+//! One JSON object; every key is optional, an unknown key is an error that
+//! names it, and API keys have no place in it (they come from the
+//! environment only):
+//!
+//! ```json
+//! {
+//!   "provider": "ollama",
+//!   "base_url": "http://localhost:11434/v1",
+//!   "model": "llama3.2",
+//!   "window": 32768,
+//!   "retries": 2,
+//!   "spill_result_chars": 32000,
+//!   "prune_result_chars": 16000,
+//!   "allow_shell": false
+//! }
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::request::Wire;
+
+/// The config file's name under the config root.
+pub const FILE_NAME: &str = "config.json";
+
+/// The default declared context window, in tokens.
+pub const DEFAULT_WINDOW: u64 = 128_000;
+
+/// Where a setting's value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A flag on the command line.
+    Flag,
+    /// An environment variable.
+    Env,
+    /// The config file.
+    Config,
+    /// Nobody said: the default.
+    Default,
+}
+
+impl Source {
+    /// `flag`, `env`, `config` or `default`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Flag => "flag",
+            Source::Env => "env",
+            Source::Config => "config",
+            Source::Default => "default",
+        }
+    }
+}
+
+impl Source {
+    /// Whether the user asked for this value for this run (a flag or a
+    /// variable): such a model or window overrides what a resumed session
+    /// ran with, while the config file and the defaults only choose for new
+    /// sessions.
+    pub fn overrides_resumed(self) -> bool {
+        matches!(self, Source::Flag | Source::Env)
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A setting's value and where it came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Setting<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+impl<T> Setting<T> {
+    /// The same source with another value (a default that depends on
+    /// another setting keeps that its own source is `default`).
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Setting<U> {
+        Setting {
+            value: f(self.value),
+            source: self.source,
+        }
+    }
+}
+
+/// The first of flag, environment, config file and default that has a
+/// value.
+pub fn pick<T>(flag: Option<T>, env: Option<T>, file: Option<T>, default: T) -> Setting<T> {
+    let (value, source) = match (flag, env, file) {
+        (Some(v), _, _) => (v, Source::Flag),
+        (None, Some(v), _) => (v, Source::Env),
+        (None, None, Some(v)) => (v, Source::Config),
+        (None, None, None) => (default, Source::Default),
+    };
+    Setting { value, source }
+}
+
+/// The config file's settings, each optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    /// The model API, a [`Preset`] name.
+    pub provider: Option<Preset>,
+    /// The API's base URL.
+    pub base_url: Option<String>,
+    /// The model new sessions ask.
+    pub model: Option<String>,
+    /// The declared context window of new sessions, in tokens.
+    pub window: Option<u64>,
+    /// How often a failed request is sent again.
+    pub retries: Option<u32>,
+    /// Tool results longer than this are spilled to a file.
+    pub spill_result_chars: Option<usize>,
+    /// Tool results longer than this are pruned when compacting.
+    pub prune_result_chars: Option<usize>,
+    /// Whether shell commands run without asking.
+    pub allow_shell: Option<bool>,
+}
+
+/// Why a config file cannot be used: where in the text, and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadFile {
+    /// 1-based line (0 when the error has no position, as at end of input).
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What is wrong, without the position.
+    pub why: String,
+}
+
+impl fmt::Display for BadFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "line {}, column {}: {}",
+            self.line, self.column, self.why
+        )
+    }
+}
+
+impl File {
+    /// Reads a config file's text. Empty text (or only whitespace) is an
+    /// empty config.
+    pub fn parse(text: &str) -> Result<File, BadFile> {
+        if text.trim().is_empty() {
+            return Ok(File::default());
+        }
+        serde_json::from_str(text).map_err(|e| {
+            let full = e.to_string();
+            let suffix = format!(" at line {} column {}", e.line(), e.column());
+            BadFile {
+                line: e.line(),
+                column: e.column(),
+                why: full.strip_suffix(&suffix).unwrap_or(&full).to_owned(),
+            }
+        })
+    }
+}
+
+/// A model API revolve knows how to reach.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Preset {
+    /// OpenAI's Chat Completions.
+    Openai,
+    /// Anthropic Messages.
+    Anthropic,
+    /// A local Ollama server (Chat Completions, no key).
+    Ollama,
+    /// A local llama.cpp server (Chat Completions, no key).
+    Llamacpp,
+    /// OpenRouter (Chat Completions).
+    Openrouter,
+    /// Replies from a file, offline.
+    Scripted,
+}
+
+impl Preset {
+    /// Every preset, in the order help texts list them.
+    pub const ALL: [Preset; 6] = [
+        Preset::Openai,
+        Preset::Anthropic,
+        Preset::Ollama,
+        Preset::Llamacpp,
+        Preset::Openrouter,
+        Preset::Scripted,
+    ];
+
+    /// The name on the command line and in the config file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Preset::Openai => "openai",
+            Preset::Anthropic => "anthropic",
+            Preset::Ollama => "ollama",
+            Preset::Llamacpp => "llamacpp",
+            Preset::Openrouter => "openrouter",
+            Preset::Scripted => "scripted",
+        }
+    }
+
+    /// The preset named `name`.
+    pub fn named(name: &str) -> Option<Preset> {
+        Preset::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The wire protocol it speaks; `None` for the scripted provider.
+    pub const fn wire(self) -> Option<Wire> {
+        match self {
+            Preset::Anthropic => Some(Wire::Anthropic),
+            Preset::Scripted => None,
+            _ => Some(Wire::OpenAi),
+        }
+    }
+
+    /// The base URL used when none is given (the scripted provider has
+    /// none, shown as an empty string).
+    pub const fn base_url(self) -> &'static str {
+        match self {
+            Preset::Openai => "https://api.openai.com/v1",
+            Preset::Anthropic => "https://api.anthropic.com/v1",
+            Preset::Ollama => "http://localhost:11434/v1",
+            Preset::Llamacpp => "http://localhost:8080/v1",
+            Preset::Openrouter => "https://openrouter.ai/api/v1",
+            Preset::Scripted => "",
+        }
+    }
+
+    /// The model asked when none is given.
+    pub const fn model(self) -> &'static str {
+        match self {
+            Preset::Openai | Preset::Scripted => "gpt-4o-mini",
+            Preset::Anthropic => "claude-sonnet-4-5",
+            Preset::Ollama => "llama3.2",
+            // llama.cpp's server answers with the model it loaded, whatever
+            // the request names.
+            Preset::Llamacpp => "default",
+            Preset::Openrouter => "openai/gpt-4o-mini",
+        }
+    }
+
+    /// The environment variables an API key is read from, first set wins.
+    pub const fn key_vars(self) -> &'static [&'static str] {
+        match self {
+            Preset::Openai => &["REVOLVE_API_KEY", "OPENAI_API_KEY"],
+            Preset::Anthropic => &["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"],
+            Preset::Openrouter => &["REVOLVE_API_KEY", "OPENROUTER_API_KEY"],
+            Preset::Ollama | Preset::Llamacpp => &["REVOLVE_API_KEY"],
+            Preset::Scripted => &[],
+        }
+    }
+
+    /// Whether a request to `base_url` cannot work without a key: the
+    /// hosted APIs at their own address need one; another address (a local
+    /// server, a proxy) may not.
+    pub fn needs_key(self, base_url: &str) -> bool {
+        matches!(
+            self,
+            Preset::Openai | Preset::Anthropic | Preset::Openrouter
+        ) && base_url.trim_end_matches('/') == self.base_url()
+    }
+}
+
+impl fmt::Display for Preset {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_place_with_a_value_wins() {
+        let s = pick(Some(1), Some(2), Some(3), 4);
+        assert_eq!((s.value, s.source), (1, Source::Flag));
+        let s = pick(None, Some(2), Some(3), 4);
+        assert_eq!((s.value, s.source), (2, Source::Env));
+        let s = pick(None, None, Some(3), 4);
+        assert_eq!((s.value, s.source), (3, Source::Config));
+        let s = pick(None, None, None, 4);
+        assert_eq!((s.value, s.source), (4, Source::Default));
+    }
+
+    #[test]
+    fn a_config_file_reads_every_key() {
+        let file = File::parse(
+            r#"{"provider": "ollama", "base_url": "http://h/v1", "model": "m",
+                "window": 1000, "retries": 1, "spill_result_chars": 5,
+                "prune_result_chars": 6, "allow_shell": true}"#,
+        )
+        .unwrap();
+        assert_eq!(file.provider, Some(Preset::Ollama));
+        assert_eq!(file.window, Some(1000));
+        assert_eq!(file.allow_shell, Some(true));
+        assert_eq!(File::parse("  \n").unwrap(), File::default());
+        assert_eq!(File::parse("{}").unwrap(), File::default());
+    }
+
+    #[test]
+    fn a_bad_file_says_where() {
+        let bad = File::parse("{\n  \"model\": \"m\",\n  \"window\": x\n}").unwrap_err();
+        assert_eq!((bad.line, bad.column), (3, 13));
+        assert_eq!(bad.why, "expected value");
+        let unknown = File::parse("{\"modle\": \"m\"}").unwrap_err();
+        assert!(
+            unknown.why.starts_with("unknown field `modle`"),
+            "{unknown}"
+        );
+        assert_eq!(
+            unknown.to_string(),
+            format!("line 1, column 8: {}", unknown.why)
+        );
+        let provider = File::parse("{\"provider\": \"nope\"}").unwrap_err();
+        assert!(
+            provider.why.contains("unknown variant `nope`"),
+            "{provider}"
+        );
+        let key = File::parse("{\"api_key\": \"sk-secret\"}").unwrap_err();
+        assert!(!key.to_string().contains("sk-secret"), "{key}");
+    }
+
+    #[test]
+    fn presets_name_themselves() {
+        for p in Preset::ALL {
+            assert_eq!(Preset::named(p.name()), Some(p));
+        }
+        assert!(Preset::Openai.needs_key("https://api.openai.com/v1/"));
+        assert!(!Preset::Openai.needs_key("http://localhost:8000/v1"));
+        assert!(!Preset::Ollama.needs_key(Preset::Ollama.base_url()));
+        assert_eq!(Preset::Llamacpp.wire(), Some(Wire::OpenAi));
+        assert_eq!(Preset::Scripted.wire(), None);
+    }
+}

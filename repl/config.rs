@@ -1,0 +1,301 @@
+//! The settings a run goes by: read from the command line, the environment
+//! and `<config>/config.json`, chosen by [`revolve_core::config::pick`]
+//! (flag > env > config > default), and shown by `revolve config show`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches};
+use serde_json::json;
+
+use revolve_core::config::{self, pick, File, Preset, Setting, Source};
+
+use crate::cli::{Cli, ModelArgs, ProviderKind, ProviderSpec};
+use crate::error::{out, Error};
+
+/// Parses the command line, noting for every argument whether its value
+/// came from a flag or from the environment (clap merges the two).
+pub fn parse_args() -> Cli {
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.sources = sources(&matches);
+    cli
+}
+
+fn sources(m: &ArgMatches) -> BTreeMap<String, Source> {
+    let mut found = BTreeMap::new();
+    for id in m.ids() {
+        let source = match m.value_source(id.as_str()) {
+            Some(ValueSource::CommandLine) => Source::Flag,
+            Some(ValueSource::EnvVariable) => Source::Env,
+            _ => continue,
+        };
+        found.insert(id.as_str().to_owned(), source);
+    }
+    if let Some((_, sub)) = m.subcommand() {
+        found.extend(sources(sub));
+    }
+    found
+}
+
+/// Every setting of a run, with where it came from. The API key is kept
+/// for the provider and never shown: only the variable it was read from.
+pub struct Settings {
+    /// The config file, whether or not it exists.
+    pub file: PathBuf,
+    /// Whether the config file exists.
+    pub file_found: bool,
+    pub provider: Setting<Preset>,
+    pub base_url: Setting<String>,
+    pub model: Setting<String>,
+    pub window: Setting<u64>,
+    pub retries: Setting<u32>,
+    pub spill_result_chars: Setting<usize>,
+    pub prune_result_chars: Setting<usize>,
+    pub allow_shell: Setting<bool>,
+    /// `--script`, for the scripted provider.
+    pub script: Option<PathBuf>,
+    /// `--provider replay:FILE|NAME`: the recorded session answering.
+    pub replay: Option<String>,
+    /// The API key and the variable it came from.
+    key: Option<(&'static str, String)>,
+}
+
+impl Settings {
+    /// Reads the config file under `config_root` and settles every
+    /// setting. `sources` says which of `args` (and of `allow_shell`, the
+    /// `--allow-shell` flag) came from a flag and which from the
+    /// environment. A config file that cannot be read or parsed is a usage
+    /// error naming the file, line and column.
+    pub fn resolve(
+        config_root: &Path,
+        args: &ModelArgs,
+        allow_shell: bool,
+        sources: &BTreeMap<String, Source>,
+    ) -> Result<Settings, Error> {
+        let path = config_root.join(config::FILE_NAME);
+        let (file, file_found) = read(&path)?;
+        let given = |id: &str| sources.get(id).copied();
+        // `replay:` answers offline, like the scripted preset.
+        let chosen = args.provider.as_ref().map(|p| match p {
+            ProviderSpec::Kind(kind) => preset(*kind),
+            ProviderSpec::Replay(_) => Preset::Scripted,
+        });
+        let replay = match &args.provider {
+            Some(ProviderSpec::Replay(source)) => Some(source.clone()),
+            _ => None,
+        };
+        let (flag, env) = split(sources, "provider", chosen);
+        let provider = pick(flag, env, file.provider, Preset::Openai);
+        let (flag, env) = split(sources, "base_url", args.base_url.clone());
+        let base_url = pick(
+            flag,
+            env,
+            file.base_url,
+            provider.value.base_url().to_owned(),
+        );
+        let (flag, env) = split(sources, "model", args.model.clone());
+        let model = pick(flag, env, file.model, provider.value.model().to_owned());
+        let (flag, env) = split(sources, "window", args.window);
+        let window = pick(flag, env, file.window, config::DEFAULT_WINDOW);
+        let (flag, env) = split(sources, "retries", args.retries);
+        let retries = pick(flag, env, file.retries, revolve_core::retry::MAX_RETRIES);
+        let (flag, env) = split(sources, "spill_result_chars", args.spill_result_chars);
+        let spill_result_chars = pick(
+            flag,
+            env,
+            file.spill_result_chars,
+            revolve_core::session::SPILL_CHARS,
+        );
+        let (flag, env) = split(sources, "prune_result_chars", args.prune_result_chars);
+        let prune_result_chars = pick(
+            flag,
+            env,
+            file.prune_result_chars,
+            revolve_core::compact::PRUNE_CHARS,
+        );
+        let allow_shell = pick(
+            (allow_shell && given("allow_shell") == Some(Source::Flag)).then_some(true),
+            None,
+            file.allow_shell,
+            false,
+        );
+        let key = provider.value.key_vars().iter().find_map(|var| {
+            std::env::var(var)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .map(|v| (*var, v))
+        });
+        Ok(Settings {
+            file: path,
+            file_found,
+            provider,
+            base_url,
+            model,
+            window,
+            retries,
+            spill_result_chars,
+            prune_result_chars,
+            allow_shell,
+            script: args.script.clone(),
+            replay,
+            key,
+        })
+    }
+
+    /// The API key, if one is set; a usage error when the provider at its
+    /// base URL cannot work without one.
+    pub fn needed_key(&self) -> Result<Option<String>, Error> {
+        let preset = self.provider.value;
+        match &self.key {
+            Some((_, key)) => Ok(Some(key.clone())),
+            None if preset.needs_key(&self.base_url.value) => {
+                let var = preset
+                    .key_vars()
+                    .last()
+                    .copied()
+                    .unwrap_or("REVOLVE_API_KEY");
+                Err(Error::Usage(format!(
+                    "no API key: set {var} (or REVOLVE_API_KEY), point --base-url at a local \
+                     server, or run offline with --provider scripted --script FILE"
+                )))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The rows `config show` prints: name, value, source. The key row
+    /// names the variable the key came from, never the key.
+    fn rows(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
+        let s = |v: &Setting<String>| (json!(v.value), v.source.as_str());
+        let n = |v: u64, source: Source| (json!(v), source.as_str());
+        let rows = [
+            (
+                "provider",
+                (
+                    match &self.replay {
+                        Some(source) => json!(format!("replay:{source}")),
+                        None => json!(self.provider.value.name()),
+                    },
+                    self.provider.source.as_str(),
+                ),
+            ),
+            ("base_url", s(&self.base_url)),
+            ("model", s(&self.model)),
+            ("window", n(self.window.value, self.window.source)),
+            ("retries", n(self.retries.value.into(), self.retries.source)),
+            (
+                "spill_result_chars",
+                n(
+                    self.spill_result_chars.value as u64,
+                    self.spill_result_chars.source,
+                ),
+            ),
+            (
+                "prune_result_chars",
+                n(
+                    self.prune_result_chars.value as u64,
+                    self.prune_result_chars.source,
+                ),
+            ),
+            (
+                "allow_shell",
+                (
+                    json!(self.allow_shell.value),
+                    self.allow_shell.source.as_str(),
+                ),
+            ),
+            (
+                "api_key",
+                match &self.key {
+                    Some((var, _)) => (json!(var), "env"),
+                    None => (serde_json::Value::Null, "default"),
+                },
+            ),
+        ];
+        rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect()
+    }
+}
+
+/// `revolve config show [--json]`.
+pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
+    let rows = settings.rows();
+    if json {
+        let mut map = serde_json::Map::new();
+        for (name, value, source) in rows {
+            map.insert(name.to_owned(), json!({"value": value, "source": source}));
+        }
+        let doc = json!({
+            "file": settings.file.to_string_lossy(),
+            "file_found": settings.file_found,
+            "settings": map,
+        });
+        let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
+        return out(&format!("{text}\n"));
+    }
+    let found = if settings.file_found {
+        ""
+    } else {
+        " (not found)"
+    };
+    let mut text = format!("config file: {}{found}\n", settings.file.display());
+    let shown: Vec<(&str, String, &str)> = rows
+        .into_iter()
+        .map(|(name, value, source)| {
+            let value = match value {
+                serde_json::Value::String(s) if name == "api_key" => format!("from {s}"),
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Null => "(none)".to_owned(),
+                other => other.to_string(),
+            };
+            (name, value, source)
+        })
+        .collect();
+    let width = shown
+        .iter()
+        .map(|(_, v, _)| v.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (name, value, source) in &shown {
+        text.push_str(&format!("{name:<18}  {value:<width$}  {source}\n"));
+    }
+    out(&text)
+}
+
+/// A value clap read from a flag or a variable, as `(flag, env)`.
+fn split<T>(
+    sources: &BTreeMap<String, Source>,
+    id: &str,
+    value: Option<T>,
+) -> (Option<T>, Option<T>) {
+    match sources.get(id) {
+        Some(Source::Flag) => (value, None),
+        _ => (None, value),
+    }
+}
+
+/// The preset a `--provider` value names.
+pub fn preset(kind: ProviderKind) -> Preset {
+    match kind {
+        ProviderKind::Openai => Preset::Openai,
+        ProviderKind::Anthropic => Preset::Anthropic,
+        ProviderKind::Ollama => Preset::Ollama,
+        ProviderKind::Llamacpp => Preset::Llamacpp,
+        ProviderKind::Openrouter => Preset::Openrouter,
+        ProviderKind::Scripted => Preset::Scripted,
+    }
+}
+
+/// The config file's settings, and whether it exists; a missing file is an
+/// empty config.
+fn read(path: &Path) -> Result<(File, bool), Error> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((File::default(), false)),
+        Err(e) => return Err(Error::at(path, "cannot read the config file", e)),
+    };
+    let file = File::parse(&text)
+        .map_err(|bad| Error::Usage(format!("bad config file {}: {bad}", path.display())))?;
+    Ok((file, true))
+}
