@@ -1,0 +1,525 @@
+//! Faults: the process killed at random points, sessions racing for names
+//! and logs, a full disk, an unwritable state directory, no HOME, and a
+//! model server that misbehaves. Each test says what the user is promised
+//! and checks it on what the real binary leaves behind.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE};
+use serde_json::{json, Value};
+
+use common::TestEnv;
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+/// A small deterministic generator (xorshift64*), so every kill point is
+/// reproducible from the seed printed with a failure.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Where the kill test builds its worlds: a tmpfs when there is one (a
+/// SIGKILL loses nothing the page cache holds, so fsync's cost buys nothing
+/// here, and hundreds of runs stay fast), else the system temp dir.
+fn fast_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let probe = shm.join(format!("revolve-probe-{}", std::process::id()));
+    if std::fs::create_dir_all(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
+/// Every JSON record of every session file of `env`. A torn line (a write
+/// a kill cut short: valid JSON up to where it stops) is left out, at most
+/// one per file; any other line that is not JSON fails the test.
+fn all_records(env: &TestEnv) -> Vec<Value> {
+    let mut out = Vec::new();
+    for file in env.session_files() {
+        let bytes = std::fs::read(&file).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        let mut torn = 0;
+        for (i, line) in text.lines().enumerate() {
+            match serde_json::from_str::<Value>(line) {
+                Ok(v) => out.push(v),
+                Err(e) => {
+                    torn += 1;
+                    assert!(
+                        e.is_eof() && torn == 1,
+                        "{}: line {} is neither JSON nor the one torn line: {e}: {line}",
+                        file.display(),
+                        i + 1
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The `(role, content)` of every message record.
+fn logged_messages(records: &[Value]) -> BTreeSet<(String, String)> {
+    records
+        .iter()
+        .filter(|r| r["type"] == "message")
+        .map(|r| {
+            (
+                r["role"].as_str().unwrap_or("").to_owned(),
+                r["content"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// `revolve replay --check FILE` for every session file: each must pass,
+/// with at most one skipped line, the one a kill tore.
+fn check_replays(env: &TestEnv, context: &str) {
+    for file in env.session_files() {
+        let run = env.run(&["replay", "--check", file.to_str().unwrap()], "");
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{context}: replay --check failed: {run:?}"
+        );
+        assert!(
+            run.stdout.contains(" 0 inconsistencies"),
+            "{context}: {run:?}"
+        );
+        // The one line a kill tore, if any (exit 0 says it is torn).
+        let skipped_ok =
+            run.stdout.contains(" 0 skipped line(s)") || run.stdout.contains(" 1 skipped line(s)");
+        assert!(skipped_ok, "{context}: {run:?}");
+        assert!(!run.stderr.contains("panicked"), "{context}: {run:?}");
+    }
+}
+
+/// The bytes of every session file together.
+fn logs_size(env: &TestEnv) -> u64 {
+    env.session_files()
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// `/a/b` as `-a-b`.
+fn slug(path: &Path) -> String {
+    path.to_str().unwrap().replace('/', "-")
+}
+
+/// The regular, non-hidden files of a folder, by name; and the hidden ones
+/// (temp files a kill left), by name.
+fn dir_files(dir: &Path) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
+    let mut files = BTreeMap::new();
+    let mut hidden = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            hidden.push(name);
+        } else if entry.file_type().unwrap().is_file() {
+            files.insert(name, std::fs::read(entry.path()).unwrap());
+        }
+    }
+    (files, hidden)
+}
+
+// ---------------------------------------------------------------------------
+// 1. kill -9 at random points
+
+/// The scripted session the kill test runs: request N gets line N.
+///
+/// Turn one reads a file longer than the spill limit (a spill) and calls
+/// `remember` (a memory write with its snapshot); turns two to four are
+/// plain; `/compact` summarizes (line 7) into a new file; `/refine`
+/// rewrites the memory file `remember` made (line 8); turn five ends it.
+/// The rest answers the `--continue` after each kill, wherever the script
+/// stands by then.
+fn kill_script() -> String {
+    let mut lines = vec![
+        json!({"text": "R1 reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}),
+        json!({"text": "R2 remembering.", "tool_calls": [{"name": "remember", "arguments": {"label": "db", "content": REMEMBERED}}]}),
+        json!({"text": "R3 done with one."}),
+        json!({"text": "R4 two."}),
+        json!({"text": "R5 three."}),
+        json!({"text": "R6 four."}),
+        json!({"text": "R7 notes: the user counted to four; the port is 5432."}),
+        json!({"text": json!({"files": [{"file": "project/db.md", "content": REFINED, "change": "moved the port"}]}).to_string()}),
+        json!({"text": "R9 five."}),
+    ];
+    for n in 10..60 {
+        lines.push(json!({ "text": format!("R{n} padding.") }));
+    }
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+const KILL_STDIN: &str = "one\ntwo\nthree\nfour\n/compact\n/refine\nfive\n";
+const REMEMBERED: &str = "The database port is 5432.";
+const REFINED: &str = "port 6543\n";
+
+/// The user line each streamed answer of the first run answers.
+fn turn_of(answer: u32) -> Option<&'static str> {
+    match answer {
+        1..=3 => Some("one"),
+        4 => Some("two"),
+        5 => Some("three"),
+        6 => Some("four"),
+        9 => Some("five"),
+        _ => None,
+    }
+}
+
+/// One world of the kill test: a working tree with a file to spill.
+fn kill_world(base: &Path, script: &Path) -> (TestEnv, Vec<String>) {
+    let env = TestEnv::new_in(base, "kill");
+    let big: String = (0..200)
+        .map(|i| format!("line {i} of the big file\n"))
+        .collect();
+    std::fs::write(env.cwd.join("big.txt"), big).unwrap();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+        "--spill-result-chars",
+        "500",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    (env, args)
+}
+
+/// Starts the scripted session with its stdin, stdout and stderr in files.
+fn start_session(env: &TestEnv, args: &[String]) -> std::process::Child {
+    let stdin = env.root.join("stdin");
+    std::fs::write(&stdin, KILL_STDIN).unwrap();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    env.command(&args)
+        .stdin(File::open(&stdin).unwrap())
+        .stdout(File::create(env.root.join("stdout")).unwrap())
+        .stderr(File::create(env.root.join("stderr")).unwrap())
+        .spawn()
+        .expect("start revolve")
+}
+
+/// What one kill point left, for the distribution printed at the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Phase {
+    /// Before the first log line.
+    NoLog,
+    /// In the first file.
+    FirstFile,
+    /// After the compaction started the second file.
+    Compacted,
+    /// After the refinement was logged.
+    Refined,
+}
+
+/// Checks everything a kill must leave intact; returns where it landed.
+fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
+    let stdout = std::fs::read_to_string(env.root.join("stdout")).unwrap();
+    let stderr = std::fs::read_to_string(env.root.join("stderr")).unwrap();
+    assert!(!stderr.contains("panicked"), "{context}: {stderr}");
+    let records = all_records(env);
+    let messages = logged_messages(&records);
+    let files = env.session_files();
+    let phase = if files.is_empty() {
+        Phase::NoLog
+    } else if records.iter().any(|r| r["type"] == "refined") {
+        Phase::Refined
+    } else if files.len() > 1 {
+        Phase::Compacted
+    } else {
+        Phase::FirstFile
+    };
+
+    // Acknowledged to the user: an answer line followed by more output was
+    // logged before that output was produced (the next request is only
+    // sent once the answer is in the log), and a streamed answer's user
+    // line was logged before its request was sent.
+    let shown: Vec<&str> = stdout.split_inclusive('\n').collect();
+    for (i, line) in shown.iter().enumerate() {
+        let number: Option<u32> = line
+            .strip_prefix('R')
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok());
+        let Some(number) = number else {
+            panic!("{context}: unexpected output line {line:?} in {stdout:?}");
+        };
+        if let Some(user) = turn_of(number) {
+            assert!(
+                messages.contains(&("user".to_owned(), user.to_owned())),
+                "{context}: answer R{number} was shown but its question {user:?} is not logged"
+            );
+        }
+        if i + 1 < shown.len() {
+            let text = line.trim_end_matches('\n');
+            assert!(
+                messages.contains(&("assistant".to_owned(), text.to_owned())),
+                "{context}: {text:?} was acknowledged (more output followed) but is not logged"
+            );
+        }
+    }
+    if stderr.contains("the session goes on in a new file") {
+        assert!(
+            files.len() >= 2,
+            "{context}: compaction acknowledged, {files:?}"
+        );
+    }
+
+    check_replays(env, context);
+
+    // The next start recovers the memory store; `memory history` is one.
+    let history = env.run(&["memory", "history"], "");
+    assert_eq!(history.code, Some(0), "{context}: {history:?}");
+    assert!(
+        !history.stderr.contains("panicked"),
+        "{context}: {history:?}"
+    );
+    check_memory(env, context, stderr.contains("refinement: memory changed"));
+
+    // A session that has a log goes on with `--continue`; a kill before
+    // its header was whole leaves none to continue (nothing was said to
+    // the user yet), and a new session starts as usual.
+    if !records.iter().any(|r| r["type"] == "header") {
+        assert!(messages.is_empty(), "{context}: messages without a header");
+        let mut cont: Vec<&str> = args.iter().map(String::as_str).collect();
+        cont.push("--continue");
+        let run = env.run(&cont, "again\n");
+        assert_eq!(run.code, Some(2), "{context}: {run:?}");
+        assert!(
+            run.stderr.starts_with("revolve: no session in "),
+            "{context}: {run:?}"
+        );
+        let cont: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = env.run(&cont, "again\n");
+        assert_eq!(
+            run.code,
+            Some(0),
+            "{context}: a new session failed: {run:?}"
+        );
+        check_replays(env, &format!("{context}, after a new session"));
+    } else {
+        let mut cont: Vec<&str> = args.iter().map(String::as_str).collect();
+        cont.push("--continue");
+        let run = env.run(&cont, "again\n");
+        assert_eq!(run.code, Some(0), "{context}: --continue failed: {run:?}");
+        assert!(
+            run.stdout.len() > 1 && run.stdout.ends_with('\n'),
+            "{context}: {run:?}"
+        );
+        let after = all_records(env);
+        assert!(
+            logged_messages(&after).contains(&("user".to_owned(), "again".to_owned())),
+            "{context}: the continued line is not logged"
+        );
+        check_replays(env, &format!("{context}, after --continue"));
+        check_memory(env, &format!("{context}, after --continue"), false);
+    }
+    phase
+}
+
+/// Memory is either before or after each change, and the snapshot store
+/// agrees with it: no entry pending, every entry readable, the refinement's
+/// entry there exactly when its rewrite is, its snapshot holding what
+/// `remember` wrote.
+fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
+    let config = env.home.join(".config/task-agent");
+    let global = config.join("memory");
+    let project = config.join("projects").join(slug(&env.cwd)).join("memory");
+    let (global_files, _) = dir_files(&global);
+    for (name, bytes) in &global_files {
+        let builtin = BUILTIN.iter().find(|(n, _)| n == name);
+        let builtin = builtin.unwrap_or_else(|| panic!("{context}: stray global file {name}"));
+        assert_eq!(
+            bytes,
+            builtin.1.as_bytes(),
+            "{context}: {name} is half written"
+        );
+    }
+    let (project_files, _) = dir_files(&project);
+    if let Some(template) = project_files.get("project.md") {
+        assert_eq!(template, PROJECT_MEMORY_TEMPLATE.as_bytes(), "{context}");
+    }
+    let db = project_files
+        .get("db.md")
+        .map(|b| String::from_utf8_lossy(b).into_owned());
+    assert!(
+        matches!(db.as_deref(), None | Some(REMEMBERED) | Some(REFINED)),
+        "{context}: db.md is neither before nor after a change: {db:?}"
+    );
+
+    let store = env
+        .state
+        .join("task-agent/refinements")
+        .join(slug(&project));
+    let mut kinds = Vec::new();
+    for entry in std::fs::read_dir(&store).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue; // a snapshot a kill cut short, never renamed into place
+        }
+        let cfg = std::fs::read_to_string(entry.path().join("meta.cfg"))
+            .unwrap_or_else(|e| panic!("{context}: entry {name} has no meta.cfg: {e}"));
+        let meta = SnapshotMeta::parse_cfg(&cfg)
+            .unwrap_or_else(|e| panic!("{context}: entry {name}: {e}: {cfg}"));
+        assert!(
+            !meta.pending,
+            "{context}: entry {name} still pending after a start"
+        );
+        let (snapshot, _) = dir_files(&entry.path().join("files"));
+        if meta.kind == SnapshotKind::Manual {
+            assert_eq!(
+                snapshot.get("db.md").map(Vec::as_slice),
+                Some(REMEMBERED.as_bytes()),
+                "{context}: the refinement's snapshot is not the memory before it"
+            );
+        }
+        kinds.push(meta.kind);
+    }
+    let refined = kinds.contains(&SnapshotKind::Manual);
+    let remembered = kinds.contains(&SnapshotKind::Remember);
+    assert_eq!(
+        db.as_deref() == Some(REFINED),
+        refined,
+        "{context}: the store ({kinds:?}) disagrees with db.md {db:?}"
+    );
+    assert_eq!(
+        db.is_some(),
+        remembered,
+        "{context}: store {kinds:?}, db.md {db:?}"
+    );
+    if refine_acknowledged {
+        assert!(
+            refined,
+            "{context}: the refinement was acknowledged but is gone"
+        );
+    }
+}
+
+/// SIGKILL at 200+ seeded points of a scripted session with tool calls, a
+/// spill, `remember`, a compaction and a refinement; after each: what was
+/// acknowledged is logged, every file replays, memory and its store are
+/// consistent after the next start, and `--continue` goes on.
+#[test]
+fn kill_9_at_random_points_loses_nothing_acknowledged() {
+    const KILLS: usize = 200;
+    const WORKERS: u64 = 2;
+    let base = fast_dir();
+    let script_dir = TestEnv::new_in(&base, "kill-script");
+    let script = script_dir.root.join("script.jsonl");
+    std::fs::write(&script, kill_script()).unwrap();
+
+    // A whole run first: it must pass, and its length bounds the delays.
+    let (env, args) = kill_world(&base, &script);
+    let started = Instant::now();
+    let mut child = start_session(&env, &args);
+    let status = child.wait().unwrap();
+    let whole = started.elapsed();
+    assert!(status.success(), "the unkilled run failed: {status:?}");
+    let stdout = std::fs::read_to_string(env.root.join("stdout")).unwrap();
+    assert_eq!(
+        stdout,
+        "R1 reading.\nR2 remembering.\nR3 done with one.\nR4 two.\nR5 three.\nR6 four.\nR9 five.\n"
+    );
+    assert_eq!(env.session_files().len(), 2, "compacted once");
+    let log_bytes = logs_size(&env);
+    check_after_kill(&env, &args, "the unkilled run");
+    drop(env);
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let span = (whole.as_micros() as u64).max(1000);
+    let results: Vec<(usize, BTreeMap<Phase, usize>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let (base, script) = (&base, &script);
+                s.spawn(move || {
+                    let seed = 0x9e37_79b9_7f4a_7c15 ^ (w + 1);
+                    let mut rng = Rng(seed);
+                    let mut kills = 0;
+                    let mut phases = BTreeMap::new();
+                    let mut tries = 0;
+                    while kills < KILLS / WORKERS as usize {
+                        tries += 1;
+                        assert!(tries < 4 * KILLS, "too few runs were still alive to kill");
+                        assert!(Instant::now() < deadline, "the kill loop ran out of time");
+                        let (env, args) = kill_world(base, script);
+                        // Half the kills after a time, half once the logs
+                        // have grown to a size: both spread over the run.
+                        let by_time = rng.below(2) == 0;
+                        let delay = Duration::from_micros(rng.below(span));
+                        let size = rng.below(log_bytes);
+                        let mut child = start_session(&env, &args);
+                        let started = Instant::now();
+                        if by_time {
+                            std::thread::sleep(delay);
+                        } else {
+                            while logs_size(&env) < size
+                                && started.elapsed() < Duration::from_secs(5)
+                                && child.try_wait().unwrap().is_none()
+                            {
+                                std::thread::sleep(Duration::from_micros(100));
+                            }
+                        }
+                        child.kill().ok();
+                        let status = child.wait().unwrap();
+                        if status.success() {
+                            continue; // it finished first: not a kill point
+                        }
+                        assert_eq!(
+                            std::os::unix::process::ExitStatusExt::signal(&status),
+                            Some(9),
+                            "{status:?}"
+                        );
+                        kills += 1;
+                        let point = if by_time {
+                            format!("after {delay:?}")
+                        } else {
+                            format!("at {size} log bytes")
+                        };
+                        let context = format!("worker {w} seed {seed:#x} kill {kills} {point}");
+                        let phase = check_after_kill(&env, &args, &context);
+                        *phases.entry(phase).or_insert(0) += 1;
+                    }
+                    (kills, phases)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total: usize = results.iter().map(|r| r.0).sum();
+    let mut phases: BTreeMap<Phase, usize> = BTreeMap::new();
+    for (_, p) in &results {
+        for (k, v) in p {
+            *phases.entry(*k).or_insert(0) += v;
+        }
+    }
+    eprintln!("{total} kill points in a run of {whole:?}: {phases:?}");
+    assert!(total >= KILLS);
+    // The kills spread over the session, not only its start.
+    assert!(
+        phases.get(&Phase::FirstFile).copied().unwrap_or(0) > 0
+            && phases.get(&Phase::Compacted).copied().unwrap_or(0)
+                + phases.get(&Phase::Refined).copied().unwrap_or(0)
+                > 0,
+        "{phases:?}"
+    );
+}
