@@ -7,7 +7,9 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE};
@@ -522,4 +524,380 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
                 > 0,
         "{phases:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// 2. Sessions started at the same moment
+
+/// `args` run through `sh`, which waits until the file `go` exists and then
+/// becomes revolve (on a pseudo-terminal through util-linux `script` when
+/// `tty`), in the harness's clean environment: every process of a test
+/// started this way leaves the gate within a moment of the others.
+fn gated(env: &TestEnv, go: &Path, args: &[&str], tty: bool) -> Command {
+    let mut line = sh_quote(common::BIN);
+    for a in args {
+        line.push(' ');
+        line.push_str(&sh_quote(a));
+    }
+    if tty {
+        line = format!("exec script -qec {} /dev/null", sh_quote(&line));
+    } else {
+        line = format!("exec {line}");
+    }
+    let gate = format!(
+        "until [ -e {} ]; do :; done; {line}",
+        sh_quote(go.to_str().unwrap())
+    );
+    let plain = env.command(&[]);
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", &gate]).current_dir(&env.cwd).env_clear();
+    for (key, value) in plain.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    cmd
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Whether util-linux `script` (a pseudo-terminal) is installed.
+fn have_script() -> bool {
+    Command::new("script")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// `n` gated runs started together, their stdin kept open, their stdout
+/// and stderr read as they come.
+struct Racers {
+    children: Vec<std::process::Child>,
+    stdins: Vec<Option<std::process::ChildStdin>>,
+    outputs: Vec<std::sync::mpsc::Receiver<Vec<u8>>>,
+    seen: Vec<Vec<u8>>,
+    errs: Vec<std::thread::JoinHandle<Vec<u8>>>,
+}
+
+impl Racers {
+    /// Starts `n` gated runs and opens the gate once all are waiting at it.
+    fn start(env: &TestEnv, n: usize, args: &[&str], tty: bool) -> Racers {
+        let go = env.root.join(format!("go-{n}"));
+        let mut racers = Racers {
+            children: Vec::new(),
+            stdins: Vec::new(),
+            outputs: Vec::new(),
+            seen: vec![Vec::new(); n],
+            errs: Vec::new(),
+        };
+        for _ in 0..n {
+            let mut child = gated(env, &go, args, tty)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("start sh");
+            racers.stdins.push(child.stdin.take());
+            let mut out = child.stdout.take().unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(k) = std::io::Read::read(&mut out, &mut buf) {
+                    if k == 0 || tx.send(buf[..k].to_vec()).is_err() {
+                        break;
+                    }
+                }
+            });
+            racers.outputs.push(rx);
+            let mut err = child.stderr.take().unwrap();
+            racers.errs.push(std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut err, &mut bytes).ok();
+                bytes
+            }));
+            racers.children.push(child);
+        }
+        std::fs::write(&go, "").unwrap();
+        racers
+    }
+
+    /// Waits until `ready(i, stdout so far, exited)` holds for every run,
+    /// at most `within`.
+    fn wait_all(&mut self, within: Duration, ready: impl Fn(&[u8], bool) -> bool) {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut all = true;
+            for i in 0..self.children.len() {
+                while let Ok(bytes) = self.outputs[i].try_recv() {
+                    self.seen[i].extend(bytes);
+                }
+                let exited = self.children[i].try_wait().unwrap().is_some();
+                all &= ready(&self.seen[i], exited);
+            }
+            if all {
+                return;
+            }
+            if Instant::now() >= deadline {
+                for c in &mut self.children {
+                    c.kill().ok();
+                }
+                let shown: Vec<_> = self
+                    .seen
+                    .iter()
+                    .map(|s| String::from_utf8_lossy(s))
+                    .collect();
+                panic!("the racing runs were not ready within {within:?}: {shown:#?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Writes `text` to the stdin of run `i`.
+    fn type_in(&mut self, i: usize, text: &str) {
+        if let Some(pipe) = &mut self.stdins[i] {
+            pipe.write_all(text.as_bytes()).ok();
+        }
+    }
+
+    /// Closes every stdin and waits for every run to end (at most
+    /// `within`); returns `(exit code, stdout, stderr)` of each.
+    fn finish(mut self, within: Duration) -> Vec<(Option<i32>, String, String)> {
+        self.stdins.clear();
+        self.wait_all(within, |_, exited| exited);
+        let mut out = Vec::new();
+        for (i, mut child) in self.children.into_iter().enumerate() {
+            let status = child.wait().unwrap();
+            while let Ok(bytes) = self.outputs[i].recv_timeout(Duration::from_secs(5)) {
+                self.seen[i].extend(bytes);
+            }
+            let err = self.errs.remove(0).join().unwrap();
+            out.push((
+                status.code(),
+                String::from_utf8_lossy(&self.seen[i]).into_owned(),
+                String::from_utf8_lossy(&err).into_owned(),
+            ));
+        }
+        out
+    }
+}
+
+fn header_names(env: &TestEnv) -> Vec<Option<String>> {
+    env.session_files()
+        .iter()
+        .map(|f| {
+            let recs = common::records(f);
+            assert_eq!(recs[0]["type"], "header", "{}", f.display());
+            recs[0]["name"].as_str().map(str::to_owned)
+        })
+        .collect()
+}
+
+/// Two and then ten interactive sessions started at the same moment in one
+/// directory each get a name of their own, and a log of their own.
+#[test]
+fn sessions_started_together_get_distinct_names() {
+    if !have_script() {
+        eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not installed");
+        return;
+    }
+    for n in [2, 10] {
+        let env = TestEnv::new(&format!("names-{n}"));
+        let script = env.root.join("script.jsonl");
+        std::fs::write(&script, "{\"text\":\"Hello.\"}\n").unwrap();
+        let args = [
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        // All of them wait at their prompt at once (so each saw the
+        // others running), then leave with Ctrl-D.
+        let mut racers = Racers::start(&env, n, &args, true);
+        racers.wait_all(Duration::from_secs(60), |out, _| {
+            String::from_utf8_lossy(out).contains('\u{203a}')
+        });
+        for (code, shown, _) in racers.finish(Duration::from_secs(30)) {
+            assert_eq!(code, Some(0), "{shown}");
+            assert!(!shown.contains("panicked"), "{shown}");
+        }
+        let names = header_names(&env);
+        assert_eq!(names.len(), n, "one log each: {names:?}");
+        let distinct: BTreeSet<String> = names.iter().flatten().cloned().collect();
+        assert_eq!(distinct.len(), n, "distinct names: {names:?}");
+    }
+}
+
+/// Ten runs asking for the same name at the same moment: exactly one gets
+/// it, the others fail with one clear line and write nothing.
+#[test]
+fn ten_runs_racing_for_one_name_one_wins() {
+    let env = TestEnv::new("same-name");
+    let script = env.root.join("script.jsonl");
+    std::fs::write(&script, "{\"text\":\"Mine.\"}\n").unwrap();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+        "--name",
+        "x",
+    ];
+    let mut racers = Racers::start(&env, 10, &args, false);
+    for i in 0..10 {
+        racers.type_in(i, "hi\n");
+    }
+    let outputs = racers.finish(Duration::from_secs(60));
+    let won: Vec<_> = outputs.iter().filter(|o| o.0 == Some(0)).collect();
+    assert_eq!(won.len(), 1, "{outputs:#?}");
+    assert_eq!(won[0].1, "Mine.\n");
+    for lost in outputs.iter().filter(|o| o.0 != Some(0)) {
+        assert_eq!(lost.0, Some(2), "{lost:?}");
+        assert!(lost.1.is_empty(), "{lost:?}");
+        assert_eq!(
+            lost.2,
+            "revolve: cannot name the session 'x': another session of this directory has that \
+             name (resume it with --resume x)\n"
+        );
+    }
+    assert_eq!(header_names(&env), [Some("x".to_owned())]);
+}
+
+/// Ten `--resume` of one session at the same moment: one goes on, the
+/// other nine are refused with one line, and the log gets one writer.
+#[test]
+fn ten_resumes_at_once_leave_one_writer() {
+    let env = TestEnv::new("resume-race");
+    let script = env.root.join("script.jsonl");
+    let replies: String = (1..=3)
+        .map(|n| format!("{{\"text\":\"A{n}.\"}}\n"))
+        .collect();
+    std::fs::write(&script, replies).unwrap();
+    let base = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let mut first = base.to_vec();
+    first.extend(["--name", "shared"]);
+    let run = env.run(&first, "one\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+
+    let mut args = base.to_vec();
+    args.extend(["--resume", "shared"]);
+    // Each waits for its first line with the session claimed: one holds
+    // it, the other nine must be refused.
+    let mut racers = Racers::start(&env, 10, &args, false);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let survivor = loop {
+        let running: Vec<usize> = (0..10)
+            .filter(|&i| racers.children[i].try_wait().unwrap().is_none())
+            .collect();
+        if running.len() == 1 {
+            break running[0];
+        }
+        assert!(Instant::now() < deadline, "still running: {running:?}");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    racers.type_in(survivor, "two\n");
+    let outputs = racers.finish(Duration::from_secs(60));
+    for (i, (code, stdout, stderr)) in outputs.iter().enumerate() {
+        if i == survivor {
+            assert_eq!((*code, stdout.as_str()), (Some(0), "A2.\n"), "{stderr}");
+            continue;
+        }
+        assert_eq!(*code, Some(1), "{stderr}");
+        assert!(stdout.is_empty(), "{stdout}");
+        assert!(
+            stderr.starts_with("revolve: session ")
+                && stderr.ends_with(" is already running in another process\n")
+                && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    }
+    let recs = common::records(&env.only_session());
+    assert_eq!(recs.iter().filter(|r| r["type"] == "resumed").count(), 1);
+    assert_eq!(
+        common::messages(&recs),
+        common::pairs(&[
+            ("user", "one"),
+            ("assistant", "A1."),
+            ("user", "two"),
+            ("assistant", "A2.")
+        ])
+    );
+    check_replays(&env, "after the resume race");
+}
+
+/// Ten `--resume` of one session started together, each with one line:
+/// those that get the session take turns (one ends, the next claims it and
+/// reads what the last wrote), the others are refused; the log is one
+/// clean sequence of whole turns, never two writers interleaved.
+#[test]
+fn ten_resumes_with_one_line_each_take_turns() {
+    let env = TestEnv::new("resume-turns");
+    let script = env.root.join("script.jsonl");
+    let replies: String = (1..=11)
+        .map(|n| format!("{{\"text\":\"A{n}.\"}}\n"))
+        .collect();
+    std::fs::write(&script, replies).unwrap();
+    let base = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let mut first = base.to_vec();
+    first.extend(["--name", "shared"]);
+    assert_eq!(env.run(&first, "one\n").code, Some(0));
+
+    let mut args = base.to_vec();
+    args.extend(["--resume", "shared"]);
+    let mut racers = Racers::start(&env, 10, &args, false);
+    for i in 0..10 {
+        racers.type_in(i, "more\n");
+    }
+    let outputs = racers.finish(Duration::from_secs(60));
+    let won = outputs.iter().filter(|o| o.0 == Some(0)).count();
+    assert!(won >= 1, "{outputs:#?}");
+    for (code, stdout, stderr) in &outputs {
+        if *code != Some(0) {
+            assert_eq!(*code, Some(1), "{stderr}");
+            assert!(stdout.is_empty() && stderr.lines().count() == 1, "{stderr}");
+            assert!(
+                stderr.ends_with(" is already running in another process\n"),
+                "{stderr}"
+            );
+        }
+    }
+    let recs = common::records(&env.only_session());
+    let kinds = common::kinds(&recs);
+    // Header, the first turn, then per resume: resumed, user, answer, totals.
+    let mut expected = vec!["header", "message", "context", "message", "totals"];
+    for _ in 0..won {
+        expected.extend(["resumed", "message", "message", "totals"]);
+    }
+    assert_eq!(kinds, expected, "one writer at a time");
+    let turns: Vec<u64> = recs
+        .iter()
+        .filter(|r| r["type"] == "totals")
+        .map(|r| r["turns"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        turns,
+        (1..=won as u64 + 1).collect::<Vec<_>>(),
+        "each resume read the last one's turn"
+    );
+    let answers: Vec<String> = common::messages(&recs)
+        .into_iter()
+        .filter(|m| m.0 == "assistant")
+        .map(|m| m.1)
+        .collect();
+    let expected: Vec<String> = (1..=won + 1).map(|n| format!("A{n}.")).collect();
+    assert_eq!(answers, expected);
+    check_replays(&env, "after the resumes");
 }
