@@ -901,3 +901,228 @@ fn ten_resumes_with_one_line_each_take_turns() {
     assert_eq!(answers, expected);
     check_replays(&env, "after the resumes");
 }
+
+// ---------------------------------------------------------------------------
+// 3. Disk full, read-only state, no HOME
+
+/// Runs `cmd` feeding `stdin`, at most 60 s.
+fn run_cmd(mut cmd: Command, stdin: &str) -> common::Run {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the command");
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    common::Run {
+        code: output.status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&output.status),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// The binary under `sh -c 'PRELUDE; exec revolve ARGS'`, in the harness's
+/// clean environment.
+fn under_sh(env: &TestEnv, prelude: &str, args: &[&str]) -> Command {
+    let plain = env.command(&[]);
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{prelude}; exec \"$0\" \"$@\""))
+        .arg(common::BIN)
+        .args(args)
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (key, value) in plain.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    cmd
+}
+
+fn write_script(env: &TestEnv, replies: &[&str]) -> PathBuf {
+    let script = env.root.join("script.jsonl");
+    let text: String = replies
+        .iter()
+        .map(|r| format!("{}\n", json!({ "text": r })))
+        .collect();
+    std::fs::write(&script, text).unwrap();
+    script
+}
+
+/// A full disk, as a file size limit: the write that does not fit fails
+/// with one line naming the log, the run exits 1, and what was written
+/// before replays and goes on.
+#[test]
+fn a_full_disk_is_one_clear_line_and_the_log_still_replays() {
+    let env = TestEnv::new("disk-full");
+    let big = "y".repeat(200_000);
+    let script = write_script(&env, &["A1.", &big, "A3.", "A4."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    // 64 blocks (32 or 64 KiB, as the shell counts them): the first turn
+    // fits, the second's answer does not. SIGXFSZ is ignored so the write
+    // fails with EFBIG instead of killing the process.
+    let run = run_cmd(
+        under_sh(&env, "trap '' XFSZ; ulimit -f 64", &args),
+        "one\ntwo\nthree\n",
+    );
+    let log = env.only_session();
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "revolve: cannot write the session log {}: File too large (os error 27)\n",
+            log.display()
+        )
+    );
+    check_replays(&env, "after the full disk");
+    let before = common::messages(&all_records(&env));
+    assert_eq!(
+        before[..3],
+        common::pairs(&[("user", "one"), ("assistant", "A1."), ("user", "two")])[..]
+    );
+
+    // With room again, the session goes on from the log.
+    let run = env.run(&[&args[..], &["--continue"]].concat(), "four\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    check_replays(&env, "after the full disk and a --continue");
+    let after = common::messages(&all_records(&env));
+    assert_eq!(after[..3], before[..3]);
+    assert_eq!(after.last().unwrap().0, "assistant");
+}
+
+/// A state directory nobody can write into: one clear line, exit 1, and
+/// the session already there is untouched.
+#[test]
+fn an_unwritable_state_dir_is_one_clear_line() {
+    let env = TestEnv::new("read-only");
+    let script = write_script(&env, &["A1.", "A2."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    assert_eq!(env.run(&args, "one\n").code, Some(0));
+    let log = env.only_session();
+    let kept = std::fs::read(&log).unwrap();
+
+    // The state root is a regular file (works as root too, where
+    // permissions do not stop a write).
+    let blocker = env.root.join("state-is-a-file");
+    std::fs::write(&blocker, "x").unwrap();
+    let blocker_str = blocker.to_str().unwrap();
+    let run = env.run_env(&args, "two\n", &[("XDG_STATE_HOME", blocker_str)]);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    let last = run
+        .stderr_lines()
+        .last()
+        .copied()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        last.starts_with(&format!(
+            "revolve: cannot create a session under {blocker_str}/"
+        )) && last.ends_with(": Not a directory (os error 20)"),
+        "{run:?}"
+    );
+    assert!(run.stdout.is_empty(), "{run:?}");
+
+    // The sessions folder made read-only, where that stops a write.
+    let sessions = log.parent().unwrap().to_path_buf();
+    let mode = |m| {
+        std::fs::set_permissions(&sessions, std::os::unix::fs::PermissionsExt::from_mode(m))
+            .unwrap()
+    };
+    mode(0o555);
+    let probe = sessions.join("probe");
+    if std::fs::write(&probe, "").is_ok() {
+        std::fs::remove_file(&probe).ok();
+        mode(0o755);
+        eprintln!("skipped the chmod 0555 case: permissions do not stop this user (root)");
+    } else {
+        let run = env.run(&args, "two\n");
+        mode(0o755);
+        assert_eq!(run.code, Some(1), "{run:?}");
+        assert!(
+            run.stderr.ends_with(": Permission denied (os error 13)\n")
+                && run.stderr.contains(sessions.to_str().unwrap()),
+            "{run:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(&log).unwrap(),
+        kept,
+        "the old log is untouched"
+    );
+    assert_eq!(env.session_files(), [log]);
+    check_replays(&env, "after the refused runs");
+}
+
+/// Without HOME: the XDG roots alone are enough; a HOME that cannot hold
+/// the state (a file) is one clear line. (HOME and every XDG root unset is
+/// not run here: the home then comes from the passwd entry, the real home
+/// of whoever runs the tests, which a test must not touch.)
+#[test]
+fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
+    let env = TestEnv::new("no-home");
+    let script = write_script(&env, &["A1."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let mut cmd = env.command(&args);
+    cmd.env_remove("HOME");
+    let run = run_cmd(cmd, "one\n");
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "A1.\n"),
+        "{run:?}"
+    );
+    env.only_session();
+
+    let other = TestEnv::new("bad-home");
+    let home_file = other.root.join("home-is-a-file");
+    std::fs::write(&home_file, "x").unwrap();
+    let mut cmd = other.command(&args);
+    for var in [
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.env("HOME", &home_file);
+    let run = run_cmd(cmd, "one\n");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    let last = run
+        .stderr_lines()
+        .last()
+        .copied()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        last.starts_with(&format!(
+            "revolve: cannot create a session under {}/.local/state/",
+            home_file.display()
+        )) && last.ends_with(": Not a directory (os error 20)"),
+        "{run:?}"
+    );
+}
