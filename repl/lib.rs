@@ -293,7 +293,10 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
                 ));
             }
             Ok((
-                Arc::new(retrying(OpenAi::new(&base, key), args.retries)),
+                Arc::new(retrying(
+                    stall(OpenAi::new(&base, key), args, OpenAi::with_stall_timeout),
+                    args.retries,
+                )),
                 DEFAULT_MODEL,
             ))
         }
@@ -309,10 +312,25 @@ fn provider(args: &ModelArgs) -> Result<(Arc<dyn Provider>, &'static str), Error
                 ));
             }
             Ok((
-                Arc::new(retrying(Anthropic::new(&base, key), args.retries)),
+                Arc::new(retrying(
+                    stall(
+                        Anthropic::new(&base, key),
+                        args,
+                        Anthropic::with_stall_timeout,
+                    ),
+                    args.retries,
+                )),
                 ANTHROPIC_MODEL,
             ))
         }
+    }
+}
+
+/// The provider with `--stall-timeout`, when given.
+fn stall<P>(provider: P, args: &ModelArgs, with: fn(P, std::time::Duration) -> P) -> P {
+    match args.stall_timeout {
+        Some(timeout) => with(provider, timeout),
+        None => provider,
     }
 }
 
