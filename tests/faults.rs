@@ -13,6 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE};
+use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
 use common::TestEnv;
@@ -1125,4 +1126,298 @@ fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
         )) && last.ends_with(": Not a directory (os error 20)"),
         "{run:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// 4. A misbehaving model server
+
+/// Runs `cmd` feeding `stdin` and samples its peak resident memory
+/// (`VmHWM`) while it runs; returns the run (stdout kept whole) and the peak
+/// in KiB.
+fn run_measured(mut cmd: Command, stdin: &str, within: Duration) -> (common::Run, u64) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start revolve");
+    let mut pipe = child.stdin.take().unwrap();
+    let input = stdin.to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = pipe.write_all(input.as_bytes());
+    });
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut bytes).ok();
+        bytes
+    });
+    let mut err = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut err, &mut bytes).ok();
+        bytes
+    });
+    let status_file = format!("/proc/{}/status", child.id());
+    let deadline = Instant::now() + within;
+    let mut peak = 0;
+    let status = loop {
+        if let Ok(text) = std::fs::read_to_string(&status_file) {
+            if let Some(kb) = text
+                .lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+            {
+                peak = peak.max(kb);
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            child.kill().ok();
+            child.wait().ok();
+            panic!("revolve did not exit within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    writer.join().unwrap();
+    let run = common::Run {
+        code: status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&status),
+        stdout: String::from_utf8_lossy(&reader.join().unwrap()).into_owned(),
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+    };
+    (run, peak)
+}
+
+/// The lines revolve wrote on stderr as messages of its own (`revolve: …`),
+/// not the transcript a resume shows again.
+fn own_lines(run: &common::Run) -> Vec<&str> {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("revolve: "))
+        .collect()
+}
+
+/// The peak resident memory a run against a misbehaving server may reach:
+/// far below what the server sends (20 MB lines, 50 MB bodies, endless
+/// streams), above what a debug build needs for an 8 MiB answer.
+const MAX_RSS_KIB: u64 = 160 * 1024;
+
+/// A failed turn, as the user sees it: exit 1 and exactly `line` on
+/// stderr, last; the question is logged, then a `failed` record, and the
+/// log replays.
+fn assert_one_line_failure(env: &TestEnv, run: &common::Run, line: &str) {
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    assert_eq!(own_lines(run), [format!("revolve: {line}")], "{run:?}");
+    assert!(
+        run.stderr.ends_with(&format!("revolve: {line}\n")),
+        "{run:?}"
+    );
+    let recs = all_records(env);
+    let last_failed = recs.iter().rev().find(|r| r["type"] == "failed").unwrap();
+    assert_eq!(last_failed["error"], line);
+    check_replays(env, line);
+}
+
+/// A server that sends nothing, and one that stops mid-answer, fail the
+/// turn after `--stall-timeout` with one line; a slow server that keeps
+/// sending is waited for, however long the whole answer takes.
+#[test]
+fn a_silent_server_times_out_and_a_slow_one_is_waited_for() {
+    let server = FakeServer::start(vec![
+        FakeReply::Hang,
+        FakeReply::Stall {
+            chunks: vec!["Wait".into(), " for it".into()],
+        },
+        FakeReply::Slow {
+            chunks: ["Slow", " but", " steady", " wins."]
+                .map(String::from)
+                .to_vec(),
+            every: Duration::from_millis(250),
+        },
+    ])
+    .unwrap();
+    let url = server.url();
+    let endpoint = format!("{url}/chat/completions");
+    let env = TestEnv::new("stall");
+    let args = ["--base-url", url.as_str(), "--stall-timeout", "0.4"];
+
+    let started = Instant::now();
+    let run = env.run(&args, "hello?\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(run.stdout, "");
+    assert_one_line_failure(
+        &env,
+        &run,
+        &format!("no answer from {endpoint}: nothing received for 400 ms"),
+    );
+
+    let run = env.run(&[&args[..], &["--continue"]].concat(), "again?\n");
+    assert_eq!(run.stdout, "Wait for it\n");
+    assert_one_line_failure(
+        &env,
+        &run,
+        &format!("stream from {endpoint} stalled: nothing received for 400 ms"),
+    );
+
+    // Four pieces 250 ms apart: a second in all, never 400 ms silent.
+    let run = env.run(&[&args[..], &["--continue"]].concat(), "slowly\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Slow but steady wins.\n");
+
+    let bad = env.run(&["--stall-timeout", "0"], "");
+    assert_eq!(bad.code, Some(2), "{bad:?}");
+    assert!(bad.stderr.contains("must be above 0"), "{bad:?}");
+}
+
+/// A connection closed before any answer, and one closed mid-stream: one
+/// line each; with a retry allowed, the dropped request is sent again.
+#[test]
+fn dropped_connections_are_one_line_or_retried() {
+    let server = FakeServer::start(vec![
+        FakeReply::Raw(String::new()),
+        FakeReply::CutAfter {
+            chunks: vec!["Half".into()],
+        },
+        FakeReply::Raw(String::new()),
+        FakeReply::text("Second try."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let endpoint = format!("{url}/chat/completions");
+    let env = TestEnv::new("dropped");
+    let run = env.run(&["--base-url", &url], "one\n");
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stderr_lines().len(), 1, "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!("revolve: cannot reach {endpoint}: connection closed early\n")
+    );
+    check_replays(&env, "dropped");
+
+    let run = env.run(&["--base-url", &url, "--continue"], "two\n");
+    assert_eq!(run.stdout, "Half\n");
+    assert_one_line_failure(
+        &env,
+        &run,
+        &format!("stream from {endpoint} ended before [DONE]"),
+    );
+
+    let run = env.run_env(
+        &["--base-url", &url, "--continue"],
+        "three\n",
+        &[("REVOLVE_RETRIES", "1")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Second try.\n");
+    assert_eq!(server.requests().len(), 4);
+}
+
+/// Garbage where an event stream should be: binary bytes, JSON that is
+/// not, a 20 MB line that never ends, a head that is not HTTP. Each is one
+/// line, exit 1, no panic, in bounded memory; the log replays.
+#[test]
+fn garbage_from_the_server_is_one_line_and_no_panic() {
+    let long_line = format!("data: {}", "x".repeat(20 << 20));
+    let replies = vec![
+        FakeReply::Garbage("\u{0}\u{1}\u{7f}binary\r\r\n\n:::\n\n\u{1b}[2J".into()),
+        FakeReply::Garbage(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: {not json\n\n".into(),
+        ),
+        FakeReply::Garbage("data: {\"choices\":\"nope\"}\n\n".into()),
+        FakeReply::Garbage(long_line),
+        FakeReply::Raw("HTTP/1.1 banana\r\n\r\n".into()),
+    ];
+    let n = replies.len();
+    let server = FakeServer::start(replies).unwrap();
+    let url = server.url();
+    let env = TestEnv::new("garbage");
+    for i in 0..n {
+        let mut args = vec!["--base-url", url.as_str()];
+        if i > 0 {
+            args.push("--continue");
+        }
+        let (run, peak_kb) = run_measured(env.command(&args), "go\n", Duration::from_secs(60));
+        assert_eq!(run.code, Some(1), "reply {i}: {run:?}");
+        let own = own_lines(&run);
+        assert_eq!(own.len(), 1, "reply {i}: {run:?}");
+        assert!(
+            run.stderr.ends_with(&format!("{}\n", own[0])),
+            "reply {i}: {run:?}"
+        );
+        assert!(!run.stderr.contains("panicked"), "reply {i}: {run:?}");
+        assert!(own[0].contains(&url), "reply {i}: {run:?}");
+        eprintln!("garbage reply {i}: {} (peak RSS {peak_kb} KiB)", own[0]);
+        assert!(peak_kb < MAX_RSS_KIB, "reply {i}: peak RSS {peak_kb} KiB");
+        check_replays(&env, &format!("garbage reply {i}"));
+    }
+}
+
+/// A server that never stops streaming: the answer is cut at 8 MiB with
+/// one line, what streamed is kept as a partial answer, and memory stays
+/// bounded; a 50 MB non-streamed answer is refused unread.
+#[test]
+fn a_huge_answer_is_cut_with_bounded_memory() {
+    let piece = "z".repeat(1024);
+    let huge_json = format!(
+        r#"{{"choices":[{{"message":{{"role":"assistant","content":"{}"}}}}]}}"#,
+        "w".repeat(50 << 20)
+    );
+    let server = FakeServer::start(vec![
+        FakeReply::Endless { piece },
+        FakeReply::Status {
+            code: 200,
+            body: huge_json,
+            retry_after: None,
+        },
+    ])
+    .unwrap();
+    let url = server.url();
+    let endpoint = format!("{url}/chat/completions");
+    let env = TestEnv::new("huge");
+
+    let (run, peak_kb) = run_measured(
+        env.command(&["--base-url", &url]),
+        "talk forever\n",
+        Duration::from_secs(60),
+    );
+    eprintln!("endless stream: peak RSS {peak_kb} KiB");
+    assert_one_line_failure(
+        &env,
+        &run,
+        &format!("answer from {endpoint} is longer than 8 MiB; stopped reading"),
+    );
+    let limit = revolve_io::provider::MAX_ANSWER_BYTES;
+    let shown = run.stdout.trim_end_matches('\n').len();
+    assert!(shown > limit && shown < limit + 64 * 1024, "{shown}");
+    let recs = all_records(&env);
+    let partial = recs
+        .iter()
+        .find(|r| r["type"] == "message" && r["role"] == "assistant")
+        .unwrap();
+    assert_eq!(partial["partial"], true);
+    assert_eq!(partial["content"].as_str().unwrap().len(), shown);
+    assert!(peak_kb < MAX_RSS_KIB, "peak RSS {peak_kb} KiB");
+
+    let (run, peak_kb) = run_measured(
+        env.command(&["--base-url", &url, "--continue"]),
+        "all at once\n",
+        Duration::from_secs(60),
+    );
+    eprintln!("50 MB JSON answer: peak RSS {peak_kb} KiB");
+    assert_eq!(run.stdout, "");
+    assert_one_line_failure(
+        &env,
+        &run,
+        &format!("answer from {endpoint} is larger than 16 MiB; not read"),
+    );
+    assert!(peak_kb < MAX_RSS_KIB, "peak RSS {peak_kb} KiB");
 }
