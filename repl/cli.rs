@@ -119,6 +119,10 @@ pub struct ModelArgs {
     #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS")]
     pub spill_result_chars: Option<usize>,
 
+    /// Fail a request when the server sends nothing for this long (e.g. 0.5) [default: 120]
+    #[arg(long, value_name = "SECONDS", env = "REVOLVE_STALL_TIMEOUT", value_parser = seconds)]
+    pub stall_timeout: Option<std::time::Duration>,
+
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
     pub script: Option<PathBuf>,
@@ -380,4 +384,15 @@ pub enum MemoryAction {
         after_help = "Example:\n  revolve memory show | less   what every request carries as memory"
     )]
     Show,
+}
+
+/// A positive number of seconds, fractions allowed (`0.5`).
+fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = text
+        .parse()
+        .map_err(|_| format!("not a number of seconds: {text}"))?;
+    if !(secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!("must be above 0 and at most 86400 seconds: {text}"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
 }

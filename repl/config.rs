@@ -58,6 +58,8 @@ pub struct Settings {
     pub script: Option<PathBuf>,
     /// `--provider replay:FILE|NAME`: the recorded session answering.
     pub replay: Option<String>,
+    /// `--stall-timeout`: the longest silence of the server.
+    pub stall_timeout: Option<std::time::Duration>,
     /// The API key and the variable it came from.
     key: Option<(&'static str, String)>,
 }
@@ -140,6 +142,7 @@ impl Settings {
             allow_shell,
             script: args.script.clone(),
             replay,
+            stall_timeout: args.stall_timeout,
             key,
         })
     }

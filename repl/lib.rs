@@ -344,12 +344,22 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
             })?;
             Ok(Arc::new(Scripted::load(path).map_err(Error::Usage)?))
         }
-        Some(revolve_core::request::Wire::OpenAi) => {
-            Ok(Arc::new(retrying(OpenAi::new(&base, key), retries)))
-        }
-        Some(revolve_core::request::Wire::Anthropic) => {
-            Ok(Arc::new(retrying(Anthropic::new(&base, key), retries)))
-        }
+        Some(revolve_core::request::Wire::OpenAi) => Ok(Arc::new(retrying(
+            stall(
+                OpenAi::new(&base, key),
+                settings,
+                OpenAi::with_stall_timeout,
+            ),
+            retries,
+        ))),
+        Some(revolve_core::request::Wire::Anthropic) => Ok(Arc::new(retrying(
+            stall(
+                Anthropic::new(&base, key),
+                settings,
+                Anthropic::with_stall_timeout,
+            ),
+            retries,
+        ))),
     }
 }
 
@@ -370,6 +380,14 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
         )));
     }
     Ok(Scripted::replaying(found, answers))
+}
+
+/// The provider with `--stall-timeout`, when given.
+fn stall<P>(provider: P, settings: &Settings, with: fn(P, std::time::Duration) -> P) -> P {
+    match settings.stall_timeout {
+        Some(timeout) => with(provider, timeout),
+        None => provider,
+    }
 }
 
 /// A network provider that retries by the core's policy, says so on stderr,

@@ -163,6 +163,19 @@ impl Live {
     ) -> Result<Live, Error> {
         // A compacted file resumes as the newest file of its chain.
         let path = store.head(&find(&store, needle)?);
+        // Claimed before the log is folded: a process that wrote to it
+        // until a moment ago has ended, so the fold sees all it wrote (a
+        // fold taken before the claim could miss its last turn and go on
+        // from a stale state).
+        let peek = log::summary(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
+        let mut claim = match peek {
+            Some((header, summary)) => Some(
+                store
+                    .claim(&header.id, summary.name)
+                    .map_err(|e| Error::Runtime(e.to_string()))?,
+            ),
+            None => None,
+        };
         let mut state = State::default();
         let mut shown = view::TranscriptTail::new(RESUME_SHOWS_BYTES);
         let mut skipped = 0;
@@ -181,9 +194,18 @@ impl Live {
                 path.display()
             )));
         };
-        let claim = store
-            .claim(&header.id, state.name.clone())
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let entry = store.running_entry(&header.id, state.name.clone());
+        let claim = match claim.take() {
+            Some(mut claim) => {
+                claim
+                    .update(&entry)
+                    .map_err(|e| Error::Runtime(e.to_string()))?;
+                claim
+            }
+            None => store
+                .claim(&header.id, state.name.clone())
+                .map_err(|e| Error::Runtime(e.to_string()))?,
+        };
         if show {
             eprint!("{}", view::inert(&shown.finish()));
         }

@@ -108,7 +108,30 @@ pub enum FakeReply {
     /// "object":"model",…}]}`; Anthropic: `{"data":[{"type":"model","id":…,
     /// "display_name":…}],"has_more":false,…}`).
     Models(Vec<String>),
+    /// Reads the request and sends nothing at all, not even a status line,
+    /// keeping the connection open until the client closes it or the
+    /// server is dropped: a server that hangs before answering.
+    Hang,
+    /// A complete streamed answer of these text pieces, each sent `every`
+    /// after the one before: slow, but never silent for longer than
+    /// `every`.
+    Slow {
+        /// The text pieces, in order.
+        chunks: Vec<String>,
+        /// The pause before each piece.
+        every: Duration,
+    },
+    /// A stream of `piece` sent again and again, without end, until the
+    /// client closes the connection, the server is dropped, or
+    /// [`ENDLESS_CAP`] bytes have gone out: a server that never stops.
+    Endless {
+        /// The text of every chunk.
+        piece: String,
+    },
 }
+
+/// The most an [`FakeReply::Endless`] stream sends before it gives up.
+pub const ENDLESS_CAP: usize = 1 << 30;
 
 impl FakeReply {
     /// A streamed answer of `text`, one chunk per word (each word with the
@@ -380,6 +403,96 @@ impl Server {
                 .to_string();
                 write_head(stream, 200, "application/json", Some(body.len()), None)?;
                 stream.write_all(body.as_bytes())
+            }
+            FakeReply::Hang => self.stall(stream),
+            FakeReply::Slow { chunks, every } => {
+                write_head(stream, 200, "text/event-stream", None, None)?;
+                self.text_start(stream)?;
+                for piece in &chunks {
+                    thread::sleep(every);
+                    self.text_piece(stream, piece)?;
+                }
+                self.text_end(stream)
+            }
+            FakeReply::Endless { piece } => {
+                write_head(stream, 200, "text/event-stream", None, None)?;
+                self.text_start(stream)?;
+                // Written in batches: one event per write would make the
+                // server, not the client, the slow side.
+                let mut batch = Vec::new();
+                while batch.len() < 64 * 1024 {
+                    batch.extend_from_slice(self.piece_event(&piece).as_bytes());
+                }
+                let mut sent = 0;
+                while sent < ENDLESS_CAP && !self.stop.load(Ordering::SeqCst) {
+                    // A write error is the client hanging up: the end.
+                    if stream.write_all(&batch).is_err() {
+                        return Ok(());
+                    }
+                    sent += batch.len();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// What opens a streamed text answer.
+    fn text_start(&self, stream: &mut TcpStream) -> io::Result<()> {
+        match self.protocol {
+            FakeProtocol::OpenAi => {
+                write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))
+            }
+            FakeProtocol::Anthropic => {
+                let message = json!({
+                    "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+                    "content": [], "stop_reason": null, "stop_sequence": null,
+                });
+                write_named(stream, "message_start", json!({"message": message}))?;
+                let block = json!({"type": "text", "text": ""});
+                write_named(
+                    stream,
+                    "content_block_start",
+                    json!({"index": 0, "content_block": block}),
+                )
+            }
+        }
+    }
+
+    /// One text piece of a streamed answer, as its SSE event.
+    fn piece_event(&self, piece: &str) -> String {
+        match self.protocol {
+            FakeProtocol::OpenAi => format!(
+                "data: {}\n\n",
+                chunk(&format!(r#"{{"content":{}}}"#, json_string(piece)))
+            ),
+            FakeProtocol::Anthropic => {
+                let delta = json!({"type": "text_delta", "text": piece});
+                let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
+                format!("event: content_block_delta\ndata: {data}\n\n")
+            }
+        }
+    }
+
+    fn text_piece(&self, stream: &mut TcpStream, piece: &str) -> io::Result<()> {
+        stream.write_all(self.piece_event(piece).as_bytes())?;
+        stream.flush()
+    }
+
+    /// What ends a streamed text answer.
+    fn text_end(&self, stream: &mut TcpStream) -> io::Result<()> {
+        match self.protocol {
+            FakeProtocol::OpenAi => {
+                write_event(
+                    stream,
+                    r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+                )?;
+                write_event(stream, "[DONE]")
+            }
+            FakeProtocol::Anthropic => {
+                write_named(stream, "content_block_stop", json!({"index": 0}))?;
+                let delta = json!({"delta": {"stop_reason": "end_turn", "stop_sequence": null}});
+                write_named(stream, "message_delta", delta)?;
+                write_named(stream, "message_stop", json!({}))
             }
         }
     }

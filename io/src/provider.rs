@@ -39,6 +39,14 @@
 //!   pings, SSE comments); a non-streamed answer that takes longer than the
 //!   stall timeout to start fails.
 //!
+//! # Size
+//!
+//! An answer may hold at most [`MAX_ANSWER_BYTES`] (8 MiB) of text and tool
+//! calls together: a stream that goes on past it fails with `answer from
+//! URL is longer than 8 MiB; stopped reading`, keeping the text so far, and
+//! a non-streamed answer is read up to twice that (escaping) and fails
+//! beyond it. A server that never stops sending takes bounded memory.
+//!
 //! # Failures and retries
 //!
 //! The providers never retry by themselves. A [`ProviderError`] carries what
@@ -64,7 +72,7 @@ mod scripted;
 mod sse;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
-pub use http::{CONNECT_TIMEOUT, STALL_TIMEOUT};
+pub use http::{CONNECT_TIMEOUT, MAX_ANSWER_BYTES, STALL_TIMEOUT};
 pub use openai::OpenAi;
 pub use scripted::{Scripted, ScriptedReply};
 pub use sse::{SseEvent, SseParser};

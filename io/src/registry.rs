@@ -30,22 +30,32 @@ impl Claim {
     pub fn take(dir: &Path, running: &Running) -> io::Result<Claim> {
         std::fs::create_dir_all(dir)?;
         let path = dir.join(format!("{}.lock", running.id));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)?;
         // A listing holds each lock file's lock for a moment (to see whether
         // it is free): a few short retries tell that from a real owner.
         let mut tries = 0;
-        let locked = loop {
+        let (file, locked) = loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)?;
             match file.try_lock() {
                 Err(TryLockError::WouldBlock) if tries < 20 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
-                other => break other,
+                // The owner we waited for may have ended meanwhile, removing
+                // the file before unlocking it: the lock we got is then on a
+                // file nobody else can see, while a newcomer may hold a new
+                // one at the path. Only a lock on the file at the path counts.
+                Ok(()) if !same_file(&file, &path) => {
+                    if tries >= 20 {
+                        break (file, Err(TryLockError::WouldBlock));
+                    }
+                    tries += 1;
+                }
+                other => break (file, other),
             }
         };
         match locked {
@@ -71,6 +81,15 @@ impl Claim {
         self.file.set_len(0)?;
         let text = serde_json::to_string(running).map_err(io::Error::other)?;
         self.file.write_all_at(text.as_bytes(), 0)
+    }
+}
+
+/// Whether `path` still names the open `file` (same device and inode).
+fn same_file(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
     }
 }
 

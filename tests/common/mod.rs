@@ -62,12 +62,18 @@ pub struct TestEnv {
 impl TestEnv {
     /// A fresh world; `name` only makes the directory easy to recognise.
     pub fn new(name: &str) -> TestEnv {
+        TestEnv::new_in(&std::env::temp_dir(), name)
+    }
+
+    /// A fresh world under `parent` instead of the system temp dir (a
+    /// tmpfs, say, for a test that starts hundreds of runs).
+    pub fn new_in(parent: &Path, name: &str) -> TestEnv {
         let unique = format!(
             "revolve-e2e-{}-{}-{name}",
             std::process::id(),
             SEQ.fetch_add(1, Ordering::SeqCst)
         );
-        let root = std::env::temp_dir().join(unique);
+        let root = parent.join(unique);
         std::fs::remove_dir_all(&root).ok();
         std::fs::create_dir_all(&root).expect("create the test dir");
         let root = root.canonicalize().expect("canonical test dir");

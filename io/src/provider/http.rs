@@ -24,8 +24,17 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// How much of an error body is read, and how much of it is shown.
 const ERROR_BODY_READ: u64 = 64 * 1024;
 pub(super) const ERROR_BODY_SHOWN: usize = 200;
-/// The largest non-streamed answer read.
-const JSON_BODY_LIMIT: u64 = 64 * 1024 * 1024;
+/// The most an answer may hold, text and tool calls together, in bytes: a
+/// stream that goes past it fails (keeping the text so far), so a server
+/// that never stops cannot take all the memory.
+pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+/// The most bytes one streamed answer may send, events, comments and line
+/// ends included (an answer of [`MAX_ANSWER_BYTES`] in small chunks
+/// carries several times its text in JSON envelopes).
+const MAX_STREAM_BYTES: usize = 16 * MAX_ANSWER_BYTES;
+/// The largest non-streamed answer read (an answer of
+/// [`MAX_ANSWER_BYTES`] with every character escaped, and its envelope).
+const JSON_BODY_LIMIT: u64 = 2 * MAX_ANSWER_BYTES as u64 + 64 * 1024;
 
 /// One wire protocol's way of reading an answer.
 pub(super) trait Protocol: Default {
@@ -230,10 +239,19 @@ impl Http {
             .with_config()
             .limit(JSON_BODY_LIMIT)
             .read_to_vec()
-            .map_err(|e| {
-                let why = describe(&e, self.stall);
-                ProviderError::new(format!("answer from {url} broke off: {why}"), "")
-                    .mark_transient()
+            .map_err(|e| match e {
+                ureq::Error::BodyExceedsLimit(limit) => ProviderError::new(
+                    format!(
+                        "answer from {url} is larger than {} MiB; not read",
+                        limit >> 20
+                    ),
+                    "",
+                ),
+                e => {
+                    let why = describe(&e, self.stall);
+                    ProviderError::new(format!("answer from {url} broke off: {why}"), "")
+                        .mark_transient()
+                }
             })?;
         // Some servers stream without saying so.
         let start = bytes.trim_ascii_start();
@@ -285,6 +303,7 @@ impl Http {
         let mut parser = SseParser::new();
         let mut protocol = P::default();
         let mut buf = [0u8; 8192];
+        let mut received = 0usize;
         loop {
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
@@ -302,9 +321,28 @@ impl Http {
                     return Err(ProviderError::new(message, partial).mark_transient());
                 }
             };
+            // Bytes that never make an event (an endless line, endless
+            // comments) count too.
+            received += n;
+            if received > MAX_STREAM_BYTES {
+                let message = format!(
+                    "answer from {url} sent more than {} MiB; stopped reading",
+                    MAX_STREAM_BYTES >> 20
+                );
+                let partial = std::mem::take(&mut protocol.answer().text);
+                return Err(ProviderError::new(message, partial));
+            }
             for event in parser.feed(&buf[..n]) {
                 if protocol.event(url, event, on_text)? {
                     return Ok(protocol.answer().reply());
+                }
+                if protocol.answer().size() > MAX_ANSWER_BYTES {
+                    let message = format!(
+                        "answer from {url} is longer than {} MiB; stopped reading",
+                        MAX_ANSWER_BYTES >> 20
+                    );
+                    let partial = std::mem::take(&mut protocol.answer().text);
+                    return Err(ProviderError::new(message, partial));
                 }
             }
         }
@@ -346,6 +384,13 @@ impl Answer {
             on_text(piece);
             self.text.push_str(piece);
         }
+    }
+
+    /// The bytes held so far: text and every call's id, name and arguments.
+    pub fn size(&self) -> usize {
+        self.calls.values().fold(self.text.len(), |n, c| {
+            n + c.id.len() + c.name.len() + c.arguments.len()
+        })
     }
 
     /// The call at `index`, made on first use.
