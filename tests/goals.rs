@@ -7,11 +7,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use revolve_core::goal::RUN_PROMPT;
 use revolve_io::fake::{FakeReply, FakeServer};
@@ -965,81 +962,24 @@ fn terminal(
     export_columns: bool,
     lines: &[&str],
 ) -> Option<String> {
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     // The terminal is `columns` wide; COLUMNS says so too when exported.
-    let mut line = format!("stty cols {columns} rows 24; exec {}", quote(common::BIN));
-    for a in args {
-        line.push(' ');
-        line.push_str(&quote(a));
-    }
-    // The harness's environment, for `script` and so for revolve.
-    let base = env.command(&[]);
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .current_dir(&env.cwd)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    if export_columns {
-        cmd.env("COLUMNS", columns.to_string());
-    }
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-        Err(e) => panic!("start script: {e}"),
+    let columns_var = columns.to_string();
+    let vars: &[(&str, &str)] = if export_columns {
+        &[("COLUMNS", &columns_var)]
+    } else {
+        &[]
     };
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(8);
-    let mut wait_prompts = |n: usize, seen: &mut Vec<u8>| loop {
-        if String::from_utf8_lossy(seen).matches("› ").count() >= n {
-            return;
-        }
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(bytes) => seen.extend(bytes),
-            Err(_) => {
-                child.kill().ok();
-                panic!(
-                    "no prompt {n} in the terminal: {}",
-                    String::from_utf8_lossy(seen)
-                );
-            }
-        }
-    };
+    let mut term = env.terminal(args, columns, vars)?;
+    let within = Duration::from_secs(8);
     for (i, typed) in lines.iter().enumerate() {
-        wait_prompts(i + 1, &mut seen);
-        stdin.write_all(format!("{typed}\r").as_bytes()).unwrap();
+        term.wait_for_n("› ", i + 1, within);
+        term.type_keys(&format!("{typed}\r"));
     }
-    wait_prompts(lines.len() + 1, &mut seen);
-    stdin.write_all(b"\x04").unwrap();
-    drop(stdin);
-    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(5)) {
-        seen.extend(bytes);
-    }
-    let status = child.wait().expect("wait for script");
-    assert!(
-        status.success(),
-        "{status}: {}",
-        String::from_utf8_lossy(&seen)
-    );
-    Some(String::from_utf8_lossy(&seen).into_owned())
+    term.wait_for_n("› ", lines.len() + 1, within);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(Duration::from_secs(10));
+    assert!(ok, "{screen}");
+    Some(screen)
 }
 
 /// The goal row shown before each prompt (`-` when none), from a terminal's

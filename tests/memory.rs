@@ -10,10 +10,9 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use revolve_core::memory::{
     SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE, SUBAGENTS_README,
@@ -235,56 +234,11 @@ fn sh_quote(s: &str) -> String {
 /// the terminal showed (stdout and stderr together, `\r\n` as `\n`), or
 /// `None` when `script` is not installed.
 fn tty(env: &TestEnv, args: &[&str], input: &str) -> Option<String> {
-    let available = Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        return None;
-    }
-    let mut line = sh_quote(common::BIN);
-    for a in args {
-        line.push(' ');
-        line.push_str(&sh_quote(a));
-    }
-    // The same clean environment the harness gives the binary.
-    let plain = env.command(&[]);
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .current_dir(&env.cwd)
-        .env_clear();
-    for (key, value) in plain.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start script");
-    let mut pipe = child.stdin.take().expect("stdin is piped");
-    pipe.write_all(input.as_bytes())
-        .expect("type into the terminal");
-    drop(pipe);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if child.try_wait().expect("poll script").is_some() {
-            break;
-        }
-        if Instant::now() >= deadline {
-            child.kill().ok();
-            child.wait().ok();
-            panic!("revolve on a terminal did not exit within 10 s");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let output = child.wait_with_output().expect("collect script's output");
-    assert!(output.status.success(), "{output:?}");
-    Some(String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n"))
+    let mut term = env.terminal(args, 80, &[])?;
+    term.type_keys(input);
+    let (ok, screen) = term.finish(Duration::from_secs(10));
+    assert!(ok, "{screen}");
+    Some(screen.replace("\r\n", "\n"))
 }
 
 /// The startup note about seeding, if the terminal showed one.

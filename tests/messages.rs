@@ -5,10 +5,8 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use revolve_io::fake::{wait_for_requests, FakeReply, FakeServer};
@@ -399,71 +397,32 @@ fn an_idle_repl_shows_a_message_and_answers_it() {
     let env = TestEnv::new("send-idle");
     let script_file = env.root.join("replies.jsonl");
     std::fs::write(&script_file, "{\"text\":\"Pong from bob.\"}\n").unwrap();
-    let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-    let line = format!(
-        "stty cols 100 rows 24; exec {} --name bob --provider scripted --script {}",
-        quote(common::BIN),
-        quote(script_file.to_str().unwrap())
-    );
-    let base = env.command(&[]);
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .current_dir(&env.cwd)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in base.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    cmd.env("TERM", "xterm");
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("script(1) is missing; skipped");
-            return;
-        }
-        Err(e) => panic!("start script: {e}"),
+    let args = [
+        "--name",
+        "bob",
+        "--provider",
+        "scripted",
+        "--script",
+        script_file.to_str().unwrap(),
+    ];
+    let Some(mut term) = env.terminal(&args, 100, &[("TERM", "xterm")]) else {
+        eprintln!("script(1) is missing; skipped");
+        return;
     };
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let wait_for = |text: &str, seen: &mut Vec<u8>| {
-        let deadline = Instant::now() + WITHIN;
-        while !String::from_utf8_lossy(seen).contains(text) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(bytes) => seen.extend(bytes),
-                Err(_) => panic!(
-                    "no {text:?} in the terminal: {}",
-                    String::from_utf8_lossy(seen)
-                ),
-            }
-        }
-    };
-    wait_for("› ", &mut seen);
+    term.wait_for("› ", WITHIN);
     let sent = env.run(&["send", "bob", "--from", "alice", "ping?"], "");
     assert_eq!(sent.code, Some(0), "{sent:?}");
-    // Answered without anyone typing.
-    wait_for("Pong from bob.", &mut seen);
-    let screen = String::from_utf8_lossy(&seen).into_owned();
-    assert!(screen.contains("── message from alice: ping?"), "{screen}");
-    wait_for("› ", &mut seen);
-    stdin.write_all(b"\x04").unwrap();
-    drop(stdin);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "{status}");
+    // Answered without anyone typing, then the prompt again.
+    term.wait_for("Pong from bob.", WITHIN);
+    assert!(
+        term.screen().contains("── message from alice: ping?"),
+        "{}",
+        term.screen()
+    );
+    term.wait_for_n("› ", 2, WITHIN);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
     let recs = records(&env.only_session());
     assert_eq!(delivered(&recs), [("alice".into(), 1, "ping?".into())]);
     let answer = recs

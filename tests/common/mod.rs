@@ -499,3 +499,127 @@ impl TestEnv {
         }
     }
 }
+
+/// The binary on a pseudo-terminal made by util-linux `script(1)`, in the
+/// test's clean environment: what is typed goes to its terminal, and what
+/// the terminal shows (stdout and stderr together) is collected.
+pub struct Terminal {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    output: mpsc::Receiver<Vec<u8>>,
+    /// Everything the terminal showed so far.
+    pub seen: Vec<u8>,
+}
+
+impl TestEnv {
+    /// Starts `revolve ARGS` on a terminal `columns` wide (`stty`), with
+    /// extra environment variables; `None` when `script` is not installed.
+    pub fn terminal(
+        &self,
+        args: &[&str],
+        columns: usize,
+        vars: &[(&str, &str)],
+    ) -> Option<Terminal> {
+        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+        let mut line = format!("stty cols {columns} rows 24; exec {}", quote(BIN));
+        for a in args {
+            line.push(' ');
+            line.push_str(&quote(a));
+        }
+        let mut cmd = Command::new("script");
+        cmd.args(["-qec", &line, "/dev/null"])
+            .current_dir(&self.cwd)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // The same clean environment the harness gives the binary.
+        for (k, v) in self.command(&[]).get_envs() {
+            if let Some(v) = v {
+                cmd.env(k, v);
+            }
+        }
+        cmd.envs(vars.iter().copied());
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => panic!("start script: {e}"),
+        };
+        let stdin = child.stdin.take();
+        let mut stdout = child.stdout.take().expect("stdout is piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Some(Terminal {
+            child,
+            stdin,
+            output: rx,
+            seen: Vec::new(),
+        })
+    }
+}
+
+impl Terminal {
+    /// What the terminal showed so far, as text.
+    pub fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.seen).into_owned()
+    }
+
+    /// Waits until the terminal showed `text` at least `n` times, at most
+    /// `within`; panics with the screen otherwise.
+    pub fn wait_for_n(&mut self, text: &str, n: usize, within: Duration) {
+        let deadline = Instant::now() + within;
+        while self.screen().matches(text).count() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.seen.extend(bytes),
+                Err(_) => {
+                    self.child.kill().ok();
+                    panic!("no {text:?} (×{n}) in the terminal: {}", self.screen());
+                }
+            }
+        }
+    }
+
+    /// Waits until the terminal showed `text`.
+    pub fn wait_for(&mut self, text: &str, within: Duration) {
+        self.wait_for_n(text, 1, within);
+    }
+
+    /// Types `keys` (`\r` is Enter, `\x04` Ctrl-D).
+    pub fn type_keys(&mut self, keys: &str) {
+        self.stdin
+            .as_mut()
+            .expect("the terminal is open")
+            .write_all(keys.as_bytes())
+            .expect("type into the terminal");
+    }
+
+    /// Closes the terminal's input, waits for the end (at most `within`),
+    /// and returns whether it succeeded with everything the terminal showed.
+    pub fn finish(mut self, within: Duration) -> (bool, String) {
+        self.stdin = None;
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("poll script") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                self.child.kill().ok();
+                self.child.wait().ok();
+                panic!("revolve on a terminal did not exit within {within:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        while let Ok(bytes) = self.output.recv_timeout(Duration::from_secs(5)) {
+            self.seen.extend(bytes);
+        }
+        (status.success(), self.screen())
+    }
+}
