@@ -24,7 +24,8 @@ use revolve_io::tools::{self, AgentInfo};
 use revolve_io::{clock, interrupt};
 
 use crate::approve::Approvals;
-use crate::error::{out, Error};
+use crate::error::Error;
+use crate::output::{Format, Sink};
 
 /// How a line the user sent ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -61,6 +62,8 @@ pub struct Runtime {
     pub created_project_dir: bool,
     /// Whether the memory may be refined on its own.
     pub auto_refine: bool,
+    /// How answers, tool calls and totals are shown.
+    pub format: Format,
 }
 
 /// A session this process runs.
@@ -70,10 +73,8 @@ pub struct Live {
     claim: Claim,
     store: Store,
     runtime: Runtime,
-    /// Whether stdout's reader went away during an answer.
-    stdout_closed: bool,
-    /// Whether stdout is a terminal.
-    stdout_tty: bool,
+    /// Where answers, tool calls and totals go.
+    sink: Sink,
 }
 
 impl Live {
@@ -140,9 +141,8 @@ impl Live {
             writer,
             claim,
             store,
+            sink: Sink::new(runtime.format),
             runtime,
-            stdout_closed: false,
-            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         })
     }
 
@@ -202,9 +202,8 @@ impl Live {
             writer,
             claim,
             store,
+            sink: Sink::new(runtime.format),
             runtime,
-            stdout_closed: false,
-            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         };
         live.execute(cmds, &mut VecDeque::new())?;
         Ok(live)
@@ -338,6 +337,7 @@ impl Live {
                     text: text.to_owned(),
                     now: clock::now(),
                 })?;
+                self.sink.totals(&self.session.state().totals);
                 if outcome == Outcome::Done {
                     // After 25 turns or a compaction, as the core decides.
                     self.refine_if_due()?;
@@ -441,7 +441,7 @@ impl Live {
             // whole, and the user still asked to stop.
             outcome = Outcome::Interrupted;
         }
-        if self.stdout_closed {
+        if self.sink.closed() {
             return Err(Error::BrokenPipe);
         }
         Ok(outcome)
@@ -571,8 +571,8 @@ impl Live {
             Asked::Reply(reply) => &reply.text,
             Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
         };
-        if stream && !shown.is_empty() && !shown.ends_with('\n') {
-            self.show("\n");
+        if stream {
+            self.sink.answer_end(shown);
         }
         asked
     }
@@ -609,7 +609,13 @@ impl Live {
         grants: &[String],
         queue: &mut VecDeque<Input>,
     ) {
-        eprintln!("{}", view::tool_line(tool));
+        let arguments = self
+            .state()
+            .open_calls
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
+        self.sink.tool_call(&id, tool, &arguments);
         let info = AgentInfo {
             session_id: self.state().id().to_owned(),
             name: self.state().name.clone(),
@@ -634,6 +640,8 @@ impl Live {
             &mut self.runtime.approvals,
             &interrupt::pending,
         );
+        self.sink
+            .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         if outcome.interrupted || interrupt::take() {
             queue.push_back(Input::Interrupted {
                 partial: String::new(),
@@ -668,19 +676,18 @@ impl Live {
         Input::Prompt(parts)
     }
 
-    /// Prints answer text; once stdout is closed, only remembers that it is,
-    /// so the answer is still logged before the session stops.
-    /// In a terminal, model text is rendered inert (no escape sequence of
-    /// the model's acts on the screen); piped, it goes out as it came.
+    /// Shows a piece of the answer (see [`Sink::text`]).
     fn show(&mut self, text: &str) {
-        if !self.stdout_closed {
-            let text = if self.stdout_tty {
-                view::inert(text)
-            } else {
-                std::borrow::Cow::Borrowed(text)
-            };
-            self.stdout_closed = matches!(out(&text), Err(Error::BrokenPipe));
-        }
+        self.sink.text(text);
+    }
+
+    /// Ends the run's output: a `done` or `error` event in stream-json.
+    pub fn end(&mut self, result: &Result<(), Error>) {
+        let state = self.session.state();
+        let id = state.id().to_owned();
+        let name = state.name.clone();
+        let log = self.writer.path().to_string_lossy().into_owned();
+        self.sink.end(result, &id, name.as_deref(), &log);
     }
 }
 
