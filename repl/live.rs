@@ -532,6 +532,7 @@ impl Live {
             tx.send(Event::Done(result)).ok();
         });
         let mut partial = String::new();
+        let started = std::time::Instant::now();
         let asked = loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
                 Ok(Event::Text(t)) => {
@@ -560,13 +561,18 @@ impl Live {
                     interrupt::abandon();
                     break Asked::Interrupted { partial };
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if stream && partial.is_empty() {
+                        self.sink.waiting(started.elapsed());
+                    }
+                }
                 Err(RecvTimeoutError::Disconnected) => {
                     let error = "the model client stopped without an answer".to_owned();
                     break Asked::Failed { error, partial };
                 }
             }
         };
+        self.sink.stop_waiting();
         let shown = match &asked {
             Asked::Reply(reply) => &reply.text,
             Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
@@ -674,6 +680,11 @@ impl Live {
             }
         }
         Input::Prompt(parts)
+    }
+
+    /// Lets a spinner show while waiting for the model (the REPL's).
+    pub fn allow_spinner(&mut self) {
+        self.sink.allow_spinner();
     }
 
     /// Shows a piece of the answer (see [`Sink::text`]).

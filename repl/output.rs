@@ -22,6 +22,8 @@
 //! `error` with the exit code when the run failed.
 
 use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -48,6 +50,10 @@ pub struct Sink {
     /// Whether stdout is a terminal (text is then rendered inert).
     tty: bool,
     closed: bool,
+    /// Whether a spinner may show while waiting for the model.
+    spinner: bool,
+    /// The waiting line on stderr now, if one is drawn.
+    drawn: Option<String>,
 }
 
 impl Sink {
@@ -55,8 +61,41 @@ impl Sink {
     pub fn new(format: Format) -> Sink {
         Sink {
             format,
-            tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+            tty: std::io::stdout().is_terminal(),
             closed: false,
+            spinner: false,
+            drawn: None,
+        }
+    }
+
+    /// Lets a spinner show on stderr while waiting for the model's first
+    /// token: only for text, and only when stderr is a terminal (the REPL
+    /// asks; pipe mode never does).
+    pub fn allow_spinner(&mut self) {
+        self.spinner = self.format == Format::Text && std::io::stderr().is_terminal();
+    }
+
+    /// Still waiting for the first token after `elapsed`: the waiting line
+    /// is drawn again when it changed.
+    pub fn waiting(&mut self, elapsed: Duration) {
+        if !self.spinner {
+            return;
+        }
+        let line = view::waiting(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        if line.is_some() && line != self.drawn {
+            if let Some(text) = &line {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r{text}\x1b[K").and_then(|()| err.flush());
+            }
+            self.drawn = line;
+        }
+    }
+
+    /// Clears the waiting line, if one is drawn.
+    pub fn stop_waiting(&mut self) {
+        if self.drawn.take().is_some() {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K").and_then(|()| err.flush());
         }
     }
 
@@ -69,6 +108,7 @@ impl Sink {
     /// (no escape sequence of the model's acts on the screen); piped, it
     /// goes out as it came.
     pub fn text(&mut self, text: &str) {
+        self.stop_waiting();
         match self.format {
             Format::Text => {
                 let text = if self.tty {
@@ -92,6 +132,7 @@ impl Sink {
     /// A tool is about to run: one line on stderr, or a `tool_call` event.
     /// `arguments` is the JSON text the model wrote.
     pub fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
+        self.stop_waiting();
         match self.format {
             Format::Text => eprintln!("{}", view::tool_line(tool)),
             Format::StreamJson => {
