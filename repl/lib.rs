@@ -345,7 +345,15 @@ fn provider(settings: &Settings) -> Result<Arc<dyn Provider>, Error> {
 /// A network provider that retries by the core's policy, says so on stderr,
 /// and stops waiting when Ctrl-C abandons the request.
 fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
-    let notice = |text: &str| eprintln!("revolve: {text}");
+    let notice = |text: &str| {
+        // On a terminal, over the REPL's waiting line rather than after it.
+        let clear = if std::io::stderr().is_terminal() {
+            "\r\x1b[K"
+        } else {
+            ""
+        };
+        eprintln!("{clear}revolve: {}", revolve_core::view::inert(text));
+    };
     Retrying::new(inner, notice)
         .with_retries(retries)
         .with_sleep(|wait| {
