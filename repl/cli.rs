@@ -80,6 +80,10 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
 
+    /// How a run without the REPL prints: text, or one JSON event per line
+    #[arg(long, value_enum, value_name = "FORMAT", default_value_t = crate::output::Format::Text)]
+    pub output_format: crate::output::Format,
+
     /// Where each argument's value came from (flag or environment), by
     /// argument id, at any depth of subcommands; filled by
     /// [`crate::config::parse_args`].

@@ -10,6 +10,7 @@ pub mod error;
 pub mod live;
 mod messages;
 mod models;
+pub mod output;
 mod repl;
 
 use std::io::{IsTerminal, Read};
@@ -125,6 +126,11 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
+    if interactive && !cli.goal_run && cli.output_format != output::Format::Text {
+        return Err(Error::Usage(
+            "--output-format stream-json is for runs without the REPL: add -p".into(),
+        ));
+    }
     let resuming = cli.r#continue || cli.resume.is_some();
     let settings = Settings::resolve(
         &store.roots.config,
@@ -134,7 +140,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     )?;
     let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
     let memory = memory(&store, cli.bare, interactive);
-    let runtime = runtime(
+    let mut runtime = runtime(
         &store,
         &settings,
         resuming,
@@ -142,6 +148,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         memory,
         !cli.no_auto_refine,
     )?;
+    runtime.format = cli.output_format;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -152,13 +159,22 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         Live::start(store, runtime, cli.name.clone(), interactive)?
     };
-    if cli.goal_run {
-        return goal_run(&mut live, cli.max_turns);
-    }
-    if interactive {
+    if interactive && !cli.goal_run {
         return repl::run(&mut live, cli.prompt.as_deref());
     }
-    match cli.prompt {
+    let result = if cli.goal_run {
+        goal_run(&mut live, cli.max_turns)
+    } else {
+        piped(&mut live, cli.prompt, stdin_tty)
+    };
+    live.end(&result);
+    result
+}
+
+/// A run without the REPL: PROMPT (with piped stdin attached) as one turn,
+/// or each stdin line as one.
+fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(), Error> {
+    match prompt {
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
@@ -170,12 +186,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
                     text = format!("{text}\n\n{piped}");
                 }
             }
-            piped_line(&mut live, &text).map(|_| ())
+            piped_line(live, &text).map(|_| ())
         }
         None => {
             for line in std::io::stdin().lines() {
                 let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
-                if piped_line(&mut live, &line)? == Outcome::Quit {
+                if piped_line(live, &line)? == Outcome::Quit {
                     break;
                 }
             }
@@ -292,6 +308,7 @@ fn runtime(
         bare: memory.bare,
         created_project_dir: memory.created,
         auto_refine,
+        format: output::Format::Text,
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         window: chosen(settings.window.source).then_some(settings.window.value),
@@ -393,7 +410,15 @@ fn stall<P>(provider: P, settings: &Settings, with: fn(P, std::time::Duration) -
 /// A network provider that retries by the core's policy, says so on stderr,
 /// and stops waiting when Ctrl-C abandons the request.
 fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
-    let notice = |text: &str| eprintln!("revolve: {text}");
+    let notice = |text: &str| {
+        // On a terminal, over the REPL's waiting line rather than after it.
+        let clear = if std::io::stderr().is_terminal() {
+            "\r\x1b[K"
+        } else {
+            ""
+        };
+        eprintln!("{clear}revolve: {}", revolve_core::view::inert(text));
+    };
     Retrying::new(inner, notice)
         .with_retries(retries)
         .with_sleep(|wait| {

@@ -25,7 +25,8 @@ use revolve_io::tools::{self, AgentInfo};
 use revolve_io::{clock, interrupt};
 
 use crate::approve::Approvals;
-use crate::error::{out, Error};
+use crate::error::Error;
+use crate::output::{Format, Sink};
 
 /// How a line the user sent ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,6 +63,8 @@ pub struct Runtime {
     pub created_project_dir: bool,
     /// Whether the memory may be refined on its own.
     pub auto_refine: bool,
+    /// How answers, tool calls and totals are shown.
+    pub format: Format,
 }
 
 /// A session this process runs.
@@ -71,10 +74,8 @@ pub struct Live {
     claim: Claim,
     store: Store,
     runtime: Runtime,
-    /// Whether stdout's reader went away during an answer.
-    stdout_closed: bool,
-    /// Whether stdout is a terminal.
-    stdout_tty: bool,
+    /// Where answers, tool calls and totals go.
+    sink: Sink,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
 }
@@ -144,9 +145,8 @@ impl Live {
             writer,
             claim,
             store,
+            sink: Sink::new(runtime.format),
             runtime,
-            stdout_closed: false,
-            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
             inbox,
         })
     }
@@ -230,9 +230,8 @@ impl Live {
             writer,
             claim,
             store,
+            sink: Sink::new(runtime.format),
             runtime,
-            stdout_closed: false,
-            stdout_tty: std::io::IsTerminal::is_terminal(&std::io::stdout()),
             inbox,
         };
         live.execute(cmds, &mut VecDeque::new())?;
@@ -431,6 +430,7 @@ impl Live {
                     text: text.to_owned(),
                     now: clock::now(),
                 })?;
+                self.sink.totals(&self.session.state().totals);
                 if outcome == Outcome::Done {
                     // After 25 turns or a compaction, as the core decides.
                     self.refine_if_due()?;
@@ -535,7 +535,7 @@ impl Live {
             // whole, and the user still asked to stop.
             outcome = Outcome::Interrupted;
         }
-        if self.stdout_closed {
+        if self.sink.closed() {
             return Err(Error::BrokenPipe);
         }
         Ok(outcome)
@@ -626,6 +626,7 @@ impl Live {
             tx.send(Event::Done(result)).ok();
         });
         let mut partial = String::new();
+        let started = std::time::Instant::now();
         let asked = loop {
             match rx.recv_timeout(Duration::from_millis(25)) {
                 Ok(Event::Text(t)) => {
@@ -654,19 +655,24 @@ impl Live {
                     interrupt::abandon();
                     break Asked::Interrupted { partial };
                 }
-                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    if stream && partial.is_empty() {
+                        self.sink.waiting(started.elapsed());
+                    }
+                }
                 Err(RecvTimeoutError::Disconnected) => {
                     let error = "the model client stopped without an answer".to_owned();
                     break Asked::Failed { error, partial };
                 }
             }
         };
+        self.sink.stop_waiting();
         let shown = match &asked {
             Asked::Reply(reply) => &reply.text,
             Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
         };
-        if stream && !shown.is_empty() && !shown.ends_with('\n') {
-            self.show("\n");
+        if stream {
+            self.sink.answer_end(shown);
         }
         asked
     }
@@ -703,7 +709,13 @@ impl Live {
         grants: &[String],
         queue: &mut VecDeque<Input>,
     ) {
-        eprintln!("{}", view::tool_line(tool));
+        let arguments = self
+            .state()
+            .open_calls
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
+        self.sink.tool_call(&id, tool, &arguments);
         let info = AgentInfo {
             session_id: self.state().id().to_owned(),
             name: self.state().name.clone(),
@@ -728,6 +740,8 @@ impl Live {
             &mut self.runtime.approvals,
             &interrupt::pending,
         );
+        self.sink
+            .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         if outcome.interrupted || interrupt::take() {
             queue.push_back(Input::Interrupted {
                 partial: String::new(),
@@ -762,19 +776,23 @@ impl Live {
         Input::Prompt(parts)
     }
 
-    /// Prints answer text; once stdout is closed, only remembers that it is,
-    /// so the answer is still logged before the session stops.
-    /// In a terminal, model text is rendered inert (no escape sequence of
-    /// the model's acts on the screen); piped, it goes out as it came.
+    /// Lets a spinner show while waiting for the model (the REPL's).
+    pub fn allow_spinner(&mut self) {
+        self.sink.allow_spinner();
+    }
+
+    /// Shows a piece of the answer (see [`Sink::text`]).
     fn show(&mut self, text: &str) {
-        if !self.stdout_closed {
-            let text = if self.stdout_tty {
-                view::inert(text)
-            } else {
-                std::borrow::Cow::Borrowed(text)
-            };
-            self.stdout_closed = matches!(out(&text), Err(Error::BrokenPipe));
-        }
+        self.sink.text(text);
+    }
+
+    /// Ends the run's output: a `done` or `error` event in stream-json.
+    pub fn end(&mut self, result: &Result<(), Error>) {
+        let state = self.session.state();
+        let id = state.id().to_owned();
+        let name = state.name.clone();
+        let log = self.writer.path().to_string_lossy().into_owned();
+        self.sink.end(result, &id, name.as_deref(), &log);
     }
 }
 

@@ -2,7 +2,8 @@ fn main() {
     let cli = revolve::config::parse_args();
     if let Err(e) = revolve::run(cli) {
         if e.code() != 0 {
-            eprintln!("revolve: {e}");
+            // A server's error text may hold escape sequences: shown inert.
+            eprintln!("revolve: {}", revolve_core::view::inert(&e.to_string()));
         }
         std::process::exit(e.code());
     }

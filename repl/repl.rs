@@ -17,6 +17,7 @@ use crate::live::{Live, Outcome};
 pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let mut editor = DefaultEditor::new()
         .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    live.allow_spinner();
     let history = live.history_path();
     editor.load_history(&history).ok();
     eprintln!(
@@ -76,7 +77,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     let outcome = live.line(line)?;
     match &outcome {
-        Outcome::Failed(why) => eprintln!("revolve: {why}"),
+        Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
         Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
         _ => {}
     }
@@ -160,9 +161,12 @@ impl Watcher {
     }
 }
 
-/// Dimmed, unless NO_COLOR is set (https://no-color.org).
+/// Dimmed when stderr is a terminal, unless NO_COLOR is set
+/// (https://no-color.org).
 fn dim(text: &str) -> String {
-    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+    use std::io::IsTerminal;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    if no_color || !std::io::stderr().is_terminal() {
         text.to_owned()
     } else {
         format!("\x1b[2m{text}\x1b[0m")

@@ -221,3 +221,47 @@ fn config_show_names_the_key_variable_never_the_key() {
     let text = env.redact(&run.stdout);
     insta::assert_snapshot!("config_show_text", text);
 }
+
+#[test]
+fn a_resumed_session_keeps_its_model_unless_a_flag_or_variable_asks() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("one"),
+        FakeReply::text("two"),
+        FakeReply::text("three"),
+    ])
+    .unwrap();
+    let env = TestEnv::new("config-resume");
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "--model", "first"], "hi\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    write_config(&env, r#"{"model": "from-config", "window": 5000}"#);
+    let model_of = |i: usize| -> String {
+        let body: Value = serde_json::from_str(&server.requests()[i].body).unwrap();
+        body["model"].as_str().unwrap().to_owned()
+    };
+    let run = env.run(&["--base-url", &url, "--continue"], "again\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        model_of(1),
+        "first",
+        "the config chooses for new sessions only"
+    );
+    let run = env.run_env(
+        &["--base-url", &url, "--continue"],
+        "more\n",
+        &[("REVOLVE_MODEL", "from-env")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(model_of(2), "from-env");
+    let resumed: Vec<Value> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["type"] == "resumed")
+        .collect();
+    assert_eq!(
+        resumed
+            .iter()
+            .map(|r| (r["model"].as_str().unwrap(), r["window"].as_u64().unwrap()))
+            .collect::<Vec<_>>(),
+        [("first", 128000), ("from-env", 128000)]
+    );
+}

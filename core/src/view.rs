@@ -188,6 +188,27 @@ pub fn tool_line(tool: &Tool) -> String {
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
 
+/// How long a wait goes unshown: a model that answers within this many
+/// milliseconds gets no spinner (no flicker on fast replies).
+pub const WAITING_SHOWN_AFTER_MS: u64 = 300;
+
+/// The line shown on stderr while waiting for a model's first token, or
+/// `None` while the wait is still too short to show: a spinner frame that
+/// turns every 100 ms, and the seconds waited to the tenth.
+pub fn waiting(elapsed_ms: u64) -> Option<String> {
+    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+    if elapsed_ms < WAITING_SHOWN_AFTER_MS {
+        return None;
+    }
+    let tenths = elapsed_ms / 100;
+    let frame = FRAMES[(tenths % FRAMES.len() as u64) as usize];
+    Some(format!(
+        "{frame} waiting for the model {}.{}s",
+        tenths / 10,
+        tenths % 10
+    ))
+}
+
 /// Text from a model or a tool made safe for a terminal: escape sequences
 /// and other control characters (all but newline and tab) become visible
 /// `^X` / `\u{..}` notation instead of acting on the screen.
@@ -360,6 +381,21 @@ mod tests {
             "{tail}"
         );
         assert!(tail.ends_with("> message 98\n> message 99\n"), "{tail}");
+    }
+
+    #[test]
+    fn the_waiting_line_turns_and_counts() {
+        assert_eq!(waiting(0), None);
+        assert_eq!(waiting(299), None);
+        assert_eq!(
+            waiting(300).as_deref(),
+            Some("⠸ waiting for the model 0.3s")
+        );
+        assert_eq!(
+            waiting(12_345).as_deref(),
+            Some("⠸ waiting for the model 12.3s")
+        );
+        assert_ne!(waiting(1_000), waiting(1_100));
     }
 
     #[test]

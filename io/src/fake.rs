@@ -128,6 +128,9 @@ pub enum FakeReply {
         /// The text of every chunk.
         piece: String,
     },
+    /// This reply, after the server has waited this long with the request
+    /// read and nothing sent: a slow model, for what is shown meanwhile.
+    Delayed(Duration, Box<FakeReply>),
 }
 
 /// The most an [`FakeReply::Endless`] stream sends before it gives up.
@@ -381,6 +384,13 @@ impl Server {
                 stream.write_all(body.as_bytes())
             }
             FakeReply::Raw(bytes) => stream.write_all(bytes.as_bytes()),
+            FakeReply::Delayed(wait, reply) => {
+                let deadline = Instant::now() + wait;
+                while Instant::now() < deadline && !self.stop.load(Ordering::SeqCst) {
+                    thread::sleep(POLL);
+                }
+                self.answer(stream, *reply)
+            }
             FakeReply::Models(ids) => {
                 let body = match self.protocol {
                     FakeProtocol::OpenAi => {

@@ -1,0 +1,210 @@
+//! Where a running session's output goes: as text (the answer on stdout, a
+//! line per tool on stderr), or as JSON events, one a line on stdout
+//! (`--output-format stream-json`, for scripts that drive revolve).
+//!
+//! # The stream-json events
+//!
+//! Each line is one object, `"type"` first, the other keys sorted:
+//!
+//! ```json
+//! {"type":"text","text":"The answer, a piece"}
+//! {"type":"tool_call","arguments":{"path":"src/main.rs"},"id":"call_1","name":"read_file"}
+//! {"type":"tool_result","id":"call_1","interrupted":false,"name":"read_file","output":"fn main() {…"}
+//! {"type":"totals","context":876,"requests":2,"tokens_in":812,"tokens_out":64,"turns":1}
+//! {"type":"done","log":"/…/sessions/….jsonl","name":null,"session":"20261202-100000-1a2b3c"}
+//! {"type":"error","code":1,"message":"HTTP 500 … from http://…"}
+//! ```
+//!
+//! `text` events are the answer's pieces as they stream (concatenated they
+//! are the answer); `arguments` are the model's JSON (a string when it was
+//! not JSON); `output` is the whole result the tool gave, before any spill;
+//! `totals` follows every turn that ended; the last line is `done`, or
+//! `error` with the exit code when the run failed.
+
+use std::borrow::Cow;
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use revolve_core::tools::Tool;
+use revolve_core::view;
+use revolve_core::Totals;
+
+use crate::error::{out, Error};
+
+/// `--output-format`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The answer as text on stdout, a line per tool call on stderr
+    #[default]
+    Text,
+    /// One JSON event per line on stdout (text deltas, tool calls and results, totals, done or error)
+    StreamJson,
+}
+
+/// A session's output, in one [`Format`]. Once stdout's reader has gone
+/// away nothing more is written, and [`Sink::closed`] says so.
+pub struct Sink {
+    format: Format,
+    /// Whether stdout is a terminal (text is then rendered inert).
+    tty: bool,
+    closed: bool,
+    /// Whether a spinner may show while waiting for the model.
+    spinner: bool,
+    /// The waiting line on stderr now, if one is drawn.
+    drawn: Option<String>,
+}
+
+impl Sink {
+    /// A sink writing to this process's stdout and stderr.
+    pub fn new(format: Format) -> Sink {
+        Sink {
+            format,
+            tty: std::io::stdout().is_terminal(),
+            closed: false,
+            spinner: false,
+            drawn: None,
+        }
+    }
+
+    /// Lets a spinner show on stderr while waiting for the model's first
+    /// token: only for text, and only when stderr is a terminal (the REPL
+    /// asks; pipe mode never does).
+    pub fn allow_spinner(&mut self) {
+        self.spinner = self.format == Format::Text && std::io::stderr().is_terminal();
+    }
+
+    /// Still waiting for the first token after `elapsed`: the waiting line
+    /// is drawn again when it changed.
+    pub fn waiting(&mut self, elapsed: Duration) {
+        if !self.spinner {
+            return;
+        }
+        let line = view::waiting(u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX));
+        if line.is_some() && line != self.drawn {
+            if let Some(text) = &line {
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "\r{text}\x1b[K").and_then(|()| err.flush());
+            }
+            self.drawn = line;
+        }
+    }
+
+    /// Clears the waiting line, if one is drawn.
+    pub fn stop_waiting(&mut self) {
+        if self.drawn.take().is_some() {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K").and_then(|()| err.flush());
+        }
+    }
+
+    /// Whether stdout was closed by its reader.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// A piece of the answer. In a terminal, model text is rendered inert
+    /// (no escape sequence of the model's acts on the screen); piped, it
+    /// goes out as it came.
+    pub fn text(&mut self, text: &str) {
+        self.stop_waiting();
+        match self.format {
+            Format::Text => {
+                let text = if self.tty {
+                    view::inert(text)
+                } else {
+                    Cow::Borrowed(text)
+                };
+                self.write(&text);
+            }
+            Format::StreamJson => self.event("text", json!({"text": text})),
+        }
+    }
+
+    /// The answer ended after `shown`: text ends it with a newline.
+    pub fn answer_end(&mut self, shown: &str) {
+        if self.format == Format::Text && !shown.is_empty() && !shown.ends_with('\n') {
+            self.write("\n");
+        }
+    }
+
+    /// A tool is about to run: one line on stderr, or a `tool_call` event.
+    /// `arguments` is the JSON text the model wrote.
+    pub fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
+        self.stop_waiting();
+        match self.format {
+            Format::Text => eprintln!("{}", view::tool_line(tool)),
+            Format::StreamJson => {
+                let arguments = serde_json::from_str::<Value>(arguments)
+                    .unwrap_or_else(|_| Value::String(arguments.to_owned()));
+                self.event(
+                    "tool_call",
+                    json!({"id": id, "name": tool.name(),
+                                  "arguments": arguments}),
+                );
+            }
+        }
+    }
+
+    /// What a tool gave: nothing more in text (its line said it ran), a
+    /// `tool_result` event in JSON.
+    pub fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool) {
+        if self.format == Format::StreamJson {
+            self.event(
+                "tool_result",
+                json!({"id": id, "name": tool.name(),
+                              "output": output, "interrupted": interrupted}),
+            );
+        }
+    }
+
+    /// A turn ended with these totals (a `totals` event in JSON).
+    pub fn totals(&mut self, totals: &Totals) {
+        if self.format == Format::StreamJson {
+            self.event(
+                "totals",
+                json!({"turns": totals.turns,
+                              "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
+                              "context": totals.last_context, "requests": totals.requests}),
+            );
+        }
+    }
+
+    /// The run ended: a `done` event, or an `error` event with the exit
+    /// code. Text says nothing here (an error goes to stderr from `main`).
+    pub fn end(
+        &mut self,
+        result: &Result<(), Error>,
+        session: &str,
+        name: Option<&str>,
+        log: &str,
+    ) {
+        if self.format != Format::StreamJson {
+            return;
+        }
+        match result {
+            Ok(()) | Err(Error::BrokenPipe) => self.event(
+                "done",
+                json!({"session": session, "name": name, "log": log}),
+            ),
+            Err(e) => self.event("error", json!({"message": e.to_string(), "code": e.code()})),
+        }
+    }
+
+    /// One event line: `"type"` first, then the fields (sorted).
+    fn event(&mut self, kind: &str, fields: Value) {
+        let fields = fields.to_string();
+        let rest = fields
+            .strip_prefix('{')
+            .filter(|r| *r != "}")
+            .map_or_else(|| "}".to_owned(), |r| format!(",{r}"));
+        self.write(&format!("{{\"type\":\"{kind}\"{rest}\n"));
+    }
+
+    fn write(&mut self, text: &str) {
+        if !self.closed {
+            self.closed = matches!(out(text), Err(Error::BrokenPipe));
+        }
+    }
+}

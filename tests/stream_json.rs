@@ -1,0 +1,177 @@
+//! `--output-format stream-json`: one JSON event per line on stdout, for
+//! scripts that drive revolve.
+
+mod common;
+
+use revolve_io::fake::{FakeReply, FakeServer};
+use serde_json::Value;
+
+use common::TestEnv;
+
+/// Every stdout line as JSON; each must be an object with a string
+/// `"type"` as its first key.
+fn events(stdout: &str) -> Vec<Value> {
+    stdout
+        .lines()
+        .map(|line| {
+            assert!(line.starts_with("{\"type\":\""), "type first: {line}");
+            let v: Value = serde_json::from_str(line).expect("each line is JSON");
+            assert!(v["type"].is_string(), "{line}");
+            v
+        })
+        .collect()
+}
+
+fn types(events: &[Value]) -> Vec<&str> {
+    events.iter().map(|e| e["type"].as_str().unwrap()).collect()
+}
+
+#[test]
+fn a_turn_with_a_tool_streams_events() {
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls("Looking.", &[("c1", "list_dir", r#"{"path":"."}"#)]),
+        FakeReply::text("It holds one file."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("stream-json");
+    std::fs::write(env.cwd.join("a.txt"), "x").unwrap();
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--output-format",
+            "stream-json",
+            "-p",
+            "what is here?",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stderr, "", "tool lines are events, not stderr");
+    let events = events(&run.stdout);
+    assert_eq!(
+        types(&events),
+        [
+            "text",
+            "tool_call",
+            "tool_result",
+            "text",
+            "text",
+            "text",
+            "text",
+            "totals",
+            "done"
+        ]
+    );
+    let call = &events[1];
+    assert_eq!(
+        (&call["id"], &call["name"], &call["arguments"]),
+        (
+            &"c1".into(),
+            &"list_dir".into(),
+            &serde_json::json!({"path": "."})
+        )
+    );
+    let result = &events[2];
+    assert_eq!(
+        (&result["id"], &result["name"]),
+        (&"c1".into(), &"list_dir".into())
+    );
+    assert!(
+        result["output"].as_str().unwrap().contains("a.txt"),
+        "{result}"
+    );
+    assert_eq!(result["interrupted"], false);
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "text")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Looking.It holds one file.");
+    let totals = &events[7];
+    for key in ["turns", "tokens_in", "tokens_out", "context", "requests"] {
+        assert!(totals[key].is_u64(), "{key}: {totals}");
+    }
+    assert_eq!(totals["turns"], 1);
+    assert_eq!(totals["requests"], 2);
+    let done = &events[8];
+    assert!(
+        done["session"].is_string() && done["log"].is_string(),
+        "{done}"
+    );
+    assert!(done["name"].is_null(), "{done}");
+    assert_eq!(
+        done["log"].as_str().unwrap(),
+        env.only_session().to_string_lossy()
+    );
+}
+
+#[test]
+fn each_line_is_a_turn_with_its_totals_and_one_done() {
+    let server = FakeServer::start(vec![FakeReply::text("One."), FakeReply::text("Two.")]).unwrap();
+    let env = TestEnv::new("stream-json-lines");
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--output-format",
+            "stream-json",
+            "--name",
+            "s",
+        ],
+        "first\nsecond\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let events = events(&run.stdout);
+    assert_eq!(types(&events), ["text", "totals", "text", "totals", "done"]);
+    assert_eq!(events[3]["turns"], 2);
+    assert_eq!(events[4]["name"], "s");
+}
+
+#[test]
+fn a_failed_turn_ends_with_an_error_event() {
+    let server = FakeServer::start(vec![FakeReply::Status {
+        code: 500,
+        body: "boom".into(),
+        retry_after: None,
+    }])
+    .unwrap();
+    let env = TestEnv::new("stream-json-error");
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--output-format",
+            "stream-json",
+            "-p",
+            "hi",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let events = events(&run.stdout);
+    assert_eq!(types(&events), ["totals", "error"]);
+    let error = &events[1];
+    assert_eq!(error["code"], 1);
+    assert!(
+        error["message"].as_str().unwrap().contains("HTTP 500"),
+        "{error}"
+    );
+    // The one stderr line stays, for a human watching.
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+}
+
+#[test]
+fn text_stays_the_default() {
+    let server = FakeServer::start(vec![FakeReply::text("Plain.")]).unwrap();
+    let env = TestEnv::new("stream-json-default");
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "-p", "hi"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Plain.\n");
+    let run = env.run(&["--output-format", "yaml", "-p", "hi"], "");
+    assert_eq!(run.code, Some(2), "{run:?}");
+}

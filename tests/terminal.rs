@@ -1,0 +1,205 @@
+//! What reaches a terminal: model text and server errors rendered inert
+//! (an escape sequence shows as `^[[31m` instead of acting on the screen),
+//! colour only on a terminal and never with NO_COLOR. The terminal is a
+//! pseudo-terminal from util-linux `script`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use revolve_io::fake::{FakeReply, FakeServer};
+
+use common::{TestEnv, BIN};
+
+/// A reply full of escape sequences: colour (CSI), a window title (OSC
+/// ended by BEL), and a C1 CSI.
+const EVIL: &str = "hello \u{1b}[31mred\u{1b}[0m \u{1b}]0;pwned\u{7} \u{9b}2J done";
+
+/// Writes a one-reply script for the scripted provider.
+fn script_file(env: &TestEnv, replies: &[&str]) -> String {
+    let path = env.root.join("replies.jsonl");
+    let lines: String = replies
+        .iter()
+        .map(|r| format!("{}\n", serde_json::json!({ "text": r })))
+        .collect();
+    std::fs::write(&path, lines).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
+/// Runs revolve with `args` on a pseudo-terminal (stdin, stdout and
+/// stderr all on it), typing `input`; returns everything the terminal
+/// showed. `vars` are added to the harness's clean environment.
+fn on_a_terminal(env: &TestEnv, args: &[&str], input: &str, vars: &[(&str, &str)]) -> String {
+    let steps: Vec<(&str, &str)> = input
+        .split_inclusive('\n')
+        .map(|line| (line, "\u{203a} "))
+        .collect();
+    typing(env, args, &steps, vars)
+}
+
+/// [`on_a_terminal`], typing each `(line, then)` step's line only once the
+/// terminal shows `then` after what the previous line made it show (the
+/// REPL's prompt `› `, say), as a user would.
+fn typing(env: &TestEnv, args: &[&str], steps: &[(&str, &str)], vars: &[(&str, &str)]) -> String {
+    let harness = env.command(&[]);
+    let mut cmd = Command::new("timeout");
+    let line = std::iter::once(BIN)
+        .chain(args.iter().copied())
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    cmd.args(["30", "script", "-qec", &line, "/dev/null"])
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (k, v) in harness.get_envs() {
+        if let Some(v) = v {
+            cmd.env(k, v);
+        }
+    }
+    cmd.envs(vars.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .expect("run util-linux `script` (needed for a pseudo-terminal)");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut from = 0;
+    for (text, then) in steps {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !String::from_utf8_lossy(&seen[from..]).contains(then) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(bytes) => seen.extend(bytes),
+                Err(_) => panic!(
+                    "{then:?} never showed before typing {text:?}: {:?}",
+                    String::from_utf8_lossy(&seen)
+                ),
+            }
+        }
+        from = seen.len();
+        stdin.write_all(text.as_bytes()).unwrap();
+    }
+    drop(stdin);
+    let status = child.wait().unwrap();
+    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(5)) {
+        seen.extend(bytes);
+    }
+    let shown = String::from_utf8_lossy(&seen).into_owned();
+    assert_eq!(status.code(), Some(0), "{shown:?}");
+    shown
+}
+
+#[test]
+fn model_escape_sequences_reach_a_terminal_inert() {
+    let env = TestEnv::new("term-print");
+    let script = script_file(&env, &[EVIL]);
+    let shown = on_a_terminal(
+        &env,
+        &["--provider", "scripted", "--script", &script, "-p", "hi"],
+        "",
+        &[],
+    );
+    assert!(
+        shown.contains("hello ^[[31mred^[[0m ^[]0;pwned^G \\u{9b}2J done"),
+        "{shown:?}"
+    );
+    // Nothing else writes escapes in a -p run: none at all reached the
+    // terminal.
+    for raw in ['\u{1b}', '\u{7}', '\u{9b}'] {
+        assert!(!shown.contains(raw), "raw {raw:?} in {shown:?}");
+    }
+}
+
+#[test]
+fn the_repl_renders_model_text_inert_and_dims_only_without_no_color() {
+    let env = TestEnv::new("term-repl");
+    let script = script_file(&env, &[EVIL, EVIL]);
+    let args = ["--provider", "scripted", "--script", &script];
+    let shown = on_a_terminal(&env, &args, "hi\n/quit\n", &[]);
+    assert!(shown.contains("hello ^[[31mred^[[0m"), "{shown:?}");
+    assert!(!shown.contains("\u{1b}[31mred"), "{shown:?}");
+    assert!(!shown.contains("\u{1b}]0;pwned"), "{shown:?}");
+    // The status line is dimmed on a terminal…
+    assert!(shown.contains("\u{1b}[2m"), "{shown:?}");
+    // …and never with NO_COLOR.
+    let shown = on_a_terminal(
+        &env,
+        &["--continue", "--provider", "scripted", "--script", &script],
+        "again\n/quit\n",
+        &[("NO_COLOR", "1")],
+    );
+    assert!(shown.contains("hello ^[[31mred"), "{shown:?}");
+    assert!(!shown.contains("\u{1b}[2m"), "{shown:?}");
+}
+
+#[test]
+fn a_resumed_conversation_and_server_errors_are_shown_inert() {
+    let server = FakeServer::start(vec![
+        FakeReply::text(EVIL),
+        FakeReply::Status {
+            code: 500,
+            body: "\u{1b}[2J\u{1b}]0;pwned\u{7}overloaded".into(),
+            retry_after: None,
+        },
+    ])
+    .unwrap();
+    let env = TestEnv::new("term-resume");
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "hi\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    // Piped, the answer goes out as it came (for tools that want it).
+    assert!(run.stdout.contains("\u{1b}[31mred"), "{run:?}");
+
+    let run = env.run(&["--base-url", &url, "--continue"], "and?\n");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(run.stderr.contains("hello ^[[31mred"), "{run:?}");
+    assert!(
+        run.stderr.contains("^[[2J^[]0;pwned^Goverloaded"),
+        "{run:?}"
+    );
+    for raw in ['\u{1b}', '\u{7}', '\u{9b}'] {
+        assert!(!run.stderr.contains(raw), "raw {raw:?} in {:?}", run.stderr);
+    }
+}
+
+#[test]
+fn a_spinner_shows_while_the_repl_waits_and_never_in_pipe_mode() {
+    let slow = || {
+        FakeReply::Delayed(
+            std::time::Duration::from_millis(900),
+            Box::new(FakeReply::text("Slow answer.")),
+        )
+    };
+    let server = FakeServer::start(vec![slow(), slow()]).unwrap();
+    let env = TestEnv::new("term-spinner");
+    let url = server.url();
+    let shown = on_a_terminal(&env, &["--base-url", &url], "hi\n/quit\n", &[]);
+    assert!(shown.contains("waiting for the model 0."), "{shown:?}");
+    // Cleared (carriage return, erase line) before the answer.
+    let at = shown.find("Slow answer.").expect("the answer");
+    assert!(
+        shown[..at].ends_with("\r\u{1b}[K"),
+        "not cleared before the text: {shown:?}"
+    );
+    assert!(!shown[at..].contains("waiting for the model"), "{shown:?}");
+
+    // -p on a terminal is still pipe mode: no spinner.
+    let shown = on_a_terminal(&env, &["--base-url", &url, "-p", "hi"], "", &[]);
+    assert!(shown.contains("Slow answer."), "{shown:?}");
+    assert!(!shown.contains("waiting"), "{shown:?}");
+}
