@@ -280,7 +280,7 @@ impl Live {
         let text = match self.ask(request, false) {
             Asked::Reply(reply) => reply.text,
             Asked::Failed { error, .. } => {
-                eprintln!("{what} failed ({error}); memory unchanged");
+                eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
                 return Ok(None);
             }
             Asked::Interrupted { .. } => {
@@ -295,7 +295,10 @@ impl Live {
             }
             Ok(changes) => changes,
             Err(why) => {
-                eprintln!("{what}: the answer was not usable ({why}); memory unchanged");
+                eprintln!(
+                    "{what}: the answer was not usable ({}); memory unchanged",
+                    view::inert(&why)
+                );
                 return Ok(None);
             }
         };

@@ -4,7 +4,9 @@ fn main() {
     let cli = revolve::cli::Cli::parse();
     if let Err(e) = revolve::run(cli) {
         if e.code() != 0 {
-            eprintln!("revolve: {e}");
+            // A server's error message can be in it: control characters
+            // are shown, never acted on.
+            eprintln!("revolve: {}", revolve_core::view::inert(&e.to_string()));
         }
         std::process::exit(e.code());
     }
