@@ -1074,9 +1074,10 @@ fn an_unwritable_state_dir_is_one_clear_line() {
 }
 
 /// Without HOME: the XDG roots alone are enough; a HOME that cannot hold
-/// the state (a file) is one clear line. (HOME and every XDG root unset is
-/// not run here: the home then comes from the passwd entry, the real home
-/// of whoever runs the tests, which a test must not touch.)
+/// the state (a file) is one clear line. (A session with HOME and every
+/// XDG root unset is not run here: the home then comes from the passwd
+/// entry, the real home of whoever runs the tests, which a test must not
+/// touch; only `replay --check FILE`, which reads no root, is.)
 #[test]
 fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
     let env = TestEnv::new("no-home");
@@ -1095,7 +1096,23 @@ fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
         (Some(0), "A1.\n"),
         "{run:?}"
     );
-    env.only_session();
+    let log = env.only_session();
+
+    // With no HOME and no XDG root at all, a command that is given its
+    // file works (and reaches no home: the roots are only computed).
+    let mut cmd = env.command(&["replay", "--check", log.to_str().unwrap()]);
+    for var in [
+        "HOME",
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    let run = run_cmd(cmd, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains(" 0 inconsistencies"), "{run:?}");
 
     let other = TestEnv::new("bad-home");
     let home_file = other.root.join("home-is-a-file");
