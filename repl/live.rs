@@ -189,6 +189,16 @@ impl Live {
                 path.display()
             )));
         };
+        // The file may have been compacted between finding it and claiming
+        // it: if the session went on in a file that is running now, that
+        // process owns the session.
+        if let Some(next) = &state.continued {
+            if store.running().iter().any(|r| &r.id == next) {
+                return Err(Error::Runtime(format!(
+                    "session {next} is already running in another process"
+                )));
+            }
+        }
         let entry = store.running_entry(&header.id, state.name.clone());
         let claim = match claim.take() {
             Some(mut claim) => {
