@@ -1438,3 +1438,64 @@ fn a_huge_answer_is_cut_with_bounded_memory() {
     );
     assert!(peak_kb < MAX_RSS_KIB, "peak RSS {peak_kb} KiB");
 }
+
+/// A `--resume` started as the session's own process compacts it: the
+/// session lives on in the new file, so the resume is refused and never
+/// writes the old one (whose last record points forward). Tried with the
+/// resume started at several moments after `/compact` is typed.
+#[test]
+fn a_resume_racing_a_compaction_never_writes_the_old_file() {
+    for delay_ms in [0u64, 2, 5, 10] {
+        let env = TestEnv::new(&format!("resume-compact-{delay_ms}"));
+        let script = env.root.join("script.jsonl");
+        let mut replies: Vec<String> = (1..=4).map(|n| format!("A{n}.")).collect();
+        replies.push("Notes: counted to four.".into());
+        replies.extend((6..=12).map(|n| format!("A{n}.")));
+        let text: String = replies
+            .iter()
+            .map(|r| format!("{}\n", json!({ "text": r })))
+            .collect();
+        std::fs::write(&script, text).unwrap();
+        let base = [
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        let mut first = base.to_vec();
+        first.extend(["--name", "shared"]);
+        let mut owner = env.spawn_open(&first, "one\ntwo\nthree\nfour\n");
+        assert!(owner.wait_stdout("A4.\n", Duration::from_secs(30)));
+
+        let mut second = base.to_vec();
+        second.extend(["--resume", "shared"]);
+        owner.type_line("/compact");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let intruder = env.spawn(&second, "intrude\n");
+        let intruded = intruder.finish(Duration::from_secs(30));
+        owner.close_stdin();
+        let owned = owner.finish(Duration::from_secs(30));
+        if intruded.code != Some(0) {
+            assert!(
+                intruded
+                    .stderr
+                    .ends_with(" is already running in another process\n"),
+                "{intruded:?}"
+            );
+        }
+        assert_eq!(owned.code, Some(0), "{owned:?}");
+        let files = env.session_files();
+        for file in &files {
+            let recs = common::records(file);
+            if let Some(at) = recs.iter().position(|r| r["type"] == "continued") {
+                assert_eq!(
+                    at + 1,
+                    recs.len(),
+                    "delay {delay_ms} ms: records after the old file's end ({intruded:?}): {:?}",
+                    common::kinds(&recs[at..])
+                );
+            }
+        }
+        check_replays(&env, &format!("delay {delay_ms} ms"));
+    }
+}
