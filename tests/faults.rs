@@ -267,6 +267,21 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
         let Some(number) = number else {
             panic!("{context}: unexpected output line {line:?} in {stdout:?}");
         };
+        // The answer after a tool call is asked for once its result is in
+        // the log.
+        let result_before = match number {
+            2 => Some("call_1_1"),
+            3 => Some("call_2_1"),
+            _ => None,
+        };
+        if let Some(id) = result_before {
+            assert!(
+                records
+                    .iter()
+                    .any(|r| r["role"] == "tool" && r["tool_call_id"] == id),
+                "{context}: R{number} was shown but the result of {id} is not logged"
+            );
+        }
         if let Some(user) = turn_of(number) {
             assert!(
                 messages.contains(&("user".to_owned(), user.to_owned())),
@@ -280,6 +295,23 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
                 "{context}: {text:?} was acknowledged (more output followed) but is not logged"
             );
         }
+    }
+    // A logged result that points at a spill file: the file is there, whole
+    // (it is written before the result is logged).
+    for r in records.iter().filter(|r| r["role"] == "tool") {
+        let content = r["content"].as_str().unwrap_or("");
+        let Some((head, rest)) = content.split_once(" in total; the whole output is in ") else {
+            continue;
+        };
+        let total: usize = head.rsplit(' ').next().unwrap().parse().unwrap();
+        let path = rest.split(", read it with").next().unwrap();
+        let spilled = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{context}: the spill {path} is logged but missing: {e}"));
+        assert_eq!(
+            spilled.chars().count(),
+            total,
+            "{context}: the spill {path} is not whole"
+        );
     }
     if stderr.contains("the session goes on in a new file") {
         assert!(
@@ -444,6 +476,14 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
         "R1 reading.\nR2 remembering.\nR3 done with one.\nR4 two.\nR5 three.\nR6 four.\nR9 five.\n"
     );
     assert_eq!(env.session_files().len(), 2, "compacted once");
+    assert!(
+        all_records(&env).iter().any(|r| r["role"] == "tool"
+            && r["content"]
+                .as_str()
+                .unwrap()
+                .contains("the whole output is in")),
+        "the read_file result was spilled"
+    );
     let log_bytes = logs_size(&env);
     check_after_kill(&env, &args, "the unkilled run");
     drop(env);
