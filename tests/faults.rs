@@ -153,7 +153,8 @@ fn dir_files(dir: &Path) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
 /// Turn one reads a file longer than the spill limit (a spill) and calls
 /// `remember` (a memory write with its snapshot); turns two to four are
 /// plain; `/compact` summarizes (line 7) into a new file; `/refine`
-/// rewrites the memory file `remember` made (line 8); turn five ends it.
+/// rewrites the memory file `remember` made (line 8), `/refine undo` puts
+/// it back (no request); turn five ends it.
 /// The rest answers the `--continue` after each kill, wherever the script
 /// stands by then.
 fn kill_script() -> String {
@@ -174,7 +175,7 @@ fn kill_script() -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
-const KILL_STDIN: &str = "one\ntwo\nthree\nfour\n/compact\n/refine\nfive\n";
+const KILL_STDIN: &str = "one\ntwo\nthree\nfour\n/compact\n/refine\n/refine undo\nfive\n";
 const REMEMBERED: &str = "The database port is 5432.";
 const REFINED: &str = "port 6543\n";
 
@@ -329,7 +330,12 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
         !history.stderr.contains("panicked"),
         "{context}: {history:?}"
     );
-    check_memory(env, context, stderr.contains("refinement: memory changed"));
+    check_memory(
+        env,
+        context,
+        stderr.contains("refinement: memory changed"),
+        stderr.contains("put back project/db.md"),
+    );
 
     // A session that has a log goes on with `--continue`; a kill before
     // its header was whole leaves none to continue (nothing was said to
@@ -367,16 +373,17 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
             "{context}: the continued line is not logged"
         );
         check_replays(env, &format!("{context}, after --continue"));
-        check_memory(env, &format!("{context}, after --continue"), false);
+        check_memory(env, &format!("{context}, after --continue"), false, false);
     }
     phase
 }
 
 /// Memory is either before or after each change, and the snapshot store
 /// agrees with it: no entry pending, every entry readable, the refinement's
-/// entry there exactly when its rewrite is, its snapshot holding what
-/// `remember` wrote.
-fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
+/// entry standing exactly when its rewrite is in place (undone exactly when
+/// `remember`'s content is back), its snapshot holding what `remember`
+/// wrote.
+fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool, undo_acknowledged: bool) {
     let config = env.home.join(".config/task-agent");
     let global = config.join("memory");
     let project = config.join("projects").join(slug(&env.cwd)).join("memory");
@@ -428,15 +435,23 @@ fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
                 "{context}: the refinement's snapshot is not the memory before it"
             );
         }
-        kinds.push(meta.kind);
+        kinds.push((meta.kind, meta.undone));
     }
-    let refined = kinds.contains(&SnapshotKind::Manual);
-    let remembered = kinds.contains(&SnapshotKind::Remember);
+    let refined = kinds.contains(&(SnapshotKind::Manual, false));
+    let undone = kinds.contains(&(SnapshotKind::Manual, true));
+    let remembered = kinds.iter().any(|k| k.0 == SnapshotKind::Remember);
     assert_eq!(
         db.as_deref() == Some(REFINED),
         refined,
         "{context}: the store ({kinds:?}) disagrees with db.md {db:?}"
     );
+    if undone {
+        assert_eq!(
+            db.as_deref(),
+            Some(REMEMBERED),
+            "{context}: undone, {kinds:?}"
+        );
+    }
     assert_eq!(
         db.is_some(),
         remembered,
@@ -444,8 +459,14 @@ fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
     );
     if refine_acknowledged {
         assert!(
-            refined,
+            refined || undone,
             "{context}: the refinement was acknowledged but is gone"
+        );
+    }
+    if undo_acknowledged {
+        assert!(
+            undone,
+            "{context}: the undo was acknowledged but the entry stands"
         );
     }
 }
