@@ -1560,3 +1560,69 @@ fn a_resume_racing_a_compaction_never_writes_the_old_file() {
         check_replays(&env, &format!("delay {delay_ms} ms"));
     }
 }
+
+/// A refinement whose file does not fit: one line naming the memory file,
+/// exit 1, the memory as it was; the next start rolls the pending entry
+/// back and the store holds nothing pending.
+#[test]
+fn a_full_disk_during_a_refinement_changes_no_memory() {
+    let env = TestEnv::new("disk-full-refine");
+    let refined = json!({"files": [{"file": "project/big.md", "content": "x".repeat(200_000), "change": "grew"}]});
+    let script = write_script(&env, &["A1.", &refined.to_string(), "A3.", "A4."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let run = run_cmd(
+        under_sh(&env, "trap '' XFSZ; ulimit -f 64", &args),
+        "one\n/refine\ntwo\n",
+    );
+    let project = env
+        .home
+        .join(".config/task-agent/projects")
+        .join(slug(&env.cwd))
+        .join("memory");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(
+        run.stderr_lines().last().copied(),
+        Some(
+            format!(
+                "revolve: cannot write the refined memory: {}: File too large (os error 27)",
+                project.join("big.md").display()
+            )
+            .as_str()
+        ),
+        "{run:?}"
+    );
+    let (files, _) = dir_files(&project);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["project.md"],
+        "memory unchanged"
+    );
+
+    let run = env.run(&[&args[..], &["--continue"]].concat(), "three\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("rolled back an interrupted refinement"),
+        "{run:?}"
+    );
+    let store = env.state.join("task-agent/refinements");
+    for meta in std::fs::read_dir(&store).unwrap().flatten().flat_map(|d| {
+        std::fs::read_dir(d.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("meta.cfg"))
+    }) {
+        if let Ok(cfg) = std::fs::read_to_string(&meta) {
+            let parsed = SnapshotMeta::parse_cfg(&cfg).unwrap();
+            assert!(!parsed.pending, "{}: still pending", meta.display());
+        }
+    }
+    let (files, _) = dir_files(&project);
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["project.md"]);
+    check_replays(&env, "after the failed refinement");
+}
