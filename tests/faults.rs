@@ -687,7 +687,7 @@ impl Racers {
         racers
     }
 
-    /// Waits until `ready(i, stdout so far, exited)` holds for every run,
+    /// Waits until `ready(stdout so far, exited)` holds for every run,
     /// at most `within`.
     fn wait_all(&mut self, within: Duration, ready: impl Fn(&[u8], bool) -> bool) {
         let deadline = Instant::now() + within;
