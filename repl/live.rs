@@ -194,6 +194,16 @@ impl Live {
                 path.display()
             )));
         };
+        // The file may have been compacted between finding it and claiming
+        // it: if the session went on in a file that is running now, that
+        // process owns the session.
+        if let Some(next) = &state.continued {
+            if store.running().iter().any(|r| &r.id == next) {
+                return Err(Error::Runtime(format!(
+                    "session {next} is already running in another process"
+                )));
+            }
+        }
         let entry = store.running_entry(&header.id, state.name.clone());
         let claim = match claim.take() {
             Some(mut claim) => {
@@ -289,7 +299,7 @@ impl Live {
         let text = match self.ask(request, false) {
             Asked::Reply(reply) => reply.text,
             Asked::Failed { error, .. } => {
-                eprintln!("{what} failed ({error}); memory unchanged");
+                eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
                 return Ok(None);
             }
             Asked::Interrupted { .. } => {
@@ -304,7 +314,10 @@ impl Live {
             }
             Ok(changes) => changes,
             Err(why) => {
-                eprintln!("{what}: the answer was not usable ({why}); memory unchanged");
+                eprintln!(
+                    "{what}: the answer was not usable ({}); memory unchanged",
+                    view::inert(&why)
+                );
                 return Ok(None);
             }
         };

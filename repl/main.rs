@@ -2,7 +2,8 @@ fn main() {
     let cli = revolve::config::parse_args();
     if let Err(e) = revolve::run(cli) {
         if e.code() != 0 {
-            // A server's error text may hold escape sequences: shown inert.
+            // A server's error message can be in it: control characters
+            // are shown, never acted on.
             eprintln!("revolve: {}", revolve_core::view::inert(&e.to_string()));
         }
         std::process::exit(e.code());

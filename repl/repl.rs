@@ -77,6 +77,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     let outcome = live.line(line)?;
     match &outcome {
+        // Server and tool text can be in it: inert on a terminal.
         Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
         Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
         _ => {}

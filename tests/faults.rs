@@ -153,7 +153,8 @@ fn dir_files(dir: &Path) -> (BTreeMap<String, Vec<u8>>, Vec<String>) {
 /// Turn one reads a file longer than the spill limit (a spill) and calls
 /// `remember` (a memory write with its snapshot); turns two to four are
 /// plain; `/compact` summarizes (line 7) into a new file; `/refine`
-/// rewrites the memory file `remember` made (line 8); turn five ends it.
+/// rewrites the memory file `remember` made (line 8), `/refine undo` puts
+/// it back (no request); turn five ends it.
 /// The rest answers the `--continue` after each kill, wherever the script
 /// stands by then.
 fn kill_script() -> String {
@@ -174,7 +175,7 @@ fn kill_script() -> String {
     lines.iter().map(|l| format!("{l}\n")).collect()
 }
 
-const KILL_STDIN: &str = "one\ntwo\nthree\nfour\n/compact\n/refine\nfive\n";
+const KILL_STDIN: &str = "one\ntwo\nthree\nfour\n/compact\n/refine\n/refine undo\nfive\n";
 const REMEMBERED: &str = "The database port is 5432.";
 const REFINED: &str = "port 6543\n";
 
@@ -267,6 +268,21 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
         let Some(number) = number else {
             panic!("{context}: unexpected output line {line:?} in {stdout:?}");
         };
+        // The answer after a tool call is asked for once its result is in
+        // the log.
+        let result_before = match number {
+            2 => Some("call_1_1"),
+            3 => Some("call_2_1"),
+            _ => None,
+        };
+        if let Some(id) = result_before {
+            assert!(
+                records
+                    .iter()
+                    .any(|r| r["role"] == "tool" && r["tool_call_id"] == id),
+                "{context}: R{number} was shown but the result of {id} is not logged"
+            );
+        }
         if let Some(user) = turn_of(number) {
             assert!(
                 messages.contains(&("user".to_owned(), user.to_owned())),
@@ -280,6 +296,23 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
                 "{context}: {text:?} was acknowledged (more output followed) but is not logged"
             );
         }
+    }
+    // A logged result that points at a spill file: the file is there, whole
+    // (it is written before the result is logged).
+    for r in records.iter().filter(|r| r["role"] == "tool") {
+        let content = r["content"].as_str().unwrap_or("");
+        let Some((head, rest)) = content.split_once(" in total; the whole output is in ") else {
+            continue;
+        };
+        let total: usize = head.rsplit(' ').next().unwrap().parse().unwrap();
+        let path = rest.split(", read it with").next().unwrap();
+        let spilled = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("{context}: the spill {path} is logged but missing: {e}"));
+        assert_eq!(
+            spilled.chars().count(),
+            total,
+            "{context}: the spill {path} is not whole"
+        );
     }
     if stderr.contains("the session goes on in a new file") {
         assert!(
@@ -297,7 +330,12 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
         !history.stderr.contains("panicked"),
         "{context}: {history:?}"
     );
-    check_memory(env, context, stderr.contains("refinement: memory changed"));
+    check_memory(
+        env,
+        context,
+        stderr.contains("refinement: memory changed"),
+        stderr.contains("put back project/db.md"),
+    );
 
     // A session that has a log goes on with `--continue`; a kill before
     // its header was whole leaves none to continue (nothing was said to
@@ -335,16 +373,17 @@ fn check_after_kill(env: &TestEnv, args: &[String], context: &str) -> Phase {
             "{context}: the continued line is not logged"
         );
         check_replays(env, &format!("{context}, after --continue"));
-        check_memory(env, &format!("{context}, after --continue"), false);
+        check_memory(env, &format!("{context}, after --continue"), false, false);
     }
     phase
 }
 
 /// Memory is either before or after each change, and the snapshot store
 /// agrees with it: no entry pending, every entry readable, the refinement's
-/// entry there exactly when its rewrite is, its snapshot holding what
-/// `remember` wrote.
-fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
+/// entry standing exactly when its rewrite is in place (undone exactly when
+/// `remember`'s content is back), its snapshot holding what `remember`
+/// wrote.
+fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool, undo_acknowledged: bool) {
     let config = env.home.join(".config/task-agent");
     let global = config.join("memory");
     let project = config.join("projects").join(slug(&env.cwd)).join("memory");
@@ -396,15 +435,23 @@ fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
                 "{context}: the refinement's snapshot is not the memory before it"
             );
         }
-        kinds.push(meta.kind);
+        kinds.push((meta.kind, meta.undone));
     }
-    let refined = kinds.contains(&SnapshotKind::Manual);
-    let remembered = kinds.contains(&SnapshotKind::Remember);
+    let refined = kinds.contains(&(SnapshotKind::Manual, false));
+    let undone = kinds.contains(&(SnapshotKind::Manual, true));
+    let remembered = kinds.iter().any(|k| k.0 == SnapshotKind::Remember);
     assert_eq!(
         db.as_deref() == Some(REFINED),
         refined,
         "{context}: the store ({kinds:?}) disagrees with db.md {db:?}"
     );
+    if undone {
+        assert_eq!(
+            db.as_deref(),
+            Some(REMEMBERED),
+            "{context}: undone, {kinds:?}"
+        );
+    }
     assert_eq!(
         db.is_some(),
         remembered,
@@ -412,8 +459,14 @@ fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool) {
     );
     if refine_acknowledged {
         assert!(
-            refined,
+            refined || undone,
             "{context}: the refinement was acknowledged but is gone"
+        );
+    }
+    if undo_acknowledged {
+        assert!(
+            undone,
+            "{context}: the undo was acknowledged but the entry stands"
         );
     }
 }
@@ -444,6 +497,14 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
         "R1 reading.\nR2 remembering.\nR3 done with one.\nR4 two.\nR5 three.\nR6 four.\nR9 five.\n"
     );
     assert_eq!(env.session_files().len(), 2, "compacted once");
+    assert!(
+        all_records(&env).iter().any(|r| r["role"] == "tool"
+            && r["content"]
+                .as_str()
+                .unwrap()
+                .contains("the whole output is in")),
+        "the read_file result was spilled"
+    );
     let log_bytes = logs_size(&env);
     check_after_kill(&env, &args, "the unkilled run");
     drop(env);
@@ -626,7 +687,7 @@ impl Racers {
         racers
     }
 
-    /// Waits until `ready(i, stdout so far, exited)` holds for every run,
+    /// Waits until `ready(stdout so far, exited)` holds for every run,
     /// at most `within`.
     fn wait_all(&mut self, within: Duration, ready: impl Fn(&[u8], bool) -> bool) {
         let deadline = Instant::now() + within;
@@ -1074,9 +1135,10 @@ fn an_unwritable_state_dir_is_one_clear_line() {
 }
 
 /// Without HOME: the XDG roots alone are enough; a HOME that cannot hold
-/// the state (a file) is one clear line. (HOME and every XDG root unset is
-/// not run here: the home then comes from the passwd entry, the real home
-/// of whoever runs the tests, which a test must not touch.)
+/// the state (a file) is one clear line. (A session with HOME and every
+/// XDG root unset is not run here: the home then comes from the passwd
+/// entry, the real home of whoever runs the tests, which a test must not
+/// touch; only `replay --check FILE`, which reads no root, is.)
 #[test]
 fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
     let env = TestEnv::new("no-home");
@@ -1095,7 +1157,23 @@ fn no_home_uses_the_xdg_roots_and_a_bad_home_is_one_line() {
         (Some(0), "A1.\n"),
         "{run:?}"
     );
-    env.only_session();
+    let log = env.only_session();
+
+    // With no HOME and no XDG root at all, a command that is given its
+    // file works (and reaches no home: the roots are only computed).
+    let mut cmd = env.command(&["replay", "--check", log.to_str().unwrap()]);
+    for var in [
+        "HOME",
+        "XDG_STATE_HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_CACHE_HOME",
+    ] {
+        cmd.env_remove(var);
+    }
+    let run = run_cmd(cmd, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains(" 0 inconsistencies"), "{run:?}");
 
     let other = TestEnv::new("bad-home");
     let home_file = other.root.join("home-is-a-file");
@@ -1422,4 +1500,131 @@ fn a_huge_answer_is_cut_with_bounded_memory() {
         &format!("answer from {endpoint} is larger than 16 MiB; not read"),
     );
     assert!(peak_kb < MAX_RSS_KIB, "peak RSS {peak_kb} KiB");
+}
+
+/// A `--resume` started as the session's own process compacts it: the
+/// session lives on in the new file, so the resume is refused and never
+/// writes the old one (whose last record points forward). Tried with the
+/// resume started at several moments after `/compact` is typed.
+#[test]
+fn a_resume_racing_a_compaction_never_writes_the_old_file() {
+    for delay_ms in [0u64, 2, 5, 10] {
+        let env = TestEnv::new(&format!("resume-compact-{delay_ms}"));
+        let script = env.root.join("script.jsonl");
+        let mut replies: Vec<String> = (1..=4).map(|n| format!("A{n}.")).collect();
+        replies.push("Notes: counted to four.".into());
+        replies.extend((6..=12).map(|n| format!("A{n}.")));
+        let text: String = replies
+            .iter()
+            .map(|r| format!("{}\n", json!({ "text": r })))
+            .collect();
+        std::fs::write(&script, text).unwrap();
+        let base = [
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        let mut first = base.to_vec();
+        first.extend(["--name", "shared"]);
+        let mut owner = env.spawn_open(&first, "one\ntwo\nthree\nfour\n");
+        assert!(owner.wait_stdout("A4.\n", Duration::from_secs(30)));
+
+        let mut second = base.to_vec();
+        second.extend(["--resume", "shared"]);
+        owner.type_line("/compact");
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let intruder = env.spawn(&second, "intrude\n");
+        let intruded = intruder.finish(Duration::from_secs(30));
+        owner.close_stdin();
+        let owned = owner.finish(Duration::from_secs(30));
+        if intruded.code != Some(0) {
+            assert!(
+                intruded
+                    .stderr
+                    .ends_with(" is already running in another process\n"),
+                "{intruded:?}"
+            );
+        }
+        assert_eq!(owned.code, Some(0), "{owned:?}");
+        let files = env.session_files();
+        for file in &files {
+            let recs = common::records(file);
+            if let Some(at) = recs.iter().position(|r| r["type"] == "continued") {
+                assert_eq!(
+                    at + 1,
+                    recs.len(),
+                    "delay {delay_ms} ms: records after the old file's end ({intruded:?}): {:?}",
+                    common::kinds(&recs[at..])
+                );
+            }
+        }
+        check_replays(&env, &format!("delay {delay_ms} ms"));
+    }
+}
+
+/// A refinement whose file does not fit: one line naming the memory file,
+/// exit 1, the memory as it was; the next start rolls the pending entry
+/// back and the store holds nothing pending.
+#[test]
+fn a_full_disk_during_a_refinement_changes_no_memory() {
+    let env = TestEnv::new("disk-full-refine");
+    let refined = json!({"files": [{"file": "project/big.md", "content": "x".repeat(200_000), "change": "grew"}]});
+    let script = write_script(&env, &["A1.", &refined.to_string(), "A3.", "A4."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let run = run_cmd(
+        under_sh(&env, "trap '' XFSZ; ulimit -f 64", &args),
+        "one\n/refine\ntwo\n",
+    );
+    let project = env
+        .home
+        .join(".config/task-agent/projects")
+        .join(slug(&env.cwd))
+        .join("memory");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(
+        run.stderr_lines().last().copied(),
+        Some(
+            format!(
+                "revolve: cannot write the refined memory: {}: File too large (os error 27)",
+                project.join("big.md").display()
+            )
+            .as_str()
+        ),
+        "{run:?}"
+    );
+    let (files, _) = dir_files(&project);
+    assert_eq!(
+        files.keys().collect::<Vec<_>>(),
+        ["project.md"],
+        "memory unchanged"
+    );
+
+    let run = env.run(&[&args[..], &["--continue"]].concat(), "three\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("rolled back an interrupted refinement"),
+        "{run:?}"
+    );
+    let store = env.state.join("task-agent/refinements");
+    for meta in std::fs::read_dir(&store).unwrap().flatten().flat_map(|d| {
+        std::fs::read_dir(d.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().join("meta.cfg"))
+    }) {
+        if let Ok(cfg) = std::fs::read_to_string(&meta) {
+            let parsed = SnapshotMeta::parse_cfg(&cfg).unwrap();
+            assert!(!parsed.pending, "{}: still pending", meta.display());
+        }
+    }
+    let (files, _) = dir_files(&project);
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["project.md"]);
+    check_replays(&env, "after the failed refinement");
 }

@@ -162,7 +162,14 @@ pub fn parse_reply(text: &str, current: &[MemoryFile]) -> Result<Vec<Change>, St
         if !seen.insert((scope, label.file_name())) {
             return Err(format!("{:?} is given twice", f.file));
         }
-        let sentence = f.change.trim().to_owned();
+        // One line of plain words: it is shown on the terminal and in the
+        // history, so no control character of the model's survives.
+        let sentence = f
+            .change
+            .split(|c: char| c.is_whitespace() || c.is_control())
+            .filter(|w| !w.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ");
         if sentence.is_empty() {
             return Err(format!("{:?} has no sentence saying what changed", f.file));
         }

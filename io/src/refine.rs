@@ -177,10 +177,12 @@ pub fn apply(
         let target = dir(dirs, c.scope);
         fs::create_dir_all(target)?;
         let path = target.join(c.label.file_name());
+        // The error names the file (the user's memory, not revolve's own).
+        let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         match &c.content {
-            Some(content) => memory::write_atomic(&path, content.as_bytes())?,
+            Some(content) => memory::write_atomic(&path, content.as_bytes()).map_err(at)?,
             None => match fs::remove_file(&path) {
-                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(at(e)),
                 _ => {}
             },
         }

@@ -304,6 +304,22 @@ impl From<Result<String, String>> for Outcome {
 // ---------------------------------------------------------------------------
 // Confinement
 
+/// The longest path a tool takes, in bytes (Linux's `PATH_MAX`): no file
+/// has a longer one.
+const PATH_MAX: usize = 4096;
+
+/// A path longer than [`PATH_MAX`] is refused without being echoed: an
+/// error quoting megabytes of it would only fill the history.
+fn too_long(raw: &str) -> Result<(), String> {
+    if raw.len() > PATH_MAX {
+        return Err(format!(
+            "error: a path of {} bytes; a path has at most {PATH_MAX}",
+            raw.len()
+        ));
+    }
+    Ok(())
+}
+
 /// What may be read: the root and the grants, canonical.
 struct Scope {
     root: PathBuf,
@@ -331,6 +347,7 @@ impl Scope {
     /// The canonical path of `raw` if it exists and may be read; else the
     /// error the model gets.
     fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+        too_long(raw)?;
         let joined = self.root.join(raw);
         match fs::canonicalize(&joined) {
             Ok(path) if self.allows(&path) => Ok(path),
@@ -1047,6 +1064,9 @@ fn request_grant(
     reason: Option<&str>,
     approver: &mut dyn Approver,
 ) -> Outcome {
+    if let Err(e) = too_long(raw) {
+        return Outcome::text(e);
+    }
     if !Path::new(raw).is_absolute() {
         return Outcome::text(format!(
             "error: request_file_grant needs an absolute path, not {raw}"

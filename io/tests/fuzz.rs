@@ -1,7 +1,7 @@
 //! Fuzzing the readers of untrusted bytes, in bounded time: the session
 //! log reader (`Record::parse_line`, `log::each_record`, then the core's
-//! fold, as `replay --check` runs them) and the SSE parser of model
-//! answers. Inputs are arbitrary bytes and valid inputs mutated (bytes
+//! fold, as `replay --check` runs them), the SSE parser of model answers,
+//! and the providers reading mutated answers from the fake server. Inputs are arbitrary bytes and valid inputs mutated (bytes
 //! flipped, cut, spliced, duplicated, junk inserted); every case must end
 //! without a panic, and what comes out must stay in proportion to what
 //! went in (no allocation a few bytes of input can blow up).
@@ -15,10 +15,13 @@ use std::path::PathBuf;
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult, Testable};
 
 use revolve_core::record::Record;
+use revolve_core::request::Wire;
 use revolve_core::state::State;
 use revolve_core::view;
+use revolve_core::Request;
+use revolve_io::fake::{FakeReply, FakeServer};
 use revolve_io::log;
-use revolve_io::provider::{SseEvent, SseParser};
+use revolve_io::provider::{Anthropic, OpenAi, Provider, SseEvent, SseParser};
 
 /// Cases per property.
 const CASES: u64 = 1000;
@@ -337,4 +340,110 @@ fn an_endless_sse_line_is_kept_bounded() {
     assert_eq!(events.len(), 1);
     assert!(events[0].data.len() <= SseParser::MAX_LINE);
     assert!(events[0].data.len() >= SseParser::MAX_LINE - 8);
+}
+
+// ---------------------------------------------------------------------------
+// The providers' stream handling, over a real connection
+
+/// A complete OpenAI answer: text, a tool call in fragments, usage, end.
+const OPENAI_STREAM: &str = concat!(
+    "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n",
+    "data: {\"id\":\"x\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello \\u00e9\"}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"read_file\",\"arguments\":\"\"}}]}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"path\\\":\"}}]}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"a.txt\\\"}\"}}]}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":2}}\n\n",
+    "data: [DONE]\n\n",
+);
+
+/// A complete Anthropic answer: a text block, a tool_use block, the end.
+const ANTHROPIC_STREAM: &str = concat!(
+    "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n",
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+    "event: ping\ndata: {\"type\":\"ping\"}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi \\u00e9\"}}\n\n",
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+    "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"read_file\",\"input\":{}}}\n\n",
+    "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"path\\\":\\\"a\\\"}\"}}\n\n",
+    "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+    "event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\"},\"usage\":{\"output_tokens\":5}}\n\n",
+    "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+);
+
+/// Streams per protocol: each a mutation of the valid one.
+const STREAMS: usize = 250;
+
+/// Mutated answers, served over a socket one after another, read by the
+/// provider: every one ends in a reply or an error, never a panic; a reply
+/// holds no more than the stream did, an error is one line.
+fn fuzz_provider(
+    seed: u64,
+    valid: &str,
+    serve: fn(Vec<FakeReply>) -> FakeServer,
+    make: fn(String) -> Box<dyn Provider>,
+) {
+    let mut gen = Gen::from_size_and_seed(40, seed);
+    let bodies: Vec<String> = (0..STREAMS)
+        .map(|_| {
+            let mutations = Vec::<Mutation>::arbitrary(&mut gen);
+            String::from_utf8_lossy(&mutate(valid.as_bytes().to_vec(), &mutations)).into_owned()
+        })
+        .collect();
+    let server = serve(bodies.iter().cloned().map(FakeReply::Garbage).collect());
+    let provider = make(server.url());
+    let request = Request {
+        model: "m".into(),
+        wire: Wire::OpenAi,
+        body: r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#.into(),
+        messages: 1,
+        seq: 0,
+    };
+    let mut replies = 0;
+    for (i, body) in bodies.iter().enumerate() {
+        let mut shown = 0;
+        match provider.complete(&request, &mut |t| shown += t.len()) {
+            Ok(reply) => {
+                replies += 1;
+                let held = reply.text.len()
+                    + reply
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.id.len() + c.name.len() + c.arguments.len())
+                        .sum::<usize>();
+                assert!(
+                    held <= 3 * body.len() + 64,
+                    "stream {i}: {held} bytes from {body:?}"
+                );
+                assert_eq!(shown, reply.text.len(), "stream {i}");
+            }
+            Err(e) => {
+                assert!(!e.message.contains('\n'), "stream {i}: {e}");
+                assert!(e.message.len() < 1024, "stream {i}: {e}");
+                assert!(e.partial.len() <= 3 * body.len(), "stream {i}");
+            }
+        }
+    }
+    // The mutations leave some answers whole.
+    assert!(replies > 0);
+}
+
+#[test]
+fn fuzz_the_openai_stream_handling() {
+    fuzz_provider(
+        7,
+        OPENAI_STREAM,
+        |r| FakeServer::start(r).unwrap(),
+        |url| Box::new(OpenAi::new(url, None)),
+    );
+}
+
+#[test]
+fn fuzz_the_anthropic_stream_handling() {
+    fuzz_provider(
+        8,
+        ANTHROPIC_STREAM,
+        |r| FakeServer::start_anthropic(r).unwrap(),
+        |url| Box::new(Anthropic::new(url, None)),
+    );
 }

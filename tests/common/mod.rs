@@ -401,6 +401,13 @@ impl Running {
             .expect("write stdin");
     }
 
+    /// Writes one more line to stdin (which must still be open).
+    pub fn type_line(&mut self, line: &str) {
+        let pipe = self.stdin.as_mut().expect("stdin is still open");
+        pipe.write_all(format!("{line}\n").as_bytes())
+            .expect("write stdin");
+    }
+
     /// Closes stdin: no more lines.
     pub fn close_stdin(&mut self) {
         self.stdin = None;

@@ -1,0 +1,449 @@
+//! Adversarial model output, end to end against the fake model server:
+//! tool calls that try to leave the working tree (through `..`, absolute
+//! paths, symlinked folders, symlink loops), enormous arguments, bytes
+//! that are not UTF-8 coming back from a shell command, and escape
+//! sequences in text that a terminal shows. (tests/tools.rs covers the
+//! basic refusals: `../outside`, a symlinked file, `/`, bad JSON.)
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use revolve_io::fake::{FakeReply, FakeServer};
+use serde_json::{json, Value};
+
+use common::{records, Run, TestEnv};
+
+fn serve(replies: Vec<FakeReply>) -> FakeServer {
+    FakeServer::start(replies).expect("start the fake model server")
+}
+
+/// A streamed answer with these `(id, name, arguments)` calls.
+fn calls(list: &[(&str, &str, &str)]) -> FakeReply {
+    FakeReply::tool_calls("", list)
+}
+
+/// The tool results the log holds, `(call id, content)`.
+fn results(recs: &[Value]) -> Vec<(String, String)> {
+    recs.iter()
+        .filter(|r| r["type"] == "message" && r["role"] == "tool")
+        .map(|r| {
+            (
+                r["tool_call_id"].as_str().unwrap_or("?").to_owned(),
+                r["content"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn result_of<'a>(results: &'a [(String, String)], id: &str) -> &'a str {
+    &results
+        .iter()
+        .find(|(i, _)| i == id)
+        .unwrap_or_else(|| panic!("no result for {id}: {results:?}"))
+        .1
+}
+
+/// The turn ended normally and the log replays cleanly, request for
+/// request as the server received them.
+fn assert_whole(env: &TestEnv, server: &FakeServer, run: &Run) {
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(!run.stderr.contains("panicked"), "{run:?}");
+    let check = env.ok(&["replay", "--check"]);
+    assert!(
+        check
+            .stdout
+            .contains(" 0 skipped line(s), 0 inconsistencies"),
+        "{check:?}"
+    );
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+}
+
+/// Escapes that try to leave the tree: none reaches a byte outside it.
+#[test]
+fn tool_paths_cannot_leave_the_tree() {
+    let env = TestEnv::new("traversal");
+    std::fs::write(env.cwd.join("notes.txt"), "inside\n").unwrap();
+    let outside = env.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.txt"), "the secret\n").unwrap();
+    // A folder of the tree that is a symlink out of it, and a loop.
+    std::os::unix::fs::symlink(&outside, env.cwd.join("linkdir")).unwrap();
+    std::fs::create_dir_all(env.cwd.join("sub")).unwrap();
+    std::os::unix::fs::symlink("..", env.cwd.join("sub/loop")).unwrap();
+    std::os::unix::fs::symlink(env.cwd.join("sub/self"), env.cwd.join("sub/self")).ok();
+    let depth = "../".repeat(env.cwd.components().count() + 2);
+    let passwd = format!("{depth}etc/passwd");
+    let args = |v: Value| v.to_string();
+    let tries = [
+        ("t1", "read_file", args(json!({"path": "../../etc/passwd"}))),
+        ("t2", "read_file", args(json!({"path": passwd}))),
+        ("t3", "read_file", args(json!({"path": "/etc/passwd"}))),
+        (
+            "t4",
+            "read_file",
+            args(json!({"path": "notes.txt/../../outside/secret.txt"})),
+        ),
+        (
+            "t5",
+            "read_file",
+            args(json!({"path": "linkdir/secret.txt"})),
+        ),
+        ("t6", "list_dir", args(json!({"path": "linkdir"}))),
+        ("t7", "list_dir", args(json!({"path": "../.."}))),
+        (
+            "t8",
+            "grep",
+            args(json!({"pattern": "secret|root:", "path": "."})),
+        ),
+        (
+            "t9",
+            "grep",
+            args(json!({"pattern": "root:", "path": "../../etc"})),
+        ),
+        (
+            "t10",
+            "read_file",
+            args(json!({"path": "sub/loop/../outside/secret.txt"})),
+        ),
+        (
+            "t11",
+            "list_dir",
+            args(json!({"path": "sub/loop/sub/loop/sub"})),
+        ),
+        (
+            "t12",
+            "read_file",
+            args(json!({"path": "notes.txt\u{0}/../../outside/secret.txt"})),
+        ),
+        ("t13", "read_file", args(json!({"path": "sub/self"}))),
+        (
+            "t14",
+            "grep",
+            args(json!({"pattern": "secret", "path": "linkdir"})),
+        ),
+    ];
+    let list: Vec<(&str, &str, &str)> = tries
+        .iter()
+        .map(|(id, name, a)| (*id, *name, a.as_str()))
+        .collect();
+    let server = serve(vec![calls(&list), FakeReply::text("Nothing found.")]);
+    let started = Instant::now();
+    let run = env.run(&["--base-url", &server.url()], "look around\n");
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_whole(&env, &server, &run);
+
+    let recs = records(&env.only_session());
+    let found = results(&recs);
+    assert_eq!(found.len(), tries.len(), "{found:#?}");
+    for (id, content) in &found {
+        assert!(
+            !content.contains("the secret"),
+            "{id} read outside: {content}"
+        );
+        assert!(
+            !content.contains("root:x:0:0"),
+            "{id} read /etc/passwd: {content}"
+        );
+    }
+    for id in ["t1", "t2", "t3", "t4", "t5", "t6", "t7", "t9", "t10", "t14"] {
+        assert!(
+            result_of(&found, id).contains("is outside the working tree"),
+            "{id}: {}",
+            result_of(&found, id)
+        );
+    }
+    for id in ["t12", "t13"] {
+        assert!(
+            result_of(&found, id).starts_with("error: "),
+            "{id}: {}",
+            result_of(&found, id)
+        );
+    }
+    // Searching the tree finds what is in it and does not follow the
+    // symlinked folder out (nor loop through sub/loop).
+    assert!(
+        !result_of(&found, "t8").contains("linkdir/secret.txt"),
+        "{found:?}"
+    );
+    let log = std::fs::read_to_string(env.only_session()).unwrap();
+    assert!(!log.contains("the secret") && !log.contains("root:x:0:0"));
+}
+
+/// Arguments of several megabytes: every call gets an answer (an error or
+/// a bounded result), the turn ends, and the log
+/// replays.
+#[test]
+fn enormous_arguments_are_answered() {
+    let env = TestEnv::new("enormous");
+    std::fs::write(env.cwd.join("notes.txt"), "inside\n").unwrap();
+    // 2 MiB, 1 MiB, 1 MiB and 256 KiB twice: 4.5 MiB of arguments in one
+    // answer (under the 8 MiB an answer may hold).
+    let huge = "a".repeat(2 << 20);
+    let large = "c".repeat(1 << 20);
+    let big = "b".repeat(256 << 10);
+    let args = |v: Value| v.to_string();
+    let tries = [
+        ("e1", "read_file", args(json!({"path": huge}))),
+        ("e2", "grep", args(json!({"pattern": large}))),
+        (
+            "e3",
+            "grep",
+            args(json!({"pattern": format!("({})*$", "a*".repeat(1000))})),
+        ),
+        (
+            "e4",
+            "shell",
+            args(json!({"command": format!("echo {large}")})),
+        ),
+        ("e5", "list_dir", args(json!({"path": big}))),
+        (
+            "e6",
+            "request_file_grant",
+            args(json!({"path": format!("/{big}"), "reason": big})),
+        ),
+        (
+            "e7",
+            "read_file",
+            args(json!({"path": "notes.txt", "offset": u64::MAX, "limit": u64::MAX})),
+        ),
+    ];
+    let list: Vec<(&str, &str, &str)> = tries
+        .iter()
+        .map(|(id, name, a)| (*id, *name, a.as_str()))
+        .collect();
+    let server = serve(vec![calls(&list), FakeReply::text("Done.")]);
+    let started = Instant::now();
+    let run = env.run(
+        &["--base-url", &server.url(), "--allow-shell"],
+        "try big things\n",
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_whole(&env, &server, &run);
+    let found = results(&records(&env.only_session()));
+    assert_eq!(found.len(), tries.len());
+    for (id, content) in &found {
+        // Under the spill limit (32,000 characters), or spilled to a file
+        // with only its head and tail in the history.
+        assert!(
+            content.len() < 40_000,
+            "{id}: a {}-byte result",
+            content.len()
+        );
+    }
+    // A path too long for any file is refused without being echoed.
+    for id in ["e1", "e5", "e6"] {
+        assert!(
+            result_of(&found, id).starts_with("error: a path of ")
+                && result_of(&found, id).len() < 100,
+            "{id}: {:.200}",
+            result_of(&found, id)
+        );
+    }
+    for id in ["e1", "e2", "e5", "e6"] {
+        assert!(
+            result_of(&found, id).starts_with("error: "),
+            "{id}: {:.200}",
+            result_of(&found, id)
+        );
+    }
+}
+
+/// Bytes that are not UTF-8 from a shell command reach the model and the
+/// log as valid UTF-8 (U+FFFD for each bad byte), and the log replays.
+#[test]
+fn invalid_utf8_from_a_shell_command_is_replaced() {
+    let env = TestEnv::new("not-utf8");
+    let command = r"printf 'a\377\376b\300\n'; printf '\355\240\200 done\n' >&2";
+    let server = serve(vec![
+        calls(&[("s1", "shell", &json!({ "command": command }).to_string())]),
+        FakeReply::text("Odd bytes."),
+    ]);
+    let run = env.run(&["--base-url", &server.url(), "--allow-shell"], "run it\n");
+    assert_whole(&env, &server, &run);
+    let found = results(&records(&env.only_session()));
+    let out = result_of(&found, "s1");
+    assert!(out.contains("a\u{fffd}\u{fffd}b\u{fffd}"), "{out:?}");
+    assert!(out.contains(" done"), "{out:?}");
+    // The next request carried it as valid JSON.
+    let sent: Value = serde_json::from_str(&server.requests()[1].body).unwrap();
+    assert!(sent.to_string().contains("a\u{fffd}\u{fffd}b"), "{sent}");
+}
+
+// ---------------------------------------------------------------------------
+// Escape sequences on a terminal
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// How many steps of a session its log shows as done: turns ended
+/// (`totals`) and refinements (`refined`).
+fn steps_done(env: &TestEnv) -> usize {
+    env.session_files()
+        .iter()
+        .flat_map(|f| records(f))
+        .filter(|r| r["type"] == "totals" || r["type"] == "refined")
+        .count()
+}
+
+/// Runs the binary on a pseudo-terminal (util-linux `script`) in the
+/// harness's environment, typing each of `lines` once the step before it
+/// is in the log (typed ahead, a line can reach the terminal before the
+/// line editor does, and be lost); returns the raw bytes the terminal
+/// received, or `None` without `script`.
+fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Option<Vec<u8>> {
+    let available = Command::new("script")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !available {
+        return None;
+    }
+    let mut line = sh_quote(common::BIN);
+    for a in args {
+        line.push(' ');
+        line.push_str(&sh_quote(a));
+    }
+    let plain = env.command(&[]);
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (key, value) in plain.get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start script");
+    let mut pipe = child.stdin.take().unwrap();
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut out, &mut bytes).ok();
+        bytes
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let wait_steps = |n: usize| {
+        while steps_done(env) < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // The prompt comes back a moment after the log is written.
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    for (i, text) in lines.iter().enumerate() {
+        if i > 0 {
+            wait_steps(i);
+        }
+        pipe.write_all(format!("{text}\n").as_bytes()).unwrap();
+    }
+    wait_steps(lines.len());
+    // Ctrl-D; should it be lost all the same, the run is ended after a
+    // while: what the terminal showed is what is checked.
+    drop(pipe);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() >= deadline {
+            child.kill().ok();
+            child.wait().ok();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Some(reader.join().unwrap())
+}
+
+/// What the model may send to take over a terminal: clear the screen, set
+/// the clipboard (OSC 52), retitle the window, ring the bell, move the
+/// cursor, an 8-bit CSI. On a terminal none of it arrives raw: not in the
+/// answer, the tool line naming a call's arguments, a refinement's account
+/// of its change, nor an error message from the server; the answer shows
+/// it as `^[`… instead.
+#[test]
+fn escape_sequences_from_the_model_are_inert_on_a_terminal() {
+    let evil =
+        "Hi\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}]0;pwned\u{7}\u{1b}[31mred\u{9b}1;1H\rX\u{8}end";
+    let env = TestEnv::new("escapes");
+    std::fs::write(env.cwd.join("notes.txt"), "inside\n").unwrap();
+    let server = serve(vec![
+        FakeReply::ToolCalls {
+            text: evil.to_owned(),
+            calls: vec![(
+                "c1".into(),
+                "read_file".into(),
+                json!({"path": format!("notes.txt{evil}")}).to_string(),
+            )],
+            usage: Some((10, 1)),
+        },
+        FakeReply::Stream {
+            chunks: vec![evil.to_owned()],
+            usage: Some((10, 1)),
+        },
+        // A refinement whose sentence about its change is hostile.
+        FakeReply::text(
+            &json!({"files": [{"file": "project/notes.md", "content": "kept\n", "change": evil}]})
+                .to_string(),
+        ),
+        // An error message from the server that is.
+        FakeReply::Garbage(format!("data: {}\n\n", json!({"error": {"message": evil}}))),
+    ]);
+    let Some(shown) = on_a_terminal(
+        &env,
+        &["--base-url", &server.url()],
+        &["go", "/refine", "again"],
+    ) else {
+        eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not installed");
+        return;
+    };
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "{}",
+        String::from_utf8_lossy(&shown)
+    );
+    let text = String::from_utf8_lossy(&shown);
+    for raw in [
+        "\u{1b}[2J",
+        "\u{1b}]52",
+        "\u{1b}]0;",
+        "\u{7}",
+        "\u{1b}[31m",
+        "\u{9b}",
+        "\u{8}",
+    ] {
+        assert!(
+            !text.contains(raw),
+            "{raw:?} reached the terminal: {text:?}"
+        );
+    }
+    assert!(
+        text.contains("Hi^[[2J^[]52;c;ZXZpbA==^G^[]0;pwned^G^[[31mred"),
+        "{text:?}"
+    );
+    // The answers themselves are logged as the model sent them.
+    let recs = records(&env.only_session());
+    let answers: Vec<&str> = recs
+        .iter()
+        .filter(|r| r["type"] == "message" && r["role"] == "assistant")
+        .map(|r| r["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers[..2], [evil, evil]);
+}
