@@ -237,11 +237,16 @@ impl Live {
         };
         let files = memory::load(&self.runtime.memory)
             .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
+        // The transcript goes into the request whole; built record by
+        // record, without holding the records themselves.
         let mut transcript = String::new();
         for file in self.store.chain(self.writer.path()) {
-            let read =
-                revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
-            transcript.push_str(&view::transcript(&read.records));
+            log::each_record(
+                &file,
+                |_, r| transcript.push_str(&view::transcript(std::slice::from_ref(&r))),
+                |_| {},
+            )
+            .map_err(|e| Error::at(&file, "cannot read", e))?;
         }
         let state = self.state();
         let wire = revolve_core::request::Wire::of(&state.provider);
