@@ -589,6 +589,22 @@ fn sessions(config: &Config, bin: &Path, scratch: &Scratch, table: &mut Table) {
     std::fs::write(&script, "{\"text\":\"ok\"}\n".repeat(100)).expect("writing the script");
     let script = script.to_string_lossy().into_owned();
     let target = &written.last_named;
+    // A first resume starts the claims journal (generated files were never
+    // claimed), which makes the next listing stat every file once.
+    env.run(
+        &[
+            "-r",
+            target,
+            "-p",
+            "/quit",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+        ],
+        &env.cwd,
+    );
+    env.listed_turns(target);
     let before = env.listed_turns(target);
     env.run(
         &[

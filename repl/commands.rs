@@ -11,20 +11,23 @@ use crate::live;
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let list = store
-        .list()
+        .list_where(|named, continued| view::shown(named, continued, all))
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
     let list = view::listed(list, all);
-    if json {
+    let text = if json {
         let text =
             serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
-        return out(&format!("{text}\n"));
-    }
-    if list.is_empty() && !all {
-        return out(
-            "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n",
-        );
-    }
-    out(&view::listing(&list))
+        format!("{text}\n")
+    } else if list.is_empty() && !all {
+        "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n"
+            .to_owned()
+    } else {
+        view::listing(&list)
+    };
+    // The process ends after this: freeing a hundred thousand summaries
+    // one by one would take longer than printing them.
+    std::mem::forget(list);
+    out(&text)
 }
 
 /// What `revolve replay` prints.

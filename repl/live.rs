@@ -103,8 +103,9 @@ impl Live {
             provider: runtime.provider.name().to_owned(),
             continues: None,
         };
-        let created =
-            store.create(header, |used| match name {
+        // A piped run without --name gets no name, so it needs no listing.
+        let naming =
+            (name.is_some() || interactive).then_some(|used: &_| match name {
                 Some(n) => names::validate(&n, used)
                     .map(|()| Some(n.clone()))
                     .map_err(|why| match why {
@@ -115,9 +116,9 @@ impl Live {
                         }
                         why => format!("cannot name the session '{n}': {why}"),
                     }),
-                None if interactive => Ok(Some(names::allocate(used))),
-                None => Ok(None),
+                None => Ok(Some(names::allocate(used))),
             });
+        let created = store.create(header, naming);
         let (mut writer, claim, header) = match created {
             Ok(c) => c,
             Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),
