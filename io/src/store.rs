@@ -75,6 +75,25 @@ impl Store {
     /// accepts (decided before a summary is built: a listing of named
     /// sessions builds only theirs).
     pub fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
+        let dir_text = self.sessions_dir().to_string_lossy().into_owned();
+        let mut out = Vec::new();
+        self.scan(|row, name, stamp| {
+            if keep(row.3, row.6.is_some()) {
+                let mut path = String::with_capacity(dir_text.len() + name.len() + 1);
+                path.push_str(&dir_text);
+                path.push('/');
+                path.push_str(name);
+                if let Some(summary) = Index::summary(row, path, stamp) {
+                    out.push(summary);
+                }
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each` with the cached row, file name and stamp of every
+    /// session file of this directory (see [`Store::list`]).
+    fn scan(&self, mut each: impl FnMut(&Row, &str, Stamp)) -> io::Result<()> {
         let dir = self.sessions_dir();
         let running = self.roots.running(&self.project);
         // In this order: the journal, then the lock files, then the files.
@@ -82,7 +101,7 @@ impl Store {
         let locked: HashSet<String> = registry::locked_ids(&running).into_iter().collect();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         };
         let bytes = std::fs::read(dir.join(INDEX_FILE)).unwrap_or_default();
@@ -114,8 +133,6 @@ impl Store {
         // the cache was written (see [`REWRITE_AFTER`]).
         let mut dirty = 0usize;
         let mut matched = 0;
-        let mut out = Vec::with_capacity(old.len() + 16);
-        let dir_text = dir.to_string_lossy();
         for entry in entries.flatten() {
             let Ok(name) = entry.file_name().into_string() else {
                 continue;
@@ -156,14 +173,8 @@ impl Store {
                 }
             };
             if let Some(row) = &indexed.3 {
-                if keep(row.3, row.6.is_some()) && cwds.get(row.0).is_some_and(|c| **c == *cwd) {
-                    let mut path = String::with_capacity(dir_text.len() + name.len() + 1);
-                    path.push_str(&dir_text);
-                    path.push('/');
-                    path.push_str(&name);
-                    if let Some(summary) = Index::summary(row, path, (indexed.1, indexed.2)) {
-                        out.push(summary);
-                    }
+                if cwds.get(row.0).is_some_and(|c| **c == *cwd) {
+                    each(row, &name, (indexed.1, indexed.2));
                 }
             }
         }
@@ -190,7 +201,7 @@ impl Store {
             // speed next time.
             fresh.save(&dir).ok();
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The newest file of the chain `path` belongs to: compacted files point
@@ -264,7 +275,11 @@ impl Store {
 
     /// Names this directory's sessions use, on disk or running.
     pub fn names_in_use(&self) -> io::Result<BTreeSet<String>> {
-        let mut used: BTreeSet<String> = self.list()?.into_iter().filter_map(|s| s.name).collect();
+        // Names only: no summary is built; the set is built in bulk (sorted
+        // once) rather than name by name.
+        let mut names = Vec::new();
+        self.scan(|row, _, _| names.extend(row.2.as_ref().map(|n| n.to_string())))?;
+        let mut used: BTreeSet<String> = names.into_iter().collect();
         used.extend(self.running().into_iter().filter_map(|r| r.name));
         Ok(used)
     }
