@@ -11,20 +11,23 @@ use crate::live;
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let list = store
-        .list()
+        .list_where(|named, continued| view::shown(named, continued, all))
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
     let list = view::listed(list, all);
-    if json {
+    let text = if json {
         let text =
             serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
-        return out(&format!("{text}\n"));
-    }
-    if list.is_empty() && !all {
-        return out(
-            "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n",
-        );
-    }
-    out(&view::listing(&list))
+        format!("{text}\n")
+    } else if list.is_empty() && !all {
+        "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n"
+            .to_owned()
+    } else {
+        view::listing(&list)
+    };
+    // The process ends after this: freeing a hundred thousand summaries
+    // one by one would take longer than printing them.
+    std::mem::forget(list);
+    out(&text)
 }
 
 /// What `revolve replay` prints.
@@ -51,79 +54,159 @@ impl ReplayMode {
 ///
 /// The transcript and the requests follow the session's whole chain of
 /// files (compactions start new ones), oldest first; `--json` and `--check`
-/// look at the one file named.
+/// look at the one file named. Every mode streams: a record is read, folded
+/// and written out before the next is read, so a log of any size needs the
+/// memory of its folded state (the live history), not of the file.
 pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
     let path = live::find(store, needle)?;
-    if matches!(mode, ReplayMode::Transcript | ReplayMode::Requests) {
-        for file in store.chain(&path) {
-            let read = read_noting(&file, true)?;
-            match mode {
-                ReplayMode::Transcript => out(&view::transcript(&read.records))?,
-                _ => {
-                    let mut text = String::new();
-                    for request in state::requests(&read.records) {
-                        text.push_str(&request.body);
-                        text.push('\n');
-                    }
-                    out(&text)?;
-                }
-            }
-        }
-        return Ok(());
-    }
-    let read = read_noting(&path, mode != ReplayMode::Check)?;
     match mode {
-        ReplayMode::Transcript | ReplayMode::Requests => Ok(()),
+        ReplayMode::Transcript | ReplayMode::Requests => {
+            let mut stdout = Stdout::new();
+            for file in store.chain(&path) {
+                let mut rebuild = state::Rebuild::default();
+                let skipped = each_noting(&file, |record| match mode {
+                    ReplayMode::Requests => match rebuild.push(&record) {
+                        Some(request) => stdout.line(&request.body),
+                        None => true,
+                    },
+                    _ => stdout.write(&view::transcript(std::slice::from_ref(&record))),
+                })?;
+                note_skipped(&file, skipped);
+                stdout.done()?;
+            }
+            Ok(())
+        }
         ReplayMode::Json => {
-            let state = State::fold(&read.records);
+            let mut state = State::default();
+            let skipped = each_noting(&path, |record| {
+                state.apply(&record);
+                true
+            })?;
+            note_skipped(&path, skipped);
             let text =
                 serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
             out(&format!("{text}\n"))
         }
-        ReplayMode::Check => check(&path, read),
+        ReplayMode::Check => check(&path),
     }
 }
 
-/// Reads a log; with `note`, says on stderr how many lines it skipped.
-fn read_noting(path: &std::path::Path, note: bool) -> Result<log::ReadLog, Error> {
-    let read = log::read(path).map_err(|e| Error::at(path, "cannot read", e))?;
-    if note && !read.skipped.is_empty() {
+/// Stdout through a buffer, remembering the first failure (a closed pipe
+/// ends the replay quietly, as [`out`] does).
+struct Stdout {
+    writer: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    failed: Option<std::io::Error>,
+}
+
+impl Stdout {
+    fn new() -> Stdout {
+        Stdout {
+            writer: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock()),
+            failed: None,
+        }
+    }
+
+    /// Writes `text`; whether the reader still reads.
+    fn write(&mut self, text: &str) -> bool {
+        use std::io::Write;
+        if self.failed.is_none() {
+            if let Err(e) = self.writer.write_all(text.as_bytes()) {
+                self.failed = Some(e);
+            }
+        }
+        self.failed.is_none()
+    }
+
+    /// Writes `text` and a newline.
+    fn line(&mut self, text: &str) -> bool {
+        self.write(text) && self.write("\n")
+    }
+
+    /// Flushes, and turns a failure into the binary's error.
+    fn done(&mut self) -> Result<(), Error> {
+        use std::io::Write;
+        if self.failed.is_none() {
+            self.failed = self.writer.flush().err();
+        }
+        match self.failed.take() {
+            None => Ok(()),
+            Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
+            Some(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
+        }
+    }
+}
+
+/// Streams a log's records to `record` (which says whether to go on);
+/// returns how many lines were skipped.
+fn each_noting(
+    path: &std::path::Path,
+    mut record: impl FnMut(revolve_core::Record) -> bool,
+) -> Result<usize, Error> {
+    let mut skipped = 0;
+    log::each_record_while(path, |_, r| record(r), |_| skipped += 1)
+        .map_err(|e| Error::at(path, "cannot read", e))?;
+    Ok(skipped)
+}
+
+/// Says on stderr how many lines of `path` were skipped.
+fn note_skipped(path: &std::path::Path, skipped: usize) {
+    if skipped > 0 {
         eprintln!(
-            "(skipped {} unreadable line(s) of {}; replay --check lists them)",
-            read.skipped.len(),
+            "(skipped {skipped} unreadable line(s) of {}; replay --check lists them)",
             path.display()
         );
     }
-    Ok(read)
 }
 
-/// Reports skipped lines and records that do not fit. Torn lines (a crash
-/// mid-write) are reported but are not a failure.
-fn check(path: &std::path::Path, read: log::ReadLog) -> Result<(), Error> {
+/// How many skipped lines and inconsistencies `replay --check` lists one by
+/// one; beyond that it counts them (a garbled file of any size is checked in
+/// bounded memory).
+const CHECK_LISTS: usize = 1_000;
+
+/// Reports skipped lines and records that do not fit, streaming the file.
+/// Torn lines (a crash mid-write) are reported but are not a failure.
+fn check(path: &std::path::Path) -> Result<(), Error> {
     let mut state = State::default();
-    let notes: Vec<String> = read
-        .records
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| state.apply(r).map(|n| format!("record {}: {n}", i + 1)))
-        .collect();
-    let mut text = format!(
-        "{}: {} records, {} skipped line(s), {} inconsistenc{}\n",
+    let (mut records, mut notes, mut skipped) = (0usize, 0usize, 0usize);
+    let (mut note_lines, mut skip_lines) = (String::new(), String::new());
+    let mut all_torn = true;
+    log::each_record(
+        path,
+        |_, r| {
+            records += 1;
+            if let Some(n) = state.apply(&r) {
+                notes += 1;
+                if notes <= CHECK_LISTS {
+                    note_lines.push_str(&format!("  record {records}: {n}\n"));
+                }
+            }
+        },
+        |s| {
+            skipped += 1;
+            all_torn &= s.torn;
+            if skipped <= CHECK_LISTS {
+                skip_lines.push_str(&format!("  line {}: {}\n", s.line, s.why));
+            }
+        },
+    )
+    .map_err(|e| Error::at(path, "cannot read", e))?;
+    let more = |n: usize, what: &str| {
+        if n > CHECK_LISTS {
+            format!("  … and {} more {what}\n", n - CHECK_LISTS)
+        } else {
+            String::new()
+        }
+    };
+    let text = format!(
+        "{}: {records} records, {skipped} skipped line(s), {notes} inconsistenc{}\n{skip_lines}{}{note_lines}{}",
         path.display(),
-        read.records.len(),
-        read.skipped.len(),
-        notes.len(),
-        if notes.len() == 1 { "y" } else { "ies" }
+        if notes == 1 { "y" } else { "ies" },
+        more(skipped, "skipped lines"),
+        more(notes, "inconsistencies"),
     );
-    for s in &read.skipped {
-        text.push_str(&format!("  line {}: {}\n", s.line, s.why));
-    }
-    for n in &notes {
-        text.push_str(&format!("  {n}\n"));
-    }
     out(&text)?;
     // Torn lines are what crashes leave (one each); everything else is not.
-    if notes.is_empty() && read.skipped.iter().all(|s| s.torn) {
+    if notes == 0 && all_torn {
         Ok(())
     } else {
         Err(Error::Runtime(format!(

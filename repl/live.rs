@@ -107,8 +107,9 @@ impl Live {
             provider: runtime.provider.name().to_owned(),
             continues: None,
         };
-        let created =
-            store.create(header, |used| match name {
+        // A piped run without --name gets no name, so it needs no listing.
+        let naming =
+            (name.is_some() || interactive).then_some(|used: &_| match name {
                 Some(n) => names::validate(&n, used)
                     .map(|()| Some(n.clone()))
                     .map_err(|why| match why {
@@ -119,9 +120,9 @@ impl Live {
                         }
                         why => format!("cannot name the session '{n}': {why}"),
                     }),
-                None if interactive => Ok(Some(names::allocate(used))),
-                None => Ok(None),
+                None => Ok(Some(names::allocate(used))),
             });
+        let created = store.create(header, naming);
         let (mut writer, claim, header) = match created {
             Ok(c) => c,
             Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),
@@ -278,11 +279,16 @@ impl Live {
         };
         let files = memory::load(&self.runtime.memory)
             .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
+        // The transcript goes into the request whole; built record by
+        // record, without holding the records themselves.
         let mut transcript = String::new();
         for file in self.store.chain(self.writer.path()) {
-            let read =
-                revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
-            transcript.push_str(&view::transcript(&read.records));
+            log::each_record(
+                &file,
+                |_, r| transcript.push_str(&view::transcript(std::slice::from_ref(&r))),
+                |_| {},
+            )
+            .map_err(|e| Error::at(&file, "cannot read", e))?;
         }
         let state = self.state();
         let wire = revolve_core::request::Wire::of(&state.provider);

@@ -269,18 +269,37 @@ impl State {
 /// message, a failure or an interruption), and the summary request of a
 /// compaction at its `compacting` record.
 pub fn requests<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Request> {
-    let mut state = State::default();
-    let mut out = Vec::new();
-    for record in records {
-        if state.answers(record) {
-            out.push(state.request());
-        }
-        if let Record::Compacting(c) = record {
-            out.push(state.summary_request(usize::try_from(c.cut).unwrap_or(usize::MAX)));
-        }
-        state.apply(record);
+    let mut rebuild = Rebuild::default();
+    records
+        .into_iter()
+        .filter_map(|record| rebuild.push(record))
+        .collect()
+}
+
+/// [`requests`] one record at a time, so a log of any size is replayed
+/// holding only its folded state and the one request being written out.
+#[derive(Debug, Default)]
+pub struct Rebuild {
+    state: State,
+}
+
+impl Rebuild {
+    /// Folds `record`; the request sent just before it was written, if
+    /// any (at most one record answers or starts one).
+    pub fn push(&mut self, record: &Record) -> Option<Request> {
+        let request = if self.state.answers(record) {
+            Some(self.state.request())
+        } else if let Record::Compacting(c) = record {
+            Some(
+                self.state
+                    .summary_request(usize::try_from(c.cut).unwrap_or(usize::MAX)),
+            )
+        } else {
+            None
+        };
+        self.state.apply(record);
+        request
     }
-    out
 }
 
 #[cfg(test)]

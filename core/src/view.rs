@@ -314,12 +314,20 @@ pub struct Summary {
     pub continued: Option<String>,
 }
 
+/// Whether `revolve sessions` (`--all` with `all`) shows a session file:
+/// named ones (any with `all`), and not a file a compaction continued.
+pub fn shown(named: bool, continued: bool, all: bool) -> bool {
+    (all || named) && !continued
+}
+
 /// The sessions `revolve sessions` shows, newest activity first: the named
 /// ones (all with `all`), and of a compacted session only the newest file
 /// of its chain.
 pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
-    sessions.retain(|s| (all || s.named) && s.continued.is_none());
-    sessions.sort_by(|a, b| {
+    sessions.retain(|s| shown(s.named, s.continued.is_some(), all));
+    // Ids are unique, so the order is total and an unstable sort (faster,
+    // no scratch buffer for a hundred thousand sessions) gives the same.
+    sessions.sort_unstable_by(|a, b| {
         b.last_activity
             .cmp(&a.last_activity)
             .then_with(|| b.id.cmp(&a.id))
@@ -344,15 +352,19 @@ pub fn listing(sessions: &[Summary]) -> String {
         "{:width$}  {:22}  {:20}  {:>5}  LAST ACTIVITY\n",
         "NAME", "ID", "STARTED", "TURNS"
     );
+    out.reserve(sorted.len() * (width + 80));
     for s in sorted {
-        out.push_str(&format!(
-            "{:width$}  {:22}  {:20}  {:>5}  {}\n",
+        // Written in place: a listing can have a hundred thousand lines.
+        use std::fmt::Write;
+        let _ = writeln!(
+            out,
+            "{:width$}  {:22}  {:20}  {:>5}  {}",
             s.name.as_deref().unwrap_or("-"),
             s.id,
             when(s.started),
             s.turns,
             when(s.last_activity)
-        ));
+        );
     }
     out
 }

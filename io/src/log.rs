@@ -107,6 +107,25 @@ pub fn read(path: &Path) -> io::Result<ReadLog> {
 pub fn each_record(
     path: &Path,
     mut record: impl FnMut(usize, Record),
+    skipped: impl FnMut(Skipped),
+) -> io::Result<bool> {
+    each_record_while(
+        path,
+        |n, r| {
+            record(n, r);
+            true
+        },
+        skipped,
+    )
+}
+
+/// [`each_record`], stopping early (after the record it was given) when
+/// `record` returns `false`: a replay whose reader went away stops reading.
+/// Only the current line is held, so any size of file streams in a buffer
+/// the size of its longest line.
+pub fn each_record_while(
+    path: &Path,
+    mut record: impl FnMut(usize, Record) -> bool,
     mut skipped: impl FnMut(Skipped),
 ) -> io::Result<bool> {
     let file = File::open(path)?;
@@ -134,7 +153,11 @@ pub fn each_record(
             continue;
         }
         match Record::parse_line(line) {
-            Ok(r) => record(number, r),
+            Ok(r) => {
+                if !record(number, r) {
+                    break;
+                }
+            }
             Err(e) => {
                 torn |= !complete;
                 let is_torn = matches!(e, LineError::Torn) || !complete;

@@ -73,6 +73,8 @@ impl Claim {
         }
         let mut claim = Claim { file, path };
         claim.update(running)?;
+        // After the lock file exists (see [`Journal`] for why this order).
+        journal(dir, &running.id)?;
         Ok(claim)
     }
 
@@ -147,6 +149,128 @@ fn scan(dir: &Path, remove_stale: bool) -> Vec<Running> {
     out
 }
 
+/// The claims journal, `<running>/.claims`: every claim appends its
+/// session id, so a listing learns which session files may have changed
+/// since it last looked without stat'ing every file (see
+/// `store::Store::list`). Its first line is an epoch, new whenever the file
+/// is started again (when missing, or past [`JOURNAL_MAX`] bytes): a reader
+/// that remembered an offset in another epoch cannot trust it.
+///
+/// The guarantee a listing builds on: a session file is written only by a
+/// process holding its claim, whose lock file exists from before its
+/// journal line until after its last write. So a write after a listing read
+/// a file is either by a claim journaled after the listing read the
+/// journal's length, or by one whose lock file the listing saw.
+#[derive(Debug, Default)]
+pub struct Journal {
+    /// The first line; empty when there is no journal file.
+    pub epoch: String,
+    /// Its length when read.
+    pub len: u64,
+    text: String,
+}
+
+const JOURNAL: &str = ".claims";
+/// Past this size the next claim starts the journal again.
+const JOURNAL_MAX: u64 = 1 << 20;
+
+impl Journal {
+    /// The journal of the running dir `dir`; an empty one when there is none
+    /// (or it cannot be read).
+    pub fn read(dir: &Path) -> Option<Journal> {
+        let bytes = match std::fs::read(dir.join(JOURNAL)) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Some(Journal::default()),
+            Err(_) => return None,
+        };
+        // Whole lines only: a claim being appended right now is read next
+        // time (this listing started before it).
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let text = String::from_utf8(bytes[..whole].to_vec()).ok()?;
+        let epoch = text
+            .lines()
+            .next()
+            .filter(|e| e.starts_with("epoch "))?
+            .to_owned();
+        Some(Journal {
+            epoch,
+            len: text.len() as u64,
+            text,
+        })
+    }
+
+    /// The ids claimed at or after byte `offset`, or `None` when `offset` is
+    /// not a line start of this journal. With no journal (no session was
+    /// ever claimed here), nothing was claimed since offset 0.
+    pub fn since(&self, offset: u64) -> Option<Vec<&str>> {
+        if self.epoch.is_empty() {
+            return (offset == 0).then(Vec::new);
+        }
+        let offset = usize::try_from(offset).ok()?;
+        if offset <= self.epoch.len()
+            || offset > self.text.len()
+            || !self.text.is_char_boundary(offset)
+            || !self.text[..offset].ends_with('\n')
+        {
+            return None;
+        }
+        Some(
+            self.text[offset..]
+                .lines()
+                .filter(|l| !l.is_empty())
+                .collect(),
+        )
+    }
+}
+
+/// Appends `id` to the journal of `dir`, starting it again (a new epoch,
+/// written whole and renamed into place) when it is missing or too long.
+fn journal(dir: &Path, id: &str) -> io::Result<()> {
+    let path = dir.join(JOURNAL);
+    let fresh = std::fs::metadata(&path).map_or(true, |m| m.len() > JOURNAL_MAX);
+    if fresh {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static STARTED: AtomicU64 = AtomicU64::new(0);
+        // Unique enough: the wall clock (not the pinned one), the process
+        // and a counter.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let epoch = format!(
+            "epoch {nanos}-{}-{}",
+            std::process::id(),
+            STARTED.fetch_add(1, Ordering::Relaxed)
+        );
+        let tmp = dir.join(format!("{JOURNAL}.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, format!("{epoch}\n{id}\n"))?;
+        return std::fs::rename(&tmp, &path).inspect_err(|_| {
+            std::fs::remove_file(&tmp).ok();
+        });
+    }
+    // One short write to an append-only file: never interleaved.
+    OpenOptions::new()
+        .append(true)
+        .open(&path)?
+        .write_all(format!("{id}\n").as_bytes())
+}
+
+/// The ids of the lock files in `dir`, whether or not their lock is held:
+/// the sessions that may be writing now (or died while they did).
+pub fn locked_ids(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".lock"))
+                .map(str::to_owned)
+        })
+        .collect()
+}
+
 /// A lock held while a new session picks its name and claims it, so two
 /// sessions started at the same moment never pick the same name.
 #[derive(Debug)]
@@ -200,6 +324,47 @@ mod tests {
         assert!(dir.join("b.lock").exists());
         clean(&dir, &NamingLock::acquire(&dir).unwrap());
         assert!(!dir.join("b.lock").exists());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_journal_says_what_was_claimed_since_an_offset() {
+        let dir = std::env::temp_dir().join(format!("revolve-journal-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        let empty = Journal::read(&dir).unwrap();
+        assert_eq!((empty.epoch.as_str(), empty.len), ("", 0));
+        assert_eq!(empty.since(0), Some(vec![]));
+        assert_eq!(empty.since(3), None);
+        let entry = |id: &str| Running {
+            id: id.into(),
+            name: None,
+            cwd: "/w".into(),
+            pid: 1,
+        };
+        drop(Claim::take(&dir, &entry("a")).unwrap());
+        let first = Journal::read(&dir).unwrap();
+        assert!(first.epoch.starts_with("epoch "));
+        drop(Claim::take(&dir, &entry("b")).unwrap());
+        // A line being appended right now is not read yet.
+        OpenOptions::new()
+            .append(true)
+            .open(dir.join(JOURNAL))
+            .unwrap()
+            .write_all(b"c-half")
+            .unwrap();
+        let now = Journal::read(&dir).unwrap();
+        assert_eq!(now.epoch, first.epoch);
+        assert_eq!(now.since(first.len), Some(vec!["b"]));
+        assert_eq!(
+            now.since(first.epoch.len() as u64 + 1),
+            Some(vec!["a", "b"])
+        );
+        assert_eq!(now.since(now.len), Some(vec![]));
+        // Not a line start, before the ids, past the end: unknown.
+        assert_eq!(now.since(first.len - 1), None);
+        assert_eq!(now.since(0), None);
+        assert_eq!(now.since(now.len + 2), None);
+        assert_eq!(locked_ids(&dir), Vec::<String>::new());
         std::fs::remove_dir_all(&dir).ok();
     }
 }

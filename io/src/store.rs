@@ -1,7 +1,8 @@
 //! The sessions of one working directory: where they are, which exist, which
 //! run, and opening a new one under the naming lock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -50,65 +51,157 @@ impl Store {
     }
 
     /// Every session file of this directory, read from head and tail only,
-    /// through the listing cache (see [`Index`]): a file whose size and
-    /// modification time are unchanged is not opened again. Files that cannot
-    /// be read or have no header are left out.
+    /// through the listing cache (see [`Index`]). Files that cannot be read
+    /// or have no header are left out.
+    ///
+    /// Which files are looked at again: with a cache written against the
+    /// current claims journal (see [`registry::Journal`]), only the files
+    /// of sessions claimed since, or running (a lock file) then or now, and
+    /// files the cache does not know; those are stat'ed and read again when
+    /// their size or modification time changed. Every other file is taken
+    /// from the cache without a system call, since only a claimed session
+    /// writes its file. Without such a cache (the first listing, a journal
+    /// started again) every file is stat'ed.
+    ///
+    /// The trade-off: a file changed in place by something other than
+    /// revolve (an editor, `>>`) keeps its cached summary until a session
+    /// claims it or the cache (`.index.json`) is deleted; new, removed and
+    /// renamed files are always seen (the directory is read every time).
     pub fn list(&self) -> io::Result<Vec<Summary>> {
+        self.list_where(|_, _| true)
+    }
+
+    /// [`Store::list`], keeping only the sessions `keep(named, continued)`
+    /// accepts (decided before a summary is built: a listing of named
+    /// sessions builds only theirs).
+    pub fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
+        let dir_text = self.sessions_dir().to_string_lossy().into_owned();
+        let mut out = Vec::new();
+        self.scan(|row, name, stamp| {
+            if keep(row.3, row.6.is_some()) {
+                let mut path = String::with_capacity(dir_text.len() + name.len() + 1);
+                path.push_str(&dir_text);
+                path.push('/');
+                path.push_str(name);
+                if let Some(summary) = Index::summary(row, path, stamp) {
+                    out.push(summary);
+                }
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Calls `each` with the cached row, file name and stamp of every
+    /// session file of this directory (see [`Store::list`]).
+    fn scan(&self, mut each: impl FnMut(&Row, &str, Stamp)) -> io::Result<()> {
         let dir = self.sessions_dir();
+        let running = self.roots.running(&self.project);
+        // In this order: the journal, then the lock files, then the files.
+        let journal = registry::Journal::read(&running);
+        let locked: HashSet<String> = registry::locked_ids(&running).into_iter().collect();
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
         };
-        let index = Index::load(&dir);
+        let bytes = std::fs::read(dir.join(INDEX_FILE)).unwrap_or_default();
+        let mut index = Index::parse(&bytes);
+        // The files that may have changed since the cache was written, or
+        // `None`: any may have.
+        let suspects: Option<HashSet<String>> = journal
+            .as_ref()
+            .filter(|j| *j.epoch == *index.journal)
+            .and_then(|j| j.since(index.offset))
+            .map(|tail| {
+                tail.into_iter()
+                    .map(str::to_owned)
+                    .chain(index.volatile.iter().map(|v| v.to_string()))
+                    .chain(locked.iter().cloned())
+                    .collect()
+            });
         let cwd = self.cwd_str();
-        let mut out = Vec::new();
-        // Rebuilt only when a file is new, changed or gone.
-        let mut fresh: Option<Index> = None;
-        let mut seen = 0;
-        let mut found_all = Vec::new();
+        let mut cwds = std::mem::take(&mut index.cwds);
+        let old = std::mem::take(&mut index.entries);
+        // The cache's entries by name (borrowed: nothing is moved or copied
+        // for a file that did not change), and which of them still stand.
+        let by_name: HashMap<&str, usize, Fnv> =
+            old.iter().enumerate().map(|(i, e)| (&*e.0, i)).collect();
+        let mut stands = vec![false; old.len()];
+        // Entries of files new or changed since.
+        let mut fresh: Vec<Entry> = Vec::new();
+        // Files other than running sessions' that are new or changed since
+        // the cache was written (see [`REWRITE_AFTER`]).
+        let mut dirty = 0usize;
+        let mut matched = 0;
         for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if !name.ends_with(".jsonl") {
+            let Ok(name) = entry.file_name().into_string() else {
                 continue;
-            }
-            let Ok(meta) = entry.metadata() else { continue };
-            let stamp = Stamp::of(&meta);
-            let path = entry.path();
-            let known = index.entries.get(&name).filter(|e| (e.0, e.1) == stamp);
-            let found = match known {
-                Some(e) => {
-                    seen += 1;
-                    e.2.as_ref()
-                        .and_then(|row| index.summary(row, &path, stamp))
-                }
-                None => {
-                    fresh.get_or_insert_with(Index::new);
-                    // An unreadable file is remembered as such until it changes.
-                    log::summary(&path)
-                        .ok()
-                        .flatten()
-                        .map(|(header, summary)| (header.cwd, summary))
+            };
+            let Some(id) = name.strip_suffix(".jsonl") else {
+                continue;
+            };
+            let known = by_name.get(name.as_str()).copied();
+            matched += usize::from(known.is_some());
+            let trusted = known.is_some() && suspects.as_ref().is_some_and(|s| !s.contains(id));
+            // The old entry that stands, or the fresh one.
+            let (at, row) = match known {
+                Some(i) if trusted => (i, None),
+                known => {
+                    let Ok(meta) = entry.metadata() else { continue };
+                    let stamp = Stamp::of(&meta);
+                    match known {
+                        Some(i) if (old[i].1, old[i].2) == stamp => (i, None),
+                        _ => {
+                            dirty += usize::from(!locked.contains(id));
+                            // An unreadable file is remembered as such until
+                            // it changes.
+                            let row = log::summary(&entry.path())
+                                .ok()
+                                .flatten()
+                                .map(|(header, s)| Index::row(&mut cwds, &header.cwd, &s));
+                            fresh.push(Entry(Cow::Owned(name.clone()), stamp.0, stamp.1, row));
+                            (usize::MAX, Some(fresh.len() - 1))
+                        }
+                    }
                 }
             };
-            if let Some((c, summary)) = &found {
-                if *c == cwd {
-                    out.push(summary.clone());
+            let indexed = match row {
+                Some(f) => &fresh[f],
+                None => {
+                    stands[at] = true;
+                    &old[at]
+                }
+            };
+            if let Some(row) = &indexed.3 {
+                if cwds.get(row.0).is_some_and(|c| **c == *cwd) {
+                    each(row, &name, (indexed.1, indexed.2));
                 }
             }
-            found_all.push((name, stamp, found));
         }
-        if fresh.is_some() || seen != index.entries.len() {
-            let mut fresh = Index::new();
-            for (name, stamp, found) in found_all {
-                let row = found.as_ref().map(|(c, s)| fresh.row(c, s));
-                fresh.entries.insert(name, Indexed(stamp.0, stamp.1, row));
-            }
+        drop(by_name);
+        // A cache entry no file was found for is of a file gone since.
+        dirty += old.len() - matched;
+        if suspects.is_none() || dirty > REWRITE_AFTER {
+            let (epoch, offset) = journal.map_or_else(Default::default, |j| (j.epoch, j.len));
+            let entries = old
+                .into_iter()
+                .zip(stands)
+                .filter_map(|(e, stands)| stands.then_some(e))
+                .chain(fresh)
+                .collect();
+            let fresh = Index {
+                version: INDEX_VERSION,
+                journal: Cow::Owned(epoch),
+                offset,
+                volatile: locked.into_iter().map(Cow::Owned).collect(),
+                cwds,
+                entries,
+            };
             // A cache that cannot be written (read-only state dir) only costs
             // speed next time.
             fresh.save(&dir).ok();
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The newest file of the chain `path` belongs to: compacted files point
@@ -182,31 +275,40 @@ impl Store {
 
     /// Names this directory's sessions use, on disk or running.
     pub fn names_in_use(&self) -> io::Result<BTreeSet<String>> {
-        let mut used: BTreeSet<String> = self.list()?.into_iter().filter_map(|s| s.name).collect();
+        // Names only: no summary is built; the set is built in bulk (sorted
+        // once) rather than name by name.
+        let mut names = Vec::new();
+        self.scan(|row, _, _| names.extend(row.2.as_ref().map(|n| n.to_string())))?;
+        let mut used: BTreeSet<String> = names.into_iter().collect();
         used.extend(self.running().into_iter().filter_map(|r| r.name));
         Ok(used)
     }
 
     /// Starts a new session file. Under the naming lock, `header` gets its
-    /// name from `name(names in use)` (which may refuse), the file is created
-    /// with the header as its first line, and the session is claimed as
-    /// running, so two sessions started at once never share a name.
+    /// name from `name` (`None`: no name, and no listing to choose one),
+    /// called with the names in use (it may refuse); the session is claimed
+    /// as running and its file created with the header as its first line, so
+    /// two sessions started at once never share a name.
     pub fn create(
         &self,
         mut header: Header,
-        name: impl FnOnce(&BTreeSet<String>) -> Result<Option<String>, String>,
+        name: Option<impl FnOnce(&BTreeSet<String>) -> Result<Option<String>, String>>,
     ) -> Result<(LogWriter, Claim, Header), CreateError> {
         let running_dir = self.roots.running(&self.project);
         let naming = NamingLock::acquire(&running_dir)?;
         registry::clean(&running_dir, &naming);
-        let used = self.names_in_use()?;
-        header.name = name(&used).map_err(CreateError::Refused)?;
-        let mut writer = LogWriter::create(&self.path_of(&header.id))?;
-        writer.append(&revolve_core::Record::Header(header.clone()))?;
+        header.name = match name {
+            Some(name) => name(&self.names_in_use()?).map_err(CreateError::Refused)?,
+            None => None,
+        };
+        // Claimed before the file exists: a session file is only ever
+        // written under its claim (the listing cache relies on it).
         let claim = Claim::take(
             &running_dir,
             &self.running_entry(&header.id, header.name.clone()),
         )?;
+        let mut writer = LogWriter::create(&self.path_of(&header.id))?;
+        writer.append(&revolve_core::Record::Header(header.clone()))?;
         drop(naming);
         Ok((writer, claim, header))
     }
@@ -253,36 +355,80 @@ impl From<io::Error> for CreateError {
     }
 }
 
-/// The listing cache: `<sessions>/.index.json`, one entry per session file
-/// with the size and modification time it was read at, and what the listing
-/// needs of it (its header's cwd, as an index into `cwds`). Entries are JSON
-/// arrays, not objects, so ten thousand of them parse in a few
-/// milliseconds. It is only a cache: deleting it, or a version this build
-/// does not read, costs one slow listing; it is rewritten atomically (temp
-/// file + rename) whenever a file changed.
+/// The listing cache: `<sessions>/.index.json`, one entry per session file,
+/// with the size and modification time it was read at and
+/// what the listing needs of it (its header's cwd, as an index into
+/// `cwds`); and where the claims journal was when it was written (its epoch
+/// and length) with the sessions that had lock files then, which say what
+/// may have changed since (see [`Store::list`]). Entries are JSON arrays
+/// whose strings are borrowed from the file's bytes, so a hundred thousand
+/// of them load in tens of milliseconds. It is only a cache: deleting it,
+/// or a version this build does not read, costs one slow listing; it is
+/// rewritten atomically (temp file + rename) once more than
+/// [`REWRITE_AFTER`] files changed, or when it was not written against the
+/// current journal.
 #[derive(Debug, Default, Serialize, Deserialize)]
-pub struct Index {
+struct Index<'a> {
     version: u32,
-    cwds: Vec<String>,
-    entries: HashMap<String, Indexed>,
+    /// The claims journal's epoch when written ("" without a journal).
+    #[serde(borrow, default)]
+    journal: Cow<'a, str>,
+    /// Its length then.
+    #[serde(default)]
+    offset: u64,
+    /// The sessions with lock files then.
+    #[serde(borrow, default)]
+    volatile: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    cwds: Vec<Cow<'a, str>>,
+    #[serde(borrow)]
+    entries: Vec<Entry<'a>>,
 }
 
-/// `[len, mtime_ns, row or null]`.
+/// `[file name, len, mtime_ns, row or null]`.
 #[derive(Debug, Serialize, Deserialize)]
-struct Indexed(u64, i64, Option<Row>);
+struct Entry<'a>(#[serde(borrow)] Cow<'a, str>, u64, i64, Option<Row<'a>>);
 
 /// `[cwd index, id, name, named, started (unix s), turns, continued]`; the
 /// last activity is the file's modification time.
 #[derive(Debug, Serialize, Deserialize)]
-struct Row(
+struct Row<'a>(
     usize,
-    String,
-    Option<String>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Option<Cow<'a, str>>,
     bool,
     i64,
     u64,
-    Option<String>,
+    #[serde(borrow)] Option<Cow<'a, str>>,
 );
+
+/// FNV-1a: the cache's lookups hash a hundred thousand short file names,
+/// which SipHash (std's default, made for untrusted keys) takes twice as
+/// long over. The names are the user's own files.
+struct FnvHasher(u64);
+
+impl Default for FnvHasher {
+    fn default() -> FnvHasher {
+        FnvHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = self.0;
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 /// What says a file is unchanged: its size and modification time (ns).
 type Stamp = (u64, i64);
@@ -303,64 +449,51 @@ impl StampOf for Stamp {
     }
 }
 
-impl Index {
-    /// A row for the cache, interning its cwd.
-    fn row(&mut self, cwd: &str, s: &Summary) -> Row {
-        let i = match self.cwds.iter().position(|c| c == cwd) {
+impl<'a> Index<'a> {
+    /// The cache in `bytes`; an empty one when they are not a cache this
+    /// build reads.
+    fn parse(bytes: &'a [u8]) -> Index<'a> {
+        serde_json::from_slice::<Index>(bytes)
+            .ok()
+            .filter(|i| i.version == INDEX_VERSION)
+            .unwrap_or_default()
+    }
+
+    /// A row for the cache, interning its cwd in `cwds`.
+    fn row(cwds: &mut Vec<Cow<'a, str>>, cwd: &str, s: &Summary) -> Row<'a> {
+        let i = match cwds.iter().position(|c| c == cwd) {
             Some(i) => i,
             None => {
-                self.cwds.push(cwd.to_owned());
-                self.cwds.len() - 1
+                cwds.push(Cow::Owned(cwd.to_owned()));
+                cwds.len() - 1
             }
         };
         Row(
             i,
-            s.id.clone(),
-            s.name.clone(),
+            Cow::Owned(s.id.clone()),
+            s.name.clone().map(Cow::Owned),
             s.named,
             s.started.unix_timestamp(),
             s.turns,
-            s.continued.clone(),
+            s.continued.clone().map(Cow::Owned),
         )
     }
 
-    /// The cwd and summary a row stands for.
-    fn summary(&self, row: &Row, path: &Path, stamp: Stamp) -> Option<(String, Summary)> {
-        let cwd = self.cwds.get(row.0)?.clone();
+    /// The summary a row stands for.
+    fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
         let started = time::OffsetDateTime::from_unix_timestamp(row.4).ok()?;
         let last_activity =
             time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(stamp.1)).ok()?;
-        let summary = Summary {
-            id: row.1.clone(),
-            name: row.2.clone(),
+        Some(Summary {
+            id: row.1.to_string(),
+            name: row.2.as_ref().map(|n| n.to_string()),
             named: row.3,
             started,
             turns: row.5,
             last_activity,
-            path: path.to_string_lossy().into_owned(),
-            continued: row.6.clone(),
-        };
-        Some((cwd, summary))
-    }
-
-    fn new() -> Index {
-        Index {
-            version: INDEX_VERSION,
-            cwds: Vec::new(),
-            entries: HashMap::new(),
-        }
-    }
-}
-const INDEX_VERSION: u32 = 2;
-const INDEX_FILE: &str = ".index.json";
-
-impl Index {
-    fn load(dir: &Path) -> Index {
-        std::fs::read(dir.join(INDEX_FILE))
-            .ok()
-            .and_then(|bytes| serde_json::from_slice::<Index>(&bytes).ok())
-            .filter(|i| i.version == INDEX_VERSION)
-            .unwrap_or_default()
+            path,
+            continued: row.6.as_ref().map(|c| c.to_string()),
+        })
     }
 
     fn save(&self, dir: &Path) -> io::Result<()> {
@@ -372,6 +505,16 @@ impl Index {
         })
     }
 }
+
+const INDEX_VERSION: u32 = 4;
+
+/// How many files may be new, changed or gone since the cache was written
+/// before a listing writes it again. Below that, each listing reads those
+/// few files again (the cache and its journal offset still say which), which
+/// costs less than rewriting a cache of a hundred thousand entries every
+/// time one session started or took a turn.
+const REWRITE_AFTER: usize = 64;
+const INDEX_FILE: &str = ".index.json";
 
 /// Whether a file's second line is its `compacted` record.
 fn starts_compacted(path: &Path) -> bool {
@@ -385,4 +528,146 @@ fn starts_compacted(path: &Path) -> bool {
         .next()
         .and_then(Result::ok)
         .is_some_and(|l| l.starts_with("{\"type\":\"compacted\""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revolve_core::record::{Record, Totals};
+
+    fn store(name: &str) -> Store {
+        let root =
+            std::env::temp_dir().join(format!("revolve-store-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&root).ok();
+        let cwd = root.join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        Store {
+            roots: Roots {
+                state: root.join("state"),
+                config: root.join("config"),
+            },
+            project: Project::from_key(cwd.clone()),
+            cwd,
+        }
+    }
+
+    fn header(store: &Store, id: &str) -> Header {
+        Header {
+            version: 1,
+            id: id.into(),
+            name: None,
+            named: false,
+            cwd: store.cwd_str(),
+            project: store.cwd_str(),
+            started: time::macros::datetime!(2026-12-02 10:00 UTC),
+            model: "m".into(),
+            window: 1000,
+            provider: "scripted".into(),
+            continues: None,
+        }
+    }
+
+    fn totals(turns: u64) -> Record {
+        Record::Totals(Totals {
+            turns,
+            ..Totals::default()
+        })
+    }
+
+    /// Each session's listed turns, by id.
+    fn turns(store: &Store) -> Vec<(String, u64)> {
+        let mut out: Vec<_> = store
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.id, s.turns))
+            .collect();
+        out.sort();
+        out
+    }
+
+    fn named(
+        name: &str,
+    ) -> Option<impl FnOnce(&BTreeSet<String>) -> Result<Option<String>, String>> {
+        let name = name.to_owned();
+        Some(move |_: &BTreeSet<String>| Ok(Some(name)))
+    }
+
+    #[test]
+    fn a_listing_sees_every_write_made_under_a_claim() {
+        let store = store("claims");
+        for id in ["a", "b", "c"] {
+            let (mut w, _claim, _) = store.create(header(&store, id), named(id)).unwrap();
+            w.append(&totals(1)).unwrap();
+        }
+        let ones = |b: u64| vec![("a".into(), 1), ("b".into(), b), ("c".into(), 1)];
+        assert_eq!(turns(&store), ones(1));
+        assert_eq!(turns(&store), ones(1), "from the cache");
+
+        // Resumed and ended between two listings.
+        {
+            let _claim = store.claim("b", None).unwrap();
+            LogWriter::open(&store.path_of("b"))
+                .unwrap()
+                .append(&totals(2))
+                .unwrap();
+        }
+        assert_eq!(turns(&store), ones(2));
+
+        // Running while a listing runs, writing after it: seen next time,
+        // after the session ended too.
+        let claim = store.claim("b", None).unwrap();
+        assert_eq!(turns(&store), ones(2));
+        let mut w = LogWriter::open(&store.path_of("b")).unwrap();
+        w.append(&totals(3)).unwrap();
+        assert_eq!(turns(&store), ones(3));
+        w.append(&totals(4)).unwrap();
+        drop(claim);
+        assert_eq!(turns(&store), ones(4));
+        assert_eq!(turns(&store), ones(4));
+
+        // A removed file is gone; a new one (written by hand) is there.
+        std::fs::remove_file(store.path_of("c")).unwrap();
+        let mut w = LogWriter::create(&store.path_of("d")).unwrap();
+        w.append(&Record::Header(header(&store, "d"))).unwrap();
+        w.append(&totals(7)).unwrap();
+        assert_eq!(
+            turns(&store),
+            vec![("a".into(), 1), ("b".into(), 4), ("d".into(), 7)]
+        );
+    }
+
+    #[test]
+    fn a_file_changed_behind_revolves_back_shows_once_the_cache_is_gone() {
+        let store = store("behind");
+        let (mut w, claim, _) = store.create(header(&store, "a"), named("a")).unwrap();
+        w.append(&totals(1)).unwrap();
+        drop((w, claim));
+        assert_eq!(turns(&store), vec![("a".into(), 1)]);
+        // The documented trade-off: no claim, no look.
+        LogWriter::open(&store.path_of("a"))
+            .unwrap()
+            .append(&totals(2))
+            .unwrap();
+        assert_eq!(turns(&store), vec![("a".into(), 1)]);
+        std::fs::remove_file(store.sessions_dir().join(INDEX_FILE)).unwrap();
+        assert_eq!(turns(&store), vec![("a".into(), 2)]);
+        // A journal started again (here: deleted) makes every file looked at.
+        LogWriter::open(&store.path_of("a"))
+            .unwrap()
+            .append(&totals(3))
+            .unwrap();
+        std::fs::remove_file(store.roots.running(&store.project).join(".claims")).unwrap();
+        assert_eq!(turns(&store), vec![("a".into(), 3)]);
+    }
+
+    #[test]
+    fn a_piped_session_is_created_without_a_listing() {
+        let store = store("unnamed");
+        let mut none = named("never");
+        none.take();
+        let (_w, _claim, h) = store.create(header(&store, "a"), none).unwrap();
+        assert_eq!(h.name, None);
+        assert!(!store.sessions_dir().join(INDEX_FILE).exists());
+    }
 }
