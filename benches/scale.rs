@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, repeat};
+use common::{median, repeat, Scratch};
 use revolve_core::compact;
 use revolve_core::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Message, Pruned, ToolCall, Totals,
@@ -65,7 +65,7 @@ fn main() {
     };
     println!("binary: {}", bin.display());
     println!("load: {}", load());
-    let scratch = Scratch::new();
+    let scratch = Scratch::new("scale");
     let mut table = Table::default();
     if config.runs("logs") {
         logs(&config, &bin, &scratch, &mut table);
@@ -1145,38 +1145,6 @@ impl Table {
         println!("{:w$}  {:>10}  {:>10}", "FIGURE", "TIME", "PEAK RSS");
         for (what, time, rss) in &self.rows {
             println!("{what:w$}  {time:>10}  {rss:>10}");
-        }
-    }
-}
-
-/// A folder under the temp dir, removed when dropped (also on a panic).
-struct Scratch {
-    dir: PathBuf,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(format!("revolve-bench-scale-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).expect("creating the scratch dir");
-        Scratch { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        let p = self.dir.join(rel);
-        if let Some(parent) = p.parent() {
-            std::fs::create_dir_all(parent).ok();
-        }
-        p
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::env::var_os("REVOLVE_BENCH_KEEP").is_some() {
-            println!("kept {}", self.dir.display());
-        } else {
-            std::fs::remove_dir_all(&self.dir).ok();
         }
     }
 }

@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, repeat};
+use common::{median, repeat, Scratch};
 use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Renamed, Resumed, Totals,
 };
@@ -49,7 +49,7 @@ fn main() {
             ""
         }
     );
-    let scratch = Scratch::new();
+    let scratch = Scratch::new("spine");
     let mut table = Table::default();
     resume(&config, &scratch, &mut table);
     sessions(&config, &scratch, &mut table);
@@ -1030,34 +1030,6 @@ impl Table {
         }
         if config.scale != 1.0 {
             println!("(scaled run: the targets are for the full sizes)");
-        }
-    }
-}
-
-/// A folder under the temp dir, removed when dropped (also on a panic).
-struct Scratch {
-    dir: PathBuf,
-}
-
-impl Scratch {
-    fn new() -> Scratch {
-        let dir = std::env::temp_dir().join(format!("revolve-bench-spine-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).expect("creating the scratch dir");
-        Scratch { dir }
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.dir.join(rel)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if std::env::var_os("REVOLVE_BENCH_KEEP").is_some() {
-            println!("kept {}", self.dir.display());
-        } else {
-            std::fs::remove_dir_all(&self.dir).ok();
         }
     }
 }

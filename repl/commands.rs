@@ -269,6 +269,17 @@ pub fn memory_history(
     dirs: &revolve_io::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
+    let (entries, diffs) = history(store, dirs, diff)?;
+    Ok(revolve_core::refine::history(&entries, &diffs))
+}
+
+/// This project's memory changes, newest first, and their diffs when
+/// `diff` (none otherwise).
+fn history(
+    store: &Store,
+    dirs: &revolve_io::memory::MemoryDirs,
+    diff: bool,
+) -> Result<(Vec<revolve_core::refine::Entry>, revolve_io::refine::Diffs), Error> {
     let state = &store.roots.state;
     let entries =
         revolve_io::refine::entries(state, dirs).map_err(|e| Error::Runtime(e.to_string()))?;
@@ -278,7 +289,7 @@ pub fn memory_history(
     } else {
         Default::default()
     };
-    Ok(revolve_core::refine::history(&entries, &diffs))
+    Ok((entries, diffs))
 }
 
 /// `revolve memory history --json`: the changes, newest first (see
@@ -288,15 +299,7 @@ pub fn memory_history_json(
     dirs: &revolve_io::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
-    let state = &store.roots.state;
-    let entries =
-        revolve_io::refine::entries(state, dirs).map_err(|e| Error::Runtime(e.to_string()))?;
-    let diffs = if diff {
-        revolve_io::refine::diffs(state, dirs, &entries)
-            .map_err(|e| Error::Runtime(e.to_string()))?
-    } else {
-        Default::default()
-    };
+    let (entries, diffs) = history(store, dirs, diff)?;
     let list = revolve_core::refine::history_entries(&entries, &diffs, diff);
     let text = serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
     Ok(format!("{text}\n"))

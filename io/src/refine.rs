@@ -313,14 +313,13 @@ pub fn recover(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<String>> 
     Ok(done)
 }
 
+/// Each change's unified diff, by (stamp, file).
+pub type Diffs = BTreeMap<(String, String), String>;
+
 /// The unified diff of every file of every entry: from the entry's
 /// snapshot to the next newer entry's snapshot of the same directory, or to
 /// the files as they are now for the newest.
-pub fn diffs(
-    state_root: &Path,
-    dirs: &MemoryDirs,
-    all: &[Entry],
-) -> io::Result<BTreeMap<(String, String), String>> {
+pub fn diffs(state_root: &Path, dirs: &MemoryDirs, all: &[Entry]) -> io::Result<Diffs> {
     let mut out = BTreeMap::new();
     for scope in SCOPES {
         let mut mine: Vec<&Entry> = all.iter().filter(|e| e.scope == scope).collect();
