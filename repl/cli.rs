@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use revolve_core::config::Source;
+use clap::{Args, Parser, Subcommand};
+use revolve_core::config::{Preset, ProviderChoice, Source};
 
 /// The top level's examples.
 const EXAMPLES: &str = "\
@@ -97,7 +97,7 @@ pub struct ModelArgs {
     /// The model API or a preset for one, or replay:FILE|NAME (the answers a
     /// recorded session got, in order) [default: openai]
     #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = ProviderParser)]
-    pub provider: Option<ProviderSpec>,
+    pub provider: Option<ProviderChoice>,
 
     /// The API's base URL [default: the provider's]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
@@ -132,70 +132,23 @@ pub struct ModelArgs {
     pub script: Option<PathBuf>,
 }
 
-/// The model APIs revolve speaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ProviderKind {
-    /// OpenAI or any Chat Completions server (vLLM, …); key OPENAI_API_KEY
-    Openai,
-    /// Anthropic Messages; key ANTHROPIC_API_KEY
-    Anthropic,
-    /// A local Ollama server at http://localhost:11434/v1, no key
-    Ollama,
-    /// A local llama.cpp server at http://localhost:8080/v1, no key
-    Llamacpp,
-    /// OpenRouter at https://openrouter.ai/api/v1; key OPENROUTER_API_KEY
-    Openrouter,
-    /// Answers from a file of replies, offline
-    Scripted,
-}
-
-/// A `--provider` value: one of the APIs, or a recorded session.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProviderSpec {
-    Kind(ProviderKind),
-    /// `replay:FILE|NAME`: answers from a session log.
-    Replay(String),
-}
-
-/// Parses `--provider` (and `replay --against`).
-pub fn provider_spec(text: &str) -> Result<ProviderSpec, String> {
-    if let Some(source) = text.strip_prefix("replay:") {
-        if source.is_empty() {
-            return Err("replay: needs a session file or name, e.g. replay:amber".into());
-        }
-        return Ok(ProviderSpec::Replay(source.to_owned()));
-    }
-    ProviderKind::from_str(text, true)
-        .map(ProviderSpec::Kind)
-        .map_err(|_| {
-            let names: Vec<String> = ProviderKind::value_variants()
-                .iter()
-                .filter_map(|v| v.to_possible_value().map(|p| p.get_name().to_owned()))
-                .collect();
-            format!(
-                "unknown provider '{text}' (one of: {}, replay:FILE|NAME)",
-                names.join(", ")
-            )
-        })
-}
-
-/// The `--provider` parser: [`provider_spec`], with the presets as the
-/// possible values help and completions show.
+/// The `--provider` parser: [`ProviderChoice::parse`], with the presets as
+/// the possible values help and completions show.
 #[derive(Clone, Copy, Debug)]
 pub struct ProviderParser;
 
 impl clap::builder::TypedValueParser for ProviderParser {
-    type Value = ProviderSpec;
+    type Value = ProviderChoice;
 
     fn parse_ref(
         &self,
         cmd: &clap::Command,
         arg: Option<&clap::Arg>,
         value: &std::ffi::OsStr,
-    ) -> Result<ProviderSpec, clap::Error> {
+    ) -> Result<ProviderChoice, clap::Error> {
         let flag = arg.map_or_else(|| "--provider".to_owned(), |a| format!("--{}", a.get_id()));
         let text = value.to_string_lossy();
-        provider_spec(&text).map_err(|why| {
+        ProviderChoice::parse(&text).map_err(|why| {
             clap::Error::raw(
                 clap::error::ErrorKind::InvalidValue,
                 format!("invalid value '{text}' for '{flag}': {why}\n"),
@@ -210,9 +163,9 @@ impl clap::builder::TypedValueParser for ProviderParser {
         let replay = clap::builder::PossibleValue::new("replay:NAME")
             .help("The answers the recorded session NAME (or a session FILE) got, in order");
         Some(Box::new(
-            ProviderKind::value_variants()
+            Preset::ALL
                 .iter()
-                .filter_map(ValueEnum::to_possible_value)
+                .map(|p| clap::builder::PossibleValue::new(p.name()).help(p.summary()))
                 .chain([replay]),
         ))
     }
@@ -341,7 +294,7 @@ pub enum Sub {
         /// request, a diff between the recorded and the new answer (exit 1
         /// when any differs), e.g. `--against anthropic`
         #[arg(long, value_name = "PROVIDER", value_parser = ProviderParser, conflicts_with_all = ["json", "requests"])]
-        against: Option<ProviderSpec>,
+        against: Option<ProviderChoice>,
         #[command(flatten)]
         model: ModelArgs,
     },

@@ -9,9 +9,9 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
-use revolve_core::config::{self, pick, File, Preset, Setting, Source};
+use revolve_core::config::{self, pick, File, Preset, ProviderChoice, Setting, Source};
 
-use crate::cli::{Cli, ModelArgs, ProviderKind, ProviderSpec};
+use crate::cli::{Cli, ModelArgs};
 use crate::error::{out, Error};
 
 /// Parses the command line, noting for every argument whether its value
@@ -80,12 +80,9 @@ impl Settings {
         let (file, file_found) = read(&path)?;
         let given = |id: &str| sources.get(id).copied();
         // `replay:` answers offline, like the scripted preset.
-        let chosen = args.provider.as_ref().map(|p| match p {
-            ProviderSpec::Kind(kind) => preset(*kind),
-            ProviderSpec::Replay(_) => Preset::Scripted,
-        });
+        let chosen = args.provider.as_ref().map(ProviderChoice::preset);
         let replay = match &args.provider {
-            Some(ProviderSpec::Replay(source)) => Some(source.clone()),
+            Some(ProviderChoice::Replay(source)) => Some(source.clone()),
             _ => None,
         };
         let (flag, env) = split(sources, "provider", chosen);
@@ -275,18 +272,6 @@ fn split<T>(
     match sources.get(id) {
         Some(Source::Flag) => (value, None),
         _ => (None, value),
-    }
-}
-
-/// The preset a `--provider` value names.
-pub fn preset(kind: ProviderKind) -> Preset {
-    match kind {
-        ProviderKind::Openai => Preset::Openai,
-        ProviderKind::Anthropic => Preset::Anthropic,
-        ProviderKind::Ollama => Preset::Ollama,
-        ProviderKind::Llamacpp => Preset::Llamacpp,
-        ProviderKind::Openrouter => Preset::Openrouter,
-        ProviderKind::Scripted => Preset::Scripted,
     }
 }
 

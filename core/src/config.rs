@@ -221,6 +221,20 @@ impl Preset {
         Preset::ALL.into_iter().find(|p| p.name() == name)
     }
 
+    /// One line on what it reaches, for help texts.
+    pub const fn summary(self) -> &'static str {
+        match self {
+            Preset::Openai => "OpenAI or any Chat Completions server (vLLM, …); key OPENAI_API_KEY",
+            Preset::Anthropic => "Anthropic Messages; key ANTHROPIC_API_KEY",
+            Preset::Ollama => "A local Ollama server at http://localhost:11434/v1, no key",
+            Preset::Llamacpp => "A local llama.cpp server at http://localhost:8080/v1, no key",
+            Preset::Openrouter => {
+                "OpenRouter at https://openrouter.ai/api/v1; key OPENROUTER_API_KEY"
+            }
+            Preset::Scripted => "Answers from a file of replies, offline",
+        }
+    }
+
     /// The wire protocol it speaks; `None` for the scripted provider.
     pub const fn wire(self) -> Option<Wire> {
         match self {
@@ -278,6 +292,46 @@ impl Preset {
     }
 }
 
+/// What `--provider` names: a preset, or a recorded session whose answers
+/// are given again (`replay:FILE|NAME`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ProviderChoice {
+    Preset(Preset),
+    /// `replay:FILE|NAME`: answers from a session log.
+    Replay(String),
+}
+
+impl ProviderChoice {
+    /// Parses a `--provider` value (a preset's name in any case, or
+    /// `replay:` and a session); the error says what is accepted.
+    pub fn parse(text: &str) -> Result<ProviderChoice, String> {
+        if let Some(source) = text.strip_prefix("replay:") {
+            if source.is_empty() {
+                return Err("replay: needs a session file or name, e.g. replay:amber".into());
+            }
+            return Ok(ProviderChoice::Replay(source.to_owned()));
+        }
+        Preset::named(&text.to_ascii_lowercase())
+            .map(ProviderChoice::Preset)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!(
+                    "unknown provider '{text}' (one of: {}, replay:FILE|NAME)",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// The preset whose defaults apply: a recorded session answers offline,
+    /// like the scripted provider.
+    pub fn preset(&self) -> Preset {
+        match self {
+            ProviderChoice::Preset(p) => *p,
+            ProviderChoice::Replay(_) => Preset::Scripted,
+        }
+    }
+}
+
 impl fmt::Display for Preset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -286,6 +340,21 @@ impl fmt::Display for Preset {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_provider_is_a_preset_in_any_case_or_a_recording() {
+        assert_eq!(
+            ProviderChoice::parse("Ollama"),
+            Ok(ProviderChoice::Preset(Preset::Ollama))
+        );
+        let replay = ProviderChoice::parse("replay:amber").unwrap();
+        assert_eq!(replay, ProviderChoice::Replay("amber".into()));
+        assert_eq!(replay.preset(), Preset::Scripted);
+        assert!(ProviderChoice::parse("replay:").is_err());
+        assert!(ProviderChoice::parse("gpt")
+            .unwrap_err()
+            .starts_with("unknown provider 'gpt' (one of: openai, anthropic"));
+    }
+
     use super::*;
 
     #[test]
