@@ -163,14 +163,7 @@ struct Config {
 
 impl Config {
     fn from_env() -> Config {
-        let from_env = std::env::var("REVOLVE_BENCH_SCALE")
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .filter(|s| *s > 0.0);
-        // `cargo bench` passes `--bench`; anything else that runs this binary
-        // (`cargo test --all-targets`) gets a smoke run unless a scale is set.
-        let smoke = from_env.is_none() && !std::env::args().any(|a| a == "--bench");
-        let scale = from_env.unwrap_or(if smoke { 0.001 } else { 1.0 });
+        let (scale, smoke) = common::scale();
         Config { scale, smoke }
     }
 }

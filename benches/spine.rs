@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, repeat, Scratch};
+use common::{median, repeat, Rng, Scratch};
 use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Renamed, Resumed, Totals,
 };
@@ -66,14 +66,7 @@ struct Config {
 
 impl Config {
     fn from_env() -> Config {
-        let from_env = std::env::var("REVOLVE_BENCH_SCALE")
-            .ok()
-            .and_then(|s| s.trim().parse::<f64>().ok())
-            .filter(|s| *s > 0.0);
-        // `cargo bench` passes `--bench`; anything else that runs this binary
-        // (`cargo test --all-targets`) gets a smoke run unless a scale is set.
-        let smoke = from_env.is_none() && !std::env::args().any(|a| a == "--bench");
-        let scale = from_env.unwrap_or(if smoke { 0.001 } else { 1.0 });
+        let (scale, smoke) = common::scale();
         Config { scale, smoke }
     }
 
@@ -914,30 +907,6 @@ fn text(rng: &mut Rng, len: usize) -> String {
     }
     s.truncate(end);
     s
-}
-
-/// xorshift64*: deterministic content, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    /// A length between `lo` and `hi`, spread evenly on a log scale (many
-    /// short ones, a long tail).
-    fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        let (lo, hi) = ((lo as f64).ln(), (hi as f64).ln());
-        (lo + u * (hi - lo)).exp() as usize
-    }
 }
 
 // --- measuring and reporting ---------------------------------------------

@@ -62,3 +62,41 @@ impl Drop for Scratch {
         }
     }
 }
+
+/// xorshift64*: deterministic content, no dependency.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Uniform in `0..n` (n > 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    /// A length between `lo` and `hi`, spread evenly on a log scale (many
+    /// short ones, a long tail).
+    pub fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        let (lo, hi) = ((lo as f64).ln(), (hi as f64).ln());
+        (lo + u * (hi - lo)).exp() as usize
+    }
+}
+
+/// The size factor `REVOLVE_BENCH_SCALE` asks for, and whether this is a
+/// smoke run: `cargo bench` passes `--bench`; anything else that runs a
+/// bench binary (`cargo test --all-targets`) gets a smoke run (scale 0.001)
+/// unless a scale is set.
+pub fn scale() -> (f64, bool) {
+    let from_env = std::env::var("REVOLVE_BENCH_SCALE")
+        .ok()
+        .and_then(|s| s.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0);
+    let smoke = from_env.is_none() && !std::env::args().any(|a| a == "--bench");
+    (from_env.unwrap_or(if smoke { 0.001 } else { 1.0 }), smoke)
+}
