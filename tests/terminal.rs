@@ -5,14 +5,11 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use revolve_io::fake::{FakeReply, FakeServer};
 
-use common::{TestEnv, BIN};
+use common::TestEnv;
 
 /// A reply full of escape sequences: colour (CSI), a window title (OSC
 /// ended by BEL), and a C1 CSI.
@@ -44,63 +41,15 @@ fn on_a_terminal(env: &TestEnv, args: &[&str], input: &str, vars: &[(&str, &str)
 /// terminal shows `then` after what the previous line made it show (the
 /// REPL's prompt `› `, say), as a user would.
 fn typing(env: &TestEnv, args: &[&str], steps: &[(&str, &str)], vars: &[(&str, &str)]) -> String {
-    let harness = env.command(&[]);
-    let mut cmd = Command::new("timeout");
-    let line = std::iter::once(BIN)
-        .chain(args.iter().copied())
-        .map(|a| format!("'{a}'"))
-        .collect::<Vec<_>>()
-        .join(" ");
-    cmd.args(["30", "script", "-qec", &line, "/dev/null"])
-        .current_dir(&env.cwd)
-        .env_clear();
-    for (k, v) in harness.get_envs() {
-        if let Some(v) = v {
-            cmd.env(k, v);
-        }
-    }
-    cmd.envs(vars.iter().copied())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
+    let mut term = env
+        .terminal(args, 80, vars)
         .expect("run util-linux `script` (needed for a pseudo-terminal)");
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n) = stdout.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let mut from = 0;
     for (text, then) in steps {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !String::from_utf8_lossy(&seen[from..]).contains(then) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(bytes) => seen.extend(bytes),
-                Err(_) => panic!(
-                    "{then:?} never showed before typing {text:?}: {:?}",
-                    String::from_utf8_lossy(&seen)
-                ),
-            }
-        }
-        from = seen.len();
-        stdin.write_all(text.as_bytes()).unwrap();
+        term.wait_for_next(then, Duration::from_secs(20));
+        term.type_keys(text);
     }
-    drop(stdin);
-    let status = child.wait().unwrap();
-    while let Ok(bytes) = rx.recv_timeout(Duration::from_secs(5)) {
-        seen.extend(bytes);
-    }
-    let shown = String::from_utf8_lossy(&seen).into_owned();
-    assert_eq!(status.code(), Some(0), "{shown:?}");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
     shown
 }
 

@@ -356,8 +356,15 @@ impl TestEnv {
     /// Like [`TestEnv::spawn`], but stdin stays open after `stdin` is
     /// written: the binary waits for more lines.
     pub fn spawn_open(&self, args: &[&str], stdin: &str) -> Running {
+        self.spawn_open_env(args, stdin, &[])
+    }
+
+    /// [`TestEnv::spawn_open`] with extra environment variables, which win
+    /// over the harness's own (as with [`TestEnv::run_env`]).
+    pub fn spawn_open_env(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Running {
         let mut child = self
             .command(args)
+            .envs(vars.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -365,16 +372,7 @@ impl TestEnv {
             .expect("start revolve");
         let mut pipe = child.stdin.take().expect("stdin is piped");
         pipe.write_all(stdin.as_bytes()).expect("write stdin");
-        let mut out = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
+        let stdout = chunks(child.stdout.take().expect("stdout is piped"));
         let mut err = child.stderr.take().expect("stderr is piped");
         let stderr = std::thread::spawn(move || {
             let mut text = String::new();
@@ -384,7 +382,7 @@ impl TestEnv {
         Running {
             child,
             stdin: Some(pipe),
-            stdout: rx,
+            stdout,
             seen: Vec::new(),
             stderr,
         }
@@ -470,40 +468,9 @@ impl TestEnv {
     /// [`TestEnv::spawn`] with extra environment variables, which win over
     /// the harness's own (as with [`TestEnv::run_env`]).
     pub fn spawn_env(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Running {
-        let mut child = self
-            .command(args)
-            .envs(vars.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start revolve");
-        let mut pipe = child.stdin.take().expect("stdin is piped");
-        pipe.write_all(stdin.as_bytes()).expect("write stdin");
-        drop(pipe);
-        let mut out = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = out.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = child.stderr.take().expect("stderr is piped");
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            err.read_to_string(&mut text).ok();
-            text
-        });
-        Running {
-            child,
-            stdin: None,
-            stdout: rx,
-            seen: Vec::new(),
-            stderr,
-        }
+        let mut running = self.spawn_open_env(args, stdin, vars);
+        running.close_stdin();
+        running
     }
 }
 
@@ -516,6 +483,8 @@ pub struct Terminal {
     output: mpsc::Receiver<Vec<u8>>,
     /// Everything the terminal showed so far.
     pub seen: Vec<u8>,
+    /// How much had been shown when keys were last typed.
+    mark: usize,
 }
 
 impl TestEnv {
@@ -553,21 +522,13 @@ impl TestEnv {
             Err(e) => panic!("start script: {e}"),
         };
         let stdin = child.stdin.take();
-        let mut stdout = child.stdout.take().expect("stdout is piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
+        let output = chunks(child.stdout.take().expect("stdout is piped"));
         Some(Terminal {
             child,
             stdin,
-            output: rx,
+            output,
             seen: Vec::new(),
+            mark: 0,
         })
     }
 }
@@ -599,8 +560,24 @@ impl Terminal {
         self.wait_for_n(text, 1, within);
     }
 
+    /// Waits until the terminal showed `text` since keys were last typed.
+    pub fn wait_for_next(&mut self, text: &str, within: Duration) {
+        let deadline = Instant::now() + within;
+        while !String::from_utf8_lossy(&self.seen[self.mark..]).contains(text) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.output.recv_timeout(left) {
+                Ok(bytes) => self.seen.extend(bytes),
+                Err(_) => {
+                    self.child.kill().ok();
+                    panic!("{text:?} never showed: {:?}", self.screen());
+                }
+            }
+        }
+    }
+
     /// Types `keys` (`\r` is Enter, `\x04` Ctrl-D).
     pub fn type_keys(&mut self, keys: &str) {
+        self.mark = self.seen.len();
         self.stdin
             .as_mut()
             .expect("the terminal is open")
@@ -629,4 +606,18 @@ impl Terminal {
         }
         (status.success(), self.screen())
     }
+}
+
+/// What `out` produces, chunk by chunk, read on a thread of its own.
+fn chunks(mut out: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }
