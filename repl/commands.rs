@@ -390,7 +390,7 @@ pub fn replay_against(
     let mut differ = 0;
     for (i, (mut request, recorded)) in requests.into_iter().zip(answers).enumerate() {
         if let Some(model) = &model {
-            request.body = with_model(&request.body, model);
+            request.body = revolve_core::request::with_model(&request.body, model);
         }
         let new = match provider.complete(&request, &mut |_| {}) {
             Ok(reply) => Answer::Reply(reply),
@@ -414,15 +414,4 @@ pub fn replay_against(
         )));
     }
     out(&format!("all {total} answers are the same as recorded\n"))
-}
-
-/// A request body with another model.
-fn with_model(body: &str, model: &str) -> String {
-    match serde_json::from_str::<serde_json::Value>(body) {
-        Ok(mut value) if value.get("model").is_some() => {
-            value["model"] = serde_json::Value::from(model);
-            value.to_string()
-        }
-        _ => body.to_owned(),
-    }
 }

@@ -176,6 +176,19 @@ fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
 }
 
+/// A request body sent again to another model (`replay --against
+/// --model`): the same body with its `model` replaced. A body without one
+/// is left as it is.
+pub fn with_model(body: &str, model: &str) -> String {
+    match serde_json::from_str::<Value>(body) {
+        Ok(mut value) if value.get("model").is_some() => {
+            value["model"] = Value::from(model);
+            value.to_string()
+        }
+        _ => body.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
