@@ -203,16 +203,20 @@ pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<Strin
         return Ok(None);
     };
     let group = in_order(&all, &stamp);
-    for e in &group {
-        write_meta(
-            &entry_dir(state_root, dirs, e)?,
-            &SnapshotMeta {
+    // Marked undone and pending first, so a crash mid-restore is finished
+    // at the next start; then restored; then settled.
+    let mark = |pending: bool| -> io::Result<()> {
+        for e in &group {
+            let meta = SnapshotMeta {
                 undone: true,
-                pending: true,
+                pending,
                 ..e.meta.clone()
-            },
-        )?;
-    }
+            };
+            write_meta(&entry_dir(state_root, dirs, e)?, &meta)?;
+        }
+        Ok(())
+    };
+    mark(true)?;
     let mut report = Vec::new();
     for e in &group {
         report.extend(restore(
@@ -221,16 +225,7 @@ pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<Strin
             e.scope,
         )?);
     }
-    for e in &group {
-        write_meta(
-            &entry_dir(state_root, dirs, e)?,
-            &SnapshotMeta {
-                undone: true,
-                pending: false,
-                ..e.meta.clone()
-            },
-        )?;
-    }
+    mark(false)?;
     Ok(Some(report))
 }
 
