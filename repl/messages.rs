@@ -125,7 +125,7 @@ pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
     {
         let ended = Arc::clone(&ended);
         let name = name.to_owned();
-        let running_store = store.clone();
+        let running_dir = store.roots.running(&store.project);
         std::thread::spawn(move || loop {
             std::thread::sleep(POLL);
             match follow.poll() {
@@ -134,7 +134,7 @@ pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
                 Err(e) => printer(format!("revolve: {e}\n")),
             }
             let id = follow.id();
-            if !running_store.running().iter().any(|r| r.id == id) {
+            if !revolve_io::registry::is_running(&running_dir, &id) {
                 // Whatever it wrote last, then the end.
                 if let Ok(text) = follow.poll() {
                     printer(inert(&text, tty));

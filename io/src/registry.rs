@@ -110,6 +110,13 @@ pub fn running(dir: &Path) -> Vec<Running> {
     scan(dir, false)
 }
 
+/// Whether the session `id` is running now: its lock file exists and its
+/// lock is held (one file, where [`running`] reads them all).
+pub fn is_running(dir: &Path, id: &str) -> bool {
+    File::open(dir.join(format!("{id}.lock")))
+        .is_ok_and(|file| matches!(file.try_lock_shared(), Err(TryLockError::WouldBlock)))
+}
+
 /// Removes stale lock files (whose lock nobody holds). Only under the naming
 /// lock, so a claim being taken at that moment is never removed.
 pub fn clean(dir: &Path, _naming: &NamingLock) {
