@@ -179,7 +179,7 @@ fn sessions_table() {
     }
     // Touched behind revolve's back (no session claimed the files), which
     // the listing cache does not look for (see `Store::list`): dropped.
-    let cache = files[0].parent().unwrap().join(".index.json");
+    let cache = files[0].parent().unwrap().join(".index");
     std::fs::remove_file(cache).unwrap();
 
     let named = env.ok(&["sessions"]).stdout;

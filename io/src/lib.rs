@@ -5,6 +5,8 @@
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
 //! * [`registry`]: which sessions are running (OS file locks).
+//! * [`store`]: the sessions of a directory: listing, naming, creating.
+//! * [`index`]: the listing cache's file format.
 //! * [`clock`]: the clock and session ids.
 //! * [`interrupt`]: Ctrl-C as a flag.
 //! * [`provider`]: model APIs (OpenAI-compatible, scripted).
@@ -19,6 +21,7 @@ pub mod clock;
 pub mod fake;
 pub mod goal;
 pub mod inbox;
+pub mod index;
 pub mod interrupt;
 pub mod log;
 pub mod memory;
