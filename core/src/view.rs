@@ -12,15 +12,38 @@ use crate::tools::Tool;
 /// A time as the user reads it: `2026-12-02 10:26 UTC`. (Written out by
 /// hand: a listing formats tens of thousands of them.)
 pub fn when(t: OffsetDateTime) -> String {
+    let mut out = String::with_capacity(20);
+    push_when(&mut out, t);
+    out
+}
+
+/// [`when`], written at the end of `out` (a listing writes a hundred
+/// thousand of them: no allocation, no formatting machinery).
+fn push_when(out: &mut String, t: OffsetDateTime) {
     let t = t.to_offset(time::UtcOffset::UTC);
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02} UTC",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute()
-    )
+    let year = t.year();
+    if (0..10_000).contains(&year) {
+        push_digits(out, year as u32, 4);
+    } else {
+        out.push_str(&format!("{year:04}"));
+    }
+    out.push('-');
+    push_digits(out, u32::from(u8::from(t.month())), 2);
+    out.push('-');
+    push_digits(out, u32::from(t.day()), 2);
+    out.push(' ');
+    push_digits(out, u32::from(t.hour()), 2);
+    out.push(':');
+    push_digits(out, u32::from(t.minute()), 2);
+    out.push_str(" UTC");
+}
+
+/// `n`'s last `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, n: u32, width: u32) {
+    for i in (0..width).rev() {
+        let digit = n / 10u32.pow(i) % 10;
+        out.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// A token count in a few characters: `812`, `12.3k`, `128k`, `1.3M`
@@ -353,18 +376,37 @@ pub fn listing(sessions: &[Summary]) -> String {
         "NAME", "ID", "STARTED", "TURNS"
     );
     out.reserve(sorted.len() * (width + 80));
+    // Written in place, column by column: a listing can have a hundred
+    // thousand lines, and `format!` machinery took most of its time.
+    let pad = |out: &mut String, text: &str, width: usize| {
+        out.push_str(text);
+        let used = text.chars().count();
+        out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
+    };
     for s in sorted {
-        // Written in place: a listing can have a hundred thousand lines.
-        use std::fmt::Write;
-        let _ = writeln!(
-            out,
-            "{:width$}  {:22}  {:20}  {:>5}  {}",
-            s.name.as_deref().unwrap_or("-"),
-            s.id,
-            when(s.started),
-            s.turns,
-            when(s.last_activity)
-        );
+        pad(&mut out, s.name.as_deref().unwrap_or("-"), width);
+        out.push_str("  ");
+        pad(&mut out, &s.id, 22);
+        out.push_str("  ");
+        push_when(&mut out, s.started);
+        out.push_str("  ");
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut n = s.turns;
+        loop {
+            at -= 1;
+            digits[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        let turns = std::str::from_utf8(&digits[at..]).unwrap_or_default();
+        out.extend(std::iter::repeat_n(' ', 5usize.saturating_sub(turns.len())));
+        out.push_str(turns);
+        out.push_str("  ");
+        push_when(&mut out, s.last_activity);
+        out.push('\n');
     }
     out
 }
@@ -373,6 +415,59 @@ pub fn listing(sessions: &[Summary]) -> String {
 mod tests {
     use super::*;
     use crate::record::Message;
+
+    #[test]
+    fn the_listing_lines_up_as_format_would() {
+        let at = time::macros::datetime!(2026-12-02 10:00:59 UTC);
+        let summary = |name: Option<&str>, id: &str, turns: u64, minutes: i64| Summary {
+            id: id.into(),
+            name: name.map(str::to_owned),
+            named: name.is_some(),
+            started: at,
+            turns,
+            last_activity: at + time::Duration::minutes(minutes),
+            path: String::new(),
+            continued: None,
+        };
+        let sessions = [
+            summary(Some("amber"), "20261202-100059-a1b2c3", 3, 5),
+            summary(
+                Some("léa-ü"),
+                "id-longer-than-twenty-two-characters",
+                123_456,
+                70,
+            ),
+            summary(None, "x", 0, 60 * 24 * 400),
+            summary(Some("a-rather-long-session-name"), "y", u64::MAX, -5),
+        ];
+        let width = 26;
+        let mut expected = format!(
+            "{:width$}  {:22}  {:20}  {:>5}  LAST ACTIVITY\n",
+            "NAME", "ID", "STARTED", "TURNS"
+        );
+        for s in &sessions {
+            let t = |t: OffsetDateTime| {
+                format!(
+                    "{:04}-{:02}-{:02} {:02}:{:02} UTC",
+                    t.year(),
+                    u8::from(t.month()),
+                    t.day(),
+                    t.hour(),
+                    t.minute()
+                )
+            };
+            expected.push_str(&format!(
+                "{:width$}  {:22}  {:20}  {:>5}  {}\n",
+                s.name.as_deref().unwrap_or("-"),
+                s.id,
+                t(s.started),
+                s.turns,
+                t(s.last_activity)
+            ));
+        }
+        assert_eq!(listing(&sessions), expected);
+        assert_eq!(when(at), "2026-12-02 10:00 UTC");
+    }
 
     #[test]
     fn transcript_tail_keeps_the_end_within_budget() {
