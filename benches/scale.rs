@@ -769,6 +769,26 @@ fn startup(config: &Config, bin: &Path, scratch: &Scratch, table: &mut Table) {
             "-".into(),
         );
     }
+    // The REPL itself in a pseudo-terminal: spawn to its first prompt. It
+    // allocates a generated name (the first word no session here uses).
+    let mut times = Vec::new();
+    for _ in 0..runs + 1 {
+        times.push(env.first_prompt(&url));
+    }
+    times.remove(0);
+    let t = median(&mut times);
+    println!(
+        "startup to the REPL's first prompt, {count} sessions + 100 memory files: \
+         median {} of {runs} (min {}, max {})",
+        ms(t),
+        ms(times[0]),
+        ms(times[times.len() - 1])
+    );
+    table.row(
+        &format!("startup to the REPL's first prompt, {count} sessions, 100 memory files"),
+        ms(t),
+        "-".into(),
+    );
     // For scale: the same binary doing nothing but `--version`.
     let version = median(&mut repeat(runs, || env.run(&["--version"], &env.cwd)));
     println!("  (exec of `revolve --version`: median {})", ms(version));
@@ -916,6 +936,45 @@ impl Env {
         arrived.duration_since(t)
     }
 
+    /// Spawn to the REPL's first prompt (`› `) on a pseudo-terminal; the
+    /// REPL is then ended with Ctrl-D.
+    fn first_prompt(&self, url: &str) -> Duration {
+        use std::os::fd::OwnedFd;
+        let (master, slave) = pty::open().expect("a pseudo-terminal");
+        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("a pty fd"));
+        let mut master = std::fs::File::from(master);
+        let t = Instant::now();
+        let mut child = self
+            .command(&["--base-url", url], &self.cwd)
+            .env("TERM", "xterm")
+            .stdin(io(&slave))
+            .stdout(io(&slave))
+            .stderr(io(&slave))
+            .spawn()
+            .expect("running revolve");
+        drop(slave);
+        let mut seen = Vec::new();
+        let mut buf = [0u8; 4096];
+        let took = loop {
+            let n = master.read(&mut buf).unwrap_or(0);
+            assert!(
+                n > 0,
+                "the REPL ended before its prompt: {}",
+                String::from_utf8_lossy(&seen)
+            );
+            seen.extend_from_slice(&buf[..n]);
+            if seen.windows(4).any(|w| w == "› ".as_bytes()) {
+                break t.elapsed();
+            }
+        };
+        master.write_all(b"\x04").ok();
+        // Drained until the child closes its side, so it never blocks on
+        // a full terminal.
+        while master.read(&mut buf).is_ok_and(|n| n > 0) {}
+        child.wait().expect("waiting for revolve");
+        took
+    }
+
     /// The turns `revolve sessions` lists for `name`.
     fn listed_turns(&self, name: &str) -> Option<u64> {
         let out = self
@@ -927,6 +986,51 @@ impl Env {
             .iter()
             .find(|s| s["name"] == name)
             .and_then(|s| s["turns"].as_u64())
+    }
+}
+
+/// A pseudo-terminal pair from the C library (std has none).
+mod pty {
+    use std::ffi::{c_char, c_int};
+    use std::io;
+    use std::os::fd::{FromRawFd, OwnedFd};
+
+    extern "C" {
+        fn posix_openpt(flags: c_int) -> c_int;
+        fn grantpt(fd: c_int) -> c_int;
+        fn unlockpt(fd: c_int) -> c_int;
+        fn ptsname_r(fd: c_int, buf: *mut c_char, len: usize) -> c_int;
+    }
+    const O_RDWR: c_int = 2;
+    const O_NOCTTY: c_int = 0o400;
+
+    /// (master, slave).
+    pub fn open() -> io::Result<(OwnedFd, OwnedFd)> {
+        // SAFETY: plain calls on a descriptor this function owns; the
+        // name buffer is valid for `len` bytes and NUL-terminated by
+        // `ptsname_r` on success.
+        unsafe {
+            let fd = posix_openpt(O_RDWR | O_NOCTTY);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let master = OwnedFd::from_raw_fd(fd);
+            let mut name = [0 as c_char; 128];
+            if grantpt(fd) != 0
+                || unlockpt(fd) != 0
+                || ptsname_r(fd, name.as_mut_ptr(), name.len()) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            let path = std::ffi::CStr::from_ptr(name.as_ptr())
+                .to_string_lossy()
+                .into_owned();
+            let slave = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(path)?;
+            Ok((master, slave.into()))
+        }
     }
 }
 
