@@ -512,7 +512,7 @@ impl Live {
                 }
                 let outcome = self.drive(Input::Rename {
                     name,
-                    used,
+                    used: used.into_iter().collect(),
                     now: clock::now(),
                 })?;
                 self.inbox = inbox_of(&self.store, self.state().name.as_deref());

@@ -1,9 +1,29 @@
 //! Generated session names: the first word of a fixed list that no session of
 //! this directory uses, running or on disk.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
+use std::hash::BuildHasher;
 
 use crate::view::Summary;
+
+/// The names in use, as [`allocate`] and [`validate`] ask about them: any
+/// set of strings (the shell lists ten thousand sessions' names into a hash
+/// set, which builds several times faster than an ordered one).
+pub trait Used {
+    fn contains_name(&self, name: &str) -> bool;
+}
+
+impl Used for BTreeSet<String> {
+    fn contains_name(&self, name: &str) -> bool {
+        self.contains(name)
+    }
+}
+
+impl<S: BuildHasher> Used for HashSet<String, S> {
+    fn contains_name(&self, name: &str) -> bool {
+        self.contains(name)
+    }
+}
 
 /// The words, in the order they are handed out.
 pub const WORDS: [&str; 48] = [
@@ -16,20 +36,25 @@ pub const WORDS: [&str; 48] = [
 
 /// The first free name: each word of [`WORDS`] in order, then `amber-2`,
 /// `birch-2`, … and so on with higher numbers. Never returns a name in `used`.
-pub fn allocate(used: &BTreeSet<String>) -> String {
-    (1u64..)
-        .flat_map(|round| {
-            WORDS.iter().map(move |w| {
-                if round == 1 {
-                    (*w).to_owned()
-                } else {
-                    format!("{w}-{round}")
-                }
-            })
-        })
-        .find(|name| !used.contains(name))
-        // `used` is finite and the sequence is not, so a free name exists.
-        .expect("an unbounded sequence of distinct names has a free one")
+pub fn allocate(used: &impl Used) -> String {
+    use std::fmt::Write;
+    // One buffer for every candidate: in a directory of ten thousand
+    // sessions thousands are taken before a free one.
+    let mut name = String::new();
+    for round in 1u64.. {
+        for w in WORDS {
+            name.clear();
+            name.push_str(w);
+            if round > 1 {
+                let _ = write!(name, "-{round}");
+            }
+            if !used.contains_name(&name) {
+                return name;
+            }
+        }
+    }
+    // `used` is finite and the sequence is not, so a free name exists.
+    unreachable!("an unbounded sequence of distinct names has a free one")
 }
 
 /// Why a name cannot be used.
@@ -58,7 +83,7 @@ impl std::fmt::Display for BadName {
 }
 
 /// Checks a name the user chose.
-pub fn validate(name: &str, used: &BTreeSet<String>) -> Result<(), BadName> {
+pub fn validate(name: &str, used: &impl Used) -> Result<(), BadName> {
     if name.is_empty() {
         return Err(BadName::Empty);
     }
@@ -69,7 +94,7 @@ pub fn validate(name: &str, used: &BTreeSet<String>) -> Result<(), BadName> {
     if !name.chars().all(ok) || name.starts_with(['.', '-']) {
         return Err(BadName::Characters);
     }
-    if used.contains(name) {
+    if used.contains_name(name) {
         return Err(BadName::InUse);
     }
     Ok(())
@@ -162,7 +187,12 @@ mod tests {
                 match p / 64 % 3 { 0 => w.to_owned(), n => format!("{w}-{}", n + 1) }
             }).collect();
             used.extend(extra);
-            !used.contains(&allocate(&used))
+            let name = allocate(&used);
+            // Any set of the same names gives the same answer.
+            // (A fixed hasher: no random seed in the core, tests included.)
+            type Fixed = std::hash::BuildHasherDefault<std::hash::DefaultHasher>;
+            let hashed: HashSet<String, Fixed> = used.iter().cloned().collect();
+            !used.contains(&name) && allocate(&hashed) == name
         }
 
         fn allocation_fills_the_first_gap(n: u8) -> bool {

