@@ -2,27 +2,24 @@
 //! needs of every session file to list it or to see its name, with the size
 //! and modification time the file was read at.
 //!
-//! A line per file, fields split by tabs, so that reading a hundred
-//! thousand entries is a split, not a JSON parse (the JSON cache this
-//! replaced took 45 ms to parse for 100k sessions; this one takes a few):
+//! Binary, read by moving a cursor: ten thousand entries read in well under
+//! a millisecond (the JSON cache this replaced took 7 ms to parse; a
+//! tab-separated text, 3.3 ms). All numbers little-endian:
 //!
 //! ```text
-//! revolve listing cache 5
-//! {"journal":"epoch …","offset":812,"volatile":["…"],"cwds":["/src/app"],"entries":2}
-//! 20261202-101500-a1b2c3.jsonl␉4211␉1764670500123456789␉0␉-␉amber␉1␉1764670500␉3␉-
-//! broken.jsonl␉17␉1764670511000000000
+//! "revolve listing cache\0" u32 version
+//! u32 length, then that many bytes of JSON:
+//!     {"journal":"epoch …","offset":812,"volatile":["…"],"cwds":["/src/app"],"entries":2}
+//! an entry per session file:
+//!     str file, u64 len, i64 mtime (ns), u8 has a row (0/1), and then the row:
+//!     u32 cwd (an index into cwds), u8 flags (1 named, 2 has a name,
+//!     4 has continued, 8 the id is not the file's stem), i64 started (unix s),
+//!     u64 turns, then str name, str continued, str id, each when flagged
+//! str: u32 length, then that many bytes of UTF-8
 //! ```
 //!
-//! (`␉` stands for a tab.)
-//!
-//! An entry is `file, len, mtime (ns)`, then, for a file with a header, its
-//! row: `cwd (an index into cwds), id, name, named (0/1), started (unix
-//! s), turns, continued`. An optional field is `-` when absent; the id is
-//! `-` when it is the file's stem. Strings escape `\`, tab and newline as
-//! `\\`, `\t`, `\n`, and a leading `-` as `\-`.
-//!
 //! It is only a cache: anything this build does not read exactly (another
-//! version, a torn or edited line) reads as no cache at all.
+//! version, a torn or edited file) reads as no cache at all.
 
 use std::borrow::Cow;
 
@@ -32,9 +29,8 @@ use serde::{Deserialize, Serialize};
 pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
 pub const LEGACY_FILE: &str = ".index.json";
-const MAGIC: &str = "revolve listing cache 5";
-/// Fields of an entry with a row.
-const FIELDS: usize = 10;
+const MAGIC: &[u8] = b"revolve listing cache\0";
+const VERSION: u32 = 6;
 
 /// What says a file is unchanged: its size and modification time (ns).
 pub type Stamp = (u64, i64);
@@ -94,41 +90,22 @@ impl<'a> Index<'a> {
     /// The cache in `bytes`, or `None` when they are not exactly a cache
     /// this build writes.
     pub fn parse(bytes: &'a [u8]) -> Option<Index<'a>> {
-        let text = std::str::from_utf8(bytes).ok()?;
-        let (magic, text) = text.split_once('\n')?;
-        let (head, lines) = text.split_once('\n')?;
-        if magic != MAGIC {
+        let mut at = Reader { bytes, at: 0 };
+        if at.take(MAGIC.len())? != MAGIC || at.u32()? != VERSION {
             return None;
         }
-        let head: Head = serde_json::from_str(head).ok()?;
+        let head = at.u32()? as usize;
+        let head: Head = serde_json::from_slice(at.take(head)?).ok()?;
         let cwds: Vec<Cow<str>> = head.cwds.into_iter().map(Cow::Owned).collect();
-        let mut entries = Vec::with_capacity(head.entries.min(bytes.len() / 8));
-        // One pass over the bytes, cutting at tabs and newlines (a split per
-        // line and then per field takes three times as long), noting which
-        // fields hold an escape.
-        let mut fields = [""; FIELDS];
-        let mut escaped = 0u16;
-        let (mut n, mut start) = (0, 0);
-        for (i, b) in lines.bytes().enumerate() {
-            match b {
-                b'\t' | b'\n' => {
-                    *fields.get_mut(n)? = &lines[start..i];
-                    n += 1;
-                    start = i + 1;
-                    if b == b'\n' {
-                        entries.push(Entry::parse(&fields[..n], escaped, cwds.len())?);
-                        (n, escaped) = (0, 0);
-                    }
-                }
-                b'\\' => escaped |= 1 << n.min(FIELDS),
-                _ => {}
-            }
-        }
-        // Every line ends with a newline: nothing may follow the last.
-        if start != lines.len() {
+        // At least 21 bytes an entry: a count the file cannot hold is a lie.
+        if head.entries > bytes.len() / 21 {
             return None;
         }
-        (entries.len() == head.entries).then(|| Index {
+        let mut entries = Vec::with_capacity(head.entries);
+        for _ in 0..head.entries {
+            entries.push(at.entry(cwds.len())?);
+        }
+        (at.at == bytes.len()).then(|| Index {
             journal: head.journal.into_owned(),
             offset: head.offset,
             volatile: head.volatile,
@@ -146,16 +123,17 @@ impl<'a> Index<'a> {
             cwds: self.cwds.iter().map(|c| c.to_string()).collect(),
             entries: self.entries.len(),
         };
-        let mut out = String::with_capacity(128 + self.entries.len() * 96);
-        out.push_str(MAGIC);
-        out.push('\n');
         // A struct of strings and numbers always serializes.
-        out.push_str(&serde_json::to_string(&head).unwrap_or_default());
-        out.push('\n');
+        let head = serde_json::to_vec(&head).unwrap_or_default();
+        let mut out = Vec::with_capacity(64 + head.len() + self.entries.len() * 80);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&VERSION.to_le_bytes());
+        put_u32(&mut out, head.len());
+        out.extend_from_slice(&head);
         for entry in &self.entries {
             entry.write(&mut out);
         }
-        out.into_bytes()
+        out
     }
 
     /// The index of `cwd` in [`Index::cwds`], added when it is not there.
@@ -170,119 +148,133 @@ impl<'a> Index<'a> {
     }
 }
 
-impl<'a> Entry<'a> {
-    /// The entry of a line's fields; bit `i` of `escaped` says field `i`
-    /// holds a backslash.
-    fn parse(fields: &[&'a str], escaped: u16, cwds: usize) -> Option<Entry<'a>> {
-        let text = |i: usize| -> Option<Cow<'a, str>> {
-            if escaped & (1 << i) == 0 {
-                Some(Cow::Borrowed(fields[i]))
-            } else {
-                unescape(fields[i])
-            }
+const NAMED: u8 = 1;
+const HAS_NAME: u8 = 2;
+const HAS_CONTINUED: u8 = 4;
+const OWN_ID: u8 = 8;
+
+impl Entry<'_> {
+    fn write(&self, out: &mut Vec<u8>) {
+        put_str(out, &self.file);
+        out.extend_from_slice(&self.stamp.0.to_le_bytes());
+        out.extend_from_slice(&self.stamp.1.to_le_bytes());
+        let Some(row) = &self.row else {
+            out.push(0);
+            return;
         };
-        let optional = |i: usize| match fields[i] {
-            "-" => Some(None),
-            _ => text(i).map(Some),
-        };
-        let file = text(0)?;
-        let stamp = (fields[1].parse().ok()?, fields[2].parse().ok()?);
-        let row = match fields.len() {
-            3 => None,
-            FIELDS => {
-                let id = match optional(4)? {
+        out.push(1);
+        put_u32(out, row.cwd);
+        let stem = self.file.strip_suffix(".jsonl") == Some(&*row.id);
+        let flag = |on: bool, bit: u8| if on { bit } else { 0 };
+        out.push(
+            flag(row.named, NAMED)
+                | flag(row.name.is_some(), HAS_NAME)
+                | flag(row.continued.is_some(), HAS_CONTINUED)
+                | flag(!stem, OWN_ID),
+        );
+        out.extend_from_slice(&row.started.to_le_bytes());
+        out.extend_from_slice(&row.turns.to_le_bytes());
+        for s in [row.name.as_deref(), row.continued.as_deref()]
+            .into_iter()
+            .flatten()
+        {
+            put_str(out, s);
+        }
+        if !stem {
+            put_str(out, &row.id);
+        }
+    }
+}
+
+/// A cursor over the cache's bytes; every read is bounds-checked.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let taken = self.bytes.get(self.at..self.at.checked_add(n)?)?;
+        self.at += n;
+        Some(taken)
+    }
+
+    fn array<const N: usize>(&mut self) -> Option<[u8; N]> {
+        self.take(N)?.try_into().ok()
+    }
+
+    fn u8(&mut self) -> Option<u8> {
+        Some(self.array::<1>()?[0])
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        Some(u32::from_le_bytes(self.array()?))
+    }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.array()?))
+    }
+
+    fn i64(&mut self) -> Option<i64> {
+        Some(i64::from_le_bytes(self.array()?))
+    }
+
+    fn str(&mut self) -> Option<&'a str> {
+        let n = self.u32()? as usize;
+        std::str::from_utf8(self.take(n)?).ok()
+    }
+
+    fn entry(&mut self, cwds: usize) -> Option<Entry<'a>> {
+        let file = self.str()?;
+        let stamp = (self.u64()?, self.i64()?);
+        let row = match self.u8()? {
+            0 => None,
+            1 => {
+                let cwd = self.u32()? as usize;
+                let flags = self.u8()?;
+                if cwd >= cwds || flags & !(NAMED | HAS_NAME | HAS_CONTINUED | OWN_ID) != 0 {
+                    return None;
+                }
+                let (started, turns) = (self.i64()?, self.u64()?);
+                let mut optional = |bit: u8| match flags & bit {
+                    0 => Some(None),
+                    _ => self.str().map(|s| Some(Cow::Borrowed(s))),
+                };
+                let name = optional(HAS_NAME)?;
+                let continued = optional(HAS_CONTINUED)?;
+                let id = match optional(OWN_ID)? {
                     Some(id) => id,
-                    None => match &file {
-                        Cow::Borrowed(f) => Cow::Borrowed(f.strip_suffix(".jsonl")?),
-                        Cow::Owned(f) => Cow::Owned(f.strip_suffix(".jsonl")?.to_owned()),
-                    },
+                    None => Cow::Borrowed(file.strip_suffix(".jsonl")?),
                 };
                 Some(Row {
-                    cwd: fields[3].parse().ok().filter(|c| *c < cwds)?,
+                    cwd,
                     id,
-                    name: optional(5)?,
-                    named: match fields[6] {
-                        "0" => false,
-                        "1" => true,
-                        _ => return None,
-                    },
-                    started: fields[7].parse().ok()?,
-                    turns: fields[8].parse().ok()?,
-                    continued: optional(9)?,
+                    name,
+                    named: flags & NAMED != 0,
+                    started,
+                    turns,
+                    continued,
                 })
             }
             _ => return None,
         };
-        Some(Entry { file, stamp, row })
-    }
-
-    fn write(&self, out: &mut String) {
-        use std::fmt::Write;
-        escape(&self.file, out);
-        let _ = write!(out, "\t{}\t{}", self.stamp.0, self.stamp.1);
-        if let Some(row) = &self.row {
-            let _ = write!(out, "\t{}\t", row.cwd);
-            let own_id = self.file.strip_suffix(".jsonl") == Some(&*row.id);
-            write_optional((!own_id).then_some(&*row.id), out);
-            out.push('\t');
-            write_optional(row.name.as_deref(), out);
-            let _ = write!(
-                out,
-                "\t{}\t{}\t{}\t",
-                u8::from(row.named),
-                row.started,
-                row.turns
-            );
-            write_optional(row.continued.as_deref(), out);
-        }
-        out.push('\n');
+        Some(Entry {
+            file: Cow::Borrowed(file),
+            stamp,
+            row,
+        })
     }
 }
 
-fn escape(s: &str, out: &mut String) {
-    if s.starts_with('-') {
-        out.push('\\');
-    }
-    if !s.contains(['\\', '\t', '\n']) {
-        out.push_str(s);
-        return;
-    }
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
+/// A length or index as the u32 the file holds (a cache entry is never
+/// 4 GiB, and there are never four billion working directories).
+fn put_u32(out: &mut Vec<u8>, n: usize) {
+    out.extend_from_slice(&u32::try_from(n).unwrap_or(u32::MAX).to_le_bytes());
 }
 
-fn unescape(field: &str) -> Option<Cow<'_, str>> {
-    if !field.contains('\\') {
-        return Some(Cow::Borrowed(field));
-    }
-    let mut out = String::with_capacity(field.len());
-    let mut chars = field.chars();
-    while let Some(c) = chars.next() {
-        out.push(match c {
-            '\\' => match chars.next()? {
-                '\\' => '\\',
-                't' => '\t',
-                'n' => '\n',
-                '-' if out.is_empty() => '-',
-                _ => return None,
-            },
-            c => c,
-        });
-    }
-    Some(Cow::Owned(out))
-}
-
-fn write_optional(s: Option<&str>, out: &mut String) {
-    match s {
-        Some(s) => escape(s, out),
-        None => out.push('-'),
-    }
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put_u32(out, s.len());
+    out.extend_from_slice(s.as_bytes());
 }
 
 #[cfg(test)]
@@ -314,7 +306,7 @@ mod tests {
 
     #[test]
     fn the_format_reads_as_documented() {
-        let bytes = index(vec![
+        let written = index(vec![
             Entry {
                 file: "20261202-101500-a1b2c3.jsonl".into(),
                 stamp: (4211, 1_764_670_500_123_456_789),
@@ -322,60 +314,95 @@ mod tests {
             },
             Entry {
                 file: "copy.jsonl".into(),
-                stamp: (17, 5),
-                row: Some(row("-x", None, Some("next"))),
-            },
-            Entry {
-                file: "broken.jsonl".into(),
                 stamp: (17, -1),
                 row: None,
             },
-        ])
-        .to_bytes();
-        let text = String::from_utf8(bytes.clone()).unwrap();
-        let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], MAGIC);
-        assert_eq!(
-            lines[2],
-            "20261202-101500-a1b2c3.jsonl\t4211\t1764670500123456789\t0\t-\tamber\t1\t1764670500\t3\t-"
-        );
-        assert_eq!(
-            lines[3],
-            "copy.jsonl\t17\t5\t0\t\\-x\t-\t0\t1764670500\t3\tnext"
-        );
-        assert_eq!(lines[4], "broken.jsonl\t17\t-1");
+        ]);
+        let bytes = written.to_bytes();
+        // By hand, as the module documents it.
+        let head = br#"{"journal":"epoch 1-2-3","offset":812,"volatile":["a"],"cwds":["/src/app","/src/a\tb"],"entries":2}"#;
+        let mut expected = b"revolve listing cache\0".to_vec();
+        expected.extend(6u32.to_le_bytes());
+        expected.extend((head.len() as u32).to_le_bytes());
+        expected.extend(head);
+        let str = |out: &mut Vec<u8>, s: &str| {
+            out.extend((s.len() as u32).to_le_bytes());
+            out.extend(s.as_bytes());
+        };
+        str(&mut expected, "20261202-101500-a1b2c3.jsonl");
+        expected.extend(4211u64.to_le_bytes());
+        expected.extend(1_764_670_500_123_456_789i64.to_le_bytes());
+        expected.extend([1]);
+        expected.extend(0u32.to_le_bytes());
+        expected.extend([NAMED | HAS_NAME]);
+        expected.extend(1_764_670_500i64.to_le_bytes());
+        expected.extend(3u64.to_le_bytes());
+        str(&mut expected, "amber");
+        str(&mut expected, "copy.jsonl");
+        expected.extend(17u64.to_le_bytes());
+        expected.extend((-1i64).to_le_bytes());
+        expected.extend([0]);
+        assert_eq!(bytes, expected);
         let parsed = Index::parse(&bytes).unwrap();
-        assert_eq!(
-            parsed.entries[0].row.as_ref().unwrap().id,
-            "20261202-101500-a1b2c3"
-        );
+        assert_eq!(parsed, written);
+        // Strings are borrowed from the bytes, not copied.
         assert!(matches!(parsed.entries[0].file, Cow::Borrowed(_)));
-        assert_eq!(parsed.cwds[1], "/src/a\tb");
+        assert!(matches!(
+            parsed.entries[0].row.as_ref().unwrap().id,
+            Cow::Borrowed("20261202-101500-a1b2c3")
+        ));
     }
 
     #[test]
     fn anything_but_a_whole_cache_reads_as_none() {
-        let bytes = index(vec![Entry {
+        let written = index(vec![Entry {
             file: "a.jsonl".into(),
             stamp: (1, 2),
-            row: Some(row("a", Some("n"), None)),
-        }])
-        .to_bytes();
-        assert!(Index::parse(&bytes).is_some());
+            row: Some(row("other-id", Some("n"), Some("next"))),
+        }]);
+        let bytes = written.to_bytes();
+        assert_eq!(Index::parse(&bytes).as_ref(), Some(&written));
         for cut in 0..bytes.len() {
             assert_eq!(Index::parse(&bytes[..cut]), None, "cut at {cut}");
         }
-        let text = String::from_utf8(bytes).unwrap();
-        for bad in [
-            text.replace("\t0\t-\tn\t1", "\t9\t-\tn\t1"),
-            text.replace("\tn\t1\t", "\tn\t2\t"),
-            text.replace("\t-\n", "\t-\textra\n"),
-            text.replace("cache 5", "cache 4"),
-            text.replace("a.jsonl\t1", "a\\q.jsonl\t1"),
-            format!("{text}b.jsonl\t1\t2\n"),
-            "{\"version\":4,\"entries\":[]}".to_owned(),
+        let head_end = MAGIC.len() + 8 + bytes[MAGIC.len() + 4] as usize;
+        let flags = head_end + 4 + "a.jsonl".len() + 16 + 1 + 4;
+        let changed = |at: usize, to: u8| {
+            let mut b = bytes.clone();
+            b[at] = to;
+            b
+        };
+        for (what, bad) in [
+            ("another version", changed(MAGIC.len(), 5)),
+            ("a cwd out of range", changed(flags - 4, 2)),
+            ("an unknown flag", changed(flags, 0xff)),
+            ("a bad row tag", changed(flags - 5, 2)),
+            ("a byte after the end", [bytes.clone(), vec![0]].concat()),
+            ("not UTF-8", changed(head_end + 4, 0xff)),
         ] {
-            assert_eq!(Index::parse(bad.as_bytes()), None, "{bad}");
+            assert_eq!(Index::parse(&bad), None, "{what}");
+        }
+        // The JSON cache of earlier builds is not one.
+        assert_eq!(Index::parse(br#"{"version":4,"entries":[]}"#), None);
+    }
+
+    quickcheck! {
+        fn no_bytes_make_it_panic(bytes: Vec<u8>, at: usize, flips: Vec<(usize, u8)>) -> bool {
+            // Arbitrary bytes, and a real cache with arbitrary bytes changed.
+            Index::parse(&bytes);
+            let mut real = index(vec![Entry {
+                file: "a.jsonl".into(),
+                stamp: (1, 2),
+                row: Some(row("a", Some("n"), None)),
+            }])
+            .to_bytes();
+            for (i, b) in flips {
+                let len = real.len();
+                real[i % len] = b;
+            }
+            real.truncate(real.len() - at % 8);
+            Index::parse(&real);
+            true
         }
     }
 

@@ -99,9 +99,10 @@ impl Store {
         // In this order: the journal, then the lock files, then the files.
         let journal = registry::Journal::read(&running);
         let locked: HashSet<String, Fast> = registry::locked_ids(&running).into_iter().collect();
-        // The folder is read on a thread of its own while the cache is read
-        // and parsed here: on a hundred thousand files each takes tens of
-        // milliseconds.
+        // The folder is read on a thread of its own, which hands its names
+        // over a few hundred at a time, while the cache is read and parsed
+        // here and then the names are looked at as they come: reading the
+        // folder is most of a listing's time.
         let files = Files::read(&dir);
         let bytes = std::fs::read(dir.join(index::FILE)).unwrap_or_default();
         let mut index = Index::parse(&bytes).unwrap_or_default();
@@ -123,35 +124,30 @@ impl Store {
         // Rows are compared by their cwd's index, not the string.
         let mut mine = cwds.iter().position(|c| *c == *cwd);
         let old = std::mem::take(&mut index.entries);
-        // The cache's entries by name (borrowed: nothing is moved or copied
-        // for a file that did not change), and which of them still stand.
-        let mut by_name: HashMap<&str, usize, Fast> =
-            HashMap::with_capacity_and_hasher(old.len(), Fast::default());
-        by_name.extend(old.iter().enumerate().map(|(i, e)| (&*e.file, i)));
-        let mut stands = vec![false; old.len()];
+        let mut finder = Finder::new(&old);
+        // Which cache entry or fresh entry each file has, in the folder's
+        // order (the order a new cache is written in).
+        let mut order: Vec<Slot> = Vec::with_capacity(old.len() + 16);
         // Entries of files new or changed since.
         let mut fresh: Vec<Entry> = Vec::new();
         // Files other than running sessions' that are new or changed since
         // the cache was written (see [`REWRITE_AFTER`]).
         let mut dirty = 0usize;
-        let mut matched = 0;
-        let names = files.wait()?;
-        for name in names.split_terminator('\0') {
+        files.each(|name| {
             let id = &name[..name.len() - ".jsonl".len()];
-            let known = by_name.get(name).copied();
-            matched += usize::from(known.is_some());
-            let trusted = known.is_some() && suspects.as_ref().is_some_and(|s| !s.contains(id));
+            let suspect = suspects.as_ref().is_none_or(|s| s.contains(id));
+            let known = finder.find(name, suspect);
             // The old entry that stands, or the fresh one.
-            let indexed = match known {
-                Some(_) if trusted => None,
+            let slot = match known {
+                Some(i) if !suspect => Slot::Old(i),
                 known => {
                     let path = dir.join(name);
                     let Ok(meta) = std::fs::metadata(&path) else {
-                        continue;
+                        return;
                     };
                     let stamp = Stamp::of(&meta);
                     match known {
-                        Some(i) if old[i].stamp == stamp => None,
+                        Some(i) if old[i].stamp == stamp => Slot::Old(i),
                         _ => {
                             dirty += usize::from(!locked.contains(id));
                             let row = log::summary(&path).ok().flatten().map(|(header, s)| {
@@ -166,35 +162,35 @@ impl Store {
                                 stamp,
                                 row,
                             });
-                            Some(fresh.len() - 1)
+                            Slot::Fresh(fresh.len() - 1)
                         }
                     }
                 }
             };
-            let indexed = match (indexed, known) {
-                (Some(f), _) => &fresh[f],
-                (None, Some(i)) => {
-                    stands[i] = true;
-                    &old[i]
-                }
-                (None, None) => continue,
+            order.push(slot);
+            let indexed = match slot {
+                Slot::Old(i) => &old[i],
+                Slot::Fresh(f) => &fresh[f],
             };
             if let Some(row) = &indexed.row {
                 if Some(row.cwd) == mine {
                     each(row, name, indexed.stamp);
                 }
             }
-        }
-        drop(by_name);
+        })?;
         // A cache entry no file was found for is of a file gone since.
-        dirty += old.len() - matched;
+        dirty += old.len() - finder.found;
+        drop(finder);
         if suspects.is_none() || dirty > REWRITE_AFTER {
             let (journal, offset) = journal.map_or_else(Default::default, |j| (j.epoch, j.len));
-            let entries = old
+            let mut old: Vec<Option<Entry>> = old.into_iter().map(Some).collect();
+            let mut fresh: Vec<Option<Entry>> = fresh.into_iter().map(Some).collect();
+            let entries = order
                 .into_iter()
-                .zip(stands)
-                .filter_map(|(e, stands)| stands.then_some(e))
-                .chain(fresh)
+                .filter_map(|slot| match slot {
+                    Slot::Old(i) => old[i].take(),
+                    Slot::Fresh(f) => fresh[f].take(),
+                })
                 .collect();
             let fresh = Index {
                 journal,
@@ -369,11 +365,73 @@ impl From<io::Error> for CreateError {
     }
 }
 
+/// Which entry a file has in a listing: the cache's, or one read now.
+#[derive(Clone, Copy)]
+enum Slot {
+    Old(usize),
+    Fresh(usize),
+}
+
+/// Finds a file's entry in the cache, which lists files in the order the
+/// folder did when it was written; only files added or removed since
+/// change that order. So the entry is looked for just after the last one
+/// found, and only when it is not there in a map of every entry (built the
+/// first time it is needed): a listing of an unchanged folder hashes
+/// nothing.
+struct Finder<'o, 'a> {
+    old: &'o [Entry<'a>],
+    next: usize,
+    by_name: Option<HashMap<&'o str, usize, Fast>>,
+    /// How many entries were found.
+    found: usize,
+}
+
+impl<'o, 'a> Finder<'o, 'a> {
+    /// Entries removed in a row that the search just ahead still skips.
+    const AHEAD: usize = 8;
+
+    fn new(old: &'o [Entry<'a>]) -> Finder<'o, 'a> {
+        Finder {
+            old,
+            next: 0,
+            by_name: None,
+            found: 0,
+        }
+    }
+
+    /// The entry of `name`. A `new_ish` file (claimed since the cache was
+    /// written) not found just ahead is taken as new rather than searched
+    /// for: if it had an entry, it is read again, which costs only time.
+    fn find(&mut self, name: &str, new_ish: bool) -> Option<usize> {
+        let end = self.old.len().min(self.next + Self::AHEAD);
+        let near = (self.next..end).find(|&i| self.old[i].file == name);
+        let at = match near {
+            Some(i) => i,
+            None if new_ish => return None,
+            None => {
+                let old = self.old;
+                let by_name = self.by_name.get_or_insert_with(|| {
+                    let mut map = HashMap::with_capacity_and_hasher(old.len(), Fast::default());
+                    map.extend(old.iter().enumerate().map(|(i, e)| (&*e.file, i)));
+                    map
+                });
+                by_name.get(name).copied()?
+            }
+        };
+        self.next = at + 1;
+        self.found += 1;
+        Some(at)
+    }
+}
+
 /// The session files of a folder (`*.jsonl`), read on a thread of their
-/// own (or here, when no thread can be started): their names, each ended
-/// by a `\0`.
+/// own that sends their names (each ended by a `\0`) a batch at a time, or
+/// read here when no thread can be started.
 enum Files {
-    Reading(std::thread::JoinHandle<io::Result<String>>),
+    Reading(
+        std::sync::mpsc::Receiver<String>,
+        std::thread::JoinHandle<io::Result<()>>,
+    ),
     Read(io::Result<String>),
 }
 
@@ -381,35 +439,53 @@ impl Files {
     /// Starts reading `dir`.
     fn read(dir: &Path) -> Files {
         let owned = dir.to_path_buf();
+        let (send, receive) = std::sync::mpsc::channel();
         let reader = std::thread::Builder::new().name("readdir".into());
-        match reader.spawn(move || session_files(&owned)) {
-            Ok(thread) => Files::Reading(thread),
-            Err(_) => Files::Read(session_files(dir)),
+        match reader.spawn(move || session_files(&owned, &mut |batch| send.send(batch).is_ok())) {
+            Ok(thread) => Files::Reading(receive, thread),
+            Err(_) => {
+                let mut names = String::new();
+                let read = session_files(dir, &mut |batch| {
+                    names.push_str(&batch);
+                    true
+                });
+                Files::Read(read.map(|()| names))
+            }
         }
     }
 
-    /// The names; none when the folder does not exist.
-    fn wait(self) -> io::Result<String> {
+    /// Calls `each` with every name, in the folder's order; none when the
+    /// folder does not exist.
+    fn each(self, mut each: impl FnMut(&str)) -> io::Result<()> {
         let read = match self {
-            Files::Reading(thread) => thread
-                .join()
-                .map_err(|_| io::Error::other("reading the sessions folder failed"))?,
-            Files::Read(read) => read,
+            Files::Reading(batches, thread) => {
+                for batch in batches {
+                    batch.split_terminator('\0').for_each(&mut each);
+                }
+                thread
+                    .join()
+                    .map_err(|_| io::Error::other("reading the sessions folder failed"))?
+            }
+            Files::Read(names) => names.map(|names| names.split_terminator('\0').for_each(each)),
         };
         match read {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(String::new()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             read => read,
         }
     }
 }
 
-/// The `*.jsonl` names in `dir`, each ended by a `\0` (which no file name
-/// holds), in the order the folder lists them; names that are not UTF-8
-/// are left out. Read with `readdir(3)` straight into one string: std's
-/// `read_dir` allocates twice a file, which made reading a folder of
-/// 10,000 sessions take half as long again.
+/// How many names [`session_files`] hands over at a time.
+const BATCH: usize = 512;
+
+/// Hands `batch` the `*.jsonl` names in `dir`, [`BATCH`] at a time, each
+/// ended by a `\0` (which no file name holds), in the order the folder
+/// lists them; names that are not UTF-8 are left out. Stops early when
+/// `batch` says false. Read with `readdir(3)` straight into the batch's
+/// string: std's `read_dir` allocates twice a file, which made reading a
+/// folder of 10,000 sessions take half as long again.
 #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
-fn session_files(dir: &Path) -> io::Result<String> {
+fn session_files(dir: &Path, batch: &mut dyn FnMut(String) -> bool) -> io::Result<()> {
     use std::ffi::{c_char, CStr, CString};
     use std::os::unix::ffi::OsStrExt;
     /// `struct dirent` of glibc and musl on 64-bit Linux.
@@ -436,6 +512,7 @@ fn session_files(dir: &Path) -> io::Result<String> {
         return Err(io::Error::last_os_error());
     }
     let mut names = String::new();
+    let mut count = 0;
     loop {
         // SAFETY: `handle` is an open stream, used by this thread only; the
         // entry returned stays valid until the next call on it, and its
@@ -452,16 +529,23 @@ fn session_files(dir: &Path) -> io::Result<String> {
         if let Some(name) = name.to_str().ok().filter(|n| n.ends_with(".jsonl")) {
             names.push_str(name);
             names.push('\0');
+            count += 1;
+            if count % BATCH == 0 && !batch(std::mem::take(&mut names)) {
+                break;
+            }
         }
     }
     // SAFETY: opened above and closed once.
     unsafe { closedir(handle) };
-    Ok(names)
+    if !names.is_empty() {
+        batch(names);
+    }
+    Ok(())
 }
 
 /// [`session_files`] through std elsewhere.
 #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
-fn session_files(dir: &Path) -> io::Result<String> {
+fn session_files(dir: &Path, batch: &mut dyn FnMut(String) -> bool) -> io::Result<()> {
     let mut names = String::new();
     for entry in std::fs::read_dir(dir)?.flatten() {
         if let Some(name) = entry.file_name().to_str().filter(|n| n.ends_with(".jsonl")) {
@@ -469,7 +553,8 @@ fn session_files(dir: &Path) -> io::Result<String> {
             names.push('\0');
         }
     }
-    Ok(names)
+    batch(names);
+    Ok(())
 }
 
 /// A cache row for a summary read from its file, its cwd at `cwd`.
@@ -727,14 +812,73 @@ mod tests {
             std::fs::write(dir.join(name), "").unwrap();
         }
         std::fs::write(dir.join(std::ffi::OsStr::from_bytes(b"\xff.jsonl")), "").unwrap();
-        let read = Files::read(&dir).wait().unwrap();
-        let mut names: Vec<&str> = read.split_terminator('\0').collect();
+        let mut names = Vec::new();
+        Files::read(&dir)
+            .each(|n| names.push(n.to_owned()))
+            .unwrap();
         names.sort_unstable();
-        let mut expected: Vec<&str> = many.iter().map(String::as_str).collect();
-        expected.extend(["folder.jsonl", "tab\tnew\nline.jsonl"]);
+        let mut expected = many.clone();
+        expected.extend(["folder.jsonl".into(), "tab\tnew\nline.jsonl".into()]);
         expected.sort_unstable();
         assert_eq!(names, expected);
-        assert_eq!(Files::read(&dir.join("gone")).wait().unwrap(), "");
+        let mut none = 0;
+        Files::read(&dir.join("gone")).each(|_| none += 1).unwrap();
+        assert_eq!(none, 0);
+    }
+
+    fn entries(names: &[&str]) -> Vec<Entry<'static>> {
+        names
+            .iter()
+            .map(|n| Entry {
+                file: Cow::Owned(format!("{n}.jsonl")),
+                stamp: (0, 0),
+                row: None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_finder_hashes_nothing_while_the_folder_keeps_its_order() {
+        let old = entries(&["a", "b", "c", "d", "e"]);
+        let mut finder = Finder::new(&old);
+        // b removed, x new (claimed since), c claimed since (resumed).
+        assert_eq!(finder.find("a.jsonl", false), Some(0));
+        assert_eq!(finder.find("x.jsonl", true), None);
+        assert_eq!(finder.find("c.jsonl", true), Some(2));
+        assert_eq!(finder.find("d.jsonl", false), Some(3));
+        assert_eq!(finder.find("e.jsonl", false), Some(4));
+        assert!(finder.by_name.is_none());
+        assert_eq!(finder.found, 4);
+        // Another order, and a file copied in by hand: the map answers.
+        let mut finder = Finder::new(&old);
+        assert_eq!(finder.find("e.jsonl", false), Some(4));
+        assert_eq!(finder.find("hand.jsonl", false), None);
+        assert_eq!(finder.find("a.jsonl", false), Some(0));
+        assert!(finder.by_name.is_some());
+    }
+
+    quickcheck::quickcheck! {
+        fn the_finder_finds_exactly_the_entries_there_are(old: Vec<u8>, seen: Vec<(u8, bool)>) -> bool {
+            let mut names: Vec<String> = old.iter().map(|n| format!("{n}.jsonl")).collect();
+            names.dedup();
+            let old: Vec<Entry> = names
+                .iter()
+                .map(|n| Entry { file: Cow::Owned(n.clone()), stamp: (0, 0), row: None })
+                .collect();
+            let mut finder = Finder::new(&old);
+            let mut listed = std::collections::HashSet::new();
+            seen.into_iter().all(|(n, new_ish)| {
+                let name = format!("{n}.jsonl");
+                // A folder lists a name once.
+                if !listed.insert(name.clone()) {
+                    return true;
+                }
+                match finder.find(&name, new_ish) {
+                    Some(i) => old[i].file == name,
+                    None => new_ish || !names.contains(&name),
+                }
+            })
+        }
     }
 
     #[test]
