@@ -17,7 +17,9 @@
 //!    one session's file changed.
 //! 3. **Startup**: spawn to the first model request reaching a local server
 //!    (`-p hi`, and `-p hi --name N`, which checks the name against every
-//!    session's), with 10,000 sessions and 100 memory files.
+//!    session's), and spawn to the REPL's first prompt on a pseudo-terminal
+//!    (it allocates a generated name), with 10,000 sessions and 100 memory
+//!    files.
 //!
 //! `cargo build --release && cargo bench --bench scale`. Sizes scale with
 //! `REVOLVE_BENCH_SCALE` (`0.1` for a quick run); `REVOLVE_BENCH_ONLY=logs`,
