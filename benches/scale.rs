@@ -756,44 +756,35 @@ fn startup(config: &Config, bin: &Path, scratch: &Scratch, table: &mut Table) {
             }
             times.push(env.first_request(&server, &args));
         }
-        times.remove(0);
-        let t = median(&mut times);
-        println!(
-            "startup to the first request ({what}), {count} sessions + 100 memory files: \
-             median {} of {runs} (min {}, max {})",
-            ms(t),
-            ms(times[0]),
-            ms(times[times.len() - 1])
-        );
-        table.row(
-            &format!("startup to first request ({what}), {count} sessions, 100 memory files"),
-            ms(t),
-            "-".into(),
-        );
+        startup_row(table, &format!("the first request ({what})"), count, times);
     }
     // The REPL itself in a pseudo-terminal: spawn to its first prompt. It
     // allocates a generated name (the first word no session here uses).
-    let mut times = Vec::new();
-    for _ in 0..runs + 1 {
-        times.push(env.first_prompt(&url));
-    }
+    let times = (0..runs + 1).map(|_| env.first_prompt(&url)).collect();
+    startup_row(table, "the REPL's first prompt", count, times);
+    // For scale: the same binary doing nothing but `--version`.
+    let version = median(&mut repeat(runs, || env.run(&["--version"], &env.cwd)));
+    println!("  (exec of `revolve --version`: median {})", ms(version));
+}
+
+/// Prints and tables the median of startup `times` to `what`, the first
+/// (a warm-up) left out.
+fn startup_row(table: &mut Table, what: &str, count: usize, mut times: Vec<Duration>) {
     times.remove(0);
     let t = median(&mut times);
     println!(
-        "startup to the REPL's first prompt, {count} sessions + 100 memory files: \
-         median {} of {runs} (min {}, max {})",
+        "startup to {what}, {count} sessions + 100 memory files: \
+         median {} of {} (min {}, max {})",
         ms(t),
+        times.len(),
         ms(times[0]),
         ms(times[times.len() - 1])
     );
     table.row(
-        &format!("startup to the REPL's first prompt, {count} sessions, 100 memory files"),
+        &format!("startup to {what}, {count} sessions, 100 memory files"),
         ms(t),
         "-".into(),
     );
-    // For scale: the same binary doing nothing but `--version`.
-    let version = median(&mut repeat(runs, || env.run(&["--version"], &env.cwd)));
-    println!("  (exec of `revolve --version`: median {})", ms(version));
 }
 
 /// A model endpoint that notes when each request arrives and answers a
