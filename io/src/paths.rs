@@ -100,20 +100,30 @@ fn git_main_worktree(cwd: &Path) -> Option<PathBuf> {
     if unusual.iter().any(|v| std::env::var_os(v).is_some()) {
         return ask_git(cwd);
     }
-    let ceilings: Vec<PathBuf> = std::env::var_os("GIT_CEILING_DIRECTORIES")
-        .map(|v| {
-            std::env::split_paths(&v)
-                .filter(|p| p.is_absolute())
-                .map(|p| p.canonicalize().unwrap_or(p))
-                .collect()
-        })
-        .unwrap_or_default();
+    let ceilings: Vec<PathBuf> = match std::env::var_os("GIT_CEILING_DIRECTORIES") {
+        // An empty entry changes how git resolves the ones after it.
+        Some(v) if std::env::split_paths(&v).any(|p| p.as_os_str().is_empty()) => {
+            return ask_git(cwd)
+        }
+        Some(v) => std::env::split_paths(&v)
+            .filter(|p| p.is_absolute())
+            .map(|p| p.canonicalize().unwrap_or(p))
+            .collect(),
+        None => Vec::new(),
+    };
     find_git(cwd, &ceilings)
+}
+
+/// Whether `dir` has what git requires of a git dir.
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 
 /// [`git_main_worktree`] below the given ceilings.
 fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
+    // As git sees it after `-C`: the physical path.
+    let cwd = &cwd.canonicalize().ok()?;
     let device = std::fs::metadata(cwd).ok()?.dev();
     for dir in cwd.ancestors() {
         if dir != cwd
@@ -124,29 +134,30 @@ fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
         }
         let dot = dir.join(".git");
         match std::fs::metadata(&dot) {
-            Ok(m)
-                if m.is_dir() && dot.join("HEAD").is_file() && !dot.join("commondir").exists() =>
-            {
+            Ok(m) if m.is_dir() && is_git_dir(&dot) && !dot.join("commondir").exists() => {
                 return Some(git_common_key(dot.canonicalize().unwrap_or(dot)));
             }
             Ok(m) if m.is_file() => {
                 let text = std::fs::read_to_string(&dot).ok();
-                let Some(gitdir) = text.as_deref().and_then(|t| t.strip_prefix("gitdir:")) else {
+                let Some(gitdir) = text.as_deref().and_then(|t| t.strip_prefix("gitdir: ")) else {
                     return ask_git(cwd);
                 };
-                let gitdir = dir.join(gitdir.trim());
+                let gitdir = dir.join(gitdir.trim_end_matches(['\n', '\r']));
+                if !gitdir.join("HEAD").is_file() {
+                    return ask_git(cwd);
+                }
                 let common = match std::fs::read_to_string(gitdir.join("commondir")) {
                     Ok(c) => gitdir.join(c.trim()),
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => gitdir,
                     Err(_) => return ask_git(cwd),
                 };
                 return match common.canonicalize() {
-                    Ok(common) if common.join("HEAD").is_file() => Some(git_common_key(common)),
+                    Ok(common) if is_git_dir(&common) => Some(git_common_key(common)),
                     _ => ask_git(cwd),
                 };
             }
             Ok(_) => return ask_git(cwd),
-            Err(_) if dir.join("HEAD").is_file() && dir.join("objects").is_dir() => {
+            Err(_) if is_git_dir(dir) => {
                 // Perhaps a bare repository, or inside a git dir.
                 return ask_git(cwd);
             }
@@ -254,8 +265,18 @@ mod tests {
                 "inner",
             ],
         );
+        // Not git dirs, which git walks past or refuses.
+        let half = main.join("half");
+        std::fs::create_dir_all(half.join(".git")).unwrap();
+        std::fs::write(half.join(".git").join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        let nospace = tmp.join("nospace");
+        std::fs::create_dir_all(&nospace).unwrap();
+        let gitfile = format!("gitdir:{}\n", main.join(".git").display());
+        std::fs::write(nospace.join(".git"), gitfile).unwrap();
         // Read from the files, as git itself answers.
         for dir in [
+            &half,
+            &nospace,
             &main,
             &sub,
             &wt,
