@@ -75,14 +75,15 @@ pub struct Row<'a> {
     pub continued: Option<Cow<'a, str>>,
 }
 
-/// The JSON line after the magic one.
+/// The JSON head after the magic bytes and the version.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Head<'h> {
     journal: Cow<'h, str>,
     offset: u64,
     volatile: Vec<String>,
     cwds: Vec<String>,
-    /// How many entry lines follow.
+    /// How many entries follow.
     entries: usize,
 }
 
@@ -96,6 +97,11 @@ impl<'a> Index<'a> {
         }
         let head = at.u32()? as usize;
         let head: Head = serde_json::from_slice(at.take(head)?).ok()?;
+        // Each working directory once: rows are matched by its index.
+        let distinct: std::collections::HashSet<&String> = head.cwds.iter().collect();
+        if distinct.len() != head.cwds.len() {
+            return None;
+        }
         let cwds: Vec<Cow<str>> = head.cwds.into_iter().map(Cow::Owned).collect();
         // At least 21 bytes an entry: a count the file cannot hold is a lie.
         if head.entries > bytes.len() / 21 {
@@ -382,6 +388,9 @@ mod tests {
         ] {
             assert_eq!(Index::parse(&bad), None, "{what}");
         }
+        let mut twice = written;
+        twice.cwds = vec![Cow::Borrowed("/src/app"), Cow::Borrowed("/src/app")];
+        assert_eq!(Index::parse(&twice.to_bytes()), None, "a cwd twice");
         // The JSON cache of earlier builds is not one.
         assert_eq!(Index::parse(br#"{"version":4,"entries":[]}"#), None);
     }

@@ -135,8 +135,9 @@ impl Store {
         let mut dirty = 0usize;
         files.each(|name| {
             let id = &name[..name.len() - ".jsonl".len()];
-            let suspect = suspects.as_ref().is_none_or(|s| s.contains(id));
-            let known = finder.find(name, suspect);
+            let claimed = suspects.as_ref().is_some_and(|s| s.contains(id));
+            let suspect = claimed || suspects.is_none();
+            let known = finder.find(name, claimed);
             // The old entry that stands, or the fresh one.
             let slot = match known {
                 Some(i) if !suspect => Slot::Old(i),
@@ -179,7 +180,8 @@ impl Store {
             }
         })?;
         // A cache entry no file was found for is of a file gone since.
-        dirty += old.len() - finder.found;
+        // (Saturating: a folder read while it changes may list a name twice.)
+        dirty += old.len().saturating_sub(finder.found);
         drop(finder);
         if suspects.is_none() || dirty > REWRITE_AFTER {
             let (journal, offset) = journal.map_or_else(Default::default, |j| (j.epoch, j.len));
@@ -399,15 +401,18 @@ impl<'o, 'a> Finder<'o, 'a> {
         }
     }
 
-    /// The entry of `name`. A `new_ish` file (claimed since the cache was
-    /// written) not found just ahead is taken as new rather than searched
+    /// The entry of `name`. A file claimed since the cache was written
+    /// (`claimed`) not found just ahead is taken as new rather than searched
     /// for: if it had an entry, it is read again, which costs only time.
-    fn find(&mut self, name: &str, new_ish: bool) -> Option<usize> {
+    /// (Only those: without a journal every file is suspect, and taking a
+    /// run of removed files for the end of the cache would read every file
+    /// after it again.)
+    fn find(&mut self, name: &str, claimed: bool) -> Option<usize> {
         let end = self.old.len().min(self.next + Self::AHEAD);
         let near = (self.next..end).find(|&i| self.old[i].file == name);
         let at = match near {
             Some(i) => i,
-            None if new_ish => return None,
+            None if claimed => return None,
             None => {
                 let old = self.old;
                 let by_name = self.by_name.get_or_insert_with(|| {
@@ -835,6 +840,50 @@ mod tests {
                 row: None,
             })
             .collect()
+    }
+
+    #[test]
+    fn without_a_journal_a_gap_in_the_cache_reads_nothing_again() {
+        use std::time::SystemTime;
+        let store = store("gap");
+        for i in 0..30 {
+            let id = format!("s{i:02}");
+            let (mut w, _claim, _) = store.create(header(&store, &id), named(&id)).unwrap();
+            w.append(&totals(1)).unwrap();
+        }
+        assert_eq!(turns(&store).len(), 30);
+        // Ten files in a row of the cache's (the folder's) order removed.
+        let bytes = std::fs::read(store.sessions_dir().join(index::FILE)).unwrap();
+        let cached: Vec<String> = Index::parse(&bytes)
+            .unwrap()
+            .entries
+            .iter()
+            .map(|e| e.file.to_string())
+            .collect();
+        for file in &cached[5..15] {
+            std::fs::remove_file(store.sessions_dir().join(file)).unwrap();
+        }
+        // The others changed behind revolve's back, size and time kept: a
+        // file read again would show 2 turns.
+        for file in cached[..5].iter().chain(&cached[15..]) {
+            let path = store.sessions_dir().join(file);
+            let modified: SystemTime = std::fs::metadata(&path).unwrap().modified().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, text.replace("\"turns\":1", "\"turns\":2")).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(modified)
+                .unwrap();
+        }
+        std::fs::remove_file(store.roots.running(&store.project).join(".claims")).unwrap();
+        let listed = turns(&store);
+        assert_eq!(listed.len(), 20);
+        assert!(
+            listed.iter().all(|(_, t)| *t == 1),
+            "read again: {listed:?}"
+        );
     }
 
     #[test]
