@@ -85,32 +85,46 @@ impl Settings {
             Some(ProviderChoice::Replay(source)) => Some(source.clone()),
             _ => None,
         };
-        let (flag, env) = split(sources, "provider", chosen);
-        let provider = pick(flag, env, file.provider, Preset::Openai);
-        let (flag, env) = split(sources, "base_url", args.base_url.clone());
-        let base_url = pick(
-            flag,
-            env,
+        let provider = settle(sources, "provider", chosen, file.provider, Preset::Openai);
+        let base_url = settle(
+            sources,
+            "base_url",
+            args.base_url.clone(),
             file.base_url,
             provider.value.base_url().to_owned(),
         );
-        let (flag, env) = split(sources, "model", args.model.clone());
-        let model = pick(flag, env, file.model, provider.value.model().to_owned());
-        let (flag, env) = split(sources, "window", args.window);
-        let window = pick(flag, env, file.window, config::DEFAULT_WINDOW);
-        let (flag, env) = split(sources, "retries", args.retries);
-        let retries = pick(flag, env, file.retries, revolve_core::retry::MAX_RETRIES);
-        let (flag, env) = split(sources, "spill_result_chars", args.spill_result_chars);
-        let spill_result_chars = pick(
-            flag,
-            env,
+        let model = settle(
+            sources,
+            "model",
+            args.model.clone(),
+            file.model,
+            provider.value.model().to_owned(),
+        );
+        let window = settle(
+            sources,
+            "window",
+            args.window,
+            file.window,
+            config::DEFAULT_WINDOW,
+        );
+        let retries = settle(
+            sources,
+            "retries",
+            args.retries,
+            file.retries,
+            revolve_core::retry::MAX_RETRIES,
+        );
+        let spill_result_chars = settle(
+            sources,
+            "spill_result_chars",
+            args.spill_result_chars,
             file.spill_result_chars,
             revolve_core::session::SPILL_CHARS,
         );
-        let (flag, env) = split(sources, "prune_result_chars", args.prune_result_chars);
-        let prune_result_chars = pick(
-            flag,
-            env,
+        let prune_result_chars = settle(
+            sources,
+            "prune_result_chars",
+            args.prune_result_chars,
             file.prune_result_chars,
             revolve_core::compact::PRUNE_CHARS,
         );
@@ -263,16 +277,21 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
     out(&text)
 }
 
-/// A value clap read from a flag or a variable, as `(flag, env)`.
-fn split<T>(
+/// The setting `id`: `value` is what clap read from a flag or a variable
+/// (`sources` says which), `file` the config file's, `default` the rest;
+/// the core's [`pick`] chooses.
+fn settle<T>(
     sources: &BTreeMap<String, Source>,
     id: &str,
     value: Option<T>,
-) -> (Option<T>, Option<T>) {
-    match sources.get(id) {
+    file: Option<T>,
+    default: T,
+) -> Setting<T> {
+    let (flag, env) = match sources.get(id) {
         Some(Source::Flag) => (value, None),
         _ => (None, value),
-    }
+    };
+    pick(flag, env, file, default)
 }
 
 /// The config file's settings, and whether it exists; a missing file is an
