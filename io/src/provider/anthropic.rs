@@ -73,12 +73,19 @@ impl Anthropic {
     /// The models the endpoint offers: `GET {base_url}/models?limit=1000`
     /// (the most one page holds), ids in the server's order.
     pub fn models(&self) -> Result<Vec<String>, ProviderError> {
+        let headers = self.headers();
+        let url = format!("{}/models?limit=1000", self.http.base_url());
+        self.http.models(&url, &headers)
+    }
+
+    /// The headers every call carries: the API version, and the key when
+    /// there is one.
+    fn headers(&self) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
         if let Some(key) = self.http.api_key() {
             headers.push(("x-api-key", key.to_owned()));
         }
-        let url = format!("{}/models?limit=1000", self.http.base_url());
-        self.http.models(&url, &headers)
+        headers
     }
 
     /// The URL requests go to: `{base_url}/messages`.
@@ -93,10 +100,7 @@ impl Provider for Anthropic {
         request: &Request,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
-        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
-        if let Some(key) = self.http.api_key() {
-            headers.push(("x-api-key", key.to_owned()));
-        }
+        let headers = self.headers();
         self.http
             .exchange::<Messages>(&self.endpoint(), &headers, &request.body, on_text)
     }

@@ -57,14 +57,19 @@ impl OpenAi {
     /// The models the endpoint offers: `GET {base_url}/models`, ids in the
     /// server's order.
     pub fn models(&self) -> Result<Vec<String>, ProviderError> {
-        let headers: Vec<(&str, String)> = self
-            .http
+        let headers = self.headers();
+        let url = format!("{}/models", self.http.base_url());
+        self.http.models(&url, &headers)
+    }
+
+    /// The headers every call carries: the key as a bearer token, when
+    /// there is one.
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        self.http
             .api_key()
             .map(|key| ("authorization", format!("Bearer {key}")))
             .into_iter()
-            .collect();
-        let url = format!("{}/models", self.http.base_url());
-        self.http.models(&url, &headers)
+            .collect()
     }
 
     /// The URL requests go to: `{base_url}/chat/completions`.
@@ -79,12 +84,7 @@ impl Provider for OpenAi {
         request: &Request,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
-        let headers: Vec<(&str, String)> = self
-            .http
-            .api_key()
-            .map(|key| ("authorization", format!("Bearer {key}")))
-            .into_iter()
-            .collect();
+        let headers = self.headers();
         self.http
             .exchange::<Chat>(&self.endpoint(), &headers, &request.body, on_text)
     }
