@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, Run, TestEnv};
+use common::{records, tool_results, Run, TestEnv};
 
 fn serve(replies: Vec<FakeReply>) -> FakeServer {
     FakeServer::start(replies).expect("start the fake model server")
@@ -23,19 +23,6 @@ fn serve(replies: Vec<FakeReply>) -> FakeServer {
 /// A streamed answer with these `(id, name, arguments)` calls.
 fn calls(list: &[(&str, &str, &str)]) -> FakeReply {
     FakeReply::tool_calls("", list)
-}
-
-/// The tool results the log holds, `(call id, content)`.
-fn results(recs: &[Value]) -> Vec<(String, String)> {
-    recs.iter()
-        .filter(|r| r["type"] == "message" && r["role"] == "tool")
-        .map(|r| {
-            (
-                r["tool_call_id"].as_str().unwrap_or("?").to_owned(),
-                r["content"].as_str().unwrap_or("?").to_owned(),
-            )
-        })
-        .collect()
 }
 
 fn result_of<'a>(results: &'a [(String, String)], id: &str) -> &'a str {
@@ -141,7 +128,7 @@ fn tool_paths_cannot_leave_the_tree() {
     assert_whole(&env, &server, &run);
 
     let recs = records(&env.only_session());
-    let found = results(&recs);
+    let found = tool_results(&recs);
     assert_eq!(found.len(), tries.len(), "{found:#?}");
     for (id, content) in &found {
         assert!(
@@ -231,7 +218,7 @@ fn enormous_arguments_are_answered() {
         started.elapsed()
     );
     assert_whole(&env, &server, &run);
-    let found = results(&records(&env.only_session()));
+    let found = tool_results(&records(&env.only_session()));
     assert_eq!(found.len(), tries.len());
     for (id, content) in &found {
         // Under the spill limit (32,000 characters), or spilled to a file
@@ -272,7 +259,7 @@ fn invalid_utf8_from_a_shell_command_is_replaced() {
     ]);
     let run = env.run(&["--base-url", &server.url(), "--allow-shell"], "run it\n");
     assert_whole(&env, &server, &run);
-    let found = results(&records(&env.only_session()));
+    let found = tool_results(&records(&env.only_session()));
     let out = result_of(&found, "s1");
     assert!(out.contains("a\u{fffd}\u{fffd}b\u{fffd}"), "{out:?}");
     assert!(out.contains(" done"), "{out:?}");

@@ -20,7 +20,7 @@ use revolve_core::memory::{
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, Run, TestEnv};
+use common::{records, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -129,22 +129,9 @@ fn assert_contexts_follow_changes(env: &TestEnv, server: &FakeServer, recs: &[Va
     );
 }
 
-/// The `(tool_call_id, content)` of a log's tool results.
-fn results(recs: &[Value]) -> Vec<(String, String)> {
-    recs.iter()
-        .filter(|r| r["type"] == "message" && r["role"] == "tool")
-        .map(|r| {
-            (
-                r["tool_call_id"].as_str().unwrap_or("?").to_owned(),
-                r["content"].as_str().unwrap_or("?").to_owned(),
-            )
-        })
-        .collect()
-}
-
 /// The content of the result answering call `id`.
 fn result_of(recs: &[Value], id: &str) -> String {
-    results(recs)
+    tool_results(recs)
         .into_iter()
         .find(|(i, _)| i == id)
         .unwrap_or_else(|| panic!("no result for {id}"))

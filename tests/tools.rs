@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use revolve_io::fake::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
-use common::{kinds, messages, pairs, records, Run, TestEnv};
+use common::{kinds, messages, pairs, records, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -214,19 +214,6 @@ fn assert_answered(items: &[Item]) {
         }
     }
     assert!(open.is_empty(), "{open:?} are never answered: {items:#?}");
-}
-
-/// The `(tool_call_id, content)` of the log's tool messages.
-fn logged_results(recs: &[Value]) -> Vec<(String, String)> {
-    recs.iter()
-        .filter(|r| r["type"] == "message" && r["role"] == "tool")
-        .map(|r| {
-            (
-                r["tool_call_id"].as_str().unwrap_or("?").to_owned(),
-                r["content"].as_str().unwrap_or("?").to_owned(),
-            )
-        })
-        .collect()
 }
 
 /// `(id, name, arguments)` from string slices.
@@ -699,7 +686,7 @@ fn a_big_result_is_spilled(wire: Wire) {
         &(c2.clone(), "150000\n150001\n150002\n".to_owned())
     );
     let recs = records(&env.only_session());
-    let logged = logged_results(&recs);
+    let logged = tool_results(&recs);
     assert_eq!(
         logged[0],
         (c1.clone(), shown.clone()),
@@ -796,7 +783,7 @@ fn a_spilled_long_line_can_be_read_to_its_end() {
     // model could reach.
     let recs = records(&env.only_session());
     let mut reached = 0;
-    for (id, content) in logged_results(&recs).iter().skip(1) {
+    for (id, content) in tool_results(&recs).iter().skip(1) {
         let text = if content.contains("the whole output is in ") {
             std::fs::read_to_string(named_spill(content)).unwrap()
         } else {
@@ -836,7 +823,7 @@ fn a_call_id_cannot_steer_a_spill_out_of_its_folder() {
     assert_eq!(run.code, Some(0), "{run:?}");
     let recs = records(&env.only_session());
     let id = recs[0]["id"].as_str().unwrap();
-    let (call, shown) = &logged_results(&recs)[0];
+    let (call, shown) = &tool_results(&recs)[0];
     assert_eq!(call, evil, "the id goes back to the model as it was");
     let named = PathBuf::from(named_spill(shown));
     assert_eq!(
@@ -888,7 +875,7 @@ fn a_spill_that_cannot_be_written_still_answers_the_call() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Done.\n");
     let recs = records(&env.only_session());
-    let (call, result) = logged_results(&recs).pop().expect("a result");
+    let (call, result) = tool_results(&recs).pop().expect("a result");
     assert_eq!(call, "c1");
     assert!(
         result.starts_with("exit status: 0\nstdout:\n1\n") || result.starts_with("error: "),
@@ -1119,7 +1106,7 @@ fn bad_calls_get_error_results(wire: Wire) {
         triples(&bad),
         "calls are logged as made"
     );
-    assert_eq!(logged_results(&recs), found);
+    assert_eq!(tool_results(&recs), found);
     assert_eq!(recs.last().unwrap()["turns"], 1, "the turn completed");
     assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
     let expected: String = bodies(&server).iter().map(|b| format!("{b}\n")).collect();
@@ -1615,7 +1602,7 @@ fn signal_while_a_shell_command_runs(wire: Wire, signal: &str, code: i32, last: 
             "totals"
         ]
     );
-    let found = logged_results(&recs);
+    let found = tool_results(&recs);
     assert_eq!(
         found.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
         [s1.as_str(), r2.as_str()],

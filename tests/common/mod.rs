@@ -272,6 +272,20 @@ pub fn messages(records: &[Value]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The `(tool_call_id, content)` of the log's tool results.
+pub fn tool_results(records: &[Value]) -> Vec<(String, String)> {
+    records
+        .iter()
+        .filter(|r| r["type"] == "message" && r["role"] == "tool")
+        .map(|r| {
+            (
+                r["tool_call_id"].as_str().unwrap_or("?").to_owned(),
+                r["content"].as_str().unwrap_or("?").to_owned(),
+            )
+        })
+        .collect()
+}
+
 /// The `(role, content)` pairs of a request body's `messages`, the system
 /// prompt left out.
 pub fn request_messages(body: &str) -> Vec<(String, String)> {
