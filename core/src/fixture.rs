@@ -181,17 +181,8 @@ mod tests {
 
     fn header() -> Record {
         Record::Header(Header {
-            version: 1,
-            id: "s1".into(),
             name: None,
-            named: false,
-            cwd: "/w".into(),
-            project: "/w".into(),
-            started: datetime!(2026-12-02 10:00 UTC),
-            model: "m".into(),
-            window: 1000,
-            provider: "scripted".into(),
-            continues: None,
+            ..crate::record::test_header()
         })
     }
 

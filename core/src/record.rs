@@ -534,6 +534,25 @@ fn is_false(b: &bool) -> bool {
     !*b
 }
 
+/// The header the unit tests start from: session `s1`, named `amber`
+/// (not by the user), in `/w`.
+#[cfg(test)]
+pub(crate) fn test_header() -> Header {
+    Header {
+        version: FORMAT_VERSION,
+        id: "s1".into(),
+        name: Some("amber".into()),
+        named: false,
+        cwd: "/w".into(),
+        project: "/w".into(),
+        started: time::macros::datetime!(2026-12-02 10:00 UTC),
+        model: "m".into(),
+        window: 1000,
+        provider: "scripted".into(),
+        continues: None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -821,24 +821,9 @@ fn file_safe(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::FORMAT_VERSION;
     use time::macros::datetime;
 
-    fn header() -> Header {
-        Header {
-            version: FORMAT_VERSION,
-            id: "s1".into(),
-            name: Some("amber".into()),
-            named: false,
-            cwd: "/w".into(),
-            project: "/w".into(),
-            started: datetime!(2026-12-02 10:00 UTC),
-            model: "m".into(),
-            window: 1000,
-            provider: "scripted".into(),
-            continues: None,
-        }
-    }
+    use crate::record::test_header as header;
 
     fn settings() -> Settings {
         Settings {

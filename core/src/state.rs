@@ -308,21 +308,7 @@ mod tests {
     use crate::record::{Failed, Renamed};
     use time::macros::datetime;
 
-    fn header() -> Header {
-        Header {
-            version: 1,
-            id: "s1".into(),
-            name: Some("amber".into()),
-            named: false,
-            cwd: "/w".into(),
-            project: "/w".into(),
-            started: datetime!(2026-12-02 10:00 UTC),
-            model: "m".into(),
-            window: 1000,
-            provider: "scripted".into(),
-            continues: None,
-        }
-    }
+    use crate::record::test_header as header;
 
     #[test]
     fn requests_are_rebuilt_before_each_answer() {
