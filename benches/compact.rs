@@ -16,7 +16,7 @@ mod common;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use common::{median, repeat};
+use common::{median, ms, repeat};
 use revolve_core::compact::{self, Plan};
 use revolve_core::record::{
     Compacted, Compacting, Context, Continued, Header, Message, Pruned, Role, ToolCall, Totals,
@@ -351,18 +351,6 @@ impl Lcg {
 }
 
 // --- measuring and reporting -----------------------------------------------
-
-/// A duration in milliseconds, with enough digits for short ones.
-fn ms(d: Duration) -> String {
-    let m = d.as_secs_f64() * 1e3;
-    if m >= 10.0 {
-        format!("{m:.0} ms")
-    } else if m >= 1.0 {
-        format!("{m:.1} ms")
-    } else {
-        format!("{m:.3} ms")
-    }
-}
 
 /// `1000000` as `1,000,000`.
 fn thousands(n: usize) -> String {

@@ -39,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, repeat, Rng, Scratch};
+use common::{base_time, file_size, median, ms, peak_rss, repeat, Rng, Scratch};
 use revolve_core::compact;
 use revolve_core::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Message, Pruned, ToolCall, Totals,
@@ -290,10 +290,10 @@ fn measure_log(
     for _ in 0..runs {
         let (took, peak) = env.run(args, &env.cwd);
         // Linux starts a child's ru_maxrss from its parent's resident size.
-        if own_peak() >= peak {
+        if peak_rss().unwrap_or(0) >= peak {
             println!(
                 "  note: the bench's own peak RSS ({} KB) may hide the child's ({peak} KB)",
-                own_peak()
+                peak_rss().unwrap_or(0)
             );
         }
         times.push(took);
@@ -1062,10 +1062,6 @@ fn wait(pid: u32) -> (i32, u64) {
 
 // --- generated content ----------------------------------------------------
 
-fn base_time() -> OffsetDateTime {
-    time::macros::datetime!(2026-12-02 10:26:06 UTC)
-}
-
 fn header(id: &str, name: Option<&str>, started: OffsetDateTime) -> Header {
     Header {
         version: revolve_core::record::FORMAT_VERSION,
@@ -1158,33 +1154,8 @@ impl Texts {
 
 // --- reporting ------------------------------------------------------------
 
-fn ms(d: Duration) -> String {
-    let m = d.as_secs_f64() * 1e3;
-    if m >= 100.0 {
-        format!("{m:.0} ms")
-    } else {
-        format!("{m:.1} ms")
-    }
-}
-
 fn mb(kb: u64) -> String {
     format!("{:.1} MB", kb as f64 / 1024.0)
-}
-
-fn file_size(path: &Path) -> u64 {
-    path.metadata().map(|m| m.len()).unwrap_or(0)
-}
-
-/// This process's peak RSS (VmHWM) in KB.
-fn own_peak() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// The load average, as `uptime` shows it.

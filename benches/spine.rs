@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{median, repeat, Rng, Scratch};
+use common::{base_time, file_size, median, ms, peak_rss, repeat, Rng, Scratch};
 use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Renamed, Resumed, Totals,
 };
@@ -802,10 +802,6 @@ fn append(config: &Config, scratch: &Scratch, table: &mut Table) {
 
 // --- generated content ----------------------------------------------------
 
-fn base_time() -> OffsetDateTime {
-    time::macros::datetime!(2026-12-02 10:26:06 UTC)
-}
-
 fn header(id: &str, name: &str, named: bool, cwd: &str, started: OffsetDateTime) -> Header {
     Header {
         version: revolve_core::record::FORMAT_VERSION,
@@ -923,29 +919,6 @@ fn min(times: &[Duration]) -> Duration {
 
 fn max(times: &[Duration]) -> Duration {
     times.iter().copied().max().unwrap_or_default()
-}
-
-/// A duration in milliseconds, with enough digits for sub-millisecond ones.
-fn ms(d: Duration) -> String {
-    let m = d.as_secs_f64() * 1e3;
-    if m >= 100.0 {
-        format!("{m:.0} ms")
-    } else if m >= 1.0 {
-        format!("{m:.1} ms")
-    } else {
-        format!("{m:.4} ms")
-    }
-}
-
-fn file_size(path: &Path) -> u64 {
-    path.metadata().map(|m| m.len()).unwrap_or(0)
-}
-
-/// VmHWM from `/proc/self/status`, in KB.
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Resets VmHWM to the current RSS (Linux: `5` into `clear_refs`).

@@ -100,3 +100,32 @@ pub fn scale() -> (f64, bool) {
     let smoke = from_env.is_none() && !std::env::args().any(|a| a == "--bench");
     (from_env.unwrap_or(if smoke { 0.001 } else { 1.0 }), smoke)
 }
+
+/// A duration in milliseconds, with enough digits for sub-millisecond ones.
+pub fn ms(d: Duration) -> String {
+    let m = d.as_secs_f64() * 1e3;
+    if m >= 100.0 {
+        format!("{m:.0} ms")
+    } else if m >= 1.0 {
+        format!("{m:.1} ms")
+    } else {
+        format!("{m:.4} ms")
+    }
+}
+
+/// A file's size, 0 when it cannot be read.
+pub fn file_size(path: &std::path::Path) -> u64 {
+    path.metadata().map(|m| m.len()).unwrap_or(0)
+}
+
+/// This process's peak RSS (VmHWM from `/proc/self/status`), in KB.
+pub fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The time generated sessions start at.
+pub fn base_time() -> time::OffsetDateTime {
+    time::macros::datetime!(2026-12-02 10:26:06 UTC)
+}
