@@ -828,16 +828,15 @@ fn ten_runs_racing_for_one_name_one_wins() {
     assert_eq!(header_names(&env), [Some("x".to_owned())]);
 }
 
-/// Ten `--resume` of one session at the same moment: one goes on, the
-/// other nine are refused with one line, and the log gets one writer.
-#[test]
-fn ten_resumes_at_once_leave_one_writer() {
-    let env = TestEnv::new("resume-race");
+/// A session named `shared` that took one turn ("one" → "A1.") with a
+/// script of `replies` answers `A1.`, `A2.`, …; the arguments that resume
+/// it with the same script.
+fn shared_session(env: &TestEnv, replies: usize) -> Vec<String> {
     let script = env.root.join("script.jsonl");
-    let replies: String = (1..=3)
+    let answers: String = (1..=replies)
         .map(|n| format!("{{\"text\":\"A{n}.\"}}\n"))
         .collect();
-    std::fs::write(&script, replies).unwrap();
+    std::fs::write(&script, answers).unwrap();
     let base = [
         "--provider",
         "scripted",
@@ -848,9 +847,19 @@ fn ten_resumes_at_once_leave_one_writer() {
     first.extend(["--name", "shared"]);
     let run = env.run(&first, "one\n");
     assert_eq!(run.code, Some(0), "{run:?}");
+    base.iter()
+        .chain(&["--resume", "shared"])
+        .map(|a| (*a).to_owned())
+        .collect()
+}
 
-    let mut args = base.to_vec();
-    args.extend(["--resume", "shared"]);
+/// Ten `--resume` of one session at the same moment: one goes on, the
+/// other nine are refused with one line, and the log gets one writer.
+#[test]
+fn ten_resumes_at_once_leave_one_writer() {
+    let env = TestEnv::new("resume-race");
+    let owned = shared_session(&env, 3);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     // Each waits for its first line with the session claimed: one holds
     // it, the other nine must be refused.
     let mut racers = Racers::start(&env, 10, &args, false);
@@ -902,23 +911,8 @@ fn ten_resumes_at_once_leave_one_writer() {
 #[test]
 fn ten_resumes_with_one_line_each_take_turns() {
     let env = TestEnv::new("resume-turns");
-    let script = env.root.join("script.jsonl");
-    let replies: String = (1..=11)
-        .map(|n| format!("{{\"text\":\"A{n}.\"}}\n"))
-        .collect();
-    std::fs::write(&script, replies).unwrap();
-    let base = [
-        "--provider",
-        "scripted",
-        "--script",
-        script.to_str().unwrap(),
-    ];
-    let mut first = base.to_vec();
-    first.extend(["--name", "shared"]);
-    assert_eq!(env.run(&first, "one\n").code, Some(0));
-
-    let mut args = base.to_vec();
-    args.extend(["--resume", "shared"]);
+    let owned = shared_session(&env, 11);
+    let args: Vec<&str> = owned.iter().map(String::as_str).collect();
     let mut racers = Racers::start(&env, 10, &args, false);
     for i in 0..10 {
         racers.type_in(i, "more\n");
