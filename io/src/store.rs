@@ -146,7 +146,7 @@ impl Store {
                     let Ok(meta) = std::fs::metadata(&path) else {
                         return;
                     };
-                    let stamp = Stamp::of(&meta);
+                    let stamp = stamp_of(&meta);
                     match known {
                         Some(i) if old[i].stamp == stamp => Slot::Old(i),
                         _ => {
@@ -633,20 +633,15 @@ impl std::hash::Hasher for FastHasher {
 
 pub type Fast = std::hash::BuildHasherDefault<FastHasher>;
 
-trait StampOf {
-    fn of(meta: &std::fs::Metadata) -> Stamp;
-}
-
-impl StampOf for Stamp {
-    fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        (
-            meta.len(),
-            meta.mtime()
-                .saturating_mul(1_000_000_000)
-                .saturating_add(meta.mtime_nsec()),
-        )
-    }
+/// A file's stamp: its size and modification time (ns).
+fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    (
+        meta.len(),
+        meta.mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec()),
+    )
 }
 
 /// How many files may be new, changed or gone since the cache was written
