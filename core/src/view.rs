@@ -38,6 +38,26 @@ fn push_when(out: &mut String, t: OffsetDateTime) {
     out.push_str(" UTC");
 }
 
+/// `n` in decimal, right-aligned in `width` columns.
+fn push_right(out: &mut String, n: u64, width: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend(std::iter::repeat_n(
+        ' ',
+        width.saturating_sub(digits.len() - at),
+    ));
+    out.extend(digits[at..].iter().map(|d| char::from(*d)));
+}
+
 /// `n`'s last `width` decimal digits, zero-padded.
 fn push_digits(out: &mut String, n: u32, width: u32) {
     for i in (0..width).rev() {
@@ -364,8 +384,7 @@ pub fn listing(sessions: &[Summary]) -> String {
     if sessions.is_empty() {
         return "no sessions in this directory\n".to_owned();
     }
-    let sorted = sessions;
-    let width = sorted
+    let width = sessions
         .iter()
         .map(|s| s.name.as_deref().map_or(1, |n| n.chars().count()))
         .max()
@@ -375,35 +394,23 @@ pub fn listing(sessions: &[Summary]) -> String {
         "{:width$}  {:22}  {:20}  {:>5}  LAST ACTIVITY\n",
         "NAME", "ID", "STARTED", "TURNS"
     );
-    out.reserve(sorted.len() * (width + 80));
+    out.reserve(sessions.len() * (width + 80));
     // Written in place, column by column: a listing can have a hundred
-    // thousand lines, and `format!` machinery took most of its time.
+    // thousand lines, and formatting them took most of its time (`write!`
+    // of the turns alone, 15 ms of 100,000).
     let pad = |out: &mut String, text: &str, width: usize| {
         out.push_str(text);
         let used = text.chars().count();
         out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
     };
-    for s in sorted {
+    for s in sessions {
         pad(&mut out, s.name.as_deref().unwrap_or("-"), width);
         out.push_str("  ");
         pad(&mut out, &s.id, 22);
         out.push_str("  ");
         push_when(&mut out, s.started);
         out.push_str("  ");
-        let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut n = s.turns;
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        let turns = std::str::from_utf8(&digits[at..]).unwrap_or_default();
-        out.extend(std::iter::repeat_n(' ', 5usize.saturating_sub(turns.len())));
-        out.push_str(turns);
+        push_right(&mut out, s.turns, 5);
         out.push_str("  ");
         push_when(&mut out, s.last_activity);
         out.push('\n');
