@@ -26,6 +26,7 @@ extern "C" fn on_signal(signum: i32) {
 
 extern "C" {
     fn signal(signum: i32, handler: usize) -> usize;
+    fn raise(signum: i32) -> i32;
 }
 
 /// The dispositions a [`Guard`] replaced (the default, or the line
@@ -113,6 +114,20 @@ impl Drop for Guard {
     fn drop(&mut self) {
         if ARMED.swap(false, Ordering::SeqCst) {
             restore();
+            // A Ctrl-C that came after its owner last looked (between the
+            // last `take` and this drop) would be lost, and a piped run
+            // would wait on stdin for good: it is raised again, now under
+            // the disposition put back (the default ends the process, the
+            // line editor's interrupts its prompt).
+            if RAISED
+                .compare_exchange(SIGINT, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                // SAFETY: `raise` from the C library, with a valid signal.
+                unsafe {
+                    raise(SIGINT);
+                }
+            }
         }
     }
 }
