@@ -91,6 +91,29 @@ impl TestEnv {
         }
     }
 
+    /// Starts the child with the default action for the signals tests send, as
+    /// a user's shell starts a command in the foreground: a test run started
+    /// in the background (where a shell ignores SIGINT and SIGQUIT, and
+    /// `nohup` SIGHUP) would otherwise pass the ignoring on, and a revolve
+    /// that rightly keeps an ignored Ctrl-C ignored would fail the tests about
+    /// Ctrl-C.
+    fn default_signals(cmd: &mut Command) {
+        use std::os::unix::process::CommandExt;
+        extern "C" {
+            fn signal(signum: i32, handler: usize) -> usize;
+        }
+        // SAFETY: between fork and exec only `signal`, which is
+        // async-signal-safe, with the default disposition (0).
+        unsafe {
+            cmd.pre_exec(|| {
+                for signum in [1, 2, 3, 15] {
+                    signal(signum, 0);
+                }
+                Ok(())
+            });
+        }
+    }
+
     /// The binary with a clean environment, in the working directory.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
@@ -111,6 +134,7 @@ impl TestEnv {
             // Nor is the memory refined on its own unless a test is about
             // that (it sets REVOLVE_NO_AUTO_REFINE=false).
             .env("REVOLVE_NO_AUTO_REFINE", "true");
+        TestEnv::default_signals(&mut cmd);
         cmd
     }
 
