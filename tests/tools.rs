@@ -1849,7 +1849,8 @@ fn ctrl_c_during_a_retry_wait_is_logged_as_interrupted() {
 fn shell_commands_do_not_see_the_api_keys() {
     let env = TestEnv::new("shell-keys");
     let wire = Wire::OpenAi;
-    let command = r#"echo "[$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$REVOLVE_API_KEY|$HOME]""#;
+    let command =
+        r#"echo "[$OPENAI_API_KEY|$ANTHROPIC_API_KEY|$REVOLVE_API_KEY|$OPENROUTER_API_KEY|$HOME]""#;
     let server = wire.serve(vec![
         calls(
             "",
@@ -1868,6 +1869,7 @@ fn shell_commands_do_not_see_the_api_keys() {
             ("OPENAI_API_KEY", "sk-openai-secret"),
             ("ANTHROPIC_API_KEY", "sk-ant-secret"),
             ("REVOLVE_API_KEY", "sk-revolve-secret"),
+            ("OPENROUTER_API_KEY", "sk-or-secret"),
         ],
     );
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -1876,12 +1878,49 @@ fn shell_commands_do_not_see_the_api_keys() {
         found,
         [(
             "s1".to_owned(),
-            format!("exit status: 0\nstdout:\n[|||{}]", env.home.display())
+            format!("exit status: 0\nstdout:\n[||||{}]", env.home.display())
         )],
         "the rest of the environment is kept"
     );
     let log = std::fs::read_to_string(env.only_session()).unwrap();
     assert!(!log.contains("secret"), "a key is in the log");
+}
+
+/// Every key variable's value is redacted from what a tool returns, the
+/// OpenRouter key as much as the others: a file that holds one is read back
+/// with `[key]` in its place, and the key is in no request and not in the log.
+#[test]
+fn tool_output_has_every_api_key_redacted() {
+    let env = TestEnv::new("redact-keys");
+    let wire = Wire::OpenAi;
+    std::fs::write(
+        env.cwd.join("leak.txt"),
+        "or=sk-or-v1-secret42\nant=sk-ant-secret42\n",
+    )
+    .unwrap();
+    let args = json!({ "path": "leak.txt" }).to_string();
+    let server = wire.serve(vec![
+        calls("", &[("r1", "read_file", &args)], (10, 1)),
+        text("Read.", (10, 1)),
+    ]);
+    let run = revolve_env(
+        &env,
+        wire,
+        &server,
+        &[],
+        "read leak.txt\n",
+        &[
+            ("OPENROUTER_API_KEY", "sk-or-v1-secret42"),
+            ("ANTHROPIC_API_KEY", "sk-ant-secret42"),
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let found = results(&history(wire, &server.requests()[1].body));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].1.contains("or=[key]"), "{found:?}");
+    assert!(found[0].1.contains("ant=[key]"), "{found:?}");
+    let log = std::fs::read_to_string(env.only_session()).unwrap();
+    assert!(!log.contains("secret42"), "a key is in the log");
 }
 
 // ---------------------------------------------------------------------------

@@ -271,6 +271,7 @@ impl Preset {
     }
 
     /// The environment variables an API key is read from, first set wins.
+    /// Each of them is in [`API_KEY_VARS`].
     pub const fn key_vars(self) -> &'static [&'static str] {
         match self {
             Preset::Openai => &["REVOLVE_API_KEY", "OPENAI_API_KEY"],
@@ -291,6 +292,17 @@ impl Preset {
         ) && base_url.trim_end_matches('/') == self.base_url()
     }
 }
+
+/// Every variable any preset reads an API key from: the shell strips them
+/// from the environment of `shell` commands, and their values are redacted
+/// from whatever a tool returns. One list, so a new preset's key cannot be
+/// left out of either.
+pub const API_KEY_VARS: [&str; 4] = [
+    "REVOLVE_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OPENROUTER_API_KEY",
+];
 
 /// What `--provider` names: a preset, or a recorded session whose answers
 /// are given again (`replay:FILE|NAME`).
@@ -405,6 +417,15 @@ mod tests {
         );
         let key = File::parse("{\"api_key\": \"sk-secret\"}").unwrap_err();
         assert!(!key.to_string().contains("sk-secret"), "{key}");
+    }
+
+    #[test]
+    fn every_preset_key_variable_is_stripped_and_redacted() {
+        for p in Preset::ALL {
+            for var in p.key_vars() {
+                assert!(API_KEY_VARS.contains(var), "{var} of {}", p.name());
+            }
+        }
     }
 
     #[test]

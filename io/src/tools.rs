@@ -60,8 +60,8 @@
 //! (SIGKILL) and the output says so, with what was captured. When `sh`
 //! exits but a background process still holds the pipes, its later output
 //! is given up on after one second (the process is left running). The API
-//! key variables (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `REVOLVE_API_KEY`)
-//! are removed from its environment, and any tool's output has their values
+//! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed from its environment, and any tool's output has their values
 //! replaced by `[key]` (a command could still read its parent's
 //! environment), so no key reaches the session log.
 //!
@@ -84,6 +84,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use revolve_core::config::API_KEY_VARS;
 use revolve_core::memory::{Label, Remembered};
 use revolve_core::tools::Tool;
 use time::OffsetDateTime;
@@ -171,10 +172,8 @@ pub fn run(
 /// removing them from a command's environment is not enough, since a
 /// command can read its parent's (`/proc/$PPID/environ`), and whatever a
 /// tool returns is written to the session log.
-const KEY_VARS: [&str; 3] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "REVOLVE_API_KEY"];
-
 fn redact_keys(mut text: String) -> String {
-    for name in KEY_VARS {
+    for name in API_KEY_VARS {
         if let Some(key) = std::env::var(name).ok().filter(|k| k.len() >= 8) {
             if text.contains(&key) {
                 text = text.replace(&key, "[key]");
@@ -847,19 +846,19 @@ fn shell(
     let secs = timeout_s
         .unwrap_or(SHELL_TIMEOUT_S)
         .clamp(1, SHELL_MAX_TIMEOUT_S);
-    let spawned = std::process::Command::new("sh")
-        .arg("-c")
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
         .arg(command)
         .current_dir(root)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .env_remove(KEY_VARS[0])
-        .env_remove(KEY_VARS[1])
-        .env_remove(KEY_VARS[2])
-        .env("REVOLVE_SESSION", session)
-        .spawn();
+        .env("REVOLVE_SESSION", session);
+    for name in API_KEY_VARS {
+        sh.env_remove(name);
+    }
+    let spawned = sh.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
