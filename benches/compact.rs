@@ -325,6 +325,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
             pending: false,
             refined_at: None,
             turns_at_refine: 0,
+            turn_rounds: 0,
         }),
     ];
     (old, new)

@@ -508,6 +508,7 @@ fn write_chain(dir: &Path, target: u64, per_file: u64) -> io::Result<Chain> {
                 pending: false,
                 refined_at: None,
                 turns_at_refine: 0,
+                turn_rounds: 0,
             }))?;
         }
         w.append(&Record::Context(Context {

@@ -127,6 +127,14 @@ pub struct ModelArgs {
     #[arg(long, value_name = "SECONDS", env = "REVOLVE_STALL_TIMEOUT", value_parser = seconds)]
     pub stall_timeout: Option<std::time::Duration>,
 
+    /// End a turn after N tool rounds; in the REPL you are asked whether to go on [default: 100]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_TOOL_ROUNDS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_tool_rounds: Option<u32>,
+
+    /// Refuse the same tool call made N times in a row; one more ends the turn [default: 3]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_REPEATED_CALLS", value_parser = clap::value_parser!(u32).range(2..))]
+    pub max_repeated_calls: Option<u32>,
+
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
     pub script: Option<PathBuf>,

@@ -10,6 +10,7 @@ use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
 use revolve_core::config::{self, pick, File, Preset, ProviderChoice, Setting, Source};
+use revolve_core::guard;
 
 use crate::cli::{Cli, ModelArgs};
 use crate::error::{out, Error};
@@ -53,6 +54,8 @@ pub struct Settings {
     pub retries: Setting<u32>,
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
+    pub max_tool_rounds: Setting<u32>,
+    pub max_repeated_calls: Setting<u32>,
     pub allow_shell: Setting<bool>,
     /// `--script`, for the scripted provider.
     pub script: Option<PathBuf>,
@@ -128,6 +131,27 @@ impl Settings {
             file.prune_result_chars,
             revolve_core::compact::PRUNE_CHARS,
         );
+        let bad = |e: String| Error::Usage(format!("bad config file {}: {e}", path.display()));
+        let max_tool_rounds = settle(
+            sources,
+            "max_tool_rounds",
+            args.max_tool_rounds,
+            file.max_tool_rounds
+                .map(guard::check_tool_rounds)
+                .transpose()
+                .map_err(bad)?,
+            guard::MAX_TOOL_ROUNDS,
+        );
+        let max_repeated_calls = settle(
+            sources,
+            "max_repeated_calls",
+            args.max_repeated_calls,
+            file.max_repeated_calls
+                .map(guard::check_repeat_limit)
+                .transpose()
+                .map_err(bad)?,
+            guard::REPEAT_LIMIT,
+        );
         let allow_shell = pick(
             (allow_shell && given("allow_shell") == Some(Source::Flag)).then_some(true),
             None,
@@ -150,6 +174,8 @@ impl Settings {
             retries,
             spill_result_chars,
             prune_result_chars,
+            max_tool_rounds,
+            max_repeated_calls,
             allow_shell,
             script: args.script.clone(),
             replay,
@@ -211,6 +237,20 @@ impl Settings {
                 n(
                     self.prune_result_chars.value as u64,
                     self.prune_result_chars.source,
+                ),
+            ),
+            (
+                "max_tool_rounds",
+                n(
+                    self.max_tool_rounds.value.into(),
+                    self.max_tool_rounds.source,
+                ),
+            ),
+            (
+                "max_repeated_calls",
+                n(
+                    self.max_repeated_calls.value.into(),
+                    self.max_repeated_calls.source,
                 ),
             ),
             (

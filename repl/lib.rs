@@ -201,29 +201,51 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
 }
 
 /// `--goal-run`: ordinary turns toward the standing goal, as long as the
-/// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it.
+/// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it. It
+/// counts the tool rounds its turns took as well as the turns (said once
+/// there were any); a turn that reaches `--max-tool-rounds`, or repeats a
+/// call, ends the run with exit 1.
 fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
     let mut turns = 0;
+    let mut rounds: u64 = 0;
+    let told = |rounds: u64, when: &str| match rounds {
+        0 => String::new(),
+        1 => format!(" (1 tool round {when})"),
+        n => format!(" ({n} tool rounds {when})"),
+    };
     loop {
         match revolve_core::goal::run_step(&live.goals()?, turns, max_turns) {
             revolve_core::goal::RunStep::Turn => {
-                eprintln!("── goal run: turn {} of at most {max_turns}", turns + 1);
-                piped_line(live, revolve_core::goal::RUN_PROMPT)?;
+                eprintln!(
+                    "── goal run: turn {} of at most {max_turns}{}",
+                    turns + 1,
+                    told(rounds, "so far")
+                );
+                let outcome = piped_line(live, revolve_core::goal::RUN_PROMPT);
+                rounds += live.turn_rounds();
                 turns += 1;
+                if let Err(e) = outcome {
+                    if matches!(e, Error::Runtime(_)) {
+                        eprintln!("── goal run ends at turn {turns}{}", told(rounds, "in all"));
+                    }
+                    return Err(e);
+                }
             }
             revolve_core::goal::RunStep::Stop(why) => {
-                eprintln!("── goal run ends: {why}");
+                eprintln!("── goal run ends: {why}{}", told(rounds, "in all"));
                 return Ok(());
             }
         }
     }
 }
 
-/// One line without a terminal: a failed or interrupted turn ends the run.
+/// One line without a terminal: a failed, interrupted or stopped turn ends
+/// the run.
 fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     match live.line(line)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
+        Outcome::Stopped(reason) => Err(Error::Runtime(revolve_core::guard::describe(&reason))),
         other => Ok(other),
     }
 }
@@ -314,6 +336,8 @@ fn runtime(
         window: chosen(settings.window.source).then_some(settings.window.value),
         spill_chars: settings.spill_result_chars.value,
         prune_chars: settings.prune_result_chars.value,
+        max_tool_rounds: settings.max_tool_rounds.value,
+        repeat_limit: settings.max_repeated_calls.value,
         approvals,
     })
 }

@@ -7,6 +7,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Record, Resumed, FORMAT_VERSION};
 use revolve_core::refine;
@@ -38,6 +39,9 @@ pub enum Outcome {
     Failed(String),
     /// The user pressed Ctrl-C during the turn.
     Interrupted,
+    /// The core ended the turn on its own: the model repeated a call, or
+    /// the turn took its tool rounds.
+    Stopped(StopReason),
     /// The user asked to end the session.
     Quit,
 }
@@ -53,6 +57,10 @@ pub struct Runtime {
     pub spill_chars: usize,
     /// `prune-result-chars`.
     pub prune_chars: usize,
+    /// `max-tool-rounds`.
+    pub max_tool_rounds: u32,
+    /// `max-repeated-calls`.
+    pub repeat_limit: u32,
     /// Who allows shell commands and file grants.
     pub approvals: Approvals,
     /// Where memory and the goal live.
@@ -383,6 +391,22 @@ impl Live {
         self.inbox.as_ref()
     }
 
+    /// Lets a turn stopped at its tool-round cap go on, for as many rounds
+    /// again.
+    pub fn go_on(&mut self) -> Result<Outcome, Error> {
+        let parts = self.prompt_parts();
+        self.drive(parts)?;
+        let outcome = self.drive(Input::GoOn { now: clock::now() })?;
+        self.sink.totals(&self.session.state().totals);
+        Ok(outcome)
+    }
+
+    /// The tool rounds the last turn took (the one running, or the last
+    /// one that ended).
+    pub fn turn_rounds(&self) -> u64 {
+        self.session.state().turn_rounds
+    }
+
     /// Takes the messages waiting in the inbox: logged as user messages
     /// marked with their origin, then removed from the inbox. With `answer`
     /// the model answers them now; otherwise they go with the next turn.
@@ -544,6 +568,12 @@ impl Live {
                 _ => {}
             }
             let cmds = self.session.handle(input);
+            if let Some(reason) = cmds.iter().find_map(|c| match c {
+                Command::Append(Record::Stopped(s)) => Some(s.reason.clone()),
+                _ => None,
+            }) {
+                outcome = Outcome::Stopped(reason);
+            }
             self.execute(cmds, &mut queue)?;
         }
         if interrupt::terminated() {
@@ -829,6 +859,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
         spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),
         prune_chars: runtime.prune_chars,
+        repeat_limit: runtime.repeat_limit,
+        max_tool_rounds: runtime.max_tool_rounds,
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 
+use revolve_core::guard::{self, StopReason};
 use revolve_core::view;
 
 use crate::error::Error;
@@ -26,7 +27,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         live.path().display()
     );
     if let Some(first) = first {
-        if respond(live, first)? == Outcome::Quit {
+        if respond(live, first, &mut editor)? == Outcome::Quit {
             return Ok(());
         }
     }
@@ -34,7 +35,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     loop {
         // Messages delivered during the last turn are answered now.
         if live.inbox().is_some_and(|i| i.has_mail()) {
-            respond_to_inbox(live)?;
+            respond_to_inbox(live, &mut editor)?;
         }
         eprintln!("{}", dim(&view::status(live.state())));
         let width = editor
@@ -51,7 +52,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
                 if !line.trim().is_empty() {
                     editor.add_history_entry(line.as_str()).ok();
                 }
-                if respond(live, &line)? == Outcome::Quit {
+                if respond(live, &line, &mut editor)? == Outcome::Quit {
                     break;
                 }
             }
@@ -72,26 +73,49 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     Ok(())
 }
 
-/// One line in the REPL: a failed or interrupted turn is told and the
-/// session goes on.
-fn respond(live: &mut Live, line: &str) -> Result<Outcome, Error> {
+/// One line in the REPL: a failed, interrupted or stopped turn is told and
+/// the session goes on.
+fn respond(live: &mut Live, line: &str, editor: &mut DefaultEditor) -> Result<Outcome, Error> {
     let outcome = live.line(line)?;
-    match &outcome {
-        // Server and tool text can be in it: inert on a terminal.
-        Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
-        Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
-        _ => {}
+    told(live, outcome, editor)
+}
+
+/// Tells how a turn ended. A turn stopped at its tool-round cap asks
+/// whether to go on, as often as the user says yes.
+fn told(
+    live: &mut Live,
+    mut outcome: Outcome,
+    editor: &mut DefaultEditor,
+) -> Result<Outcome, Error> {
+    loop {
+        match &outcome {
+            // Server and tool text can be in it: inert on a terminal.
+            Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
+            Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
+            Outcome::Stopped(reason) => {
+                eprintln!("revolve: {}", view::inert(&guard::describe(reason)));
+                if let StopReason::ToolRounds { limit } = reason {
+                    let question = format!("go on for up to {limit} more tool rounds? [y/N] ");
+                    let yes = matches!(
+                        editor.readline(&question).as_deref().map(str::trim),
+                        Ok("y" | "Y" | "yes")
+                    );
+                    if yes {
+                        outcome = live.go_on()?;
+                        continue;
+                    }
+                }
+            }
+            Outcome::Done | Outcome::Quit => {}
+        }
+        return Ok(outcome);
     }
-    Ok(outcome)
 }
 
 /// Messages from the inbox, shown and answered while the REPL is idle.
-fn respond_to_inbox(live: &mut Live) -> Result<(), Error> {
-    match live.take_inbox(true)? {
-        Outcome::Failed(why) => eprintln!("revolve: {why}"),
-        Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
-        _ => {}
-    }
+fn respond_to_inbox(live: &mut Live, editor: &mut DefaultEditor) -> Result<(), Error> {
+    let outcome = live.take_inbox(true)?;
+    told(live, outcome, editor)?;
     Ok(())
 }
 

@@ -36,6 +36,8 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "allow_shell",
             "api_key",
             "base_url",
+            "max_repeated_calls",
+            "max_tool_rounds",
             "model",
             "provider",
             "prune_result_chars",

@@ -719,8 +719,8 @@ fn goal_run_stops_right_after_the_turn_that_proposes_the_goal_met() {
         run_lines(&run),
         [
             "── goal run: turn 1 of at most 3",
-            "── goal run: turn 2 of at most 3",
-            "── goal run ends: the model proposes the goal met; end it with /goal done",
+            "── goal run: turn 2 of at most 3 (1 tool round so far)",
+            "── goal run ends: the model proposes the goal met; end it with /goal done (2 tool rounds in all)",
         ]
     );
     let sent = bodies(&server);
@@ -934,7 +934,7 @@ fn goal_run_with_the_scripted_provider() {
     assert_eq!(run.stdout, "Working.\n Half done.\nAll done.\n");
     assert_eq!(
         run_lines(&run).last().copied(),
-        Some("── goal run ends: the model proposes the goal met; end it with /goal done")
+        Some("── goal run ends: the model proposes the goal met; end it with /goal done (2 tool rounds in all)")
     );
     assert_eq!(last_totals(&env)["turns"], 2);
     assert_eq!(notes(&goal_file(&env)), ["first half", "second half"]);

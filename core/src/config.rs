@@ -25,6 +25,8 @@
 //!   "retries": 2,
 //!   "spill_result_chars": 32000,
 //!   "prune_result_chars": 16000,
+//!   "max_tool_rounds": 100,
+//!   "max_repeated_calls": 3,
 //!   "allow_shell": false
 //! }
 //! ```
@@ -131,6 +133,10 @@ pub struct File {
     pub spill_result_chars: Option<usize>,
     /// Tool results longer than this are pruned when compacting.
     pub prune_result_chars: Option<usize>,
+    /// A turn ends after this many tool rounds (see [`crate::guard`]).
+    pub max_tool_rounds: Option<u32>,
+    /// The same tool call this many times in a row is refused.
+    pub max_repeated_calls: Option<u32>,
     /// Whether shell commands run without asking.
     pub allow_shell: Option<bool>,
 }

@@ -13,6 +13,7 @@
 //! * [`session`]: the live state machine, [`Session::handle`].
 //! * [`request`]: the exact request bodies, for both wire protocols.
 //! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
+//! * [`guard`]: the repeat guard and the tool-round cap.
 //! * [`retry`]: when a failed request is sent again.
 //! * [`names`]: generated session names.
 //! * [`config`]: where each setting comes from, provider presets, the
@@ -23,6 +24,7 @@ pub mod compact;
 pub mod config;
 pub mod fixture;
 pub mod goal;
+pub mod guard;
 pub mod memory;
 pub mod names;
 pub mod prompt;

@@ -81,6 +81,16 @@
 //! {"type":"refined","at":"2026-12-02T12:30:00Z","auto":true,"entry":"20261202T123000Z"}
 //! ```
 //!
+//! `stopped`, a turn core ended on its own (see [`crate::guard`]): the model
+//! repeated a call, or the turn used up its tool rounds; every call still
+//! open got a result saying it was not run. `went_on`, the user let a turn
+//! stopped at its tool-round cap go on (the request is due again):
+//! ```json
+//! {"type":"stopped","at":"2026-12-02T12:10:00Z","reason":"repeated","tool":"read_file","times":4}
+//! {"type":"stopped","at":"2026-12-02T12:20:00Z","reason":"tool_rounds","limit":100}
+//! {"type":"went_on","at":"2026-12-02T12:20:09Z"}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -130,6 +140,10 @@ pub enum Record {
     /// The memory was refined from this session (or a refinement found
     /// nothing to change).
     Refined(Refined),
+    /// Core ended a turn on its own: a repeated call, or the tool-round cap.
+    Stopped(Stopped),
+    /// A turn stopped at its tool-round cap goes on, as the user allowed.
+    WentOn(WentOn),
 }
 
 /// The first line of a session file.
@@ -382,6 +396,10 @@ pub struct Compacted {
     /// The turn count at that refinement.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub turns_at_refine: u64,
+    /// The tool rounds the pending turn took so far, carried over for the
+    /// tool-round cap.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub turn_rounds: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -417,6 +435,32 @@ pub struct Refined {
     /// The snapshot entry it left; none when nothing changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+}
+
+/// A turn core ended on its own.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stopped {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    #[serde(flatten)]
+    pub reason: StopReason,
+}
+
+/// Why core ended a turn on its own (see [`crate::guard`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model made the same call `times` times in a row.
+    Repeated { tool: String, times: u32 },
+    /// The turn took `limit` tool rounds.
+    ToolRounds { limit: u32 },
+}
+
+/// The user let a stopped turn go on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WentOn {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
 }
 
 /// Why a line was not read as a record.
@@ -494,6 +538,8 @@ impl Record {
             "compacted" => Record::Compacted(body(line)?),
             "continued" => Record::Continued(body(line)?),
             "refined" => Record::Refined(body(line)?),
+            "stopped" => Record::Stopped(body(line)?),
+            "went_on" => Record::WentOn(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -526,6 +572,8 @@ impl Record {
             Record::Compacted(c) => Some(c.at),
             Record::Continued(c) => Some(c.at),
             Record::Refined(r) => Some(r.at),
+            Record::Stopped(s) => Some(s.at),
+            Record::WentOn(w) => Some(w.at),
         }
     }
 }
@@ -575,12 +623,36 @@ mod tests {
                 at: at(),
                 unsent: false,
             }),
+            Record::Stopped(Stopped {
+                at: at(),
+                reason: StopReason::Repeated {
+                    tool: "read_file".into(),
+                    times: 4,
+                },
+            }),
+            Record::Stopped(Stopped {
+                at: at(),
+                reason: StopReason::ToolRounds { limit: 100 },
+            }),
+            Record::WentOn(WentOn { at: at() }),
         ];
         for r in records {
             let line = r.to_line();
             assert!(line.starts_with("{\"type\":\""), "{line}");
             assert_eq!(Record::parse_line(&line).unwrap(), r);
         }
+    }
+
+    #[test]
+    fn a_stop_line_is_flat() {
+        let r = Record::Stopped(Stopped {
+            at: at(),
+            reason: StopReason::ToolRounds { limit: 100 },
+        });
+        assert_eq!(
+            r.to_line(),
+            r#"{"type":"stopped","at":"2026-12-02T10:26:06Z","reason":"tool_rounds","limit":100}"#
+        );
     }
 
     #[test]

@@ -24,11 +24,12 @@ use std::collections::BTreeSet;
 use time::OffsetDateTime;
 
 use crate::compact;
+use crate::guard::{self, StopReason, Verdict};
 use crate::names;
 use crate::prompt;
 use crate::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Origin,
-    Pruned, Record, Refined, Renamed, Resumed, Role, ToolCall, Totals,
+    Pruned, Record, Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::request::Request;
@@ -74,6 +75,10 @@ pub enum Input {
     },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
+    /// The user lets a turn that was stopped after its last tool results
+    /// (the tool-round cap) go on: the request is sent, with as many tool
+    /// rounds again.
+    GoOn { now: OffsetDateTime },
     /// The model wrote the working notes a [`Command::Summarize`] asked
     /// for; `new_id` is the id of the file the session goes on in.
     Summarized {
@@ -173,6 +178,12 @@ pub struct Settings {
     pub spill_dir: String,
     /// A tool result longer than this is pruned by a compaction's first step.
     pub prune_chars: usize,
+    /// The `limit`-th identical tool call in a row is refused, the next one
+    /// ends the turn ([`guard::REPEAT_LIMIT`] by default).
+    pub repeat_limit: u32,
+    /// A turn ends after this many tool rounds ([`guard::MAX_TOOL_ROUNDS`]
+    /// by default).
+    pub max_tool_rounds: u32,
 }
 
 /// The default of `spill-result-chars`.
@@ -307,6 +318,7 @@ impl Session {
                 }
                 self.compact(true, now)
             }
+            Input::GoOn { now } => self.go_on(now),
             Input::Summarized { reply, new_id, now } => self.summarized(reply, new_id, now),
             Input::SummaryFailed { error, now } => {
                 if self.state.compacting.is_none() {
@@ -548,6 +560,7 @@ impl Session {
         };
         let pending = self.state.awaiting;
         let (refined_at, turns_at_refine) = (self.state.refined_at, self.state.turns_at_refine);
+        let turn_rounds = self.state.turn_rounds;
         let mut cmds = self.append(vec![Record::Continued(Continued {
             at: now,
             next: new_id,
@@ -566,6 +579,7 @@ impl Session {
             pending,
             refined_at,
             turns_at_refine,
+            turn_rounds,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
         cmds.push(Command::Show(format!(
@@ -616,11 +630,29 @@ impl Session {
         cmds
     }
 
-    /// Starts the first open call that parses; calls that do not get their
-    /// error as result at once. When none is left, the next request goes out.
+    /// Starts the first open call that parses and that the repeat guard
+    /// lets run; calls that do not get their error as result at once. When
+    /// none is left, the next request goes out, unless the turn took its
+    /// tool rounds.
     fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         while let Some(call) = self.state.open_calls.first().cloned() {
+            match guard::verdict(
+                self.turn_calls().into_iter(),
+                &call,
+                self.settings.repeat_limit,
+            ) {
+                Verdict::Run => {}
+                Verdict::Refuse(error) => {
+                    let result = Message::tool(now, call.id, error);
+                    cmds.extend(self.append(vec![Record::Message(result)]));
+                    continue;
+                }
+                Verdict::Stop(reason) => {
+                    cmds.extend(self.stop(reason, now));
+                    return cmds;
+                }
+            }
             match tools::parse(&call) {
                 Ok(tool) => {
                     let grants = self.grants.iter().cloned().collect();
@@ -635,6 +667,68 @@ impl Session {
                     .extend(self.append(vec![Record::Message(Message::tool(now, call.id, error))])),
             }
         }
+        let limit = self.settings.max_tool_rounds;
+        if self.state.turn_rounds >= u64::from(limit) {
+            cmds.extend(self.stop(StopReason::ToolRounds { limit }, now));
+            return cmds;
+        }
+        cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// This turn's tool calls that have their results, in order: the calls
+    /// of every assistant message since the last user message, without the
+    /// ones still open.
+    fn turn_calls(&self) -> Vec<&ToolCall> {
+        let messages = &self.state.messages;
+        let start = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .map_or(0, |i| i + 1);
+        let mut calls: Vec<&ToolCall> = messages[start..]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .flat_map(|m| &m.tool_calls)
+            .collect();
+        calls.truncate(calls.len().saturating_sub(self.state.open_calls.len()));
+        calls
+    }
+
+    /// Ends the turn on core's own account: every open call gets a result
+    /// saying it was not run, then the `stopped` record and the totals.
+    /// The shell tells the user, from the record.
+    fn stop(&mut self, reason: StopReason, now: OffsetDateTime) -> Vec<Command> {
+        let text = guard::stopped_result(&reason);
+        let mut records: Vec<Record> = self
+            .state
+            .open_calls
+            .iter()
+            .map(|c| Record::Message(Message::tool(now, c.id.clone(), text.clone())))
+            .collect();
+        records.push(Record::Stopped(Stopped { at: now, reason }));
+        let mut cmds = self.append(records);
+        let before = &self.state.totals;
+        let totals = self.totals(None, before.last_context, before.estimated, true, now);
+        cmds.extend(self.append(vec![totals]));
+        cmds.push(Command::Sync);
+        cmds
+    }
+
+    /// `GoOn`: a turn stopped after its last tool results sends its request
+    /// after all, with a fresh count of tool rounds.
+    fn go_on(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let after_results = self
+            .state
+            .messages
+            .last()
+            .is_some_and(|m| m.role == Role::Tool);
+        if self.busy() || !after_results {
+            return vec![Command::Show(
+                "nothing to go on with: no turn stopped after its tool results".into(),
+            )];
+        }
+        self.compacted_this_turn = false;
+        let mut cmds = self.append(vec![Record::WentOn(WentOn { at: now })]);
         cmds.extend(self.request(now));
         cmds
     }
@@ -830,6 +924,8 @@ mod tests {
             spill_chars: 100,
             spill_dir: "/state/spills/s1".into(),
             prune_chars: compact::PRUNE_CHARS,
+            repeat_limit: guard::REPEAT_LIMIT,
+            max_tool_rounds: guard::MAX_TOOL_ROUNDS,
         }
     }
 
@@ -892,6 +988,8 @@ mod tests {
                 Command::Append(Record::Compacted(_)) => "compacted",
                 Command::Append(Record::Compacting(_)) => "compacting",
                 Command::Append(Record::CompactionFailed(_)) => "compaction-failed",
+                Command::Append(Record::Stopped(_)) => "stopped",
+                Command::Append(Record::WentOn(_)) => "went-on",
                 Command::Append(_) => "other",
                 Command::Sync => "sync",
                 Command::Call(_) => "call",
@@ -962,6 +1060,116 @@ mod tests {
         );
         assert_eq!(s.state().totals.turns, 1);
         assert_eq!(s.state().totals.tokens_in, 20);
+    }
+
+    fn result_of<'a>(cmds: &'a [Command], id: &str) -> Option<&'a str> {
+        cmds.iter().find_map(|c| match c {
+            Command::Append(Record::Message(m)) if m.tool_call_id.as_deref() == Some(id) => {
+                Some(m.content.as_str())
+            }
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn a_call_repeated_three_times_is_refused_and_a_fourth_ends_the_turn() {
+        let mut s = start();
+        user(&mut s, "read a");
+        let args = r#"{"path":"a"}"#;
+        for id in ["c1", "c2"] {
+            let cmds = reply(&mut s, "", &[(id, "read_file", args)]);
+            assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{id}");
+            done(&mut s, id, "x", None);
+        }
+        // The third: not run, an error result, and the next request goes out.
+        let cmds = reply(&mut s, "", &[("c3", "read_file", r#"{ "path": "a" }"#)]);
+        assert_eq!(
+            kinds(&cmds),
+            ["message", "totals", "result", "call"],
+            "{cmds:?}"
+        );
+        assert!(result_of(&cmds, "c3").unwrap().contains("3 times in a row"));
+        // The fourth, with another call after it: both answered, turn ended.
+        let cmds = reply(
+            &mut s,
+            "",
+            &[("c4", "read_file", args), ("c5", "list_dir", "{}")],
+        );
+        assert_eq!(
+            kinds(&cmds),
+            ["message", "totals", "result", "result", "stopped", "totals", "sync"]
+        );
+        assert!(result_of(&cmds, "c5")
+            .unwrap()
+            .starts_with("error: not run"));
+        assert!(!s.busy());
+        assert_eq!(s.state().totals.turns, 1);
+        let Some(Command::Append(Record::Stopped(stop))) = cmds.get(4) else {
+            panic!("{cmds:?}");
+        };
+        assert_eq!(
+            stop.reason,
+            StopReason::Repeated {
+                tool: "read_file".into(),
+                times: 4
+            }
+        );
+        // A new turn starts the count again.
+        user(&mut s, "again");
+        let cmds = reply(&mut s, "", &[("c6", "read_file", args)]);
+        assert!(matches!(cmds.last(), Some(Command::RunTool { .. })));
+    }
+
+    #[test]
+    fn distinct_calls_are_never_refused() {
+        let mut s = start();
+        user(&mut s, "read");
+        for i in 0..10 {
+            let id = format!("c{i}");
+            let args = format!(r#"{{"path":"f{}"}}"#, i % 2);
+            let cmds = reply(&mut s, "", &[(&id, "read_file", &args)]);
+            assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{i}");
+            done(&mut s, &id, "x", None);
+        }
+    }
+
+    #[test]
+    fn the_tool_round_cap_ends_the_turn_and_go_on_resets_it() {
+        let mut s = Session::start(
+            header(),
+            Settings {
+                max_tool_rounds: 2,
+                ..settings()
+            },
+        )
+        .0;
+        user(&mut s, "work");
+        reply(&mut s, "", &[("a", "read_file", r#"{"path":"1"}"#)]);
+        let cmds = done(&mut s, "a", "x", None);
+        assert!(matches!(cmds.last(), Some(Command::Call(_))));
+        reply(&mut s, "", &[("b", "read_file", r#"{"path":"2"}"#)]);
+        let cmds = done(&mut s, "b", "x", None);
+        assert_eq!(kinds(&cmds), ["result", "stopped", "totals", "sync"]);
+        assert!(!s.busy());
+        let Some(Command::Append(Record::Stopped(stop))) = cmds.get(1) else {
+            panic!("{cmds:?}");
+        };
+        assert_eq!(stop.reason, StopReason::ToolRounds { limit: 2 });
+        assert!(guard::describe(&stop.reason).contains("--max-tool-rounds 2"));
+        // Going on sends the request the cap held back, with two rounds more.
+        let cmds = s.handle(Input::GoOn {
+            now: datetime!(2026-12-02 10:04 UTC),
+        });
+        assert_eq!(kinds(&cmds), ["went-on", "call"]);
+        assert_eq!(s.state().turn_rounds, 0);
+        reply(&mut s, "", &[("c", "read_file", r#"{"path":"3"}"#)]);
+        let cmds = done(&mut s, "c", "x", None);
+        assert!(matches!(cmds.last(), Some(Command::Call(_))));
+        reply(&mut s, "done", &[]);
+        let cmds = s.handle(Input::GoOn {
+            now: datetime!(2026-12-02 10:05 UTC),
+        });
+        assert_eq!(kinds(&cmds), ["show"], "nothing to go on with");
     }
 
     #[test]

@@ -56,6 +56,9 @@ pub struct State {
     pub turns_at_refine: u64,
     /// Whether a compaction happened since the last refinement.
     pub compacted_since_refine: bool,
+    /// The tool rounds (answers that call tools) since the turn began or
+    /// went on, for the tool-round cap.
+    pub turn_rounds: u64,
 }
 
 impl State {
@@ -108,6 +111,7 @@ impl State {
                             self.totals.delivered = self.totals.delivered.max(origin.seq);
                         }
                         self.awaiting = true;
+                        self.turn_rounds = 0;
                     }
                     Role::Assistant => {
                         if !self.awaiting {
@@ -115,6 +119,9 @@ impl State {
                         }
                         self.awaiting = false;
                         self.open_calls = m.tool_calls.clone();
+                        if !m.tool_calls.is_empty() {
+                            self.turn_rounds = self.turn_rounds.saturating_add(1);
+                        }
                     }
                     Role::Tool => {
                         let id = m.tool_call_id.as_deref().unwrap_or("");
@@ -130,6 +137,19 @@ impl State {
                 self.messages.push(m.clone());
             }
             Record::Failed(_) => self.awaiting = false,
+            Record::Stopped(_) => {
+                if !self.open_calls.is_empty() {
+                    note = Some("a stop while tool calls wait for results".to_owned());
+                }
+                self.awaiting = false;
+            }
+            Record::WentOn(_) => {
+                if self.awaiting || !self.open_calls.is_empty() {
+                    note = Some("went on while a request was due".to_owned());
+                }
+                self.awaiting = self.open_calls.is_empty();
+                self.turn_rounds = 0;
+            }
             Record::Interrupted(_) => {
                 self.awaiting = false;
                 self.compacting = None;
@@ -195,6 +215,7 @@ impl State {
                 self.totals = c.totals.clone();
                 self.open_calls.clear();
                 self.awaiting = c.pending;
+                self.turn_rounds = c.turn_rounds;
             }
             Record::Continued(c) => {
                 self.continued = Some(c.next.clone());

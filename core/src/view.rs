@@ -5,6 +5,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::compact;
+use crate::guard;
 use crate::record::{Record, Role};
 use crate::state::State;
 use crate::tools::Tool;
@@ -208,6 +209,12 @@ pub fn transcript(records: &[Record]) -> String {
                     ""
                 }
             )),
+            Record::Stopped(s) => out.push_str(&format!(
+                "! {}
+",
+                guard::describe(&s.reason)
+            )),
+            Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
             Record::Context(_) | Record::Totals(_) => {}
         }
     }

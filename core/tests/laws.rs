@@ -44,6 +44,8 @@ enum Op {
         new: u8,
         answer: bool,
     },
+    /// The user lets a turn stopped at the tool-round cap go on.
+    GoOn,
 }
 
 const CALLS: [(&str, &str); 5] = [
@@ -64,7 +66,8 @@ impl Arbitrary for Op {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        match u8::arbitrary(g) % 20 {
+        match u8::arbitrary(g) % 21 {
+            20 => Op::GoOn,
             18..=19 => Op::Inbox {
                 new: u8::arbitrary(g) % 3,
                 answer: bool::arbitrary(g),
@@ -115,11 +118,18 @@ fn header() -> Header {
     }
 }
 
+/// The repeat guard's limit in these runs.
+const REPEAT_LIMIT: u32 = 2;
+/// The tool-round cap in these runs: low, so random runs reach it.
+const MAX_TOOL_ROUNDS: u32 = 2;
+
 fn settings() -> Settings {
     Settings {
         spill_chars: 7_000,
         spill_dir: "/state/spills/s".into(),
         prune_chars: 100,
+        repeat_limit: REPEAT_LIMIT,
+        max_tool_rounds: MAX_TOOL_ROUNDS,
     }
 }
 
@@ -243,6 +253,7 @@ fn run(ops: &[Op]) -> Run {
                 Input::Interrupted { partial, now }
             }
             Op::Compact => Input::Compact { now },
+            Op::GoOn => Input::GoOn { now },
             Op::Inbox { new, answer } => {
                 for _ in 0..new {
                     run.queued += 1;
@@ -469,6 +480,65 @@ fn every_request_carries_a_well_formed_history() {
         let lines: Vec<String> = run.files.iter().flatten().map(Record::to_line).collect();
         for path in &run.spilled {
             assert!(lines.iter().any(|l| l.contains(path.as_str())));
+        }
+        true
+    }
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(prop as fn(Vec<Op>) -> bool);
+}
+
+/// Within a turn, no call is run once it was made [`REPEAT_LIMIT`] times in
+/// a row (its result is the guard's error, or the turn stopped), and no turn
+/// takes more than [`MAX_TOOL_ROUNDS`] rounds before it stops or goes on.
+#[test]
+fn misbehaving_models_are_bounded() {
+    fn prop(ops: Vec<Op>) -> bool {
+        let run = run(&ops);
+        for file in &run.files {
+            let mut state = State::default();
+            let mut results = std::collections::HashMap::new();
+            for r in file {
+                state.apply(r);
+                assert!(
+                    state.turn_rounds <= u64::from(MAX_TOOL_ROUNDS),
+                    "{} rounds in a turn",
+                    state.turn_rounds
+                );
+                if let Record::Message(m) = r {
+                    if let Some(id) = &m.tool_call_id {
+                        results.insert(id.clone(), m.content.clone());
+                    }
+                }
+            }
+            // Runs of identical calls, turn by turn.
+            let mut run_of: Vec<&ToolCall> = Vec::new();
+            for m in &state.messages {
+                match m.role {
+                    Role::User => run_of.clear(),
+                    Role::Assistant => {
+                        for c in &m.tool_calls {
+                            let same = run_of
+                                .last()
+                                .is_some_and(|l| revolve_core::guard::same_call(l, c));
+                            if !same {
+                                run_of.clear();
+                            }
+                            run_of.push(c);
+                            if run_of.len() >= REPEAT_LIMIT as usize {
+                                if let Some(result) = results.get(&c.id) {
+                                    assert!(
+                                        result.starts_with("error: not run")
+                                            || result.starts_with("error: interrupted"),
+                                        "a repeated call ran: {result}"
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    Role::Tool => {}
+                }
+            }
         }
         true
     }
