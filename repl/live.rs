@@ -626,7 +626,16 @@ impl Live {
         let now = clock::now;
         Ok(match self.ask(request, true) {
             Asked::Reply(reply) => Input::Reply { reply, now: now() },
-            Asked::Failed { error, partial } => Input::Failed {
+            Asked::Failed {
+                error,
+                partial,
+                overflow: Some(o),
+            } if partial.is_empty() => Input::Overflowed {
+                error,
+                limit: o.limit,
+                now: now(),
+            },
+            Asked::Failed { error, partial, .. } => Input::Failed {
                 error,
                 partial,
                 now: now(),
@@ -698,6 +707,7 @@ impl Live {
                     break Asked::Failed {
                         error: e.message,
                         partial,
+                        overflow: e.overflow,
                     };
                 }
                 Err(RecvTimeoutError::Timeout) if interrupt::take() => {
@@ -711,7 +721,11 @@ impl Live {
                 }
                 Err(RecvTimeoutError::Disconnected) => {
                     let error = "the model client stopped without an answer".to_owned();
-                    break Asked::Failed { error, partial };
+                    break Asked::Failed {
+                        error,
+                        partial,
+                        overflow: None,
+                    };
                 }
             }
         };
@@ -848,8 +862,14 @@ impl Live {
 /// What came back from a request.
 enum Asked {
     Reply(revolve_core::Reply),
-    Failed { error: String, partial: String },
-    Interrupted { partial: String },
+    Failed {
+        error: String,
+        partial: String,
+        overflow: Option<revolve_core::overflow::Overflow>,
+    },
+    Interrupted {
+        partial: String,
+    },
 }
 
 /// The core's settings for a session of `store` run with `runtime`.

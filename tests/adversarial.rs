@@ -165,8 +165,9 @@ fn tool_paths_cannot_leave_the_tree() {
 }
 
 /// Arguments of several megabytes: every call gets an answer (an error or
-/// a bounded result), the turn ends, and the log
-/// replays.
+/// a bounded result), the turn ends, and the log replays. The answer that
+/// made those calls is part of the history, so the request after them
+/// cannot fit a 128k window: it is not sent, and the turn stops saying so.
 #[test]
 fn enormous_arguments_are_answered() {
     let env = TestEnv::new("enormous");
@@ -217,7 +218,31 @@ fn enormous_arguments_are_answered() {
         "{:?}",
         started.elapsed()
     );
-    assert_whole(&env, &server, &run);
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr.lines().last().is_some_and(|l| l.starts_with(
+            "revolve: stopped the turn: its request needs about "
+        ) && l.ends_with("more than the 128000-token window leaves for it even with every tool result cut (--window)")),
+        "{run:?}"
+    );
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the oversized request never went out"
+    );
+    let check = env.ok(&["replay", "--check"]);
+    assert!(
+        check
+            .stdout
+            .contains(" 0 skipped line(s), 0 inconsistencies"),
+        "{check:?}"
+    );
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
     let found = tool_results(&records(&env.only_session()));
     assert_eq!(found.len(), tries.len());
     for (id, content) in &found {

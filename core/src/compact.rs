@@ -11,7 +11,7 @@
 
 use std::ops::Range;
 
-use crate::record::{Message, Role};
+use crate::record::{Message, Role, Totals};
 use crate::tools::{self, HEAD_CHARS, TAIL_CHARS};
 
 /// Turns kept verbatim by a compaction.
@@ -58,7 +58,13 @@ impl Plan {
     /// The plan for a history: keep the last [`KEEP_TURNS`] turns, prune
     /// results over `prune_chars` before them. Linear in the history.
     pub fn of(messages: &[Message], prune_chars: usize) -> Plan {
-        let mut cut = turn_start_from_end(messages, KEEP_TURNS);
+        Plan::keeping(messages, prune_chars, KEEP_TURNS)
+    }
+
+    /// [`Plan::of`], keeping the last `keep` turns (at least one) instead:
+    /// the window's way of giving way when three turns do not fit.
+    pub fn keeping(messages: &[Message], prune_chars: usize, keep: usize) -> Plan {
+        let mut cut = turn_start_from_end(messages, keep.max(1));
         // Notes of an earlier compaction alone are nothing to summarize.
         if messages[..cut].iter().all(is_notes) {
             cut = 0;
@@ -104,10 +110,12 @@ pub fn prune(content: &str) -> String {
 }
 
 /// The room one full turn can still need, in tokens: a tenth of the window,
-/// at least 2,048 and at most 32,000. Compaction starts when the last
-/// context reading plus this room reaches the window.
+/// at least 2,048 and at most 32,000, and never more than a quarter of the
+/// window (a 4,096-token local model keeps 1,024 for its answer).
+/// Compaction starts when the last context reading plus this room reaches
+/// the window.
 pub fn room(window: u64) -> u64 {
-    (window / 10).clamp(2_048, 32_000)
+    (window / 10).clamp(2_048, 32_000).min(window / 4)
 }
 
 /// The context reading at which a session compacts.
@@ -131,6 +139,58 @@ pub fn near(last_context: u64, window: u64) -> bool {
 /// characters removed.
 pub fn saved_tokens(before: &str, after: &str) -> u64 {
     (before.len().saturating_sub(after.len()) as u64) / 4
+}
+
+/// How many bytes of request body are taken for one token before the
+/// provider ever counted one: 4, what OpenAI's and Anthropic's tokenizers
+/// give for English prose and code. Text that tokenizes denser is caught by
+/// the first count (every later estimate is calibrated from it) or, before
+/// that, by the server's overflow answer, which lowers the window.
+pub const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
+
+/// The token estimate of a request body of `bytes`, calibrated from the
+/// last request the provider counted (`totals.cal_bytes` bytes read as
+/// `totals.cal_tokens` prompt tokens), with a sixteenth more for content
+/// that tokenizes denser than that one did; before any count, one token
+/// per [`FALLBACK_BYTES_PER_TOKEN`] bytes. A count that says a token is
+/// more than 8 bytes or less than one is not believed that far: the ratio
+/// is held between the two.
+pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
+    let bytes = bytes as u64;
+    if totals.cal_bytes == 0 || totals.cal_tokens == 0 {
+        return bytes.div_ceil(FALLBACK_BYTES_PER_TOKEN);
+    }
+    let tokens = (u128::from(bytes) * u128::from(totals.cal_tokens))
+        .div_ceil(u128::from(totals.cal_bytes))
+        .clamp(u128::from(bytes.div_ceil(8)), u128::from(bytes));
+    u64::try_from(tokens + tokens.div_ceil(16)).unwrap_or(u64::MAX)
+}
+
+/// Whether a request estimated at `tokens` may go out under `window`: below
+/// the compaction point, so the answer still has its [`room`].
+pub fn fits(tokens: u64, window: u64) -> bool {
+    window == 0 || tokens < point(window)
+}
+
+/// The characters a result keeps when the window makes it give way last
+/// (head and tail, the whole of it in a spill file).
+pub const SQUEEZE_HEAD: usize = 1_000;
+/// The tail kept by [`squeeze`].
+pub const SQUEEZE_TAIL: usize = 400;
+
+/// Whether a result is long enough for [`squeeze`] to shorten it.
+pub fn squeezable(content: &str) -> bool {
+    let limit = SQUEEZE_HEAD + SQUEEZE_TAIL + SLACK;
+    content.len() > limit && content.chars().nth(limit).is_some()
+}
+
+/// A result cut to its head and tail to fit the window, naming the file
+/// that holds the whole of it.
+pub fn squeeze(content: &str, path: &str) -> String {
+    let note = format!(
+        " to fit the context window; the whole result is in {path}, read it with read_file and an offset"
+    );
+    tools::cut(content, SQUEEZE_HEAD, SQUEEZE_TAIL, &note)
 }
 
 /// The instruction that closes a summary request.
@@ -218,7 +278,9 @@ mod tests {
     #[test]
     fn trigger_and_status_points() {
         assert_eq!(room(128_000), 12_800);
-        assert_eq!(room(8_000), 2_048);
+        assert_eq!(room(8_000), 2_000);
+        assert_eq!(room(20_480), 2_048);
+        assert_eq!(room(4_096), 1_024);
         assert_eq!(room(1_000_000), 32_000);
         assert!(!due(115_199, 128_000));
         assert!(due(115_200, 128_000));

@@ -114,6 +114,12 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                 }),
                 None => {}
             },
+            // Replayed as the failure it was (the replaying provider does
+            // not say it was an overflow, so the turn fails there).
+            Record::Overflowed(o) if answers => out.push(Answer::Failed {
+                partial: String::new(),
+                error: o.error.clone(),
+            }),
             Record::Interrupted(_) => match cut.take() {
                 Some(i) => set_error(&mut out[i], "interrupted"),
                 None if answers => out.push(Answer::Failed {

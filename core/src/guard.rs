@@ -71,6 +71,10 @@ pub fn describe(reason: &StopReason) -> String {
         StopReason::ToolRounds { limit } => {
             format!("stopped the turn after {limit} tool rounds (--max-tool-rounds {limit})")
         }
+        StopReason::TooLarge { tokens, window } => format!(
+            "stopped the turn: its request needs about {tokens} tokens, more than the \
+             {window}-token window leaves for it even with every tool result cut (--window)"
+        ),
     }
 }
 
@@ -127,6 +131,9 @@ pub fn stopped_result(reason: &StopReason) -> String {
         }
         StopReason::ToolRounds { limit } => {
             format!("error: not run: the turn was stopped after {limit} tool rounds")
+        }
+        StopReason::TooLarge { .. } => {
+            "error: not run: the turn was stopped; its request does not fit the window".to_owned()
         }
     }
 }

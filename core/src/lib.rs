@@ -14,6 +14,7 @@
 //! * [`request`]: the exact request bodies, for both wire protocols.
 //! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
 //! * [`guard`]: the repeat guard and the tool-round cap.
+//! * [`overflow`]: the servers' answers that a request did not fit.
 //! * [`retry`]: when a failed request is sent again.
 //! * [`names`]: generated session names.
 //! * [`config`]: where each setting comes from, provider presets, the
@@ -27,6 +28,7 @@ pub mod goal;
 pub mod guard;
 pub mod memory;
 pub mod names;
+pub mod overflow;
 pub mod prompt;
 pub mod record;
 pub mod refine;

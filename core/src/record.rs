@@ -91,6 +91,21 @@
 //! {"type":"went_on","at":"2026-12-02T12:20:09Z"}
 //! ```
 //!
+//! `squeezed`, a tool result cut to a short head and tail so the request
+//! fits the window (the last way the window gives way, after pruning and
+//! keeping fewer turns): the message at that index, its whole text in `path`:
+//! ```json
+//! {"type":"squeezed","at":"2026-12-02T12:30:00Z","message":41,"path":"/…/spills/20261202-102606-1a2b3c/0042-squeezed-41.txt"}
+//! ```
+//!
+//! `overflowed`, the server answered that the request was larger than its
+//! context (see [`crate::overflow`]): the window the session goes on with
+//! (the limit the server named, or below the size that failed); the same
+//! request is due again, compacted to the new window:
+//! ```json
+//! {"type":"overflowed","at":"2026-12-02T12:31:00Z","error":"HTTP 400 Bad Request from …: the request exceeds the available context size","window":4096}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -144,6 +159,23 @@ pub enum Record {
     Stopped(Stopped),
     /// A turn stopped at its tool-round cap goes on, as the user allowed.
     WentOn(WentOn),
+    /// A tool result cut to head and tail so the request fits the window,
+    /// the whole of it spilled to a file.
+    Squeezed(Squeezed),
+    /// The server answered that the request did not fit its context: the
+    /// window is lowered, and the request is due again.
+    Overflowed(Overflowed),
+}
+
+/// A context overflow the server reported, and the window from then on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overflowed {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// What the server said, on one line.
+    pub error: String,
+    /// The window the session goes on with, in tokens.
+    pub window: u64,
 }
 
 /// The first line of a session file.
@@ -332,6 +364,18 @@ pub struct Totals {
     /// The inbox number of the last message taken (see [`Origin`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub delivered: u64,
+    /// The body size, in bytes, of the last request the provider counted,
+    /// and the prompt tokens it counted: what request sizes are estimated
+    /// from (see [`crate::compact::estimate`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cal_bytes: u64,
+    /// The prompt tokens of that request.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cal_tokens: u64,
+    /// Whether `tokens_in` and `tokens_out` hold estimates: some answer
+    /// came without the provider's count.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub in_out_estimated: bool,
 }
 
 /// A later run picked the session up.
@@ -454,6 +498,20 @@ pub enum StopReason {
     Repeated { tool: String, times: u32 },
     /// The turn took `limit` tool rounds.
     ToolRounds { limit: u32 },
+    /// The request would need about `tokens` tokens, more than the window
+    /// leaves, even with every tool result cut.
+    TooLarge { tokens: u64, window: u64 },
+}
+
+/// A tool result the window made give way last: the message at this index
+/// of the history is cut by [`crate::compact::squeeze`] (folding repeats the
+/// cut), and `path` holds what it said before.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Squeezed {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub message: u64,
+    pub path: String,
 }
 
 /// The user let a stopped turn go on.
@@ -540,6 +598,8 @@ impl Record {
             "refined" => Record::Refined(body(line)?),
             "stopped" => Record::Stopped(body(line)?),
             "went_on" => Record::WentOn(body(line)?),
+            "squeezed" => Record::Squeezed(body(line)?),
+            "overflowed" => Record::Overflowed(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -574,6 +634,8 @@ impl Record {
             Record::Refined(r) => Some(r.at),
             Record::Stopped(s) => Some(s.at),
             Record::WentOn(w) => Some(w.at),
+            Record::Squeezed(q) => Some(q.at),
+            Record::Overflowed(o) => Some(o.at),
         }
     }
 }
@@ -595,7 +657,7 @@ pub(crate) fn test_header() -> Header {
         project: "/w".into(),
         started: time::macros::datetime!(2026-12-02 10:00 UTC),
         model: "m".into(),
-        window: 1000,
+        window: 100_000,
         provider: "scripted".into(),
         continues: None,
     }

@@ -16,6 +16,10 @@ pub struct Failure {
     /// Some of the answer had already been shown to the user; sending again
     /// would show it twice, so such a failure is final.
     pub streamed: bool,
+    /// The server said the request did not fit its context
+    /// ([`crate::overflow`]): the same request would fail again, whatever
+    /// the status.
+    pub overflow: bool,
 }
 
 /// How many times a request is sent again at most, unless the user says
@@ -28,13 +32,14 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// `attempt` (1 for the first), or `None` when it should not be sent again:
 /// retried are 408, 409, 429, 5xx and 529 answers and broken connections,
 /// at most `retries` times, honouring `Retry-After` (capped at
-/// [`MAX_WAIT`]) and otherwise backing off 1, 2, 4, 8 s.
+/// [`MAX_WAIT`]) and otherwise backing off 1, 2, 4, 8 s; never a context
+/// overflow, whatever its status.
 pub fn delay(attempt: u32, retries: u32, failure: &Failure) -> Option<Duration> {
     let retryable = match failure.status {
         Some(s) => matches!(s, 408 | 409 | 429 | 500..=599),
         None => failure.transient,
     };
-    if !retryable || failure.streamed || attempt == 0 || attempt > retries {
+    if !retryable || failure.streamed || failure.overflow || attempt == 0 || attempt > retries {
         return None;
     }
     let backoff = Duration::from_secs(1 << (attempt - 1).min(5));

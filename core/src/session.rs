@@ -29,7 +29,8 @@ use crate::names;
 use crate::prompt;
 use crate::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Origin,
-    Pruned, Record, Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
+    Overflowed, Pruned, Record, Refined, Renamed, Resumed, Role, Squeezed, Stopped, ToolCall,
+    Totals, WentOn,
 };
 use crate::refine;
 use crate::request::Request;
@@ -48,6 +49,15 @@ pub enum Input {
     Failed {
         error: String,
         partial: String,
+        now: OffsetDateTime,
+    },
+    /// The request in flight was refused because it did not fit the
+    /// server's context (the shell recognised it with
+    /// [`crate::overflow::recognise`]); `limit` is the context size the
+    /// server named, if it named one.
+    Overflowed {
+        error: String,
+        limit: Option<u64>,
         now: OffsetDateTime,
     },
     /// The user interrupted the request or the tool in flight; `partial` is
@@ -203,9 +213,17 @@ pub struct Session {
     estimate: u64,
     /// The memory files and goal the next request's system prompt holds.
     parts: prompt::Parts,
-    /// Whether this turn compacted already (a turn compacts at most once, so
-    /// a history that cannot shrink never loops).
+    /// Whether the request due now compacted already (each request
+    /// compacts at most once on its own, so a history that cannot shrink
+    /// never loops); cleared when a request goes out and when a turn begins.
     compacted_this_turn: bool,
+    /// How many turns the compaction for the request due now keeps
+    /// verbatim: [`compact::KEEP_TURNS`], fewer when they do not fit.
+    keep_turns: usize,
+    /// The body size of the request in flight, for the calibration.
+    in_flight_bytes: usize,
+    /// Whether the request due now was refused as too large once already.
+    overflow_retried: bool,
     /// Whether messages taken from the inbox wait for the next user line's
     /// request.
     inbox_waiting: bool,
@@ -239,6 +257,9 @@ impl Session {
             grants: BTreeSet::new(),
             estimate: 0,
             compacted_this_turn: false,
+            keep_turns: compact::KEEP_TURNS,
+            in_flight_bytes: 0,
+            overflow_retried: false,
             parts: prompt::Parts::default(),
             inbox_waiting: false,
         }
@@ -296,6 +317,7 @@ impl Session {
                 let end = Record::Failed(Failed { at: now, error });
                 self.cut_short(partial, end, now)
             }
+            Input::Overflowed { error, limit, now } => self.overflowed(error, limit, now),
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
             Input::Refined { auto, entry, now } => {
                 let mut cmds = self.append(vec![Record::Refined(Refined {
@@ -376,6 +398,7 @@ impl Session {
             return Vec::new();
         }
         self.compacted_this_turn = false;
+        self.overflow_retried = false;
         let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
         cmds.extend(self.request(now));
         cmds
@@ -437,19 +460,167 @@ impl Session {
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
-        if !self.compacted_this_turn
-            && compact::due(self.state.totals.last_context, self.state.window)
-        {
+        let window = self.state.window;
+        let mut request = self.state.request();
+        let estimate = |r: &Request, t: &Totals| compact::estimate(r.body.len(), t);
+        let due = compact::due(self.state.totals.last_context, window)
+            || !compact::fits(estimate(&request, &self.state.totals), window);
+        if due && !self.compacted_this_turn {
             self.compacted_this_turn = true;
-            cmds.extend(self.compact(false, now));
+            let done = self.compact(false, now);
             if self.state.compacting.is_some() {
                 // The request goes out once the notes are in.
+                cmds.extend(done);
+                return cmds;
+            }
+            if !done.is_empty() {
+                request = self.state.request();
+            }
+            cmds.extend(done);
+        }
+        if !compact::fits(estimate(&request, &self.state.totals), window) {
+            cmds.extend(self.give_way(now));
+            if self.state.compacting.is_some() {
+                return cmds;
+            }
+            request = self.state.request();
+        }
+        let estimate = estimate(&request, &self.state.totals);
+        if !compact::fits(estimate, window) {
+            let reason = StopReason::TooLarge {
+                tokens: estimate,
+                window,
+            };
+            cmds.extend(self.stop(reason, now));
+            return cmds;
+        }
+        self.estimate = estimate;
+        self.in_flight_bytes = request.body.len();
+        self.compacted_this_turn = false;
+        self.keep_turns = compact::KEEP_TURNS;
+        cmds.push(Command::Call(request));
+        cmds
+    }
+
+    /// The estimated size of the request due now.
+    fn estimate_now(&self) -> u64 {
+        compact::estimate(self.state.request().body.len(), &self.state.totals)
+    }
+
+    /// The request due now does not fit the window, even after this
+    /// request's compaction: the history gives way, in this order, until it
+    /// fits, each step said on stderr and logged:
+    ///
+    /// 1. oversized tool results (over `prune-result-chars`) are pruned
+    ///    wherever they are, the kept turns too, oldest first;
+    /// 2. the compaction keeps fewer turns verbatim (two, then one: the
+    ///    turn in flight), summarizing the rest; a cut is always at a turn's
+    ///    start, so no call is parted from its result;
+    /// 3. tool results, newest first, are cut to a short head and tail, the
+    ///    whole of each spilled to a file this run may read.
+    ///
+    /// Step 2 asks for notes and returns with the compaction in flight; the
+    /// request comes back here once they are in.
+    fn give_way(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let window = self.state.window;
+        let mut cmds = Vec::new();
+        // 1. Prune, oldest first, until the estimate fits.
+        let body = self.state.request().body.len();
+        let mut saved = 0usize;
+        let mut chosen = Vec::new();
+        for (i, m) in self.state.messages.iter().enumerate() {
+            if compact::fits(
+                compact::estimate(body.saturating_sub(saved), &self.state.totals),
+                window,
+            ) {
+                break;
+            }
+            if m.role == Role::Tool && compact::prunable(&m.content, self.settings.prune_chars) {
+                saved += m
+                    .content
+                    .len()
+                    .saturating_sub(compact::prune(&m.content).len());
+                chosen.push(i as u64);
+            }
+        }
+        if !chosen.is_empty() {
+            let estimate = compact::estimate(body.saturating_sub(saved), &self.state.totals);
+            let n = chosen.len();
+            cmds.extend(self.append(vec![Record::Pruned(Pruned {
+                at: now,
+                messages: chosen,
+                estimate,
+            })]));
+            cmds.push(Command::Show(format!(
+                "window: pruned {n} oversized tool result(s) in the kept turns to fit the {}-token window",
+                view::tokens(window)
+            )));
+            if compact::fits(self.estimate_now(), window) {
                 return cmds;
             }
         }
-        let request = self.state.request();
-        self.estimate = request.estimated_tokens();
-        cmds.push(Command::Call(request));
+        // 2. Keep fewer turns.
+        while self.keep_turns > 1 {
+            self.keep_turns -= 1;
+            let plan = compact::Plan::keeping(
+                &self.state.messages,
+                self.settings.prune_chars,
+                self.keep_turns,
+            );
+            if plan.summarizes() {
+                let said = Command::Show(format!(
+                    "window: {} turns do not fit the {}-token window; keeping {} verbatim",
+                    compact::KEEP_TURNS,
+                    view::tokens(window),
+                    self.keep_turns
+                ));
+                if let Some(summary) = self.summarize(plan.cut, now) {
+                    cmds.push(said);
+                    cmds.extend(summary);
+                    return cmds;
+                }
+            }
+        }
+        // 3. Squeeze results, newest first.
+        let mut body = self.state.request().body.len();
+        let mut squeezed = Vec::new();
+        for (i, m) in self.state.messages.iter().enumerate().rev() {
+            if compact::fits(compact::estimate(body, &self.state.totals), window) {
+                break;
+            }
+            if m.role == Role::Tool && compact::squeezable(&m.content) {
+                let path = format!(
+                    "{}/{:04}-squeezed-{i}.txt",
+                    self.settings.spill_dir.trim_end_matches('/'),
+                    self.state.totals.requests.saturating_add(1),
+                );
+                body = body.saturating_sub(
+                    m.content
+                        .len()
+                        .saturating_sub(compact::squeeze(&m.content, &path).len()),
+                );
+                squeezed.push((i, path, m.content.clone()));
+            }
+        }
+        if !squeezed.is_empty() {
+            cmds.push(Command::Show(format!(
+                "window: cut {} tool result(s), newest first, to head and tail to fit the {}-token window; each is whole in a spill file",
+                squeezed.len(),
+                view::tokens(window)
+            )));
+        }
+        for (i, path, content) in squeezed {
+            self.grants.insert(path.clone());
+            cmds.push(Command::Spill {
+                path: path.clone(),
+                content,
+            });
+            cmds.extend(self.append(vec![Record::Squeezed(Squeezed {
+                at: now,
+                message: i as u64,
+                path,
+            })]));
+        }
         cmds
     }
 
@@ -483,7 +654,10 @@ impl Session {
                 plan.prune.len(),
                 view::tokens(saved)
             )));
-            if !manual && !compact::due(estimate, self.state.window) {
+            if !manual
+                && !compact::due(estimate, self.state.window)
+                && compact::fits(self.estimate_now(), self.state.window)
+            {
                 return cmds;
             }
         }
@@ -496,18 +670,35 @@ impl Session {
             }
             return cmds;
         }
-        let summary = self.state.summary_request(plan.cut);
-        cmds.extend(self.append(vec![Record::Compacting(Compacting {
+        match self.summarize(plan.cut, now) {
+            Some(summary) => cmds.extend(summary),
+            None => cmds.push(Command::Show(format!(
+                "compaction: the {} messages to summarize do not fit one request to the {}-token window; the session goes on uncompacted",
+                plan.cut,
+                view::tokens(self.state.window)
+            ))),
+        }
+        cmds
+    }
+
+    /// Step two of a compaction: asks for working notes on the first `cut`
+    /// messages; `None` when that request would not fit the window.
+    fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+        let summary = self.state.summary_request(cut);
+        let tokens = compact::estimate(summary.body.len(), &self.state.totals);
+        if !compact::fits(tokens, self.state.window) {
+            return None;
+        }
+        let mut cmds = self.append(vec![Record::Compacting(Compacting {
             at: now,
-            cut: plan.cut as u64,
-        })]));
+            cut: cut as u64,
+        })]);
         cmds.push(Command::Show(format!(
-            "compaction: summarizing {} messages into working notes; the last {} turns stay verbatim",
-            plan.cut,
-            compact::KEEP_TURNS
+            "compaction: summarizing {cut} messages into working notes; the last {} turns stay verbatim",
+            self.keep_turns
         )));
         cmds.push(Command::Summarize(summary));
-        cmds
+        Some(cmds)
     }
 
     /// The notes are in: the old file ends pointing forward, and the session
@@ -601,12 +792,21 @@ impl Session {
         if !self.state.awaiting || self.state.compacting.is_some() {
             return vec![Command::Show("ignored an answer to no request".into())];
         }
-        let last_context = match reply.usage {
-            Some(u) => u.prompt_tokens.saturating_add(u.completion_tokens),
-            None => self
-                .estimate
-                .saturating_add((reply.text.len() as u64).div_ceil(4)),
-        };
+        self.overflow_retried = false;
+        // Without the provider's count, the estimate: the request's, and
+        // the answer's text and calls as the same bytes per token.
+        let answer_bytes = reply.text.len()
+            + reply
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.len())
+                .sum::<usize>();
+        let usage = reply.usage.unwrap_or(Usage {
+            prompt_tokens: self.estimate,
+            completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
+        });
+        let last_context = usage.prompt_tokens.saturating_add(usage.completion_tokens);
+        let counted = reply.usage.is_some();
         let ends_turn = reply.tool_calls.is_empty();
         let answer = Message {
             tool_calls: reply.tool_calls,
@@ -614,13 +814,14 @@ impl Session {
         };
         // The totals after the answer, which counts as a request.
         let mut cmds = self.append(vec![Record::Message(answer)]);
-        let totals = self.totals(
-            reply.usage,
-            last_context,
-            reply.usage.is_none(),
-            ends_turn,
-            now,
-        );
+        let mut totals = self.totals(Some(usage), last_context, !counted, ends_turn, now);
+        if let Record::Totals(t) = &mut totals {
+            t.in_out_estimated |= !counted;
+            if counted && usage.prompt_tokens > 0 && self.in_flight_bytes > 0 {
+                t.cal_bytes = self.in_flight_bytes as u64;
+                t.cal_tokens = usage.prompt_tokens;
+            }
+        }
         cmds.extend(self.append(vec![totals]));
         if ends_turn {
             cmds.push(Command::Sync);
@@ -794,6 +995,46 @@ impl Session {
         cmds
     }
 
+    /// The server refused the request as larger than its context. The first
+    /// time for a request: the window is lowered (to the limit named, or
+    /// below the size that failed), logged, and the request compacted to it
+    /// and sent again. A second refusal fails the turn.
+    fn overflowed(
+        &mut self,
+        error: String,
+        limit: Option<u64>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if !self.state.awaiting || self.state.compacting.is_some() {
+            return Vec::new();
+        }
+        if self.overflow_retried {
+            let end = Record::Failed(Failed { at: now, error });
+            return self.cut_short(String::new(), end, now);
+        }
+        self.overflow_retried = true;
+        let before = self.state.window;
+        let window = crate::overflow::lowered_window(
+            before,
+            self.estimate,
+            crate::overflow::Overflow { limit },
+        );
+        let mut cmds = self.append(vec![Record::Overflowed(Overflowed {
+            at: now,
+            error,
+            window,
+        })]);
+        cmds.push(Command::Show(format!(
+            "window: the server's context is smaller than the request; the window goes from {} to {} tokens, and the request is compacted and sent once more",
+            view::tokens(before),
+            view::tokens(window)
+        )));
+        self.compacted_this_turn = false;
+        self.keep_turns = compact::KEEP_TURNS;
+        cmds.extend(self.request(now));
+        cmds
+    }
+
     /// Ctrl-C (or a crash found on resume): ends what is in flight.
     fn interrupt(&mut self, partial: String, now: OffsetDateTime) -> Vec<Command> {
         if self.state.compacting.is_some() && !self.state.awaiting {
@@ -864,6 +1105,9 @@ impl Session {
             named: self.state.named,
             requests: before.requests,
             delivered: before.delivered,
+            cal_bytes: before.cal_bytes,
+            cal_tokens: before.cal_tokens,
+            in_out_estimated: before.in_out_estimated,
         })
     }
 

@@ -137,6 +137,8 @@ impl State {
                 self.messages.push(m.clone());
             }
             Record::Failed(_) => self.awaiting = false,
+            // The request is due again, under the lowered window.
+            Record::Overflowed(o) => self.window = o.window,
             Record::Stopped(_) => {
                 if !self.open_calls.is_empty() {
                     note = Some("a stop while tool calls wait for results".to_owned());
@@ -198,6 +200,17 @@ impl State {
                 }
                 self.totals.last_context = p.estimate;
                 self.totals.estimated = true;
+            }
+            Record::Squeezed(q) => {
+                match usize::try_from(q.message)
+                    .ok()
+                    .and_then(|i| self.messages.get_mut(i))
+                {
+                    Some(m) if m.role == Role::Tool => {
+                        m.content = compact::squeeze(&m.content, &q.path);
+                    }
+                    _ => note = Some("a squeezed message that is no tool result".to_owned()),
+                }
             }
             Record::Refined(r) => {
                 self.refined_at = Some(r.at);
@@ -280,6 +293,7 @@ impl State {
                     role: Role::Assistant,
                     ..
                 }) | Record::Failed(_)
+                    | Record::Overflowed(_)
                     | Record::Interrupted(crate::record::Interrupted { unsent: false, .. })
             )
     }

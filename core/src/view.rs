@@ -100,8 +100,9 @@ pub fn status(state: &State) -> String {
     let pct = (u128::from(t.last_context) * 100)
         .checked_div(u128::from(state.window))
         .unwrap_or(0);
+    let in_out = if t.in_out_estimated { "~" } else { "" };
     let mut line = format!(
-        "{name} · {turns} · {} in / {} out · context {approx}{} of {} ({pct}%)",
+        "{name} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
@@ -215,6 +216,14 @@ pub fn transcript(records: &[Record]) -> String {
                 guard::describe(&s.reason)
             )),
             Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
+            Record::Overflowed(o) => out.push_str(&format!(
+                "! the request did not fit the server's context: {}\n── window lowered to {} tokens\n",
+                o.error, o.window
+            )),
+            Record::Squeezed(q) => out.push_str(&format!(
+                "── cut tool result {} to fit the window; the whole of it is in {}\n",
+                q.message, q.path
+            )),
             Record::Context(_) | Record::Totals(_) => {}
         }
     }

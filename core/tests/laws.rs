@@ -184,7 +184,13 @@ impl Run {
 }
 
 fn run(ops: &[Op]) -> Run {
-    let (session, cmds) = Session::start(header(), settings());
+    run_in(ops, 100_000, &[8_000, 6_000])
+}
+
+/// [`run`] under a declared `window`, with the two long tool outputs this
+/// many characters long.
+fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
+    let (session, cmds) = Session::start(Header { window, ..header() }, settings());
     let mut run = Run {
         session,
         files: vec![Vec::new()],
@@ -232,8 +238,8 @@ fn run(ops: &[Op]) -> Run {
                     continue;
                 };
                 let output = match big {
-                    0 => "0123456789".repeat(800),
-                    1 => "0123456789".repeat(600),
+                    0 => "0123456789".repeat(long[0] / 10),
+                    1 => "0123456789".repeat(long[1] / 10),
                     _ => "ok".into(),
                 };
                 Input::ToolDone {
@@ -325,7 +331,7 @@ fn run(ops: &[Op]) -> Run {
                 let resumed = Resumed {
                     at: now,
                     model: "m".into(),
-                    window: 100_000,
+                    window,
                     provider: String::new(),
                 };
                 let (session, cmds) = Session::resume(State::fold(run.log()), settings(), resumed);
@@ -488,6 +494,56 @@ fn every_request_carries_a_well_formed_history() {
         .quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
+/// Under small windows and results up to 60k characters, every request that
+/// goes out is estimated under the window's compaction point (so its answer
+/// has room), and a turn is stopped as too large only when no tool result
+/// in its history could be cut any further. Replay still equals live.
+#[test]
+fn every_request_fits_the_window() {
+    fn prop(ops: Vec<Op>, size: u8) -> bool {
+        let window = [9_000, 12_000, 20_000][usize::from(size) % 3];
+        let run = run_in(&ops, window, &[60_000, 14_000]);
+        let state = run.session.state();
+        for file in &run.files {
+            let mut totals = Totals::default();
+            let mut rebuild = revolve_core::state::Rebuild::default();
+            let mut folded = State::default();
+            for r in file {
+                if let Some(req) = rebuild.push(r) {
+                    if folded.compacting.is_none() && !matches!(r, Record::Compacting(_)) {
+                        let tokens = compact::estimate(req.body.len(), &totals);
+                        assert!(
+                            compact::fits(tokens, window),
+                            "a request of about {tokens} tokens under a window of {window}"
+                        );
+                    }
+                }
+                folded.apply(r);
+                totals = folded.totals.clone();
+                if let Record::Stopped(s) = r {
+                    if matches!(s.reason, revolve_core::record::StopReason::TooLarge { .. }) {
+                        assert!(
+                            folded
+                                .messages
+                                .iter()
+                                .all(|m| m.role != Role::Tool || !compact::squeezable(&m.content)),
+                            "stopped as too large with a result left to cut"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(
+            &State::fold(run.log()) == state,
+            "the fold differs from the live state"
+        );
+        true
+    }
+    QuickCheck::new()
+        .tests(200)
+        .quickcheck(prop as fn(Vec<Op>, u8) -> bool);
+}
+
 /// Within a turn, no call is run once it was made [`REPEAT_LIMIT`] times in
 /// a row (its result is the guard's error, or the turn stopped), and no turn
 /// takes more than [`MAX_TOOL_ROUNDS`] rounds before it stops or goes on.
@@ -631,6 +687,9 @@ impl Arbitrary for AnyRecord {
                 named: bool::arbitrary(g),
                 requests: u64::arbitrary(g),
                 delivered: u64::arbitrary(g),
+                cal_bytes: u64::arbitrary(g),
+                cal_tokens: u64::arbitrary(g),
+                in_out_estimated: bool::arbitrary(g),
             }),
             6 => Record::Resumed(Resumed {
                 at,
@@ -649,7 +708,8 @@ fn fold_never_panics() {
         let records: Vec<Record> = records.into_iter().map(|r| r.0).collect();
         let state = State::fold(&records);
         let _ = requests(&records);
-        // A session resumed from any fold is idle and still takes a turn.
+        // A session resumed from any fold is idle and still takes a turn,
+        // or says its request cannot fit the window (10 tokens here).
         let resumed = Resumed {
             at: OffsetDateTime::UNIX_EPOCH,
             model: "m".into(),
@@ -664,9 +724,12 @@ fn fold_never_panics() {
             now: OffsetDateTime::UNIX_EPOCH,
         });
         !s.state().open_calls.is_empty()
-            || cmds
-                .iter()
-                .any(|c| matches!(c, Command::Call(_) | Command::Summarize(_)))
+            || cmds.iter().any(|c| {
+                matches!(
+                    c,
+                    Command::Call(_) | Command::Summarize(_) | Command::Append(Record::Stopped(_))
+                )
+            })
     }
     QuickCheck::new()
         .tests(500)

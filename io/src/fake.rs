@@ -133,6 +133,126 @@ pub enum FakeReply {
     Delayed(Duration, Box<FakeReply>),
 }
 
+/// A real server's context: a request whose body counts more than `tokens`
+/// (at `bytes_per_token` bytes a token) is refused with the provider's own
+/// error body, and no scripted reply is used up; a request that fits gets
+/// its scripted reply with the prompt count made true (body bytes over
+/// `bytes_per_token`), or with no usage at all when `usage` is false (as
+/// llama.cpp's OpenAI server from llama-cpp-python streams).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// The context size, in tokens.
+    pub tokens: u64,
+    /// How many body bytes the server counts as one token.
+    pub bytes_per_token: u64,
+    /// Whose error body an oversized request gets.
+    pub says: Overflows,
+    /// Whether answers carry usage.
+    pub usage: bool,
+}
+
+/// Which server's words a refused request gets (each with its real status
+/// and body).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overflows {
+    /// `400`, `context_length_exceeded`.
+    OpenAi,
+    /// `400`, vLLM's `BadRequestError`.
+    Vllm,
+    /// `400`, `prompt is too long: N tokens > M maximum`.
+    Anthropic,
+    /// `400`, `exceed_context_size_error` with `n_ctx`.
+    LlamaCpp,
+    /// `500`, Ollama's "input length exceeds the context length".
+    Ollama,
+}
+
+impl Overflows {
+    /// The status and body a request of `asked` tokens gets under a
+    /// context of `limit`.
+    pub fn answer(self, asked: u64, limit: u64) -> (u16, String) {
+        match self {
+            Overflows::OpenAi => (
+                400,
+                json!({"error": {
+                    "message": format!("This model's maximum context length is {limit} tokens. However, your messages resulted in {asked} tokens. Please reduce the length of the messages."),
+                    "type": "invalid_request_error",
+                    "param": "messages",
+                    "code": "context_length_exceeded"
+                }})
+                .to_string(),
+            ),
+            Overflows::Vllm => (
+                400,
+                json!({
+                    "object": "error",
+                    "message": format!("This model's maximum context length is {limit} tokens. However, you requested {asked} tokens in the messages, Please reduce the length of the messages."),
+                    "type": "BadRequestError",
+                    "param": null,
+                    "code": 400
+                })
+                .to_string(),
+            ),
+            Overflows::Anthropic => (
+                400,
+                json!({"type": "error", "error": {
+                    "type": "invalid_request_error",
+                    "message": format!("prompt is too long: {asked} tokens > {limit} maximum")
+                }})
+                .to_string(),
+            ),
+            Overflows::LlamaCpp => (
+                400,
+                json!({"error": {
+                    "code": 400,
+                    "message": "the request exceeds the available context size, try increasing it",
+                    "type": "exceed_context_size_error",
+                    "n_prompt_tokens": asked,
+                    "n_ctx": limit
+                }})
+                .to_string(),
+            ),
+            Overflows::Ollama => (
+                500,
+                json!({"error": {
+                    "message": "input length exceeds the context length",
+                    "type": "api_error",
+                    "param": null,
+                    "code": null
+                }})
+                .to_string(),
+            ),
+        }
+    }
+}
+
+/// `reply` with its prompt count made `prompt`, or without usage.
+fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
+    let count = |u: Option<(u64, u64)>| {
+        if usage {
+            Some((prompt, u.map_or(1, |(_, c)| c)))
+        } else {
+            None
+        }
+    };
+    match reply {
+        FakeReply::Stream { chunks, usage } => FakeReply::Stream {
+            chunks,
+            usage: count(usage),
+        },
+        FakeReply::ToolCalls { text, calls, usage } => FakeReply::ToolCalls {
+            text,
+            calls,
+            usage: count(usage),
+        },
+        FakeReply::Json { text, usage } => FakeReply::Json {
+            text,
+            usage: count(usage),
+        },
+        other => other,
+    }
+}
+
 /// The most an [`FakeReply::Endless`] stream sends before it gives up.
 pub const ENDLESS_CAP: usize = 1 << 30;
 
@@ -225,6 +345,15 @@ impl FakeServer {
     /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
     /// `protocol`.
     pub fn start_with(protocol: FakeProtocol, replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        FakeServer::start_limited(protocol, replies, None)
+    }
+
+    /// [`FakeServer::start_with`], enforcing a real context [`Limit`].
+    pub fn start_limited(
+        protocol: FakeProtocol,
+        replies: Vec<FakeReply>,
+        limit: Option<Limit>,
+    ) -> io::Result<FakeServer> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
@@ -233,6 +362,7 @@ impl FakeServer {
         let server = Server {
             listener,
             protocol,
+            limit,
             replies,
             served: 0,
             requests: Arc::clone(&requests),
@@ -285,6 +415,7 @@ const MAX_HEAD: usize = 1 << 20;
 struct Server {
     listener: TcpListener,
     protocol: FakeProtocol,
+    limit: Option<Limit>,
     replies: Vec<FakeReply>,
     served: usize,
     requests: Arc<Mutex<Vec<Recorded>>>,
@@ -313,8 +444,29 @@ impl Server {
         let Some(recorded) = read_request(&mut stream)? else {
             return Ok(());
         };
+        let size = recorded.body.len() as u64;
         lock(&self.requests).push(recorded);
-        let reply = self.replies.get(self.served).cloned();
+        if let Some(limit) = self.limit {
+            let asked = size.div_ceil(limit.bytes_per_token.max(1));
+            if asked > limit.tokens {
+                let (code, body) = limit.says.answer(asked, limit.tokens);
+                write_status(&mut stream, code, &body, None)?;
+                stream.flush()?;
+                return stream.shutdown(Shutdown::Both);
+            }
+        }
+        let reply = self
+            .replies
+            .get(self.served)
+            .cloned()
+            .map(|reply| match self.limit {
+                Some(limit) => counted(
+                    reply,
+                    size.div_ceil(limit.bytes_per_token.max(1)),
+                    limit.usage,
+                ),
+                None => reply,
+            });
         self.served += 1;
         match reply {
             Some(reply) => self.answer(&mut stream, reply)?,

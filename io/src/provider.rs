@@ -136,6 +136,9 @@ pub struct ProviderError {
     /// stalled mid-stream), or the stream reported an overload: sending
     /// again may work.
     pub transient: bool,
+    /// The server said the request did not fit its context (read from its
+    /// whole error body by [`revolve_core::overflow::recognise`]).
+    pub overflow: Option<revolve_core::overflow::Overflow>,
 }
 
 impl ProviderError {
@@ -166,6 +169,7 @@ impl ProviderError {
             retry_after: self.retry_after,
             transient: self.transient,
             streamed: !self.partial.is_empty(),
+            overflow: self.overflow.is_some(),
         }
     }
 }
@@ -400,7 +404,8 @@ mod tests {
                 status: Some(429),
                 retry_after: Some(3),
                 transient: false,
-                streamed: false
+                streamed: false,
+                overflow: false
             }
         );
         let cut = ProviderError::new("cut", "Hel").mark_transient();

@@ -220,7 +220,8 @@ impl Http {
             if !retry_after.is_empty() {
                 message.push_str(&format!(" (retry after {retry_after})"));
             }
-            let shown = excerpt(&String::from_utf8_lossy(&bytes), ERROR_BODY_SHOWN);
+            let text = String::from_utf8_lossy(&bytes);
+            let shown = excerpt(&text, ERROR_BODY_SHOWN);
             if !shown.is_empty() {
                 message.push_str(": ");
                 message.push_str(&shown);
@@ -228,6 +229,7 @@ impl Http {
             return Err(ProviderError {
                 status: Some(status.as_u16()),
                 retry_after: retry_after.parse().ok(),
+                overflow: revolve_core::overflow::recognise(&text),
                 ..ProviderError::new(message, "")
             });
         }
@@ -455,6 +457,7 @@ pub(super) fn stream_error(url: &str, error: &Value, partial: String) -> Provide
     let message = format!("error in stream from {url}: {}", error_text(error));
     ProviderError {
         transient: overloaded(error),
+        overflow: revolve_core::overflow::recognise(&error.to_string()),
         ..ProviderError::new(message, partial)
     }
 }
@@ -464,6 +467,7 @@ pub(super) fn answer_error(url: &str, error: &Value) -> ProviderError {
     let message = format!("error from {url}: {}", error_text(error));
     ProviderError {
         transient: overloaded(error),
+        overflow: revolve_core::overflow::recognise(&error.to_string()),
         ..ProviderError::new(message, "")
     }
 }

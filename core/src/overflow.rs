@@ -1,0 +1,149 @@
+//! A server's answer that the request was larger than its context.
+//!
+//! Servers say so in their own words; [`recognise`] reads an error body (or
+//! the one-line error made of it) and tells whether it is such an answer,
+//! and the limit it names when it names one:
+//!
+//! * OpenAI: `400`, `"code":"context_length_exceeded"`, "This model's maximum
+//!   context length is 128000 tokens. However, your messages resulted in …";
+//! * vLLM: `400`, "This model's maximum context length is 4096 tokens.
+//!   However, you requested 5000 tokens …";
+//! * Anthropic: `400`, "prompt is too long: 208310 tokens > 200000 maximum";
+//! * llama.cpp's server: `400`, `"type":"exceed_context_size_error"`, "the
+//!   request exceeds the available context size, try increasing it", with
+//!   `"n_ctx":4096`;
+//! * Ollama: "input length exceeds the context length" (and, for a prompt
+//!   over `num_ctx`, "exceeds maximum context length").
+//!
+//! What the session does about it is [`crate::Session`]'s: the window is
+//! lowered to the limit named, or else below the size that failed, the
+//! change is logged, and the request is compacted and sent once more. Such
+//! an answer is never retried as if the server had failed
+//! ([`crate::retry::delay`]).
+
+/// A context overflow, as the server told it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overflow {
+    /// The context size the server named, in tokens, when it named one.
+    pub limit: Option<u64>,
+}
+
+/// Whether `text` (an error body, or the error line holding it) says the
+/// request did not fit the server's context.
+pub fn recognise(text: &str) -> Option<Overflow> {
+    let lower = text.to_ascii_lowercase();
+    let said = [
+        "context_length_exceeded",
+        "maximum context length",
+        "prompt is too long",
+        "exceeds the available context size",
+        "exceed_context_size_error",
+        "exceeds the context length",
+        "input length exceeds",
+        "context window exceeded",
+        "context length exceeded",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase));
+    if !said {
+        return None;
+    }
+    let limit = number_after(&lower, "maximum context length is ")
+        .or_else(|| number_after(&lower, "\"n_ctx\":"))
+        .or_else(|| number_after(&lower, "n_ctx="))
+        .or_else(|| number_before(&lower, " maximum"))
+        .filter(|&n| n > 0);
+    Some(Overflow { limit })
+}
+
+/// The number right after the first `marker` in `text`.
+fn number_after(text: &str, marker: &str) -> Option<u64> {
+    let at = text.find(marker)? + marker.len();
+    let digits: String = text[at..]
+        .trim_start()
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    digits.parse().ok()
+}
+
+/// The number right before the first `marker` (`… > 200000 maximum`).
+fn number_before(text: &str, marker: &str) -> Option<u64> {
+    let at = text.find(marker)?;
+    let before = text[..at].trim_end();
+    let start = before
+        .rfind(|c: char| !c.is_ascii_digit())
+        .map_or(0, |i| i + 1);
+    before[start..].parse().ok()
+}
+
+/// The window to go on with after an overflow: the limit the server named
+/// when it is below the window, else nine tenths of the estimate that
+/// failed (and of the window), so the next try is smaller for certain.
+pub fn lowered_window(window: u64, failed_estimate: u64, overflow: Overflow) -> u64 {
+    let below = |n: u64| n.saturating_sub(n / 10);
+    let lowered = match overflow.limit {
+        Some(limit) if limit < window => limit,
+        _ => below(window.min(failed_estimate.max(1))),
+    };
+    lowered.max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_servers_words_are_recognised() {
+        let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(
+            recognise(openai),
+            Some(Overflow {
+                limit: Some(128_000)
+            })
+        );
+        let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
+        assert_eq!(recognise(vllm), Some(Overflow { limit: Some(4096) }));
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
+        assert_eq!(
+            recognise(anthropic),
+            Some(Overflow {
+                limit: Some(200_000)
+            })
+        );
+        let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
+        assert_eq!(recognise(llamacpp), Some(Overflow { limit: Some(4096) }));
+        let ollama = r#"{"error":{"message":"input length exceeds the context length","type":"api_error","param":null,"code":null}}"#;
+        assert_eq!(recognise(ollama), Some(Overflow { limit: None }));
+        // As the shell's error line has it.
+        let line = format!("HTTP 400 Bad Request from http://x/v1/chat/completions: {openai}");
+        assert!(recognise(&line).is_some());
+    }
+
+    #[test]
+    fn other_errors_are_not_overflows() {
+        for body in [
+            r#"{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}"#,
+            r#"{"error":{"message":"Invalid API key","type":"invalid_request_error"}}"#,
+            "HTTP 503 Service Unavailable",
+            "",
+        ] {
+            assert_eq!(recognise(body), None, "{body}");
+        }
+    }
+
+    #[test]
+    fn the_window_always_goes_down() {
+        let named = Overflow { limit: Some(4096) };
+        assert_eq!(lowered_window(24_000, 30_000, named), 4096);
+        let unnamed = Overflow { limit: None };
+        assert_eq!(lowered_window(24_000, 20_000, unnamed), 18_000);
+        assert_eq!(lowered_window(24_000, 90_000, unnamed), 21_600);
+        // A limit at or over the window is no news: below what failed.
+        assert_eq!(
+            lowered_window(4096, 4000, Overflow { limit: Some(8192) }),
+            3600
+        );
+        assert_eq!(lowered_window(1, 0, unnamed), 1);
+    }
+}

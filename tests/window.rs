@@ -1,0 +1,219 @@
+//! The window against servers that say no: a fake server that enforces a
+//! real context limit and refuses an oversized request with each
+//! provider's own error body. Every scenario checks that the requests that
+//! went out fit, that what gave way is said on stderr and in the log, and
+//! that the log replays byte for byte.
+
+mod common;
+
+use revolve_io::fake::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
+use serde_json::{json, Value};
+
+use common::{records, Run, TestEnv};
+
+/// A server with a context of `tokens` at four bytes a token.
+fn limited(replies: Vec<FakeReply>, tokens: u64, says: Overflows, usage: bool) -> FakeServer {
+    let protocol = match says {
+        Overflows::Anthropic => FakeProtocol::Anthropic,
+        _ => FakeProtocol::OpenAi,
+    };
+    let limit = Limit {
+        tokens,
+        bytes_per_token: 4,
+        says,
+        usage,
+    };
+    FakeServer::start_limited(protocol, replies, Some(limit)).expect("start the fake server")
+}
+
+/// The model reads `files` one by one, then answers.
+fn reads(files: &[&str], answer: &str) -> Vec<FakeReply> {
+    let mut replies: Vec<FakeReply> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            FakeReply::tool_calls(
+                "",
+                &[(
+                    &format!("r{i}"),
+                    "read_file",
+                    &json!({ "path": f }).to_string(),
+                )],
+            )
+        })
+        .collect();
+    replies.push(FakeReply::text(answer));
+    replies
+}
+
+/// Files of `chars` characters each, lines that say which file and line.
+fn write_files(env: &TestEnv, names: &[&str], chars: usize) {
+    for name in names {
+        let mut text = String::new();
+        let mut n = 0;
+        while text.len() < chars {
+            text.push_str(&format!("{name} line {n}: the quick brown fox jumps\n"));
+            n += 1;
+        }
+        std::fs::write(env.cwd.join(name), text).unwrap();
+    }
+}
+
+/// What revolve said about the window and compaction, paths redacted.
+fn gave_way(env: &TestEnv, run: &Run) -> String {
+    run.stderr
+        .lines()
+        .filter(|l| l.starts_with("window:") || l.starts_with("compaction:"))
+        .map(|l| env.redact(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The log replays: `--check` finds nothing wrong, and `--requests`
+/// rebuilds every request the server received, refused ones too.
+fn replays(env: &TestEnv, server: &FakeServer) {
+    let check = env.run(&["replay", "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+    assert!(check.stdout.contains(" 0 inconsistencies"), "{check:?}");
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    let rebuilt = env.run(&["replay", "--requests"], "");
+    assert!(
+        rebuilt.stdout == sent,
+        "replay --requests differs from what was sent"
+    );
+}
+
+/// How many of the server's requests it refused as too large.
+fn refused(server: &FakeServer, tokens: u64) -> usize {
+    server
+        .requests()
+        .iter()
+        .filter(|r| (r.body.len() as u64).div_ceil(4) > tokens)
+        .count()
+}
+
+/// One turn that reads five 20k-character files under a 24k window: the
+/// request after the last read would be about 10% over, so the oldest
+/// results in the turn are pruned first, and no request is refused.
+#[test]
+fn one_turn_that_reads_a_few_files_fits() {
+    let env = TestEnv::new("reads");
+    let files = ["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"];
+    write_files(&env, &files, 20_000);
+    let server = limited(
+        reads(&files, "Read them all."),
+        24_000,
+        Overflows::OpenAi,
+        true,
+    );
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--window",
+            "24000",
+            "-p",
+            "read all five",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "Read them all.");
+    assert_eq!(refused(&server, 24_000), 0, "a request went over the limit");
+    assert_eq!(server.requests().len(), 6);
+    insta::assert_snapshot!("reads_gave_way", gave_way(&env, &run));
+    let log = records(&env.only_session());
+    assert!(
+        log.iter().any(|r| r["type"] == "pruned"),
+        "the pruning is logged"
+    );
+    replays(&env, &server);
+}
+
+/// The same reads against servers whose real context (6,000 tokens) is far
+/// below the declared window (the default 128k), each answering with its
+/// own words: the overflow is recognised, the window lowered and logged,
+/// the request compacted to it and sent once more, and the turn completes.
+/// A 500 from Ollama is not retried as a server failure.
+#[test]
+fn a_server_below_the_declared_window_lowers_it() {
+    for says in [
+        Overflows::OpenAi,
+        Overflows::Vllm,
+        Overflows::Anthropic,
+        Overflows::LlamaCpp,
+        Overflows::Ollama,
+    ] {
+        let env = TestEnv::new("lowered");
+        let files = ["a.txt", "b.txt", "c.txt"];
+        write_files(&env, &files, 9_000);
+        let server = limited(reads(&files, "Done."), 6_000, says, true);
+        let url = server.url();
+        let mut args = vec!["--base-url", url.as_str(), "-p", "read all three"];
+        if says == Overflows::Anthropic {
+            args.extend(["--provider", "anthropic"]);
+        }
+        let run = env.run_env(
+            &args,
+            "",
+            &[
+                ("REVOLVE_RETRIES", "3"),
+                ("ANTHROPIC_API_KEY", "sk-ant-test0"),
+            ],
+        );
+        assert_eq!(run.code, Some(0), "{says:?}: {run:?}");
+        assert_eq!(run.stdout.trim(), "Done.", "{says:?}");
+        assert_eq!(
+            refused(&server, 6_000),
+            1,
+            "{says:?}: refused once, never retried as such"
+        );
+        let log = records(&env.only_session());
+        let lowered: Vec<&Value> = log.iter().filter(|r| r["type"] == "overflowed").collect();
+        assert_eq!(lowered.len(), 1, "{says:?}");
+        let window = lowered[0]["window"].as_u64().unwrap();
+        match says {
+            // These name the limit.
+            Overflows::OpenAi | Overflows::Vllm | Overflows::Anthropic | Overflows::LlamaCpp => {
+                assert_eq!(window, 6_000, "{says:?}")
+            }
+            // Ollama does not: below the size that failed.
+            Overflows::Ollama => assert!(window < 128_000 && window > 0, "{window}"),
+        }
+        assert!(
+            run.stderr
+                .lines()
+                .any(|l| l.starts_with("window: the server's context is smaller than the request")),
+            "{says:?}: {run:?}"
+        );
+        replays(&env, &server);
+    }
+}
+
+/// A server that sends no usage in its streams: the totals are estimated,
+/// marked so, and not stuck at zero.
+#[test]
+fn streams_without_usage_are_estimated() {
+    let env = TestEnv::new("no-usage");
+    let server = limited(
+        vec![FakeReply::text("One."), FakeReply::text("Two.")],
+        100_000,
+        Overflows::LlamaCpp,
+        false,
+    );
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "first\nsecond\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let log = records(&env.only_session());
+    let totals: Vec<&Value> = log.iter().filter(|r| r["type"] == "totals").collect();
+    let last = totals.last().unwrap();
+    assert!(last["tokens_in"].as_u64().unwrap() > 1_000, "{last}");
+    assert!(last["tokens_out"].as_u64().unwrap() > 0, "{last}");
+    assert_eq!(last["estimated"], true);
+    assert_eq!(last["in_out_estimated"], true);
+}
