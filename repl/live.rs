@@ -162,8 +162,20 @@ impl Live {
         runtime: Runtime,
         show: bool,
     ) -> Result<Live, Error> {
+        let found = find(&store, needle)?;
+        Live::resume_at(store, &found, runtime, show)
+    }
+
+    /// [`Live::resume`] of the session file `found` (see [`find`]), for a
+    /// caller that looked it up before building the runtime.
+    pub fn resume_at(
+        store: Store,
+        found: &Path,
+        runtime: Runtime,
+        show: bool,
+    ) -> Result<Live, Error> {
         // A compacted file resumes as the newest file of its chain.
-        let path = store.head(&find(&store, needle)?);
+        let path = store.head(found);
         // Claimed before the log is folded: a process that wrote to it
         // until a moment ago has ended, so the fold sees all it wrote (a
         // fold taken before the claim could miss its last turn and go on
