@@ -4,7 +4,10 @@
 
 mod common;
 
+use std::path::PathBuf;
+
 use revolve_io::fake::{FakeReply, FakeServer};
+use serde_json::{json, Value};
 
 use common::TestEnv;
 
@@ -20,6 +23,38 @@ fn compact_of_an_unknown_session_says_no_session_before_asking_for_a_key() {
         "{run:?}"
     );
     assert!(!run.stderr.contains("API key"), "{run:?}");
+}
+
+/// A script of replies for `--provider scripted`, one JSON value a line.
+fn script(env: &TestEnv, replies: &[Value]) -> PathBuf {
+    let path = env.root.join("script.jsonl");
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The flags of a scripted run answered by `replies`.
+fn scripted(env: &TestEnv, replies: &[Value]) -> Vec<String> {
+    let path = script(env, replies);
+    ["--provider", "scripted", "--script", path.to_str().unwrap()]
+        .map(String::from)
+        .to_vec()
+}
+
+/// `args` as the `&str`s a run takes.
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// A session named `name` with one turn; its log.
+fn one_turn(env: &TestEnv, name: &str) -> PathBuf {
+    let args = scripted(env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let run = env.run(&[&strs(&args)[..], &["-n", name]].concat(), "hello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    env.session_files()
+        .into_iter()
+        .find(|f| std::fs::read_to_string(f).unwrap().contains(name))
+        .expect("the session's log")
 }
 
 /// Item 3: a password in `--base-url` reaches neither stderr, nor the
@@ -52,4 +87,36 @@ fn a_password_in_the_base_url_is_never_shown_or_logged() {
         assert!(!shown.stdout.contains("hunter2"), "{shown:?}");
         assert!(shown.stdout.contains("alice:***@"), "{shown:?}");
     }
+}
+
+/// Item 7: stray bytes before the header hide nothing: the session is
+/// listed, found by name, replayed and resumed, and the bytes are reported.
+#[test]
+fn stray_bytes_before_the_header_are_skipped_and_reported() {
+    let env = TestEnv::new("stray-bytes");
+    let log = one_turn(&env, "db");
+    // A listing first, so the cache knows the file as it was.
+    assert!(env.ok(&["sessions"]).stdout.contains("db"));
+    let whole = std::fs::read(&log).unwrap();
+    std::fs::write(&log, [b"\xff\x00".as_slice(), &whole].concat()).unwrap();
+
+    let listed = env.ok(&["sessions"]);
+    assert!(listed.stdout.contains("db"), "{listed:?}");
+    let replayed = env.ok(&["replay", "db"]);
+    assert!(replayed.stdout.contains("Hi."), "{replayed:?}");
+    let check = env.run(&["replay", "--check", "db"], "");
+    assert!(
+        check
+            .stdout
+            .contains("line 1: 2 stray byte(s) before the header"),
+        "{check:?}"
+    );
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let resumed = env.run(&[&strs(&args)[..], &["-r", "db"]].concat(), "more\n");
+    assert_eq!(resumed.code, Some(0), "{resumed:?}");
+    assert!(
+        resumed.stderr.contains("(skipped 1 unreadable line(s)"),
+        "{resumed:?}"
+    );
+    assert_eq!(resumed.stdout, "Again.\n");
 }

@@ -138,9 +138,13 @@ impl Store {
             let claimed = suspects.as_ref().is_some_and(|s| s.contains(id));
             let suspect = claimed || suspects.is_none();
             let known = finder.find(name, claimed);
+            // A file cached without a header is read again every time: a
+            // reader may find what an earlier one did not (a header behind
+            // stray bytes), and its stamp does not tell.
+            let headerless = known.is_some_and(|i| old[i].row.is_none());
             // The old entry that stands, or the fresh one.
             let slot = match known {
-                Some(i) if !suspect => Slot::Old(i),
+                Some(i) if !suspect && !headerless => Slot::Old(i),
                 known => {
                     let path = dir.join(name);
                     let Ok(meta) = std::fs::metadata(&path) else {
@@ -148,9 +152,8 @@ impl Store {
                     };
                     let stamp = stamp_of(&meta);
                     match known {
-                        Some(i) if old[i].stamp == stamp => Slot::Old(i),
+                        Some(i) if old[i].stamp == stamp && !headerless => Slot::Old(i),
                         _ => {
-                            dirty += usize::from(!locked.contains(id));
                             let row = log::summary(&path).ok().flatten().map(|(header, s)| {
                                 let at = Index::intern(&mut cwds, &header.cwd);
                                 if header.cwd == cwd {
@@ -158,6 +161,12 @@ impl Store {
                                 }
                                 row_of(at, &s)
                             });
+                            // Still without a header, and as it was: no
+                            // change the cache must be written again for.
+                            let same = headerless
+                                && row.is_none()
+                                && known.is_some_and(|i| old[i].stamp == stamp);
+                            dirty += usize::from(!locked.contains(id) && !same);
                             fresh.push(Entry {
                                 file: Cow::Owned(name.to_owned()),
                                 stamp,
