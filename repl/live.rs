@@ -207,6 +207,11 @@ impl Live {
                 path.display()
             )));
         };
+        // Nothing is written into a log of a newer version, not even the
+        // newline that ends a torn last line.
+        header
+            .writable()
+            .map_err(|why| Error::Runtime(format!("{}: {why}", path.display())))?;
         // The file may have been compacted between finding it and claiming
         // it: if the session went on in a file that is running now, that
         // process owns the session.

@@ -120,3 +120,33 @@ fn stray_bytes_before_the_header_are_skipped_and_reported() {
     );
     assert_eq!(resumed.stdout, "Again.\n");
 }
+
+/// Item 8: a log from a newer version is refused for writing, with one
+/// line and not a byte appended; replaying it still works.
+#[test]
+fn a_log_of_a_newer_version_is_read_but_never_written() {
+    let env = TestEnv::new("newer-version");
+    let log = one_turn(&env, "db");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let newer = text.replacen("\"version\":1,", "\"version\":7,", 1);
+    assert_ne!(newer, text);
+    std::fs::write(&log, &newer).unwrap();
+
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    for how in [&["-r", "db"][..], &["--continue"][..]] {
+        let run = env.run(&[&strs(&args)[..], how].concat(), "more\n");
+        assert_eq!(run.code, Some(1), "{how:?}: {run:?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "revolve: {}: written by a newer revolve (log format version 7; this build \
+                 writes version 1): not appending to it (replay still reads it)\n",
+                log.display()
+            ),
+            "{how:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), newer, "{how:?}");
+    }
+    let replayed = env.ok(&["replay", "db"]);
+    assert!(replayed.stdout.contains("Hi."), "{replayed:?}");
+}

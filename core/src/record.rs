@@ -9,7 +9,9 @@
 //! * The first line is a [`Header`]. Its `version` is [`FORMAT_VERSION`].
 //!   Bytes before it (damage at the very start of a file) are skipped and
 //!   reported, and the header is read from where it starts
-//!   ([`Record::header_past_garbage`]).
+//!   ([`Record::header_past_garbage`]). A log whose header has a newer
+//!   version is read as well as it can be but never written to
+//!   ([`Header::writable`]).
 //! * `"type"` is always the first key, so a reader can dispatch on it without
 //!   building a generic JSON value first ([`Record::parse_line`]).
 //! * Fields added later carry `#[serde(default)]`, so older files still open.
@@ -454,6 +456,24 @@ impl From<serde_json::Error> for LineError {
     }
 }
 
+impl Header {
+    /// Whether this build may append to the log this header starts: not to
+    /// one a newer version wrote, whose records this build cannot know and
+    /// whose readers would take its records for theirs. The error is the
+    /// line the user reads.
+    pub fn writable(&self) -> Result<(), String> {
+        if self.version > FORMAT_VERSION {
+            Err(format!(
+                "written by a newer revolve (log format version {}; this build writes version {FORMAT_VERSION}): \
+                 not appending to it (replay still reads it)",
+                self.version
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
 /// How a header line written by revolve starts.
 pub const HEADER_START: &[u8] = b"{\"type\":\"header\"";
 
@@ -599,6 +619,23 @@ mod tests {
         let message = serde_json::to_string(&Record::Message(Message::user(at(), &line))).unwrap();
         assert_eq!(Record::header_past_garbage(message.as_bytes()), None);
         assert_eq!(Record::header_past_garbage(b"xx{\"type\":\"header\""), None);
+    }
+
+    #[test]
+    fn a_header_of_a_newer_version_is_not_writable() {
+        assert_eq!(test_header().writable(), Ok(()));
+        let newer = Header {
+            version: FORMAT_VERSION + 6,
+            ..test_header()
+        };
+        assert_eq!(
+            newer.writable(),
+            Err(format!(
+                "written by a newer revolve (log format version {}; this build writes version \
+                 {FORMAT_VERSION}): not appending to it (replay still reads it)",
+                FORMAT_VERSION + 6
+            ))
+        );
     }
 
     #[test]
