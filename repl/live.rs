@@ -849,12 +849,14 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
     }
 }
 
-/// Writes a spilled tool result whole.
+/// Writes a spilled tool result whole or not at all: through a temp file
+/// renamed into place ([`memory::write_atomic`]), so a full disk leaves no
+/// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    std::fs::write(path, content)
+    memory::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 

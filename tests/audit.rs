@@ -5,6 +5,7 @@
 mod common;
 
 use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
@@ -149,4 +150,66 @@ fn a_log_of_a_newer_version_is_read_but_never_written() {
     }
     let replayed = env.ok(&["replay", "db"]);
     assert!(replayed.stdout.contains("Hi."), "{replayed:?}");
+}
+
+/// Item 9: a spill that does not fit on the disk leaves no partial file
+/// under the name the model would be given; the session goes on.
+#[test]
+fn a_spill_on_a_full_disk_leaves_no_partial_file() {
+    let env = TestEnv::new("spill-full");
+    std::fs::write(env.cwd.join("big.txt"), "spill me\n".repeat(40_000)).unwrap();
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}),
+            json!({"text": "Read."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &["--spill-result-chars", "1000", "-p", "read"],
+    ]
+    .concat();
+    // A 64-block file size limit (32 KiB at least): the log fits, the
+    // 360 KB spill does not. SIGXFSZ ignored, so the write fails instead.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"")
+        .arg(common::BIN)
+        .args(&args)
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (key, value) in env.command(&[]).get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let out = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write the spilled tool output to"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Reading.\nRead.\n");
+    let spills = env.state.join("task-agent/projects");
+    let mut left = Vec::new();
+    let mut dirs = vec![spills];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.components().any(|c| c.as_os_str() == "spills") {
+                left.push(path);
+            }
+        }
+    }
+    assert_eq!(left, Vec::<PathBuf>::new(), "files left in spills/");
 }
