@@ -4,13 +4,14 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::TestEnv;
+use common::{Run, TestEnv};
 
 /// Item 19: `revolve compact NAME` of a session that does not exist says
 /// so, even without the API key the compaction would need.
@@ -56,6 +57,17 @@ fn one_turn(env: &TestEnv, name: &str) -> PathBuf {
         .into_iter()
         .find(|f| std::fs::read_to_string(f).unwrap().contains(name))
         .expect("the session's log")
+}
+
+/// Runs revolve, waiting at most `within` (a hang fails the test).
+fn run_within(env: &TestEnv, args: &[&str], stdin: &str, within: Duration) -> Run {
+    env.spawn(args, stdin).finish(within)
+}
+
+/// Makes a FIFO at `path` (with mkfifo(1)).
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
 }
 
 /// Item 3: a password in `--base-url` reaches neither stderr, nor the
@@ -212,4 +224,28 @@ fn a_spill_on_a_full_disk_leaves_no_partial_file() {
         }
     }
     assert_eq!(left, Vec::<PathBuf>::new(), "files left in spills/");
+}
+
+/// Item 11: a FIFO named `*.jsonl` in the sessions folder is passed over:
+/// listing, naming, resuming and replaying all finish.
+#[test]
+fn a_fifo_in_the_sessions_folder_blocks_nothing() {
+    let env = TestEnv::new("sessions-fifo");
+    let log = one_turn(&env, "db");
+    mkfifo(&log.with_file_name("20261202-000000-fifo00.jsonl"));
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let args = strs(&args);
+    let within = Duration::from_secs(20);
+    let runs: [(&[&str], &str); 6] = [
+        (&["sessions", "--all"], ""),
+        (&[&args[..], &["-n", "api"]].concat(), "hi\n"),
+        (&[&args[..], &["--continue"]].concat(), "hi\n"),
+        (&[&args[..], &["-r", "db"]].concat(), "hi\n"),
+        (&["replay"], ""),
+        (&["replay", "db"], ""),
+    ];
+    for (args, stdin) in runs {
+        let run = run_within(&env, args, stdin, within);
+        assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+    }
 }

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use revolve_core::record::{Header, LineError, Record, HEADER_START};
 use revolve_core::view::Summary;
 
+use crate::regular;
+
 /// Appends records to a session log.
 #[derive(Debug)]
 pub struct LogWriter {
@@ -37,8 +39,8 @@ impl LogWriter {
     /// middle of a write) is ended with a newline first, so the next record
     /// starts on a line of its own and the torn one stays skippable.
     pub fn open(path: &Path) -> io::Result<LogWriter> {
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        let len = file.metadata()?.len();
+        let (mut file, meta) = regular::open(path, OpenOptions::new().read(true).append(true))?;
+        let len = meta.len();
         if len > 0 {
             let mut last = [0u8; 1];
             file.seek(SeekFrom::End(-1))?;
@@ -122,13 +124,14 @@ pub fn each_record(
 /// [`each_record`], stopping early (after the record it was given) when
 /// `record` returns `false`: a replay whose reader went away stops reading.
 /// Only the current line is held, so any size of file streams in a buffer
-/// the size of its longest line.
+/// the size of its longest line. Only a regular file is read (see
+/// [`regular`]): a FIFO or a device is an error, never waited on.
 pub fn each_record_while(
     path: &Path,
     mut record: impl FnMut(usize, Record) -> bool,
     mut skipped: impl FnMut(Skipped),
 ) -> io::Result<bool> {
-    let file = File::open(path)?;
+    let (file, _) = regular::read(path)?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut buf = Vec::new();
     let mut number = 0;
@@ -201,10 +204,10 @@ const PEEK: u64 = 8 * 1024;
 
 /// A session's listing entry, read from its header and its last records
 /// only, so listing thousands of sessions stays fast. `None` when the file has
-/// no readable header.
+/// no readable header; an error when it cannot be read or is not a regular
+/// file (a FIFO is refused, never waited on: see [`regular`]).
 pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
+    let (mut file, meta) = regular::read(path)?;
     let len = meta.len();
     let mut head = Vec::with_capacity(PEEK as usize);
     (&mut file).take(PEEK).read_to_end(&mut head)?;

@@ -666,7 +666,7 @@ const REWRITE_AFTER: usize = 16;
 /// Whether a file's second line is its `compacted` record.
 fn starts_compacted(path: &Path) -> bool {
     use std::io::BufRead;
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok((file, _)) = crate::regular::read(path) else {
         return false;
     };
     let mut lines = std::io::BufReader::new(file).lines();
