@@ -11,7 +11,7 @@ use std::time::Duration;
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{Run, TestEnv};
+use common::{records, tool_results, Run, TestEnv};
 
 /// Item 19: `revolve compact NAME` of a session that does not exist says
 /// so, even without the API key the compaction would need.
@@ -224,6 +224,42 @@ fn a_spill_on_a_full_disk_leaves_no_partial_file() {
         }
     }
     assert_eq!(left, Vec::<PathBuf>::new(), "files left in spills/");
+}
+
+/// Item 10: `grep` given a FIFO or a device answers at once with an error
+/// result, instead of hanging (or, on `/dev/zero`, growing without end).
+#[test]
+fn grep_refuses_a_fifo_and_a_device() {
+    let env = TestEnv::new("grep-fifo");
+    mkfifo(&env.cwd.join("pipe"));
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Looking.", "tool_calls": [
+                {"name": "request_file_grant", "arguments": {"path": "/dev/zero"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "pipe"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "/dev/zero"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "."}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let args = [&strs(&args)[..], &["--grant", "/dev/zero", "-p", "look"]].concat();
+    let run = run_within(&env, &args, "", Duration::from_secs(30));
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results: Vec<String> = tool_results(&records(&env.only_session()))
+        .into_iter()
+        .skip(1)
+        .map(|(_, output)| output)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "error: grep: pipe is not a regular file or a directory",
+            "error: grep: /dev/zero is not a regular file or a directory",
+            "no matches for x",
+        ]
+    );
 }
 
 /// Item 11: a FIFO named `*.jsonl` in the sessions folder is passed over:
