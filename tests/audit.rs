@@ -285,3 +285,55 @@ fn a_fifo_in_the_sessions_folder_blocks_nothing() {
         assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
     }
 }
+
+/// Item 17: files the listing cannot show are counted on stderr, and
+/// `replay --check` fails an empty file or one without a header.
+#[test]
+fn unreadable_and_empty_session_files_are_reported() {
+    let env = TestEnv::new("unreadable");
+    let log = one_turn(&env, "db");
+    let dir = log.parent().unwrap();
+    std::fs::create_dir(dir.join("folder.jsonl")).unwrap();
+    mkfifo(&dir.join("pipe.jsonl"));
+    std::fs::write(dir.join("empty.jsonl"), "").unwrap();
+    let listed = run_within(&env, &["sessions"], "", Duration::from_secs(20));
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert!(listed.stdout.contains("db"), "{listed:?}");
+    let lines = listed.stderr_lines();
+    assert_eq!(lines.len(), 2, "{listed:?}");
+    let prefix = format!(
+        "revolve: 2 session files in {} cannot be read",
+        dir.display()
+    );
+    assert!(lines[0].starts_with(&prefix), "{listed:?}");
+    assert!(lines[0].contains("not a regular file"), "{listed:?}");
+    assert_eq!(
+        lines[1],
+        format!(
+            "revolve: 1 file in {} holds no session header and is not listed (the first: empty.jsonl)",
+            dir.display()
+        )
+    );
+
+    let empty = dir.join("empty.jsonl");
+    let check = env.run(&["replay", "--check", empty.to_str().unwrap()], "");
+    assert_eq!(check.code, Some(1), "{check:?}");
+    assert_eq!(
+        check.stderr,
+        format!("revolve: {} is empty: not a session log\n", empty.display())
+    );
+    let headless = dir.join("headless.jsonl");
+    let body: String = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&headless, body).unwrap();
+    let check = env.run(&["replay", "--check", headless.to_str().unwrap()], "");
+    assert_eq!(check.code, Some(1), "{check:?}");
+    assert!(
+        check.stderr.contains("holds no session header"),
+        "{check:?}"
+    );
+}
