@@ -3,16 +3,21 @@
 use revolve_core::state::{self, State};
 use revolve_core::view;
 use revolve_io::log;
-use revolve_io::store::Store;
+use revolve_io::store::{Store, Unlisted};
 
 use crate::error::{out, Error};
 use crate::live;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
+    let mut unlisted = Unlisted::default();
     let list = store
-        .list_where(|named, continued| view::shown(named, continued, all))
+        .list_noting(
+            |named, continued| view::shown(named, continued, all),
+            &mut unlisted,
+        )
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
+    note_unlisted(store, &unlisted);
     let list = view::listed(list, all);
     let text = if json {
         let text =
@@ -28,6 +33,50 @@ pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     // one by one would take longer than printing them.
     std::mem::forget(list);
     out(&text)
+}
+
+/// Says on stderr, a line for each kind, which files of the sessions folder
+/// a listing left out.
+fn note_unlisted(store: &Store, unlisted: &Unlisted) {
+    let dir = store.sessions_dir();
+    if let Some((first, why)) = &unlisted.first_unreadable {
+        eprintln!(
+            "revolve: {} in {} cannot be read and {} not listed (the first, {first}: {why})",
+            files(unlisted.unreadable, "session file"),
+            dir.display(),
+            if unlisted.unreadable == 1 {
+                "is"
+            } else {
+                "are"
+            },
+        );
+    }
+    if let Some(first) = &unlisted.first_headerless {
+        eprintln!(
+            "revolve: {} in {} {} no session header and {} not listed (the first: {first})",
+            files(unlisted.headerless, "file"),
+            dir.display(),
+            if unlisted.headerless == 1 {
+                "holds"
+            } else {
+                "hold"
+            },
+            if unlisted.headerless == 1 {
+                "is"
+            } else {
+                "are"
+            },
+        );
+    }
+}
+
+/// `1 file`, `2 files`.
+fn files(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// What `revolve replay` prints.
@@ -205,6 +254,19 @@ fn check(path: &std::path::Path) -> Result<(), Error> {
         more(notes, "inconsistencies"),
     );
     out(&text)?;
+    // A file with nothing in it, or no header, is no session at all.
+    if records == 0 && skipped == 0 {
+        return Err(Error::Runtime(format!(
+            "{} is empty: not a session log",
+            path.display()
+        )));
+    }
+    if state.header.is_none() {
+        return Err(Error::Runtime(format!(
+            "{} holds no session header: not a session log",
+            path.display()
+        )));
+    }
     // Torn lines are what crashes leave (one each); everything else is not.
     if notes == 0 && all_torn {
         Ok(())

@@ -9,7 +9,9 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
-use revolve_core::config::{self, pick, File, Preset, ProviderChoice, Setting, Source};
+use revolve_core::config::{
+    self, pick, redact_url_credentials, File, Preset, ProviderChoice, Setting, Source,
+};
 use revolve_core::guard;
 
 use crate::cli::{Cli, ModelArgs};
@@ -206,7 +208,8 @@ impl Settings {
     }
 
     /// The rows `config show` prints: name, value, source. The key row
-    /// names the variable the key came from, never the key.
+    /// names the variable the key came from, never the key; the base URL
+    /// shows no password.
     fn rows(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
         let s = |v: &Setting<String>| (json!(v.value), v.source.as_str());
         let n = |v: u64, source: Source| (json!(v), source.as_str());
@@ -221,7 +224,13 @@ impl Settings {
                     self.provider.source.as_str(),
                 ),
             ),
-            ("base_url", s(&self.base_url)),
+            (
+                "base_url",
+                (
+                    json!(redact_url_credentials(&self.base_url.value)),
+                    self.base_url.source.as_str(),
+                ),
+            ),
             ("model", s(&self.model)),
             ("window", n(self.window.value, self.window.source)),
             ("retries", n(self.retries.value.into(), self.retries.source)),

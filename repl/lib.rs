@@ -342,8 +342,11 @@ fn runtime(
     })
 }
 
-/// `revolve compact`: a session that is not running, compacted now.
+/// `revolve compact`: a session that is not running, compacted now. The
+/// session is looked up first: a name that matches none is that error, not
+/// the provider's (a missing key, say).
 fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<(), Error> {
+    let found = live::find(&store, needle)?;
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
@@ -357,7 +360,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
         memory,
         false,
     )?;
-    let mut live = Live::resume(store, needle, runtime, false)?;
+    let mut live = Live::resume_at(store, &found, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),

@@ -170,8 +170,20 @@ impl Live {
         runtime: Runtime,
         show: bool,
     ) -> Result<Live, Error> {
+        let found = find(&store, needle)?;
+        Live::resume_at(store, &found, runtime, show)
+    }
+
+    /// [`Live::resume`] of the session file `found` (see [`find`]), for a
+    /// caller that looked it up before building the runtime.
+    pub fn resume_at(
+        store: Store,
+        found: &Path,
+        runtime: Runtime,
+        show: bool,
+    ) -> Result<Live, Error> {
         // A compacted file resumes as the newest file of its chain.
-        let path = store.head(&find(&store, needle)?);
+        let path = store.head(found);
         // Claimed before the log is folded: a process that wrote to it
         // until a moment ago has ended, so the fold sees all it wrote (a
         // fold taken before the claim could miss its last turn and go on
@@ -203,6 +215,11 @@ impl Live {
                 path.display()
             )));
         };
+        // Nothing is written into a log of a newer version, not even the
+        // newline that ends a torn last line.
+        header
+            .writable()
+            .map_err(|why| Error::Runtime(format!("{}: {why}", path.display())))?;
         // The file may have been compacted between finding it and claiming
         // it: if the session went on in a file that is running now, that
         // process owns the session.
@@ -884,12 +901,14 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
     }
 }
 
-/// Writes a spilled tool result whole.
+/// Writes a spilled tool result whole or not at all: through a temp file
+/// renamed into place ([`memory::write_atomic`]), so a full disk leaves no
+/// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    std::fs::write(path, content)
+    memory::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 

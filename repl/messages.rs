@@ -256,8 +256,8 @@ impl Follow {
     /// Renders the new complete lines; the next file's id when the session
     /// went on in one.
     fn read_new(&mut self, tail: &mut view::TranscriptTail) -> Result<Option<String>, String> {
-        let mut file = match std::fs::File::open(&self.path) {
-            Ok(f) => f,
+        let mut file = match revolve_io::regular::read(&self.path) {
+            Ok((f, _)) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
         };

@@ -2,6 +2,7 @@
 
 use serde_json::json;
 
+use revolve_core::config::redact_url_credentials;
 use revolve_core::request::Wire;
 use revolve_io::provider::{Anthropic, OpenAi};
 
@@ -27,7 +28,7 @@ pub fn list(settings: &Settings, json: bool) -> Result<(), Error> {
     if json {
         let doc = json!({
             "provider": preset.name(),
-            "base_url": OpenAi::new(base, None).base_url(),
+            "base_url": redact_url_credentials(OpenAi::new(base, None).base_url()),
             "models": ids.iter().map(|id| json!({"id": id})).collect::<Vec<_>>(),
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;

@@ -1481,8 +1481,10 @@ fn a_huge_answer_is_cut_with_bounded_memory() {
     assert_eq!(partial["content"].as_str().unwrap().len(), shown);
     assert!(peak_kb < MAX_RSS_KIB, "peak RSS {peak_kb} KiB");
 
-    // A new session: the first one holds an 8 MiB answer now, which no
-    // 128k-token request can carry (its next turn stops before sending).
+    // A new session (in a world of its own): the first one holds an 8 MiB
+    // answer now, which no 128k-token request can carry (its next turn
+    // stops before sending).
+    let env = TestEnv::new("huge-json");
     let (run, peak_kb) = run_measured(
         env.command(&["--base-url", &url]),
         "all at once\n",

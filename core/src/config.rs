@@ -31,6 +31,7 @@
 //! }
 //! ```
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -310,6 +311,44 @@ pub const API_KEY_VARS: [&str; 4] = [
     "OPENROUTER_API_KEY",
 ];
 
+/// `text` with the credentials of every URL in it hidden: the password of
+/// `https://user:pass@host/` becomes `***` (`https://user:***@host/`), and a
+/// user part without one, which may be a token, goes whole
+/// (`https://***@host/`). A base URL may carry them; no log record, error
+/// line or listing shows them.
+pub fn redact_url_credentials(text: &str) -> Cow<'_, str> {
+    let mut out = String::new();
+    // How much of `text` is in `out` already.
+    let mut copied = 0;
+    let mut from = 0;
+    while let Some(found) = text[from..].find("://") {
+        let start = from + found + "://".len();
+        let authority = &text[start..];
+        let end = authority
+            .find(|c: char| "/?#\"'<>`".contains(c) || c.is_whitespace())
+            .unwrap_or(authority.len());
+        from = start + end;
+        let Some(at) = authority[..end].rfind('@') else {
+            continue;
+        };
+        let hidden = match authority[..at].split_once(':') {
+            Some((user, _)) => format!("{user}:***"),
+            None => "***".to_owned(),
+        };
+        if at == 0 || authority[..at] == *hidden {
+            continue;
+        }
+        out.push_str(&text[copied..start]);
+        out.push_str(&hidden);
+        copied = start + at;
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
 /// What `--provider` names: a preset, or a recorded session whose answers
 /// are given again (`replay:FILE|NAME`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -358,6 +397,34 @@ impl fmt::Display for Preset {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn url_credentials_are_hidden_wherever_a_url_is() {
+        use super::{redact_url_credentials, Cow};
+        let cases = [
+            ("https://user:pass@host/v1", "https://user:***@host/v1"),
+            ("https://tok3n@host", "https://***@host"),
+            (
+                "HTTP 500 from http://u:p@127.0.0.1:9/v1/chat: boom; see http://a:b@c?x",
+                "HTTP 500 from http://u:***@127.0.0.1:9/v1/chat: boom; see http://a:***@c?x",
+            ),
+            ("http://u:p:q@w@host/a@b", "http://u:***@host/a@b"),
+            (
+                "http://host/a@b and mailto:x@y",
+                "http://host/a@b and mailto:x@y",
+            ),
+            ("\"http://u:p@h\"", "\"http://u:***@h\""),
+            ("no url at all", "no url at all"),
+            ("://@host", "://@host"),
+        ];
+        for (text, hidden) in cases {
+            assert_eq!(redact_url_credentials(text), hidden, "{text}");
+        }
+        assert!(matches!(
+            redact_url_credentials("https://user:***@host"),
+            Cow::Borrowed(_)
+        ));
+    }
+
     #[test]
     fn a_provider_is_a_preset_in_any_case_or_a_recording() {
         assert_eq!(

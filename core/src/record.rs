@@ -7,6 +7,11 @@
 //! # Rules for readers and writers
 //!
 //! * The first line is a [`Header`]. Its `version` is [`FORMAT_VERSION`].
+//!   Bytes before it (damage at the very start of a file) are skipped and
+//!   reported, and the header is read from where it starts
+//!   ([`Record::header_past_garbage`]). A log whose header has a newer
+//!   version is read as well as it can be but never written to
+//!   ([`Header::writable`]).
 //! * `"type"` is always the first key, so a reader can dispatch on it without
 //!   building a generic JSON value first ([`Record::parse_line`]).
 //! * Fields added later carry `#[serde(default)]`, so older files still open.
@@ -553,7 +558,46 @@ impl From<serde_json::Error> for LineError {
     }
 }
 
+impl Header {
+    /// Whether this build may append to the log this header starts: not to
+    /// one a newer version wrote, whose records this build cannot know and
+    /// whose readers would take its records for theirs. The error is the
+    /// line the user reads.
+    pub fn writable(&self) -> Result<(), String> {
+        if self.version > FORMAT_VERSION {
+            Err(format!(
+                "written by a newer revolve (log format version {}; this build writes version {FORMAT_VERSION}): \
+                 not appending to it (replay still reads it)",
+                self.version
+            ))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// How a header line written by revolve starts.
+pub const HEADER_START: &[u8] = b"{\"type\":\"header\"";
+
 impl Record {
+    /// The header in `bytes` past stray bytes before it, and how many there
+    /// were: damage at the very start of a file (a line that does not parse)
+    /// must not hide the session behind it. Only a header as revolve writes
+    /// it (`{"type":"header"` first) is looked for, and only after at least
+    /// one stray byte; the raw text `{"type":"header"` cannot occur inside
+    /// another record (a JSON string escapes its quotes).
+    pub fn header_past_garbage(bytes: &[u8]) -> Option<(usize, Header)> {
+        let at = bytes
+            .windows(HEADER_START.len())
+            .position(|w| w == HEADER_START)
+            .filter(|&at| at > 0)?;
+        let line = std::str::from_utf8(&bytes[at..]).ok()?;
+        match Record::parse_line(line) {
+            Ok(Record::Header(header)) => Some((at, header)),
+            _ => None,
+        }
+    }
+
     /// Reads one line of a session log.
     ///
     /// Lines written by revolve start with `{"type":"…"`; for those the tag is
@@ -670,6 +714,38 @@ mod tests {
 
     fn at() -> OffsetDateTime {
         datetime!(2026-12-02 10:26:06 UTC)
+    }
+
+    #[test]
+    fn a_header_is_found_past_stray_bytes() {
+        let line = serde_json::to_string(&Record::Header(test_header())).unwrap();
+        let damaged = [b"\xff\x00".as_slice(), line.as_bytes(), b"\n"].concat();
+        assert_eq!(
+            Record::header_past_garbage(&damaged),
+            Some((2, test_header()))
+        );
+        // Nothing stray, nothing to find: the line parses as it is.
+        assert_eq!(Record::header_past_garbage(line.as_bytes()), None);
+        let message = serde_json::to_string(&Record::Message(Message::user(at(), &line))).unwrap();
+        assert_eq!(Record::header_past_garbage(message.as_bytes()), None);
+        assert_eq!(Record::header_past_garbage(b"xx{\"type\":\"header\""), None);
+    }
+
+    #[test]
+    fn a_header_of_a_newer_version_is_not_writable() {
+        assert_eq!(test_header().writable(), Ok(()));
+        let newer = Header {
+            version: FORMAT_VERSION + 6,
+            ..test_header()
+        };
+        assert_eq!(
+            newer.writable(),
+            Err(format!(
+                "written by a newer revolve (log format version {}; this build writes version \
+                 {FORMAT_VERSION}): not appending to it (replay still reads it)",
+                FORMAT_VERSION + 6
+            ))
+        );
     }
 
     #[test]

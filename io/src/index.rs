@@ -55,8 +55,8 @@ pub struct Index<'a> {
 pub struct Entry<'a> {
     pub file: Cow<'a, str>,
     pub stamp: Stamp,
-    /// `None`: the file could not be read or has no header; it is
-    /// remembered as such until it changes.
+    /// `None`: the file could not be read or has no header. A listing
+    /// reads such a file again every time (see `Store::list`).
     pub row: Option<Row<'a>>,
 }
 

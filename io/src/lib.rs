@@ -4,6 +4,7 @@
 //!
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
+//! * [`regular`]: opening files that must be regular, without blocking.
 //! * [`registry`]: which sessions are running (OS file locks).
 //! * [`store`]: the sessions of a directory: listing, naming, creating.
 //! * [`index`]: the listing cache's file format.
@@ -29,5 +30,6 @@ pub mod paths;
 pub mod provider;
 pub mod refine;
 pub mod registry;
+pub mod regular;
 pub mod store;
 pub mod tools;

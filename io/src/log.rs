@@ -5,8 +5,10 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use revolve_core::record::{Header, LineError, Record};
+use revolve_core::record::{Header, LineError, Record, HEADER_START};
 use revolve_core::view::Summary;
+
+use crate::regular;
 
 /// Appends records to a session log.
 #[derive(Debug)]
@@ -37,8 +39,8 @@ impl LogWriter {
     /// middle of a write) is ended with a newline first, so the next record
     /// starts on a line of its own and the torn one stays skippable.
     pub fn open(path: &Path) -> io::Result<LogWriter> {
-        let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-        let len = file.metadata()?.len();
+        let (mut file, meta) = regular::open(path, OpenOptions::new().read(true).append(true))?;
+        let len = meta.len();
         if len > 0 {
             let mut last = [0u8; 1];
             file.seek(SeekFrom::End(-1))?;
@@ -122,17 +124,20 @@ pub fn each_record(
 /// [`each_record`], stopping early (after the record it was given) when
 /// `record` returns `false`: a replay whose reader went away stops reading.
 /// Only the current line is held, so any size of file streams in a buffer
-/// the size of its longest line.
+/// the size of its longest line. Only a regular file is read (see
+/// [`regular`]): a FIFO or a device is an error, never waited on.
 pub fn each_record_while(
     path: &Path,
     mut record: impl FnMut(usize, Record) -> bool,
     mut skipped: impl FnMut(Skipped),
 ) -> io::Result<bool> {
-    let file = File::open(path)?;
+    let (file, _) = regular::read(path)?;
     let mut reader = BufReader::with_capacity(1 << 16, file);
     let mut buf = Vec::new();
     let mut number = 0;
     let mut torn = false;
+    // Until a record is read, a line may be the header behind stray bytes.
+    let mut before_header = true;
     loop {
         buf.clear();
         if reader.read_until(b'\n', &mut buf)? == 0 {
@@ -140,6 +145,20 @@ pub fn each_record_while(
         }
         number += 1;
         let complete = buf.ends_with(b"\n");
+        if before_header {
+            if let Some((stray, header)) = Record::header_past_garbage(&buf) {
+                before_header = false;
+                skipped(Skipped {
+                    line: number,
+                    why: format!("{stray} stray byte(s) before the header"),
+                    torn: false,
+                });
+                if !record(number, Record::Header(header)) {
+                    break;
+                }
+                continue;
+            }
+        }
         let Ok(line) = std::str::from_utf8(&buf) else {
             torn |= !complete;
             skipped(Skipped {
@@ -154,6 +173,7 @@ pub fn each_record_while(
         }
         match Record::parse_line(line) {
             Ok(r) => {
+                before_header = false;
                 if !record(number, r) {
                     break;
                 }
@@ -184,27 +204,20 @@ const PEEK: u64 = 8 * 1024;
 
 /// A session's listing entry, read from its header and its last records
 /// only, so listing thousands of sessions stays fast. `None` when the file has
-/// no readable header.
+/// no readable header; an error when it cannot be read or is not a regular
+/// file (a FIFO is refused, never waited on: see [`regular`]).
 pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
-    let mut file = File::open(path)?;
-    let meta = file.metadata()?;
+    let (mut file, meta) = regular::read(path)?;
     let len = meta.len();
     let mut head = Vec::with_capacity(PEEK as usize);
     (&mut file).take(PEEK).read_to_end(&mut head)?;
     let first = head.split(|b| *b == b'\n').next().unwrap_or(&[]);
     let header = match std::str::from_utf8(first).ok().map(Record::parse_line) {
         Some(Ok(Record::Header(h))) => h,
-        _ if len > PEEK && !head.contains(&b'\n') => {
-            // A header longer than the peek: read the first line whole.
-            file.seek(SeekFrom::Start(0))?;
-            let mut line = String::new();
-            BufReader::new(&mut file).read_line(&mut line)?;
-            match Record::parse_line(&line) {
-                Ok(Record::Header(h)) => h,
-                _ => return Ok(None),
-            }
-        }
-        _ => return Ok(None),
+        _ => match header_in_head(&mut file, &head, len)? {
+            Some(h) => h,
+            None => return Ok(None),
+        },
     };
     let tail = if len <= PEEK {
         head
@@ -267,6 +280,37 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
     Ok(Some((header, summary)))
 }
 
+/// The header of a file whose first line is not one: a header longer than
+/// the peek `head` holds of the file (read whole from the file), or one
+/// behind stray bytes or lines at the start (damage that must not hide the
+/// session: see [`Record::header_past_garbage`]).
+fn header_in_head(file: &mut File, head: &[u8], len: u64) -> io::Result<Option<Header>> {
+    let long = len > PEEK && !head.contains(&b'\n');
+    let Some(at) = head
+        .windows(HEADER_START.len())
+        .position(|w| w == HEADER_START)
+        .or(long.then_some(0))
+    else {
+        return Ok(None);
+    };
+    let line = match head[at..].iter().position(|b| *b == b'\n') {
+        Some(end) => std::str::from_utf8(&head[at..at + end])
+            .ok()
+            .map(str::to_owned),
+        None if len > PEEK => {
+            file.seek(SeekFrom::Start(at as u64))?;
+            let mut line = String::new();
+            // Not UTF-8: no header.
+            BufReader::new(file).read_line(&mut line).ok().map(|_| line)
+        }
+        None => std::str::from_utf8(&head[at..]).ok().map(str::to_owned),
+    };
+    match line.as_deref().map(Record::parse_line) {
+        Some(Ok(Record::Header(h))) => Ok(Some(h)),
+        _ => Ok(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +367,33 @@ mod tests {
         let log = read(&path).unwrap();
         assert_eq!(log.records.len(), 3);
         assert!(!log.torn_tail);
+    }
+
+    #[test]
+    fn a_header_behind_stray_bytes_or_lines_is_read_and_the_rest_reported() {
+        let path = temp("stray");
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut w = LogWriter::create(&path).unwrap();
+        w.append(&Record::Header(header())).unwrap();
+        w.append(&Record::Message(Message::user(at, "hi"))).unwrap();
+        drop(w);
+        let whole = std::fs::read(&path).unwrap();
+        for (stray, why) in [
+            (b"\xff\x00".as_slice(), "2 stray byte(s) before the header"),
+            (
+                b"garbage\n",
+                "malformed line: expected value at line 1 column 1",
+            ),
+        ] {
+            std::fs::write(&path, [stray, &whole].concat()).unwrap();
+            let log = read(&path).unwrap();
+            assert_eq!(log.records.len(), 2, "{why}");
+            assert!(matches!(&log.records[0], Record::Header(h) if h.id == "s1"));
+            assert_eq!(log.skipped.len(), 1);
+            assert_eq!((log.skipped[0].line, &*log.skipped[0].why), (1, why));
+            let (h, s) = summary(&path).unwrap().expect("a summary");
+            assert_eq!((h.id.as_str(), s.name.as_deref()), ("s1", Some("amber")));
+        }
     }
 
     #[test]

@@ -453,8 +453,6 @@ fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
-/// Writes `path` through a hidden temp file in the same directory: write,
-/// fsync, rename, then fsync the directory.
 /// Writes a file whole or not at all: a temp file in the same folder, fsynced,
 /// renamed into place, then the folder fsynced.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {

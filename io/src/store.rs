@@ -75,9 +75,19 @@ impl Store {
     /// accepts (decided before a summary is built: a listing of named
     /// sessions builds only theirs).
     pub fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
+        self.list_noting(keep, &mut Unlisted::default())
+    }
+
+    /// [`Store::list_where`], counting in `unlisted` the files left out
+    /// because they cannot be read or hold no session header.
+    pub fn list_noting(
+        &self,
+        keep: impl Fn(bool, bool) -> bool,
+        unlisted: &mut Unlisted,
+    ) -> io::Result<Vec<Summary>> {
         let dir_text = self.sessions_dir().to_string_lossy().into_owned();
         let mut out = Vec::new();
-        self.scan(|row, name, stamp| {
+        self.scan(unlisted, |row, name, stamp| {
             if keep(row.named, row.continued.is_some()) {
                 let mut path = String::with_capacity(dir_text.len() + name.len() + 1);
                 path.push_str(&dir_text);
@@ -92,8 +102,15 @@ impl Store {
     }
 
     /// Calls `each` with the cached row, file name and stamp of every
-    /// session file of this directory (see [`Store::list`]).
-    fn scan(&self, mut each: impl FnMut(&Row, &str, Stamp)) -> io::Result<()> {
+    /// session file of this directory (see [`Store::list`]), and counts in
+    /// `unlisted` the files of the folder it cannot show. A file that
+    /// cannot be read is left out of the cache, so it is read again next
+    /// time (a file made readable keeps its stamp).
+    fn scan(
+        &self,
+        unlisted: &mut Unlisted,
+        mut each: impl FnMut(&Row, &str, Stamp),
+    ) -> io::Result<()> {
         let dir = self.sessions_dir();
         let running = self.roots.running(&self.project);
         // In this order: the journal, then the lock files, then the files.
@@ -138,26 +155,45 @@ impl Store {
             let claimed = suspects.as_ref().is_some_and(|s| s.contains(id));
             let suspect = claimed || suspects.is_none();
             let known = finder.find(name, claimed);
+            // A file cached without a header is read again every time: a
+            // reader may find what an earlier one did not (a header behind
+            // stray bytes), and its stamp does not tell.
+            let headerless = known.is_some_and(|i| old[i].row.is_none());
             // The old entry that stands, or the fresh one.
             let slot = match known {
-                Some(i) if !suspect => Slot::Old(i),
+                Some(i) if !suspect && !headerless => Slot::Old(i),
                 known => {
                     let path = dir.join(name);
-                    let Ok(meta) = std::fs::metadata(&path) else {
-                        return;
+                    let meta = match std::fs::metadata(&path) {
+                        Ok(meta) => meta,
+                        // Removed since the folder was read.
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+                        Err(e) => return unlisted.unreadable(name, &e),
                     };
                     let stamp = stamp_of(&meta);
                     match known {
-                        Some(i) if old[i].stamp == stamp => Slot::Old(i),
+                        Some(i) if old[i].stamp == stamp && !headerless => Slot::Old(i),
                         _ => {
-                            dirty += usize::from(!locked.contains(id));
-                            let row = log::summary(&path).ok().flatten().map(|(header, s)| {
-                                let at = Index::intern(&mut cwds, &header.cwd);
-                                if header.cwd == cwd {
-                                    mine = Some(at);
+                            let row = match log::summary(&path) {
+                                Ok(Some((header, s))) => {
+                                    let at = Index::intern(&mut cwds, &header.cwd);
+                                    if header.cwd == cwd {
+                                        mine = Some(at);
+                                    }
+                                    Some(row_of(at, &s))
                                 }
-                                row_of(at, &s)
-                            });
+                                Ok(None) => {
+                                    unlisted.headerless(name);
+                                    None
+                                }
+                                Err(e) => return unlisted.unreadable(name, &e),
+                            };
+                            // Still without a header, and as it was: no
+                            // change the cache must be written again for.
+                            let same = headerless
+                                && row.is_none()
+                                && known.is_some_and(|i| old[i].stamp == stamp);
+                            dirty += usize::from(!locked.contains(id) && !same);
                             fresh.push(Entry {
                                 file: Cow::Owned(name.to_owned()),
                                 stamp,
@@ -282,7 +318,7 @@ impl Store {
     /// an ordered set in 2.4 ms.)
     pub fn names_in_use(&self) -> io::Result<Names> {
         let mut used = Names::default();
-        self.scan(|row, _, _| {
+        self.scan(&mut Unlisted::default(), |row, _, _| {
             if let Some(name) = &row.name {
                 if !used.contains(&**name) {
                     used.insert(name.to_string());
@@ -346,6 +382,36 @@ impl Store {
             cwd: self.cwd_str(),
             pid: std::process::id(),
         }
+    }
+}
+
+/// The files of a sessions folder a listing left out (see
+/// [`Store::list_noting`]): the user is told, so no session vanishes
+/// without a word. Files of every directory of the project count, since
+/// which directory an unreadable file belongs to cannot be known.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Unlisted {
+    /// How many files could not be read (not a regular file, no
+    /// permission, an I/O error).
+    pub unreadable: usize,
+    /// The first of them, by file name, and why.
+    pub first_unreadable: Option<(String, String)>,
+    /// How many files hold no session header (empty, or not a log).
+    pub headerless: usize,
+    /// The first of them, by file name.
+    pub first_headerless: Option<String>,
+}
+
+impl Unlisted {
+    fn unreadable(&mut self, name: &str, error: &io::Error) {
+        self.unreadable += 1;
+        self.first_unreadable
+            .get_or_insert_with(|| (name.to_owned(), error.to_string()));
+    }
+
+    fn headerless(&mut self, name: &str) {
+        self.headerless += 1;
+        self.first_headerless.get_or_insert_with(|| name.to_owned());
     }
 }
 
@@ -657,7 +723,7 @@ const REWRITE_AFTER: usize = 16;
 /// Whether a file's second line is its `compacted` record.
 fn starts_compacted(path: &Path) -> bool {
     use std::io::BufRead;
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok((file, _)) = crate::regular::read(path) else {
         return false;
     };
     let mut lines = std::io::BufReader::new(file).lines();
@@ -923,6 +989,37 @@ mod tests {
                 }
             })
         }
+    }
+
+    #[test]
+    fn a_listing_counts_what_it_cannot_show_every_time() {
+        let store = store("unlisted");
+        let (mut w, _claim, _) = store.create(header(&store, "a"), named("a")).unwrap();
+        w.append(&totals(1)).unwrap();
+        let dir = store.sessions_dir();
+        std::fs::create_dir(dir.join("b.jsonl")).unwrap();
+        std::fs::write(dir.join("c.jsonl"), "").unwrap();
+        for _ in 0..2 {
+            let mut unlisted = Unlisted::default();
+            let listed = store.list_noting(|_, _| true, &mut unlisted).unwrap();
+            assert_eq!(listed.len(), 1);
+            assert_eq!(
+                unlisted,
+                Unlisted {
+                    unreadable: 1,
+                    first_unreadable: Some((
+                        "b.jsonl".into(),
+                        "not a regular file (a directory)".into()
+                    )),
+                    headerless: 1,
+                    first_headerless: Some("c.jsonl".into()),
+                }
+            );
+        }
+        // Made readable behind the cache's back: listed at once.
+        std::fs::remove_dir(dir.join("b.jsonl")).unwrap();
+        std::fs::copy(store.path_of("a"), dir.join("b.jsonl")).unwrap();
+        assert_eq!(turns(&store).len(), 2);
     }
 
     #[test]

@@ -92,6 +92,7 @@ use time::OffsetDateTime;
 use crate::goal;
 use crate::memory::{self, MemoryDirs};
 use crate::refine;
+use crate::regular;
 
 /// What the tools need to know about where they run.
 #[derive(Clone, Debug)]
@@ -633,6 +634,19 @@ fn grep(scope: &Scope, pattern: &str, raw: Option<&str>, cancel: &dyn Fn() -> bo
         },
         None => scope.root.clone(),
     };
+    // As read_file does: a FIFO would block the read and a device may never
+    // end it, so a path given is a directory or a regular file.
+    if let Some(raw) = raw {
+        match fs::metadata(&start) {
+            Ok(meta) if meta.is_dir() || meta.is_file() => {}
+            Ok(_) => {
+                return Outcome::text(format!(
+                    "error: grep: {raw} is not a regular file or a directory"
+                ))
+            }
+            Err(e) => return Outcome::text(format!("error: grep: cannot read {raw}: {e}")),
+        }
+    }
     let started = Instant::now();
     let mut found = Found::default();
     let mut stack = vec![(start.clone(), start.is_dir())];
@@ -733,24 +747,33 @@ fn search_file(
     stop: &dyn Fn() -> Option<bool>,
 ) {
     found.files += 1;
-    match fs::metadata(path) {
-        Ok(meta) if meta.len() > GREP_FILE_MAX => {
+    // Opened as a regular file only (a FIFO swapped in since the folder was
+    // read is refused, never waited on), and read to the size limit at
+    // most, whatever the size said.
+    let file = match regular::read(path) {
+        Ok((_, meta)) if meta.len() > GREP_FILE_MAX => {
             found.too_big += 1;
             return;
         }
-        Ok(_) => {}
-        Err(_) => {
-            found.unreadable += 1;
-            return;
-        }
-    }
-    let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
+        Ok((file, _)) => file,
         Err(_) => {
             found.unreadable += 1;
             return;
         }
     };
+    let mut bytes = Vec::new();
+    if file
+        .take(GREP_FILE_MAX + 1)
+        .read_to_end(&mut bytes)
+        .is_err()
+    {
+        found.unreadable += 1;
+        return;
+    }
+    if bytes.len() as u64 > GREP_FILE_MAX {
+        found.too_big += 1;
+        return;
+    }
     if bytes[..bytes.len().min(BINARY_PROBE)].contains(&0) {
         found.binary += 1;
         return;

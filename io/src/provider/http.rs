@@ -3,6 +3,7 @@
 //! (an SSE stream or one JSON document) through a [`Protocol`], and putting
 //! text, tool calls and usage together into a [`Reply`].
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use ureq::{Agent, Timeout};
 
+use revolve_core::config::redact_url_credentials;
 use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
@@ -96,8 +98,7 @@ impl Http {
 
     /// Posts `body` to `url` with `headers` (besides `content-type` and
     /// `accept`, which every request carries) and reads the answer as `P`.
-    /// The key is scrubbed from any error message, in case a lower layer
-    /// echoed it.
+    /// The error message is [`Http::scrub`]bed.
     pub(super) fn exchange<P: Protocol>(
         &self,
         url: &str,
@@ -106,12 +107,20 @@ impl Http {
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
         self.send::<P>(url, headers, body, on_text)
-            .map_err(|mut error| {
-                if let Some(key) = &self.api_key {
-                    error.message = error.message.replace(key.as_str(), "[key]");
-                }
-                error
-            })
+            .map_err(|error| self.scrub(error))
+    }
+
+    /// `error` without the key, in case a lower layer echoed it, and
+    /// without the credentials of any URL it names (a base URL may hold a
+    /// password): its message goes to the log and to stderr.
+    fn scrub(&self, mut error: ProviderError) -> ProviderError {
+        if let Some(key) = &self.api_key {
+            error.message = error.message.replace(key.as_str(), "[key]");
+        }
+        if let Cow::Owned(hidden) = redact_url_credentials(&error.message) {
+            error.message = hidden;
+        }
+        error
     }
 
     /// The model ids `GET url` lists, read as `{"data": [{"id": …}, …]}`
@@ -122,12 +131,8 @@ impl Http {
         url: &str,
         headers: &[(&str, String)],
     ) -> Result<Vec<String>, ProviderError> {
-        self.list_models(url, headers).map_err(|mut error| {
-            if let Some(key) = &self.api_key {
-                error.message = error.message.replace(key.as_str(), "[key]");
-            }
-            error
-        })
+        self.list_models(url, headers)
+            .map_err(|error| self.scrub(error))
     }
 
     fn list_models(
@@ -361,7 +366,7 @@ impl Http {
     /// `Debug` as `name { base_url, api_key: [hidden], stall }`.
     pub(super) fn debug(&self, name: &str, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct(name)
-            .field("base_url", &self.base_url)
+            .field("base_url", &redact_url_credentials(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| "[hidden]"))
             .field("stall", &self.stall)
             .finish()

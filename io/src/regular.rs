@@ -1,0 +1,94 @@
+//! Opening a file that must be a regular file, without ever waiting on it.
+//!
+//! A name revolve reads can be something else: a FIFO called `x.jsonl` in
+//! the sessions folder, or a device (`/dev/zero`) given to `grep`. Opening a
+//! FIFO waits for a writer, and reading a device may never end. So files
+//! are opened non-blocking (on unix: a FIFO opens at once, and on a regular
+//! file the flag changes nothing) and their type is read from the open
+//! handle, so no swap between a check and the open can slip past it;
+//! anything but a regular file is refused with [`io::ErrorKind::InvalidInput`].
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::io;
+use std::path::Path;
+
+/// Opens `path` with `options` if it is a regular file (symlinks
+/// followed), with its metadata; anything else is an error naming its kind.
+pub fn open(path: &Path, options: &mut OpenOptions) -> io::Result<(File, Metadata)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The flag's bits fit an `int`, as `open(2)` takes them.
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let file = options.open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_file() {
+        Ok((file, meta))
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a regular file ({})", kind(&meta)),
+        ))
+    }
+}
+
+/// Opens `path` for reading if it is a regular file (see [`open`]).
+pub fn read(path: &Path) -> io::Result<(File, Metadata)> {
+    open(path, OpenOptions::new().read(true))
+}
+
+/// What a file that is not a regular one is, in a few words.
+fn kind(meta: &Metadata) -> &'static str {
+    if meta.is_dir() {
+        return "a directory";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = meta.file_type();
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+    }
+    "not a file"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_open_and_a_fifo_does_not_wait() {
+        let dir = std::env::temp_dir().join(format!("revolve-regular-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("file"), "text").unwrap();
+        let (_, meta) = read(&dir.join("file")).unwrap();
+        assert_eq!(meta.len(), 4);
+        let refused = |path: &Path| read(path).map(|_| ()).unwrap_err().to_string();
+        assert_eq!(refused(&dir), "not a regular file (a directory)");
+        #[cfg(unix)]
+        {
+            let fifo = dir.join("fifo");
+            let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+            assert!(made.unwrap().success(), "mkfifo");
+            // A blocking open would wait here for a writer forever.
+            assert_eq!(refused(&fifo), "not a regular file (a FIFO)");
+            assert_eq!(
+                refused(Path::new("/dev/null")),
+                "not a regular file (a character device)"
+            );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,339 @@
+//! What the adversarial audit of issue 21 broke, end to end against the
+//! real binary: one test per item, its number first in the test's doc.
+//! Each failed (or hung) before its fix.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use revolve_io::fake::{FakeReply, FakeServer};
+use serde_json::{json, Value};
+
+use common::{records, tool_results, Run, TestEnv};
+
+/// Item 19: `revolve compact NAME` of a session that does not exist says
+/// so, even without the API key the compaction would need.
+#[test]
+fn compact_of_an_unknown_session_says_no_session_before_asking_for_a_key() {
+    let env = TestEnv::new("compact-unknown");
+    let run = env.run(&["compact", "nonexist"], "");
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.starts_with("revolve: no session 'nonexist' in "),
+        "{run:?}"
+    );
+    assert!(!run.stderr.contains("API key"), "{run:?}");
+}
+
+/// A script of replies for `--provider scripted`, one JSON value a line.
+fn script(env: &TestEnv, replies: &[Value]) -> PathBuf {
+    let path = env.root.join("script.jsonl");
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// The flags of a scripted run answered by `replies`.
+fn scripted(env: &TestEnv, replies: &[Value]) -> Vec<String> {
+    let path = script(env, replies);
+    ["--provider", "scripted", "--script", path.to_str().unwrap()]
+        .map(String::from)
+        .to_vec()
+}
+
+/// `args` as the `&str`s a run takes.
+fn strs(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
+}
+
+/// A session named `name` with one turn; its log.
+fn one_turn(env: &TestEnv, name: &str) -> PathBuf {
+    let args = scripted(env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let run = env.run(&[&strs(&args)[..], &["-n", name]].concat(), "hello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    env.session_files()
+        .into_iter()
+        .find(|f| std::fs::read_to_string(f).unwrap().contains(name))
+        .expect("the session's log")
+}
+
+/// Runs revolve, waiting at most `within` (a hang fails the test).
+fn run_within(env: &TestEnv, args: &[&str], stdin: &str, within: Duration) -> Run {
+    env.spawn(args, stdin).finish(within)
+}
+
+/// Makes a FIFO at `path` (with mkfifo(1)).
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().expect("mkfifo");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Item 3: a password in `--base-url` reaches neither stderr, nor the
+/// log's `failed` record, nor `config show`.
+#[test]
+fn a_password_in_the_base_url_is_never_shown_or_logged() {
+    let env = TestEnv::new("url-password");
+    let server = FakeServer::start(vec![FakeReply::Status {
+        code: 500,
+        body: "boom".into(),
+        retry_after: None,
+    }])
+    .unwrap();
+    let url = server.url().replace("http://", "http://alice:hunter2@");
+    let run = env.run(&["--base-url", &url, "-p", "hi"], "");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(!run.stderr.contains("hunter2"), "{run:?}");
+    assert!(
+        run.stderr.contains("http://alice:***@127.0.0.1:"),
+        "{run:?}"
+    );
+    let log = std::fs::read_to_string(env.only_session()).unwrap();
+    assert!(log.contains("\"type\":\"failed\""), "{log}");
+    assert!(!log.contains("hunter2"), "{log}");
+    for args in [
+        &["config", "show", "--base-url", &url][..],
+        &["config", "show", "--json", "--base-url", &url][..],
+    ] {
+        let shown = env.ok(args);
+        assert!(!shown.stdout.contains("hunter2"), "{shown:?}");
+        assert!(shown.stdout.contains("alice:***@"), "{shown:?}");
+    }
+}
+
+/// Item 7: stray bytes before the header hide nothing: the session is
+/// listed, found by name, replayed and resumed, and the bytes are reported.
+#[test]
+fn stray_bytes_before_the_header_are_skipped_and_reported() {
+    let env = TestEnv::new("stray-bytes");
+    let log = one_turn(&env, "db");
+    // A listing first, so the cache knows the file as it was.
+    assert!(env.ok(&["sessions"]).stdout.contains("db"));
+    let whole = std::fs::read(&log).unwrap();
+    std::fs::write(&log, [b"\xff\x00".as_slice(), &whole].concat()).unwrap();
+
+    let listed = env.ok(&["sessions"]);
+    assert!(listed.stdout.contains("db"), "{listed:?}");
+    let replayed = env.ok(&["replay", "db"]);
+    assert!(replayed.stdout.contains("Hi."), "{replayed:?}");
+    let check = env.run(&["replay", "--check", "db"], "");
+    assert!(
+        check
+            .stdout
+            .contains("line 1: 2 stray byte(s) before the header"),
+        "{check:?}"
+    );
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let resumed = env.run(&[&strs(&args)[..], &["-r", "db"]].concat(), "more\n");
+    assert_eq!(resumed.code, Some(0), "{resumed:?}");
+    assert!(
+        resumed.stderr.contains("(skipped 1 unreadable line(s)"),
+        "{resumed:?}"
+    );
+    assert_eq!(resumed.stdout, "Again.\n");
+}
+
+/// Item 8: a log from a newer version is refused for writing, with one
+/// line and not a byte appended; replaying it still works.
+#[test]
+fn a_log_of_a_newer_version_is_read_but_never_written() {
+    let env = TestEnv::new("newer-version");
+    let log = one_turn(&env, "db");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let newer = text.replacen("\"version\":1,", "\"version\":7,", 1);
+    assert_ne!(newer, text);
+    std::fs::write(&log, &newer).unwrap();
+
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    for how in [&["-r", "db"][..], &["--continue"][..]] {
+        let run = env.run(&[&strs(&args)[..], how].concat(), "more\n");
+        assert_eq!(run.code, Some(1), "{how:?}: {run:?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "revolve: {}: written by a newer revolve (log format version 7; this build \
+                 writes version 1): not appending to it (replay still reads it)\n",
+                log.display()
+            ),
+            "{how:?}"
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), newer, "{how:?}");
+    }
+    let replayed = env.ok(&["replay", "db"]);
+    assert!(replayed.stdout.contains("Hi."), "{replayed:?}");
+}
+
+/// Item 9: a spill that does not fit on the disk leaves no partial file
+/// under the name the model would be given; the session goes on.
+#[test]
+fn a_spill_on_a_full_disk_leaves_no_partial_file() {
+    let env = TestEnv::new("spill-full");
+    std::fs::write(env.cwd.join("big.txt"), "spill me\n".repeat(40_000)).unwrap();
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}),
+            json!({"text": "Read."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &["--spill-result-chars", "1000", "-p", "read"],
+    ]
+    .concat();
+    // A 64-block file size limit (32 KiB at least): the log fits, the
+    // 360 KB spill does not. SIGXFSZ ignored, so the write fails instead.
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 64; exec \"$0\" \"$@\"")
+        .arg(common::BIN)
+        .args(&args)
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (key, value) in env.command(&[]).get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let out = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot write the spilled tool output to"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "Reading.\nRead.\n");
+    let spills = env.state.join("task-agent/projects");
+    let mut left = Vec::new();
+    let mut dirs = vec![spills];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.components().any(|c| c.as_os_str() == "spills") {
+                left.push(path);
+            }
+        }
+    }
+    assert_eq!(left, Vec::<PathBuf>::new(), "files left in spills/");
+}
+
+/// Item 10: `grep` given a FIFO or a device answers at once with an error
+/// result, instead of hanging (or, on `/dev/zero`, growing without end).
+#[test]
+fn grep_refuses_a_fifo_and_a_device() {
+    let env = TestEnv::new("grep-fifo");
+    mkfifo(&env.cwd.join("pipe"));
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Looking.", "tool_calls": [
+                {"name": "request_file_grant", "arguments": {"path": "/dev/zero"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "pipe"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "/dev/zero"}},
+                {"name": "grep", "arguments": {"pattern": "x", "path": "."}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let args = [&strs(&args)[..], &["--grant", "/dev/zero", "-p", "look"]].concat();
+    let run = run_within(&env, &args, "", Duration::from_secs(30));
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results: Vec<String> = tool_results(&records(&env.only_session()))
+        .into_iter()
+        .skip(1)
+        .map(|(_, output)| output)
+        .collect();
+    assert_eq!(
+        results,
+        [
+            "error: grep: pipe is not a regular file or a directory",
+            "error: grep: /dev/zero is not a regular file or a directory",
+            "no matches for x",
+        ]
+    );
+}
+
+/// Item 11: a FIFO named `*.jsonl` in the sessions folder is passed over:
+/// listing, naming, resuming and replaying all finish.
+#[test]
+fn a_fifo_in_the_sessions_folder_blocks_nothing() {
+    let env = TestEnv::new("sessions-fifo");
+    let log = one_turn(&env, "db");
+    mkfifo(&log.with_file_name("20261202-000000-fifo00.jsonl"));
+    let args = scripted(&env, &[json!({"text": "Hi."}), json!({"text": "Again."})]);
+    let args = strs(&args);
+    let within = Duration::from_secs(20);
+    let runs: [(&[&str], &str); 6] = [
+        (&["sessions", "--all"], ""),
+        (&[&args[..], &["-n", "api"]].concat(), "hi\n"),
+        (&[&args[..], &["--continue"]].concat(), "hi\n"),
+        (&[&args[..], &["-r", "db"]].concat(), "hi\n"),
+        (&["replay"], ""),
+        (&["replay", "db"], ""),
+    ];
+    for (args, stdin) in runs {
+        let run = run_within(&env, args, stdin, within);
+        assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+    }
+}
+
+/// Item 17: files the listing cannot show are counted on stderr, and
+/// `replay --check` fails an empty file or one without a header.
+#[test]
+fn unreadable_and_empty_session_files_are_reported() {
+    let env = TestEnv::new("unreadable");
+    let log = one_turn(&env, "db");
+    let dir = log.parent().unwrap();
+    std::fs::create_dir(dir.join("folder.jsonl")).unwrap();
+    mkfifo(&dir.join("pipe.jsonl"));
+    std::fs::write(dir.join("empty.jsonl"), "").unwrap();
+    let listed = run_within(&env, &["sessions"], "", Duration::from_secs(20));
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert!(listed.stdout.contains("db"), "{listed:?}");
+    let lines = listed.stderr_lines();
+    assert_eq!(lines.len(), 2, "{listed:?}");
+    let prefix = format!(
+        "revolve: 2 session files in {} cannot be read",
+        dir.display()
+    );
+    assert!(lines[0].starts_with(&prefix), "{listed:?}");
+    assert!(lines[0].contains("not a regular file"), "{listed:?}");
+    assert_eq!(
+        lines[1],
+        format!(
+            "revolve: 1 file in {} holds no session header and is not listed (the first: empty.jsonl)",
+            dir.display()
+        )
+    );
+
+    let empty = dir.join("empty.jsonl");
+    let check = env.run(&["replay", "--check", empty.to_str().unwrap()], "");
+    assert_eq!(check.code, Some(1), "{check:?}");
+    assert_eq!(
+        check.stderr,
+        format!("revolve: {} is empty: not a session log\n", empty.display())
+    );
+    let headless = dir.join("headless.jsonl");
+    let body: String = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&headless, body).unwrap();
+    let check = env.run(&["replay", "--check", headless.to_str().unwrap()], "");
+    assert_eq!(check.code, Some(1), "{check:?}");
+    assert!(
+        check.stderr.contains("holds no session header"),
+        "{check:?}"
+    );
+}
