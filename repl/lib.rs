@@ -83,6 +83,11 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Some(Sub::Goal { json, args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            // The goal is kept in the project directory: one set before any
+            // session creates that directory whole, as the first session
+            // would have, since no session fills in a folder that exists.
+            revolve_io::memory::ensure_project_dir(&dirs)
+                .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
             if json {
                 return commands::goal_json(&dirs.project_dir, &args.join(" "));
             }

@@ -818,6 +818,59 @@ fn the_first_session_creates_the_project_directory_and_touches_nothing_after() {
     assert_eq!(tree(&dir), edited);
 }
 
+/// Issue 17, item 2: a session creates the project directory only when the
+/// folder itself is absent. Folders the user deleted from it stay deleted,
+/// and `agent_info` says this session created nothing; `revolve init` adds
+/// them back and names what it created.
+#[test]
+fn a_session_leaves_an_existing_project_folder_as_it_is() {
+    let env = TestEnv::new("project-dir-emptied");
+    let server = server(vec![
+        FakeReply::text("First."),
+        call("call_1", "agent_info", json!({})),
+        FakeReply::text("Second."),
+    ]);
+    let dir = project_dir(&env);
+    talk(&env, &server, &[], "hello\n");
+    assert!(dir.join("subagents/README").is_file());
+
+    for folder in ["memory", "tasks", "subagents"] {
+        std::fs::remove_dir_all(dir.join(folder)).unwrap();
+    }
+    write(&dir.join("notes.txt"), "mine\n");
+    let before = tree(&dir);
+    talk(&env, &server, &[], "who am I?\n");
+    assert_eq!(tree(&dir), before, "a later session recreated a folder");
+    let recs = records(
+        env.session_files()
+            .iter()
+            .find(|f| records(f).iter().any(|r| r["tool_call_id"] == "call_1"))
+            .expect("the session that called agent_info"),
+    );
+    let info: Value = serde_json::from_str(&result_of(&recs, "call_1")).unwrap();
+    assert_eq!(info["project_dir"], json!(dir));
+    assert_eq!(info["created_project_dir"], false);
+
+    let init = env.ok(&["init"]);
+    let created: Vec<String> = [
+        "memory",
+        "memory/project.md",
+        "tasks",
+        "subagents",
+        "subagents/README",
+    ]
+    .iter()
+    .map(|p| format!("  {}\n", dir.join(p).display()))
+    .collect();
+    assert_eq!(init.stdout, format!("created:\n{}", created.concat()));
+    assert_eq!(
+        read(&dir.join("memory/project.md")),
+        PROJECT_MEMORY_TEMPLATE
+    );
+    assert_eq!(read(&dir.join("subagents/README")), SUBAGENTS_README);
+    assert_eq!(read(&dir.join("notes.txt")), "mine\n");
+}
+
 #[test]
 fn init_prints_what_it_created_and_then_nothing() {
     let env = TestEnv::new("init");
@@ -844,20 +897,24 @@ fn init_prints_what_it_created_and_then_nothing() {
     insta::assert_snapshot!("init", env.redact(&shown));
 }
 
-/// `revolve goal` before any session makes the project directory with only
-/// `goal.json` in it; `revolve init` then completes it, creating
-/// `memory/project.md`, `tasks/` and `subagents/README`, and says so.
+/// A project folder something else made with only `goal.json` in it (a
+/// `/goal` in a `--bare` session, say) is not filled in by a session;
+/// `revolve init` completes it, creating `memory/project.md`, `tasks/` and
+/// `subagents/README`, says so, and keeps the goal.
 #[test]
 fn a_project_folder_holding_only_the_goal_is_completed() {
     let env = TestEnv::new("goal-first");
-    env.ok(&["goal", "ship", "the", "parser"]);
     let dir = project_dir(&env);
-    assert!(dir.join("goal.json").is_file());
+    write(&dir.join("goal.json"), "{}\n");
+    let server = server(vec![FakeReply::text("Hello.")]);
+    talk(&env, &server, &[], "hi\n");
+    assert_eq!(names(&dir), ["goal.json"], "a session filled it in");
     let init = env.ok(&["init"]);
     assert!(init.stdout.starts_with("created:\n"), "{}", init.stdout);
     for part in ["memory/project.md", "tasks", "subagents/README"] {
         assert!(dir.join(part).exists(), "{part} is missing");
     }
+    assert_eq!(read(&dir.join("goal.json")), "{}\n");
 }
 
 /// `revolve memory show` (issue 5) prints the loaded memory: each file's

@@ -166,7 +166,10 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 /// Creates the project directory when it does not exist yet: `memory/`
 /// with `project.md`, `tasks/`, and `subagents/` with `README`. Returns
 /// `Some(paths created)`, the folder first, only when this call created it;
-/// `None` when it already existed, in which case nothing is touched.
+/// `None` when it already existed, in which case nothing is touched: a
+/// folder the user emptied, or that something else made first (saving the
+/// goal, say), stays as it is (only `revolve init` fills it in, with
+/// [`complete_project_dir`]).
 ///
 /// The folder is built under a hidden temp name beside it and renamed into
 /// place, so it appears whole or not at all, and of two sessions racing to
@@ -174,7 +177,7 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
     let target = &dirs.project_dir;
     if exists(target)? {
-        return complete_project_dir(target);
+        return Ok(None);
     }
     let parent = target.parent().ok_or_else(|| {
         io::Error::new(
@@ -374,11 +377,13 @@ pub fn refinements(state_root: &Path, memory_dir: &Path) -> io::Result<PathBuf> 
     Ok(state_root.join("refinements").join(slug(&absolute)))
 }
 
-/// A project directory something else made first (saving the goal, say):
-/// each of memory/, tasks/ and subagents/ that is missing is created, with
-/// its template; nothing that exists is touched. `Some` lists what was
-/// created, when anything was.
-fn complete_project_dir(target: &Path) -> io::Result<Option<Vec<PathBuf>>> {
+/// What `revolve init` adds to a project directory that exists: each of
+/// memory/, tasks/ and subagents/ that is missing is created, with its
+/// template; nothing that exists is touched. `Some` lists what was
+/// created, when anything was. A session never calls this (see
+/// [`ensure_project_dir`]).
+pub fn complete_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
+    let target = &dirs.project_dir;
     let mut created = Vec::new();
     for (folder, template) in [
         ("memory", Some(("project.md", PROJECT_MEMORY_TEMPLATE))),
@@ -727,8 +732,15 @@ mod tests {
             "mine"
         );
 
-        // An existing folder something else made (saving the goal, say)
-        // gets what it misses, with the templates; nothing in it is touched.
+        // A folder the user emptied stays empty.
+        fs::remove_dir_all(project_dir.join("subagents")).unwrap();
+        fs::remove_dir_all(project_dir.join("tasks")).unwrap();
+        assert_eq!(ensure_project_dir(&dirs).unwrap(), None);
+        assert_eq!(names(&project_dir), ["memory"]);
+
+        // An existing folder something else made (saving the goal, say) is
+        // not a session's to fill in; completing it (`revolve init`) adds
+        // what it misses, with the templates, and touches nothing in it.
         let other = MemoryDirs {
             project_dir: tmp.join("empty"),
             project: tmp.join("empty/memory"),
@@ -736,8 +748,10 @@ mod tests {
         };
         fs::create_dir_all(&other.project_dir).unwrap();
         fs::write(other.project_dir.join("goal.json"), "{}").unwrap();
+        assert_eq!(ensure_project_dir(&other).unwrap(), None);
+        assert_eq!(names(&other.project_dir), ["goal.json"]);
         assert_eq!(
-            ensure_project_dir(&other).unwrap().map(|c| c.len()),
+            complete_project_dir(&other).unwrap().map(|c| c.len()),
             Some(5)
         );
         assert_eq!(
@@ -748,7 +762,7 @@ mod tests {
             fs::read_to_string(other.project_dir.join("goal.json")).unwrap(),
             "{}"
         );
-        assert_eq!(ensure_project_dir(&other).unwrap(), None);
+        assert_eq!(complete_project_dir(&other).unwrap(), None);
         fs::remove_dir_all(&tmp).ok();
     }
 
