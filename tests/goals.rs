@@ -619,7 +619,7 @@ fn an_unreadable_goal_file_is_told_never_fatal() {
         "revolve: {}: line 1, column 13: invalid type: integer `7`, expected struct Goal\n",
         dir.join("goal.json").display()
     );
-    assert_eq!(run.stderr, told);
+    assert_eq!(run.stderr_past_seeding(&env), told);
     assert_eq!(blocks(&server), [None]);
     // `revolve goal` says the same and fails.
     let shown = goal(&env, &[]);
@@ -814,7 +814,7 @@ fn ctrl_c_ends_a_goal_run() {
     let run = child.finish(within);
     assert_eq!(run.code, Some(130), "{run:?}");
     assert_eq!(
-        run.stderr,
+        run.stderr_past_seeding(&env),
         "── goal run: turn 1 of at most 5\nrevolve: interrupted\n"
     );
     assert_eq!(server.requests().len(), 1, "no turn after the interrupt");
@@ -889,7 +889,7 @@ fn goal_run_without_an_active_goal_stops_at_once() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "");
     assert_eq!(
-        run.stderr,
+        run.stderr_past_seeding(&env),
         "── goal run ends: no goal is set; set one with /goal or revolve goal\n"
     );
     assert_eq!(goal(&env, &["ship it"]).code, Some(0));

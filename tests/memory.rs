@@ -1,9 +1,9 @@
 //! Memory end to end: seeding the builtin documents (once, never over an
-//! edit, never back after a deletion, not with `--bare`, and the startup note
-//! only in a terminal), memory files in the system prompt and a change made
-//! between turns reaching the next request with its `context` record, the
-//! `.task-agent/` workspace, the `remember` tool (its refusals, its
-//! snapshots, its write reaching the very next request), the project
+//! edit, never back after a deletion, not with `--bare`, and the startup
+//! note on stderr in every mode), memory files in the system prompt and a
+//! change made between turns reaching the next request with its `context`
+//! record, the `.task-agent/` workspace, the `remember` tool (its refusals,
+//! its snapshots, its write reaching the very next request), the project
 //! directory with `revolve init` and `agent_info`, and snapshots of a system
 //! prompt and of `revolve init`.
 
@@ -247,8 +247,12 @@ fn the_first_start_seeds_the_builtins_once() {
     let global = global(&env);
 
     let run = talk(&env, &server, &[], "hello\n");
-    assert_eq!(run.stdout, "One.\n");
-    assert_eq!(run.stderr, "", "a piped run says nothing about seeding");
+    assert_eq!(run.stdout, "One.\n", "stdout is the answer alone");
+    assert_eq!(
+        run.stderr,
+        env.seeded_note(),
+        "a piped run names what it seeded, on stderr"
+    );
 
     let mut expected = builtin_names();
     expected.push(".seeded".into());
@@ -334,14 +338,35 @@ fn bare_seeds_nothing_and_sends_no_memory() {
     assert_eq!(tree(&config(&env)), before, "--bare writes nothing there");
 }
 
+/// Issue 17, item 4: the note names what was seeded in every mode, on
+/// stderr (a piped line, `-p`, `-p` with stream-json), and stdout stays the
+/// answer alone; only the project directory's creation is told on a
+/// terminal alone.
 #[test]
-fn the_seeding_note_names_exactly_what_was_seeded_and_only_on_a_terminal() {
-    // Piped: quiet, even though everything is seeded.
-    let piped = TestEnv::new("seed-note-piped");
-    let server = server(vec![FakeReply::text("Quiet.")]);
-    let run = talk(&piped, &server, &[], "hello\n");
-    assert_eq!(run.stderr, "");
-    assert_eq!(names(&global(&piped)).len(), 6);
+fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
+    let replies = || server(vec![FakeReply::text("Quiet.")]);
+    for (mode, args) in [
+        ("piped", &[][..]),
+        ("print", &["-p", "hello"][..]),
+        (
+            "stream",
+            &["-p", "hello", "--output-format", "stream-json"][..],
+        ),
+    ] {
+        let piped = TestEnv::new(&format!("seed-note-{mode}"));
+        let server = replies();
+        let run = talk(&piped, &server, args, "hello\n");
+        assert_eq!(run.stderr, piped.seeded_note(), "{mode}");
+        if mode == "stream" {
+            assert!(run.stdout.starts_with("{\"type\":\"text\""), "{run:?}");
+        } else {
+            assert_eq!(run.stdout, "Quiet.\n", "{mode}");
+        }
+        assert_eq!(names(&global(&piped)).len(), 6);
+        // A second start seeds nothing and says nothing.
+        let again = talk(&piped, &replies(), args, "hello\n");
+        assert_eq!(again.stderr, "", "{mode}");
+    }
 
     // On a terminal. The user already has a file under one builtin name.
     let env = TestEnv::new("seed-note-tty");
