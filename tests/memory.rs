@@ -430,6 +430,60 @@ fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
     );
 }
 
+/// Issue 17, item 3: first starts at the same moment seed each builtin
+/// once. Four runs start together (in several fresh worlds, so a race has
+/// its chances): `.seeded` lists each document exactly once, each file
+/// holds its builtin text, and exactly one of the four names them, all of
+/// them, in one note.
+#[test]
+fn first_starts_at_the_same_moment_seed_once_and_one_of_them_says_so() {
+    const ROUNDS: usize = 5;
+    const RUNS: usize = 4;
+    for round in 0..ROUNDS {
+        let env = TestEnv::new(&format!("seed-race-{round}"));
+        let script = env.root.join("replies.jsonl");
+        write(&script, "{\"text\": \"Here.\"}\n");
+        let args = [
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        let started: Vec<_> = (0..RUNS).map(|_| env.spawn(&args, "hi\n")).collect();
+        let runs: Vec<Run> = started
+            .into_iter()
+            .map(|r| r.finish(Duration::from_secs(30)))
+            .collect();
+        for run in &runs {
+            assert_eq!(
+                (run.code, run.stdout.as_str()),
+                (Some(0), "Here.\n"),
+                "{run:?}"
+            );
+        }
+        let global = global(&env);
+        let listed = read(&global.join(".seeded"));
+        assert_eq!(
+            listed,
+            format!("{}\n", builtin_names().join("\n")),
+            "round {round}: each builtin listed once"
+        );
+        for (name, content) in BUILTIN {
+            assert_eq!(read(&global.join(name)), content, "round {round}: {name}");
+        }
+        let notes: Vec<&str> = runs
+            .iter()
+            .flat_map(|r| r.stderr.lines())
+            .filter(|l| l.starts_with("seeded "))
+            .collect();
+        assert_eq!(
+            notes,
+            [env.seeded_note().trim_end()],
+            "round {round}: one process names them: {runs:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // 2. Memory in the prompt
 

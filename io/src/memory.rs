@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -115,24 +115,33 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
 /// `revolve_core::memory::to_seed`), creating the directory if needed, and
 /// appends their names to its `.seeded` list. Returns exactly the names
 /// written, for the startup note.
+///
+/// Seeding happens under an OS file lock on `.seeded` (as running sessions
+/// hold theirs), and what to seed is decided again once the lock is held:
+/// of processes starting at once, the first writes and lists each document
+/// and gets its name, the others find it listed and get nothing. A start
+/// with nothing to seed takes no lock and writes nothing.
 pub fn seed(global: &Path) -> io::Result<Vec<String>> {
-    fs::create_dir_all(global)?;
     let seeded_path = global.join(SEEDED);
     let listed = match fs::read_to_string(&seeded_path) {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let seeded: Vec<String> = listed
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let present: Vec<String> = fs::read_dir(global)?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<io::Result<_>>()?;
-    let names = to_seed(&seeded, &present);
+    if to_seed(&names_listed(&listed), &present(global)?).is_empty() {
+        return Ok(Vec::new());
+    }
+    fs::create_dir_all(global)?;
+    let mut list = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(&seeded_path)?;
+    // Released when `list` is closed, on return or when the process dies.
+    list.lock()?;
+    let mut listed = String::new();
+    list.read_to_string(&mut listed)?;
+    let names = to_seed(&names_listed(&listed), &present(global)?);
     if names.is_empty() {
         return Ok(Vec::new());
     }
@@ -154,10 +163,6 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
         line.push_str(name);
         line.push('\n');
     }
-    let mut list = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&seeded_path)?;
     list.write_all(line.as_bytes())?;
     list.sync_all()?;
     Ok(names.into_iter().map(str::to_owned).collect())
@@ -435,6 +440,28 @@ fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Res
     Ok(())
 }
 
+/// The names a `.seeded` list holds, one a line.
+fn names_listed(listed: &str) -> Vec<String> {
+    listed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every name directly in `dir` (a missing `dir` has none), for seeding:
+/// whatever holds a builtin's name, file or not, keeps it from being written.
+fn present(dir: &Path) -> io::Result<Vec<String>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The names of the regular, non-hidden files directly in `dir`, sorted; a
 /// missing `dir` has none. Symlinks are not followed, so they are left out.
 fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
@@ -671,6 +698,26 @@ mod tests {
         );
         assert!(!global.join("read-before-edit.md").exists());
         assert!(!names(&global).iter().any(|n| n.ends_with(".tmp")));
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
+    fn seeding_at_once_writes_and_names_each_builtin_once() {
+        let tmp = scratch("seed-race");
+        let global = tmp.join("memory");
+        // Each thread opens `.seeded` on its own, so the OS lock tells them
+        // apart as it does processes.
+        let got: Vec<Vec<String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| seed(&global).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
+        let named: Vec<&Vec<String>> = got.iter().filter(|g| !g.is_empty()).collect();
+        assert_eq!(named, [&all]);
+        assert_eq!(
+            fs::read_to_string(global.join(SEEDED)).unwrap(),
+            format!("{}\n", all.join("\n"))
+        );
         fs::remove_dir_all(&tmp).ok();
     }
 
