@@ -490,3 +490,58 @@ fn an_idle_repl_answers_messages_after_a_typed_turn() {
     );
     assert!(letters(&inbox(&env, "bob")).is_empty());
 }
+
+/// Issue 17, item 8: `--from` parses wherever it is put, before the text or
+/// after it, and never becomes part of the message; after `--` everything
+/// is text, options included. A word starting with '-' elsewhere is not
+/// taken for text: a usage error says to put it after `--`, and nothing is
+/// queued.
+#[test]
+fn send_options_parse_before_and_after_the_text() {
+    let env = TestEnv::new("send-from-anywhere");
+    let script = env.root.join("replies.jsonl");
+    std::fs::write(&script, "{\"text\":\"Read them.\"}\n").unwrap();
+    let mut bob = env.spawn_open(
+        &[
+            "--name",
+            "bob",
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        "",
+    );
+    wait_running(&env, "bob");
+    for args in [
+        &["send", "bob", "--from", "alice", "before", "the", "text"][..],
+        &["send", "bob", "after", "the", "text", "--from", "carol"][..],
+        &["send", "bob", "--from=dave", "with", "--", "-v", "in", "it"][..],
+        &["send", "bob", "--", "--from", "erin", "is", "text"][..],
+    ] {
+        let sent = env.run(args, "");
+        assert_eq!(sent.code, Some(0), "{args:?}: {sent:?}");
+    }
+    let refused = env.run(&["send", "bob", "drop", "the", "-v", "flag"], "");
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("unexpected argument '-v' found")
+            && refused.stderr.contains("'-- -v'"),
+        "{refused:?}"
+    );
+    assert_eq!(letters(&inbox(&env, "bob")).len(), 4, "nothing more queued");
+    bob.write("what came?\n");
+    assert!(bob.wait_stdout("Read them.", WITHIN));
+    bob.close_stdin();
+    assert_eq!(bob.finish(WITHIN).code, Some(0));
+    let recs = records(&env.only_session());
+    assert_eq!(
+        delivered(&recs),
+        [
+            ("alice".into(), 1, "before the text".into()),
+            ("carol".into(), 2, "after the text".into()),
+            ("dave".into(), 3, "with -v in it".into()),
+            ("send".into(), 4, "--from erin is text".into()),
+        ]
+    );
+}
