@@ -198,8 +198,9 @@ pub enum Sub {
     Send {
         /// The session's name
         name: String,
-        /// The message; read from stdin when left out
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        /// The message; read from stdin when left out. Options may come
+        /// before or after it; words starting with '-' go after --
+        #[arg(allow_negative_numbers = true)]
         text: Vec<String>,
         /// Who the message is from, as the session is told [default: the
         /// sending session's name inside revolve's shell tool, else "send"]

@@ -305,11 +305,16 @@ fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
     out(&format!("{text}\n"))
 }
 
-/// `revolve init`: the project directory, created if missing; prints what
-/// was created.
+/// `revolve init`: the project directory, created if missing, or what it
+/// misses of `memory/`, `tasks/` and `subagents/` (with their templates)
+/// when it exists; prints what was created.
 pub fn init(store: &Store) -> Result<(), Error> {
     let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-    match revolve_io::memory::ensure_project_dir(&dirs) {
+    let made = revolve_io::memory::ensure_project_dir(&dirs).and_then(|created| match created {
+        Some(created) => Ok(Some(created)),
+        None => revolve_io::memory::complete_project_dir(&dirs),
+    });
+    match made {
         Ok(Some(created)) => {
             let mut text = String::from("created:\n");
             for path in created {

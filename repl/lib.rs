@@ -83,6 +83,11 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Some(Sub::Goal { json, args }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+            // The goal is kept in the project directory: one set before any
+            // session creates that directory whole, as the first session
+            // would have, since no session fills in a folder that exists.
+            revolve_io::memory::ensure_project_dir(&dirs)
+                .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
             if json {
                 return commands::goal_json(&dirs.project_dir, &args.join(" "));
             }
@@ -139,7 +144,8 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &cli.sources,
     )?;
     let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
-    let memory = memory(&store, cli.bare, interactive);
+    let memory = memory(&store, cli.bare);
+    let dirs = memory.dirs.clone();
     let mut runtime = runtime(
         &store,
         &settings,
@@ -159,6 +165,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         Live::start(store, runtime, cli.name.clone(), interactive)?
     };
+    if !cli.bare {
+        live.set_created_project_dir(prepare(&dirs, interactive));
+    }
     if interactive && !cli.goal_run {
         return repl::run(&mut live, cli.prompt.as_deref());
     }
@@ -258,29 +267,30 @@ fn recover(store: &Store, dirs: &MemoryDirs) {
     }
 }
 
-/// Where this run's memory is, and what starting it did there.
+/// Where this run's memory is.
 struct Memory {
     dirs: MemoryDirs,
     bare: bool,
-    created: bool,
 }
 
-/// Finds the memory directories; unless `bare`, seeds the builtin documents
-/// and creates the project directory when it does not exist yet. In a
-/// terminal the startup note names exactly the files seeded and the folder
-/// created; piped runs stay quiet. Failures here are told, never fatal.
-fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
+/// Finds the memory directories and finishes a rewrite a crash interrupted
+/// there; nothing is created yet (see [`prepare`]).
+fn memory(store: &Store, bare: bool) -> Memory {
     let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
     recover(store, &dirs);
-    if bare {
-        return Memory {
-            dirs,
-            bare,
-            created: false,
-        };
-    }
+    Memory { dirs, bare }
+}
+
+/// Seeds the builtin documents and creates the project directory when it
+/// does not exist yet; returns whether this run created it. Called once the
+/// session is open (memory is read at each turn, not before), so a run that
+/// stops at a usage error writes nothing here. The startup note on stderr
+/// names exactly the files seeded, in every mode (stdout stays the answer
+/// alone); the folder created is named in a terminal only. Failures here
+/// are told, never fatal.
+fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
     match revolve_io::memory::seed(&dirs.global) {
-        Ok(seeded) if !seeded.is_empty() && interactive => {
+        Ok(seeded) if !seeded.is_empty() => {
             eprintln!(
                 "seeded {} into {}",
                 seeded.join(", "),
@@ -290,7 +300,7 @@ fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
         Ok(_) => {}
         Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
     }
-    let created = match revolve_io::memory::ensure_project_dir(&dirs) {
+    match revolve_io::memory::ensure_project_dir(dirs) {
         Ok(Some(_)) => {
             if interactive {
                 eprintln!(
@@ -305,11 +315,6 @@ fn memory(store: &Store, bare: bool, interactive: bool) -> Memory {
             eprintln!("revolve: cannot create {}: {e}", dirs.project_dir.display());
             false
         }
-    };
-    Memory {
-        dirs,
-        bare,
-        created,
     }
 }
 
@@ -328,7 +333,8 @@ fn runtime(
     Ok(Runtime {
         memory: memory.dirs,
         bare: memory.bare,
-        created_project_dir: memory.created,
+        // Told once the session is open (Live::set_created_project_dir).
+        created_project_dir: false,
         auto_refine,
         format: output::Format::Text,
         provider,
@@ -350,7 +356,6 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
-        created: false,
     };
     let runtime = runtime(
         &store,

@@ -377,6 +377,12 @@ impl Live {
         Ok(())
     }
 
+    /// Records whether this run created the project directory (which it
+    /// does once the session is open), for `agent_info`.
+    pub fn set_created_project_dir(&mut self, created: bool) {
+        self.runtime.created_project_dir = created;
+    }
+
     /// The standing goal as saved now (empty when it cannot be read).
     pub fn goals(&self) -> Result<revolve_core::goal::Goals, Error> {
         if self.runtime.bare {

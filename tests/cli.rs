@@ -43,8 +43,8 @@ fn the_scripted_provider_runs_offline() {
     let run = env.run(&args, "hello\nwhat did I say?\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, format!("{}\n{}\n", replies[0], replies[1]));
-    // Only the tool line goes to stderr.
-    assert_eq!(run.stderr, "→ list_dir .\n");
+    // Only the seeding note of a first start and the tool line go to stderr.
+    assert_eq!(run.stderr_past_seeding(&env), "→ list_dir .\n");
 
     // The same through the environment, resumed.
     let run = env.run_env(
@@ -92,7 +92,7 @@ fn a_script_that_runs_out_fails_the_turn() {
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout.lines().count(), 3);
     assert_eq!(
-        env.redact(&run.stderr)
+        env.redact(run.stderr_past_seeding(&env))
             .replace(&*common::repo().to_string_lossy(), "[REPO]"),
         "→ list_dir .\nrevolve: the script [REPO]/fixtures/demo/replies.jsonl has no reply 5 (it holds 4)\n"
     );

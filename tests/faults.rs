@@ -1037,7 +1037,7 @@ fn a_full_disk_is_one_clear_line_and_the_log_still_replays() {
     let log = env.only_session();
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(
-        run.stderr,
+        run.stderr_past_seeding(&env),
         format!(
             "revolve: cannot write the session log {}: File too large (os error 27)\n",
             log.display()
@@ -1370,9 +1370,9 @@ fn dropped_connections_are_one_line_or_retried() {
     let run = env.run(&["--base-url", &url], "one\n");
     assert_eq!(run.stdout, "");
     assert_eq!(run.code, Some(1), "{run:?}");
-    assert_eq!(run.stderr_lines().len(), 1, "{run:?}");
+    assert_eq!(run.stderr_lines_past_seeding(&env).len(), 1, "{run:?}");
     assert_eq!(
-        run.stderr,
+        run.stderr_past_seeding(&env),
         format!("revolve: cannot reach {endpoint}: connection closed early\n")
     );
     check_replays(&env, "dropped");

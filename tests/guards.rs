@@ -26,10 +26,11 @@ fn ask(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Run 
     env.run(&args, "")
 }
 
-/// The lines revolve said on stderr about the run (the tool calls it shows
-/// there left out), the last of which is the one it ended with.
-fn said(run: &Run) -> Vec<&str> {
-    let lines = run.stderr_lines();
+/// The lines revolve said on stderr about the run of a first start (the
+/// seeding note and the tool calls it shows there left out), the last of
+/// which is the one it ended with.
+fn said<'r>(env: &TestEnv, run: &'r Run) -> Vec<&'r str> {
+    let lines = run.stderr_lines_past_seeding(env);
     assert!(
         lines.last().is_some_and(|l| l.starts_with("revolve: ")),
         "the run ends with its reason: {run:?}"
@@ -58,7 +59,7 @@ fn a_model_repeating_one_call_is_refused_then_stopped() {
     let run = ask(&env, &server, &[], "read a.txt");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(
-        said(&run),
+        said(&env, &run),
         ["revolve: stopped the turn: the model called read_file with the same arguments 4 times in a row (--max-repeated-calls 3)"],
         "{run:?}"
     );
@@ -142,7 +143,7 @@ fn distinct_calls_stop_at_the_tool_round_cap() {
     let run = ask(&env, &server, &[], "read them all");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(
-        said(&run),
+        said(&env, &run),
         ["revolve: stopped the turn after 100 tool rounds (--max-tool-rounds 100)"],
         "{run:?}"
     );

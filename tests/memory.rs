@@ -1,9 +1,9 @@
 //! Memory end to end: seeding the builtin documents (once, never over an
-//! edit, never back after a deletion, not with `--bare`, and the startup note
-//! only in a terminal), memory files in the system prompt and a change made
-//! between turns reaching the next request with its `context` record, the
-//! `.task-agent/` workspace, the `remember` tool (its refusals, its
-//! snapshots, its write reaching the very next request), the project
+//! edit, never back after a deletion, not with `--bare`, and the startup
+//! note on stderr in every mode), memory files in the system prompt and a
+//! change made between turns reaching the next request with its `context`
+//! record, the `.task-agent/` workspace, the `remember` tool (its refusals,
+//! its snapshots, its write reaching the very next request), the project
 //! directory with `revolve init` and `agent_info`, and snapshots of a system
 //! prompt and of `revolve init`.
 
@@ -247,8 +247,12 @@ fn the_first_start_seeds_the_builtins_once() {
     let global = global(&env);
 
     let run = talk(&env, &server, &[], "hello\n");
-    assert_eq!(run.stdout, "One.\n");
-    assert_eq!(run.stderr, "", "a piped run says nothing about seeding");
+    assert_eq!(run.stdout, "One.\n", "stdout is the answer alone");
+    assert_eq!(
+        run.stderr,
+        env.seeded_note(),
+        "a piped run names what it seeded, on stderr"
+    );
 
     let mut expected = builtin_names();
     expected.push(".seeded".into());
@@ -334,14 +338,35 @@ fn bare_seeds_nothing_and_sends_no_memory() {
     assert_eq!(tree(&config(&env)), before, "--bare writes nothing there");
 }
 
+/// Issue 17, item 4: the note names what was seeded in every mode, on
+/// stderr (a piped line, `-p`, `-p` with stream-json), and stdout stays the
+/// answer alone; only the project directory's creation is told on a
+/// terminal alone.
 #[test]
-fn the_seeding_note_names_exactly_what_was_seeded_and_only_on_a_terminal() {
-    // Piped: quiet, even though everything is seeded.
-    let piped = TestEnv::new("seed-note-piped");
-    let server = server(vec![FakeReply::text("Quiet.")]);
-    let run = talk(&piped, &server, &[], "hello\n");
-    assert_eq!(run.stderr, "");
-    assert_eq!(names(&global(&piped)).len(), 6);
+fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
+    let replies = || server(vec![FakeReply::text("Quiet.")]);
+    for (mode, args) in [
+        ("piped", &[][..]),
+        ("print", &["-p", "hello"][..]),
+        (
+            "stream",
+            &["-p", "hello", "--output-format", "stream-json"][..],
+        ),
+    ] {
+        let piped = TestEnv::new(&format!("seed-note-{mode}"));
+        let server = replies();
+        let run = talk(&piped, &server, args, "hello\n");
+        assert_eq!(run.stderr, piped.seeded_note(), "{mode}");
+        if mode == "stream" {
+            assert!(run.stdout.starts_with("{\"type\":\"text\""), "{run:?}");
+        } else {
+            assert_eq!(run.stdout, "Quiet.\n", "{mode}");
+        }
+        assert_eq!(names(&global(&piped)).len(), 6);
+        // A second start seeds nothing and says nothing.
+        let again = talk(&piped, &replies(), args, "hello\n");
+        assert_eq!(again.stderr, "", "{mode}");
+    }
 
     // On a terminal. The user already has a file under one builtin name.
     let env = TestEnv::new("seed-note-tty");
@@ -403,6 +428,60 @@ fn the_seeding_note_names_exactly_what_was_seeded_and_only_on_a_terminal() {
         Some(format!("seeded asking-the-user.md into {}", global.display()).as_str()),
         "{shown}"
     );
+}
+
+/// Issue 17, item 3: first starts at the same moment seed each builtin
+/// once. Four runs start together (in several fresh worlds, so a race has
+/// its chances): `.seeded` lists each document exactly once, each file
+/// holds its builtin text, and exactly one of the four names them, all of
+/// them, in one note.
+#[test]
+fn first_starts_at_the_same_moment_seed_once_and_one_of_them_says_so() {
+    const ROUNDS: usize = 5;
+    const RUNS: usize = 4;
+    for round in 0..ROUNDS {
+        let env = TestEnv::new(&format!("seed-race-{round}"));
+        let script = env.root.join("replies.jsonl");
+        write(&script, "{\"text\": \"Here.\"}\n");
+        let args = [
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ];
+        let started: Vec<_> = (0..RUNS).map(|_| env.spawn(&args, "hi\n")).collect();
+        let runs: Vec<Run> = started
+            .into_iter()
+            .map(|r| r.finish(Duration::from_secs(30)))
+            .collect();
+        for run in &runs {
+            assert_eq!(
+                (run.code, run.stdout.as_str()),
+                (Some(0), "Here.\n"),
+                "{run:?}"
+            );
+        }
+        let global = global(&env);
+        let listed = read(&global.join(".seeded"));
+        assert_eq!(
+            listed,
+            format!("{}\n", builtin_names().join("\n")),
+            "round {round}: each builtin listed once"
+        );
+        for (name, content) in BUILTIN {
+            assert_eq!(read(&global.join(name)), content, "round {round}: {name}");
+        }
+        let notes: Vec<&str> = runs
+            .iter()
+            .flat_map(|r| r.stderr.lines())
+            .filter(|l| l.starts_with("seeded "))
+            .collect();
+        assert_eq!(
+            notes,
+            [env.seeded_note().trim_end()],
+            "round {round}: one process names them: {runs:?}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -818,6 +897,59 @@ fn the_first_session_creates_the_project_directory_and_touches_nothing_after() {
     assert_eq!(tree(&dir), edited);
 }
 
+/// Issue 17, item 2: a session creates the project directory only when the
+/// folder itself is absent. Folders the user deleted from it stay deleted,
+/// and `agent_info` says this session created nothing; `revolve init` adds
+/// them back and names what it created.
+#[test]
+fn a_session_leaves_an_existing_project_folder_as_it_is() {
+    let env = TestEnv::new("project-dir-emptied");
+    let server = server(vec![
+        FakeReply::text("First."),
+        call("call_1", "agent_info", json!({})),
+        FakeReply::text("Second."),
+    ]);
+    let dir = project_dir(&env);
+    talk(&env, &server, &[], "hello\n");
+    assert!(dir.join("subagents/README").is_file());
+
+    for folder in ["memory", "tasks", "subagents"] {
+        std::fs::remove_dir_all(dir.join(folder)).unwrap();
+    }
+    write(&dir.join("notes.txt"), "mine\n");
+    let before = tree(&dir);
+    talk(&env, &server, &[], "who am I?\n");
+    assert_eq!(tree(&dir), before, "a later session recreated a folder");
+    let recs = records(
+        env.session_files()
+            .iter()
+            .find(|f| records(f).iter().any(|r| r["tool_call_id"] == "call_1"))
+            .expect("the session that called agent_info"),
+    );
+    let info: Value = serde_json::from_str(&result_of(&recs, "call_1")).unwrap();
+    assert_eq!(info["project_dir"], json!(dir));
+    assert_eq!(info["created_project_dir"], false);
+
+    let init = env.ok(&["init"]);
+    let created: Vec<String> = [
+        "memory",
+        "memory/project.md",
+        "tasks",
+        "subagents",
+        "subagents/README",
+    ]
+    .iter()
+    .map(|p| format!("  {}\n", dir.join(p).display()))
+    .collect();
+    assert_eq!(init.stdout, format!("created:\n{}", created.concat()));
+    assert_eq!(
+        read(&dir.join("memory/project.md")),
+        PROJECT_MEMORY_TEMPLATE
+    );
+    assert_eq!(read(&dir.join("subagents/README")), SUBAGENTS_README);
+    assert_eq!(read(&dir.join("notes.txt")), "mine\n");
+}
+
 #[test]
 fn init_prints_what_it_created_and_then_nothing() {
     let env = TestEnv::new("init");
@@ -844,20 +976,24 @@ fn init_prints_what_it_created_and_then_nothing() {
     insta::assert_snapshot!("init", env.redact(&shown));
 }
 
-/// `revolve goal` before any session makes the project directory with only
-/// `goal.json` in it; `revolve init` then completes it, creating
-/// `memory/project.md`, `tasks/` and `subagents/README`, and says so.
+/// A project folder something else made with only `goal.json` in it (a
+/// `/goal` in a `--bare` session, say) is not filled in by a session;
+/// `revolve init` completes it, creating `memory/project.md`, `tasks/` and
+/// `subagents/README`, says so, and keeps the goal.
 #[test]
 fn a_project_folder_holding_only_the_goal_is_completed() {
     let env = TestEnv::new("goal-first");
-    env.ok(&["goal", "ship", "the", "parser"]);
     let dir = project_dir(&env);
-    assert!(dir.join("goal.json").is_file());
+    write(&dir.join("goal.json"), "{}\n");
+    let server = server(vec![FakeReply::text("Hello.")]);
+    talk(&env, &server, &[], "hi\n");
+    assert_eq!(names(&dir), ["goal.json"], "a session filled it in");
     let init = env.ok(&["init"]);
     assert!(init.stdout.starts_with("created:\n"), "{}", init.stdout);
     for part in ["memory/project.md", "tasks", "subagents/README"] {
         assert!(dir.join(part).exists(), "{part} is missing");
     }
+    assert_eq!(read(&dir.join("goal.json")), "{}\n");
 }
 
 /// `revolve memory show` (issue 5) prints the loaded memory: each file's

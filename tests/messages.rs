@@ -432,3 +432,116 @@ fn an_idle_repl_shows_a_message_and_answers_it() {
     assert_eq!(answer["content"], "Pong from bob.");
     assert!(letters(&inbox(&env, "bob")).is_empty());
 }
+
+/// Issue 17, item 7: a REPL answers a message at any idle moment, not only
+/// before its first turn. After a typed turn, and again after the turn
+/// that answered the first message, a message sent while it waits at its
+/// prompt is shown and answered without anyone typing.
+#[test]
+fn an_idle_repl_answers_messages_after_a_typed_turn() {
+    let env = TestEnv::new("send-idle-later");
+    let script_file = env.root.join("replies.jsonl");
+    std::fs::write(
+        &script_file,
+        "{\"text\":\"Typed answer.\"}\n{\"text\":\"First pong.\"}\n{\"text\":\"Second pong.\"}\n",
+    )
+    .unwrap();
+    let args = [
+        "--name",
+        "bob",
+        "--provider",
+        "scripted",
+        "--script",
+        script_file.to_str().unwrap(),
+    ];
+    let Some(mut term) = env.terminal(&args, 100, &[("TERM", "xterm")]) else {
+        eprintln!("script(1) is missing; skipped");
+        return;
+    };
+    term.wait_for("› ", WITHIN);
+    term.type_keys("hello\r");
+    term.wait_for_next("Typed answer.", WITHIN);
+    term.wait_for_n("› ", 2, WITHIN);
+    for (n, (text, answer)) in [("ping?", "First pong."), ("again?", "Second pong.")]
+        .into_iter()
+        .enumerate()
+    {
+        let sent = env.run(&["send", "bob", "--from", "alice", text], "");
+        assert_eq!(sent.code, Some(0), "{sent:?}");
+        // Answered without anyone typing, then the prompt again.
+        term.wait_for(answer, WITHIN);
+        term.wait_for_n("› ", 3 + n, WITHIN);
+    }
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert!(
+        screen.contains("── message from alice: ping?")
+            && screen.contains("── message from alice: again?"),
+        "{screen}"
+    );
+    let recs = records(&env.only_session());
+    assert_eq!(
+        delivered(&recs),
+        [
+            ("alice".into(), 1, "ping?".into()),
+            ("alice".into(), 2, "again?".into())
+        ]
+    );
+    assert!(letters(&inbox(&env, "bob")).is_empty());
+}
+
+/// Issue 17, item 8: `--from` parses wherever it is put, before the text or
+/// after it, and never becomes part of the message; after `--` everything
+/// is text, options included. A word starting with '-' elsewhere is not
+/// taken for text: a usage error says to put it after `--`, and nothing is
+/// queued.
+#[test]
+fn send_options_parse_before_and_after_the_text() {
+    let env = TestEnv::new("send-from-anywhere");
+    let script = env.root.join("replies.jsonl");
+    std::fs::write(&script, "{\"text\":\"Read them.\"}\n").unwrap();
+    let mut bob = env.spawn_open(
+        &[
+            "--name",
+            "bob",
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        "",
+    );
+    wait_running(&env, "bob");
+    for args in [
+        &["send", "bob", "--from", "alice", "before", "the", "text"][..],
+        &["send", "bob", "after", "the", "text", "--from", "carol"][..],
+        &["send", "bob", "--from=dave", "with", "--", "-v", "in", "it"][..],
+        &["send", "bob", "--", "--from", "erin", "is", "text"][..],
+    ] {
+        let sent = env.run(args, "");
+        assert_eq!(sent.code, Some(0), "{args:?}: {sent:?}");
+    }
+    let refused = env.run(&["send", "bob", "drop", "the", "-v", "flag"], "");
+    assert_eq!(refused.code, Some(2), "{refused:?}");
+    assert!(
+        refused.stderr.contains("unexpected argument '-v' found")
+            && refused.stderr.contains("'-- -v'"),
+        "{refused:?}"
+    );
+    assert_eq!(letters(&inbox(&env, "bob")).len(), 4, "nothing more queued");
+    bob.write("what came?\n");
+    assert!(bob.wait_stdout("Read them.", WITHIN));
+    bob.close_stdin();
+    assert_eq!(bob.finish(WITHIN).code, Some(0));
+    let recs = records(&env.only_session());
+    assert_eq!(
+        delivered(&recs),
+        [
+            ("alice".into(), 1, "before the text".into()),
+            ("carol".into(), 2, "after the text".into()),
+            ("dave".into(), 3, "with -v in it".into()),
+            ("send".into(), 4, "--from erin is text".into()),
+        ]
+    );
+}

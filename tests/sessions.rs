@@ -139,7 +139,10 @@ fn a_slash_name_line_in_a_pipe_names_the_session() {
     let run = env.run(&["--base-url", &server.url()], "/name api\nhello\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Named by a line.\n");
-    assert_eq!(run.stderr, "this session is now named 'api'\n");
+    assert_eq!(
+        run.stderr_past_seeding(&env),
+        "this session is now named 'api'\n"
+    );
     assert_eq!(names(&env.ok(&["sessions", "--json"]).stdout), ["api"]);
     let recs = records(&env.only_session());
     assert_eq!(recs[1]["type"], "renamed");

@@ -48,7 +48,11 @@ fn a_turn_with_a_tool_streams_events() {
         "",
     );
     assert_eq!(run.code, Some(0), "{run:?}");
-    assert_eq!(run.stderr, "", "tool lines are events, not stderr");
+    assert_eq!(
+        run.stderr_past_seeding(&env),
+        "",
+        "tool lines are events, not stderr; the seeding note stays"
+    );
     let events = events(&run.stdout);
     assert_eq!(
         types(&events),
@@ -160,8 +164,9 @@ fn a_failed_turn_ends_with_an_error_event() {
         error["message"].as_str().unwrap().contains("HTTP 500"),
         "{error}"
     );
-    // The one stderr line stays, for a human watching.
-    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    // The one stderr line stays, for a human watching (after the seeding
+    // note of a first start).
+    assert_eq!(run.stderr_lines_past_seeding(&env).len(), 1, "{run:?}");
 }
 
 #[test]

@@ -303,7 +303,11 @@ fn round_trip(wire: Wire) {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "The notes say hello.\n", "only the answer text");
-    assert_eq!(run.stderr, "→ read_file notes.txt\n", "one line per tool");
+    assert_eq!(
+        run.stderr_past_seeding(&env),
+        "→ read_file notes.txt\n",
+        "one line per tool"
+    );
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
@@ -1157,7 +1161,7 @@ fn a_429_is_retried(wire: Wire) {
     };
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Made it.\n");
-    let err = run.stderr_lines();
+    let err = run.stderr_lines_past_seeding(&env);
     assert_eq!(err.len(), 1, "{run:?}");
     assert!(
         err[0].starts_with("revolve: retrying in 0 s (attempt 2 of 3): ") && err[0].contains("429"),
@@ -1234,7 +1238,7 @@ fn retries_run_out_and_fail_with_one_line() {
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "");
     assert_eq!(server.requests().len(), 2, "sent once, then once again");
-    let err = run.stderr_lines();
+    let err = run.stderr_lines_past_seeding(&env);
     assert_eq!(err.len(), 2, "a notice, then the error: {run:?}");
     assert!(
         err[0].starts_with("revolve: retrying in 0 s (attempt 2 of 2): "),
@@ -1280,7 +1284,7 @@ fn a_cut_anthropic_stream_keeps_the_partial_answer() {
     );
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "Half an answer\n", "what streamed was shown");
-    let err = run.stderr_lines();
+    let err = run.stderr_lines_past_seeding(&env);
     assert_eq!(err.len(), 1, "{run:?}");
     assert!(err[0].contains(&server.url()), "{run:?}");
     assert_eq!(server.requests().len(), 1, "shown text is never sent twice");
@@ -1382,7 +1386,7 @@ fn a_stream_cut_inside_a_tool_call(wire: Wire) {
     let run = revolve(&env, wire, &server, &[], "look\n");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "Let me look.\n");
-    assert_eq!(run.stderr_lines().len(), 1, "{run:?}");
+    assert_eq!(run.stderr_lines_past_seeding(&env).len(), 1, "{run:?}");
     assert!(run.stderr.contains(&server.url()), "{run:?}");
     assert!(!run.stderr.contains("→ read_file"), "the call ran: {run:?}");
 
@@ -1445,7 +1449,7 @@ fn an_overload_inside_an_anthropic_stream_is_retried() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Fine now.\n");
-    assert_eq!(run.stderr_lines().len(), 1, "{run:?}");
+    assert_eq!(run.stderr_lines_past_seeding(&env).len(), 1, "{run:?}");
     assert!(
         run.stderr.contains("retrying") && run.stderr.contains("Overloaded"),
         "{run:?}"
@@ -1574,7 +1578,7 @@ fn signal_while_a_shell_command_runs(wire: Wire, signal: &str, code: i32, last: 
     );
     assert_eq!(run.stdout, "");
     assert_eq!(
-        run.stderr_lines(),
+        run.stderr_lines_past_seeding(&env),
         [format!("→ shell {command}").as_str(), last],
         "the second call never ran"
     );
@@ -1795,11 +1799,11 @@ fn ctrl_c_during_a_retry_wait() {
     let (run, sent, recs) = interrupt_a_retry_wait("ctrl-c-retry");
     assert_eq!(run.code, Some(130), "{run:?}");
     assert_eq!(sent, 1, "not sent again");
-    let (last, before) = run
-        .stderr_lines()
-        .split_last()
-        .map(|(l, b)| (*l, b.to_vec()))
-        .unwrap();
+    let lines = run.stderr_lines();
+    // The seeding note of a first start opens it.
+    let (note, rest) = lines.split_first().expect("stderr lines");
+    assert!(note.starts_with("seeded "), "{run:?}");
+    let (last, before) = rest.split_last().map(|(l, b)| (*l, b.to_vec())).unwrap();
     assert_eq!(last, "revolve: interrupted", "{run:?}");
     // The notice, unless Ctrl-C came before the 429 was read.
     for line in before {

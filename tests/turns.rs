@@ -47,7 +47,11 @@ fn two_piped_turns_then_a_continued_third() {
     let run = env.run(&["--base-url", &url], "one\ntwo\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Answer one.\nAnswer two, longer.\n");
-    assert_eq!(run.stderr, "", "a piped run says nothing but the answers");
+    assert_eq!(
+        run.stderr_past_seeding(&env),
+        "",
+        "a piped run says nothing but the answers (and a first start, what it seeded)"
+    );
 
     let run = env.run(&["--base-url", &url, "--continue"], "three\n");
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -176,7 +180,7 @@ fn an_http_error_fails_the_turn_and_the_next_run_goes_on() {
     let run = env.run(&["--base-url", &url], "hello\nnever sent\n");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "");
-    let err = run.stderr_lines();
+    let err = run.stderr_lines_past_seeding(&env);
     assert_eq!(err.len(), 1, "one line on stderr: {run:?}");
     assert!(err[0].starts_with("revolve: "), "{run:?}");
     assert!(err[0].contains("503"), "{run:?}");
@@ -230,7 +234,7 @@ fn a_cut_stream_keeps_the_partial_answer() {
     let run = env.run(&["--base-url", &url], "tell me\n");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "Partial answer\n", "what streamed was shown");
-    let err = run.stderr_lines();
+    let err = run.stderr_lines_past_seeding(&env);
     assert_eq!(err.len(), 1, "{run:?}");
     assert!(err[0].contains(&url), "{run:?}");
 
@@ -272,14 +276,14 @@ fn a_closed_port_is_a_one_line_error() {
     assert_eq!(run.code, Some(1), "{run:?}");
     assert_eq!(run.stdout, "");
     assert_eq!(
-        run.stderr,
+        run.stderr_past_seeding(&env),
         format!("revolve: cannot reach {url}/chat/completions: connection refused\n")
     );
     let recs = records(&env.only_session());
     assert_eq!(messages(&recs), pairs(&[("user", "anyone there?")]));
     assert_eq!(
         last_of(&recs, "failed")["error"],
-        run.stderr["revolve: ".len()..].trim_end()
+        run.stderr_past_seeding(&env)["revolve: ".len()..].trim_end()
     );
 }
 
@@ -303,7 +307,7 @@ fn ctrl_c_keeps_what_streamed_and_exits_130() {
     let run = child.finish(within);
     assert_eq!(run.code, Some(130), "{run:?}");
     assert_eq!(run.stdout, "Thinking about it\n");
-    assert_eq!(run.stderr, "revolve: interrupted\n");
+    assert_eq!(run.stderr_past_seeding(&env), "revolve: interrupted\n");
     assert_eq!(server.requests().len(), 1, "an interrupt ends a piped run");
 
     let recs = records(&env.only_session());
@@ -371,7 +375,7 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "A.\nB.\n");
     assert_eq!(
-        run.stderr_lines(),
+        run.stderr_lines_past_seeding(&env),
         [
             "unknown command /frob; /help lists them",
             "(unnamed) · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
@@ -618,7 +622,7 @@ fn a_closed_stdout_ends_the_run_normally_and_keeps_the_answer() {
     drop(stdin);
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), env.seeded_note());
     assert_eq!(server.requests().len(), 1, "the run stops with its reader");
     let recs = records(&env.only_session());
     assert_eq!(

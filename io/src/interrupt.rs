@@ -4,64 +4,67 @@
 //! SIGTERM or SIGHUP it then stops. Between turns the signals act as usual
 //! (the log is synced at every turn end), so Ctrl-C while waiting for piped
 //! input ends the process. The REPL's line editor reads Ctrl-C as a key; a
-//! guard puts back the handler it found (the line editor's, in the REPL),
-//! which a [`Waker`] uses to bring the REPL out of waiting for a line.
+//! guard puts back the disposition it found (the line editor's handler, in
+//! the REPL) with its flags, which a [`Waker`] uses to bring the REPL out of
+//! waiting for a line after any number of turns.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 static RAISED: AtomicI32 = AtomicI32::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
 
-const SIGHUP: i32 = 1;
-const SIGINT: i32 = 2;
-const SIGTERM: i32 = 15;
-const SIG_DFL: usize = 0;
-const SIG_ERR: usize = usize::MAX;
+const SIGHUP: i32 = libc::SIGHUP;
+const SIGINT: i32 = libc::SIGINT;
+const SIGTERM: i32 = libc::SIGTERM;
 
 extern "C" fn on_signal(signum: i32) {
     // Async-signal-safe: a single atomic store.
     RAISED.store(signum, Ordering::SeqCst);
 }
 
-extern "C" {
-    fn signal(signum: i32, handler: usize) -> usize;
-    fn raise(signum: i32) -> i32;
-}
-
 /// The dispositions a [`Guard`] replaced (the default, or the line
-/// editor's), put back when it drops.
-static PREVIOUS: [AtomicUsize; 3] = [
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-    AtomicUsize::new(0),
-];
+/// editor's), whole: handler, flags and mask, put back as they were when it
+/// drops. The flags matter: the line editor's handler is installed without
+/// `SA_RESTART`, which is what lets a signal interrupt its read(2) (see
+/// [`Waker`]); put back with `SA_RESTART`, the read would go on waiting.
+static PREVIOUS: Mutex<Option<[libc::sigaction; 3]>> = Mutex::new(None);
 
 const SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
 
 fn catch() {
-    for (signum, previous) in SIGNALS.iter().zip(&PREVIOUS) {
-        // SAFETY: `signal` from the C library, with a handler that only
-        // performs an atomic store, which is async-signal-safe.
-        let old = unsafe { signal(*signum, on_signal as extern "C" fn(i32) as usize) };
-        previous.store(old, Ordering::SeqCst);
+    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no flags,
+    // an empty mask).
+    let mut previous: [libc::sigaction; 3] = unsafe { std::mem::zeroed() };
+    for (signum, old) in SIGNALS.iter().zip(previous.iter_mut()) {
+        // SAFETY: `sigaction` from the C library, with a handler that only
+        // performs an atomic store, which is async-signal-safe. System
+        // calls the signal arrives in are restarted (as `signal(2)` sets
+        // it): the shell polls the flag instead. If the call fails, `old`
+        // stays the default, which is what is put back.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_signal as extern "C" fn(i32) as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(*signum, &action, old);
+        }
     }
+    *PREVIOUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(previous);
 }
 
 fn restore() {
-    for (signum, previous) in SIGNALS.iter().zip(&PREVIOUS) {
-        let old = previous.swap(SIG_DFL, Ordering::SeqCst);
-        // SAFETY: puts back the disposition `signal` returned when the guard
-        // replaced it (SIG_DFL, or a handler installed by the line editor).
+    let previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let Some(previous) = previous else { return };
+    for (signum, old) in SIGNALS.iter().zip(&previous) {
+        // SAFETY: puts back the disposition `sigaction` returned when the
+        // guard replaced it (the default, or the line editor's handler
+        // with its own flags and mask).
         unsafe {
-            signal(*signum, if old == SIG_ERR { SIG_DFL } else { old });
+            libc::sigaction(*signum, old, std::ptr::null_mut());
         }
     }
-}
-
-extern "C" {
-    fn pthread_self() -> usize;
-    fn pthread_kill(thread: usize, signum: i32) -> i32;
 }
 
 /// Wakes one thread waiting in the line editor, as Ctrl-C does: rustyline
@@ -69,13 +72,13 @@ extern "C" {
 /// when no [`Guard`] is alive and the line editor's handler is installed
 /// (stdin and stdout are terminals); otherwise SIGINT acts as usual.
 #[derive(Clone, Copy, Debug)]
-pub struct Waker(usize);
+pub struct Waker(libc::pthread_t);
 
 impl Waker {
     /// A waker for the calling thread (the one that will read lines).
     pub fn this_thread() -> Waker {
         // SAFETY: `pthread_self` from the C library; always succeeds.
-        Waker(unsafe { pthread_self() })
+        Waker(unsafe { libc::pthread_self() })
     }
 
     /// Sends SIGINT to that thread.
@@ -84,7 +87,7 @@ impl Waker {
         // with `pthread_self` from a thread that lives as long as the
         // process reads lines (the main thread).
         unsafe {
-            pthread_kill(self.0, SIGINT);
+            libc::pthread_kill(self.0, SIGINT);
         }
     }
 }
@@ -125,7 +128,7 @@ impl Drop for Guard {
             {
                 // SAFETY: `raise` from the C library, with a valid signal.
                 unsafe {
-                    raise(SIGINT);
+                    libc::raise(SIGINT);
                 }
             }
         }

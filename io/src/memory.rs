@@ -11,7 +11,7 @@
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -115,24 +115,33 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
 /// `revolve_core::memory::to_seed`), creating the directory if needed, and
 /// appends their names to its `.seeded` list. Returns exactly the names
 /// written, for the startup note.
+///
+/// Seeding happens under an OS file lock on `.seeded` (as running sessions
+/// hold theirs), and what to seed is decided again once the lock is held:
+/// of processes starting at once, the first writes and lists each document
+/// and gets its name, the others find it listed and get nothing. A start
+/// with nothing to seed takes no lock and writes nothing.
 pub fn seed(global: &Path) -> io::Result<Vec<String>> {
-    fs::create_dir_all(global)?;
     let seeded_path = global.join(SEEDED);
     let listed = match fs::read_to_string(&seeded_path) {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let seeded: Vec<String> = listed
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_owned)
-        .collect();
-    let present: Vec<String> = fs::read_dir(global)?
-        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
-        .collect::<io::Result<_>>()?;
-    let names = to_seed(&seeded, &present);
+    if to_seed(&names_listed(&listed), &present(global)?).is_empty() {
+        return Ok(Vec::new());
+    }
+    fs::create_dir_all(global)?;
+    let mut list = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(&seeded_path)?;
+    // Released when `list` is closed, on return or when the process dies.
+    list.lock()?;
+    let mut listed = String::new();
+    list.read_to_string(&mut listed)?;
+    let names = to_seed(&names_listed(&listed), &present(global)?);
     if names.is_empty() {
         return Ok(Vec::new());
     }
@@ -154,10 +163,6 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
         line.push_str(name);
         line.push('\n');
     }
-    let mut list = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(&seeded_path)?;
     list.write_all(line.as_bytes())?;
     list.sync_all()?;
     Ok(names.into_iter().map(str::to_owned).collect())
@@ -166,7 +171,10 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 /// Creates the project directory when it does not exist yet: `memory/`
 /// with `project.md`, `tasks/`, and `subagents/` with `README`. Returns
 /// `Some(paths created)`, the folder first, only when this call created it;
-/// `None` when it already existed, in which case nothing is touched.
+/// `None` when it already existed, in which case nothing is touched: a
+/// folder the user emptied, or that something else made first (saving the
+/// goal, say), stays as it is (only `revolve init` fills it in, with
+/// [`complete_project_dir`]).
 ///
 /// The folder is built under a hidden temp name beside it and renamed into
 /// place, so it appears whole or not at all, and of two sessions racing to
@@ -174,7 +182,7 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
     let target = &dirs.project_dir;
     if exists(target)? {
-        return complete_project_dir(target);
+        return Ok(None);
     }
     let parent = target.parent().ok_or_else(|| {
         io::Error::new(
@@ -374,11 +382,13 @@ pub fn refinements(state_root: &Path, memory_dir: &Path) -> io::Result<PathBuf> 
     Ok(state_root.join("refinements").join(slug(&absolute)))
 }
 
-/// A project directory something else made first (saving the goal, say):
-/// each of memory/, tasks/ and subagents/ that is missing is created, with
-/// its template; nothing that exists is touched. `Some` lists what was
-/// created, when anything was.
-fn complete_project_dir(target: &Path) -> io::Result<Option<Vec<PathBuf>>> {
+/// What `revolve init` adds to a project directory that exists: each of
+/// memory/, tasks/ and subagents/ that is missing is created, with its
+/// template; nothing that exists is touched. `Some` lists what was
+/// created, when anything was. A session never calls this (see
+/// [`ensure_project_dir`]).
+pub fn complete_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>> {
+    let target = &dirs.project_dir;
     let mut created = Vec::new();
     for (folder, template) in [
         ("memory", Some(("project.md", PROJECT_MEMORY_TEMPLATE))),
@@ -428,6 +438,28 @@ fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Res
     write_new(&tmp.join("meta.cfg"), &meta.to_cfg())?;
     sync_dir(tmp);
     Ok(())
+}
+
+/// The names a `.seeded` list holds, one a line.
+fn names_listed(listed: &str) -> Vec<String> {
+    listed
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every name directly in `dir` (a missing `dir` has none), for seeding:
+/// whatever holds a builtin's name, file or not, keeps it from being written.
+fn present(dir: &Path) -> io::Result<Vec<String>> {
+    match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+            .collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
 }
 
 /// The names of the regular, non-hidden files directly in `dir`, sorted; a
@@ -668,6 +700,26 @@ mod tests {
     }
 
     #[test]
+    fn seeding_at_once_writes_and_names_each_builtin_once() {
+        let tmp = scratch("seed-race");
+        let global = tmp.join("memory");
+        // Each thread opens `.seeded` on its own, so the OS lock tells them
+        // apart as it does processes.
+        let got: Vec<Vec<String>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8).map(|_| s.spawn(|| seed(&global).unwrap())).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
+        let named: Vec<&Vec<String>> = got.iter().filter(|g| !g.is_empty()).collect();
+        assert_eq!(named, [&all]);
+        assert_eq!(
+            fs::read_to_string(global.join(SEEDED)).unwrap(),
+            format!("{}\n", all.join("\n"))
+        );
+        fs::remove_dir_all(&tmp).ok();
+    }
+
+    #[test]
     fn seeding_adds_only_what_a_list_lacks() {
         let tmp = scratch("seed-later");
         let global = tmp.join("memory");
@@ -725,8 +777,15 @@ mod tests {
             "mine"
         );
 
-        // An existing folder something else made (saving the goal, say)
-        // gets what it misses, with the templates; nothing in it is touched.
+        // A folder the user emptied stays empty.
+        fs::remove_dir_all(project_dir.join("subagents")).unwrap();
+        fs::remove_dir_all(project_dir.join("tasks")).unwrap();
+        assert_eq!(ensure_project_dir(&dirs).unwrap(), None);
+        assert_eq!(names(&project_dir), ["memory"]);
+
+        // An existing folder something else made (saving the goal, say) is
+        // not a session's to fill in; completing it (`revolve init`) adds
+        // what it misses, with the templates, and touches nothing in it.
         let other = MemoryDirs {
             project_dir: tmp.join("empty"),
             project: tmp.join("empty/memory"),
@@ -734,8 +793,10 @@ mod tests {
         };
         fs::create_dir_all(&other.project_dir).unwrap();
         fs::write(other.project_dir.join("goal.json"), "{}").unwrap();
+        assert_eq!(ensure_project_dir(&other).unwrap(), None);
+        assert_eq!(names(&other.project_dir), ["goal.json"]);
         assert_eq!(
-            ensure_project_dir(&other).unwrap().map(|c| c.len()),
+            complete_project_dir(&other).unwrap().map(|c| c.len()),
             Some(5)
         );
         assert_eq!(
@@ -746,7 +807,7 @@ mod tests {
             fs::read_to_string(other.project_dir.join("goal.json")).unwrap(),
             "{}"
         );
-        assert_eq!(ensure_project_dir(&other).unwrap(), None);
+        assert_eq!(complete_project_dir(&other).unwrap(), None);
         fs::remove_dir_all(&tmp).ok();
     }
 

@@ -212,6 +212,21 @@ impl TestEnv {
         redact_ids(&self.redact_paths(text), true)
     }
 
+    /// The startup note a first start prints on stderr, in every mode: all
+    /// the builtin memory documents seeded into the global memory under the
+    /// config root (the test dir holds no `.task-agent/` workspace).
+    pub fn seeded_note(&self) -> String {
+        let names: Vec<&str> = revolve_core::memory::BUILTIN
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        format!(
+            "seeded {} into {}\n",
+            names.join(", "),
+            self.home.join(".config/task-agent/memory").display()
+        )
+    }
+
     fn redact_paths(&self, text: &str) -> String {
         let root = self.root.to_string_lossy();
         text.replace(&*root, "[TMP]")
@@ -250,6 +265,20 @@ impl Run {
     /// The stderr lines.
     pub fn stderr_lines(&self) -> Vec<&str> {
         self.stderr.lines().collect()
+    }
+
+    /// stderr past the startup note of a first start, which must open it
+    /// ([`TestEnv::seeded_note`]): what the run said besides.
+    pub fn stderr_past_seeding(&self, env: &TestEnv) -> &str {
+        let note = env.seeded_note();
+        self.stderr
+            .strip_prefix(&note)
+            .unwrap_or_else(|| panic!("stderr does not open with {note:?}: {self:?}"))
+    }
+
+    /// [`Run::stderr_past_seeding`], line by line.
+    pub fn stderr_lines_past_seeding(&self, env: &TestEnv) -> Vec<&str> {
+        self.stderr_past_seeding(env).lines().collect()
     }
 }
 
