@@ -308,6 +308,8 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
     old.push(Record::Compacting(Compacting {
         at,
         cut: plan.cut as u64,
+        from: 0,
+        upto: 0,
     }));
     old.push(Record::Continued(Continued {
         at,

@@ -439,7 +439,12 @@ impl Turns {
             estimate: 30_000,
         }))?;
         let cut = self.messages.saturating_sub(12);
-        w.append(&Record::Compacting(Compacting { at, cut }))?;
+        w.append(&Record::Compacting(Compacting {
+            at,
+            cut,
+            from: 0,
+            upto: 0,
+        }))?;
         if !succeeds {
             w.append(&Record::CompactionFailed(Failed {
                 at,

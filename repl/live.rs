@@ -656,6 +656,7 @@ impl Live {
             } if partial.is_empty() => Input::Overflowed {
                 error,
                 limit: o.limit,
+                asked: o.asked,
                 now: now(),
             },
             Asked::Failed { error, partial, .. } => Input::Failed {
@@ -678,6 +679,16 @@ impl Live {
             Asked::Reply(reply) => Input::Summarized {
                 reply,
                 new_id: clock::session_id(now()),
+                now: now(),
+            },
+            Asked::Failed {
+                error,
+                overflow: Some(o),
+                ..
+            } => Input::Overflowed {
+                error,
+                limit: o.limit,
+                asked: o.asked,
                 now: now(),
             },
             Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },

@@ -188,7 +188,7 @@ fn a_server_below_the_declared_window_lowers_it() {
         assert!(
             run.stderr
                 .lines()
-                .any(|l| l.starts_with("window: the server's context is smaller than the request")),
+                .any(|l| l.starts_with("window: the request is larger than the server's context")),
             "{says:?}: {run:?}"
         );
         replays(&env, &server);
@@ -216,4 +216,82 @@ fn streams_without_usage_are_estimated() {
     assert!(last["tokens_out"].as_u64().unwrap() > 0, "{last}");
     assert_eq!(last["estimated"], true);
     assert_eq!(last["in_out_estimated"], true);
+}
+
+/// A session grown under a 128k window, resumed under 24k: the part before
+/// the kept turns no longer fits one summary request, so it is summarized
+/// in pieces, each under the server's limit, and the turn goes on from the
+/// last piece's notes in a fresh file.
+#[test]
+fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
+    let env = TestEnv::new("pieces");
+    let long = |i: usize| {
+        format!(
+            "answer {i}: {}",
+            "the port is 5432 and the host is db1. ".repeat(90)
+        )
+    };
+    // A server that counts truthfully, with room for all of it.
+    let grow = limited(
+        (0..40).map(|i| FakeReply::text(&long(i))).collect(),
+        1_000_000,
+        Overflows::OpenAi,
+        true,
+    );
+    let lines: String = (0..40).map(|i| format!("question {i}\n")).collect();
+    let url = grow.url();
+    let run = env.run(&["--base-url", &url], &lines);
+    assert_eq!(run.code, Some(0), "{run:?}");
+
+    let notes = "Facts: the port is 5432, the host is db1.";
+    let server = limited(
+        (0..20).map(|_| FakeReply::text(notes)).collect(),
+        24_000,
+        Overflows::OpenAi,
+        true,
+    );
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--window",
+            "24000",
+            "--continue",
+            "-p",
+            "and now?",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(refused(&server, 24_000), 0, "a request went over the limit");
+    assert!(
+        run.stderr
+            .contains("summarizing them in pieces, each carrying the notes so far"),
+        "{run:?}"
+    );
+    let files = env.session_files();
+    assert_eq!(files.len(), 2, "the session went on in a fresh file");
+    let old = files
+        .iter()
+        .map(|f| records(f))
+        .find(|r| r.iter().any(|x| x["type"] == "noted"))
+        .expect("the pieces' notes are logged");
+    let pieces = old.iter().filter(|r| r["type"] == "compacting").count();
+    assert!(pieces >= 2, "{pieces} pieces");
+    // Each later piece's request carries the notes so far.
+    let summaries: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.body.clone())
+        .filter(|b| b.contains("Write those working notes now"))
+        .collect();
+    assert_eq!(summaries.len(), pieces);
+    assert!(summaries[1..]
+        .iter()
+        .all(|b| b.contains("[Your notes so far]")));
+    for file in &files {
+        let check = env.run(&["replay", "--check", file.to_str().unwrap()], "");
+        assert_eq!(check.code, Some(0), "{check:?}");
+    }
 }

@@ -153,7 +153,7 @@ pub const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
 /// `totals.cal_tokens` prompt tokens), with a sixteenth more for content
 /// that tokenizes denser than that one did; before any count, one token
 /// per [`FALLBACK_BYTES_PER_TOKEN`] bytes. A count that says a token is
-/// more than 8 bytes or less than one is not believed that far: the ratio
+/// more than 6 bytes or less than one is not believed that far: the ratio
 /// is held between the two.
 pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
     let bytes = bytes as u64;
@@ -162,7 +162,7 @@ pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
     }
     let tokens = (u128::from(bytes) * u128::from(totals.cal_tokens))
         .div_ceil(u128::from(totals.cal_bytes))
-        .clamp(u128::from(bytes.div_ceil(8)), u128::from(bytes));
+        .clamp(u128::from(bytes.div_ceil(6)), u128::from(bytes));
     u64::try_from(tokens + tokens.div_ceil(16)).unwrap_or(u64::MAX)
 }
 
@@ -204,6 +204,59 @@ Then the decisions made and why, what was done and verified, and the open tasks 
 
 Write plain text in short sections (Facts, Decisions, Done, Open). Do not call tools. \
 Do not address the user; these notes are for you.";
+
+/// What the last user message of a summary request says: the
+/// [`SUMMARY_PROMPT`], and for a piece after the first the notes so far,
+/// to be carried on.
+pub fn piece_prompt(notes: Option<&str>) -> String {
+    match notes {
+        None => SUMMARY_PROMPT.to_owned(),
+        Some(notes) => format!(
+            "{SUMMARY_PROMPT}\n\nThe conversation above continues an earlier part you already wrote \
+             notes on; here they are. Write one set of notes covering both: keep everything in them \
+             that still holds, verbatim, and add what the conversation above adds.\n\n\
+             [Your notes so far]\n{notes}"
+        ),
+    }
+}
+
+/// Where the next piece of a summary in pieces ends: the furthest turn
+/// start in `from+1..=cut` (or `cut` itself) whose request `fits`, else the
+/// furthest message start that parts no call from its result; `None` when
+/// not even the first such step fits. `fits(end)` is asked O(log n) times.
+pub fn piece_end(
+    messages: &[Message],
+    from: usize,
+    cut: usize,
+    fits: impl Fn(usize) -> bool,
+) -> Option<usize> {
+    let cut = cut.min(messages.len());
+    let furthest = |ends: &[usize]| -> Option<usize> {
+        // Sizes grow with the end: the last end that fits, by bisection.
+        let (mut lo, mut hi) = (0, ends.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if fits(ends[mid]) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo.checked_sub(1).map(|i| ends[i])
+    };
+    let boundary =
+        |i: usize| i == cut || (messages[i].role == Role::User && !is_notes(&messages[i]));
+    let turns: Vec<usize> = (from + 1..=cut).filter(|&i| boundary(i)).collect();
+    if let Some(end) = furthest(&turns) {
+        return Some(end);
+    }
+    // A turn too big for one request: end before an answer or a message of
+    // the user, never between a call and its result.
+    let steps: Vec<usize> = (from + 1..=cut)
+        .filter(|&i| i == cut || messages[i].role != Role::Tool)
+        .collect();
+    furthest(&steps)
+}
 
 /// How the notes of a compaction begin, at the head of the history.
 const NOTES_PREFIX: &str =
@@ -273,6 +326,19 @@ mod tests {
             .len(),
             0
         );
+    }
+
+    #[test]
+    fn pieces_end_at_turn_starts_that_fit() {
+        let h = history("uatuatuauau");
+        // Any end fits: the whole part.
+        assert_eq!(piece_end(&h, 0, 9, |_| true), Some(9));
+        // Up to six messages fit: the furthest turn start within them.
+        assert_eq!(piece_end(&h, 0, 9, |end| end <= 6), Some(6));
+        assert_eq!(piece_end(&h, 6, 9, |end| end <= 8), Some(8));
+        // A turn too big: before its second answer, never inside a round.
+        assert_eq!(piece_end(&h, 0, 9, |end| end <= 2), Some(1));
+        assert_eq!(piece_end(&h, 0, 9, |_| false), None);
     }
 
     #[test]

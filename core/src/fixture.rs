@@ -148,6 +148,15 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                     });
                 }
             }
+            Record::Noted(n) => {
+                if let Some(i) = summary.take() {
+                    out[i] = Answer::Reply(Reply {
+                        text: n.notes.clone(),
+                        tool_calls: Vec::new(),
+                        usage: None,
+                    });
+                }
+            }
             Record::CompactionFailed(f) => {
                 if let Some(i) = summary.take() {
                     set_error(&mut out[i], &f.error);

@@ -26,6 +26,9 @@
 pub struct Overflow {
     /// The context size the server named, in tokens, when it named one.
     pub limit: Option<u64>,
+    /// The size the server counted for the refused request, in tokens,
+    /// when it said (so later estimates are calibrated from it).
+    pub asked: Option<u64>,
 }
 
 /// Whether `text` (an error body, or the error line holding it) says the
@@ -53,7 +56,12 @@ pub fn recognise(text: &str) -> Option<Overflow> {
         .or_else(|| number_after(&lower, "n_ctx="))
         .or_else(|| number_before(&lower, " maximum"))
         .filter(|&n| n > 0);
-    Some(Overflow { limit })
+    let asked = number_after(&lower, "resulted in ")
+        .or_else(|| number_after(&lower, "you requested "))
+        .or_else(|| number_after(&lower, "prompt is too long: "))
+        .or_else(|| number_after(&lower, "\"n_prompt_tokens\":"))
+        .filter(|&n| n > 0);
+    Some(Overflow { limit, asked })
 }
 
 /// The number right after the first `marker` in `text`.
@@ -78,13 +86,14 @@ fn number_before(text: &str, marker: &str) -> Option<u64> {
 }
 
 /// The window to go on with after an overflow: the limit the server named
-/// when it is below the window, else nine tenths of the estimate that
-/// failed (and of the window), so the next try is smaller for certain.
+/// (at most the window); when it named none, nine tenths of what failed
+/// (the server's count of it, else the estimate), so the next try is
+/// smaller for certain.
 pub fn lowered_window(window: u64, failed_estimate: u64, overflow: Overflow) -> u64 {
     let below = |n: u64| n.saturating_sub(n / 10);
     let lowered = match overflow.limit {
-        Some(limit) if limit < window => limit,
-        _ => below(window.min(failed_estimate.max(1))),
+        Some(limit) => limit.min(window),
+        None => below(window.min(overflow.asked.unwrap_or(failed_estimate).max(1))),
     };
     lowered.max(1)
 }
@@ -96,25 +105,27 @@ mod tests {
     #[test]
     fn each_servers_words_are_recognised() {
         let openai = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
-        assert_eq!(
-            recognise(openai),
+        let named = |limit, asked| {
             Some(Overflow {
-                limit: Some(128_000)
+                limit: Some(limit),
+                asked: Some(asked),
             })
-        );
+        };
+        assert_eq!(recognise(openai), named(128_000, 130_512));
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
-        assert_eq!(recognise(vllm), Some(Overflow { limit: Some(4096) }));
+        assert_eq!(recognise(vllm), named(4096, 5000));
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
+        assert_eq!(recognise(anthropic), named(200_000, 208_310));
+        let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
+        assert_eq!(recognise(llamacpp), named(4096, 5012));
+        let ollama = r#"{"error":{"message":"input length exceeds the context length","type":"api_error","param":null,"code":null}}"#;
         assert_eq!(
-            recognise(anthropic),
+            recognise(ollama),
             Some(Overflow {
-                limit: Some(200_000)
+                limit: None,
+                asked: None
             })
         );
-        let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
-        assert_eq!(recognise(llamacpp), Some(Overflow { limit: Some(4096) }));
-        let ollama = r#"{"error":{"message":"input length exceeds the context length","type":"api_error","param":null,"code":null}}"#;
-        assert_eq!(recognise(ollama), Some(Overflow { limit: None }));
         // As the shell's error line has it.
         let line = format!("HTTP 400 Bad Request from http://x/v1/chat/completions: {openai}");
         assert!(recognise(&line).is_some());
@@ -134,16 +145,14 @@ mod tests {
 
     #[test]
     fn the_window_always_goes_down() {
-        let named = Overflow { limit: Some(4096) };
-        assert_eq!(lowered_window(24_000, 30_000, named), 4096);
-        let unnamed = Overflow { limit: None };
-        assert_eq!(lowered_window(24_000, 20_000, unnamed), 18_000);
-        assert_eq!(lowered_window(24_000, 90_000, unnamed), 21_600);
-        // A limit at or over the window is no news: below what failed.
-        assert_eq!(
-            lowered_window(4096, 4000, Overflow { limit: Some(8192) }),
-            3600
-        );
-        assert_eq!(lowered_window(1, 0, unnamed), 1);
+        let o = |limit, asked| Overflow { limit, asked };
+        assert_eq!(lowered_window(24_000, 30_000, o(Some(4096), None)), 4096);
+        assert_eq!(lowered_window(24_000, 20_000, o(None, None)), 18_000);
+        assert_eq!(lowered_window(24_000, 90_000, o(None, None)), 21_600);
+        assert_eq!(lowered_window(24_000, 90_000, o(None, Some(10_000))), 9_000);
+        // A limit over the window keeps the window: the estimate was off,
+        // and the server's count recalibrates it.
+        assert_eq!(lowered_window(4096, 4000, o(Some(8192), Some(9000))), 4096);
+        assert_eq!(lowered_window(1, 0, o(None, None)), 1);
     }
 }

@@ -76,6 +76,16 @@
 //! ```json
 //! {"type":"pruned","at":"2026-12-02T12:00:00Z","messages":[14,31],"estimate":61000}
 //! {"type":"compacting","at":"2026-12-02T12:00:01Z","cut":182}
+//! ```
+//!
+//! When the part before the cut does not fit one summary request, it is
+//! summarized in pieces cut at turn starts: each piece's `compacting` names
+//! it (`from`, `upto`), its notes come back as `noted`, and the next piece's
+//! request carries them; the last piece's notes go into `compacted`:
+//! ```json
+//! {"type":"compacting","at":"2026-12-02T12:00:01Z","cut":182,"upto":90}
+//! {"type":"noted","at":"2026-12-02T12:00:04Z","upto":90,"notes":"Facts: …"}
+//! {"type":"compacting","at":"2026-12-02T12:00:04Z","cut":182,"from":90}
 //! {"type":"continued","at":"2026-12-02T12:00:05Z","next":"20261202-120005-0a1b2c"}
 //! {"type":"compacted","at":"2026-12-02T12:00:05Z","from":"20261202-102606-1a2b3c","summarized":182,"notes":"Facts: …","kept":[…],"totals":{…}}
 //! ```
@@ -170,6 +180,8 @@ pub enum Record {
     /// The server answered that the request did not fit its context: the
     /// window is lowered, and the request is due again.
     Overflowed(Overflowed),
+    /// The notes on one piece of a summary in pieces.
+    Noted(Noted),
 }
 
 /// A context overflow the server reported, and the window from then on.
@@ -181,6 +193,13 @@ pub struct Overflowed {
     pub error: String,
     /// The window the session goes on with, in tokens.
     pub window: u64,
+    /// The server's count of the refused request, in tokens, and the
+    /// request's body size: later estimates are calibrated from them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub asked: u64,
+    /// The refused request's body size, in bytes.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub bytes: u64,
 }
 
 /// The first line of a session file.
@@ -464,13 +483,40 @@ pub struct Continued {
     pub next: String,
 }
 
-/// A summary request going out.
+/// A summary request going out: the whole part before the cut, or one
+/// piece of it when it does not fit one request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compacting {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// How many messages, from the start, the notes will replace.
     pub cut: u64,
+    /// The first message of this piece (0: from the start).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from: u64,
+    /// The end of this piece, before `cut` (0: the piece runs to `cut`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub upto: u64,
+}
+
+impl Compacting {
+    /// The messages this piece summarizes, `from..upto`.
+    pub fn piece(&self) -> (u64, u64) {
+        let upto = if self.upto == 0 { self.cut } else { self.upto };
+        (self.from, upto)
+    }
+}
+
+/// The notes on one piece of a summary in pieces came back: the next
+/// piece's request carries them, and the last piece's notes are the ones
+/// the new file starts from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Noted {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The end of the piece they cover (they cover everything before it).
+    pub upto: u64,
+    pub notes: String,
 }
 
 /// A refinement ran (its request counts among the session's requests,
@@ -644,6 +690,7 @@ impl Record {
             "went_on" => Record::WentOn(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
+            "noted" => Record::Noted(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -680,6 +727,7 @@ impl Record {
             Record::WentOn(w) => Some(w.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
+            Record::Noted(n) => Some(n.at),
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::guard::{self, StopReason, Verdict};
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Origin,
+    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Noted, Origin,
     Overflowed, Pruned, Record, Refined, Renamed, Resumed, Role, Squeezed, Stopped, ToolCall,
     Totals, WentOn,
 };
@@ -58,6 +58,8 @@ pub enum Input {
     Overflowed {
         error: String,
         limit: Option<u64>,
+        /// The server's count of the refused request, when it gave one.
+        asked: Option<u64>,
         now: OffsetDateTime,
     },
     /// The user interrupted the request or the tool in flight; `partial` is
@@ -317,7 +319,12 @@ impl Session {
                 let end = Record::Failed(Failed { at: now, error });
                 self.cut_short(partial, end, now)
             }
-            Input::Overflowed { error, limit, now } => self.overflowed(error, limit, now),
+            Input::Overflowed {
+                error,
+                limit,
+                asked,
+                now,
+            } => self.overflowed(error, crate::overflow::Overflow { limit, asked }, now),
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
             Input::Refined { auto, entry, now } => {
                 let mut cmds = self.append(vec![Record::Refined(Refined {
@@ -682,22 +689,67 @@ impl Session {
     }
 
     /// Step two of a compaction: asks for working notes on the first `cut`
-    /// messages; `None` when that request would not fit the window.
+    /// messages, in one request when it fits the window, else in pieces
+    /// (see [`Session::next_piece`]); `None` when not even a first piece
+    /// fits.
     fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
         let summary = self.state.summary_request(cut);
         let tokens = compact::estimate(summary.body.len(), &self.state.totals);
-        if !compact::fits(tokens, self.state.window) {
-            return None;
+        let mut cmds = Vec::new();
+        if compact::fits(tokens, self.state.window) {
+            cmds.extend(self.append(vec![Record::Compacting(Compacting {
+                at: now,
+                cut: cut as u64,
+                from: 0,
+                upto: 0,
+            })]));
+            cmds.push(Command::Show(format!(
+                "compaction: summarizing {cut} messages into working notes; the last {} turns stay verbatim",
+                self.keep_turns
+            )));
+            self.estimate = tokens;
+            self.in_flight_bytes = summary.body.len();
+            cmds.push(Command::Summarize(summary));
+            return Some(cmds);
         }
+        let first = self.next_piece(cut, 0, now)?;
+        cmds.push(Command::Show(format!(
+            "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
+            view::tokens(self.state.window)
+        )));
+        cmds.extend(first);
+        Some(cmds)
+    }
+
+    /// The request for the piece of a summary that starts at `from`: as
+    /// far as fits the window, cut at a turn start (see
+    /// [`compact::piece_end`]), carrying the notes so far. `None` when not
+    /// even one message fits.
+    fn next_piece(&mut self, cut: usize, from: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+        let notes = if from == 0 {
+            None
+        } else {
+            self.state.notes_so_far.clone()
+        };
+        let (state, window) = (&self.state, self.state.window);
+        let upto = compact::piece_end(&state.messages, from, cut, |end| {
+            let request = state.piece_request(from, end, notes.as_deref());
+            compact::fits(compact::estimate(request.body.len(), &state.totals), window)
+        })?;
+        let request = self.state.piece_request(from, upto, notes.as_deref());
         let mut cmds = self.append(vec![Record::Compacting(Compacting {
             at: now,
             cut: cut as u64,
+            from: from as u64,
+            upto: if upto == cut { 0 } else { upto as u64 },
         })]);
         cmds.push(Command::Show(format!(
-            "compaction: summarizing {cut} messages into working notes; the last {} turns stay verbatim",
-            self.keep_turns
+            "compaction: summarizing messages {}..{upto} of {cut}",
+            from + 1
         )));
-        cmds.push(Command::Summarize(summary));
+        self.estimate = compact::estimate(request.body.len(), &self.state.totals);
+        self.in_flight_bytes = request.body.len();
+        cmds.push(Command::Summarize(request));
         Some(cmds)
     }
 
@@ -719,6 +771,34 @@ impl Session {
                 error: error.to_owned(),
                 now,
             });
+        }
+        let (_, upto) = self.state.piece;
+        if upto < cut {
+            // A piece before the last: its notes carry on into the next.
+            let noted = Record::Noted(Noted {
+                at: now,
+                upto,
+                notes: reply.text,
+            });
+            let mut cmds = self.append(vec![noted]);
+            let before = &self.state.totals;
+            let totals = self.totals(
+                reply.usage,
+                before.last_context,
+                before.estimated,
+                false,
+                now,
+            );
+            cmds.extend(self.append(vec![totals]));
+            let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+            match self.next_piece(idx(cut), idx(upto), now) {
+                Some(next) => cmds.extend(next),
+                None => cmds.extend(self.handle(Input::SummaryFailed {
+                    error: "a piece of the part to summarize does not fit the window".into(),
+                    now,
+                })),
+            }
+            return cmds;
         }
         let (notes, usage) = (reply.text, reply.usage);
         let cut = usize::try_from(cut)
@@ -1002,10 +1082,13 @@ impl Session {
     fn overflowed(
         &mut self,
         error: String,
-        limit: Option<u64>,
+        overflow: crate::overflow::Overflow,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        if !self.state.awaiting || self.state.compacting.is_some() {
+        if self.state.compacting.is_some() {
+            return self.summary_overflowed(error, overflow, now);
+        }
+        if !self.state.awaiting {
             return Vec::new();
         }
         if self.overflow_retried {
@@ -1014,24 +1097,67 @@ impl Session {
         }
         self.overflow_retried = true;
         let before = self.state.window;
-        let window = crate::overflow::lowered_window(
-            before,
-            self.estimate,
-            crate::overflow::Overflow { limit },
-        );
+        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
         let mut cmds = self.append(vec![Record::Overflowed(Overflowed {
             at: now,
             error,
             window,
+            asked: overflow.asked.unwrap_or(0),
+            bytes: self.in_flight_bytes as u64,
         })]);
         cmds.push(Command::Show(format!(
-            "window: the server's context is smaller than the request; the window goes from {} to {} tokens, and the request is compacted and sent once more",
+            "window: the request is larger than the server's context; the window goes from {} to {} tokens, and the request is compacted and sent once more",
             view::tokens(before),
             view::tokens(window)
         )));
         self.compacted_this_turn = false;
         self.keep_turns = compact::KEEP_TURNS;
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// A summary request (or a piece of one) was refused as larger than the
+    /// server's context: the window is lowered, this compaction fails, and
+    /// it starts again under the lowered window, once.
+    fn summary_overflowed(
+        &mut self,
+        error: String,
+        overflow: crate::overflow::Overflow,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let before = self.state.window;
+        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
+        let retry = !self.overflow_retried;
+        self.overflow_retried = true;
+        let mut cmds = self.append(vec![
+            Record::Overflowed(Overflowed {
+                at: now,
+                error: error.clone(),
+                window,
+                asked: overflow.asked.unwrap_or(0),
+                bytes: self.in_flight_bytes as u64,
+            }),
+            Record::CompactionFailed(Failed { at: now, error }),
+        ]);
+        cmds.push(Command::Show(format!(
+            "window: the summary request is larger than the server's context; the window goes from {} to {} tokens{}",
+            view::tokens(before),
+            view::tokens(window),
+            if retry { ", and the compaction starts again" } else { "" }
+        )));
+        if !retry {
+            if self.state.awaiting {
+                cmds.extend(self.request(now));
+            }
+            return cmds;
+        }
+        self.keep_turns = compact::KEEP_TURNS;
+        if self.state.awaiting {
+            self.compacted_this_turn = false;
+            cmds.extend(self.request(now));
+        } else {
+            cmds.extend(self.compact(true, now));
+        }
         cmds
     }
 

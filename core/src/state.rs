@@ -49,6 +49,10 @@ pub struct State {
     pub continued: Option<String>,
     /// The cut of the compaction whose notes are being written.
     pub compacting: Option<u64>,
+    /// The piece of it being summarized now, `from..upto`.
+    pub piece: (u64, u64),
+    /// The notes on the pieces before it, when it is summarized in pieces.
+    pub notes_so_far: Option<String>,
     /// When the memory was last refined from this session.
     #[serde(with = "time::serde::rfc3339::option")]
     pub refined_at: Option<OffsetDateTime>,
@@ -137,8 +141,15 @@ impl State {
                 self.messages.push(m.clone());
             }
             Record::Failed(_) => self.awaiting = false,
-            // The request is due again, under the lowered window.
-            Record::Overflowed(o) => self.window = o.window,
+            // The request is due again, under the lowered window (or, in a
+            // compaction, its summary fails and is tried again under it).
+            Record::Overflowed(o) => {
+                self.window = o.window;
+                if o.asked > 0 && o.bytes > 0 {
+                    self.totals.cal_bytes = o.bytes;
+                    self.totals.cal_tokens = o.asked;
+                }
+            }
             Record::Stopped(_) => {
                 if !self.open_calls.is_empty() {
                     note = Some("a stop while tool calls wait for results".to_owned());
@@ -154,10 +165,22 @@ impl State {
             }
             Record::Interrupted(_) => {
                 self.awaiting = false;
-                self.compacting = None;
+                self.end_compaction();
             }
-            Record::Compacting(c) => self.compacting = Some(c.cut),
-            Record::CompactionFailed(_) => self.compacting = None,
+            Record::Compacting(c) => {
+                if c.from == 0 {
+                    self.notes_so_far = None;
+                }
+                self.compacting = Some(c.cut);
+                self.piece = c.piece();
+            }
+            Record::Noted(n) => {
+                if self.compacting.is_none() {
+                    note = Some("notes for no compaction".to_owned());
+                }
+                self.notes_so_far = Some(n.notes.clone());
+            }
+            Record::CompactionFailed(_) => self.end_compaction(),
             Record::Totals(t) => {
                 if t.turns < self.totals.turns && note.is_none() {
                     note = Some(format!(
@@ -232,12 +255,19 @@ impl State {
             }
             Record::Continued(c) => {
                 self.continued = Some(c.next.clone());
-                self.compacting = None;
+                self.end_compaction();
                 self.awaiting = false;
                 self.open_calls.clear();
             }
         }
         note
+    }
+
+    /// No compaction is in flight any more.
+    fn end_compaction(&mut self) {
+        self.compacting = None;
+        self.piece = (0, 0);
+        self.notes_so_far = None;
     }
 
     /// The session id, empty before the header.
@@ -263,13 +293,21 @@ impl State {
     /// the same system prompt and tools, those messages, and
     /// [`compact::SUMMARY_PROMPT`] as the last user message.
     pub fn summary_request(&self, cut: usize) -> Request {
-        let cut = cut.min(self.messages.len());
+        self.piece_request(0, cut, None)
+    }
+
+    /// The request asking for working notes on the messages `from..upto`,
+    /// carrying `notes` (the notes on everything before `from`) in its last
+    /// user message, after [`compact::SUMMARY_PROMPT`].
+    pub fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
+        let upto = upto.min(self.messages.len());
+        let from = from.min(upto);
         let at = self
             .messages
-            .get(cut.saturating_sub(1))
+            .get(upto.saturating_sub(1))
             .map_or(time::OffsetDateTime::UNIX_EPOCH, |m| m.at);
-        let mut history = self.messages[..cut].to_vec();
-        history.push(Message::user(at, compact::SUMMARY_PROMPT));
+        let mut history = self.messages[from..upto].to_vec();
+        history.push(Message::user(at, compact::piece_prompt(notes)));
         let request = Request::build(
             Wire::of(&self.provider),
             &self.model,
@@ -282,10 +320,28 @@ impl State {
         }
     }
 
+    /// The request for the piece a `compacting` record starts, as the
+    /// state before it has it.
+    pub fn compacting_request(&self, c: &crate::record::Compacting) -> Request {
+        let (from, upto) = c.piece();
+        let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let notes = if c.from == 0 {
+            None
+        } else {
+            self.notes_so_far.as_deref()
+        };
+        self.piece_request(idx(from), idx(upto), notes)
+    }
+
     /// Whether a record answers the request that is due.
     /// Whether `record` answers the request due now (an assistant message,
     /// a failure, or an interruption after the request went out).
     pub fn answers(&self, record: &Record) -> bool {
+        // An overflow during a compaction answers its summary, not the
+        // turn's request (which has not gone out).
+        if let Record::Overflowed(_) = record {
+            return self.awaiting && self.compacting.is_none();
+        }
         self.awaiting
             && matches!(
                 record,
@@ -293,7 +349,6 @@ impl State {
                     role: Role::Assistant,
                     ..
                 }) | Record::Failed(_)
-                    | Record::Overflowed(_)
                     | Record::Interrupted(crate::record::Interrupted { unsent: false, .. })
             )
     }
@@ -325,10 +380,7 @@ impl Rebuild {
         let request = if self.state.answers(record) {
             Some(self.state.request())
         } else if let Record::Compacting(c) = record {
-            Some(
-                self.state
-                    .summary_request(usize::try_from(c.cut).unwrap_or(usize::MAX)),
-            )
+            Some(self.state.compacting_request(c))
         } else {
             None
         };

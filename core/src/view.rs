@@ -181,10 +181,18 @@ pub fn transcript(records: &[Record]) -> String {
             Record::Continued(c) => {
                 out.push_str(&format!("── compacted; continues in {}\n", c.next))
             }
-            Record::Compacting(c) => out.push_str(&format!(
+            Record::Compacting(c) if c.piece() == (0, c.cut) => out.push_str(&format!(
                 "── compacting: summarizing the first {} messages\n",
                 c.cut
             )),
+            Record::Compacting(c) => {
+                let (from, upto) = c.piece();
+                out.push_str(&format!(
+                    "── compacting: summarizing messages {}..{upto} of the first {}\n",
+                    from + 1,
+                    c.cut
+                ))
+            }
             Record::CompactionFailed(f) => {
                 out.push_str(&format!("── compaction failed: {}\n", f.error))
             }
@@ -216,6 +224,10 @@ pub fn transcript(records: &[Record]) -> String {
                 guard::describe(&s.reason)
             )),
             Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
+            Record::Noted(n) => out.push_str(&format!(
+                "── notes on the first {} messages, carried into the next piece\n",
+                n.upto
+            )),
             Record::Overflowed(o) => out.push_str(&format!(
                 "! the request did not fit the server's context: {}\n── window lowered to {} tokens\n",
                 o.error, o.window

@@ -495,8 +495,8 @@ fn every_request_carries_a_well_formed_history() {
 }
 
 /// Under small windows and results up to 60k characters, every request that
-/// goes out is estimated under the window's compaction point (so its answer
-/// has room), and a turn is stopped as too large only when no tool result
+/// goes out, summaries and their pieces included, is estimated under the
+/// window's compaction point (so its answer has room), and a turn is stopped as too large only when no tool result
 /// in its history could be cut any further. Replay still equals live.
 #[test]
 fn every_request_fits_the_window() {
@@ -509,14 +509,13 @@ fn every_request_fits_the_window() {
             let mut rebuild = revolve_core::state::Rebuild::default();
             let mut folded = State::default();
             for r in file {
+                // Summaries (and their pieces) too.
                 if let Some(req) = rebuild.push(r) {
-                    if folded.compacting.is_none() && !matches!(r, Record::Compacting(_)) {
-                        let tokens = compact::estimate(req.body.len(), &totals);
-                        assert!(
-                            compact::fits(tokens, window),
-                            "a request of about {tokens} tokens under a window of {window}"
-                        );
-                    }
+                    let tokens = compact::estimate(req.body.len(), &totals);
+                    assert!(
+                        compact::fits(tokens, window),
+                        "a request of about {tokens} tokens under a window of {window}"
+                    );
                 }
                 folded.apply(r);
                 totals = folded.totals.clone();
@@ -811,4 +810,121 @@ fn a_plan_keeps_three_turns_and_prunes_only_what_it_may() {
     QuickCheck::new()
         .tests(500)
         .quickcheck(prop as fn(History, u16) -> bool);
+}
+
+/// `/compact` of a random history under a random small window: when the
+/// part before the cut does not fit one request, it is summarized in
+/// pieces that together cover every message before the cut exactly once
+/// (unless one round of tool results alone cannot fit, which fails it),
+/// each cut where no call is parted from its result, each request under the
+/// window, each carrying the notes so far; the notes of the last piece
+/// start the new file. Replay rebuilds every piece's request.
+#[test]
+fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
+    fn prop(history: History, size: u8) -> bool {
+        let window = [9_000u64, 12_000, 30_000][usize::from(size) % 3];
+        let at = OffsetDateTime::UNIX_EPOCH;
+        let mut records = vec![Record::Header(Header { window, ..header() })];
+        records.extend(history.0.iter().cloned().map(Record::Message));
+        let state = State::fold(&records);
+        if state.awaiting || !state.open_calls.is_empty() {
+            return true;
+        }
+        let mut log = records.clone();
+        let (mut session, _) = Session::resume(
+            state,
+            Settings {
+                prune_chars: compact::PRUNE_CHARS,
+                ..settings()
+            },
+            Resumed {
+                at,
+                model: "m".into(),
+                window,
+                provider: String::new(),
+            },
+        );
+        let mut cmds = session.handle(Input::Compact { now: at });
+        let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
+        let mut sent = Vec::new();
+        let mut notes_seen = Vec::new();
+        let mut finished = false;
+        let mut new_file: Vec<Record> = Vec::new();
+        for round in 0..200 {
+            let mut summary = None;
+            for c in cmds.drain(..) {
+                match c {
+                    Command::Append(r) => {
+                        if let Record::Compacting(c) = &r {
+                            let (from, upto) = c.piece();
+                            pieces.push((from, upto, c.cut));
+                        }
+                        if finished {
+                            new_file.push(r);
+                        } else {
+                            log.push(r);
+                        }
+                    }
+                    Command::Summarize(req) => summary = Some(req),
+                    Command::StartFile(_) => finished = true,
+                    _ => {}
+                }
+            }
+            let Some(req) = summary else { break };
+            let tokens = compact::estimate(req.body.len(), &session.state().totals);
+            assert!(compact::fits(tokens, window), "a piece of {tokens} tokens");
+            if pieces.len() > 1 {
+                let last = notes_seen.last().expect("notes before a later piece");
+                assert!(req.body.contains(last), "a piece without the notes so far");
+            }
+            sent.push(req);
+            let notes = format!("Facts: piece {round} port 5432");
+            notes_seen.push(notes.clone());
+            cmds = session.handle(Input::Summarized {
+                reply: Reply {
+                    text: notes,
+                    ..Reply::default()
+                },
+                new_id: format!("s{round}"),
+                now: at,
+            });
+        }
+        // A round too big for any request fails the compaction, saying so;
+        // otherwise the pieces tile 0..cut, in order.
+        if let Some(&(_, _, cut)) = pieces.first().filter(|_| finished) {
+            let mut next = 0;
+            for &(from, upto, c) in &pieces {
+                assert_eq!((from, c), (next, cut), "{pieces:?}");
+                assert!(upto > from, "{pieces:?}");
+                let i = usize::try_from(upto).unwrap();
+                assert!(
+                    i == usize::try_from(cut).unwrap() || history.0[i].role != Role::Tool,
+                    "a piece parts a call from its result: {pieces:?}"
+                );
+                next = upto;
+            }
+            assert_eq!(next, cut, "{pieces:?}");
+            // Replay rebuilds each piece's request, byte for byte.
+            let mut rebuild = revolve_core::state::Rebuild::default();
+            let rebuilt: Vec<Request> = log
+                .iter()
+                .filter_map(|r| {
+                    let request = rebuild.push(r);
+                    matches!(r, Record::Compacting(_))
+                        .then_some(request)
+                        .flatten()
+                })
+                .collect();
+            assert_eq!(rebuilt.len(), sent.len());
+            assert!(rebuilt == sent, "a piece's request is not rebuilt");
+            match new_file.first() {
+                Some(Record::Compacted(c)) => assert_eq!(Some(&c.notes), notes_seen.last()),
+                other => panic!("the new file starts with {other:?}"),
+            }
+        }
+        true
+    }
+    QuickCheck::new()
+        .tests(150)
+        .quickcheck(prop as fn(History, u8) -> bool);
 }
