@@ -86,6 +86,8 @@ pub struct Live {
     sink: Sink,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
+    /// The requests the last refinement sent.
+    refine_pieces: u64,
 }
 
 impl Live {
@@ -157,6 +159,7 @@ impl Live {
             sink: Sink::new(runtime.format),
             runtime,
             inbox,
+            refine_pieces: 0,
         })
     }
 
@@ -269,6 +272,7 @@ impl Live {
             sink: Sink::new(runtime.format),
             runtime,
             inbox,
+            refine_pieces: 0,
         };
         live.execute(cmds, &mut VecDeque::new())?;
         // Messages the log holds already (a crash after logging them) leave
@@ -287,10 +291,12 @@ impl Live {
     /// snapshotted and written, anything else changes nothing and says why.
     /// The refinement is logged either way, so the automatic trigger knows.
     pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
+        self.refine_pieces = 0;
         let entry = self.refined_entry(auto)?;
         self.drive(Input::Refined {
             auto,
             entry,
+            pieces: self.refine_pieces,
             now: clock::now(),
         })
     }
@@ -304,54 +310,113 @@ impl Live {
         };
         let files = memory::load(&self.runtime.memory)
             .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
-        // The transcript goes into the request whole; built record by
-        // record, without holding the records themselves.
-        let mut transcript = String::new();
-        for file in self.store.chain(self.writer.path()) {
+        // The session's real content, every file of its chain folded (so
+        // pruned results stay pruned), the turns a compaction carried into
+        // the next file read once.
+        let mut blocks = Vec::new();
+        for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
+            let mut folded = State::default();
+            let mut carried = 0;
             log::each_record(
                 &file,
-                |_, r| transcript.push_str(&view::transcript(std::slice::from_ref(&r))),
+                |_, r| {
+                    if let Record::Compacted(c) = &r {
+                        if n > 0 {
+                            carried = 1 + c.kept.len();
+                        }
+                    }
+                    folded.apply(&r);
+                },
                 |_| {},
             )
             .map_err(|e| Error::at(&file, "cannot read", e))?;
+            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
         }
         let state = self.state();
         let wire = revolve_core::request::Wire::of(&state.provider);
-        let request = refine::request(wire, &state.model, &transcript, &files, clock::now());
-        // Numbered like every request of the session (the `refined` record
-        // counts it).
-        let request = Request {
-            seq: state.totals.requests.saturating_add(1),
-            ..request
-        };
+        let (model, first_seq) = (state.model.clone(), state.totals.requests);
+        let budget = refine::budget(
+            state.window,
+            &state.totals,
+            refine::piece_request(wire, &model, "", (1, 2), &files, clock::now())
+                .body
+                .len(),
+        );
+        let pieces = refine::pieces(&blocks, budget);
         let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
         let messages = state.messages.len() as u64;
-        eprintln!("{what}: the model reads the session and the memory files…");
-        let text = match self.ask(request, false) {
-            Asked::Reply(reply) => reply.text,
-            Asked::Failed { error, .. } => {
-                eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
-                return Ok(None);
-            }
-            Asked::Interrupted { .. } => {
-                eprintln!("{what} interrupted; memory unchanged");
-                return Ok(None);
-            }
-        };
-        let changes = match refine::parse_reply(&text, &files) {
-            Ok(changes) if changes.is_empty() => {
-                eprintln!("{what}: nothing to change");
-                return Ok(None);
-            }
-            Ok(changes) => changes,
-            Err(why) => {
-                eprintln!(
-                    "{what}: the answer was not usable ({}); memory unchanged",
+        let of = pieces.len();
+        if of > 1 {
+            eprintln!(
+                "{what}: the session is larger than the window; the model reads it in {of} parts"
+            );
+        } else {
+            eprintln!("{what}: the model reads the session and the memory files…");
+        }
+        let mut current = files.clone();
+        let mut all = Vec::new();
+        let mut sent = 0u64;
+        for (k, range) in pieces.into_iter().enumerate() {
+            let part = if of > 1 {
+                format!(" (part {} of {of})", k + 1)
+            } else {
+                String::new()
+            };
+            let text = refine::piece_text(&blocks[range], budget);
+            let request =
+                refine::piece_request(wire, &model, &text, (k + 1, of), &current, clock::now());
+            // Numbered like every request of the session (the `refined`
+            // record counts them).
+            sent += 1;
+            let request = Request {
+                seq: first_seq.saturating_add(sent),
+                ..request
+            };
+            let text = match self.ask(request, false) {
+                Asked::Reply(reply) => reply.text,
+                Asked::Failed { error, .. } if of == 1 => {
+                    eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+                Asked::Failed { error, .. } => {
+                    eprintln!(
+                        "{what}{part} failed ({}); that part changes nothing",
+                        view::inert(&error)
+                    );
+                    continue;
+                }
+                Asked::Interrupted { .. } => {
+                    eprintln!("{what} interrupted; memory unchanged");
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+            };
+            match refine::parse_reply(&text, &current) {
+                Ok(changes) => {
+                    current = refine::applied(&current, &changes);
+                    all.extend(changes);
+                }
+                Err(why) if of == 1 => {
+                    eprintln!(
+                        "{what}: the answer was not usable ({}); memory unchanged",
+                        view::inert(&why)
+                    );
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+                Err(why) => eprintln!(
+                    "{what}{part}: the answer was not usable ({}); that part changes nothing",
                     view::inert(&why)
-                );
-                return Ok(None);
+                ),
             }
-        };
+        }
+        self.refine_pieces = sent;
+        let changes = refine::combined(&files, all);
+        if changes.is_empty() {
+            eprintln!("{what}: nothing to change");
+            return Ok(None);
+        }
         let meta = refine::meta(&session, messages, auto, &changes, &files);
         let stamp = refine::stamp(clock::now());
         let stamp = revolve_io::refine::apply(

@@ -464,19 +464,22 @@ fn refine_rewrites_memory_from_the_whole_chain_after_a_snapshot() {
         "one refinement request"
     );
     let text = &request_messages(&asked.body)[0].1;
-    assert!(text.starts_with("<session>\n── session db ("), "{text}");
+    // The real content of every message, the first file's on, each read
+    // once: the turns a compaction carried over are not read again, nor are
+    // its notes (everything they summarize is there verbatim).
+    assert!(text.starts_with("<session>\n[user]\none\n"), "{text}");
     let at = |part: &str| {
         text.find(part)
             .unwrap_or_else(|| panic!("{part:?} is not in the refinement request: {text}"))
     };
     let order = [
-        at("> one\nAnswer one.\n"),
-        at("> four\nAnswer four.\n"),
-        at("── compacted from"),
-        at(&format!("│ {NOTES}")),
-        at("── resumed"),
+        at("[user]\none\n[assistant]\nAnswer one.\n"),
+        at("[user]\ntwo\n[assistant]\nAnswer two.\n"),
+        at("[user]\nfour\n[assistant]\nAnswer four.\n"),
         at("</session>"),
     ];
+    assert_eq!(text.matches("[user]\nthree\n").count(), 1, "{text}");
+    assert!(!text.contains(NOTES), "{text}");
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(
         text.ends_with(&format!(

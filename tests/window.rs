@@ -295,3 +295,97 @@ fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
         assert_eq!(check.code, Some(0), "{check:?}");
     }
 }
+
+/// The project memory directory of `env` (no workspace: under the config
+/// root, by the working directory's slug).
+fn project_memory(env: &TestEnv) -> std::path::PathBuf {
+    let slug = env.cwd.to_str().unwrap().replace('/', "-");
+    env.home
+        .join(".config/task-agent/projects")
+        .join(slug)
+        .join("memory")
+}
+
+/// `/refine` reads what the session really holds: a tool result whole, not
+/// its first line.
+#[test]
+fn a_refinement_reads_tool_results_whole() {
+    let env = TestEnv::new("refine-real");
+    let mut text = String::from("# settings\n");
+    for i in 0..50 {
+        text.push_str(&format!("key{i} = value{i}\n"));
+    }
+    text.push_str("DB_PORT = 6543\n");
+    std::fs::write(env.cwd.join("settings.toml"), text).unwrap();
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls("", &[("r1", "read_file", r#"{"path":"settings.toml"}"#)]),
+        FakeReply::text("Read it."),
+        FakeReply::text(r#"{"files": []}"#),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "read settings.toml\n/refine\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let refine = &server.requests()[2].body;
+    assert!(
+        refine.contains("DB_PORT = 6543"),
+        "the refinement did not read the result"
+    );
+    assert!(refine.contains(r#"[tool call r1 read_file] {\"path\":\"settings.toml\"}"#));
+}
+
+/// A session larger than the window is refined in pieces, each under the
+/// server's limit; a malformed answer to one piece changes nothing and says
+/// so, the others' changes are written as one snapshot entry.
+#[test]
+fn a_refinement_larger_than_the_window_is_read_in_pieces() {
+    let env = TestEnv::new("refine-pieces");
+    let long = |i: usize| {
+        format!(
+            "answer {i}: {}",
+            "the port is 5432 and the host is db1. ".repeat(90)
+        )
+    };
+    let grow = limited(
+        (0..40).map(|i| FakeReply::text(&long(i))).collect(),
+        1_000_000,
+        Overflows::OpenAi,
+        true,
+    );
+    let lines: String = (0..40).map(|i| format!("question {i}\n")).collect();
+    let url = grow.url();
+    assert_eq!(env.run(&["--base-url", &url], &lines).code, Some(0));
+
+    let good = r#"{"files": [{"file": "project/db.md", "content": "The database listens on 5432 on db1.\n", "change": "where the database is"}]}"#;
+    let mut replies = vec![FakeReply::text("not JSON at all")];
+    replies.extend((0..10).map(|_| FakeReply::text(good)));
+    let server = limited(replies, 24_000, Overflows::OpenAi, true);
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url, "--window", "24000", "--continue"],
+        "/refine\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(refused(&server, 24_000), 0, "a piece went over the limit");
+    let parts = server.requests().len();
+    assert!(parts >= 2, "{parts} requests");
+    assert!(
+        run.stderr
+            .contains(&format!("the model reads it in {parts} parts")),
+        "{run:?}"
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "refinement (part 1 of {parts}): the answer was not usable (the answer holds no JSON object); that part changes nothing"
+        )),
+        "{run:?}"
+    );
+    let written = std::fs::read_to_string(project_memory(&env).join("db.md")).unwrap();
+    assert_eq!(written, "The database listens on 5432 on db1.\n");
+    // The log counts every piece as a request.
+    let log = records(&env.only_session());
+    let refined = log.iter().find(|r| r["type"] == "refined").unwrap();
+    assert_eq!(refined["pieces"], parts as u64);
+    let check = env.run(&["replay", "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+}

@@ -166,6 +166,28 @@ pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
     u64::try_from(tokens + tokens.div_ceil(16)).unwrap_or(u64::MAX)
 }
 
+/// How many bytes of request body `tokens` tokens hold, by the same
+/// calibration as [`estimate`] (its inverse, rounded down, so a body of
+/// that size is estimated at most `tokens`).
+pub fn bytes_for(tokens: u64, totals: &Totals) -> usize {
+    let mut bytes = tokens.saturating_mul(FALLBACK_BYTES_PER_TOKEN);
+    if totals.cal_bytes > 0 && totals.cal_tokens > 0 {
+        let raw = u128::from(tokens) * 16 / 17 * u128::from(totals.cal_bytes)
+            / u128::from(totals.cal_tokens);
+        let held = raw.clamp(
+            u128::from(tokens) * 16 / 17,
+            u128::from(tokens) * 16 / 17 * 6,
+        );
+        bytes = u64::try_from(held).unwrap_or(u64::MAX);
+    }
+    // Walk down past rounding until the estimate agrees.
+    let mut bytes = usize::try_from(bytes).unwrap_or(usize::MAX);
+    while bytes > 0 && estimate(bytes, totals) > tokens {
+        bytes -= bytes.div_ceil(64).max(1);
+    }
+    bytes
+}
+
 /// Whether a request estimated at `tokens` may go out under `window`: below
 /// the compaction point, so the answer still has its [`room`].
 pub fn fits(tokens: u64, window: u64) -> bool {
@@ -339,6 +361,30 @@ mod tests {
         // A turn too big: before its second answer, never inside a round.
         assert_eq!(piece_end(&h, 0, 9, |end| end <= 2), Some(1));
         assert_eq!(piece_end(&h, 0, 9, |_| false), None);
+    }
+
+    #[test]
+    fn bytes_for_is_the_estimates_inverse() {
+        let cal = |b, t| Totals {
+            cal_bytes: b,
+            cal_tokens: t,
+            ..Totals::default()
+        };
+        for totals in [
+            Totals::default(),
+            cal(4000, 1000),
+            cal(1000, 900),
+            cal(10, 1000),
+        ] {
+            for tokens in [0u64, 1, 100, 21_600, 115_200] {
+                let bytes = bytes_for(tokens, &totals);
+                assert!(estimate(bytes, &totals) <= tokens, "{tokens} {totals:?}");
+                assert!(
+                    tokens < 100 || estimate(bytes + bytes / 8 + 16, &totals) > tokens,
+                    "{tokens}: {bytes} bytes is far under"
+                );
+            }
+        }
     }
 
     #[test]

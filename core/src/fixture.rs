@@ -162,7 +162,11 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                     set_error(&mut out[i], &f.error);
                 }
             }
-            Record::Refined(_) => out.push(Answer::NotRecorded),
+            Record::Refined(r) => {
+                for _ in 0..r.requests() {
+                    out.push(Answer::NotRecorded);
+                }
+            }
             Record::Totals(t) => {
                 if let Some(i) = usage_of.take() {
                     if let Answer::Reply(reply) = &mut out[i] {

@@ -530,6 +530,17 @@ pub struct Refined {
     /// The snapshot entry it left; none when nothing changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
+    /// How many requests it sent: a session larger than the window is read
+    /// in pieces (0, in older files: one).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub pieces: u64,
+}
+
+impl Refined {
+    /// The requests this refinement counts for.
+    pub fn requests(&self) -> u64 {
+        self.pieces.max(1)
+    }
 }
 
 /// A turn core ended on its own.

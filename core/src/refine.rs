@@ -17,7 +17,7 @@ use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
 use crate::memory::{Label, MemoryFile, Scope, SnapshotKind, SnapshotMeta};
-use crate::record::Message;
+use crate::record::{Message, Role};
 use crate::request::{Request, Wire};
 use crate::view;
 
@@ -79,6 +79,141 @@ pub fn request(
     text.push_str("</memory>\n\n");
     text.push_str(PROMPT);
     Request::build(wire, model, None, &[Message::user(at, text)])
+}
+
+/// One message of the session as a refinement reads it: its real content,
+/// tool calls with their arguments, and tool results as the history holds
+/// them (pruned results stay pruned; spilled and squeezed ones stay head,
+/// tail and path). A delivered message says who sent it.
+pub fn block(m: &Message) -> String {
+    match m.role {
+        Role::User => format!("[user]\n{}\n", m.model_text()),
+        Role::Assistant => {
+            let mut out = String::new();
+            if !m.content.is_empty() || m.tool_calls.is_empty() {
+                out.push_str(&format!("[assistant]\n{}\n", m.content));
+            }
+            for c in &m.tool_calls {
+                out.push_str(&format!(
+                    "[tool call {} {}] {}\n",
+                    c.id, c.name, c.arguments
+                ));
+            }
+            out
+        }
+        Role::Tool => format!(
+            "[tool result {}]\n{}\n",
+            m.tool_call_id.as_deref().unwrap_or(""),
+            m.content
+        ),
+    }
+}
+
+/// How a block too large for any one request is cut: its head and tail.
+const CUT_NOTE: &str = " of this message to fit the context window";
+
+/// The bytes of session text one refinement request may carry under
+/// `window`, when the rest of the request (prompt and memory files) is
+/// `base` bytes: what fits under the compaction point, with a fifth kept
+/// for JSON escaping; at least 1,000.
+pub fn budget(window: u64, totals: &crate::record::Totals, base: usize) -> usize {
+    let room = crate::compact::bytes_for(crate::compact::point(window), totals);
+    (room.saturating_sub(base) * 4 / 5).max(1_000)
+}
+
+/// The pieces a refinement reads a session in: consecutive runs of
+/// `blocks`, each at most `budget` bytes, whole blocks only, except that a
+/// block over the budget is a piece of its own (cut by [`piece_text`]).
+/// One piece when everything fits.
+pub fn pieces(blocks: &[String], budget: usize) -> Vec<std::ops::Range<usize>> {
+    let budget = budget.max(1);
+    let mut out = Vec::new();
+    let (mut start, mut size) = (0, 0);
+    for (i, b) in blocks.iter().enumerate() {
+        if i > start && size + b.len() > budget {
+            out.push(start..i);
+            (start, size) = (i, 0);
+        }
+        size += b.len();
+    }
+    if start < blocks.len() || out.is_empty() {
+        out.push(start..blocks.len());
+    }
+    out
+}
+
+/// The text of one piece, at most `budget` bytes: its blocks whole, or the
+/// head and tail of a block that alone is larger. Tool results are the
+/// only blocks that large in practice; a message of the user or the
+/// assistant is cut only when it alone exceeds the window.
+pub fn piece_text(blocks: &[String], budget: usize) -> String {
+    let whole: usize = blocks.iter().map(String::len).sum();
+    if whole <= budget || blocks.len() != 1 {
+        return blocks.concat();
+    }
+    let chars = budget / 4;
+    crate::tools::cut(&blocks[0], chars * 4 / 5, chars / 5, CUT_NOTE)
+}
+
+/// The request for piece `part` (from 1) of `of`, reading `text` against the
+/// memory `files` as the earlier pieces left them. With one piece, exactly
+/// [`request`].
+pub fn piece_request(
+    wire: Wire,
+    model: &str,
+    text: &str,
+    (part, of): (usize, usize),
+    files: &[MemoryFile],
+    at: OffsetDateTime,
+) -> Request {
+    if of <= 1 {
+        return request(wire, model, text, files, at);
+    }
+    let intro = format!(
+        "This session is too long for one request; here is part {part} of {of}. The memory \
+         files below already hold what the earlier parts taught: rewrite them from this part, \
+         keeping what still holds.\n\n"
+    );
+    request(wire, model, &format!("{intro}{text}"), files, at)
+}
+
+/// The memory after `changes`, as a later piece reads it.
+pub fn applied(files: &[MemoryFile], changes: &[Change]) -> Vec<MemoryFile> {
+    let mut out: Vec<MemoryFile> = files.to_vec();
+    for c in changes {
+        let name = c.label.file_name();
+        out.retain(|f| !(f.scope == c.scope && f.name == name));
+        if let Some(content) = &c.content {
+            out.push(MemoryFile {
+                scope: c.scope,
+                name,
+                content: content.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// The changes of every piece in order, as one refinement of `original`:
+/// a file's last change wins, its sentences joined; a file that ends as it
+/// began is no change.
+pub fn combined(original: &[MemoryFile], pieces: Vec<Change>) -> Vec<Change> {
+    // In the order the files were first named.
+    let mut out: Vec<Change> = Vec::new();
+    for c in pieces {
+        match out.iter_mut().find(|b| b.path() == c.path()) {
+            Some(before) => {
+                before.sentence = format!("{}; {}", before.sentence, c.sentence);
+                before.content = c.content;
+            }
+            None => out.push(c),
+        }
+    }
+    out.retain(|c| {
+        find(original, c.scope, &c.label.file_name()).map(|f| f.content.as_str())
+            != c.content.as_deref()
+    });
+    out
 }
 
 fn sorted(files: &[MemoryFile]) -> Vec<&MemoryFile> {
@@ -553,7 +688,78 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_session_reads_as_its_real_content() {
+        let at = datetime!(2026-12-02 10:00 UTC);
+        let call = crate::record::ToolCall {
+            id: "c1".into(),
+            name: "read_file".into(),
+            arguments: r#"{"path":"src/db.rs"}"#.into(),
+        };
+        let blocks: Vec<String> = [
+            Message::user(at, "where is the port set?"),
+            Message {
+                tool_calls: vec![call],
+                ..Message::assistant(at, "")
+            },
+            Message::tool(at, "c1", "const PORT: u16 = 5432;\nfn main() {}\n"),
+            Message::assistant(at, "In src/db.rs: 5432."),
+        ]
+        .iter()
+        .map(block)
+        .collect();
+        let text = blocks.concat();
+        assert!(text.contains("[tool call c1 read_file] {\"path\":\"src/db.rs\"}"));
+        // The whole result, not its first line.
+        assert!(text.contains("const PORT: u16 = 5432;\nfn main() {}"));
+        assert!(text.contains("[assistant]\nIn src/db.rs: 5432."));
+    }
+
+    #[test]
+    fn pieces_chain_their_changes() {
+        let f = |name: &str, content: &str| MemoryFile {
+            scope: Scope::Project,
+            name: name.into(),
+            content: content.into(),
+        };
+        let original = vec![f("a.md", "one"), f("b.md", "bee")];
+        let change = |name: &str, content: Option<&str>, why: &str| Change {
+            scope: Scope::Project,
+            label: Label::parse(name).unwrap(),
+            content: content.map(str::to_owned),
+            sentence: why.into(),
+        };
+        let first = vec![change("a.md", Some("two"), "a to two")];
+        let after = applied(&original, &first);
+        assert!(after.iter().any(|x| x.name == "a.md" && x.content == "two"));
+        let second = vec![
+            change("a.md", Some("three"), "a to three"),
+            change("b.md", Some("bee"), "b back"),
+            change("c.md", None, "no c"),
+        ];
+        // b ends as it began, and c was never there: neither is a change.
+        let all = combined(&original, [first, second].concat());
+        assert_eq!(all.len(), 1, "{all:?}");
+        assert_eq!(all[0].content.as_deref(), Some("three"));
+        assert_eq!(all[0].sentence, "a to two; a to three");
+    }
+
     quickcheck! {
+        fn pieces_cover_every_block_once_within_the_budget(sizes: Vec<u16>, budget: u16) -> bool {
+            let budget = usize::from(budget) + 1;
+            let blocks: Vec<String> = sizes.iter().map(|&n| "x".repeat(usize::from(n) % 5000)).collect();
+            let ranges = pieces(&blocks, budget);
+            let mut next = 0;
+            for r in &ranges {
+                assert_eq!(r.start, next);
+                let size: usize = blocks[r.clone()].iter().map(String::len).sum();
+                assert!(size <= budget || r.len() == 1, "{r:?}: {size} over {budget}");
+                assert!(piece_text(&blocks[r.clone()], budget).len() <= budget.max(size.min(budget) + 200));
+                next = r.end;
+            }
+            next == blocks.len() && !ranges.is_empty()
+        }
+
         fn restoring_gives_the_snapshot_back_byte_for_byte(
             current: BTreeMap<String, Vec<u8>>,
             snapshot: BTreeMap<String, Vec<u8>>

@@ -79,10 +79,12 @@ pub enum Input {
     /// What the system prompt is built from now (memory files, goal): sent
     /// before each user line and after each tool, before its `ToolDone`.
     Prompt(prompt::Parts),
-    /// A refinement ran (the shell wrote its entry, if any).
+    /// A refinement ran (the shell wrote its entry, if any), in `pieces`
+    /// requests.
     Refined {
         auto: bool,
         entry: Option<String>,
+        pieces: u64,
         now: OffsetDateTime,
     },
     /// The user asked to compact now (`/compact`).
@@ -326,11 +328,17 @@ impl Session {
                 now,
             } => self.overflowed(error, crate::overflow::Overflow { limit, asked }, now),
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
-            Input::Refined { auto, entry, now } => {
+            Input::Refined {
+                auto,
+                entry,
+                pieces,
+                now,
+            } => {
                 let mut cmds = self.append(vec![Record::Refined(Refined {
                     at: now,
                     auto,
                     entry,
+                    pieces,
                 })]);
                 cmds.push(Command::Sync);
                 cmds

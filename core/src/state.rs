@@ -79,8 +79,11 @@ impl State {
     /// returns a note when the record does not fit what came before (shown by
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
-        if self.answers(record) || matches!(record, Record::Compacting(_) | Record::Refined(_)) {
+        if self.answers(record) || matches!(record, Record::Compacting(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
+        }
+        if let Record::Refined(r) = record {
+            self.totals.requests = self.totals.requests.saturating_add(r.requests());
         }
         if let Some(at) = record.at() {
             self.last_activity = Some(at);
