@@ -186,6 +186,28 @@ impl Settings {
         })
     }
 
+    /// Asks the server for its context window when nobody gave one (no
+    /// flag, variable or config key) and the preset's server can say
+    /// (llama.cpp, Ollama, OpenRouter): the window is then the server's,
+    /// and `config show` says so. A server that does not answer within two
+    /// seconds leaves the default.
+    pub fn learn_window(&mut self) {
+        if self.window.source != Source::Default || self.replay.is_some() {
+            return;
+        }
+        let Some(probe) = self.provider.value.window_probe() else {
+            return;
+        };
+        let key = self.key.as_ref().map(|(_, k)| k.clone());
+        let server = revolve_io::provider::OpenAi::new(&self.base_url.value, key);
+        if let Some(window) = server.context_window(probe, &self.model.value) {
+            self.window = Setting {
+                value: window,
+                source: Source::Server,
+            };
+        }
+    }
+
     /// The API key, if one is set; a usage error when the provider at its
     /// base URL cannot work without one.
     pub fn needed_key(&self) -> Result<Option<String>, Error> {

@@ -78,7 +78,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
-            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let mut settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            settings.learn_window();
             config::show(&settings, json)
         }
         Some(Sub::Goal { json, args }) => {
@@ -137,12 +138,17 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         ));
     }
     let resuming = cli.r#continue || cli.resume.is_some();
-    let settings = Settings::resolve(
+    let mut settings = Settings::resolve(
         &store.roots.config,
         &cli.model,
         cli.allow_shell,
         &cli.sources,
     )?;
+    // A new session's window, from the server when nobody gave one; a
+    // resumed one keeps its own.
+    if !resuming {
+        settings.learn_window();
+    }
     let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();

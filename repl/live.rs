@@ -848,11 +848,8 @@ impl Live {
             .claim(&header.id, header.name.clone())
             .map_err(|e| Error::Runtime(e.to_string()))?;
         let path = self.store.path_of(&header.id);
-        let mut writer =
-            LogWriter::create(&path).map_err(|e| Error::at(&path, "cannot create", e))?;
-        writer
-            .append(&Record::Header(header.clone()))
-            .map_err(|e| Error::at(&path, "cannot write", e))?;
+        let mut writer = LogWriter::create_with(&path, &Record::Header(header.clone()))
+            .map_err(|e| Error::at(&path, "cannot create", e))?;
         writer
             .sync()
             .map_err(|e| Error::at(&path, "cannot sync", e))?;

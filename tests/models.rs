@@ -133,7 +133,13 @@ fn models_failures_are_one_line() {
 
 #[test]
 fn a_local_preset_talks_chat_completions_without_a_key() {
-    let server = FakeServer::start(vec![FakeReply::text("Hello from llama.")]).unwrap();
+    // It asks the server's context size first (`/props`), then talks.
+    let props = FakeReply::Status {
+        code: 200,
+        body: r#"{"default_generation_settings":{"n_ctx":8192}}"#.into(),
+        retry_after: None,
+    };
+    let server = FakeServer::start(vec![props, FakeReply::text("Hello from llama.")]).unwrap();
     let env = TestEnv::new("preset-llamacpp");
     let url = server.url();
     let run = env.run_env(
@@ -144,7 +150,8 @@ fn a_local_preset_talks_chat_completions_without_a_key() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Hello from llama.\n");
-    let r = &server.requests()[0];
+    assert_eq!(server.requests()[0].path, "/props");
+    let r = &server.requests()[1];
     assert_eq!(r.path, "/v1/chat/completions");
     assert_eq!(r.header("authorization"), None);
     let body: Value = serde_json::from_str(&r.body).unwrap();

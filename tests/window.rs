@@ -389,3 +389,93 @@ fn a_refinement_larger_than_the_window_is_read_in_pieces() {
     let check = env.run(&["replay", "--check"], "");
     assert_eq!(check.code, Some(0), "{check:?}");
 }
+
+/// With no window given, a new session asks the server for its context:
+/// llama.cpp's `/props`, Ollama's `/api/show`, OpenRouter's model list.
+/// `config show` says it came from the server; `--window` overrides it.
+#[test]
+fn the_window_is_learned_from_the_server() {
+    let json = |v: Value| FakeReply::Status {
+        code: 200,
+        body: v.to_string(),
+        retry_after: None,
+    };
+    let cases = [
+        (
+            "llamacpp",
+            json(json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1})),
+            "/props",
+            8192,
+        ),
+        (
+            "ollama",
+            json(
+                json!({"parameters": "num_ctx 16384", "model_info": {"llama.context_length": 131072}}),
+            ),
+            "/api/show",
+            16384,
+        ),
+        (
+            "openrouter",
+            json(json!({"data": [{"id": "openai/gpt-4o-mini", "context_length": 64000}]})),
+            "/v1/models",
+            64000,
+        ),
+    ];
+    for (preset, answer, path, window) in cases {
+        let env = TestEnv::new("learn");
+        let server =
+            FakeServer::start(vec![answer.clone(), FakeReply::text("Hi."), answer]).unwrap();
+        let url = server.url();
+        let vars = [("OPENROUTER_API_KEY", "sk-or-test")];
+        let run = env.run_env(
+            &["--provider", preset, "--base-url", &url, "-p", "hello"],
+            "",
+            &vars,
+        );
+        assert_eq!(run.code, Some(0), "{preset}: {run:?}");
+        assert_eq!(server.requests()[0].path, path, "{preset}");
+        let header = &records(&env.only_session())[0];
+        assert_eq!(header["window"], window, "{preset}");
+        let shown = env.run_env(
+            &[
+                "config",
+                "show",
+                "--json",
+                "--provider",
+                preset,
+                "--base-url",
+                &url,
+            ],
+            "",
+            &vars,
+        );
+        let doc: Value = serde_json::from_str(&shown.stdout).expect("config show --json");
+        assert_eq!(
+            doc["settings"]["window"],
+            json!({"value": window, "source": "server"}),
+            "{preset}"
+        );
+        // A window given wins, and nothing is asked.
+        let server = FakeServer::start(vec![FakeReply::text("Hi.")]).unwrap();
+        let url = server.url();
+        let env = TestEnv::new("learn-given");
+        let run = env.run_env(
+            &[
+                "--provider",
+                preset,
+                "--base-url",
+                &url,
+                "--window",
+                "5000",
+                "-p",
+                "hello",
+            ],
+            "",
+            &vars,
+        );
+        assert_eq!(run.code, Some(0), "{preset}: {run:?}");
+        assert_eq!(server.requests().len(), 1);
+        assert_eq!(records(&env.only_session())[0]["window"], 5000);
+    }
+}

@@ -54,6 +54,8 @@ pub enum Source {
     Env,
     /// The config file.
     Config,
+    /// The model server said (its context size, asked at start).
+    Server,
     /// Nobody said: the default.
     Default,
 }
@@ -65,6 +67,7 @@ impl Source {
             Source::Flag => "flag",
             Source::Env => "env",
             Source::Config => "config",
+            Source::Server => "server",
             Source::Default => "default",
         }
     }
@@ -349,6 +352,74 @@ pub fn redact_url_credentials(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// Where a preset's server tells its context window, when it does: the
+/// request to make and how to read the answer ([`window_from`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowProbe {
+    /// llama.cpp's `GET /props`: `default_generation_settings.n_ctx`.
+    LlamacppProps,
+    /// Ollama's `POST /api/show {"model": …}`: `num_ctx` among its
+    /// parameters, else `model_info.<arch>.context_length`.
+    OllamaShow,
+    /// `GET {base}/models`: the model's `context_length` (OpenRouter) or
+    /// `max_model_len` (vLLM).
+    ModelList,
+}
+
+impl Preset {
+    /// How this preset's server is asked for its window, when the user
+    /// gave none. The hosted OpenAI and Anthropic APIs do not say.
+    pub fn window_probe(self) -> Option<WindowProbe> {
+        match self {
+            Preset::Llamacpp => Some(WindowProbe::LlamacppProps),
+            Preset::Ollama => Some(WindowProbe::OllamaShow),
+            Preset::Openrouter => Some(WindowProbe::ModelList),
+            Preset::Openai | Preset::Anthropic | Preset::Scripted => None,
+        }
+    }
+}
+
+/// The context window a server's answer to `probe` names for `model`.
+pub fn window_from(probe: WindowProbe, answer: &serde_json::Value, model: &str) -> Option<u64> {
+    let n = |v: &serde_json::Value| v.as_u64().filter(|&n| n > 0);
+    match probe {
+        WindowProbe::LlamacppProps => answer
+            .pointer("/default_generation_settings/n_ctx")
+            .and_then(n)
+            .or_else(|| answer.get("n_ctx").and_then(n)),
+        WindowProbe::OllamaShow => {
+            let num_ctx = answer
+                .get("parameters")
+                .and_then(|p| p.as_str())
+                .and_then(|p| {
+                    p.lines().find_map(|l| {
+                        let mut words = l.split_whitespace();
+                        (words.next() == Some("num_ctx"))
+                            .then(|| words.next()?.parse::<u64>().ok())
+                            .flatten()
+                    })
+                });
+            num_ctx.filter(|&n| n > 0).or_else(|| {
+                answer
+                    .get("model_info")?
+                    .as_object()?
+                    .iter()
+                    .find_map(|(k, v)| k.ends_with(".context_length").then(|| n(v)).flatten())
+            })
+        }
+        WindowProbe::ModelList => answer
+            .get("data")?
+            .as_array()?
+            .iter()
+            .find(|m| m.get("id").and_then(|i| i.as_str()) == Some(model))
+            .and_then(|m| {
+                m.get("context_length")
+                    .and_then(n)
+                    .or_else(|| m.get("max_model_len").and_then(n))
+            }),
+    }
+}
+
 /// What `--provider` names: a preset, or a recorded session whose answers
 /// are given again (`replay:FILE|NAME`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -499,6 +570,41 @@ mod tests {
                 assert!(API_KEY_VARS.contains(var), "{var} of {}", p.name());
             }
         }
+    }
+
+    #[test]
+    fn servers_tell_their_window() {
+        let props =
+            serde_json::json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1});
+        assert_eq!(
+            window_from(WindowProbe::LlamacppProps, &props, "x"),
+            Some(4096)
+        );
+        let show = serde_json::json!({
+            "parameters": "stop \"<|eot_id|>\"\nnum_ctx 8192",
+            "model_info": {"llama.context_length": 131072}
+        });
+        assert_eq!(
+            window_from(WindowProbe::OllamaShow, &show, "llama3.2"),
+            Some(8192)
+        );
+        let bare = serde_json::json!({"model_info": {"qwen2.context_length": 32768}});
+        assert_eq!(
+            window_from(WindowProbe::OllamaShow, &bare, "qwen"),
+            Some(32768)
+        );
+        let list = serde_json::json!({"data": [
+            {"id": "a/b", "context_length": 200000},
+            {"id": "openai/gpt-4o-mini", "context_length": 128000},
+            {"id": "v", "max_model_len": 4096}
+        ]});
+        assert_eq!(
+            window_from(WindowProbe::ModelList, &list, "openai/gpt-4o-mini"),
+            Some(128_000)
+        );
+        assert_eq!(window_from(WindowProbe::ModelList, &list, "v"), Some(4096));
+        assert_eq!(window_from(WindowProbe::ModelList, &list, "nope"), None);
+        assert_eq!(Preset::Openai.window_probe(), None);
     }
 
     #[test]

@@ -35,6 +35,35 @@ impl LogWriter {
         })
     }
 
+    /// Creates a new log that starts with `header`, whole or not at all: the
+    /// line is written and synced to a hidden temp file beside it, which is
+    /// then linked to the final name (failing if that exists), so a crash
+    /// never leaves an empty or headless `*.jsonl` behind.
+    pub fn create_with(path: &Path, header: &Record) -> io::Result<LogWriter> {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let mut line = header.to_line().into_bytes();
+        line.push(b'\n');
+        let written = (|| {
+            let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            file.write_all(&line)?;
+            file.sync_all()?;
+            std::fs::hard_link(&tmp, path)
+        })();
+        std::fs::remove_file(&tmp).ok();
+        written?;
+        let (file, _) = regular::open(path, OpenOptions::new().read(true).append(true))?;
+        Ok(LogWriter {
+            file,
+            path: path.to_path_buf(),
+            line: Vec::with_capacity(4096),
+        })
+    }
+
     /// Opens an existing log for appending. A torn last line (a crash in the
     /// middle of a write) is ended with a newline first, so the next record
     /// starts on a line of its own and the torn one stays skippable.

@@ -352,8 +352,10 @@ impl Store {
             &running_dir,
             &self.running_entry(&header.id, header.name.clone()),
         )?;
-        let mut writer = LogWriter::create(&self.path_of(&header.id))?;
-        writer.append(&revolve_core::Record::Header(header.clone()))?;
+        let writer = LogWriter::create_with(
+            &self.path_of(&header.id),
+            &revolve_core::Record::Header(header.clone()),
+        )?;
         drop(naming);
         Ok((writer, claim, header))
     }

@@ -135,6 +135,54 @@ impl Http {
             .map_err(|error| self.scrub(error))
     }
 
+    /// The JSON a server answers `GET url` with, or `POST url` with
+    /// `body`: for the questions asked once at start (a context size),
+    /// within `within` however the server stalls.
+    pub(super) fn ask_json(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        body: Option<&str>,
+        within: Duration,
+    ) -> Result<Value, ProviderError> {
+        let agent = agent(within);
+        let sent = match body {
+            Some(body) => {
+                let mut call = agent
+                    .post(url)
+                    .header("accept", "application/json")
+                    .header("content-type", "application/json");
+                for (name, value) in headers {
+                    call = call.header(*name, value.as_str());
+                }
+                call.send(body)
+            }
+            None => {
+                let mut call = agent.get(url).header("accept", "application/json");
+                for (name, value) in headers {
+                    call = call.header(*name, value.as_str());
+                }
+                call.call()
+            }
+        };
+        let response = sent.map_err(|e| self.unsent(url, &e))?;
+        let status = response.status();
+        let bytes = response
+            .into_body()
+            .with_config()
+            .limit(JSON_BODY_LIMIT)
+            .read_to_vec()
+            .map_err(|e| ProviderError::new(format!("answer from {url} broke off: {e}"), ""))?;
+        if !status.is_success() {
+            return Err(ProviderError {
+                status: Some(status.as_u16()),
+                ..ProviderError::new(format!("HTTP {} from {url}", status.as_u16()), "")
+            });
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|e| bad_answer(url, &e, &String::from_utf8_lossy(&bytes)))
+    }
+
     fn list_models(
         &self,
         url: &str,

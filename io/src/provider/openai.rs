@@ -10,6 +10,7 @@
 //! or an `event: error` fails the request. A non-streamed answer is one
 //! `chat.completion` with `choices[0].message.content` and `.tool_calls`.
 
+use revolve_core::config::WindowProbe;
 use std::fmt;
 use std::time::Duration;
 
@@ -60,6 +61,32 @@ impl OpenAi {
         let headers = self.headers();
         let url = format!("{}/models", self.http.base_url());
         self.http.models(&url, &headers)
+    }
+
+    /// The context window the server says it has for `model`, asked the
+    /// way `probe` says, within two seconds; `None` when it does not say
+    /// (or cannot be asked). The core reads the answer.
+    pub fn context_window(&self, probe: WindowProbe, model: &str) -> Option<u64> {
+        let base = self.http.base_url();
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        let headers = self.headers();
+        let within = std::time::Duration::from_secs(2);
+        let answer = match probe {
+            WindowProbe::LlamacppProps => {
+                self.http
+                    .ask_json(&format!("{root}/props"), &headers, None, within)
+            }
+            WindowProbe::OllamaShow => {
+                let body = serde_json::json!({ "model": model }).to_string();
+                self.http
+                    .ask_json(&format!("{root}/api/show"), &headers, Some(&body), within)
+            }
+            WindowProbe::ModelList => {
+                self.http
+                    .ask_json(&format!("{base}/models"), &headers, None, within)
+            }
+        };
+        revolve_core::config::window_from(probe, &answer.ok()?, model)
     }
 
     /// The headers every call carries: the key as a bearer token, when
