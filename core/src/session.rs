@@ -476,10 +476,16 @@ impl Session {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
         let window = self.state.window;
-        let mut request = self.state.request();
         let estimate = |r: &Request, t: &Totals| compact::estimate(r.body.len(), t);
+        // A history whose text alone is over the window is not built into a
+        // body just to be measured (a resumed 100 MB session compacts first).
+        let text = self.state.text_bytes(0..self.state.messages.len());
+        let over = !compact::fits(compact::estimate(text, &self.state.totals), window);
+        let mut request = (!over).then(|| self.state.request());
         let due = compact::due(self.state.totals.last_context, window)
-            || !compact::fits(estimate(&request, &self.state.totals), window);
+            || request
+                .as_ref()
+                .is_none_or(|r| !compact::fits(estimate(r, &self.state.totals), window));
         if due && !self.compacted_this_turn {
             self.compacted_this_turn = true;
             let done = self.compact(false, now);
@@ -489,10 +495,11 @@ impl Session {
                 return cmds;
             }
             if !done.is_empty() {
-                request = self.state.request();
+                request = None;
             }
             cmds.extend(done);
         }
+        let mut request = request.unwrap_or_else(|| self.state.request());
         if !compact::fits(estimate(&request, &self.state.totals), window) {
             cmds.extend(self.give_way(now));
             if self.state.compacting.is_some() {
@@ -518,8 +525,15 @@ impl Session {
     }
 
     /// The estimated size of the request due now.
+    /// (When the text alone is over the window, that lower bound: enough to
+    /// know it does not fit, without building the body.)
     fn estimate_now(&self) -> u64 {
-        compact::estimate(self.state.request().body.len(), &self.state.totals)
+        let totals = &self.state.totals;
+        let text = compact::estimate(self.state.text_bytes(0..self.state.messages.len()), totals);
+        if !compact::fits(text, self.state.window) {
+            return text;
+        }
+        compact::estimate(self.state.request().body.len(), totals)
     }
 
     /// The request due now does not fit the window, even after this
@@ -701,10 +715,15 @@ impl Session {
     /// (see [`Session::next_piece`]); `None` when not even a first piece
     /// fits.
     fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
-        let summary = self.state.summary_request(cut);
-        let tokens = compact::estimate(summary.body.len(), &self.state.totals);
         let mut cmds = Vec::new();
-        if compact::fits(tokens, self.state.window) {
+        let text = compact::estimate(self.state.text_bytes(0..cut), &self.state.totals);
+        let whole = compact::fits(text, self.state.window).then(|| {
+            let summary = self.state.summary_request(cut);
+            let tokens = compact::estimate(summary.body.len(), &self.state.totals);
+            (summary, tokens)
+        });
+        if let Some((summary, tokens)) = whole.filter(|(_, t)| compact::fits(*t, self.state.window))
+        {
             cmds.extend(self.append(vec![Record::Compacting(Compacting {
                 at: now,
                 cut: cut as u64,
@@ -741,8 +760,12 @@ impl Session {
         };
         let (state, window) = (&self.state, self.state.window);
         let upto = compact::piece_end(&state.messages, from, cut, |end| {
-            let request = state.piece_request(from, end, notes.as_deref());
-            compact::fits(compact::estimate(request.body.len(), &state.totals), window)
+            // Measured by its text first: most ends tried are far too big.
+            let text = state.text_bytes(from..end) + notes.as_ref().map_or(0, String::len);
+            compact::fits(compact::estimate(text, &state.totals), window) && {
+                let request = state.piece_request(from, end, notes.as_deref());
+                compact::fits(compact::estimate(request.body.len(), &state.totals), window)
+            }
         })?;
         let request = self.state.piece_request(from, upto, notes.as_deref());
         let mut cmds = self.append(vec![Record::Compacting(Compacting {

@@ -278,6 +278,24 @@ impl State {
         self.header.as_ref().map_or("", |h| &h.id)
     }
 
+    /// The bytes of text the messages `range` hold (contents, call names
+    /// and arguments): a lower bound of what they add to a request body,
+    /// known without building it.
+    pub fn text_bytes(&self, range: std::ops::Range<usize>) -> usize {
+        let end = range.end.min(self.messages.len());
+        let start = range.start.min(end);
+        self.messages[start..end]
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            })
+            .sum()
+    }
+
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let request = Request::build(
