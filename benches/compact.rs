@@ -304,6 +304,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
         at,
         messages: pruned,
         estimate: 100_000,
+        keep: 0,
     }));
     old.push(Record::Compacting(Compacting {
         at,

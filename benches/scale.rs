@@ -447,6 +447,7 @@ impl Turns {
             at,
             messages,
             estimate: 30_000,
+            keep: 0,
         }))?;
         let cut = self.messages.saturating_sub(12);
         w.append(&Record::Compacting(Compacting {

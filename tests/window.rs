@@ -479,3 +479,51 @@ fn the_window_is_learned_from_the_server() {
         assert_eq!(records(&env.only_session())[0]["window"], 5000);
     }
 }
+
+/// `--prune-result-chars` below the head and tail is honoured: a
+/// 3,000-character result is cut to at most 1,000 characters, in the summary
+/// request the way replay rebuilds it.
+#[test]
+fn a_small_prune_limit_is_honoured() {
+    let env = TestEnv::new("prune-small");
+    std::fs::write(env.cwd.join("log.txt"), "0123456789".repeat(300)).unwrap();
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls("", &[("r1", "read_file", r#"{"path":"log.txt"}"#)]),
+        FakeReply::text("One."),
+        FakeReply::text("Two."),
+        FakeReply::text("Three."),
+        FakeReply::text("Four."),
+        FakeReply::text("Notes: log.txt holds digits."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url, "--prune-result-chars", "1000"],
+        "one\ntwo\nthree\nfour\n/compact\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let files = env.session_files();
+    let old = files
+        .iter()
+        .map(|f| records(f))
+        .find(|r| r.iter().any(|x| x["type"] == "pruned"))
+        .expect("a pruned record");
+    let pruned = old.iter().find(|r| r["type"] == "pruned").unwrap();
+    assert_eq!(pruned["keep"], 1000);
+    let summary = &server.requests()[5].body;
+    let body: Value = serde_json::from_str(summary).unwrap();
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the result in the summary request");
+    let text = result["content"].as_str().unwrap();
+    assert!(
+        text.chars().count() <= 1000,
+        "{} characters",
+        text.chars().count()
+    );
+    assert!(text.contains("characters cut by compaction"), "{text}");
+    replays(&env, &server);
+}

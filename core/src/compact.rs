@@ -23,8 +23,7 @@ pub const PRUNE_CHARS: usize = 16_000;
 /// What a pruned result says in its middle line, after the count.
 const PRUNED_NOTE: &str = " by compaction (the result was pruned)";
 
-/// Slack above head + tail: a result this close to it is already short, so
-/// pruning never cuts a pruned result again.
+/// Slack above head + tail in what counts as a pruned result.
 const SLACK: usize = 200;
 
 /// The turns of a history: each starts at a user message and runs to the
@@ -95,18 +94,44 @@ fn turn_start_from_end(messages: &[Message], n: usize) -> usize {
         .map_or(0, |(i, _)| i)
 }
 
-/// Whether a result is long enough to prune.
+/// Whether a result is long enough to prune under `prune_chars`: longer
+/// than that, and not already a pruned result (so pruning never cuts a
+/// pruned result again, whatever the setting).
 pub fn prunable(content: &str, prune_chars: usize) -> bool {
-    let limit = prune_chars.max(HEAD_CHARS + TAIL_CHARS + SLACK);
     // A character is at least a byte: short texts need no counting, and
     // counting stops early, since only "longer than" matters.
-    content.len() > limit && content.chars().nth(limit).is_some()
+    let longer = content.len() > prune_chars && content.chars().nth(prune_chars).is_some();
+    longer && !already_pruned(content) && prune_to(content, prune_chars) != content
 }
 
-/// A result as pruning leaves it. Idempotent: a pruned result is never
-/// prunable again.
+/// A result pruning has cut already: its note, and no longer than pruning
+/// at the default leaves one.
+fn already_pruned(content: &str) -> bool {
+    content.contains(PRUNED_NOTE) && content.len() <= (HEAD_CHARS + TAIL_CHARS + SLACK) * 4
+}
+
+/// A result as pruning at the default leaves it: its first [`HEAD_CHARS`]
+/// and last [`TAIL_CHARS`] characters. Idempotent.
 pub fn prune(content: &str) -> String {
     tools::cut(content, HEAD_CHARS, TAIL_CHARS, PRUNED_NOTE)
+}
+
+/// Room kept for the note in the middle of a pruned result.
+const NOTE_CHARS: usize = 100;
+
+/// A result as pruning under `prune_chars` leaves it: at most that many
+/// characters, note included: the head (at most [`HEAD_CHARS`]) four fifths
+/// of what is left beside the note, the tail (at most [`TAIL_CHARS`]) the
+/// rest. At the default (16,000) that is [`prune`]; under about 100 only the
+/// note is left.
+pub fn prune_to(content: &str, prune_chars: usize) -> String {
+    if content.chars().nth(prune_chars).is_none() {
+        return content.to_owned();
+    }
+    let room = prune_chars.saturating_sub(NOTE_CHARS);
+    let head = HEAD_CHARS.min(room * 4 / 5);
+    let tail = TAIL_CHARS.min(room - head);
+    tools::cut(content, head, tail, PRUNED_NOTE)
 }
 
 /// The room one full turn can still need, in tokens: a tenth of the window,
@@ -385,6 +410,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_small_prune_limit_is_honoured() {
+        let text = "0123456789".repeat(300);
+        // 3,000 characters under a limit of 1,000: cut to at most that.
+        assert!(prunable(&text, 1_000));
+        let cut = prune_to(&text, 1_000);
+        assert!(cut.chars().count() <= 1_000, "{}", cut.len());
+        assert!(cut.starts_with("0123") && cut.contains("characters cut by compaction"));
+        // Never again, at any limit.
+        for limit in [0, 10, 100, 1_000, 16_000] {
+            assert!(!prunable(&cut, limit), "{limit}");
+        }
+        // At the default, exactly the old cut.
+        let long = "x".repeat(30_000);
+        assert_eq!(prune_to(&long, PRUNE_CHARS), prune(&long));
+        // A tiny limit keeps only the note.
+        let note = prune_to(&text, 50);
+        assert!(note.trim().starts_with("[… 3000 characters cut"), "{note}");
+        assert!(!prunable(&note, 50));
     }
 
     #[test]

@@ -432,6 +432,10 @@ pub struct Pruned {
     pub messages: Vec<u64>,
     /// The documented estimate of the context after pruning, in tokens.
     pub estimate: u64,
+    /// The `prune-result-chars` they were cut to (0, in older files: the
+    /// default cut, [`crate::compact::prune`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub keep: u64,
 }
 
 /// What a compaction carried into the new file.

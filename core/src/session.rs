@@ -568,7 +568,7 @@ impl Session {
                 saved += m
                     .content
                     .len()
-                    .saturating_sub(compact::prune(&m.content).len());
+                    .saturating_sub(compact::prune_to(&m.content, self.settings.prune_chars).len());
                 chosen.push(i as u64);
             }
         }
@@ -579,6 +579,7 @@ impl Session {
                 at: now,
                 messages: chosen,
                 estimate,
+                keep: self.settings.prune_chars as u64,
             })]));
             cmds.push(Command::Show(format!(
                 "window: pruned {n} oversized tool result(s) in the kept turns to fit the {}-token window",
@@ -667,7 +668,7 @@ impl Session {
                 .map(|&i| {
                     compact::saved_tokens(
                         &messages[i].content,
-                        &compact::prune(&messages[i].content),
+                        &compact::prune_to(&messages[i].content, self.settings.prune_chars),
                     )
                 })
                 .sum();
@@ -677,6 +678,7 @@ impl Session {
                 at: now,
                 messages: indices,
                 estimate,
+                keep: self.settings.prune_chars as u64,
             })]));
             cmds.push(Command::Show(format!(
                 "compaction: pruned {} oversized tool result(s), about {} tokens",

@@ -220,7 +220,10 @@ impl State {
                         .and_then(|i| self.messages.get_mut(i))
                     {
                         if m.role == Role::Tool {
-                            m.content = compact::prune(&m.content);
+                            m.content = match usize::try_from(p.keep) {
+                                Ok(0) | Err(_) => compact::prune(&m.content),
+                                Ok(keep) => compact::prune_to(&m.content, keep),
+                            };
                         }
                     }
                 }
