@@ -254,6 +254,13 @@ impl Live {
                 path.display()
             );
         }
+        if state.repaired > 0 {
+            eprintln!(
+                "({} tool call(s) of {} lost their result line; each is answered as lost)",
+                state.repaired,
+                path.display()
+            );
+        }
         let writer = LogWriter::open(&path).map_err(|e| Error::at(&path, "cannot open", e))?;
         let resumed = Resumed {
             at: clock::now(),

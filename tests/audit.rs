@@ -337,3 +337,81 @@ fn unreadable_and_empty_session_files_are_reported() {
         "{check:?}"
     );
 }
+
+/// Item 6: one damaged tool-result line in mid-file. The resume says so,
+/// and the call whose result was lost is answered "lost" in every later
+/// request, so a real API never sees a call without its result; `replay
+/// --check` names the repair.
+#[test]
+fn a_lost_tool_result_is_answered_as_lost_on_resume() {
+    let env = TestEnv::new("lost-result");
+    std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(env.cwd.join("b.txt"), "beta\n").unwrap();
+    let server = revolve_io::fake::FakeServer::start(vec![
+        revolve_io::fake::FakeReply::tool_calls(
+            "",
+            &[
+                ("c1", "read_file", r#"{"path":"a.txt"}"#),
+                ("c2", "read_file", r#"{"path":"b.txt"}"#),
+            ],
+        ),
+        revolve_io::fake::FakeReply::text("Both read."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "-p", "read both"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    // Damage c1's result line in the middle of the file.
+    let path = env.only_session();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let damaged: String = text
+        .lines()
+        .map(|l| {
+            if l.contains(r#""tool_call_id":"c1""#) {
+                format!("{}\n", &l[..l.len() / 2].replace('"', "#"))
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&path, damaged).unwrap();
+
+    let server =
+        revolve_io::fake::FakeServer::start(vec![revolve_io::fake::FakeReply::text("Going on.")])
+            .unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "--continue", "-p", "and now"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("1 tool call(s) of") && run.stderr.contains("answered as lost"),
+        "{run:?}"
+    );
+    let body: serde_json::Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    let results: Vec<(&str, &str)> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap(),
+                m["content"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results
+            .iter()
+            .any(|(id, c)| *id == "c1" && c.contains("was lost")),
+        "{results:?}"
+    );
+    assert!(
+        results
+            .iter()
+            .any(|(id, c)| *id == "c2" && c.contains("beta")),
+        "{results:?}"
+    );
+    let check = env.run(&["replay", "--check"], "");
+    assert!(check.stdout.contains("answered as lost"), "{check:?}");
+}

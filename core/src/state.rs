@@ -63,7 +63,15 @@ pub struct State {
     /// The tool rounds (answers that call tools) since the turn began or
     /// went on, for the tool-round cap.
     pub turn_rounds: u64,
+    /// Tool calls whose results the log lost (a damaged line): the fold
+    /// answered each with [`LOST_RESULT`] where the next message began.
+    pub repaired: u64,
 }
+
+/// The result the fold gives a tool call whose result line was lost, so
+/// every request after it still pairs each call with a result.
+pub const LOST_RESULT: &str =
+    "error: the result of this call was lost (a damaged line in the session log)";
 
 impl State {
     /// Folds records from the start.
@@ -79,6 +87,7 @@ impl State {
     /// returns a note when the record does not fit what came before (shown by
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
+        let repaired = self.repair(record);
         if self.answers(record) || matches!(record, Record::Compacting(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
         }
@@ -88,7 +97,7 @@ impl State {
         if let Some(at) = record.at() {
             self.last_activity = Some(at);
         }
-        let mut note = None;
+        let mut note = repaired;
         if self.header.is_none() && !matches!(record, Record::Header(_)) {
             note = Some("record before the header".to_owned());
         }
@@ -269,6 +278,30 @@ impl State {
         note
     }
 
+    /// A message of the user or the model while tool calls still wait for
+    /// results (their lines were lost): each gets [`LOST_RESULT`] first, so
+    /// the history stays well formed and the request due is the one the
+    /// live run sent. Says what it did.
+    fn repair(&mut self, record: &Record) -> Option<String> {
+        let Record::Message(m) = record else {
+            return None;
+        };
+        if m.role == Role::Tool || self.open_calls.is_empty() {
+            return None;
+        }
+        let lost = std::mem::take(&mut self.open_calls);
+        for call in &lost {
+            self.messages
+                .push(Message::tool(m.at, call.id.clone(), LOST_RESULT));
+        }
+        self.repaired = self.repaired.saturating_add(lost.len() as u64);
+        self.awaiting = true;
+        Some(format!(
+            "{} tool call(s) without a result line before this message; answered as lost",
+            lost.len()
+        ))
+    }
+
     /// No compaction is in flight any more.
     fn end_compaction(&mut self) {
         self.compacting = None;
@@ -401,6 +434,8 @@ impl Rebuild {
     /// Folds `record`; the request sent just before it was written, if
     /// any (at most one record answers or starts one).
     pub fn push(&mut self, record: &Record) -> Option<Request> {
+        // As the fold will: calls whose results were lost are answered.
+        let _ = self.state.repair(record);
         let request = if self.state.answers(record) {
             Some(self.state.request())
         } else if let Record::Compacting(c) = record {
