@@ -18,6 +18,19 @@ fn call(id: &str, name: &str, args: &Value) -> FakeReply {
     FakeReply::tool_calls("", &[(id, name, &args.to_string())])
 }
 
+/// `n` answers, each calling `tool` on a path of its own (`{prefix}{i}`).
+fn distinct(n: usize, tool: &str, prefix: &str) -> Vec<FakeReply> {
+    (0..n)
+        .map(|i| {
+            call(
+                &format!("c{i}"),
+                tool,
+                &json!({"path": format!("{prefix}{i}")}),
+            )
+        })
+        .collect()
+}
+
 /// `-p PROMPT` against `server`, with `extra` flags.
 fn ask(env: &TestEnv, server: &FakeServer, extra: &[&str], prompt: &str) -> Run {
     let url = server.url();
@@ -130,15 +143,7 @@ fn log_at(log: &[Value], kind: &str) -> Value {
 #[test]
 fn distinct_calls_stop_at_the_tool_round_cap() {
     let env = TestEnv::new("rounds");
-    let replies = (0..150)
-        .map(|i| {
-            call(
-                &format!("c{i}"),
-                "read_file",
-                &json!({"path": format!("f{i}.txt")}),
-            )
-        })
-        .collect();
+    let replies = distinct(150, "read_file", "f");
     let server = FakeServer::start(replies).unwrap();
     let run = ask(&env, &server, &[], "read them all");
     assert_eq!(run.code, Some(1), "{run:?}");
@@ -196,29 +201,13 @@ fn the_limits_are_settings() {
     );
 
     // The config file's cap applies, and a flag overrides it.
-    let replies = (0..20)
-        .map(|i| {
-            call(
-                &format!("c{i}"),
-                "list_dir",
-                &json!({"path": format!("d{i}")}),
-            )
-        })
-        .collect();
+    let replies = distinct(20, "list_dir", "d");
     let server = FakeServer::start(replies).unwrap();
     let run = ask(&env, &server, &["--max-tool-rounds", "3"], "list");
     assert_eq!(run.code, Some(1), "{run:?}");
     assert!(run.stderr.contains("(--max-tool-rounds 3)"), "{run:?}");
     assert_eq!(server.requests().len(), 3);
-    let replies = (0..20)
-        .map(|i| {
-            call(
-                &format!("c{i}"),
-                "list_dir",
-                &json!({"path": format!("d{i}")}),
-            )
-        })
-        .collect();
+    let replies = distinct(20, "list_dir", "d");
     let server = FakeServer::start(replies).unwrap();
     let run = ask(&env, &server, &[], "list");
     assert!(run.stderr.contains("(--max-tool-rounds 7)"), "{run:?}");
@@ -247,15 +236,7 @@ fn a_goal_run_counts_rounds_and_stops_at_the_cap() {
         // The goal command's spelling is the goals suite's business.
         panic!("cannot set a goal: {set:?}");
     }
-    let replies = (0..20)
-        .map(|i| {
-            call(
-                &format!("c{i}"),
-                "read_file",
-                &json!({"path": format!("f{i}")}),
-            )
-        })
-        .collect();
+    let replies = distinct(20, "read_file", "f");
     let server = FakeServer::start(replies).unwrap();
     let url = server.url();
     let run = env.run(
@@ -282,15 +263,7 @@ fn a_goal_run_counts_rounds_and_stops_at_the_cap() {
 #[test]
 fn the_repl_asks_whether_to_go_on() {
     let env = TestEnv::new("go-on");
-    let mut replies: Vec<FakeReply> = (0..2)
-        .map(|i| {
-            call(
-                &format!("c{i}"),
-                "list_dir",
-                &json!({"path": format!("d{i}")}),
-            )
-        })
-        .collect();
+    let mut replies = distinct(2, "list_dir", "d");
     replies.push(FakeReply::text("All listed."));
     let server = FakeServer::start(replies).unwrap();
     let url = server.url();

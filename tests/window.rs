@@ -218,20 +218,15 @@ fn streams_without_usage_are_estimated() {
     assert_eq!(last["in_out_estimated"], true);
 }
 
-/// A session grown under a 128k window, resumed under 24k: the part before
-/// the kept turns no longer fits one summary request, so it is summarized
-/// in pieces, each under the server's limit, and the turn goes on from the
-/// last piece's notes in a fresh file.
-#[test]
-fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
-    let env = TestEnv::new("pieces");
+/// Forty turns with 3.5 KB answers (about 35k tokens in all), under the
+/// default window, against a server that counts truthfully.
+fn grow_long_session(env: &TestEnv) {
     let long = |i: usize| {
         format!(
             "answer {i}: {}",
             "the port is 5432 and the host is db1. ".repeat(90)
         )
     };
-    // A server that counts truthfully, with room for all of it.
     let grow = limited(
         (0..40).map(|i| FakeReply::text(&long(i))).collect(),
         1_000_000,
@@ -242,6 +237,16 @@ fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
     let url = grow.url();
     let run = env.run(&["--base-url", &url], &lines);
     assert_eq!(run.code, Some(0), "{run:?}");
+}
+
+/// A session grown under a 128k window, resumed under 24k: the part before
+/// the kept turns no longer fits one summary request, so it is summarized
+/// in pieces, each under the server's limit, and the turn goes on from the
+/// last piece's notes in a fresh file.
+#[test]
+fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
+    let env = TestEnv::new("pieces");
+    grow_long_session(&env);
 
     let notes = "Facts: the port is 5432, the host is db1.";
     let server = limited(
@@ -340,21 +345,7 @@ fn a_refinement_reads_tool_results_whole() {
 #[test]
 fn a_refinement_larger_than_the_window_is_read_in_pieces() {
     let env = TestEnv::new("refine-pieces");
-    let long = |i: usize| {
-        format!(
-            "answer {i}: {}",
-            "the port is 5432 and the host is db1. ".repeat(90)
-        )
-    };
-    let grow = limited(
-        (0..40).map(|i| FakeReply::text(&long(i))).collect(),
-        1_000_000,
-        Overflows::OpenAi,
-        true,
-    );
-    let lines: String = (0..40).map(|i| format!("question {i}\n")).collect();
-    let url = grow.url();
-    assert_eq!(env.run(&["--base-url", &url], &lines).code, Some(0));
+    grow_long_session(&env);
 
     let good = r#"{"files": [{"file": "project/db.md", "content": "The database listens on 5432 on db1.\n", "change": "where the database is"}]}"#;
     let mut replies = vec![FakeReply::text("not JSON at all")];
