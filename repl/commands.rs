@@ -136,7 +136,7 @@ pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(
                 serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
             out(&format!("{text}\n"))
         }
-        ReplayMode::Check => check(&path),
+        ReplayMode::Check => check(store, &path),
     }
 }
 
@@ -214,7 +214,11 @@ const CHECK_LISTS: usize = 1_000;
 
 /// Reports skipped lines and records that do not fit, streaming the file.
 /// Torn lines (a crash mid-write) are reported but are not a failure.
-fn check(path: &std::path::Path) -> Result<(), Error> {
+fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
+    // Memory records are checked against the snapshot store of this
+    // directory's memory.
+    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let entries = revolve_io::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
     let mut state = State::default();
     let (mut records, mut notes, mut skipped) = (0usize, 0usize, 0usize);
     let (mut note_lines, mut skip_lines) = (String::new(), String::new());
@@ -223,7 +227,8 @@ fn check(path: &std::path::Path) -> Result<(), Error> {
         path,
         |_, r| {
             records += 1;
-            if let Some(n) = state.apply(&r) {
+            let memory = revolve_core::refine::check_record(&r, &entries);
+            if let Some(n) = state.apply(&r).or(memory) {
                 notes += 1;
                 if notes <= CHECK_LISTS {
                     note_lines.push_str(&format!("  record {records}: {n}\n"));
@@ -374,20 +379,24 @@ pub fn memory_history_json(
 
 /// `/refine undo` and `revolve memory undo`.
 pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
-    match revolve_io::refine::undo(&store.roots.state, dirs)
-        .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?
-    {
-        None => Ok("nothing to undo\n".to_owned()),
-        Some(lines) if lines.is_empty() => {
-            Ok("undone (the files already matched the snapshot)\n".to_owned())
-        }
-        Some(lines) => Ok(format!(
+    let done = revolve_io::refine::undo(&store.roots.state, dirs)
+        .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
+    Ok(undo_text(done.as_deref()))
+}
+
+/// What an undo did, as the user reads it: the files it put back or
+/// removed, or that there was nothing to undo.
+pub fn undo_text(done: Option<&[String]>) -> String {
+    match done {
+        None => "nothing to undo\n".to_owned(),
+        Some([]) => "undone (the files already matched the snapshot)\n".to_owned(),
+        Some(lines) => format!(
             "undone:\n{}",
             lines
                 .iter()
                 .map(|l| format!("    {l}\n"))
                 .collect::<String>()
-        )),
+        ),
     }
 }
 

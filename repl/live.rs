@@ -88,6 +88,10 @@ pub struct Live {
     inbox: Option<Inbox>,
     /// The requests the last refinement sent.
     refine_pieces: u64,
+    /// The snapshot entry the last [`Command::Snapshot`] took.
+    last_entry: Option<String>,
+    /// What the last [`Command::Undo`] did, as the user reads it.
+    undone: Option<String>,
 }
 
 impl Live {
@@ -160,6 +164,8 @@ impl Live {
             runtime,
             inbox,
             refine_pieces: 0,
+            last_entry: None,
+            undone: None,
         })
     }
 
@@ -280,6 +286,8 @@ impl Live {
             runtime,
             inbox,
             refine_pieces: 0,
+            last_entry: None,
+            undone: None,
         };
         live.execute(cmds, &mut VecDeque::new())?;
         // Messages the log holds already (a crash after logging them) leave
@@ -425,15 +433,18 @@ impl Live {
             return Ok(None);
         }
         let meta = refine::meta(&session, messages, auto, &changes, &files);
-        let stamp = refine::stamp(clock::now());
-        let stamp = revolve_io::refine::apply(
-            &self.store.roots.state,
-            &self.runtime.memory,
-            &stamp,
-            &changes,
-            &meta,
-        )
-        .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
+        // The core asks for the snapshot and the writes, then logs them.
+        self.last_entry = None;
+        self.drive(Input::ChangeMemory {
+            entry: refine::stamp(clock::now()),
+            by: if auto { "auto-refine" } else { "refine" }.into(),
+            changes,
+            meta: meta.clone(),
+            now: clock::now(),
+        })?;
+        let Some(stamp) = self.last_entry.take() else {
+            return Ok(None);
+        };
         eprintln!("{what}: memory changed (/refine undo takes it back)");
         for (file, change) in &meta.files {
             eprintln!("    {file} — {change}");
@@ -586,8 +597,10 @@ impl Live {
                 Ok(Outcome::Done)
             }
             Some(Slash::Refine(RefineCommand::Undo)) => {
-                match crate::commands::memory_undo(&self.store, &self.runtime.memory) {
-                    Ok(text) => eprint!("{text}"),
+                // The core asks for the undo, and logs what it did.
+                self.undone = None;
+                match self.drive(Input::Undo { now: clock::now() }) {
+                    Ok(_) => eprint!("{}", self.undone.take().unwrap_or_default()),
                     Err(e) => eprintln!("{e}"),
                 }
                 Ok(Outcome::Done)
@@ -704,6 +717,52 @@ impl Live {
                 }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
                 Command::StartFile(header) => self.start_file(&header)?,
+                Command::Snapshot {
+                    entry,
+                    by,
+                    changes,
+                    meta,
+                } => {
+                    let entry = revolve_io::refine::apply(
+                        &self.store.roots.state,
+                        &self.runtime.memory,
+                        &entry,
+                        &changes,
+                        &meta,
+                    )
+                    .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
+                    self.last_entry = Some(entry.clone());
+                    let files = meta
+                        .files
+                        .iter()
+                        .map(|(f, c)| format!("{f}: {c}"))
+                        .collect();
+                    queue.push_back(Input::MemoryChanged {
+                        entry,
+                        by,
+                        files,
+                        now: clock::now(),
+                    });
+                }
+                Command::Undo => {
+                    let done = revolve_io::refine::undo_entry(
+                        &self.store.roots.state,
+                        &self.runtime.memory,
+                    )
+                    .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
+                    self.undone = Some(crate::commands::undo_text(
+                        done.as_ref().map(|(_, files)| files.as_slice()),
+                    ));
+                    let (entry, files) = match done {
+                        Some((entry, files)) => (Some(entry), files),
+                        None => (None, Vec::new()),
+                    };
+                    queue.push_back(Input::Undone {
+                        entry,
+                        files,
+                        now: clock::now(),
+                    });
+                }
                 Command::Show(text) => eprintln!("{text}"),
             }
         }
@@ -898,6 +957,7 @@ impl Live {
             memory: self.runtime.memory.clone(),
             messages: self.state().messages.len() as u64,
             now: clock::now(),
+            snapshots: Default::default(),
         };
         let outcome = tools::run(
             tool,
@@ -914,6 +974,16 @@ impl Live {
                 now: clock::now(),
             });
             return;
+        }
+        // A memory change the tool made is logged before its result.
+        let snapshots = ctx.snapshots.take();
+        if let Some((entry, _)) = snapshots.first() {
+            queue.push_back(Input::MemoryChanged {
+                entry: entry.clone(),
+                by: "remember".into(),
+                files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
+                now: clock::now(),
+            });
         }
         queue.push_back(self.prompt_parts());
         queue.push_back(Input::ToolDone {

@@ -1497,3 +1497,72 @@ fn history_as_json() {
         serde_json::to_string_pretty(&shown).unwrap()
     );
 }
+
+/// Every memory change and every undo is a record in the session that
+/// made it (which snapshot, which files, what happened): `replay` shows
+/// them and `replay --check` verifies them against the snapshot store.
+#[test]
+fn memory_changes_and_undos_are_in_the_session_log() {
+    let env = TestEnv::new("memory-records");
+    let refined = r#"{"files": [{"file": "project/db.md", "content": "port 6543\n", "change": "the port moved"}]}"#;
+    let server = FakeServer::start(vec![
+        FakeReply::text("Noted."),
+        FakeReply::text(refined),
+        FakeReply::tool_calls(
+            "",
+            &[(
+                "m1",
+                "remember",
+                r#"{"label": "hosts", "content": "db1 is the database host\n"}"#,
+            )],
+        ),
+        FakeReply::text("Remembered."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url],
+        "the port is 6543 now\n/refine\nremember the host\n/refine undo\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let log = records(&env.only_session());
+    let changed: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "memory_changed")
+        .collect();
+    assert_eq!(changed.len(), 2, "{changed:?}");
+    assert_eq!(changed[0]["by"], "refine");
+    assert_eq!(
+        changed[0]["files"],
+        json!(["project/db.md: created: the port moved"])
+    );
+    assert_eq!(changed[1]["by"], "remember");
+    let refined_entry = log.iter().find(|r| r["type"] == "refined").unwrap()["entry"].clone();
+    assert_eq!(
+        changed[0]["entry"], refined_entry,
+        "the refined record names the same entry"
+    );
+    let undone: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "memory_undone")
+        .collect();
+    assert_eq!(undone.len(), 1, "{log:?}");
+    // The undo walks back the newest change: remember's.
+    assert_eq!(undone[0]["entry"], changed[1]["entry"]);
+    let shown = env.ok(&["replay"]).stdout;
+    assert!(
+        shown.contains("── memory changed by refine (snapshot "),
+        "{shown}"
+    );
+    assert!(shown.contains("── memory undone: snapshot "), "{shown}");
+    let check = env.ok(&["replay", "--check"]);
+    assert!(check.stdout.contains(" 0 inconsistencies"), "{check:?}");
+
+    // A snapshot store that lost the entries: --check says so.
+    std::fs::remove_dir_all(env.state.join("task-agent/refinements")).unwrap();
+    let check = env.run(&["replay", "--check"], "");
+    assert!(
+        check.stdout.contains("is not in the snapshot store"),
+        "{check:?}"
+    );
+}

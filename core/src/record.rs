@@ -121,6 +121,15 @@
 //! {"type":"overflowed","at":"2026-12-02T12:31:00Z","error":"HTTP 400 Bad Request from …: the request exceeds the available context size","window":4096}
 //! ```
 //!
+//! `memory_changed`, a change of the memory this session made (a
+//! refinement or `remember`), after its snapshot entry; `memory_undone`, an
+//! undo (`/refine undo`) and what it put back (`replay --check` verifies
+//! both against the snapshot store):
+//! ```json
+//! {"type":"memory_changed","at":"2026-12-02T12:30:00Z","entry":"20261202T123000Z","by":"refine","files":["project/db.md: updated: the port moved"]}
+//! {"type":"memory_undone","at":"2026-12-02T12:31:00Z","entry":"20261202T123000Z","files":["restored project/db.md"]}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -182,6 +191,38 @@ pub enum Record {
     Overflowed(Overflowed),
     /// The notes on one piece of a summary in pieces.
     Noted(Noted),
+    /// The memory was changed (a refinement or `remember`), after a
+    /// snapshot entry was taken.
+    MemoryChanged(MemoryChanged),
+    /// An undo restored a snapshot entry (`/refine undo`).
+    MemoryUndone(MemoryUndone),
+}
+
+/// A change of the memory this session made: the snapshot entry taken
+/// before it, and each file with what happened to it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryChanged {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The snapshot entry (its stamp) that takes the change back.
+    pub entry: String,
+    /// `refine`, `auto-refine` or `remember`.
+    pub by: String,
+    /// `project/NAME.md: updated: what changed`, one a file.
+    pub files: Vec<String>,
+}
+
+/// An undo this session made: the entry it restored and what it put back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryUndone {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The entry restored; none when there was nothing to undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+    /// What the undo did to each file (`restored project/db.md`, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
 }
 
 /// A context overflow the server reported, and the window from then on.
@@ -706,6 +747,8 @@ impl Record {
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "noted" => Record::Noted(body(line)?),
+            "memory_changed" => Record::MemoryChanged(body(line)?),
+            "memory_undone" => Record::MemoryUndone(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -743,6 +786,8 @@ impl Record {
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Noted(n) => Some(n.at),
+            Record::MemoryChanged(m) => Some(m.at),
+            Record::MemoryUndone(m) => Some(m.at),
         }
     }
 }

@@ -374,6 +374,37 @@ pub struct Entry {
     pub meta: SnapshotMeta,
 }
 
+/// What `replay --check` finds wrong with a memory record of a session,
+/// against the snapshot store's `entries`: a change whose entry is not
+/// there, an undo of an entry the store does not mark undone.
+pub fn check_record(record: &crate::record::Record, entries: &[Entry]) -> Option<String> {
+    use crate::record::Record;
+    let find =
+        |stamp: &str| -> Vec<&Entry> { entries.iter().filter(|e| e.stamp == stamp).collect() };
+    match record {
+        Record::MemoryChanged(m) if find(&m.entry).is_empty() => Some(format!(
+            "memory change: snapshot entry {} is not in the snapshot store",
+            m.entry
+        )),
+        Record::MemoryUndone(m) => {
+            let entry = m.entry.as_deref()?;
+            let found = find(entry);
+            if found.is_empty() {
+                Some(format!(
+                    "memory undo: snapshot entry {entry} is not in the snapshot store"
+                ))
+            } else if !found.iter().any(|e| e.meta.undone) {
+                Some(format!(
+                    "memory undo: the snapshot store does not mark {entry} undone"
+                ))
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
+}
+
 /// A stamp's sort key: time, then its same-second number.
 pub fn order(stamp: &str) -> (&str, u32) {
     match stamp.split_once('-') {

@@ -28,9 +28,9 @@ use crate::guard::{self, StopReason, Verdict};
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, Message, Noted, Origin,
-    Overflowed, Pruned, Record, Refined, Renamed, Resumed, Role, Squeezed, Stopped, ToolCall,
-    Totals, WentOn,
+    Compacted, Compacting, Context, Continued, Failed, Header, Interrupted, MemoryChanged,
+    MemoryUndone, Message, Noted, Origin, Overflowed, Pruned, Record, Refined, Renamed, Resumed,
+    Role, Squeezed, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::request::Request;
@@ -89,6 +89,34 @@ pub enum Input {
     },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
+    /// A refinement's validated changes are to be written: the shell
+    /// snapshots and writes them ([`Command::Snapshot`]) and answers with
+    /// [`Input::MemoryChanged`], which logs the change.
+    ChangeMemory {
+        entry: String,
+        by: String,
+        changes: Vec<crate::refine::Change>,
+        meta: crate::memory::SnapshotMeta,
+        now: OffsetDateTime,
+    },
+    /// The memory was changed, snapshot first, as [`Command::Snapshot`]
+    /// asked (or by the `remember` tool, which writes as it runs): `entry`
+    /// is the snapshot entry taken; logged as `memory_changed`.
+    MemoryChanged {
+        entry: String,
+        by: String,
+        files: Vec<String>,
+        now: OffsetDateTime,
+    },
+    /// The user asked to undo the last memory change (`/refine undo`).
+    Undo { now: OffsetDateTime },
+    /// The undo [`Command::Undo`] asked for ran: the entry it restored (none
+    /// when there was nothing to undo) and what it did to each file.
+    Undone {
+        entry: Option<String>,
+        files: Vec<String>,
+        now: OffsetDateTime,
+    },
     /// The user lets a turn that was stopped after its last tool results
     /// (the tool-round cap) go on: the request is sent, with as many tool
     /// rounds again.
@@ -179,6 +207,18 @@ pub enum Command {
     /// Create the session file that starts with this header (its first
     /// line), claim it as running, and append everything after this to it.
     StartFile(Header),
+    /// Take a snapshot entry of the memory as it is, named `entry` (or the
+    /// next free name in that second), with `meta`, then write `changes`;
+    /// answer with [`Input::MemoryChanged`] naming the entry taken.
+    Snapshot {
+        entry: String,
+        by: String,
+        changes: Vec<crate::refine::Change>,
+        meta: crate::memory::SnapshotMeta,
+    },
+    /// Restore the newest snapshot entry still standing; answer with
+    /// [`Input::Undone`].
+    Undo,
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }
@@ -356,6 +396,39 @@ impl Session {
                 self.compact(true, now)
             }
             Input::GoOn { now } => self.go_on(now),
+            Input::ChangeMemory {
+                entry,
+                by,
+                changes,
+                meta,
+                ..
+            } => vec![Command::Snapshot {
+                entry,
+                by,
+                changes,
+                meta,
+            }],
+            Input::MemoryChanged {
+                entry,
+                by,
+                files,
+                now,
+            } => self.append(vec![Record::MemoryChanged(MemoryChanged {
+                at: now,
+                entry,
+                by,
+                files,
+            })]),
+            Input::Undo { .. } => vec![Command::Undo],
+            Input::Undone { entry, files, now } => {
+                let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
+                    at: now,
+                    entry,
+                    files,
+                })]);
+                cmds.push(Command::Sync);
+                cmds
+            }
             Input::Summarized { reply, new_id, now } => self.summarized(reply, new_id, now),
             Input::SummaryFailed { error, now } => {
                 if self.state.compacting.is_none() {
@@ -1400,6 +1473,8 @@ mod tests {
                 Command::Spill { .. } => "spill",
                 Command::Summarize(_) => "summarize",
                 Command::StartFile(_) => "start-file",
+                Command::Snapshot { .. } => "snapshot",
+                Command::Undo => "undo",
                 Command::Show(_) => "show",
             })
             .collect()

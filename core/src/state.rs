@@ -239,6 +239,8 @@ impl State {
                 self.totals.last_context = p.estimate;
                 self.totals.estimated = true;
             }
+            // Memory lives beside the session, not in it.
+            Record::MemoryChanged(_) | Record::MemoryUndone(_) => {}
             Record::Squeezed(q) => {
                 match usize::try_from(q.message)
                     .ok()

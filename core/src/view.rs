@@ -224,6 +224,24 @@ pub fn transcript(records: &[Record]) -> String {
                 guard::describe(&s.reason)
             )),
             Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
+            Record::MemoryChanged(m) => {
+                out.push_str(&format!(
+                    "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",
+                    m.by, m.entry
+                ));
+                for f in &m.files {
+                    out.push_str(&format!("│ {f}\n"));
+                }
+            }
+            Record::MemoryUndone(m) => {
+                match &m.entry {
+                    Some(entry) => out.push_str(&format!("── memory undone: snapshot {entry} restored\n")),
+                    None => out.push_str("── memory undo: nothing to undo\n"),
+                }
+                for f in &m.files {
+                    out.push_str(&format!("│ {f}\n"));
+                }
+            }
             Record::Noted(n) => out.push_str(&format!(
                 "── notes on the first {} messages, carried into the next piece\n",
                 n.upto

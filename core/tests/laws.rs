@@ -169,7 +169,7 @@ impl Run {
                 Command::StartFile(h) => self.files.push(vec![Record::Header(h)]),
                 Command::RunTool { id, .. } => self.running = Some(id),
                 Command::Spill { path, .. } => self.spilled.push(path),
-                Command::Sync | Command::Show(_) => {}
+                Command::Sync | Command::Show(_) | Command::Snapshot { .. } | Command::Undo => {}
             }
         }
     }

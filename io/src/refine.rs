@@ -197,6 +197,14 @@ pub fn apply(
 /// pending before any file is touched, so a crash at any point leaves
 /// [`recover`] enough to finish the whole undo.
 pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<String>>> {
+    Ok(undo_entry(state_root, dirs)?.map(|(_, lines)| lines))
+}
+
+/// [`undo`], naming the snapshot entry it restored.
+pub fn undo_entry(
+    state_root: &Path,
+    dirs: &MemoryDirs,
+) -> io::Result<Option<(String, Vec<String>)>> {
     let _lock = lock(state_root)?;
     let all = entries(state_root, dirs)?;
     let Some(stamp) = refine::undo_target(&all).map(str::to_owned) else {
@@ -226,7 +234,7 @@ pub fn undo(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Option<Vec<Strin
         )?);
     }
     mark(false)?;
-    Ok(Some(report))
+    Ok(Some((stamp, report)))
 }
 
 /// The entries of one change, global first: the project entry, which makes

@@ -107,6 +107,9 @@ pub struct Context {
     pub messages: u64,
     /// The time of the call, from the shell's clock.
     pub now: OffsetDateTime,
+    /// The snapshot entries the call took before changing memory (the
+    /// entry, and `project/NAME.md: created: …`), for the session's log.
+    pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
 }
 
 /// Facts about this session, as `agent_info` returns them (pretty JSON, with
@@ -257,6 +260,13 @@ fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> Strin
     };
     if let Err(e) = finished {
         return format!("error: cannot finish the memory snapshot: {e}");
+    }
+    if written.is_ok() {
+        for (file, what) in &meta.files {
+            ctx.snapshots
+                .borrow_mut()
+                .push((stamp.clone(), format!("{file}: {what}")));
+        }
     }
     match written {
         Ok(_) => format!(
@@ -1948,6 +1958,7 @@ mod tests {
             },
             messages: 4,
             now: time::macros::datetime!(2026-12-02 10:00 UTC),
+            snapshots: Default::default(),
         }
     }
 
