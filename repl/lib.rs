@@ -12,8 +12,9 @@ mod messages;
 mod models;
 pub mod output;
 mod repl;
+mod stdin;
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_io::memory::MemoryDirs;
@@ -187,9 +188,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
-                let mut piped = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut piped)
+                let piped = stdin::read_all()
                     .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
                 if !piped.trim().is_empty() {
                     text = format!("{text}\n\n{piped}");
@@ -198,7 +197,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
             piped_line(live, &text).map(|_| ())
         }
         None => {
-            for line in std::io::stdin().lines() {
+            for line in stdin::lines() {
                 let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
                 if piped_line(live, &line)? == Outcome::Quit {
                     break;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use revolve_io::fake::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, tool_results, Run, TestEnv};
+use common::{messages, records, tool_results, Run, TestEnv};
 
 /// Item 19: `revolve compact NAME` of a session that does not exist says
 /// so, even without the API key the compaction would need.
@@ -336,4 +336,31 @@ fn unreadable_and_empty_session_files_are_reported() {
         check.stderr.contains("holds no session header"),
         "{check:?}"
     );
+}
+
+/// Item 14: stdin that is not UTF-8 is decoded lossily, said once on
+/// stderr, and every line is still a turn (and `-p` still attaches it).
+#[test]
+fn stdin_that_is_not_utf8_is_read_lossily_and_said_once() {
+    let env = TestEnv::new("latin1-stdin");
+    let args = scripted(&env, &[json!({"text": "One."}), json!({"text": "Two."})]);
+    let run = env.run_bytes(&strs(&args), b"caf\xe9\nna\xefve\n", &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "One.\nTwo.\n");
+    let told = "revolve: stdin is not valid UTF-8: the bytes that are not are read as U+FFFD";
+    assert_eq!(run.stderr.matches(told).count(), 1, "{run:?}");
+    let users: Vec<String> = messages(&records(&env.only_session()))
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(users, ["caf\u{FFFD}", "na\u{FFFD}ve"]);
+
+    let env = TestEnv::new("latin1-attached");
+    let args = scripted(&env, &[json!({"text": "Explained."})]);
+    let args = [&strs(&args)[..], &["-p", "explain"]].concat();
+    let run = env.run_bytes(&args, b"error: \xff\n", &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "Explained.\n");
+    assert_eq!(run.stderr.matches(told).count(), 1, "{run:?}");
 }
