@@ -364,3 +364,42 @@ fn stdin_that_is_not_utf8_is_read_lossily_and_said_once() {
     assert_eq!(run.stdout, "Explained.\n");
     assert_eq!(run.stderr.matches(told).count(), 1, "{run:?}");
 }
+
+/// Item 15: a subcommand's name after global flags is the subcommand, and
+/// the flags are its own; a prompt is still a prompt, and after `--` even
+/// a subcommand's name is one.
+#[test]
+fn a_subcommand_after_global_flags_is_the_subcommand() {
+    let env = TestEnv::new("flags-before-sub");
+    let server = FakeServer::start(vec![FakeReply::Models(vec!["m-1".into()])]).unwrap();
+    let url = server.url();
+    let run = env.run(&["--provider", "ollama", "--base-url", &url, "models"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "m-1\n");
+    assert_eq!(server.requests()[0].path, "/v1/models");
+    assert!(env.session_files().is_empty(), "no session was started");
+
+    let shown = env.ok(&["--model", "m-2", "config", "show", "--json"]);
+    let doc: Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(doc["settings"]["model"]["value"], "m-2", "{doc}");
+    assert_eq!(doc["settings"]["model"]["source"], "flag", "{doc}");
+
+    let wrong = env.run(&["--bare", "sessions"], "");
+    assert_eq!(wrong.code, Some(2), "{wrong:?}");
+    assert!(wrong.stderr.contains("'--bare'"), "{wrong:?}");
+
+    let args = scripted(&env, &[json!({"text": "One."}), json!({"text": "Two."})]);
+    let prompt = env.run(&[&strs(&args)[..], &["-p", "models please"]].concat(), "");
+    assert_eq!(prompt.stdout, "One.\n", "{prompt:?}");
+    let args = scripted(&env, &[json!({"text": "Three."})]);
+    let dashed = env.run(&[&strs(&args)[..], &["-p", "--", "models"]].concat(), "");
+    assert_eq!(dashed.stdout, "Three.\n", "{dashed:?}");
+    let users: Vec<String> = env
+        .session_files()
+        .iter()
+        .flat_map(|f| messages(&records(f)))
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .collect();
+    assert!(users.contains(&"models".to_owned()), "{users:?}");
+}
