@@ -144,7 +144,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         cli.allow_shell,
         &cli.sources,
     )?;
-    let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
+    let approvals = Approvals::new(
+        stdin_tty,
+        settings.allow_shell.value,
+        &cli.grant,
+        &store.cwd,
+    )?;
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
     let mut runtime = runtime(
@@ -356,14 +361,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
     };
-    let runtime = runtime(
-        &store,
-        settings,
-        true,
-        Approvals::new(false, false, &[]),
-        memory,
-        false,
-    )?;
+    let runtime = runtime(&store, settings, true, Approvals::default(), memory, false)?;
     let mut live = Live::resume_at(store, &found, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),

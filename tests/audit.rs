@@ -403,3 +403,48 @@ fn a_subcommand_after_global_flags_is_the_subcommand() {
         .collect();
     assert!(users.contains(&"models".to_owned()), "{users:?}");
 }
+
+/// Item 18: `--grant` resolves a relative path against the working
+/// directory, and a path that does not exist is a usage error naming it,
+/// before any session starts.
+#[test]
+fn a_grant_is_resolved_against_the_working_directory_and_must_exist() {
+    let env = TestEnv::new("grant-relative");
+    let outside = env.root.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("notes.txt"), "granted text\n").unwrap();
+    let notes = outside.join("notes.txt");
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Reading.", "tool_calls": [
+                {"name": "request_file_grant", "arguments": {"path": notes}},
+                {"name": "read_file", "arguments": {"path": notes}},
+            ]}),
+            json!({"text": "Read."}),
+        ],
+    );
+    let run = env.run(
+        &[&strs(&args)[..], &["--grant", "../outside", "-p", "read"]].concat(),
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results = tool_results(&records(&env.only_session()));
+    assert!(results[1].1.contains("granted text"), "{results:?}");
+
+    let env = TestEnv::new("grant-missing");
+    let args = scripted(&env, &[json!({"text": "Hi."})]);
+    let run = env.run(
+        &[&strs(&args)[..], &["--grant", "nowhere", "-p", "hi"]].concat(),
+        "",
+    );
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "revolve: --grant nowhere: cannot grant {}: No such file or directory (os error 2)\n",
+            env.cwd.join("nowhere").display()
+        )
+    );
+    assert!(env.session_files().is_empty(), "no session was started");
+}
