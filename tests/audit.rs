@@ -448,3 +448,75 @@ fn a_grant_is_resolved_against_the_working_directory_and_must_exist() {
     );
     assert!(env.session_files().is_empty(), "no session was started");
 }
+
+/// Runs revolve under `sh -c PREFIX; exec revolve ARGS` (a `ulimit`, say),
+/// in `env`'s environment, feeding `stdin`.
+fn run_under(env: &TestEnv, prefix: &str, args: &[&str], stdin: &str) -> Run {
+    use std::io::Write;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{prefix}; exec \"$0\" \"$@\""))
+        .arg(common::BIN)
+        .args(args)
+        .current_dir(&env.cwd)
+        .env_clear();
+    for (key, value) in env.command(&[]).get_envs() {
+        if let Some(value) = value {
+            cmd.env(key, value);
+        }
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).ok();
+    let out = child.wait_with_output().unwrap();
+    Run {
+        code: out.status.code(),
+        signal: std::os::unix::process::ExitStatusExt::signal(&out.status),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Item 16: `-r` and `--continue` on a full state directory (and on one
+/// whose folder of running sessions cannot be made) name the operation and
+/// the path in their one error line.
+#[test]
+fn resuming_on_a_full_state_dir_names_the_operation_and_the_path() {
+    let env = TestEnv::new("resume-full");
+    let log = one_turn(&env, "db");
+    let id = log.file_stem().unwrap().to_str().unwrap().to_owned();
+    let project = log.parent().unwrap().parent().unwrap().to_path_buf();
+    let args = scripted(&env, &[json!({"text": "Again."})]);
+    for how in [&["-r", "db"][..], &["--continue"][..]] {
+        let args = [&strs(&args)[..], how].concat();
+        let run = run_under(&env, "trap '' XFSZ; ulimit -f 0", &args, "more\n");
+        assert_eq!(run.code, Some(1), "{how:?}: {run:?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "revolve: cannot write {}: File too large (os error 27)\n",
+                project.join("running").join(format!("{id}.lock")).display()
+            ),
+            "{how:?}"
+        );
+    }
+    let running = project.join("running");
+    std::fs::remove_dir_all(&running).unwrap();
+    std::fs::write(&running, "").unwrap();
+    for how in [&["-r", "db"][..], &["--continue"][..]] {
+        let run = env.run(&[&strs(&args)[..], how].concat(), "more\n");
+        assert_eq!(run.code, Some(1), "{how:?}: {run:?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "revolve: cannot create {}: File exists (os error 17)\n",
+                running.display()
+            ),
+            "{how:?}"
+        );
+    }
+}
