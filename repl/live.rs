@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use revolve_core::guard::StopReason;
 use revolve_core::names;
-use revolve_core::record::{Header, Record, Resumed, FORMAT_VERSION};
+use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
 use revolve_core::refine;
 use revolve_core::slash::{self, RefineCommand, Slash};
 use revolve_core::tools::Tool;
@@ -599,6 +599,7 @@ impl Live {
             }
             self.execute(cmds, &mut queue)?;
         }
+        self.sink.release();
         if interrupt::terminated() {
             return Err(Error::Terminated);
         }
@@ -641,7 +642,17 @@ impl Live {
     fn append(&mut self, record: &Record) -> Result<(), Error> {
         self.writer
             .append(record)
-            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))
+            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
+        // A tool's result is shown once it is in the log.
+        if let Record::Message(Message {
+            role: Role::Tool,
+            tool_call_id: Some(id),
+            ..
+        }) = record
+        {
+            self.sink.logged(id);
+        }
+        Ok(())
     }
 
     /// Sends a request and turns what came back into the core's input.

@@ -520,3 +520,85 @@ fn resuming_on_a_full_state_dir_names_the_operation_and_the_path() {
         );
     }
 }
+
+/// Item 5: a stream-json `tool_result` event is shown only once its record
+/// is in the log: a result the log cannot take (here a file size limit
+/// stops it) is never shown, while the answer before it was.
+#[test]
+fn a_tool_result_event_is_shown_only_after_it_is_logged() {
+    let env = TestEnv::new("result-log-first");
+    std::fs::write(
+        env.cwd.join("big.txt"),
+        "a line of the file\n".repeat(20_000),
+    )
+    .unwrap();
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "big.txt"}}]}),
+            json!({"text": "Read."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &[
+            "--spill-result-chars",
+            "10000000",
+            "--output-format",
+            "stream-json",
+            "-p",
+            "read",
+        ],
+    ]
+    .concat();
+    let run = run_under(&env, "trap '' XFSZ; ulimit -f 64", &args, "");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert!(
+        run.stderr.contains("cannot write the session log"),
+        "{run:?}"
+    );
+    let types: Vec<String> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(types, ["text", "tool_call", "error"], "{}", run.stderr);
+
+    // Logged, it is shown, in its place.
+    let env = TestEnv::new("result-logged");
+    std::fs::write(env.cwd.join("small.txt"), "small\n").unwrap();
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Reading.", "tool_calls": [{"name": "read_file", "arguments": {"path": "small.txt"}}]}),
+            json!({"text": "Read."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &["--output-format", "stream-json", "-p", "read"],
+    ]
+    .concat();
+    let run = env.run(&args, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let types: Vec<String> = run
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        types,
+        ["text", "tool_call", "tool_result", "text", "totals", "done"],
+        "{run:?}"
+    );
+}
