@@ -602,3 +602,26 @@ fn a_tool_result_event_is_shown_only_after_it_is_logged() {
         "{run:?}"
     );
 }
+
+/// Item 12: a server that sends only keepalive comments and empty deltas
+/// after some text trips `--stall-timeout`: progress is content, not bytes.
+#[test]
+fn keepalives_alone_trip_the_stall_timeout() {
+    let env = TestEnv::new("keepalive-stall");
+    let server = FakeServer::start(vec![FakeReply::Keepalive {
+        chunks: vec!["Thinking".into()],
+        every: Duration::from_millis(50),
+    }])
+    .unwrap();
+    let url = server.url();
+    let args = ["--base-url", &url, "--stall-timeout", "0.5", "-p", "hi"];
+    let run = run_within(&env, &args, "", Duration::from_secs(20));
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(run.stdout, "Thinking\n", "{run:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "stream from {url}/chat/completions stalled: no content received for 500 ms"
+        )),
+        "{run:?}"
+    );
+}
