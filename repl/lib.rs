@@ -341,6 +341,7 @@ fn runtime(
         created_project_dir: false,
         auto_refine,
         format: output::Format::Text,
+        tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         window: chosen(settings.window.source).then_some(settings.window.value),

@@ -73,6 +73,9 @@ pub struct Runtime {
     pub auto_refine: bool,
     /// How answers, tool calls and totals are shown.
     pub format: Format,
+    /// The working tree's identity when the run started (tools refuse a
+    /// tree that is no longer the same directory).
+    pub tree: Option<tools::FileId>,
 }
 
 /// A session this process runs.
@@ -825,6 +828,7 @@ impl Live {
         };
         let ctx = tools::Context {
             root: self.store.cwd.clone(),
+            root_id: self.runtime.tree,
             info,
             memory: self.runtime.memory.clone(),
             messages: self.state().messages.len() as u64,
@@ -908,7 +912,10 @@ enum Asked {
 
 /// The core's settings for a session of `store` run with `runtime`.
 fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
-    let spill_dir = store.roots.project(&store.project).join("spills").join(id);
+    // Canonical, as grants are: the spill grant is compared as it is.
+    let project = store.roots.project(&store.project);
+    let project = project.canonicalize().unwrap_or(project);
+    let spill_dir = project.join("spills").join(id);
     Settings {
         spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),

@@ -625,3 +625,88 @@ fn keepalives_alone_trip_the_stall_timeout() {
         "{run:?}"
     );
 }
+
+/// Item 1: a granted folder, and then the working tree itself, swapped for
+/// a symlink to `/` (here by the session's own shell command) open nothing
+/// outside: the grant no longer counts, and the tree is refused.
+#[test]
+fn a_grant_or_the_tree_swapped_for_a_symlink_opens_nothing() {
+    let env = TestEnv::new("symlink-swap");
+    let outside = env.root.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("notes.txt"), "granted\n").unwrap();
+    let granted = outside.to_str().unwrap();
+    let passwd = format!("{granted}/etc/passwd");
+    let swap_grant = format!("rm -r {granted} && ln -s / {granted}");
+    let work = env.cwd.to_str().unwrap();
+    let swap_tree = format!("mv {work} {work}.old && ln -s / {work}");
+    // Even when the test fails, no symlink to `/` is left behind.
+    let _unlink = Unlink(vec![env.cwd.clone(), outside.clone()]);
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Looking.", "tool_calls": [
+                {"name": "request_file_grant", "arguments": {"path": granted}},
+                {"name": "read_file", "arguments": {"path": format!("{granted}/notes.txt")}},
+                {"name": "shell", "arguments": {"command": swap_grant}},
+                {"name": "read_file", "arguments": {"path": passwd}},
+                {"name": "shell", "arguments": {"command": swap_tree}},
+                {"name": "read_file", "arguments": {"path": "etc/passwd"}},
+                {"name": "list_dir", "arguments": {"path": "."}},
+                {"name": "shell", "arguments": {"command": "cat etc/passwd"}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &["--grant", granted, "--allow-shell", "-p", "look"],
+    ]
+    .concat();
+    let run = env.run(&args, "");
+    // The tree is gone from under the session: its log is not (it lives in
+    // the state directory).
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let log = std::fs::read_dir(env.state.join("task-agent/projects"))
+        .unwrap()
+        .flatten()
+        .map(|p| p.path().join("sessions"))
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .unwrap();
+    let results: Vec<String> = tool_results(&records(&log))
+        .into_iter()
+        .map(|(_, output)| output)
+        .collect();
+    assert_eq!(results[1], "granted\n", "{results:?}");
+    assert_eq!(results[2], "exit status: 0", "{results:?}");
+    assert!(
+        results[3].starts_with(&format!("error: {passwd} is outside the working tree")),
+        "{results:?}"
+    );
+    assert_eq!(results[4], "exit status: 0", "{results:?}");
+    let refused = format!(
+        "error: the working tree {work} is no longer the directory this session started in"
+    );
+    for result in &results[5..] {
+        assert!(result.starts_with(&refused), "{results:?}");
+    }
+    assert!(!results.concat().contains("root:"), "{results:?}");
+}
+
+/// Removes these paths when dropped if they are symlinks.
+struct Unlink(Vec<PathBuf>);
+
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            if path
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+            {
+                std::fs::remove_file(path).ok();
+            }
+        }
+    }
+}

@@ -11,11 +11,19 @@
 //! as absolute, then canonicalized, which resolves `..` and every symlink. It
 //! may be read only when the canonical path is inside the canonical root, or
 //! equals a granted path, or is inside a granted directory (grants are
-//! canonicalized too when they exist). So a symlink inside the tree that
+//! canonicalized when granted). So a symlink inside the tree that
 //! points outside is refused, and so is `../`. A path that does not exist is
 //! `error: no such file: PATH` when it would lie inside what may be read, and
 //! refused like any outside path otherwise (so probing does not reveal which
 //! outside files exist).
+//!
+//! Neither the root nor a grant is resolved again at a tool call: the root
+//! is the canonical working directory the session started in, and a tree
+//! that is no longer that directory (another canonical path, or another
+//! device and inode: moved, replaced, swapped for a symlink) is refused to
+//! `read_file`, `list_dir`, `grep` and `shell`; a grant counts only while
+//! its path still resolves to itself. So swapping the tree or a granted
+//! folder for a symlink to `/` opens nothing.
 //!
 //! # `read_file` and `list_dir`
 //!
@@ -99,6 +107,10 @@ use crate::regular;
 pub struct Context {
     /// The working directory, canonical: the tree the tools may read.
     pub root: PathBuf,
+    /// The identity the working tree had when the session started
+    /// ([`FileId::of`] the root then): a tree that is no longer the same
+    /// directory (moved away, or swapped for a symlink) is refused.
+    pub root_id: Option<FileId>,
     /// What `agent_info` tells.
     pub info: AgentInfo,
     /// Where memory and the goal live (`remember`, `GoalProgress`).
@@ -107,6 +119,33 @@ pub struct Context {
     pub messages: u64,
     /// The time of the call, from the shell's clock.
     pub now: OffsetDateTime,
+}
+
+/// A file's identity: its device and inode (on unix; elsewhere none is
+/// known and only the canonical path is compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of what `path` names now (symlinks followed).
+    pub fn of(path: &Path) -> Option<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(path).ok().map(|m| FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            None
+        }
+    }
 }
 
 /// Facts about this session, as `agent_info` returns them (pretty JSON, with
@@ -192,6 +231,15 @@ fn run_tool(
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
     let scope = Scope::new(&ctx.root, grants);
+    let uses_tree = matches!(
+        tool,
+        Tool::ReadFile { .. } | Tool::ListDir { .. } | Tool::Grep { .. } | Tool::Shell { .. }
+    );
+    if uses_tree {
+        if let Err(e) = tree_unchanged(ctx) {
+            return Outcome::text(e);
+        }
+    }
     match tool {
         Tool::ReadFile {
             path,
@@ -320,7 +368,28 @@ fn too_long(raw: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// What may be read: the root and the grants, canonical.
+/// Whether the working tree is still the directory the session started
+/// in: the same canonical path (no component swapped for a symlink) and
+/// the same device and inode. Else the error every tool that uses it gets.
+fn tree_unchanged(ctx: &Context) -> Result<(), String> {
+    let same_path = fs::canonicalize(&ctx.root).is_ok_and(|now| now == ctx.root);
+    let same_id = ctx.root_id.is_none() || FileId::of(&ctx.root) == ctx.root_id;
+    if same_path && same_id {
+        return Ok(());
+    }
+    Err(format!(
+        "error: the working tree {} is no longer the directory this session started in \
+         (moved, replaced or swapped for a symlink); its files are not read and no command \
+         runs in it",
+        ctx.root.display()
+    ))
+}
+
+/// What may be read: the root and the grants, each fixed when it was
+/// made. Neither is resolved again here: the root is the canonical path
+/// the session started in, and a grant is the canonical path it was given
+/// for, valid only while it still resolves to itself (a granted folder
+/// swapped for a symlink to `/` grants nothing).
 struct Scope {
     root: PathBuf,
     grants: Vec<PathBuf>,
@@ -328,14 +397,13 @@ struct Scope {
 
 impl Scope {
     fn new(root: &Path, grants: &[String]) -> Scope {
-        let canonical = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         Scope {
-            root: canonical(root),
+            root: root.to_path_buf(),
             grants: grants
                 .iter()
-                .map(Path::new)
+                .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
-                .map(canonical)
+                .filter(|p| fs::canonicalize(p).is_ok_and(|now| &now == p))
                 .collect(),
         }
     }
@@ -1936,6 +2004,7 @@ mod tests {
         let mem = root.join(".mem");
         Context {
             root: root.to_path_buf(),
+            root_id: FileId::of(root),
             info: AgentInfo {
                 state_root: mem.join("state"),
                 ..AgentInfo::default()
@@ -2137,9 +2206,10 @@ mod tests {
             &grant,
         );
         assert_eq!(listing.output, "c.txt");
-        // A grant given in a non-canonical spelling works too.
+        // A grant is the canonical path it was made for: one that no longer
+        // resolves to itself (here never did) grants nothing.
         let grant = vec![format!("{}/../outside/./dir", root.display())];
-        assert_eq!(read(&root, "../outside/dir/c.txt", &grant), "granted dir\n");
+        assert!(is_refusal(&read(&root, "../outside/dir/c.txt", &grant)));
         // Relative grants mean nothing.
         let grant = vec!["../outside".to_string()];
         assert!(is_refusal(&read(&root, "../outside/secret.txt", &grant)));
