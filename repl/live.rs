@@ -643,6 +643,19 @@ impl Live {
     }
 
     fn append(&mut self, record: &Record) -> Result<(), Error> {
+        // Never answer into nothing: a log deleted under the session is
+        // written again first (from the open file, which holds it all).
+        let relinked = self
+            .writer
+            .relink()
+            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
+        if let Some(bytes) = relinked {
+            eprintln!(
+                "revolve: the session log {} was deleted while the session ran; written again \
+                 from the open file ({bytes} bytes), and the session goes on in it",
+                self.writer.path().display()
+            );
+        }
         self.writer
             .append(record)
             .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;

@@ -710,3 +710,46 @@ impl Drop for Unlink {
         }
     }
 }
+
+/// Item 4: the sessions folder deleted while a session runs: the next turn
+/// writes the log again, whole, from the open file, says so once, and the
+/// session goes on in it; nothing is answered into nothing.
+#[test]
+fn a_log_deleted_while_the_session_runs_is_written_again() {
+    let env = TestEnv::new("log-deleted");
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "One."}),
+            json!({"text": "Two."}),
+            json!({"text": "Three."}),
+        ],
+    );
+    let mut running = env.spawn_open(&strs(&args), "hello\n");
+    let within = Duration::from_secs(20);
+    assert!(running.wait_stdout("One.", within));
+    let log = env.only_session();
+    let before = std::fs::read_to_string(&log).unwrap();
+    std::fs::remove_dir_all(log.parent().unwrap()).unwrap();
+    running.type_line("again");
+    assert!(running.wait_stdout("Two.", within));
+    running.type_line("more");
+    assert!(running.wait_stdout("Three.", within));
+    running.close_stdin();
+    let run = running.finish(within);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let told = format!(
+        "revolve: the session log {} was deleted while the session ran; written again",
+        log.display()
+    );
+    assert_eq!(run.stderr.matches(&told).count(), 1, "{run:?}");
+    let after = std::fs::read_to_string(&log).expect("the log is back");
+    assert!(after.starts_with(&before), "{after}");
+    let said: Vec<String> = messages(&records(&log))
+        .into_iter()
+        .map(|(_, text)| text)
+        .collect();
+    assert_eq!(said, ["hello", "One.", "again", "Two.", "more", "Three."]);
+    let replayed = env.ok(&["replay", log.to_str().unwrap()]);
+    assert!(replayed.stdout.contains("Three."), "{replayed:?}");
+}
