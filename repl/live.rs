@@ -943,7 +943,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
 /// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
     memory::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))

@@ -753,3 +753,64 @@ fn a_log_deleted_while_the_session_runs_is_written_again() {
     let replayed = env.ok(&["replay", log.to_str().unwrap()]);
     assert!(replayed.stdout.contains("Three."), "{replayed:?}");
 }
+
+/// Item 2: whatever the umask, every folder revolve makes under the state
+/// and config roots is 0700 and every file 0600: logs, spills, the listing
+/// cache, locks, memory (seeded and remembered), snapshots, the goal.
+#[test]
+fn the_state_and_the_config_memory_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new("private-modes");
+    std::fs::write(env.cwd.join("big.txt"), "spill me\n".repeat(1000)).unwrap();
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Working.", "tool_calls": [
+                {"name": "read_file", "arguments": {"path": "big.txt"}},
+                {"name": "remember", "arguments": {"label": "facts", "content": "a fact"}},
+            ]}),
+            json!({"text": "Done."}),
+        ],
+    );
+    let args = [
+        &strs(&args)[..],
+        &["--spill-result-chars", "1000", "-n", "db", "-p", "work"],
+    ]
+    .concat();
+    for args in [&args[..], &["sessions"], &["goal", "ship", "it"]] {
+        let run = run_under(&env, "umask 022", args, "");
+        assert_eq!(run.code, Some(0), "{args:?}: {run:?}");
+    }
+    let roots = [
+        env.state.join("task-agent"),
+        env.home.join(".config/task-agent"),
+    ];
+    let (mut dirs, mut files, mut loose) = (0, Vec::new(), Vec::new());
+    let mut todo = roots.to_vec();
+    while let Some(path) = todo.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        if meta.is_dir() {
+            dirs += 1;
+            if mode != 0o700 {
+                loose.push(format!("{mode:o} {}", path.display()));
+            }
+            todo.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            files.push(path.file_name().unwrap().to_string_lossy().into_owned());
+            if mode != 0o600 {
+                loose.push(format!("{mode:o} {}", path.display()));
+            }
+        }
+    }
+    assert_eq!(loose, Vec::<String>::new());
+    assert!(dirs > 5, "{dirs} folders");
+    for made in ["facts.md", "goal.json", ".index", "meta.cfg", ".naming"] {
+        assert!(files.iter().any(|f| f == made), "{made} in {files:?}");
+    }
+    assert!(files.iter().any(|f| f.ends_with(".jsonl")), "{files:?}");
+    assert!(
+        files.iter().any(|f| f.ends_with("-call_1_1.txt")),
+        "a spill: {files:?}"
+    );
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use revolve_core::record::{Header, LineError, Record, HEADER_START};
 use revolve_core::view::Summary;
 
+use crate::files;
 use crate::regular;
 
 /// Appends records to a session log.
@@ -22,11 +23,11 @@ impl LogWriter {
     /// Creates a new log; fails if the file exists.
     pub fn create(path: &Path) -> io::Result<LogWriter> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            files::create_dir_all(dir)?;
         }
         // Readable too: a log unlinked under it is written again from the
         // open file (see [`LogWriter::relink`]).
-        let file = OpenOptions::new()
+        let file = files::options()
             .read(true)
             .append(true)
             .create_new(true)
@@ -78,7 +79,7 @@ impl LogWriter {
             return Ok(None);
         }
         let dir = self.path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
+        files::create_dir_all(dir)?;
         let name = self
             .path
             .file_name()
@@ -86,7 +87,7 @@ impl LogWriter {
             .unwrap_or_default();
         let tmp = dir.join(format!(".{name}.{}.relink", std::process::id()));
         let copied = (|| -> io::Result<u64> {
-            let mut out = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let mut out = files::create_new(&tmp)?;
             self.file.seek(SeekFrom::Start(0))?;
             let bytes = io::copy(&mut self.file, &mut out)?;
             out.sync_all()?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{at, ctx};
+use crate::files::{self, at, ctx};
 
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,13 +30,13 @@ pub struct Claim {
 impl Claim {
     /// Claims `<dir>/<id>.lock` for this process.
     pub fn take(dir: &Path, running: &Running) -> io::Result<Claim> {
-        std::fs::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
+        files::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
         let path = dir.join(format!("{}.lock", running.id));
         // A listing holds each lock file's lock for a moment (to see whether
         // it is free): a few short retries tell that from a real owner.
         let mut tries = 0;
         let (file, locked) = loop {
-            let file = OpenOptions::new()
+            let file = files::options()
                 .read(true)
                 .write(true)
                 .create(true)
@@ -254,7 +254,7 @@ fn journal(dir: &Path, id: &str) -> io::Result<()> {
             STARTED.fetch_add(1, Ordering::Relaxed)
         );
         let tmp = dir.join(format!("{JOURNAL}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, format!("{epoch}\n{id}\n"))?;
+        files::write(&tmp, format!("{epoch}\n{id}\n").as_bytes())?;
         return std::fs::rename(&tmp, &path).inspect_err(|_| {
             std::fs::remove_file(&tmp).ok();
         });
@@ -293,9 +293,9 @@ pub struct NamingLock {
 impl NamingLock {
     /// Blocks until this process is the only one naming a session in `dir`.
     pub fn acquire(dir: &Path) -> io::Result<NamingLock> {
-        std::fs::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
+        files::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
         let path = dir.join(".naming");
-        let file = OpenOptions::new()
+        let file = files::options()
             .write(true)
             .create(true)
             .truncate(false)
