@@ -814,3 +814,65 @@ fn the_state_and_the_config_memory_are_private() {
         "a spill: {files:?}"
     );
 }
+
+/// Whether the process whose pid `file` holds still runs (a zombie does
+/// not count), asked of ps(1); waits up to `within` for it to end.
+fn still_runs(file: &Path, within: Duration) -> bool {
+    let pid = std::fs::read_to_string(file).unwrap().trim().to_owned();
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        let out = Command::new("ps")
+            .args(["-o", "stat=", "-p", &pid])
+            .output()
+            .unwrap();
+        let stat = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if stat.is_empty() || stat.starts_with('Z') {
+            return false;
+        }
+        if std::time::Instant::now() >= deadline {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Item 13: a shell command's background child dies with the command, and
+/// a SIGKILL of revolve in the middle of a command leaves neither the
+/// command nor its background child running.
+#[test]
+fn nothing_a_shell_command_starts_outlives_it_or_revolve() {
+    let env = TestEnv::new("shell-group");
+    let args = scripted(
+        &env,
+        &[
+            json!({"text": "Starting.", "tool_calls": [
+                {"name": "shell", "arguments": {"command": "sleep 1000 & echo $! > first.pid"}},
+                {"name": "shell", "arguments": {"command": "sleep 1000 & echo $! > bg.pid; echo $$ > sh.pid; wait"}},
+            ]}),
+            json!({"text": "Never."}),
+        ],
+    );
+    let args = [&strs(&args)[..], &["--allow-shell", "-p", "go"]].concat();
+    let running = env.spawn(&args, "");
+    let (bg, sh) = (env.cwd.join("bg.pid"), env.cwd.join("sh.pid"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !(bg.exists() && sh.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(bg.exists() && sh.exists(), "the second command started");
+    std::thread::sleep(Duration::from_millis(100));
+    let first = env.cwd.join("first.pid");
+    assert!(
+        !still_runs(&first, Duration::from_secs(2)),
+        "outlived its command"
+    );
+    running.signal("KILL");
+    let run = running.finish(Duration::from_secs(20));
+    assert_eq!(run.signal, Some(9), "{run:?}");
+    let within = Duration::from_secs(5);
+    assert!(!still_runs(&sh, within), "the command outlived revolve");
+    assert!(
+        !still_runs(&bg, within),
+        "its background child outlived revolve"
+    );
+}

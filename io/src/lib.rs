@@ -18,11 +18,13 @@
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`, snapshots before a rewrite.
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
+//! * [`group`]: the process group of a shell command, killed whole.
 
 pub mod clock;
 pub mod fake;
 pub mod files;
 pub mod goal;
+pub mod group;
 pub mod inbox;
 pub mod index;
 pub mod interrupt;

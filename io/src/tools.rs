@@ -61,13 +61,16 @@
 //! # `shell`
 //!
 //! Asks the [`Approver`] first. Runs `sh -c COMMAND` in the root, stdin
-//! null, in its own process group; stdout and stderr are read by two threads
-//! so a full pipe cannot block the child. `cancel` is polled about every
-//! 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or past
-//! 64 MiB of output on one stream, the whole process group is killed
-//! (SIGKILL) and the output says so, with what was captured. When `sh`
-//! exits but a background process still holds the pipes, its later output
-//! is given up on after one second (the process is left running). The API
+//! null, in a process group of its own ([`Group`]: a watchdog kills it
+//! when revolve dies, even by SIGKILL); stdout and stderr are read by two
+//! threads so a full pipe cannot block the child. `cancel` is polled about
+//! every 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or
+//! past 64 MiB of output on one stream the output says so, with what was
+//! captured. However the command ends, its whole process group is killed
+//! (SIGKILL), so `sleep 1000 &` does not outlive it, and on Linux so is
+//! what left the group (`setsid`) and was orphaned ([`group::reap_escaped`]).
+//! If a process that escaped still holds the pipes, its later output is
+//! given up on after one second. The API
 //! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed from its environment, and any tool's output has their values
 //! replaced by `[key]` (a command could still read its parent's
@@ -98,6 +101,7 @@ use revolve_core::tools::Tool;
 use time::OffsetDateTime;
 
 use crate::goal;
+use crate::group::{self, Group};
 use crate::memory::{self, MemoryDirs};
 use crate::refine;
 use crate::regular;
@@ -937,6 +941,10 @@ fn shell(
     let secs = timeout_s
         .unwrap_or(SHELL_TIMEOUT_S)
         .clamp(1, SHELL_MAX_TIMEOUT_S);
+    let mut group = match Group::start() {
+        Ok(group) => group,
+        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
+    };
     let mut sh = std::process::Command::new("sh");
     sh.arg("-c")
         .arg(command)
@@ -944,7 +952,7 @@ fn shell(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .process_group(group.id())
         .env("REVOLVE_SESSION", session);
     for name in API_KEY_VARS {
         sh.env_remove(name);
@@ -960,7 +968,7 @@ fn shell(
     let (stdout, stderr) = match (stdout, stderr) {
         (Ok(out), Ok(err)) => (out, err),
         (Err(e), _) | (_, Err(e)) => {
-            kill_group(&mut child);
+            end(&mut group, &mut child);
             return Outcome::text(format!("error: cannot capture the command's output: {e}"));
         }
     };
@@ -971,26 +979,22 @@ fn shell(
         match child.try_wait() {
             Ok(Some(status)) => break Ending::Exited(status),
             Ok(None) => {}
-            Err(e) => {
-                kill_group(&mut child);
-                break Ending::Lost(e);
-            }
+            Err(e) => break Ending::Lost(e),
         }
         if cancel() {
-            kill_group(&mut child);
             break Ending::Interrupted;
         }
         if started.elapsed() >= Duration::from_secs(secs) {
-            kill_group(&mut child);
             break Ending::TimedOut(secs);
         }
         if stdout.overflowed() || stderr.overflowed() {
-            kill_group(&mut child);
             break Ending::TooMuch;
         }
         thread::sleep(pause);
         pause = (pause * 2).min(SHELL_POLL);
     };
+    // However it ended, nothing it started outlives it.
+    end(&mut group, &mut child);
 
     // Both readers end at EOF, unless a background process keeps a pipe.
     let deadline = Instant::now() + SHELL_DRAIN;
@@ -1122,27 +1126,13 @@ impl Capture {
     }
 }
 
-extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
-}
-
-const SIGKILL: i32 = 9;
-
-/// Kills the child's whole process group (it leads its own, see
-/// `process_group(0)`), then reaps the child.
-fn kill_group(child: &mut Child) {
-    // The child is not reaped yet, so its pid (= the group id) is not reused.
-    if let Ok(pid) = i32::try_from(child.id()) {
-        if pid > 1 {
-            // SAFETY: kill(2) with a negative pid signals that process group;
-            // pid > 1, so never -1 (every process) nor 0 (our own group).
-            unsafe {
-                kill(-pid, SIGKILL);
-            }
-        }
-    }
+/// Kills the command's whole group (background children included), reaps
+/// the command, then what escaped the group (see [`group`]).
+fn end(group: &mut Group, child: &mut Child) {
+    group.kill();
     let _ = child.kill();
     let _ = child.wait();
+    group::reap_escaped();
 }
 
 // ---------------------------------------------------------------------------
@@ -2662,21 +2652,77 @@ mod tests {
     }
 
     #[test]
-    fn shell_does_not_wait_for_background_processes() {
+    fn shell_does_not_wait_for_background_processes_and_kills_them() {
         let t = Temp::new();
         let started = Instant::now();
-        let out = sh(&t.0, "echo now; (sleep 5; echo later) &", None);
+        let out = sh(
+            &t.0,
+            "echo now; (sleep 5; echo later) & echo $! > bg.pid",
+            None,
+        );
         assert!(
             started.elapsed() < Duration::from_secs(4),
             "{:?}",
             started.elapsed()
         );
+        assert_eq!(out.output, "exit status: 0\nstdout:\nnow");
+        assert!(!alive(&t.path("bg.pid")), "the background child was killed");
+    }
+
+    #[test]
+    fn shell_kills_background_children_when_the_command_ends() {
+        let t = Temp::new();
+        let out = sh(&t.0, "sleep 1000 & echo $! > bg.pid", None);
+        assert_eq!(out.output, "exit status: 0");
+        assert!(!alive(&t.path("bg.pid")));
+    }
+
+    /// Linux only: reaping what left the group reads
+    /// `/proc/self/task/*/children`, so the test is skipped without it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn shell_kills_a_setsid_child_at_the_timeout_and_at_the_end() {
+        let me = std::process::id();
+        if !Path::new(&format!("/proc/{me}/task/{me}/children")).exists() {
+            eprintln!("skipped: no /proc/PID/task/TID/children here");
+            return;
+        }
+        let t = Temp::new();
+        let out = sh(
+            &t.0,
+            "setsid sleep 1000 & echo $! > s.pid; sleep 30",
+            Some(1),
+        );
         assert!(
-            out.output
-                .starts_with("exit status: 0\nstdout:\nnow\n[a background process"),
+            out.output.starts_with("error: the command timed out"),
             "{}",
             out.output
         );
+        assert!(!alive(&t.path("s.pid")), "setsid escaped the timeout kill");
+        let out = sh(&t.0, "setsid sleep 1000 & echo $! > e.pid", None);
+        assert_eq!(out.output, "exit status: 0");
+        assert!(!alive(&t.path("e.pid")), "setsid outlived the command");
+    }
+
+    /// Whether the process whose pid `file` holds still runs (a zombie
+    /// does not count), asked of ps(1); waits up to 2 s for it to end.
+    fn alive(file: &Path) -> bool {
+        let pid = fs::read_to_string(file).unwrap().trim().to_owned();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let out = std::process::Command::new("ps")
+                .args(["-o", "stat=", "-p", &pid])
+                .output()
+                .unwrap();
+            let stat = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if stat.is_empty() || stat.starts_with('Z') {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]
