@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use revolve_io::tools::Approver;
 
+use crate::error::Error;
+
 /// The approval policy of this run.
 #[derive(Debug, Default)]
 pub struct Approvals {
@@ -18,18 +20,33 @@ pub struct Approvals {
 }
 
 impl Approvals {
-    /// The policy for a run; `grants` are canonicalized (a path that does
-    /// not exist is kept as given and can never match).
-    pub fn new(interactive: bool, allow_shell: bool, grants: &[PathBuf]) -> Approvals {
+    /// The policy for a run; each of `grants` is resolved against `cwd`
+    /// (the working directory) and made canonical. A grant of a path that
+    /// does not exist (or cannot be resolved) is a usage error naming it.
+    pub fn new(
+        interactive: bool,
+        allow_shell: bool,
+        grants: &[PathBuf],
+        cwd: &Path,
+    ) -> Result<Approvals, Error> {
         let grants = grants
             .iter()
-            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
-            .collect();
-        Approvals {
+            .map(|given| {
+                let path = cwd.join(given);
+                path.canonicalize().map_err(|e| {
+                    Error::Usage(format!(
+                        "--grant {}: cannot grant {}: {e}",
+                        given.display(),
+                        path.display()
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Approvals {
             interactive,
             allow_shell,
             grants,
-        }
+        })
     }
 
     fn granted(&self, path: &Path) -> bool {

@@ -3,6 +3,7 @@
 //! (flag > env > config > default), and shown by `revolve config show`.
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::parser::ValueSource;
@@ -20,10 +21,64 @@ use crate::error::{out, Error};
 /// Parses the command line, noting for every argument whether its value
 /// came from a flag or from the environment (clap merges the two).
 pub fn parse_args() -> Cli {
-    let matches = Cli::command().get_matches();
+    let matches = matches(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     cli.sources = sources(&matches);
     cli
+}
+
+/// The matches of `args` (the program's name first). A subcommand's name
+/// after global flags is the subcommand, as git and cargo read it:
+/// `revolve --provider ollama models` is `revolve models --provider
+/// ollama`, not the prompt "models" (the top level's arguments conflict
+/// with subcommands, so clap alone takes it for the prompt). A word after
+/// `--` stays a prompt.
+fn matches(args: Vec<OsString>) -> Result<ArgMatches, clap::Error> {
+    let cmd = Cli::command();
+    let found = cmd.clone().try_get_matches_from(&args);
+    let is_sub = |word: &OsString| {
+        cmd.get_subcommands()
+            .any(|s| s.get_name() == word || s.get_all_aliases().any(|a| a == word))
+    };
+    let prompt = match &found {
+        Ok(m) if m.subcommand().is_some() => return found,
+        Ok(m) => match m.get_one::<String>("prompt").map(OsString::from) {
+            Some(word) if is_sub(&word) => Some(word),
+            _ => return found,
+        },
+        Err(_) => None,
+    };
+    let before_dashes = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    let mut moved_error = None;
+    // The word may also be some flag's value: try each place it stands.
+    let places = (1..before_dashes)
+        .filter(|&i| is_sub(&args[i]) && prompt.as_ref().is_none_or(|p| *p == args[i]));
+    for at in places {
+        // The flags go after the whole path of subcommands (`config show`).
+        let mut end = at + 1;
+        let mut sub = cmd.find_subcommand(&args[at]);
+        while let Some(next) = args.get(end).and_then(|w| sub?.find_subcommand(w)) {
+            sub = Some(next);
+            end += 1;
+        }
+        let mut moved = vec![args[0].clone()];
+        moved.extend(args[at..end].iter().cloned());
+        moved.extend(args[1..at].iter().cloned());
+        moved.extend(args[end..].iter().cloned());
+        match cmd.clone().try_get_matches_from(moved) {
+            Ok(m) if m.subcommand_name().is_some_and(|n| args[at] == n) => return Ok(m),
+            Ok(_) => {}
+            Err(e) => {
+                moved_error.get_or_insert(e);
+            }
+        }
+    }
+    // A subcommand that the flags before it do not go with: its error
+    // (`--bare sessions`), not a prompt.
+    match (found, moved_error) {
+        (Ok(_), Some(e)) => Err(e),
+        (found, _) => found,
+    }
 }
 
 fn sources(m: &ArgMatches) -> BTreeMap<String, Source> {

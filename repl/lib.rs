@@ -12,8 +12,9 @@ mod messages;
 mod models;
 pub mod output;
 mod repl;
+mod stdin;
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_io::memory::MemoryDirs;
@@ -149,7 +150,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !resuming {
         settings.learn_window();
     }
-    let approvals = Approvals::new(stdin_tty, settings.allow_shell.value, &cli.grant);
+    let approvals = Approvals::new(
+        stdin_tty,
+        settings.allow_shell.value,
+        &cli.grant,
+        &store.cwd,
+    )?;
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
     let mut runtime = runtime(
@@ -193,9 +199,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
-                let mut piped = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut piped)
+                let piped = stdin::read_all()
                     .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
                 if !piped.trim().is_empty() {
                     text = format!("{text}\n\n{piped}");
@@ -204,7 +208,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
             piped_line(live, &text).map(|_| ())
         }
         None => {
-            for line in std::io::stdin().lines() {
+            for line in stdin::lines() {
                 let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
                 if piped_line(live, &line)? == Outcome::Quit {
                     break;
@@ -343,6 +347,7 @@ fn runtime(
         created_project_dir: false,
         auto_refine,
         format: output::Format::Text,
+        tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         window: chosen(settings.window.source).then_some(settings.window.value),
@@ -363,14 +368,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
     };
-    let runtime = runtime(
-        &store,
-        settings,
-        true,
-        Approvals::new(false, false, &[]),
-        memory,
-        false,
-    )?;
+    let runtime = runtime(&store, settings, true, Approvals::default(), memory, false)?;
     let mut live = Live::resume_at(store, &found, runtime, false)?;
     match live.line("/compact")? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use revolve_core::guard::StopReason;
 use revolve_core::names;
-use revolve_core::record::{Header, Record, Resumed, FORMAT_VERSION};
+use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
 use revolve_core::refine;
 use revolve_core::slash::{self, RefineCommand, Slash};
 use revolve_core::tools::Tool;
@@ -73,6 +73,9 @@ pub struct Runtime {
     pub auto_refine: bool,
     /// How answers, tool calls and totals are shown.
     pub format: Format,
+    /// The working tree's identity when the run started (tools refuse a
+    /// tree that is no longer the same directory).
+    pub tree: Option<tools::FileId>,
 }
 
 /// A session this process runs.
@@ -684,6 +687,7 @@ impl Live {
             }
             self.execute(cmds, &mut queue)?;
         }
+        self.sink.release();
         if interrupt::terminated() {
             return Err(Error::Terminated);
         }
@@ -770,9 +774,32 @@ impl Live {
     }
 
     fn append(&mut self, record: &Record) -> Result<(), Error> {
+        // Never answer into nothing: a log deleted under the session is
+        // written again first (from the open file, which holds it all).
+        let relinked = self
+            .writer
+            .relink()
+            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
+        if let Some(bytes) = relinked {
+            eprintln!(
+                "revolve: the session log {} was deleted while the session ran; written again \
+                 from the open file ({bytes} bytes), and the session goes on in it",
+                self.writer.path().display()
+            );
+        }
         self.writer
             .append(record)
-            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))
+            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
+        // A tool's result is shown once it is in the log.
+        if let Record::Message(Message {
+            role: Role::Tool,
+            tool_call_id: Some(id),
+            ..
+        }) = record
+        {
+            self.sink.logged(id);
+        }
+        Ok(())
     }
 
     /// Sends a request and turns what came back into the core's input.
@@ -953,6 +980,7 @@ impl Live {
         };
         let ctx = tools::Context {
             root: self.store.cwd.clone(),
+            root_id: self.runtime.tree,
             info,
             memory: self.runtime.memory.clone(),
             messages: self.state().messages.len() as u64,
@@ -1047,7 +1075,10 @@ enum Asked {
 
 /// The core's settings for a session of `store` run with `runtime`.
 fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
-    let spill_dir = store.roots.project(&store.project).join("spills").join(id);
+    // Canonical, as grants are: the spill grant is compared as it is.
+    let project = store.roots.project(&store.project);
+    let project = project.canonicalize().unwrap_or(project);
+    let spill_dir = project.join("spills").join(id);
     Settings {
         spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),
@@ -1062,7 +1093,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
 /// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
     memory::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))

@@ -3,7 +3,7 @@
 //! is written and sends what the user types. Neither writes the session's
 //! log: the session itself logs what it takes from its inbox.
 
-use std::io::{BufRead, IsTerminal, Read, Seek, SeekFrom};
+use std::io::{IsTerminal, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -63,11 +63,7 @@ pub fn send(
 ) -> Result<(), Error> {
     running(store, name)?;
     let text = if words.is_empty() {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
-        text
+        crate::stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?
     } else {
         words.join(" ")
     };
@@ -164,7 +160,7 @@ pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
             }
         },
         None => {
-            for line in std::io::stdin().lock().lines() {
+            for line in crate::stdin::lines() {
                 let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
                 send_line(&inbox, name, &line)?;
             }

@@ -54,6 +54,9 @@ pub struct Sink {
     spinner: bool,
     /// The waiting line on stderr now, if one is drawn.
     drawn: Option<String>,
+    /// A `tool_result` event held until its record is in the log: the
+    /// call's id and the event's line.
+    held: Option<(String, String)>,
 }
 
 impl Sink {
@@ -65,6 +68,7 @@ impl Sink {
             closed: false,
             spinner: false,
             drawn: None,
+            held: None,
         }
     }
 
@@ -148,14 +152,34 @@ impl Sink {
     }
 
     /// What a tool gave: nothing more in text (its line said it ran), a
-    /// `tool_result` event in JSON.
+    /// `tool_result` event in JSON. The event is held until
+    /// [`Sink::logged`] says the result is in the log (log first, then
+    /// show, as answers go), or until [`Sink::release`] or the next event.
     pub fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool) {
         if self.format == Format::StreamJson {
-            self.event(
+            self.release();
+            let line = line(
                 "tool_result",
                 json!({"id": id, "name": tool.name(),
                               "output": output, "interrupted": interrupted}),
             );
+            self.held = Some((id.to_owned(), line));
+        }
+    }
+
+    /// The result of the call `id` is in the log: its event is shown.
+    pub fn logged(&mut self, id: &str) {
+        if self.held.as_ref().is_some_and(|(held, _)| held == id) {
+            self.release();
+        }
+    }
+
+    /// Shows a held `tool_result` event, if any (a result that was not
+    /// logged, such as an interrupted tool's, is shown once its turn's
+    /// records are).
+    pub fn release(&mut self) {
+        if let Some((_, line)) = self.held.take() {
+            self.write(&line);
         }
     }
 
@@ -183,6 +207,8 @@ impl Sink {
         if self.format != Format::StreamJson {
             return;
         }
+        // A result still held was never logged (its append failed).
+        self.held = None;
         match result {
             Ok(()) | Err(Error::BrokenPipe) => self.event(
                 "done",
@@ -192,14 +218,10 @@ impl Sink {
         }
     }
 
-    /// One event line: `"type"` first, then the fields (sorted).
+    /// Writes one event line, after any held one.
     fn event(&mut self, kind: &str, fields: Value) {
-        let fields = fields.to_string();
-        let rest = fields
-            .strip_prefix('{')
-            .filter(|r| *r != "}")
-            .map_or_else(|| "}".to_owned(), |r| format!(",{r}"));
-        self.write(&format!("{{\"type\":\"{kind}\"{rest}\n"));
+        self.release();
+        self.write(&line(kind, fields));
     }
 
     fn write(&mut self, text: &str) {
@@ -207,4 +229,14 @@ impl Sink {
             self.closed = matches!(out(text), Err(Error::BrokenPipe));
         }
     }
+}
+
+/// One event line: `"type"` first, then the fields (sorted).
+fn line(kind: &str, fields: Value) -> String {
+    let fields = fields.to_string();
+    let rest = fields
+        .strip_prefix('{')
+        .filter(|r| *r != "}")
+        .map_or_else(|| "}".to_owned(), |r| format!(",{r}"));
+    format!("{{\"type\":\"{kind}\"{rest}\n")
 }

@@ -67,7 +67,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         }
     }
     if let Some(dir) = history.parent() {
-        std::fs::create_dir_all(dir).ok();
+        revolve_io::files::create_dir_all(dir).ok();
     }
     editor.save_history(&history).ok();
     Ok(())

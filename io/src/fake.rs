@@ -131,6 +131,17 @@ pub enum FakeReply {
     /// This reply, after the server has waited this long with the request
     /// read and nothing sent: a slow model, for what is shown meanwhile.
     Delayed(Duration, Box<FakeReply>),
+    /// A stream that sends these text pieces, then, every `every`, an SSE
+    /// comment (`: ping`) and a chunk with an empty delta (OpenAI: `"delta":
+    /// {}`; Anthropic: a `ping` event and an empty `text_delta`), without
+    /// end, until the client closes the connection or the server is
+    /// dropped: bytes keep coming, content never does.
+    Keepalive {
+        /// The text pieces sent first.
+        chunks: Vec<String>,
+        /// The pause between two keepalives.
+        every: Duration,
+    },
 }
 
 /// A real server's context: a request whose body counts more than `tokens`
@@ -575,6 +586,40 @@ impl Server {
                     self.text_piece(stream, piece)?;
                 }
                 self.text_end(stream)
+            }
+            FakeReply::Keepalive { chunks, every } => {
+                write_head(stream, 200, "text/event-stream", None, None)?;
+                self.text_start(stream)?;
+                for piece in &chunks {
+                    self.text_piece(stream, piece)?;
+                }
+                let empty = match self.protocol {
+                    FakeProtocol::OpenAi => format!(": ping\n\ndata: {}\n\n", chunk("{}")),
+                    FakeProtocol::Anthropic => {
+                        let delta = json!({"type": "text_delta", "text": ""});
+                        let data =
+                            json!({"type": "content_block_delta", "index": 0, "delta": delta});
+                        format!(
+                            ": ping\n\nevent: ping\ndata: {{\"type\":\"ping\"}}\n\n\
+                             event: content_block_delta\ndata: {data}\n\n"
+                        )
+                    }
+                };
+                while !self.stop.load(Ordering::SeqCst) {
+                    // A write error is the client hanging up: the end.
+                    if stream
+                        .write_all(empty.as_bytes())
+                        .and_then(|()| stream.flush())
+                        .is_err()
+                    {
+                        return Ok(());
+                    }
+                    let deadline = Instant::now() + every;
+                    while Instant::now() < deadline && !self.stop.load(Ordering::SeqCst) {
+                        thread::sleep(POLL.min(every));
+                    }
+                }
+                Ok(())
             }
             FakeReply::Endless { piece } => {
                 write_head(stream, 200, "text/event-stream", None, None)?;

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use revolve_core::goal::Goals;
 
+use crate::files;
+
 /// The file's name inside the project directory.
 pub const FILE: &str = "goal.json";
 
@@ -55,8 +57,8 @@ pub fn update<T>(
     dir: &Path,
     change: impl FnOnce(&mut Goals) -> Result<T, String>,
 ) -> io::Result<Result<T, String>> {
-    fs::create_dir_all(dir)?;
-    let lock = File::options()
+    files::create_dir_all(dir)?;
+    let lock = files::options()
         .write(true)
         .create(true)
         .truncate(false)
@@ -75,7 +77,7 @@ pub fn update<T>(
 pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
     /// Tells apart the temporary files of saves running at once.
     static SAVES: AtomicU64 = AtomicU64::new(0);
-    fs::create_dir_all(dir)?;
+    files::create_dir_all(dir)?;
     let mut json = serde_json::to_vec_pretty(goals).map_err(io::Error::other)?;
     json.push(b'\n');
     let tmp = dir.join(format!(
@@ -84,7 +86,7 @@ pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
         SAVES.fetch_add(1, Ordering::Relaxed)
     ));
     let written = (|| {
-        let mut file = File::create_new(&tmp)?;
+        let mut file = files::create_new(&tmp)?;
         file.write_all(&json)?;
         file.sync_all()?;
         fs::rename(&tmp, path(dir))

@@ -12,7 +12,7 @@
 //! log holds it) and never taken twice (its number is in the log), across
 //! a crash at any point on either side.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -21,6 +21,7 @@ use time::OffsetDateTime;
 
 use revolve_core::Delivery;
 
+use crate::files;
 use crate::paths::{slug, Project, Roots};
 
 /// One session's inbox.
@@ -156,8 +157,8 @@ impl Inbox {
     }
 
     fn lock(&self) -> io::Result<File> {
-        std::fs::create_dir_all(&self.dir)?;
-        let file = OpenOptions::new()
+        files::create_dir_all(&self.dir)?;
+        let file = files::options()
             .write(true)
             .create(true)
             .truncate(false)
@@ -171,7 +172,11 @@ impl Inbox {
 /// then the folder synced.
 fn write_atomic(dir: &Path, name: &str, body: &[u8]) -> io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut file = File::create(&tmp)?;
+    let mut file = files::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&tmp)?;
     file.write_all(body)?;
     file.sync_all()?;
     std::fs::rename(&tmp, dir.join(name))?;

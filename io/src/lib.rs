@@ -4,6 +4,7 @@
 //!
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
+//! * [`files`]: making revolve's own files and folders; errors that name them.
 //! * [`regular`]: opening files that must be regular, without blocking.
 //! * [`registry`]: which sessions are running (OS file locks).
 //! * [`store`]: the sessions of a directory: listing, naming, creating.
@@ -17,10 +18,13 @@
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`, snapshots before a rewrite.
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
+//! * [`group`]: the process group of a shell command, killed whole.
 
 pub mod clock;
 pub mod fake;
+pub mod files;
 pub mod goal;
+pub mod group;
 pub mod inbox;
 pub mod index;
 pub mod interrupt;

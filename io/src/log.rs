@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use revolve_core::record::{Header, LineError, Record, HEADER_START};
 use revolve_core::view::Summary;
 
+use crate::files;
 use crate::regular;
 
 /// Appends records to a session log.
@@ -22,9 +23,12 @@ impl LogWriter {
     /// Creates a new log; fails if the file exists.
     pub fn create(path: &Path) -> io::Result<LogWriter> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            files::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new()
+        // Readable too: a log unlinked under it is written again from the
+        // open file (see [`LogWriter::relink`]).
+        let file = files::options()
+            .read(true)
             .append(true)
             .create_new(true)
             .open(path)?;
@@ -41,7 +45,7 @@ impl LogWriter {
     /// never leaves an empty or headless `*.jsonl` behind.
     pub fn create_with(path: &Path, header: &Record) -> io::Result<LogWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir)?;
+        files::create_dir_all(dir)?;
         let name = path
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
@@ -49,7 +53,7 @@ impl LogWriter {
         let mut line = header.to_line().into_bytes();
         line.push(b'\n');
         let written = (|| {
-            let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+            let mut file = files::options().write(true).create_new(true).open(&tmp)?;
             file.write_all(&line)?;
             file.sync_all()?;
             std::fs::hard_link(&tmp, path)
@@ -88,6 +92,68 @@ impl LogWriter {
     /// The file being written.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Makes sure the file written is still the one at [`LogWriter::path`]
+    /// before more is appended: a log unlinked while the session runs (its
+    /// folder deleted, say) would take every later record into nothing.
+    /// Such a log is written again at its path, whole, from the open file
+    /// (which still holds every byte): to a temp file beside it, synced,
+    /// renamed into place; the writer goes on in it. Returns how many bytes
+    /// were written again, or `None` when the log was in place. Another
+    /// file at the path (the log replaced) is an error: nothing is written
+    /// into someone else's file.
+    pub fn relink(&mut self) -> io::Result<Option<u64>> {
+        if self.in_place()? {
+            return Ok(None);
+        }
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        files::create_dir_all(dir)?;
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.{}.relink", std::process::id()));
+        let copied = (|| -> io::Result<u64> {
+            let mut out = files::create_new(&tmp)?;
+            self.file.seek(SeekFrom::Start(0))?;
+            let bytes = io::copy(&mut self.file, &mut out)?;
+            out.sync_all()?;
+            std::fs::rename(&tmp, &self.path)?;
+            Ok(bytes)
+        })();
+        let bytes = copied.inspect_err(|_| {
+            std::fs::remove_file(&tmp).ok();
+        })?;
+        self.file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(&self.path)?;
+        Ok(Some(bytes))
+    }
+
+    /// Whether the path still names the open file (same device and inode,
+    /// still linked); an error when another file took its place.
+    fn in_place(&self) -> io::Result<bool> {
+        let at_path = match std::fs::metadata(&self.path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            let open = self.file.metadata()?;
+            if open.nlink() == 0 || (open.dev(), open.ino()) != (at_path.dev(), at_path.ino()) {
+                return Err(io::Error::new(
+                    io::ErrorKind::AlreadyExists,
+                    "another file took the log's place while the session ran; not writing into it",
+                ));
+            }
+        }
+        let _ = at_path;
+        Ok(true)
     }
 
     /// Writes one record as one line, with one `write` call, and flushes it
@@ -367,6 +433,31 @@ mod tests {
         std::fs::remove_dir_all(&dir).ok();
         std::fs::create_dir_all(&dir).unwrap();
         dir.join("s1.jsonl")
+    }
+
+    #[test]
+    fn an_unlinked_log_is_written_again_and_a_replaced_one_refused() {
+        let path = temp("relink");
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut w = LogWriter::create(&path).unwrap();
+        assert_eq!(w.relink().unwrap(), None);
+        w.append(&Record::Header(header())).unwrap();
+        w.append(&Record::Message(Message::user(at, "hi"))).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        assert_eq!(w.relink().unwrap(), Some(before.len() as u64));
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        w.append(&Record::Message(Message::user(at, "again")))
+            .unwrap();
+        assert_eq!(read(&path).unwrap().records.len(), 3);
+        assert_eq!(w.relink().unwrap(), None);
+
+        std::fs::remove_file(&path).unwrap();
+        std::fs::write(&path, "someone else's\n").unwrap();
+        let err = w.relink().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "someone else's\n");
+        std::fs::remove_dir_all(path.parent().unwrap()).ok();
     }
 
     #[test]

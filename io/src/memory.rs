@@ -10,7 +10,7 @@
 //! names are never loaded, snapshotted or listed.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +20,7 @@ use revolve_core::memory::{
     SUBAGENTS_README,
 };
 
+use crate::files;
 use crate::paths::{slug, Project, Roots};
 
 /// Where one session's memory lives (ARCHITECTURE.md section 2).
@@ -131,8 +132,8 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
     if to_seed(&names_listed(&listed), &present(global)?).is_empty() {
         return Ok(Vec::new());
     }
-    fs::create_dir_all(global)?;
-    let mut list = OpenOptions::new()
+    files::create_dir_all(global)?;
+    let mut list = files::options()
         .read(true)
         .append(true)
         .create(true)
@@ -190,7 +191,7 @@ pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>>
             "the project directory has no parent",
         )
     })?;
-    fs::create_dir_all(parent)?;
+    files::create_dir_all(parent)?;
     let tmp = temp_sibling(target);
     let built = build_project_dir(&tmp);
     if let Err(e) = built {
@@ -317,7 +318,7 @@ pub fn write(
     if existed && !replace {
         return Err(MemoryError::Exists(label.clone()));
     }
-    fs::create_dir_all(dir).map_err(io_err)?;
+    files::create_dir_all(dir).map_err(io_err)?;
     write_atomic(&path, content.as_bytes()).map_err(io_err)?;
     Ok(if existed {
         WriteOutcome::Replaced
@@ -343,7 +344,7 @@ pub fn snapshot(
     meta: &SnapshotMeta,
 ) -> io::Result<PathBuf> {
     let store = refinements(state_root, memory_dir)?;
-    fs::create_dir_all(&store)?;
+    files::create_dir_all(&store)?;
     let tmp = temp_sibling(&store.join(stamp));
     let built = build_snapshot(&tmp, memory_dir, meta);
     if let Err(e) = built {
@@ -396,7 +397,7 @@ pub fn complete_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>
         ("subagents", Some(("README", SUBAGENTS_README))),
     ] {
         let dir = target.join(folder);
-        match fs::create_dir(&dir) {
+        match files::create_dir(&dir) {
             Ok(()) => created.push(dir.clone()),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
@@ -411,10 +412,10 @@ pub fn complete_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>
 }
 
 fn build_project_dir(tmp: &Path) -> io::Result<()> {
-    fs::create_dir(tmp)?;
-    fs::create_dir(tmp.join("memory"))?;
-    fs::create_dir(tmp.join("tasks"))?;
-    fs::create_dir(tmp.join("subagents"))?;
+    files::create_dir(tmp)?;
+    files::create_dir(&tmp.join("memory"))?;
+    files::create_dir(&tmp.join("tasks"))?;
+    files::create_dir(&tmp.join("subagents"))?;
     write_new(&tmp.join("memory/project.md"), PROJECT_MEMORY_TEMPLATE)?;
     write_new(&tmp.join("subagents/README"), SUBAGENTS_README)?;
     for d in ["memory", "tasks", "subagents", ""] {
@@ -425,14 +426,19 @@ fn build_project_dir(tmp: &Path) -> io::Result<()> {
 
 fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Result<()> {
     let files = tmp.join("files");
-    fs::create_dir_all(&files)?;
+    crate::files::create_dir_all(&files)?;
     for name in regular_files(memory_dir)? {
-        match fs::copy(memory_dir.join(&name), files.join(&name)) {
-            Ok(_) => {}
+        // Read and written, not copied: a copy keeps the source's mode, and
+        // every file revolve makes is private.
+        match fs::read(memory_dir.join(&name)) {
+            Ok(bytes) => {
+                let mut copy = crate::files::create_new(&files.join(&name))?;
+                copy.write_all(&bytes)?;
+                copy.sync_all()?;
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         }
-        File::open(files.join(&name))?.sync_all()?;
     }
     sync_dir(&files);
     write_new(&tmp.join("meta.cfg"), &meta.to_cfg())?;
@@ -490,7 +496,7 @@ fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let tmp = temp_sibling(path);
     let written = (|| {
-        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        let mut f = files::create_new(&tmp)?;
         f.write_all(bytes)?;
         f.sync_all()?;
         fs::rename(&tmp, path)
@@ -507,7 +513,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Creates `path`, which must not exist, with `text`, fsynced.
 fn write_new(path: &Path, text: &str) -> io::Result<()> {
-    let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let mut f = files::create_new(path)?;
     f.write_all(text.as_bytes())?;
     f.sync_all()
 }

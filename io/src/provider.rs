@@ -38,6 +38,11 @@
 //!   stream, so a model that thinks for long still sends bytes (role chunks,
 //!   pings, SSE comments); a non-streamed answer that takes longer than the
 //!   stall timeout to start fails.
+//! * A stream must also make *progress in content* within the stall
+//!   timeout: text, tool calls, or reasoning the answer does not keep.
+//!   Keepalive comments (`: ping`), `ping` events and chunks with empty
+//!   deltas are bytes, not progress; a stream of nothing else fails with
+//!   `stream from URL stalled: no content received for …`.
 //!
 //! # Size
 //!

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use revolve_core::memory::{Scope, SnapshotMeta};
 use revolve_core::refine::{self, Change, Entry, Restore};
 
+use crate::files;
 use crate::memory::{self, MemoryDirs};
 
 /// The lock held across a memory change (snapshot, write, settle), an undo
@@ -27,8 +28,8 @@ use crate::memory::{self, MemoryDirs};
 /// change in flight. Released when the file is dropped.
 pub fn lock(state_root: &Path) -> io::Result<fs::File> {
     let dir = state_root.join("refinements");
-    fs::create_dir_all(&dir)?;
-    let file = fs::File::options()
+    files::create_dir_all(&dir)?;
+    let file = files::options()
         .write(true)
         .create(true)
         .truncate(false)
@@ -175,7 +176,7 @@ pub fn apply(
     let stamp = snapshot(state_root, dirs, stamp, meta)?;
     for c in changes {
         let target = dir(dirs, c.scope);
-        fs::create_dir_all(target)?;
+        files::create_dir_all(target)?;
         let path = target.join(c.label.file_name());
         // The error names the file (the user's memory, not revolve's own).
         let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
@@ -250,7 +251,7 @@ fn restore(entry: &Path, target: &Path, scope: Scope) -> io::Result<Vec<String>>
     let snapshot = files(&entry.join("files"))?;
     let current = files(target)?;
     let mut report = Vec::new();
-    fs::create_dir_all(target)?;
+    files::create_dir_all(target)?;
     for step in refine::restore_plan(&current, &snapshot) {
         match step {
             Restore::Put(name, bytes) => {

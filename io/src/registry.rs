@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::files::{self, at, ctx};
+
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Running {
@@ -28,18 +30,19 @@ pub struct Claim {
 impl Claim {
     /// Claims `<dir>/<id>.lock` for this process.
     pub fn take(dir: &Path, running: &Running) -> io::Result<Claim> {
-        std::fs::create_dir_all(dir)?;
+        files::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
         let path = dir.join(format!("{}.lock", running.id));
         // A listing holds each lock file's lock for a moment (to see whether
         // it is free): a few short retries tell that from a real owner.
         let mut tries = 0;
         let (file, locked) = loop {
-            let file = OpenOptions::new()
+            let file = files::options()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
-                .open(&path)?;
+                .open(&path)
+                .map_err(ctx("cannot create", &path))?;
             match file.try_lock() {
                 Err(TryLockError::WouldBlock) if tries < 20 => {
                     tries += 1;
@@ -69,20 +72,22 @@ impl Claim {
                     ),
                 ))
             }
-            Err(TryLockError::Error(e)) => return Err(e),
+            Err(TryLockError::Error(e)) => return Err(at("cannot lock", &path, e)),
         }
         let mut claim = Claim { file, path };
         claim.update(running)?;
         // After the lock file exists (see [`Journal`] for why this order).
-        journal(dir, &running.id)?;
+        journal(dir, &running.id).map_err(ctx("cannot add to the journal in", dir))?;
         Ok(claim)
     }
 
     /// Rewrites what the lock file says (after a rename).
     pub fn update(&mut self, running: &Running) -> io::Result<()> {
-        self.file.set_len(0)?;
         let text = serde_json::to_string(running).map_err(io::Error::other)?;
-        self.file.write_all_at(text.as_bytes(), 0)
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.write_all_at(text.as_bytes(), 0))
+            .map_err(ctx("cannot write", &self.path))
     }
 }
 
@@ -249,7 +254,7 @@ fn journal(dir: &Path, id: &str) -> io::Result<()> {
             STARTED.fetch_add(1, Ordering::Relaxed)
         );
         let tmp = dir.join(format!("{JOURNAL}.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, format!("{epoch}\n{id}\n"))?;
+        files::write(&tmp, format!("{epoch}\n{id}\n").as_bytes())?;
         return std::fs::rename(&tmp, &path).inspect_err(|_| {
             std::fs::remove_file(&tmp).ok();
         });
@@ -288,13 +293,15 @@ pub struct NamingLock {
 impl NamingLock {
     /// Blocks until this process is the only one naming a session in `dir`.
     pub fn acquire(dir: &Path) -> io::Result<NamingLock> {
-        std::fs::create_dir_all(dir)?;
-        let file = OpenOptions::new()
+        files::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
+        let path = dir.join(".naming");
+        let file = files::options()
             .write(true)
             .create(true)
             .truncate(false)
-            .open(dir.join(".naming"))?;
-        file.lock()?;
+            .open(&path)
+            .map_err(ctx("cannot create", &path))?;
+        file.lock().map_err(ctx("cannot lock", &path))?;
         Ok(NamingLock { _file: file })
     }
 }

@@ -664,7 +664,7 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
 /// cache of earlier builds.
 fn save(dir: &Path, index: &Index) -> io::Result<()> {
     let tmp = dir.join(format!("{}.{}.tmp", index::FILE, std::process::id()));
-    std::fs::write(&tmp, index.to_bytes())?;
+    crate::files::write(&tmp, &index.to_bytes())?;
     std::fs::rename(&tmp, dir.join(index::FILE)).inspect_err(|_| {
         std::fs::remove_file(&tmp).ok();
     })?;

@@ -11,11 +11,19 @@
 //! as absolute, then canonicalized, which resolves `..` and every symlink. It
 //! may be read only when the canonical path is inside the canonical root, or
 //! equals a granted path, or is inside a granted directory (grants are
-//! canonicalized too when they exist). So a symlink inside the tree that
+//! canonicalized when granted). So a symlink inside the tree that
 //! points outside is refused, and so is `../`. A path that does not exist is
 //! `error: no such file: PATH` when it would lie inside what may be read, and
 //! refused like any outside path otherwise (so probing does not reveal which
 //! outside files exist).
+//!
+//! Neither the root nor a grant is resolved again at a tool call: the root
+//! is the canonical working directory the session started in, and a tree
+//! that is no longer that directory (another canonical path, or another
+//! device and inode: moved, replaced, swapped for a symlink) is refused to
+//! `read_file`, `list_dir`, `grep` and `shell`; a grant counts only while
+//! its path still resolves to itself. So swapping the tree or a granted
+//! folder for a symlink to `/` opens nothing.
 //!
 //! # `read_file` and `list_dir`
 //!
@@ -53,13 +61,16 @@
 //! # `shell`
 //!
 //! Asks the [`Approver`] first. Runs `sh -c COMMAND` in the root, stdin
-//! null, in its own process group; stdout and stderr are read by two threads
-//! so a full pipe cannot block the child. `cancel` is polled about every
-//! 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or past
-//! 64 MiB of output on one stream, the whole process group is killed
-//! (SIGKILL) and the output says so, with what was captured. When `sh`
-//! exits but a background process still holds the pipes, its later output
-//! is given up on after one second (the process is left running). The API
+//! null, in a process group of its own ([`Group`]: a watchdog kills it
+//! when revolve dies, even by SIGKILL); stdout and stderr are read by two
+//! threads so a full pipe cannot block the child. `cancel` is polled about
+//! every 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or
+//! past 64 MiB of output on one stream the output says so, with what was
+//! captured. However the command ends, its whole process group is killed
+//! (SIGKILL), so `sleep 1000 &` does not outlive it, and on Linux so is
+//! what left the group (`setsid`) and was orphaned ([`group::reap_escaped`]).
+//! If a process that escaped still holds the pipes, its later output is
+//! given up on after one second. The API
 //! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
 //! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed from its environment, and any tool's output has their values
 //! replaced by `[key]` (a command could still read its parent's
@@ -90,6 +101,7 @@ use revolve_core::tools::Tool;
 use time::OffsetDateTime;
 
 use crate::goal;
+use crate::group::{self, Group};
 use crate::memory::{self, MemoryDirs};
 use crate::refine;
 use crate::regular;
@@ -99,6 +111,10 @@ use crate::regular;
 pub struct Context {
     /// The working directory, canonical: the tree the tools may read.
     pub root: PathBuf,
+    /// The identity the working tree had when the session started
+    /// ([`FileId::of`] the root then): a tree that is no longer the same
+    /// directory (moved away, or swapped for a symlink) is refused.
+    pub root_id: Option<FileId>,
     /// What `agent_info` tells.
     pub info: AgentInfo,
     /// Where memory and the goal live (`remember`, `GoalProgress`).
@@ -110,6 +126,33 @@ pub struct Context {
     /// The snapshot entries the call took before changing memory (the
     /// entry, and `project/NAME.md: created: …`), for the session's log.
     pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
+}
+
+/// A file's identity: its device and inode (on unix; elsewhere none is
+/// known and only the canonical path is compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of what `path` names now (symlinks followed).
+    pub fn of(path: &Path) -> Option<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(path).ok().map(|m| FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            None
+        }
+    }
 }
 
 /// Facts about this session, as `agent_info` returns them (pretty JSON, with
@@ -195,6 +238,15 @@ fn run_tool(
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
     let scope = Scope::new(&ctx.root, grants);
+    let uses_tree = matches!(
+        tool,
+        Tool::ReadFile { .. } | Tool::ListDir { .. } | Tool::Grep { .. } | Tool::Shell { .. }
+    );
+    if uses_tree {
+        if let Err(e) = tree_unchanged(ctx) {
+            return Outcome::text(e);
+        }
+    }
     match tool {
         Tool::ReadFile {
             path,
@@ -330,7 +382,28 @@ fn too_long(raw: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// What may be read: the root and the grants, canonical.
+/// Whether the working tree is still the directory the session started
+/// in: the same canonical path (no component swapped for a symlink) and
+/// the same device and inode. Else the error every tool that uses it gets.
+fn tree_unchanged(ctx: &Context) -> Result<(), String> {
+    let same_path = fs::canonicalize(&ctx.root).is_ok_and(|now| now == ctx.root);
+    let same_id = ctx.root_id.is_none() || FileId::of(&ctx.root) == ctx.root_id;
+    if same_path && same_id {
+        return Ok(());
+    }
+    Err(format!(
+        "error: the working tree {} is no longer the directory this session started in \
+         (moved, replaced or swapped for a symlink); its files are not read and no command \
+         runs in it",
+        ctx.root.display()
+    ))
+}
+
+/// What may be read: the root and the grants, each fixed when it was
+/// made. Neither is resolved again here: the root is the canonical path
+/// the session started in, and a grant is the canonical path it was given
+/// for, valid only while it still resolves to itself (a granted folder
+/// swapped for a symlink to `/` grants nothing).
 struct Scope {
     root: PathBuf,
     grants: Vec<PathBuf>,
@@ -338,14 +411,13 @@ struct Scope {
 
 impl Scope {
     fn new(root: &Path, grants: &[String]) -> Scope {
-        let canonical = |p: &Path| fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         Scope {
-            root: canonical(root),
+            root: root.to_path_buf(),
             grants: grants
                 .iter()
-                .map(Path::new)
+                .map(PathBuf::from)
                 .filter(|p| p.is_absolute())
-                .map(canonical)
+                .filter(|p| fs::canonicalize(p).is_ok_and(|now| &now == p))
                 .collect(),
         }
     }
@@ -879,6 +951,10 @@ fn shell(
     let secs = timeout_s
         .unwrap_or(SHELL_TIMEOUT_S)
         .clamp(1, SHELL_MAX_TIMEOUT_S);
+    let mut group = match Group::start() {
+        Ok(group) => group,
+        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
+    };
     let mut sh = std::process::Command::new("sh");
     sh.arg("-c")
         .arg(command)
@@ -886,7 +962,7 @@ fn shell(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
+        .process_group(group.id())
         .env("REVOLVE_SESSION", session);
     for name in API_KEY_VARS {
         sh.env_remove(name);
@@ -902,7 +978,7 @@ fn shell(
     let (stdout, stderr) = match (stdout, stderr) {
         (Ok(out), Ok(err)) => (out, err),
         (Err(e), _) | (_, Err(e)) => {
-            kill_group(&mut child);
+            end(&mut group, &mut child);
             return Outcome::text(format!("error: cannot capture the command's output: {e}"));
         }
     };
@@ -913,26 +989,22 @@ fn shell(
         match child.try_wait() {
             Ok(Some(status)) => break Ending::Exited(status),
             Ok(None) => {}
-            Err(e) => {
-                kill_group(&mut child);
-                break Ending::Lost(e);
-            }
+            Err(e) => break Ending::Lost(e),
         }
         if cancel() {
-            kill_group(&mut child);
             break Ending::Interrupted;
         }
         if started.elapsed() >= Duration::from_secs(secs) {
-            kill_group(&mut child);
             break Ending::TimedOut(secs);
         }
         if stdout.overflowed() || stderr.overflowed() {
-            kill_group(&mut child);
             break Ending::TooMuch;
         }
         thread::sleep(pause);
         pause = (pause * 2).min(SHELL_POLL);
     };
+    // However it ended, nothing it started outlives it.
+    end(&mut group, &mut child);
 
     // Both readers end at EOF, unless a background process keeps a pipe.
     let deadline = Instant::now() + SHELL_DRAIN;
@@ -1064,27 +1136,13 @@ impl Capture {
     }
 }
 
-extern "C" {
-    fn kill(pid: i32, sig: i32) -> i32;
-}
-
-const SIGKILL: i32 = 9;
-
-/// Kills the child's whole process group (it leads its own, see
-/// `process_group(0)`), then reaps the child.
-fn kill_group(child: &mut Child) {
-    // The child is not reaped yet, so its pid (= the group id) is not reused.
-    if let Ok(pid) = i32::try_from(child.id()) {
-        if pid > 1 {
-            // SAFETY: kill(2) with a negative pid signals that process group;
-            // pid > 1, so never -1 (every process) nor 0 (our own group).
-            unsafe {
-                kill(-pid, SIGKILL);
-            }
-        }
-    }
+/// Kills the command's whole group (background children included), reaps
+/// the command, then what escaped the group (see [`group`]).
+fn end(group: &mut Group, child: &mut Child) {
+    group.kill();
     let _ = child.kill();
     let _ = child.wait();
+    group::reap_escaped();
 }
 
 // ---------------------------------------------------------------------------
@@ -1946,6 +2004,7 @@ mod tests {
         let mem = root.join(".mem");
         Context {
             root: root.to_path_buf(),
+            root_id: FileId::of(root),
             info: AgentInfo {
                 state_root: mem.join("state"),
                 ..AgentInfo::default()
@@ -2148,9 +2207,10 @@ mod tests {
             &grant,
         );
         assert_eq!(listing.output, "c.txt");
-        // A grant given in a non-canonical spelling works too.
+        // A grant is the canonical path it was made for: one that no longer
+        // resolves to itself (here never did) grants nothing.
         let grant = vec![format!("{}/../outside/./dir", root.display())];
-        assert_eq!(read(&root, "../outside/dir/c.txt", &grant), "granted dir\n");
+        assert!(is_refusal(&read(&root, "../outside/dir/c.txt", &grant)));
         // Relative grants mean nothing.
         let grant = vec!["../outside".to_string()];
         assert!(is_refusal(&read(&root, "../outside/secret.txt", &grant)));
@@ -2603,21 +2663,77 @@ mod tests {
     }
 
     #[test]
-    fn shell_does_not_wait_for_background_processes() {
+    fn shell_does_not_wait_for_background_processes_and_kills_them() {
         let t = Temp::new();
         let started = Instant::now();
-        let out = sh(&t.0, "echo now; (sleep 5; echo later) &", None);
+        let out = sh(
+            &t.0,
+            "echo now; (sleep 5; echo later) & echo $! > bg.pid",
+            None,
+        );
         assert!(
             started.elapsed() < Duration::from_secs(4),
             "{:?}",
             started.elapsed()
         );
+        assert_eq!(out.output, "exit status: 0\nstdout:\nnow");
+        assert!(!alive(&t.path("bg.pid")), "the background child was killed");
+    }
+
+    #[test]
+    fn shell_kills_background_children_when_the_command_ends() {
+        let t = Temp::new();
+        let out = sh(&t.0, "sleep 1000 & echo $! > bg.pid", None);
+        assert_eq!(out.output, "exit status: 0");
+        assert!(!alive(&t.path("bg.pid")));
+    }
+
+    /// Linux only: reaping what left the group reads
+    /// `/proc/self/task/*/children`, so the test is skipped without it.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn shell_kills_a_setsid_child_at_the_timeout_and_at_the_end() {
+        let me = std::process::id();
+        if !Path::new(&format!("/proc/{me}/task/{me}/children")).exists() {
+            eprintln!("skipped: no /proc/PID/task/TID/children here");
+            return;
+        }
+        let t = Temp::new();
+        let out = sh(
+            &t.0,
+            "setsid sleep 1000 & echo $! > s.pid; sleep 30",
+            Some(1),
+        );
         assert!(
-            out.output
-                .starts_with("exit status: 0\nstdout:\nnow\n[a background process"),
+            out.output.starts_with("error: the command timed out"),
             "{}",
             out.output
         );
+        assert!(!alive(&t.path("s.pid")), "setsid escaped the timeout kill");
+        let out = sh(&t.0, "setsid sleep 1000 & echo $! > e.pid", None);
+        assert_eq!(out.output, "exit status: 0");
+        assert!(!alive(&t.path("e.pid")), "setsid outlived the command");
+    }
+
+    /// Whether the process whose pid `file` holds still runs (a zombie
+    /// does not count), asked of ps(1); waits up to 2 s for it to end.
+    fn alive(file: &Path) -> bool {
+        let pid = fs::read_to_string(file).unwrap().trim().to_owned();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let out = std::process::Command::new("ps")
+                .args(["-o", "stat=", "-p", &pid])
+                .output()
+                .unwrap();
+            let stat = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            if stat.is_empty() || stat.starts_with('Z') {
+                return false;
+            }
+            if Instant::now() >= deadline {
+                return true;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
     }
 
     #[test]

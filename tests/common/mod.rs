@@ -145,6 +145,11 @@ impl TestEnv {
 
     /// [`TestEnv::run`] with extra environment variables.
     pub fn run_env(&self, args: &[&str], stdin: &str, vars: &[(&str, &str)]) -> Run {
+        self.run_bytes(args, stdin.as_bytes(), vars)
+    }
+
+    /// [`TestEnv::run_env`] with stdin as bytes (which need not be UTF-8).
+    pub fn run_bytes(&self, args: &[&str], stdin: &[u8], vars: &[(&str, &str)]) -> Run {
         let mut cmd = self.command(args);
         cmd.envs(vars.iter().copied());
         cmd.stdin(Stdio::piped())
@@ -152,13 +157,13 @@ impl TestEnv {
             .stderr(Stdio::piped());
         let mut child = cmd.spawn().expect("start revolve");
         let mut pipe = child.stdin.take().expect("stdin is piped");
-        let input = stdin.to_owned();
+        let input = stdin.to_vec();
         // A writer thread, so a child that answers before reading all of its
         // input can never deadlock against us.
         let writer = std::thread::spawn(move || {
             // The child may exit without reading (a usage error): not ours
             // to report.
-            let _ = pipe.write_all(input.as_bytes());
+            let _ = pipe.write_all(&input);
         });
         let output = child.wait_with_output().expect("wait for revolve");
         writer.join().expect("stdin writer");

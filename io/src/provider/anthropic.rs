@@ -145,6 +145,10 @@ impl Messages {
 impl Protocol for Messages {
     const END: &'static str = "message_stop";
 
+    fn carries_unkept(event: &SseEvent) -> bool {
+        http::holds_text(&event.data, &["thinking", "signature"])
+    }
+
     fn answer(&mut self) -> &mut Answer {
         &mut self.answer
     }
@@ -608,6 +612,31 @@ mod tests {
             format!("stream from {url} stalled: nothing received for 300 ms")
         );
         assert_eq!(err.partial, "Wait");
+    }
+
+    #[test]
+    fn anthropic_pings_and_empty_deltas_alone_trip_the_stall_timeout() {
+        let (server, provider) = fake(vec![FakeReply::Keepalive {
+            chunks: vec!["Wait".into()],
+            every: Duration::from_millis(50),
+        }]);
+        let provider = provider.with_stall_timeout(Duration::from_millis(300));
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!(
+                "stream from {}/messages stalled: no content received for 300 ms \
+                 (only keepalives or empty chunks)",
+                server.url()
+            )
+        );
+        assert_eq!(err.partial, "Wait");
+        let thinking = r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hmm"}}"#;
+        let event = SseEvent {
+            event: Some("content_block_delta".into()),
+            data: thinking.into(),
+        };
+        assert!(Messages::carries_unkept(&event));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use ureq::{Agent, Timeout};
@@ -58,6 +58,29 @@ pub(super) trait Protocol: Default {
 
     /// Reads a non-streamed answer.
     fn whole(url: &str, bytes: &[u8]) -> Result<Reply, ProviderError>;
+
+    /// Whether `event` carries content the answer does not keep (a
+    /// thinking model's reasoning): progress of the stream all the same.
+    fn carries_unkept(_event: &SseEvent) -> bool {
+        false
+    }
+}
+
+/// Whether `data` (an event's JSON) holds a non-empty string at one of
+/// `keys`, at any depth: a cheap look first, the parse only when it may.
+pub(super) fn holds_text(data: &str, keys: &[&str]) -> bool {
+    fn walk(value: &Value, keys: &[&str]) -> bool {
+        match value {
+            Value::Object(map) => map.iter().any(|(k, v)| {
+                (keys.contains(&k.as_str()) && v.as_str().is_some_and(|t| !t.is_empty()))
+                    || walk(v, keys)
+            }),
+            Value::Array(items) => items.iter().any(|v| walk(v, keys)),
+            _ => false,
+        }
+    }
+    keys.iter().any(|k| data.contains(k))
+        && serde_json::from_str::<Value>(data).is_ok_and(|v| walk(&v, keys))
 }
 
 /// An endpoint's base URL, key and timeouts, with the agent that talks to it.
@@ -359,6 +382,10 @@ impl Http {
         let mut protocol = P::default();
         let mut buf = [0u8; 8192];
         let mut received = 0usize;
+        // Progress is content, not bytes: keepalive comments and empty
+        // deltas alone make a stalled stream.
+        let mut content_at = Instant::now();
+        let mut size = 0usize;
         loop {
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
@@ -388,8 +415,14 @@ impl Http {
                 return Err(ProviderError::new(message, partial));
             }
             for event in parser.feed(&buf[..n]) {
+                let unkept = P::carries_unkept(&event);
                 if protocol.event(url, event, on_text)? {
                     return Ok(protocol.answer().reply());
+                }
+                let now = protocol.answer().size();
+                if now != size || unkept {
+                    size = now;
+                    content_at = Instant::now();
                 }
                 if protocol.answer().size() > MAX_ANSWER_BYTES {
                     let message = format!(
@@ -399,6 +432,14 @@ impl Http {
                     let partial = std::mem::take(&mut protocol.answer().text);
                     return Err(ProviderError::new(message, partial));
                 }
+            }
+            if content_at.elapsed() > self.stall {
+                let message = format!(
+                    "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
+                    seconds(self.stall)
+                );
+                let partial = std::mem::take(&mut protocol.answer().text);
+                return Err(ProviderError::new(message, partial).mark_transient());
             }
         }
         if let Some(event) = parser.finish() {

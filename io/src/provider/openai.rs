@@ -136,6 +136,10 @@ struct Chat {
 impl Protocol for Chat {
     const END: &'static str = "[DONE]";
 
+    fn carries_unkept(event: &SseEvent) -> bool {
+        http::holds_text(&event.data, &["reasoning", "reasoning_content"])
+    }
+
     fn answer(&mut self) -> &mut Answer {
         &mut self.answer
     }
@@ -511,6 +515,48 @@ mod tests {
             (err.partial.as_str(), pieces),
             ("Wait", vec!["Wait".to_owned()])
         );
+    }
+
+    #[test]
+    fn openai_keepalives_and_empty_deltas_alone_trip_the_stall_timeout() {
+        let (server, provider) = fake(vec![FakeReply::Keepalive {
+            chunks: vec!["Wait".into()],
+            every: Duration::from_millis(50),
+        }]);
+        let provider = provider.with_stall_timeout(Duration::from_millis(300));
+        let start = std::time::Instant::now();
+        let (result, pieces) = run(&provider);
+        let err = result.unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            err.message,
+            format!(
+                "stream from {}/chat/completions stalled: no content received for 300 ms \
+                 (only keepalives or empty chunks)",
+                server.url()
+            )
+        );
+        assert!(err.transient);
+        assert_eq!(
+            (err.partial.as_str(), pieces),
+            ("Wait", vec!["Wait".to_owned()])
+        );
+    }
+
+    #[test]
+    fn openai_reasoning_deltas_are_progress() {
+        let data = r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":"hmm"}}]}"#;
+        let event = SseEvent {
+            event: None,
+            data: data.into(),
+        };
+        assert!(Chat::carries_unkept(&event));
+        let empty = r#"{"choices":[{"index":0,"delta":{"reasoning":null,"content":""}}]}"#;
+        let event = SseEvent {
+            event: None,
+            data: empty.into(),
+        };
+        assert!(!Chat::carries_unkept(&event));
     }
 
     #[test]

@@ -1,0 +1,142 @@
+//! The process group a `shell` command runs in, so that nothing it starts
+//! outlives it, nor revolve.
+//!
+//! * Each command runs in a group of its own, led by a *watchdog*: a tiny
+//!   `sh` that blocks reading a pipe only revolve holds the other end of.
+//!   When revolve ends in any way, SIGKILL included, the pipe closes and the
+//!   watchdog kills its whole group (`kill -9 0`), the command and its
+//!   background children with it.
+//! * When the command ends (exit, timeout, Ctrl-C, too much output),
+//!   [`Group::kill`] kills the whole group: `sleep 1000 &` does not outlive
+//!   the command.
+//! * On Linux revolve is also a *child subreaper* (`PR_SET_CHILD_SUBREAPER`):
+//!   a process that left the group (`setsid`, `set -m`) and lost its parent
+//!   becomes revolve's child instead of init's, and [`reap_escaped`] kills
+//!   and reaps such children after every command. This reads
+//!   `/proc/self/task/*/children`; without it, nothing is reaped. A process
+//!   that left the group while revolve itself is SIGKILLed still escapes
+//!   (only a PID namespace or a cgroup would hold it).
+
+use std::collections::BTreeSet;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+
+use rustix::process::{kill_process_group, Pid, Signal};
+
+/// The groups of commands running now, in this process (tests run
+/// several at once): [`reap_escaped`] leaves their members alone.
+static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
+
+/// A process group for one command, led by its watchdog.
+pub struct Group {
+    watchdog: Child,
+    id: i32,
+}
+
+impl Group {
+    /// Starts the watchdog, leader of a new group. On Linux, also makes
+    /// this process a child subreaper (once).
+    pub fn start() -> io::Result<Group> {
+        #[cfg(target_os = "linux")]
+        become_subreaper();
+        let watchdog = Command::new("sh")
+            .arg("-c")
+            // `read` ends at EOF: when revolve has closed the pipe or died.
+            .arg("read _; kill -9 0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let id = i32::try_from(watchdog.id()).map_err(io::Error::other)?;
+        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
+        Ok(Group { watchdog, id })
+    }
+
+    /// The group's id, for `Command::process_group`.
+    pub fn id(&self) -> i32 {
+        self.id
+    }
+
+    /// Kills every process of the group (SIGKILL) and reaps the watchdog.
+    /// The watchdog is alive until reaped here, so the group id cannot be
+    /// reused by another group meanwhile.
+    pub fn kill(&mut self) {
+        if let Some(pid) = Pid::from_raw(self.id).filter(|_| self.id > 1) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+        let _ = self.watchdog.kill();
+        let _ = self.watchdog.wait();
+        RUNNING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.id);
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants (once).
+#[cfg(target_os = "linux")]
+fn become_subreaper() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustix::process::set_child_subreaper(Some(rustix::process::getpid()));
+    });
+}
+
+/// Kills and reaps the children this process adopted that escaped their
+/// command's group: those in another session (`setsid`), or in a group
+/// that is neither this process's own nor a running command's. Children
+/// this process started itself share its group and session and are left
+/// alone. Their own children, adopted in turn, go in the next round.
+pub fn reap_escaped() {
+    #[cfg(target_os = "linux")]
+    for _ in 0..16 {
+        let escaped = escaped_children();
+        if escaped.is_empty() {
+            break;
+        }
+        for pid in escaped {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn escaped_children() -> Vec<Pid> {
+    use rustix::process::{getpgid, getpgrp, getsid};
+    let (group, session) = (getpgrp(), getsid(None).ok());
+    let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    let mut found = BTreeSet::new();
+    for task in tasks.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("children")) else {
+            continue;
+        };
+        found.extend(
+            text.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    found
+        .into_iter()
+        .filter_map(Pid::from_raw)
+        .filter(|&pid| {
+            // A process that cannot be looked at (gone meanwhile) is left.
+            let other_session = getsid(Some(pid)).is_ok_and(|s| Some(s) != session);
+            let other_group = getpgid(Some(pid))
+                .is_ok_and(|g| g != group && !running.contains(&g.as_raw_nonzero().get()));
+            other_session || other_group
+        })
+        .collect()
+}
