@@ -648,12 +648,7 @@ impl Session {
         if !chosen.is_empty() {
             let estimate = compact::estimate(body.saturating_sub(saved), &self.state.totals);
             let n = chosen.len();
-            cmds.extend(self.append(vec![Record::Pruned(Pruned {
-                at: now,
-                messages: chosen,
-                estimate,
-                keep: self.settings.prune_chars as u64,
-            })]));
+            cmds.extend(self.prune(chosen, estimate, now));
             cmds.push(Command::Show(format!(
                 "window: pruned {n} oversized tool result(s) in the kept turns to fit the {}-token window",
                 view::tokens(window)
@@ -747,12 +742,7 @@ impl Session {
                 .sum();
             let indices = plan.prune.iter().map(|&i| i as u64).collect();
             let estimate = self.state.totals.last_context.saturating_sub(saved);
-            cmds.extend(self.append(vec![Record::Pruned(Pruned {
-                at: now,
-                messages: indices,
-                estimate,
-                keep: self.settings.prune_chars as u64,
-            })]));
+            cmds.extend(self.prune(indices, estimate, now));
             cmds.push(Command::Show(format!(
                 "compaction: pruned {} oversized tool result(s), about {} tokens",
                 plan.prune.len(),
@@ -783,6 +773,18 @@ impl Session {
             ))),
         }
         cmds
+    }
+
+    /// Prunes the tool results at `messages` to `prune-result-chars` (the
+    /// record names the limit, so the fold cuts the same).
+    fn prune(&mut self, messages: Vec<u64>, estimate: u64, now: OffsetDateTime) -> Vec<Command> {
+        let keep = self.settings.prune_chars as u64;
+        self.append(vec![Record::Pruned(Pruned {
+            at: now,
+            messages,
+            estimate,
+            keep,
+        })])
     }
 
     /// Step two of a compaction: asks for working notes on the first `cut`
