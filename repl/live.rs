@@ -443,7 +443,6 @@ impl Live {
             by: if auto { "auto-refine" } else { "refine" }.into(),
             changes,
             meta: meta.clone(),
-            now: clock::now(),
         })?;
         let Some(stamp) = self.last_entry.take() else {
             return Ok(None);
@@ -602,7 +601,7 @@ impl Live {
             Some(Slash::Refine(RefineCommand::Undo)) => {
                 // The core asks for the undo, and logs what it did.
                 self.undone = None;
-                match self.drive(Input::Undo { now: clock::now() }) {
+                match self.drive(Input::Undo) {
                     Ok(_) => eprint!("{}", self.undone.take().unwrap_or_default()),
                     Err(e) => eprintln!("{e}"),
                 }

@@ -97,7 +97,6 @@ pub enum Input {
         by: String,
         changes: Vec<crate::refine::Change>,
         meta: crate::memory::SnapshotMeta,
-        now: OffsetDateTime,
     },
     /// The memory was changed, snapshot first, as [`Command::Snapshot`]
     /// asked (or by the `remember` tool, which writes as it runs): `entry`
@@ -109,7 +108,7 @@ pub enum Input {
         now: OffsetDateTime,
     },
     /// The user asked to undo the last memory change (`/refine undo`).
-    Undo { now: OffsetDateTime },
+    Undo,
     /// The undo [`Command::Undo`] asked for ran: the entry it restored (none
     /// when there was nothing to undo) and what it did to each file.
     Undone {
@@ -401,7 +400,6 @@ impl Session {
                 by,
                 changes,
                 meta,
-                ..
             } => vec![Command::Snapshot {
                 entry,
                 by,
@@ -419,7 +417,7 @@ impl Session {
                 by,
                 files,
             })]),
-            Input::Undo { .. } => vec![Command::Undo],
+            Input::Undo => vec![Command::Undo],
             Input::Undone { entry, files, now } => {
                 let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
                     at: now,
@@ -549,16 +547,9 @@ impl Session {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
         let window = self.state.window;
-        let estimate = |r: &Request, t: &Totals| compact::estimate(r.body.len(), t);
-        // A history whose text alone is over the window is not built into a
-        // body just to be measured (a resumed 100 MB session compacts first).
-        let text = self.state.text_bytes(0..self.state.messages.len());
-        let over = !compact::fits(compact::estimate(text, &self.state.totals), window);
-        let mut request = (!over).then(|| self.state.request());
+        let (mut request, estimate) = self.measure();
         let due = compact::due(self.state.totals.last_context, window)
-            || request
-                .as_ref()
-                .is_none_or(|r| !compact::fits(estimate(r, &self.state.totals), window));
+            || !compact::fits(estimate, window);
         if due && !self.compacted_this_turn {
             self.compacted_this_turn = true;
             let done = self.compact(false, now);
@@ -572,15 +563,20 @@ impl Session {
             }
             cmds.extend(done);
         }
-        let mut request = request.unwrap_or_else(|| self.state.request());
-        if !compact::fits(estimate(&request, &self.state.totals), window) {
+        let (mut request, mut estimate) = match request {
+            Some(r) => {
+                let tokens = compact::estimate(r.body.len(), &self.state.totals);
+                (r, tokens)
+            }
+            None => self.built(),
+        };
+        if !compact::fits(estimate, window) {
             cmds.extend(self.give_way(now));
             if self.state.compacting.is_some() {
                 return cmds;
             }
-            request = self.state.request();
+            (request, estimate) = self.built();
         }
-        let estimate = estimate(&request, &self.state.totals);
         if !compact::fits(estimate, window) {
             let reason = StopReason::TooLarge {
                 tokens: estimate,
@@ -597,16 +593,31 @@ impl Session {
         cmds
     }
 
-    /// The estimated size of the request due now.
-    /// (When the text alone is over the window, that lower bound: enough to
-    /// know it does not fit, without building the body.)
-    fn estimate_now(&self) -> u64 {
+    /// The request due now and its estimated size. A history whose text
+    /// alone is over the window is not built into a body just to be
+    /// measured (a resumed 100 MB session compacts first): then no request,
+    /// and the text's estimate, a lower bound enough to know it does not fit.
+    fn measure(&self) -> (Option<Request>, u64) {
         let totals = &self.state.totals;
         let text = compact::estimate(self.state.text_bytes(0..self.state.messages.len()), totals);
         if !compact::fits(text, self.state.window) {
-            return text;
+            return (None, text);
         }
-        compact::estimate(self.state.request().body.len(), totals)
+        let request = self.state.request();
+        let tokens = compact::estimate(request.body.len(), totals);
+        (Some(request), tokens)
+    }
+
+    /// The request due now, built whatever its size, and its estimate.
+    fn built(&self) -> (Request, u64) {
+        let request = self.state.request();
+        let tokens = compact::estimate(request.body.len(), &self.state.totals);
+        (request, tokens)
+    }
+
+    /// The estimated size of the request due now (see [`Session::measure`]).
+    fn estimate_now(&self) -> u64 {
+        self.measure().1
     }
 
     /// The request due now does not fit the window, even after this
@@ -1095,12 +1106,7 @@ impl Session {
             .map(|c| Record::Message(Message::tool(now, c.id.clone(), text.clone())))
             .collect();
         records.push(Record::Stopped(Stopped { at: now, reason }));
-        let mut cmds = self.append(records);
-        let before = &self.state.totals;
-        let totals = self.totals(None, before.last_context, before.estimated, true, now);
-        cmds.extend(self.append(vec![totals]));
-        cmds.push(Command::Sync);
-        cmds
+        self.close_turn(records, now)
     }
 
     /// `GoOn`: a turn stopped after its last tool results sends its request
@@ -1204,15 +1210,8 @@ impl Session {
             return self.cut_short(String::new(), end, now);
         }
         self.overflow_retried = true;
-        let before = self.state.window;
-        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
-        let mut cmds = self.append(vec![Record::Overflowed(Overflowed {
-            at: now,
-            error,
-            window,
-            asked: overflow.asked.unwrap_or(0),
-            bytes: self.in_flight_bytes as u64,
-        })]);
+        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let mut cmds = self.append(vec![lowered]);
         cmds.push(Command::Show(format!(
             "window: the request is larger than the server's context; the window goes from {} to {} tokens, and the request is compacted and sent once more",
             view::tokens(before),
@@ -1224,6 +1223,27 @@ impl Session {
         cmds
     }
 
+    /// The `overflowed` record for the request in flight: the window it
+    /// lowers to (see [`crate::overflow::lowered_window`]) and the server's
+    /// count for the calibration; with the window before and after.
+    fn lowered(
+        &self,
+        error: String,
+        overflow: crate::overflow::Overflow,
+        now: OffsetDateTime,
+    ) -> (Record, u64, u64) {
+        let before = self.state.window;
+        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
+        let record = Record::Overflowed(Overflowed {
+            at: now,
+            error,
+            window,
+            asked: overflow.asked.unwrap_or(0),
+            bytes: self.in_flight_bytes as u64,
+        });
+        (record, before, window)
+    }
+
     /// A summary request (or a piece of one) was refused as larger than the
     /// server's context: the window is lowered, this compaction fails, and
     /// it starts again under the lowered window, once.
@@ -1233,20 +1253,14 @@ impl Session {
         overflow: crate::overflow::Overflow,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let before = self.state.window;
-        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
         let retry = !self.overflow_retried;
         self.overflow_retried = true;
-        let mut cmds = self.append(vec![
-            Record::Overflowed(Overflowed {
-                at: now,
-                error: error.clone(),
-                window,
-                asked: overflow.asked.unwrap_or(0),
-                bytes: self.in_flight_bytes as u64,
-            }),
-            Record::CompactionFailed(Failed { at: now, error }),
-        ]);
+        let failed = Record::CompactionFailed(Failed {
+            at: now,
+            error: error.clone(),
+        });
+        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let mut cmds = self.append(vec![lowered, failed]);
         cmds.push(Command::Show(format!(
             "window: the summary request is larger than the server's context; the window goes from {} to {} tokens{}",
             view::tokens(before),
@@ -1309,6 +1323,12 @@ impl Session {
             }));
         }
         records.push(end);
+        self.close_turn(records, now)
+    }
+
+    /// Appends what ends a turn (results for the calls still open, the
+    /// record saying why), then the totals counting the turn, and syncs.
+    fn close_turn(&mut self, records: Vec<Record>, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = self.append(records);
         let before = &self.state.totals;
         let totals = self.totals(None, before.last_context, before.estimated, true, now);
