@@ -9,7 +9,7 @@ use std::time::Duration;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 
-use revolve_core::guard::{self, StopReason};
+use revolve_core::guard;
 use revolve_core::view;
 
 use crate::error::Error;
@@ -94,8 +94,7 @@ fn told(
             Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
             Outcome::Stopped(reason) => {
                 eprintln!("revolve: {}", view::inert(&guard::describe(reason)));
-                if let StopReason::ToolRounds { limit } = reason {
-                    let question = format!("go on for up to {limit} more tool rounds? [y/N] ");
+                if let Some(question) = guard::go_on_question(reason) {
                     let yes = matches!(
                         editor.readline(&question).as_deref().map(str::trim),
                         Ok("y" | "Y" | "yes")

@@ -123,6 +123,18 @@ pub fn verdict<'a>(
     }
 }
 
+/// What the user may be asked after a stop: whether to go on
+/// ([`crate::Input::GoOn`]), for a turn that used up its tool rounds; a
+/// repeated call or a request too large is no question of going on.
+pub fn go_on_question(reason: &StopReason) -> Option<String> {
+    match reason {
+        StopReason::ToolRounds { limit } => {
+            Some(format!("go on for up to {limit} more tool rounds? [y/N] "))
+        }
+        StopReason::Repeated { .. } | StopReason::TooLarge { .. } => None,
+    }
+}
+
 /// The result given to a call that a stop leaves unanswered.
 pub fn stopped_result(reason: &StopReason) -> String {
     match reason {
