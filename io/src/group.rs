@@ -112,8 +112,13 @@ pub fn reap_escaped() {
 
 #[cfg(target_os = "linux")]
 fn escaped_children() -> Vec<Pid> {
-    use rustix::process::{getpgid, getpgrp, getsid};
-    let (group, session) = (getpgrp(), getsid(None).ok());
+    // Group and session ids are read from `/proc/<pid>/stat`, not from
+    // `getpgrp`/`getsid`/`getpgid`: those answer 0 when the leader lives
+    // outside this PID namespace (a container), and rustix's wrappers take
+    // that 0 for a non-zero `Pid`.
+    let Some(own) = group_and_session("self") else {
+        return Vec::new();
+    };
     let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
@@ -130,13 +135,49 @@ fn escaped_children() -> Vec<Pid> {
     }
     found
         .into_iter()
-        .filter_map(Pid::from_raw)
         .filter(|&pid| {
             // A process that cannot be looked at (gone meanwhile) is left.
-            let other_session = getsid(Some(pid)).is_ok_and(|s| Some(s) != session);
-            let other_group = getpgid(Some(pid))
-                .is_ok_and(|g| g != group && !running.contains(&g.as_raw_nonzero().get()));
-            other_session || other_group
+            group_and_session(&pid.to_string()).is_some_and(|(group, session)| {
+                session != own.1 || (group != own.0 && !running.contains(&group))
+            })
         })
+        .filter_map(Pid::from_raw)
         .collect()
+}
+
+/// The process group and session of `/proc/<pid>`, `pid` being a number
+/// or `self`.
+#[cfg(target_os = "linux")]
+fn group_and_session(pid: &str) -> Option<(i32, i32)> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// The group and session fields of a `/proc/<pid>/stat` line: the 5th and
+/// 6th, counted after the command name, which is in parentheses and may
+/// itself hold spaces and parentheses.
+#[cfg(any(test, target_os = "linux"))]
+fn parse_stat(line: &str) -> Option<(i32, i32)> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace().skip(2); // state, ppid
+    let group = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some((group, session))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_stat;
+
+    #[test]
+    fn stat_fields_are_found_past_a_command_name_with_spaces_and_parentheses() {
+        let line = "4242 (we (ird) name) S 1 4240 4239 34816 4242 4194560 0 0";
+        assert_eq!(parse_stat(line), Some((4240, 4239)));
+    }
+
+    #[test]
+    fn a_leader_outside_the_namespace_reads_as_zero_and_does_not_panic() {
+        assert_eq!(parse_stat("7 (sh) S 0 0 0 0 -1"), Some((0, 0)));
+        assert_eq!(parse_stat("7 (sh) S"), None);
+        assert_eq!(parse_stat("garbage"), None);
+    }
 }
