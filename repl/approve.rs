@@ -1,5 +1,7 @@
 //! Who allows what a tool asks for: the user at the terminal, or, without
-//! one, the flags (`--allow-shell`, `--grant PATH`).
+//! one, the flags (`--allow-shell`, `--allow-edits`, `--grant PATH`).
+//! Whether an edit is asked about at all is core's decision (it knows the
+//! user's earlier "always" from the log); here it is only asked.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +19,8 @@ pub struct Approvals {
     pub allow_shell: bool,
     /// Paths granted up front (`--grant`), canonical.
     pub grants: Vec<PathBuf>,
+    /// Edit files without asking (`--allow-edits`).
+    pub allow_edits: bool,
 }
 
 impl Approvals {
@@ -46,7 +50,23 @@ impl Approvals {
             interactive,
             allow_shell,
             grants,
+            allow_edits: false,
         })
+    }
+
+    /// Shows the diff of an edit of `shown` and asks: this one, every edit
+    /// of the session, or no. End of input means no.
+    pub fn ask_edit(&self, shown: &str, diff: &str) -> revolve_core::edit::Answer {
+        use revolve_core::edit::Answer as A;
+        eprintln!("{}", revolve_core::view::inert(diff.trim_end()));
+        match ask(&format!(
+            "apply this change to {}? [y]es, [a]lways this session, [n]o: ",
+            inert(shown)
+        )) {
+            Answer::Yes => A::Yes,
+            Answer::Always => A::Always,
+            Answer::No => A::No,
+        }
     }
 
     fn granted(&self, path: &Path) -> bool {

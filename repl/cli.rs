@@ -76,6 +76,10 @@ pub struct Cli {
     #[arg(long)]
     pub allow_shell: bool,
 
+    /// Let the model edit and write files without asking (needed without a terminal; or allow_edits in config.json)
+    #[arg(long)]
+    pub allow_edits: bool,
+
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
@@ -92,7 +96,7 @@ pub struct Cli {
 }
 
 /// Which model, where.
-#[derive(Clone, Debug, Args)]
+#[derive(Clone, Debug, Default, Args)]
 pub struct ModelArgs {
     /// The model API or a preset for one, or replay:FILE|NAME (the answers a
     /// recorded session got, in order) [default: openai]
@@ -216,6 +220,38 @@ pub enum Sub {
         #[arg(long)]
         all: bool,
         /// Print JSON, one array of sessions
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take back the last turns of a session that is not running: the files
+    /// their edits changed go back, and the conversation goes on from before
+    /// them
+    #[command(
+        after_help = "Examples:\n  revolve rewind --list          the turns of the latest session, with the files each changed\n  revolve rewind amber --turns 2  take back amber's last two turns, files and conversation\n  revolve rewind --undo           take the last rewind back"
+    )]
+    Rewind {
+        /// A name or id of this directory's sessions, or a file [default: the latest]
+        #[arg(value_name = "NAME|ID|FILE")]
+        session: Option<String>,
+        /// How many turns to take back
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+        turns: u64,
+        /// Restore the files only; the conversation keeps the turns
+        #[arg(long, conflicts_with = "conversation_only")]
+        files_only: bool,
+        /// Take the turns out of the conversation only; files stay as they are
+        #[arg(long)]
+        conversation_only: bool,
+        /// Overwrite files that changed on disk since revolve last wrote them
+        #[arg(long)]
+        force: bool,
+        /// Take back the last rewind instead
+        #[arg(long, conflicts_with_all = ["turns", "files_only", "conversation_only", "list"])]
+        undo: bool,
+        /// List the turns a rewind can reach, with the files each changed
+        #[arg(long)]
+        list: bool,
+        /// Print JSON
         #[arg(long)]
         json: bool,
     },

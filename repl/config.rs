@@ -114,6 +114,7 @@ pub struct Settings {
     pub max_tool_rounds: Setting<u32>,
     pub max_repeated_calls: Setting<u32>,
     pub allow_shell: Setting<bool>,
+    pub allow_edits: Setting<bool>,
     /// `--script`, for the scripted provider.
     pub script: Option<PathBuf>,
     /// `--provider replay:FILE|NAME`: the recorded session answering.
@@ -134,6 +135,7 @@ impl Settings {
         config_root: &Path,
         args: &ModelArgs,
         allow_shell: bool,
+        allow_edits: bool,
         sources: &BTreeMap<String, Source>,
     ) -> Result<Settings, Error> {
         let path = config_root.join(config::FILE_NAME);
@@ -215,6 +217,12 @@ impl Settings {
             file.allow_shell,
             false,
         );
+        let allow_edits = pick(
+            (allow_edits && given("allow_edits") == Some(Source::Flag)).then_some(true),
+            None,
+            file.allow_edits,
+            false,
+        );
         let key = provider.value.key_vars().iter().find_map(|var| {
             std::env::var(var)
                 .ok()
@@ -234,6 +242,7 @@ impl Settings {
             max_tool_rounds,
             max_repeated_calls,
             allow_shell,
+            allow_edits,
             script: args.script.clone(),
             replay,
             stall_timeout: args.stall_timeout,
@@ -344,6 +353,13 @@ impl Settings {
                 (
                     json!(self.allow_shell.value),
                     self.allow_shell.source.as_str(),
+                ),
+            ),
+            (
+                "allow_edits",
+                (
+                    json!(self.allow_edits.value),
+                    self.allow_edits.source.as_str(),
                 ),
             ),
             (

@@ -51,7 +51,8 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             ..
         }) => {
             model.provider = Some(against);
-            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let settings =
+                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
             let provider = provider(&settings, &store)?;
             commands::replay_against(&store, session.as_deref(), provider, model.model)
         }
@@ -69,17 +70,20 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
         Some(Sub::Compact { session, model }) => {
-            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let settings =
+                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
             compact(store, session.as_deref(), &settings)
         }
         Some(Sub::Models { json, model }) => {
-            let settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let settings =
+                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
             models::list(&settings, json)
         }
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
-            let mut settings = Settings::resolve(&store.roots.config, &model, false, &cli.sources)?;
+            let mut settings =
+                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
             settings.learn_window();
             config::show(&settings, json)
         }
@@ -95,6 +99,32 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             }
             let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
             error::out(&format!("{text}\n"))
+        }
+        Some(Sub::Rewind {
+            session,
+            turns,
+            files_only,
+            conversation_only,
+            force,
+            undo,
+            list,
+            json,
+        }) => {
+            let scope = match (files_only, conversation_only) {
+                (true, _) => revolve_core::edit::Scope::FilesOnly,
+                (_, true) => revolve_core::edit::Scope::ConversationOnly,
+                _ => revolve_core::edit::Scope::Both,
+            };
+            let turns = usize::try_from(turns).unwrap_or(usize::MAX);
+            let how = Rewind {
+                turns,
+                scope,
+                undo,
+                force,
+                list,
+                json,
+            };
+            rewind(store, session.as_deref(), &how, &cli.sources)
         }
         Some(Sub::Init) => commands::init(&store),
         Some(Sub::Completions { shell }) => completions(shell),
@@ -143,6 +173,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &store.roots.config,
         &cli.model,
         cli.allow_shell,
+        cli.allow_edits,
         &cli.sources,
     )?;
     // A new session's window, from the server when nobody gave one; a
@@ -150,12 +181,13 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !resuming {
         settings.learn_window();
     }
-    let approvals = Approvals::new(
+    let mut approvals = Approvals::new(
         stdin_tty,
         settings.allow_shell.value,
         &cli.grant,
         &store.cwd,
     )?;
+    approvals.allow_edits = settings.allow_edits.value;
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
     let mut runtime = runtime(
@@ -339,8 +371,29 @@ fn runtime(
     auto_refine: bool,
 ) -> Result<Runtime, Error> {
     let provider = provider(settings, store)?;
+    Ok(runtime_with(
+        provider,
+        store,
+        settings,
+        resuming,
+        approvals,
+        memory,
+        auto_refine,
+    ))
+}
+
+/// [`runtime`] with the provider given.
+fn runtime_with(
+    provider: Arc<dyn Provider>,
+    store: &Store,
+    settings: &Settings,
+    resuming: bool,
+    approvals: Approvals,
+    memory: Memory,
+    auto_refine: bool,
+) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
-    Ok(Runtime {
+    Runtime {
         memory: memory.dirs,
         bare: memory.bare,
         // Told once the session is open (Live::set_created_project_dir).
@@ -356,7 +409,87 @@ fn runtime(
         max_tool_rounds: settings.max_tool_rounds.value,
         repeat_limit: settings.max_repeated_calls.value,
         approvals,
-    })
+    }
+}
+
+/// What `revolve rewind` was asked.
+struct Rewind {
+    turns: usize,
+    scope: revolve_core::edit::Scope,
+    undo: bool,
+    force: bool,
+    list: bool,
+    json: bool,
+}
+
+/// A provider for commands that never ask a model (`revolve rewind`): its
+/// empty name keeps the session's provider in the `resumed` record.
+struct Offline;
+
+impl Provider for Offline {
+    fn complete(
+        &self,
+        _: &revolve_core::Request,
+        _: &mut dyn FnMut(&str),
+    ) -> Result<revolve_core::Reply, revolve_io::provider::ProviderError> {
+        Err(revolve_io::provider::ProviderError::new(
+            "this command asks no model",
+            "",
+        ))
+    }
+
+    fn name(&self) -> &'static str {
+        ""
+    }
+}
+
+/// `revolve rewind`: the turns a session's rewind can reach (`--list`), or
+/// a rewind of a session that is not running. A refusal (a file changed
+/// behind revolve's back, nothing to rewind) is an error: exit 1.
+fn rewind(
+    store: Store,
+    needle: Option<&str>,
+    how: &Rewind,
+    sources: &std::collections::BTreeMap<String, revolve_core::config::Source>,
+) -> Result<(), Error> {
+    let found = live::find(&store, needle)?;
+    if how.list {
+        let read = revolve_io::log::read(&store.head(&found))
+            .map_err(|e| Error::at(&found, "cannot read", e))?;
+        let state = revolve_core::State::fold(&read.records);
+        let turns = revolve_core::edit::turns(&state);
+        if how.json {
+            let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
+            return error::out(&format!("{text}\n"));
+        }
+        return error::out(&revolve_core::view::rewind_list(&turns));
+    }
+    let args = cli::ModelArgs::default();
+    let settings = Settings::resolve(&store.roots.config, &args, false, false, sources)?;
+    let memory = Memory {
+        dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
+        bare: true,
+    };
+    let runtime = runtime_with(
+        Arc::new(Offline),
+        &store,
+        &settings,
+        true,
+        Approvals::default(),
+        memory,
+        false,
+    );
+    let mut live = Live::resume_at(store, &found, runtime, false)?;
+    let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
+    match done {
+        Ok(()) if how.json => {
+            let r = live.state().rewinds.last().map(|r| r.record.clone());
+            let text = serde_json::to_string_pretty(&r).unwrap_or_default();
+            error::out(&format!("{text}\n"))
+        }
+        Ok(()) => Ok(()),
+        Err(why) => Err(Error::Runtime(why)),
+    }
 }
 
 /// `revolve compact`: a session that is not running, compacted now. The

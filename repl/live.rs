@@ -11,7 +11,7 @@ use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
 use revolve_core::refine;
-use revolve_core::slash::{self, RefineCommand, Slash};
+use revolve_core::slash::{self, RefineCommand, RewindCommand, Slash};
 use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::{Command, Input, Request, Session, Settings, State};
@@ -24,6 +24,8 @@ use revolve_io::registry::Claim;
 use revolve_io::store::{CreateError, Store};
 use revolve_io::tools::{self, AgentInfo};
 use revolve_io::{clock, interrupt};
+
+mod edits;
 
 use crate::approve::Approvals;
 use crate::error::Error;
@@ -95,6 +97,9 @@ pub struct Live {
     last_entry: Option<String>,
     /// What the last [`Command::Undo`] did, as the user reads it.
     undone: Option<String>,
+    /// The edit call in flight and its tool, whose result is shown once
+    /// logged.
+    editing: Option<(String, Tool)>,
 }
 
 impl Live {
@@ -169,6 +174,7 @@ impl Live {
             refine_pieces: 0,
             last_entry: None,
             undone: None,
+            editing: None,
         })
     }
 
@@ -291,8 +297,10 @@ impl Live {
             refine_pieces: 0,
             last_entry: None,
             undone: None,
+            editing: None,
         };
         live.execute(cmds, &mut VecDeque::new())?;
+        live.settle_pending_edit()?;
         // Messages the log holds already (a crash after logging them) leave
         // the inbox; the others wait for the next turn.
         live.settle_inbox();
@@ -590,6 +598,24 @@ impl Live {
             }
             Some(Slash::Quit) => Ok(Outcome::Quit),
             Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),
+            Some(Slash::Rewind(RewindCommand::List)) => {
+                eprint!(
+                    "{}",
+                    view::rewind_list(&revolve_core::edit::turns(self.state()))
+                );
+                Ok(Outcome::Done)
+            }
+            Some(Slash::Rewind(how)) => {
+                let (turns, undo) = match how {
+                    RewindCommand::Turns(n) => (n, false),
+                    _ => (0, true),
+                };
+                let scope = revolve_core::edit::Scope::Both;
+                if let Err(why) = self.rewind(turns, scope, undo, false)? {
+                    eprintln!("{why}");
+                }
+                Ok(Outcome::Done)
+            }
             Some(Slash::Refine(RefineCommand::Run)) => self.refine(false),
             Some(Slash::Refine(RefineCommand::History { diff })) => {
                 match crate::commands::memory_history(&self.store, &self.runtime.memory, diff) {
@@ -766,6 +792,24 @@ impl Live {
                         now: clock::now(),
                     });
                 }
+                Command::Open { id, path, grants } => {
+                    queue.push_back(self.open_edit(id, &path, &grants));
+                }
+                Command::Stage {
+                    id,
+                    path: _,
+                    before,
+                    after,
+                    diff,
+                    ask,
+                } => queue.push_back(self.stage_edit(id, before, &after, &diff, ask)),
+                Command::Write {
+                    id,
+                    path,
+                    content,
+                    mode,
+                } => queue.push_back(self.write_edit(id, &path, &content, mode)),
+                Command::Restore(files) => self.restore(&files),
                 Command::Show(text) => eprintln!("{text}"),
             }
         }
@@ -796,6 +840,13 @@ impl Live {
             ..
         }) = record
         {
+            if let Some((_, tool)) = self.editing.take_if(|(e, _)| e == id) {
+                let content = match record {
+                    Record::Message(m) => m.content.as_str(),
+                    _ => "",
+                };
+                self.sink.tool_result(id, &tool, content, false);
+            }
             self.sink.logged(id);
         }
         Ok(())
@@ -950,6 +1001,29 @@ impl Live {
         Ok(())
     }
 
+    /// What the tools need to know about where they run, now.
+    fn tool_context(&self) -> tools::Context {
+        let info = AgentInfo {
+            session_id: self.state().id().to_owned(),
+            name: self.state().name.clone(),
+            log_path: self.writer.path().to_path_buf(),
+            project_key: self.store.project.key.clone(),
+            project_dir: self.runtime.memory.project_dir.clone(),
+            created_project_dir: self.runtime.created_project_dir,
+            state_root: self.store.roots.state.clone(),
+            config_root: self.store.roots.config.clone(),
+        };
+        tools::Context {
+            root: self.store.cwd.clone(),
+            root_id: self.runtime.tree,
+            info,
+            memory: self.runtime.memory.clone(),
+            messages: self.state().messages.len() as u64,
+            now: clock::now(),
+            snapshots: Default::default(),
+        }
+    }
+
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
     /// shows one line about it on stderr. The prompt parts are read again
     /// after it, since a tool may have changed memory or the goal.
@@ -967,25 +1041,7 @@ impl Live {
             .find(|c| c.id == id)
             .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
         self.sink.tool_call(&id, tool, &arguments);
-        let info = AgentInfo {
-            session_id: self.state().id().to_owned(),
-            name: self.state().name.clone(),
-            log_path: self.writer.path().to_path_buf(),
-            project_key: self.store.project.key.clone(),
-            project_dir: self.runtime.memory.project_dir.clone(),
-            created_project_dir: self.runtime.created_project_dir,
-            state_root: self.store.roots.state.clone(),
-            config_root: self.store.roots.config.clone(),
-        };
-        let ctx = tools::Context {
-            root: self.store.cwd.clone(),
-            root_id: self.runtime.tree,
-            info,
-            memory: self.runtime.memory.clone(),
-            messages: self.state().messages.len() as u64,
-            now: clock::now(),
-            snapshots: Default::default(),
-        };
+        let ctx = self.tool_context();
         let outcome = tools::run(
             tool,
             grants,
@@ -1009,6 +1065,13 @@ impl Live {
                 entry: entry.clone(),
                 by: "remember".into(),
                 files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
+                now: clock::now(),
+            });
+        }
+        if let Some((path, hash)) = outcome.seen.clone() {
+            queue.push_back(Input::Seen {
+                path,
+                hash,
                 now: clock::now(),
             });
         }
@@ -1084,6 +1147,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
         prune_chars: runtime.prune_chars,
         repeat_limit: runtime.repeat_limit,
         max_tool_rounds: runtime.max_tool_rounds,
+        allow_edits: runtime.approvals.allow_edits,
+        interactive: runtime.approvals.interactive,
     }
 }
 

@@ -33,6 +33,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
     assert_eq!(
         names,
         [
+            "allow_edits",
             "allow_shell",
             "api_key",
             "base_url",

@@ -389,7 +389,10 @@ fn round_trip(wire: Wire) {
     let recs = records(&file);
     assert_eq!(
         kinds(&recs),
-        ["header", "message", "context", "message", "totals", "message", "message", "totals"]
+        [
+            "header", "message", "context", "message", "totals", "seen", "message", "message",
+            "totals"
+        ]
     );
     assert_eq!(recs[0]["provider"], format!("{wire:?}").to_lowercase());
     let call = &recs[3];
@@ -402,7 +405,10 @@ fn round_trip(wire: Wire) {
         json!([{"id": id, "name": "read_file", "arguments": "{\"path\":\"notes.txt\"}"}])
     );
     assert_eq!(recs[4]["turns"], 0, "a tool round does not end the turn");
-    let result = &recs[5];
+    // The file read is logged with its hash, so it may be edited.
+    assert!(recs[5]["path"].as_str().unwrap().ends_with("/notes.txt"));
+    assert!(recs[5]["hash"].as_str().unwrap().starts_with("sha256:"));
+    let result = &recs[6];
     assert_eq!(
         (&result["role"], &result["tool_call_id"], &result["content"]),
         (&json!("tool"), &json!(id), &json!(NOTES))

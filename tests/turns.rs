@@ -404,7 +404,7 @@ fn a_resume_can_change_the_model_and_window() {
     let url = server.url();
     let env = TestEnv::new("model");
     let run = env.run(
-        &["--base-url", &url, "--model", "small", "--window", "4000"],
+        &["--base-url", &url, "--model", "small", "--window", "8000"],
         "a\n",
     );
     assert_eq!(run.code, Some(0), "{run:?}");
@@ -420,12 +420,12 @@ fn a_resume_can_change_the_model_and_window() {
     let recs = records(&env.only_session());
     assert_eq!(
         (&recs[0]["model"], &recs[0]["window"]),
-        (&"small".into(), &4000.into())
+        (&"small".into(), &8000.into())
     );
     let resumed = last_of(&recs, "resumed");
     assert_eq!(
         (&resumed["model"], &resumed["window"]),
-        (&"big".into(), &4000.into()),
+        (&"big".into(), &8000.into()),
         "the window carries over when not given"
     );
     // Replay rebuilds each request with the model it went to.

@@ -135,7 +135,7 @@ fn one_turn_that_reads_a_few_files_fits() {
     replays(&env, &server);
 }
 
-/// The same reads against servers whose real context (6,000 tokens) is far
+/// The same reads against servers whose real context (8,000 tokens) is far
 /// below the declared window (the default 128k), each answering with its
 /// own words: the overflow is recognised, the window lowered and logged,
 /// the request compacted to it and sent once more, and the turn completes.
@@ -152,7 +152,7 @@ fn a_server_below_the_declared_window_lowers_it() {
         let env = TestEnv::new("lowered");
         let files = ["a.txt", "b.txt", "c.txt"];
         write_files(&env, &files, 9_000);
-        let server = limited(reads(&files, "Done."), 6_000, says, true);
+        let server = limited(reads(&files, "Done."), 8_000, says, true);
         let url = server.url();
         let mut args = vec!["--base-url", url.as_str(), "-p", "read all three"];
         if says == Overflows::Anthropic {
@@ -169,7 +169,7 @@ fn a_server_below_the_declared_window_lowers_it() {
         assert_eq!(run.code, Some(0), "{says:?}: {run:?}");
         assert_eq!(run.stdout.trim(), "Done.", "{says:?}");
         assert_eq!(
-            refused(&server, 6_000),
+            refused(&server, 8_000),
             1,
             "{says:?}: refused once, never retried as such"
         );
@@ -180,7 +180,7 @@ fn a_server_below_the_declared_window_lowers_it() {
         match says {
             // These name the limit.
             Overflows::OpenAi | Overflows::Vllm | Overflows::Anthropic | Overflows::LlamaCpp => {
-                assert_eq!(window, 6_000, "{says:?}")
+                assert_eq!(window, 8_000, "{says:?}")
             }
             // Ollama does not: below the size that failed.
             Overflows::Ollama => assert!(window < 128_000 && window > 0, "{window}"),

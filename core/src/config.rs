@@ -27,7 +27,8 @@
 //!   "prune_result_chars": 16000,
 //!   "max_tool_rounds": 100,
 //!   "max_repeated_calls": 3,
-//!   "allow_shell": false
+//!   "allow_shell": false,
+//!   "allow_edits": false
 //! }
 //! ```
 
@@ -143,6 +144,9 @@ pub struct File {
     pub max_repeated_calls: Option<u32>,
     /// Whether shell commands run without asking.
     pub allow_shell: Option<bool>,
+    /// Whether file edits are made without asking.
+    #[serde(default)]
+    pub allow_edits: Option<bool>,
 }
 
 /// Why a config file cannot be used: where in the text, and what.

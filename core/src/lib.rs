@@ -23,6 +23,7 @@
 
 pub mod compact;
 pub mod config;
+pub mod edit;
 pub mod fixture;
 pub mod goal;
 pub mod guard;

@@ -130,6 +130,30 @@
 //! {"type":"memory_undone","at":"2026-12-02T12:31:00Z","entry":"20261202T123000Z","files":["restored project/db.md"]}
 //! ```
 //!
+//! `seen`, a file `read_file` read, with the hash of its whole content
+//! then; `approved`, the user's answer to an edit; `edit`, a change of a
+//! file decided and approved, logged before the file is written (both
+//! contents are in the content store by their hashes); `written`, the
+//! write's outcome (an `edit` without one is what a crash left: the next
+//! resume logs what it found on disk). Changes a `shell` command made in a
+//! git repository are `edit` records with `"by":"shell"` and
+//! `"written":true`:
+//! ```json
+//! {"type":"seen","at":"…","path":"/home/me/src/app/src/a.rs","hash":"sha256:9f2c…"}
+//! {"type":"approved","at":"…","call":"call_7","path":"/home/me/src/app/src/a.rs","answer":"always"}
+//! {"type":"edit","at":"…","call":"call_7","path":"/home/me/src/app/src/a.rs","by":"edit_file","before":"sha256:9f2c…","after":"sha256:41ab…","diff":"--- a/src/a.rs\n+++ b/src/a.rs\n@@ …"}
+//! {"type":"written","at":"…","call":"call_7","path":"/home/me/src/app/src/a.rs"}
+//! ```
+//!
+//! `rewound`, a rewind: the turns from message `from` on left the
+//! conversation (unless only files were rewound) and each file went back
+//! from one content to another (`to` absent: removed, as revolve created
+//! it); `undoes` names the rewind (by its place among the session's
+//! rewinds) this one takes back:
+//! ```json
+//! {"type":"rewound","at":"…","turns":1,"from":12,"conversation":true,"files":[{"path":"/home/me/src/app/src/a.rs","from":"sha256:41ab…","to":"sha256:9f2c…"}]}
+//! ```
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -196,6 +220,108 @@ pub enum Record {
     MemoryChanged(MemoryChanged),
     /// An undo restored a snapshot entry (`/refine undo`).
     MemoryUndone(MemoryUndone),
+    /// `read_file` read a file: its hash then.
+    Seen(Seen),
+    /// The user's answer to an edit.
+    Approved(Approved),
+    /// A change of a file, logged before it is written.
+    Edit(Edit),
+    /// The outcome of writing an [`Edit`].
+    Written(Written),
+    /// A rewind: turns taken back, files restored.
+    Rewound(Rewound),
+}
+
+/// A file `read_file` read, and the hash of its whole content then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// Canonical and absolute.
+    pub path: String,
+    pub hash: String,
+}
+
+/// The user's answer to an edit of `path` by the call `call`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approved {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub call: String,
+    pub path: String,
+    pub answer: crate::edit::Answer,
+}
+
+/// A change of one file: its content before and after, by hash (both are
+/// in the content store), and the diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The tool call that made it.
+    pub call: String,
+    /// Canonical and absolute.
+    pub path: String,
+    /// `edit_file`, `write_file` or `shell`.
+    pub by: String,
+    /// `None`: the file did not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// `None`: the file was removed (by a shell command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The unified diff, cut at [`crate::edit::DIFF_CAP`].
+    #[serde(default)]
+    pub diff: String,
+    /// Written already when logged (a shell command's change).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub written: bool,
+}
+
+/// The outcome of writing an [`Edit`]: `error` when the file was not
+/// changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub call: String,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A rewind: the turns from message `from` on taken back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewound {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// How many turns.
+    pub turns: u64,
+    /// The index in the history of the first message of the first of them.
+    pub from: u64,
+    /// Whether the turns left the conversation (not `--files-only`).
+    pub conversation: bool,
+    /// What each file went back to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<Restore>,
+    /// The rewind this one takes back, by its place among this session's
+    /// rewinds (0 first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<u64>,
+    /// Files changed behind revolve's back were overwritten (`--force`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub forced: bool,
+}
+
+/// One file a rewind restored: from the content on disk to another, by
+/// hash (`None`: no file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restore {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
 }
 
 /// A change of the memory this session made: the snapshot entry taken
@@ -749,6 +875,11 @@ impl Record {
             "noted" => Record::Noted(body(line)?),
             "memory_changed" => Record::MemoryChanged(body(line)?),
             "memory_undone" => Record::MemoryUndone(body(line)?),
+            "seen" => Record::Seen(body(line)?),
+            "approved" => Record::Approved(body(line)?),
+            "edit" => Record::Edit(body(line)?),
+            "written" => Record::Written(body(line)?),
+            "rewound" => Record::Rewound(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -788,6 +919,11 @@ impl Record {
             Record::Noted(n) => Some(n.at),
             Record::MemoryChanged(m) => Some(m.at),
             Record::MemoryUndone(m) => Some(m.at),
+            Record::Seen(r) => Some(r.at),
+            Record::Approved(r) => Some(r.at),
+            Record::Edit(r) => Some(r.at),
+            Record::Written(r) => Some(r.at),
+            Record::Rewound(r) => Some(r.at),
         }
     }
 }

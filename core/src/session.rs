@@ -38,6 +38,9 @@ use crate::state::State;
 use crate::tools::{self, Tool};
 use crate::view;
 
+mod edits;
+pub use edits::Opened;
+
 /// Something that happened, as the shell reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
@@ -149,6 +152,51 @@ pub enum Input {
         answer: bool,
         now: OffsetDateTime,
     },
+    /// `read_file` read the whole of a file whose content has this hash:
+    /// sent before its `ToolDone`, so a later edit knows it was read.
+    Seen {
+        path: String,
+        hash: String,
+        now: OffsetDateTime,
+    },
+    /// The file a [`Command::Open`] asked for, or why it cannot be edited.
+    Opened {
+        id: String,
+        opened: Result<Opened, String>,
+        now: OffsetDateTime,
+    },
+    /// A [`Command::Stage`] ran: the hash of the new content, the user's
+    /// answer when asked, or why the contents could not be stored.
+    Staged {
+        id: String,
+        answer: Option<crate::edit::Answer>,
+        after: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// A [`Command::Write`] ran (`error` when the file is unchanged).
+    Wrote {
+        id: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// At a resume, what the file of the edit a crash left unwritten
+    /// ([`State::pending_edit`]) holds now: its hash, `None` when absent.
+    Found {
+        hash: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// Take back the last `turns` turns (`/rewind`, `revolve rewind`), or
+    /// with `undo` the last rewind. `on_disk` is the hash each file of
+    /// [`crate::edit::tracked_paths`] has now (`None`: not there).
+    Rewind {
+        turns: usize,
+        scope: crate::edit::Scope,
+        undo: bool,
+        force: bool,
+        on_disk: std::collections::BTreeMap<String, Option<String>>,
+        now: OffsetDateTime,
+    },
 }
 
 /// One message from the inbox.
@@ -218,6 +266,35 @@ pub enum Command {
     /// Restore the newest snapshot entry still standing; answer with
     /// [`Input::Undone`].
     Undo,
+    /// Open the file an edit names (confined like `read_file`, which it
+    /// need not exist to be); answer with [`Input::Opened`].
+    Open {
+        id: String,
+        path: String,
+        grants: Vec<String>,
+    },
+    /// Store `before` (when the file exists) and `after` in the content
+    /// store; with `ask`, show `diff` and ask the user (y, a, n); answer
+    /// with [`Input::Staged`]. Nothing is written to the file yet.
+    Stage {
+        id: String,
+        path: String,
+        before: Option<Vec<u8>>,
+        after: Vec<u8>,
+        diff: String,
+        ask: bool,
+    },
+    /// Write `content` to `path` atomically (temp file, rename), with
+    /// `mode` when given (the file's own); answer with [`Input::Wrote`].
+    Write {
+        id: String,
+        path: String,
+        content: Vec<u8>,
+        mode: Option<u32>,
+    },
+    /// Put each file back to the content of hash `to` from the content
+    /// store (`None`: remove it), storing what it holds first.
+    Restore(Vec<crate::record::Restore>),
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }
@@ -237,6 +314,10 @@ pub struct Settings {
     /// A turn ends after this many tool rounds ([`guard::MAX_TOOL_ROUNDS`]
     /// by default).
     pub max_tool_rounds: u32,
+    /// Edits need no approval (`--allow-edits`, `allow_edits`).
+    pub allow_edits: bool,
+    /// A user at a terminal can be asked to approve an edit.
+    pub interactive: bool,
 }
 
 /// The default of `spill-result-chars`.
@@ -270,6 +351,8 @@ pub struct Session {
     /// Whether messages taken from the inbox wait for the next user line's
     /// request.
     inbox_waiting: bool,
+    /// The edit between its [`Command::Stage`] and its write.
+    staged: Option<edits::Staged>,
 }
 
 impl Session {
@@ -305,6 +388,7 @@ impl Session {
             overflow_retried: false,
             parts: prompt::Parts::default(),
             inbox_waiting: false,
+            staged: None,
         }
     }
 
@@ -451,6 +535,25 @@ impl Session {
                 grant,
                 now,
             } => self.tool_done(id, output, grant, now),
+            Input::Seen { path, hash, now } => self.seen(path, hash, now),
+            Input::Opened { id, opened, now } => self.opened(id, opened, now),
+            Input::Staged {
+                id,
+                answer,
+                after,
+                error,
+                now,
+            } => self.staged(id, answer, after, error, now),
+            Input::Wrote { id, error, now } => self.wrote(id, error, now),
+            Input::Found { hash, now } => self.found(hash, now),
+            Input::Rewind {
+                turns,
+                scope,
+                undo,
+                force,
+                on_disk,
+                now,
+            } => self.rewind(turns, scope, undo, force, &on_disk, now),
             Input::Rename { name, used, now } => match names::validate(&name, &used) {
                 Ok(()) => {
                     let renamed = Record::Renamed(Renamed {
@@ -1056,6 +1159,14 @@ impl Session {
             match tools::parse(&call) {
                 Ok(tool) => {
                     let grants = self.grants.iter().cloned().collect();
+                    if let Some(path) = tool.edit_path() {
+                        cmds.push(Command::Open {
+                            id: call.id,
+                            path: path.to_owned(),
+                            grants,
+                        });
+                        return cmds;
+                    }
                     cmds.push(Command::RunTool {
                         id: call.id,
                         tool,
@@ -1424,6 +1535,8 @@ mod tests {
             prune_chars: compact::PRUNE_CHARS,
             repeat_limit: guard::REPEAT_LIMIT,
             max_tool_rounds: guard::MAX_TOOL_ROUNDS,
+            allow_edits: false,
+            interactive: false,
         }
     }
 
@@ -1497,6 +1610,10 @@ mod tests {
                 Command::StartFile(_) => "start-file",
                 Command::Snapshot { .. } => "snapshot",
                 Command::Undo => "undo",
+                Command::Open { .. } => "open",
+                Command::Stage { .. } => "stage",
+                Command::Write { .. } => "write",
+                Command::Restore(_) => "restore",
                 Command::Show(_) => "show",
             })
             .collect()

@@ -12,6 +12,9 @@ pub enum Slash {
     Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
     Goal(String),
+    /// `/rewind [N]`, `/rewind undo`, `/rewind list`: take back the last N
+    /// turns (files and conversation), the last rewind, or list the turns.
+    Rewind(RewindCommand),
     /// `/compact`: summarize the history before the last three turns into
     /// working notes and go on in a fresh file.
     Compact,
@@ -36,6 +39,17 @@ pub enum RefineCommand {
     Undo,
 }
 
+/// The `/rewind` commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RewindCommand {
+    /// Take back the last N turns.
+    Turns(usize),
+    /// Take back the last rewind.
+    Undo,
+    /// The turns a rewind reaches, with the files each changed.
+    List,
+}
+
 /// What `/help` prints.
 pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
@@ -43,6 +57,8 @@ pub const HELP: &str = "\
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
 /refine history [--diff]   the memory changes, newest first; /refine undo takes one back
+/rewind [N]  take back the last N turns (default 1): their file edits and the conversation
+/rewind list the turns with the files each changed; /rewind undo takes the last rewind back
 /goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
 /goal        show it with its progress notes; /goal pause|resume|done|clear
 /help        show this list
@@ -68,6 +84,15 @@ pub fn parse(line: &str) -> Option<Slash> {
             "history --diff" => Slash::Refine(RefineCommand::History { diff: true }),
             "undo" => Slash::Refine(RefineCommand::Undo),
             _ => Slash::Incomplete("/refine takes nothing, history [--diff] or undo"),
+        },
+        "rewind" => match arg {
+            "" => Slash::Rewind(RewindCommand::Turns(1)),
+            "undo" => Slash::Rewind(RewindCommand::Undo),
+            "list" => Slash::Rewind(RewindCommand::List),
+            n => match n.parse::<usize>() {
+                Ok(n) if n >= 1 => Slash::Rewind(RewindCommand::Turns(n)),
+                _ => Slash::Incomplete("/rewind takes a number of turns (1 or more), undo or list"),
+            },
         },
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,

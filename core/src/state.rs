@@ -5,11 +5,14 @@
 //! the state the live run had, and [`requests`] rebuilds exactly the model
 //! requests it sent.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::compact;
-use crate::record::{Header, Message, Record, Role, ToolCall, Totals};
+use crate::edit::{Answer, FileEdit, RewindEntry};
+use crate::record::{Edit, Header, Message, Record, Role, ToolCall, Totals};
 use crate::request::{Request, Wire};
 
 /// Everything a session log says, folded.
@@ -66,6 +69,21 @@ pub struct State {
     /// Tool calls whose results the log lost (a damaged line): the fold
     /// answered each with [`LOST_RESULT`] where the next message began.
     pub repaired: u64,
+    /// The hash of each file's content as this session last read or wrote
+    /// it (canonical paths): an edit of a file not here, or whose hash on
+    /// disk differs, is refused.
+    pub files: BTreeMap<String, String>,
+    /// The file changes this session made, in order (see [`crate::edit`]).
+    pub edits: Vec<FileEdit>,
+    /// An edit logged but not yet known to be written.
+    pub pending_edit: Option<Edit>,
+    /// The rewinds, in order.
+    pub rewinds: Vec<RewindEntry>,
+    /// The user answered "always" to an edit: later ones are not asked.
+    pub edits_always: bool,
+    /// The first message a rewind may take back (after a compaction's
+    /// notes).
+    pub turn_floor: usize,
 }
 
 /// The result the fold gives a tool call whose result line was lost, so
@@ -241,6 +259,40 @@ impl State {
             }
             // Memory lives beside the session, not in it.
             Record::MemoryChanged(_) | Record::MemoryUndone(_) => {}
+            Record::Seen(r) => {
+                self.files.insert(r.path.clone(), r.hash.clone());
+            }
+            Record::Approved(r) => {
+                if r.answer == Answer::Always {
+                    self.edits_always = true;
+                }
+            }
+            Record::Edit(e) => {
+                if e.written {
+                    self.edited(e);
+                } else {
+                    if self.pending_edit.is_some() {
+                        note = Some("an edit while another waits for its write".to_owned());
+                    }
+                    self.pending_edit = Some(e.clone());
+                }
+            }
+            Record::Written(w) => match self.pending_edit.take() {
+                Some(e) if e.call == w.call && e.path == w.path => {
+                    if w.error.is_none() {
+                        self.edited(&e);
+                    }
+                }
+                other => {
+                    self.pending_edit = other;
+                    note = Some("a write of no pending edit".to_owned());
+                }
+            },
+            Record::Rewound(r) => {
+                if let Some(n) = self.rewound(r) {
+                    note = Some(n);
+                }
+            }
             Record::Squeezed(q) => {
                 match usize::try_from(q.message)
                     .ok()
@@ -269,6 +321,13 @@ impl State {
                 self.open_calls.clear();
                 self.awaiting = c.pending;
                 self.turn_rounds = c.turn_rounds;
+                // Edits and rewinds reach back to the compaction: the new
+                // file starts without them, and so does the live session.
+                self.files.clear();
+                self.edits.clear();
+                self.pending_edit = None;
+                self.rewinds.clear();
+                self.turn_floor = 1;
             }
             Record::Continued(c) => {
                 self.continued = Some(c.next.clone());
@@ -302,6 +361,84 @@ impl State {
             "{} tool call(s) without a result line before this message; answered as lost",
             lost.len()
         ))
+    }
+
+    /// An edit took effect.
+    fn edited(&mut self, e: &Edit) {
+        let turn = self
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .unwrap_or(0);
+        match &e.after {
+            Some(hash) => self.files.insert(e.path.clone(), hash.clone()),
+            None => self.files.remove(&e.path),
+        };
+        self.edits.push(FileEdit {
+            call: e.call.clone(),
+            path: e.path.clone(),
+            before: e.before.clone(),
+            after: e.after.clone(),
+            by: e.by.clone(),
+            turn,
+            rewound: false,
+        });
+    }
+
+    /// A rewind, or the taking back of one.
+    fn rewound(&mut self, r: &crate::record::Rewound) -> Option<String> {
+        let from = usize::try_from(r.from).unwrap_or(usize::MAX);
+        let mut note = None;
+        for f in &r.files {
+            match &f.to {
+                Some(hash) => self.files.insert(f.path.clone(), hash.clone()),
+                None => self.files.remove(&f.path),
+            };
+        }
+        let mut entry = RewindEntry {
+            record: r.clone(),
+            messages: Vec::new(),
+            edits: Vec::new(),
+            undone: false,
+        };
+        match r.undoes {
+            None => {
+                if r.conversation && from <= self.messages.len() {
+                    entry.messages = self.messages.split_off(from);
+                } else if r.conversation {
+                    note = Some("a rewind from past the end of the history".to_owned());
+                }
+                for (i, e) in self.edits.iter_mut().enumerate() {
+                    if !e.rewound && e.turn >= from {
+                        e.rewound = true;
+                        entry.edits.push(i);
+                    }
+                }
+            }
+            Some(k) => {
+                let k = usize::try_from(k).unwrap_or(usize::MAX);
+                match self.rewinds.get_mut(k) {
+                    Some(undone) if !undone.undone => {
+                        undone.undone = true;
+                        if undone.record.conversation {
+                            if self.messages.len() == from {
+                                self.messages.append(&mut undone.messages);
+                            } else {
+                                note = Some("a rewind taken back after later turns".to_owned());
+                            }
+                        }
+                        for &i in &undone.edits {
+                            if let Some(e) = self.edits.get_mut(i) {
+                                e.rewound = false;
+                            }
+                        }
+                    }
+                    _ => note = Some("takes back no standing rewind".to_owned()),
+                }
+            }
+        }
+        self.rewinds.push(entry);
+        note
     }
 
     /// No compaction is in flight any more.

@@ -48,6 +48,15 @@ pub enum Tool {
     },
     /// Record progress toward the standing goal; `met` proposes it reached.
     GoalProgress { note: String, met: bool },
+    /// Replace exact text in a file this session read.
+    EditFile {
+        path: String,
+        old_string: String,
+        new_string: String,
+        replace_all: bool,
+    },
+    /// Create a file, or replace one this session read, whole.
+    WriteFile { path: String, content: String },
 }
 
 impl Tool {
@@ -62,6 +71,17 @@ impl Tool {
             Tool::AgentInfo => "agent_info",
             Tool::Remember { .. } => "remember",
             Tool::GoalProgress { .. } => "GoalProgress",
+            Tool::EditFile { .. } => "edit_file",
+            Tool::WriteFile { .. } => "write_file",
+        }
+    }
+
+    /// The path of an edit (`edit_file`, `write_file`), which the session
+    /// opens before deciding the change.
+    pub fn edit_path(&self) -> Option<&str> {
+        match self {
+            Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => Some(path),
+            _ => None,
         }
     }
 }
@@ -123,6 +143,35 @@ pub fn definitions() -> Vec<Definition> {
                     "timeout_s": integer("seconds before the command is killed (default 120)"),
                 }),
                 &["command"],
+            ),
+        },
+        Definition {
+            name: "edit_file",
+            description: "Replace exact text in a file of the working tree (or a granted path). \
+                          Read the file first: a file this session has not read, or that changed \
+                          since, is refused. old_string must match once (whitespace included) \
+                          unless replace_all is true. The user may have to approve the change.",
+            parameters: object(
+                json!({
+                    "path": string("path, relative to the working directory or absolute"),
+                    "old_string": string("the exact text to replace"),
+                    "new_string": string("the text to put in its place"),
+                    "replace_all": {"type": "boolean", "description": "replace every match"},
+                }),
+                &["path", "old_string", "new_string"],
+            ),
+        },
+        Definition {
+            name: "write_file",
+            description: "Create a file, or replace a whole file this session has read, in the \
+                          working tree (or a granted path). The folder must exist. The user may \
+                          have to approve the change.",
+            parameters: object(
+                json!({
+                    "path": string("path, relative to the working directory or absolute"),
+                    "content": string("the whole new content"),
+                }),
+                &["path", "content"],
             ),
         },
         Definition {
@@ -215,6 +264,19 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         met: bool,
     }
     #[derive(Deserialize)]
+    struct Edit {
+        path: String,
+        old_string: String,
+        new_string: String,
+        #[serde(default)]
+        replace_all: bool,
+    }
+    #[derive(Deserialize)]
+    struct Write {
+        path: String,
+        content: String,
+    }
+    #[derive(Deserialize)]
     struct Grant {
         path: String,
         reason: Option<String>,
@@ -251,6 +313,16 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
             note: a.note,
             met: a.met,
         }),
+        "edit_file" => args::<Edit>(call).map(|a| Tool::EditFile {
+            path: a.path,
+            old_string: a.old_string,
+            new_string: a.new_string,
+            replace_all: a.replace_all,
+        }),
+        "write_file" => args::<Write>(call).map(|a| Tool::WriteFile {
+            path: a.path,
+            content: a.content,
+        }),
         other => {
             let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
             Err(format!(
@@ -263,6 +335,8 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         Tool::ReadFile { path, .. }
         | Tool::ListDir { path }
         | Tool::RequestFileGrant { path, .. }
+        | Tool::EditFile { path, .. }
+        | Tool::WriteFile { path, .. }
             if path.is_empty() =>
         {
             Err(format!("error: {}: path is empty", call.name))
@@ -273,6 +347,9 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         Tool::Grep { pattern, .. } if pattern.is_empty() => {
             Err("error: grep: pattern is empty".into())
         }
+        Tool::EditFile { old_string, .. } if old_string.is_empty() => Err(
+            "error: edit_file: old_string is empty; to write a whole file use write_file".into(),
+        ),
         _ => Ok(tool),
     }
 }

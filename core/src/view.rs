@@ -254,9 +254,63 @@ pub fn transcript(records: &[Record]) -> String {
                 "── cut tool result {} to fit the window; the whole of it is in {}\n",
                 q.message, q.path
             )),
-            Record::Context(_) | Record::Totals(_) => {}
+            Record::Approved(a) => {
+                let said = match a.answer {
+                    crate::edit::Answer::Yes => "allowed",
+                    crate::edit::Answer::Always => "allowed every edit of this session from",
+                    crate::edit::Answer::No => "refused",
+                };
+                out.push_str(&format!("── the user {said} the edit of {}\n", a.path));
+            }
+            Record::Edit(e) => {
+                let (added, removed) = crate::edit::stat(&e.diff);
+                let what = match (&e.before, &e.after) {
+                    (None, _) => "created",
+                    (_, None) => "removed",
+                    _ => "edited",
+                };
+                out.push_str(&format!(
+                    "── {what} {} by {} (+{added} -{removed})\n",
+                    e.path, e.by
+                ));
+                for line in e.diff.lines() {
+                    out.push_str(&format!("│ {line}\n"));
+                }
+            }
+            Record::Written(w) => {
+                if let Some(error) = &w.error {
+                    out.push_str(&format!("! not written: {}: {error}\n", w.path));
+                }
+            }
+            Record::Rewound(r) => {
+                for (i, line) in crate::edit::describe(r).lines().enumerate() {
+                    let lead = if i == 0 { "── " } else { "│" };
+                    out.push_str(&format!("{lead}{line}\n"));
+                }
+            }
+            Record::Context(_) | Record::Totals(_) | Record::Seen(_) => {}
         }
     }
+    out
+}
+
+/// `revolve rewind --list`: the turns a rewind reaches, newest first, with
+/// the files each changed.
+pub fn rewind_list(turns: &[crate::edit::TurnEdits]) -> String {
+    if turns.is_empty() {
+        return "no turn to rewind (since the last compaction)\n".to_owned();
+    }
+    let mut out = String::new();
+    for t in turns {
+        out.push_str(&format!("{:>3}  {}\n", t.back, one_line(&t.said, 70)));
+        if t.files.is_empty() {
+            out.push_str("       (no file changed)\n");
+        }
+        for f in &t.files {
+            out.push_str(&format!("       {f}\n"));
+        }
+    }
+    out.push_str("--turns N takes back the N newest (1 is the last)\n");
     out
 }
 
@@ -273,6 +327,7 @@ pub fn tool_line(tool: &Tool) -> String {
         Tool::GoalProgress { note, met } => {
             format!("{note}{}", if *met { " (proposes met)" } else { "" })
         }
+        Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => path.clone(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }

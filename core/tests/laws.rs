@@ -130,6 +130,8 @@ fn settings() -> Settings {
         prune_chars: 100,
         repeat_limit: REPEAT_LIMIT,
         max_tool_rounds: MAX_TOOL_ROUNDS,
+        allow_edits: false,
+        interactive: false,
     }
 }
 
@@ -169,7 +171,14 @@ impl Run {
                 Command::StartFile(h) => self.files.push(vec![Record::Header(h)]),
                 Command::RunTool { id, .. } => self.running = Some(id),
                 Command::Spill { path, .. } => self.spilled.push(path),
-                Command::Sync | Command::Show(_) | Command::Snapshot { .. } | Command::Undo => {}
+                Command::Sync
+                | Command::Show(_)
+                | Command::Snapshot { .. }
+                | Command::Undo
+                | Command::Open { .. }
+                | Command::Stage { .. }
+                | Command::Write { .. }
+                | Command::Restore(_) => {}
             }
         }
     }

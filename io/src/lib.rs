@@ -17,10 +17,13 @@
 //! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`, snapshots before a rewrite.
+//! * [`edit`]: file edits executed: confined opens, the content store,
+//!   atomic writes that keep a file's mode, rewind restores.
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
 //! * [`group`]: the process group of a shell command, killed whole.
 
 pub mod clock;
+pub mod edit;
 pub mod fake;
 pub mod files;
 pub mod goal;

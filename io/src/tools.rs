@@ -195,6 +195,9 @@ pub struct Outcome {
     /// consume the interrupt (as `interrupt::take` does), so this is the
     /// caller's way to know.
     pub interrupted: bool,
+    /// The file `read_file` read (canonical) and the hash of its whole
+    /// content: the session logs it, so the file may be edited.
+    pub seen: Option<(String, String)>,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -249,7 +252,16 @@ fn run_tool(
             path,
             offset,
             limit,
-        } => Outcome::from(read_file(&scope, path, *offset, *limit)),
+        } => {
+            let mut outcome = Outcome::from(read_file(&scope, path, *offset, *limit));
+            if !outcome.output.starts_with("error:") {
+                outcome.seen = scope.resolve(path).ok().and_then(|p| {
+                    let hash = crate::edit::hash_of(&p).ok().flatten()?;
+                    Some((p.to_string_lossy().into_owned(), hash))
+                });
+            }
+            outcome
+        }
         Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
         Tool::Shell { command, timeout_s } => {
@@ -266,6 +278,11 @@ fn run_tool(
             replace,
         } => Outcome::text(remember(ctx, label, content, *replace)),
         Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
+        // The session opens, stages and writes edits step by step.
+        Tool::EditFile { .. } | Tool::WriteFile { .. } => Outcome::text(format!(
+            "error: {} runs through the session's edit steps, not as a tool",
+            tool.name()
+        )),
     }
 }
 
@@ -343,6 +360,7 @@ impl Outcome {
             output,
             grant: None,
             interrupted: false,
+            seen: None,
         }
     }
 
@@ -382,7 +400,7 @@ fn too_long(raw: &str) -> Result<(), String> {
 /// Whether the working tree is still the directory the session started
 /// in: the same canonical path (no component swapped for a symlink) and
 /// the same device and inode. Else the error every tool that uses it gets.
-fn tree_unchanged(ctx: &Context) -> Result<(), String> {
+pub(crate) fn tree_unchanged(ctx: &Context) -> Result<(), String> {
     let same_path = fs::canonicalize(&ctx.root).is_ok_and(|now| now == ctx.root);
     let same_id = ctx.root_id.is_none() || FileId::of(&ctx.root) == ctx.root_id;
     if same_path && same_id {
@@ -401,13 +419,13 @@ fn tree_unchanged(ctx: &Context) -> Result<(), String> {
 /// the session started in, and a grant is the canonical path it was given
 /// for, valid only while it still resolves to itself (a granted folder
 /// swapped for a symlink to `/` grants nothing).
-struct Scope {
+pub(crate) struct Scope {
     root: PathBuf,
     grants: Vec<PathBuf>,
 }
 
 impl Scope {
-    fn new(root: &Path, grants: &[String]) -> Scope {
+    pub(crate) fn new(root: &Path, grants: &[String]) -> Scope {
         Scope {
             root: root.to_path_buf(),
             grants: grants
@@ -419,13 +437,13 @@ impl Scope {
         }
     }
 
-    fn allows(&self, path: &Path) -> bool {
+    pub(crate) fn allows(&self, path: &Path) -> bool {
         path.starts_with(&self.root) || self.grants.iter().any(|g| path.starts_with(g))
     }
 
     /// The canonical path of `raw` if it exists and may be read; else the
     /// error the model gets.
-    fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
+    pub(crate) fn resolve(&self, raw: &str) -> Result<PathBuf, String> {
         too_long(raw)?;
         let joined = self.root.join(raw);
         match fs::canonicalize(&joined) {
@@ -452,7 +470,7 @@ impl Scope {
     }
 }
 
-fn refusal(raw: &str) -> String {
+pub(crate) fn refusal(raw: &str) -> String {
     format!(
         "error: {raw} is outside the working tree and not granted to this session; \
          ask with request_file_grant"
@@ -467,7 +485,7 @@ fn is_missing(e: &io::Error) -> bool {
 }
 
 /// `path` with `.` and `..` resolved by name only (no symlinks followed).
-fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for part in path.components() {
         match part {
@@ -1165,6 +1183,7 @@ fn request_grant(
         Outcome {
             output: format!("granted: {shown} (this session may now read it)"),
             grant: Some(shown),
+            seen: None,
             interrupted: false,
         }
     } else {

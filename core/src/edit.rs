@@ -1,0 +1,495 @@
+//! File edits: what `edit_file` and `write_file` make of a file, the diff
+//! the user approves, and what a rewind puts back.
+//!
+//! # An edit, step by step
+//!
+//! 1. The session asks the shell to open the file ([`crate::Command::Open`]):
+//!    the shell confines the path as `read_file` does and answers with its
+//!    canonical path, its bytes, their hash and its mode.
+//! 2. Core checks that this session read the file (or wrote it) and that
+//!    it did not change on disk since ([`State::files`] holds the hash it
+//!    last saw), computes the new content ([`replace`], [`keep_endings`])
+//!    and its [`diff`].
+//! 3. Unless edits are allowed already (`--allow-edits`, or the user's
+//!    "always"), the user is asked; without a terminal the edit is refused.
+//!    An answer the user gave is logged as `approved`.
+//! 4. The shell stores the prior and the new content, content-addressed,
+//!    under the state directory ([`crate::Command::Stage`]); then core logs
+//!    the `edit` record and only then asks for the write
+//!    ([`crate::Command::Write`]), whose outcome is logged as `written`.
+//!    A crash between the two leaves an `edit` without `written`: the next
+//!    resume looks at the file and logs what it found.
+//!
+//! # Rewind
+//!
+//! [`plan`] takes back the last N turns: every file their edits changed is
+//! put back to what it held before the first of them (a file one of them
+//! created is removed: revolve never deletes a file it did not create),
+//! and, unless only files are rewound, the turns leave the conversation.
+//! The turns stay in the log; a `rewound` record says what was taken back,
+//! and [`plan_undo`] takes a rewind back in turn. A file that changed on
+//! disk since revolve last wrote it is somebody else's work: the rewind is
+//! refused, naming it, unless forced.
+//!
+//! [`State::files`]: crate::State::files
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use crate::record::{Restore, Rewound};
+use crate::state::State;
+
+/// The longest diff an `edit` record keeps, in bytes; a longer one is cut
+/// (the content store still holds both versions whole).
+pub const DIFF_CAP: usize = 256 * 1024;
+
+/// An answer to "apply this edit?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// This edit.
+    Yes,
+    /// This edit and every later one of the session.
+    Always,
+    /// Not this edit.
+    No,
+}
+
+/// `text` with `old` replaced by `new`: the one match, or every match with
+/// `all`. A file whose lines end in CRLF is matched with the model's LF
+/// text turned into CRLF, so its line endings stay. The error says how
+/// many matches there are and on which lines.
+pub fn replace(text: &str, old: &str, new: &str, all: bool, shown: &str) -> Result<String, String> {
+    if old.is_empty() {
+        return Err(
+            "error: edit_file: old_string is empty; to write a whole file use write_file".into(),
+        );
+    }
+    let crlf = crlf(text.as_bytes());
+    let (old, new) = if crlf && !old.contains('\r') && old.contains('\n') && !text.contains(old) {
+        (old.replace('\n', "\r\n"), to_crlf(new))
+    } else if crlf && !new.contains('\r') {
+        (old.to_owned(), to_crlf(new))
+    } else {
+        (old.to_owned(), new.to_owned())
+    };
+    let starts: Vec<usize> = text.match_indices(old.as_str()).map(|(i, _)| i).collect();
+    match starts.len() {
+        0 => Err(format!(
+            "error: edit_file: old_string is not in {shown}; read the file again and copy the \
+             text exactly, whitespace included"
+        )),
+        1 => Ok(text.replacen(old.as_str(), &new, 1)),
+        n if all => {
+            let _ = n;
+            Ok(text.replace(old.as_str(), &new))
+        }
+        n => {
+            let lines: Vec<String> = starts
+                .iter()
+                .take(20)
+                .map(|&i| (text[..i].matches('\n').count() + 1).to_string())
+                .collect();
+            let more = if n > 20 { ", …" } else { "" };
+            Err(format!(
+                "error: edit_file: old_string matches {n} times in {shown} (lines {}{more}); \
+                 include more of the surrounding text so it matches once, or pass \
+                 replace_all: true",
+                lines.join(", ")
+            ))
+        }
+    }
+}
+
+/// Whether a file's lines end in CRLF: most of its line ends do.
+pub fn crlf(bytes: &[u8]) -> bool {
+    let lf = bytes.iter().filter(|&&b| b == b'\n').count();
+    let crlf = bytes.windows(2).filter(|w| w == b"\r\n").count();
+    lf > 0 && crlf * 2 > lf
+}
+
+fn to_crlf(text: &str) -> String {
+    if text.contains('\r') {
+        return text.to_owned();
+    }
+    text.replace('\n', "\r\n")
+}
+
+/// The content `write_file` writes over `before`: a file whose lines end
+/// in CRLF keeps them when the model wrote LF only.
+pub fn keep_endings(before: Option<&[u8]>, content: &str) -> String {
+    match before {
+        Some(b) if crlf(b) => to_crlf(content),
+        _ => content.to_owned(),
+    }
+}
+
+/// The unified diff from `before` to `after` (3 lines of context), headed
+/// `a/PATH` and `b/PATH` (`/dev/null` for a file that did not exist); cut
+/// at [`DIFF_CAP`] bytes with a last line saying so.
+pub fn diff(shown: &str, before: Option<&str>, after: &str) -> String {
+    let old_name = if before.is_some() {
+        format!("a/{shown}")
+    } else {
+        "/dev/null".to_owned()
+    };
+    let text = similar::TextDiff::from_lines(before.unwrap_or(""), after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&old_name, &format!("b/{shown}"))
+        .to_string();
+    if text.len() <= DIFF_CAP {
+        return text;
+    }
+    let mut end = DIFF_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
+    format!(
+        "{}[… diff cut: {} more bytes; both versions are in the content store]\n",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+/// Lines added and removed in a unified diff.
+pub fn stat(diff: &str) -> (usize, usize) {
+    let mut added = 0;
+    let mut removed = 0;
+    for line in diff.lines() {
+        if line.starts_with("+++") || line.starts_with("---") {
+            continue;
+        }
+        if line.starts_with('+') {
+            added += 1;
+        } else if line.starts_with('-') {
+            removed += 1;
+        }
+    }
+    (added, removed)
+}
+
+/// An edit of a file, as the session's state holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileEdit {
+    /// The tool call that made it.
+    pub call: String,
+    /// The file, canonical and absolute.
+    pub path: String,
+    /// The hash of the content before; `None` when the file did not exist.
+    pub before: Option<String>,
+    /// The hash of the content after; `None` when the file was removed.
+    pub after: Option<String>,
+    /// `edit_file`, `write_file` or `shell`.
+    pub by: String,
+    /// The index in [`State::messages`] of the user message that began
+    /// the turn that made it.
+    pub turn: usize,
+    /// Taken back by a rewind still standing.
+    pub rewound: bool,
+}
+
+/// A rewind, as the session's state holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RewindEntry {
+    /// What the `rewound` record said.
+    pub record: Rewound,
+    /// The messages it took out of the conversation, to put back when it
+    /// is itself taken back.
+    pub messages: Vec<crate::record::Message>,
+    /// The edits it marked rewound, by index in [`State::edits`].
+    pub edits: Vec<usize>,
+    /// Taken back since.
+    pub undone: bool,
+}
+
+/// What is rewound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Files and conversation.
+    #[default]
+    Both,
+    /// The files only: the conversation goes on with the turns in it.
+    FilesOnly,
+    /// The conversation only: files stay as they are.
+    ConversationOnly,
+}
+
+/// One turn of the conversation as a rewind sees it (`--list`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TurnEdits {
+    /// 1 for the last turn, 2 for the one before, …: what `--turns N`
+    /// counts.
+    pub back: usize,
+    /// The user's message, first line.
+    pub said: String,
+    /// The files the turn changed (not rewound), each with what changed it.
+    pub files: Vec<String>,
+}
+
+/// The turns a rewind can reach, newest first, with the files each
+/// changed.
+pub fn turns(state: &State) -> Vec<TurnEdits> {
+    let starts = turn_starts(state);
+    let mut out = Vec::new();
+    for (k, &start) in starts.iter().enumerate().rev() {
+        let end = starts.get(k + 1).copied().unwrap_or(usize::MAX);
+        let mut files: Vec<String> = Vec::new();
+        for e in state
+            .edits
+            .iter()
+            .filter(|e| !e.rewound && e.turn >= start && e.turn < end)
+        {
+            let line = format!("{} ({})", e.path, e.by);
+            if !files.contains(&line) {
+                files.push(line);
+            }
+        }
+        let said = state.messages[start]
+            .content
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_owned();
+        out.push(TurnEdits {
+            back: starts.len() - k,
+            said,
+            files,
+        });
+    }
+    out
+}
+
+/// Where each turn a rewind can reach begins: the user messages after the
+/// compaction notes, if any.
+fn turn_starts(state: &State) -> Vec<usize> {
+    state
+        .messages
+        .iter()
+        .enumerate()
+        .skip(state.turn_floor)
+        .filter(|(_, m)| m.role == crate::Role::User)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The `rewound` record that takes back the last `n` turns, given what
+/// each file the session changed holds now (`on_disk`: path to hash, `None`
+/// for a file that is not there). Refused, with the reason, when there is
+/// nothing to rewind or, unless `force`, when a file changed on disk since
+/// revolve last wrote it.
+pub fn plan(
+    state: &State,
+    n: usize,
+    scope: Scope,
+    force: bool,
+    on_disk: &BTreeMap<String, Option<String>>,
+    now: OffsetDateTime,
+) -> Result<Rewound, String> {
+    let starts = turn_starts(state);
+    if n == 0 {
+        return Err("rewind: --turns must be at least 1".into());
+    }
+    if starts.is_empty() {
+        return Err("rewind: there is no turn to rewind (since the last compaction)".into());
+    }
+    let n = n.min(starts.len());
+    let from = starts[starts.len() - n];
+    let mut files: Vec<Restore> = Vec::new();
+    if scope != Scope::ConversationOnly {
+        // Each file goes back to what it held before the first of these
+        // edits; it must hold what the last of them left.
+        let mut first: BTreeMap<&str, Option<String>> = BTreeMap::new();
+        let mut last: BTreeMap<&str, Option<String>> = BTreeMap::new();
+        for e in state.edits.iter().filter(|e| !e.rewound && e.turn >= from) {
+            first.entry(&e.path).or_insert_with(|| e.before.clone());
+            last.insert(&e.path, e.after.clone());
+        }
+        for (path, to) in first {
+            let expected = last.get(path).cloned().flatten();
+            let now_there = on_disk.get(path).cloned().flatten();
+            if now_there != expected && !force {
+                return Err(format!(
+                    "rewind: {path} changed on disk since revolve last wrote it; somebody \
+                     else's work is not overwritten (pass --force to rewind it anyway)"
+                ));
+            }
+            if now_there != to {
+                files.push(Restore {
+                    path: path.to_owned(),
+                    from: now_there,
+                    to,
+                });
+            }
+        }
+    }
+    let conversation = scope != Scope::FilesOnly;
+    if !conversation && files.is_empty() {
+        return Err(format!(
+            "rewind: the last {n} turn(s) changed no file that is not rewound already"
+        ));
+    }
+    Ok(Rewound {
+        at: now,
+        turns: n as u64,
+        from: from as u64,
+        conversation,
+        files,
+        undoes: None,
+        forced: force,
+    })
+}
+
+/// The `rewound` record that takes back the newest rewind still standing:
+/// its files go back to what they held before it, its turns come back
+/// into the conversation. Refused when there is none, when turns were
+/// taken since its turns left the conversation, or (unless `force`) when a
+/// file it restored changed on disk since.
+pub fn plan_undo(
+    state: &State,
+    force: bool,
+    on_disk: &BTreeMap<String, Option<String>>,
+    now: OffsetDateTime,
+) -> Result<Rewound, String> {
+    let Some((k, entry)) = state
+        .rewinds
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, r)| !r.undone && r.record.undoes.is_none())
+    else {
+        return Err("rewind: there is no rewind to take back".into());
+    };
+    let r = &entry.record;
+    if r.conversation && state.messages.len() as u64 != r.from {
+        return Err(
+            "rewind: turns were taken after that rewind; rewind them first to take it back".into(),
+        );
+    }
+    let mut files = Vec::new();
+    for f in &r.files {
+        let now_there = on_disk.get(&f.path).cloned().flatten();
+        if now_there != f.to && !force {
+            return Err(format!(
+                "rewind: {} changed on disk since the rewind wrote it; somebody else's work is \
+                 not overwritten (pass --force to take the rewind back anyway)",
+                f.path
+            ));
+        }
+        files.push(Restore {
+            path: f.path.clone(),
+            from: now_there,
+            to: f.from.clone(),
+        });
+    }
+    Ok(Rewound {
+        at: now,
+        turns: r.turns,
+        from: r.from,
+        conversation: r.conversation,
+        files,
+        undoes: Some(k as u64),
+        forced: force,
+    })
+}
+
+/// The paths a rewind may have to look at: every file this session's edits
+/// and rewinds touched.
+pub fn tracked_paths(state: &State) -> Vec<String> {
+    let mut paths: Vec<String> = state.edits.iter().map(|e| e.path.clone()).collect();
+    for r in &state.rewinds {
+        paths.extend(r.record.files.iter().map(|f| f.path.clone()));
+    }
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// What a rewind did, in one line per file for the user.
+pub fn describe(r: &Rewound) -> String {
+    let what = match (r.undoes.is_some(), r.conversation) {
+        (false, true) => format!("rewound {} turn(s)", r.turns),
+        (false, false) => format!("rewound the files of {} turn(s)", r.turns),
+        (true, true) => format!("took back the rewind of {} turn(s)", r.turns),
+        (true, false) => format!("took back the file rewind of {} turn(s)", r.turns),
+    };
+    let mut out = what;
+    if r.files.is_empty() {
+        out.push_str("; no file to restore");
+    }
+    for f in &r.files {
+        let line = match (&f.from, &f.to) {
+            (_, None) => format!("removed {} (revolve created it)", f.path),
+            (None, Some(_)) => format!("recreated {}", f.path),
+            (Some(_), Some(_)) => format!("restored {}", f.path),
+        };
+        out.push_str("\n  ");
+        out.push_str(&line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::quickcheck;
+
+    #[test]
+    fn replace_finds_one_match_and_explains_many_or_none() {
+        assert_eq!(replace("a b a", "b", "c", false, "f").unwrap(), "a c a");
+        let e = replace("x\ny\nx\n", "x", "z", false, "f").unwrap_err();
+        assert!(e.contains("matches 2 times in f (lines 1, 3)"), "{e}");
+        assert_eq!(
+            replace("x\ny\nx\n", "x", "z", true, "f").unwrap(),
+            "z\ny\nz\n"
+        );
+        let e = replace("abc", "d", "e", false, "f").unwrap_err();
+        assert!(e.contains("not in f"), "{e}");
+        assert!(replace("abc", "", "e", false, "f").is_err());
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let text = "one\r\ntwo\r\nthree\r\n";
+        assert_eq!(
+            replace(text, "one\ntwo", "uno\ndos", false, "f").unwrap(),
+            "uno\r\ndos\r\nthree\r\n"
+        );
+        assert_eq!(keep_endings(Some(text.as_bytes()), "a\nb\n"), "a\r\nb\r\n");
+        assert_eq!(keep_endings(Some(b"a\nb\n"), "a\nb\n"), "a\nb\n");
+        assert_eq!(keep_endings(None, "a\n"), "a\n");
+    }
+
+    #[test]
+    fn the_diff_names_the_file_and_counts_lines() {
+        let d = diff("src/a.rs", Some("a\nb\n"), "a\nc\n");
+        assert!(d.starts_with("--- a/src/a.rs\n+++ b/src/a.rs\n"), "{d}");
+        assert_eq!(stat(&d), (1, 1));
+        let d = diff("new.txt", None, "x\n");
+        assert!(d.starts_with("--- /dev/null\n+++ b/new.txt\n"), "{d}");
+        assert_eq!(stat(&d), (1, 0));
+    }
+
+    quickcheck! {
+        /// An edit applied to any text, then undone by the reverse edit,
+        /// gives the text back.
+        fn an_edit_then_its_reverse_is_the_identity(pre: String, old: String, new: String, post: String) -> bool {
+            if old.is_empty() || new.is_empty() || old == new || (pre.clone() + &old + &new + &post).contains('\r') {
+                return true;
+            }
+            let text = format!("{pre}{old}{post}");
+            // Only a unique match makes a reversible edit.
+            if text.matches(old.as_str()).count() != 1 {
+                return true;
+            }
+            let Ok(edited) = replace(&text, &old, &new, false, "f") else { return false };
+            if edited.matches(new.as_str()).count() != 1 {
+                return true;
+            }
+            replace(&edited, &new, &old, false, "f").as_deref() == Ok(text.as_str())
+        }
+    }
+}

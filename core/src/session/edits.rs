@@ -1,0 +1,362 @@
+//! The session's side of file edits and rewinds (see [`crate::edit`] for
+//! the steps and the rules).
+
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+
+use super::{Command, Session};
+use crate::edit::{self, Answer, Scope};
+use crate::record::{Approved, Edit, Message, Record, Seen, Written};
+use crate::tools::{self, Tool};
+
+/// A file opened for an edit, as the shell found it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Opened {
+    /// Canonical and absolute.
+    pub path: String,
+    /// As the model named it, for messages and the diff.
+    pub shown: String,
+    /// The content now; `None` when there is no such file (yet).
+    pub content: Option<Vec<u8>>,
+    /// The hash of `content`.
+    pub hash: Option<String>,
+    /// The file's permission bits, kept when it is written.
+    pub mode: Option<u32>,
+}
+
+/// An edit between its stage and its write.
+#[derive(Clone, Debug)]
+pub(super) struct Staged {
+    id: String,
+    tool: &'static str,
+    path: String,
+    shown: String,
+    before: Option<String>,
+    content: Vec<u8>,
+    mode: Option<u32>,
+    diff: String,
+    asked: bool,
+}
+
+impl Session {
+    /// `read_file` read a file: logged, so an edit may follow.
+    pub(super) fn seen(&mut self, path: String, hash: String, now: OffsetDateTime) -> Vec<Command> {
+        if self.state.open_calls.is_empty() {
+            return Vec::new();
+        }
+        self.append(vec![Record::Seen(Seen {
+            at: now,
+            path,
+            hash,
+        })])
+    }
+
+    /// The file of the edit in flight was opened: decide the change.
+    pub(super) fn opened(
+        &mut self,
+        id: String,
+        opened: Result<Opened, String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let Some(call) = self
+            .state
+            .open_calls
+            .first()
+            .filter(|c| c.id == id)
+            .cloned()
+        else {
+            return vec![Command::Show(format!(
+                "ignored an opened file for tool call {id}, which is not running"
+            ))];
+        };
+        let decided = opened.and_then(|o| {
+            let tool = tools::parse(&call)?;
+            self.decide(&tool, o)
+        });
+        match decided {
+            Ok(Decided::Unchanged(text)) | Err(text) => self.answer(id, text, now),
+            Ok(Decided::Change(mut staged, before)) => {
+                staged.id.clone_from(&id);
+                let cmd = Command::Stage {
+                    id,
+                    path: staged.path.clone(),
+                    before,
+                    after: staged.content.clone(),
+                    diff: staged.diff.clone(),
+                    ask: staged.asked,
+                };
+                self.staged = Some(staged);
+                vec![cmd]
+            }
+        }
+    }
+
+    /// What an edit makes of the file, or why it is refused.
+    fn decide(&mut self, tool: &Tool, o: Opened) -> Result<Decided, String> {
+        let name = tool.name();
+        let shown = o.shown.clone();
+        match (&o.content, self.state.files.get(&o.path)) {
+            (Some(_), None) => {
+                return Err(format!(
+                    "error: {name}: {shown} has not been read in this session; read it with \
+                     read_file first, then change it"
+                ))
+            }
+            (Some(_), Some(seen)) if o.hash.as_ref() != Some(seen) => {
+                return Err(format!(
+                    "error: {name}: {shown} changed on disk since this session last read or \
+                     wrote it; read it again before changing it"
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "error: {name}: {shown} was removed since this session last read or wrote \
+                     it; look again before writing it"
+                ))
+            }
+            _ => {}
+        }
+        let after = match tool {
+            Tool::EditFile {
+                old_string,
+                new_string,
+                replace_all,
+                ..
+            } => {
+                let Some(bytes) = &o.content else {
+                    return Err(format!(
+                        "error: edit_file: no such file: {shown}; create it with write_file"
+                    ));
+                };
+                let text = std::str::from_utf8(bytes).map_err(|_| {
+                    format!("error: edit_file: {shown} is not UTF-8 text; replace it whole with write_file")
+                })?;
+                edit::replace(text, old_string, new_string, *replace_all, &shown)?
+            }
+            Tool::WriteFile { content, .. } => edit::keep_endings(o.content.as_deref(), content),
+            _ => return Err(format!("error: {name} is no edit")),
+        };
+        if o.content.as_deref() == Some(after.as_bytes()) {
+            return Ok(Decided::Unchanged(format!(
+                "unchanged: {shown} already holds exactly that"
+            )));
+        }
+        let allowed = self.settings.allow_edits || self.state.edits_always;
+        if !allowed && !self.settings.interactive {
+            return Err(format!(
+                "error: {name}: edits need the user's approval and there is no terminal to ask; \
+                 they are allowed with --allow-edits (or allow_edits in config.json)"
+            ));
+        }
+        let before_text = o.content.as_deref().map(String::from_utf8_lossy);
+        let diff = edit::diff(&shown, before_text.as_deref(), &after);
+        Ok(Decided::Change(
+            Staged {
+                id: String::new(),
+                tool: name,
+                path: o.path,
+                shown,
+                before: o.hash,
+                content: after.into_bytes(),
+                mode: o.mode,
+                diff,
+                asked: !allowed,
+            },
+            o.content,
+        ))
+    }
+
+    /// Both contents are stored and the user answered (if asked): log the
+    /// edit, then write it.
+    pub(super) fn staged(
+        &mut self,
+        id: String,
+        answer: Option<Answer>,
+        after: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let Some(mut staged) = self.staged.take().filter(|s| s.id == id) else {
+            return vec![Command::Show(format!(
+                "ignored a staged edit for tool call {id}, which is not running"
+            ))];
+        };
+        if let Some(e) = error {
+            let text = format!(
+                "error: {}: cannot keep the prior content of {} ({e}); nothing was written",
+                staged.tool, staged.shown
+            );
+            return self.answer(id, text, now);
+        }
+        let mut records = Vec::new();
+        if staged.asked {
+            let answer = answer.unwrap_or(Answer::No);
+            records.push(Record::Approved(Approved {
+                at: now,
+                call: id.clone(),
+                path: staged.path.clone(),
+                answer,
+            }));
+            if answer == Answer::No {
+                let mut cmds = self.append(records);
+                let text = format!(
+                    "error: the user refused this change of {}; nothing was written. Do not \
+                     try it again as it is: ask what they want instead.",
+                    staged.shown
+                );
+                cmds.extend(self.answer(id, text, now));
+                return cmds;
+            }
+        }
+        records.push(Record::Edit(Edit {
+            at: now,
+            call: id.clone(),
+            path: staged.path.clone(),
+            by: staged.tool.to_owned(),
+            before: staged.before.clone(),
+            after: Some(after),
+            diff: staged.diff.clone(),
+            written: false,
+        }));
+        let mut cmds = self.append(records);
+        cmds.push(Command::Write {
+            id,
+            path: staged.path.clone(),
+            content: std::mem::take(&mut staged.content),
+            mode: staged.mode,
+        });
+        self.staged = Some(staged);
+        cmds
+    }
+
+    /// The write of the logged edit ran.
+    pub(super) fn wrote(
+        &mut self,
+        id: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let Some(staged) = self.staged.take().filter(|s| s.id == id) else {
+            return vec![Command::Show(format!(
+                "ignored a write for tool call {id}, which is not running"
+            ))];
+        };
+        let written = Record::Written(Written {
+            at: now,
+            call: id.clone(),
+            path: staged.path.clone(),
+            error: error.clone(),
+        });
+        let mut cmds = self.append(vec![written]);
+        let text = match error {
+            Some(e) => format!(
+                "error: {}: cannot write {} ({e}); the file is unchanged",
+                staged.tool, staged.shown
+            ),
+            None => {
+                let (added, removed) = edit::stat(&staged.diff);
+                let what = if staged.before.is_none() {
+                    "created"
+                } else {
+                    "changed"
+                };
+                format!(
+                    "{what} {} (+{added} -{removed} lines)\n{}",
+                    staged.shown,
+                    tools::head_tail(&staged.diff, "")
+                )
+            }
+        };
+        cmds.extend(self.answer(id, text, now));
+        cmds
+    }
+
+    /// At a resume: what the file of the edit a crash left unwritten
+    /// holds, logged as the write's outcome and told.
+    pub(super) fn found(&mut self, hash: Option<String>, now: OffsetDateTime) -> Vec<Command> {
+        let Some(e) = self.state.pending_edit.clone() else {
+            return Vec::new();
+        };
+        let (error, told) = if hash == e.after {
+            (
+                None,
+                "it holds the new content: the edit is logged as written",
+            )
+        } else if hash == e.before {
+            (
+                Some("revolve stopped before writing it".to_owned()),
+                "it holds what it held before: the edit is logged as not written",
+            )
+        } else {
+            (
+                Some(
+                    "revolve stopped around writing it; the file holds neither content".to_owned(),
+                ),
+                "it holds neither the prior nor the new content (both are kept in the content \
+                 store); read it again before editing it",
+            )
+        };
+        let mut cmds = self.append(vec![Record::Written(Written {
+            at: now,
+            call: e.call.clone(),
+            path: e.path.clone(),
+            error,
+        })]);
+        cmds.push(Command::Show(format!(
+            "revolve: the last run stopped between logging an edit of {} and writing it; {told}",
+            e.path
+        )));
+        cmds.push(Command::Sync);
+        cmds
+    }
+
+    /// `/rewind`, `revolve rewind`: log the rewind, then restore the files.
+    pub(super) fn rewind(
+        &mut self,
+        turns: usize,
+        scope: Scope,
+        undo: bool,
+        force: bool,
+        on_disk: &BTreeMap<String, Option<String>>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.busy() {
+            return vec![Command::Show(
+                "rewind: a turn is still running; rewind after it".into(),
+            )];
+        }
+        let planned = if undo {
+            edit::plan_undo(&self.state, force, on_disk, now)
+        } else {
+            edit::plan(&self.state, turns, scope, force, on_disk, now)
+        };
+        match planned {
+            Err(why) => vec![Command::Show(why)],
+            Ok(r) => {
+                let files = r.files.clone();
+                let told = edit::describe(&r);
+                let mut cmds = self.append(vec![Record::Rewound(r)]);
+                cmds.push(Command::Sync);
+                if !files.is_empty() {
+                    cmds.push(Command::Restore(files));
+                }
+                cmds.push(Command::Show(told));
+                cmds
+            }
+        }
+    }
+
+    /// The result of the edit call `id`, then the next tool.
+    fn answer(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+}
+
+enum Decided {
+    Unchanged(String),
+    /// The change, and the content before it.
+    Change(Staged, Option<Vec<u8>>),
+}

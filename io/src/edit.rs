@@ -1,0 +1,335 @@
+//! File edits, executed: opening the file an edit names (confined as
+//! `read_file` is), the content store that keeps every version an edit or
+//! a rewind replaced, atomic writes that keep a file's mode, and restores.
+//!
+//! # The content store
+//!
+//! `<state>/blobs/<first two hex digits>/<sha256 hex>`, one file per
+//! content (0600, written by temp file and rename, never rewritten): the
+//! content before and after every edit, and what a rewind overwrote. A
+//! hash is `sha256:` and 64 hex digits. Nothing removes blobs; they are as
+//! durable as the session logs that name them.
+
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use revolve_core::record::Restore;
+use revolve_core::session::Opened;
+
+use crate::regular;
+use crate::tools::{self, Context};
+
+/// The largest file an edit opens (a bigger one is refused).
+const EDIT_CAP: u64 = 256 * 1024 * 1024;
+
+/// The hash naming `bytes` in the content store.
+pub fn hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// The hash of what `path` holds now; `None` when there is no such file.
+pub fn hash_of(path: &Path) -> io::Result<Option<String>> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(Some(hash(&bytes))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The content store under a state root.
+#[derive(Clone, Debug)]
+pub struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    pub fn new(state_root: &Path) -> Blobs {
+        Blobs {
+            dir: state_root.join("blobs"),
+        }
+    }
+
+    fn path(&self, hash: &str) -> io::Result<PathBuf> {
+        let hex = hash
+            .strip_prefix("sha256:")
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| {
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!("not a content hash: {hash}"),
+                )
+            })?;
+        Ok(self.dir.join(&hex[..2]).join(hex))
+    }
+
+    /// Stores `bytes`; their hash.
+    pub fn put(&self, bytes: &[u8]) -> io::Result<String> {
+        let hash = hash(bytes);
+        let path = self.path(&hash)?;
+        if path.exists() {
+            return Ok(hash);
+        }
+        let dir = path.parent().unwrap_or(&self.dir);
+        crate::files::create_dir_all(dir)?;
+        write_atomic(&path, bytes, Some(0o600))?;
+        Ok(hash)
+    }
+
+    /// The content stored under `hash`.
+    pub fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
+        let path = self.path(hash)?;
+        let bytes = fs::read(&path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "content {hash} is not in the store ({}): {e}",
+                    path.display()
+                ),
+            )
+        })?;
+        if self::hash(&bytes) != hash {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("content store file {} does not hold {hash}", path.display()),
+            ));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Opens the file an edit names: confined like `read_file` (inside the
+/// working tree or a grant; `..` and symlinks resolved first), a regular
+/// file if it exists, its folder existing if it does not.
+pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, String> {
+    tools::tree_unchanged(ctx)?;
+    let scope = tools::Scope::new(&ctx.root, grants);
+    let path = match scope.resolve(raw) {
+        Ok(path) => path,
+        Err(e) if e.starts_with("error: no such file") => {
+            // A new file: its folder must exist and may be written.
+            let joined = ctx.root.join(raw);
+            let name = joined
+                .file_name()
+                .filter(|n| *n != "..")
+                .ok_or_else(|| format!("error: {raw} names no file"))?
+                .to_owned();
+            let parent = joined.parent().unwrap_or(Path::new("/"));
+            let dir = match fs::canonicalize(parent) {
+                Ok(dir) if scope.allows(&dir) => dir,
+                Ok(_) => return Err(tools::refusal(raw)),
+                Err(_) if scope.allows(&tools::lexical(parent)) => {
+                    return Err(format!(
+                    "error: the folder of {raw} does not exist; create it first (shell: mkdir -p)"
+                ))
+                }
+                Err(_) => return Err(tools::refusal(raw)),
+            };
+            if !dir.is_dir() {
+                return Err(format!("error: the folder of {raw} is not a directory"));
+            }
+            return Ok(Opened {
+                path: dir.join(name).to_string_lossy().into_owned(),
+                shown: raw.to_owned(),
+                content: None,
+                hash: None,
+                mode: None,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let (file, meta) =
+        regular::read(&path).map_err(|e| format!("error: cannot open {raw}: {e}"))?;
+    if meta.len() > EDIT_CAP {
+        return Err(format!(
+            "error: {raw} is {} bytes; files over {EDIT_CAP} bytes are not edited",
+            meta.len()
+        ));
+    }
+    let mut content = Vec::with_capacity(meta.len() as usize);
+    io::Read::read_to_end(&mut &file, &mut content)
+        .map_err(|e| format!("error: cannot read {raw}: {e}"))?;
+    Ok(Opened {
+        path: path.to_string_lossy().into_owned(),
+        shown: raw.to_owned(),
+        hash: Some(hash(&content)),
+        content: Some(content),
+        mode: mode_of(&meta),
+    })
+}
+
+#[cfg(unix)]
+fn mode_of(meta: &fs::Metadata) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    Some(meta.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn mode_of(_: &fs::Metadata) -> Option<u32> {
+    None
+}
+
+/// Stores the contents of an edit: the one before (when the file exists)
+/// and the one after; the hash of the one after.
+pub fn stage(blobs: &Blobs, before: Option<&[u8]>, after: &[u8]) -> io::Result<String> {
+    if let Some(before) = before {
+        blobs.put(before)?;
+    }
+    blobs.put(after)
+}
+
+/// Writes `bytes` to `path` whole or not at all: a temp file in the same
+/// folder, synced, renamed over it, the folder synced. The file gets
+/// `mode` when given; else a new file gets the default (0666 less the
+/// umask).
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut n = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{name}.revolve-{}-{n}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let written = (|| {
+        file.write_all(bytes)?;
+        #[cfg(unix)]
+        if let Some(mode) = mode {
+            use std::os::unix::fs::PermissionsExt;
+            file.set_permissions(fs::Permissions::from_mode(mode))?;
+        }
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if let Err(e) = written {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    #[cfg(unix)]
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Puts each file back as a rewind decided: what it holds now is stored
+/// first (so nothing is lost, forced or not), then the content `to` is
+/// written (keeping the file's mode), or the file removed. Goes on past a
+/// failure; the errors, one per file.
+pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<String> {
+    let mut errors = Vec::new();
+    for f in files {
+        let path = Path::new(&f.path);
+        let done = (|| -> io::Result<()> {
+            let mode = match fs::read(path) {
+                Ok(now) => {
+                    blobs.put(&now)?;
+                    fs::metadata(path).ok().as_ref().and_then(mode_of)
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e),
+            };
+            match &f.to {
+                Some(hash) => write_atomic(path, &blobs.get(hash)?, mode),
+                None => match fs::remove_file(path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+                    _ => Ok(()),
+                },
+            }
+        })();
+        if let Err(e) = done {
+            errors.push(format!("cannot restore {}: {e}", f.path));
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("revolve-edit-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn the_store_gives_back_exact_bytes_and_checks_them() {
+        let dir = temp("store");
+        let blobs = Blobs::new(&dir);
+        let h = blobs.put(b"one\r\ntwo\xff").unwrap();
+        assert!(h.starts_with("sha256:") && h.len() == 71, "{h}");
+        assert_eq!(blobs.get(&h).unwrap(), b"one\r\ntwo\xff");
+        assert_eq!(blobs.put(b"one\r\ntwo\xff").unwrap(), h);
+        assert!(blobs.get("sha256:00").is_err());
+        assert!(blobs.get("../../etc/passwd").is_err());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_keeps_the_mode_and_a_restore_puts_back_and_removes() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp("write");
+        let blobs = Blobs::new(&dir.join("state"));
+        let file = dir.join("run.sh");
+        fs::write(&file, "echo a\n").unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o755)).unwrap();
+        let before = blobs.put(b"echo a\n").unwrap();
+        write_atomic(&file, b"echo b\n", Some(0o755)).unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"echo b\n");
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        let created = dir.join("new.txt");
+        fs::write(&created, "x").unwrap();
+        let errors = restore(
+            &blobs,
+            &[
+                Restore {
+                    path: file.to_string_lossy().into_owned(),
+                    from: None,
+                    to: Some(before),
+                },
+                Restore {
+                    path: created.to_string_lossy().into_owned(),
+                    from: None,
+                    to: None,
+                },
+            ],
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(fs::read(&file).unwrap(), b"echo a\n");
+        assert_eq!(
+            fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert!(!created.exists());
+        // What was overwritten is in the store.
+        assert_eq!(blobs.get(&hash(b"echo b\n")).unwrap(), b"echo b\n");
+        let leftovers: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}

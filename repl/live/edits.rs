@@ -1,0 +1,150 @@
+//! The edit commands, executed: open, stage (store and ask), write, and a
+//! rewind's restores; and what a resume finds of an edit a crash left
+//! unwritten.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use revolve_core::edit::Scope;
+use revolve_core::{Input, Session};
+use revolve_io::clock;
+use revolve_io::edit::{self, Blobs};
+
+use super::Live;
+use crate::error::Error;
+
+impl Live {
+    fn blobs(&self) -> Blobs {
+        Blobs::new(&self.store.roots.state)
+    }
+
+    /// [`revolve_core::Command::Open`]: the file an edit names, confined.
+    pub(super) fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
+        if let Some(call) = self.state().open_calls.iter().find(|c| c.id == id).cloned() {
+            if let Ok(tool) = revolve_core::tools::parse(&call) {
+                self.sink.tool_call(&id, &tool, &call.arguments);
+                self.editing = Some((id.clone(), tool));
+            }
+        }
+        let ctx = self.tool_context();
+        Input::Opened {
+            id,
+            opened: edit::open(&ctx, grants, raw),
+            now: clock::now(),
+        }
+    }
+
+    /// [`revolve_core::Command::Stage`]: both contents stored, then the
+    /// user asked when core says so.
+    pub(super) fn stage_edit(
+        &mut self,
+        id: String,
+        before: Option<Vec<u8>>,
+        after: &[u8],
+        diff: &str,
+        ask: bool,
+    ) -> Input {
+        let (after, error) = match edit::stage(&self.blobs(), before.as_deref(), after) {
+            Ok(hash) => (hash, None),
+            Err(e) => (String::new(), Some(e.to_string())),
+        };
+        let shown = self
+            .editing
+            .as_ref()
+            .and_then(|(_, t)| t.edit_path().map(str::to_owned))
+            .unwrap_or_default();
+        let answer =
+            (ask && error.is_none()).then(|| self.runtime.approvals.ask_edit(&shown, diff));
+        Input::Staged {
+            id,
+            answer,
+            after,
+            error,
+            now: clock::now(),
+        }
+    }
+
+    /// [`revolve_core::Command::Write`]: the file written whole or not at
+    /// all, with its mode.
+    pub(super) fn write_edit(
+        &mut self,
+        id: String,
+        path: &str,
+        content: &[u8],
+        mode: Option<u32>,
+    ) -> Input {
+        let error = edit::write_atomic(Path::new(path), content, mode)
+            .err()
+            .map(|e| e.to_string());
+        Input::Wrote {
+            id,
+            error,
+            now: clock::now(),
+        }
+    }
+
+    /// [`revolve_core::Command::Restore`]: each file put back; failures
+    /// told, one line each.
+    pub(super) fn restore(&mut self, files: &[revolve_core::record::Restore]) {
+        for e in edit::restore(&self.blobs(), files) {
+            eprintln!("revolve: rewind: {e}");
+        }
+    }
+
+    /// At a resume: an edit the last run logged but did not see written is
+    /// looked at on disk, and what is found is logged.
+    pub(super) fn settle_pending_edit(&mut self) -> Result<(), Error> {
+        let Some(pending) = self.state().pending_edit.clone() else {
+            return Ok(());
+        };
+        let hash = edit::hash_of(Path::new(&pending.path)).unwrap_or(Some(String::new()));
+        self.drive(Input::Found {
+            hash,
+            now: clock::now(),
+        })
+        .map(|_| ())
+    }
+
+    /// `/rewind`, `revolve rewind`: takes back the last `turns` turns (or,
+    /// with `undo`, the last rewind). The refusal, when core refuses.
+    pub fn rewind(
+        &mut self,
+        turns: usize,
+        scope: Scope,
+        undo: bool,
+        force: bool,
+    ) -> Result<Result<(), String>, Error> {
+        let on_disk = on_disk(&self.session);
+        let now = clock::now();
+        // Core refuses by telling; asked first, so the caller can fail.
+        let planned = if undo {
+            revolve_core::edit::plan_undo(self.state(), force, &on_disk, now)
+        } else {
+            revolve_core::edit::plan(self.state(), turns, scope, force, &on_disk, now)
+        };
+        if let Err(why) = planned {
+            return Ok(Err(why));
+        }
+        self.drive(Input::Rewind {
+            turns,
+            scope,
+            undo,
+            force,
+            on_disk,
+            now,
+        })?;
+        Ok(Ok(()))
+    }
+}
+
+/// What each file a rewind may touch holds now, by hash (an unreadable one
+/// counts as changed: its hash is empty).
+fn on_disk(session: &Session) -> BTreeMap<String, Option<String>> {
+    revolve_core::edit::tracked_paths(session.state())
+        .into_iter()
+        .map(|p| {
+            let hash = edit::hash_of(Path::new(&p)).unwrap_or(Some(String::new()));
+            (p, hash)
+        })
+        .collect()
+}
