@@ -100,6 +100,9 @@ pub struct Live {
     /// The edit call in flight and its tool, whose result is shown once
     /// logged.
     editing: Option<(String, Tool)>,
+    /// Whether the user was told that shell changes outside git are not
+    /// tracked.
+    told_untracked: bool,
 }
 
 impl Live {
@@ -175,6 +178,7 @@ impl Live {
             last_entry: None,
             undone: None,
             editing: None,
+            told_untracked: false,
         })
     }
 
@@ -298,6 +302,7 @@ impl Live {
             last_entry: None,
             undone: None,
             editing: None,
+            told_untracked: false,
         };
         live.execute(cmds, &mut VecDeque::new())?;
         live.settle_pending_edit()?;
@@ -1067,6 +1072,21 @@ impl Live {
                 files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
                 now: clock::now(),
             });
+        }
+        if !outcome.changes.is_empty() {
+            queue.push_back(Input::ShellChanged {
+                id: id.clone(),
+                changes: outcome.changes.clone(),
+                now: clock::now(),
+            });
+        }
+        if outcome.untracked && !self.told_untracked {
+            self.told_untracked = true;
+            eprintln!(
+                "revolve: {} is not in a git repository: what shell commands change in it is not \
+                 tracked, and a rewind cannot take it back (edit_file and write_file are tracked)",
+                self.store.cwd.display()
+            );
         }
         if let Some((path, hash)) = outcome.seen.clone() {
             queue.push_back(Input::Seen {

@@ -172,6 +172,20 @@ pub fn stat(diff: &str) -> (usize, usize) {
     (added, removed)
 }
 
+/// A change a `shell` command made to a file of the git repository it ran
+/// in, as the shell found it (both contents stored): logged as an `edit`
+/// by `shell`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Canonical and absolute.
+    pub path: String,
+    /// The hash before; `None`: the file did not exist.
+    pub before: Option<String>,
+    /// The hash after; `None`: the command removed it.
+    pub after: Option<String>,
+    pub diff: String,
+}
+
 /// An edit of a file, as the session's state holds it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FileEdit {

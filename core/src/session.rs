@@ -174,6 +174,13 @@ pub enum Input {
         error: Option<String>,
         now: OffsetDateTime,
     },
+    /// What the `shell` call `id` changed in its git repository: sent
+    /// before its `ToolDone`, logged as `edit` records by `shell`.
+    ShellChanged {
+        id: String,
+        changes: Vec<crate::edit::Change>,
+        now: OffsetDateTime,
+    },
     /// A [`Command::Write`] ran (`error` when the file is unchanged).
     Wrote {
         id: String,
@@ -545,6 +552,7 @@ impl Session {
                 now,
             } => self.staged(id, answer, after, error, now),
             Input::Wrote { id, error, now } => self.wrote(id, error, now),
+            Input::ShellChanged { id, changes, now } => self.shell_changed(id, changes, now),
             Input::Found { hash, now } => self.found(hash, now),
             Input::Rewind {
                 turns,

@@ -20,6 +20,7 @@
 //! * [`edit`]: file edits executed: confined opens, the content store,
 //!   atomic writes that keep a file's mode, rewind restores.
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
+//! * [`track`]: what a `shell` command changed in its git repository.
 //! * [`group`]: the process group of a shell command, killed whole.
 
 pub mod clock;
@@ -40,3 +41,4 @@ pub mod registry;
 pub mod regular;
 pub mod store;
 pub mod tools;
+pub mod track;

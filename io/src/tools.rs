@@ -198,6 +198,10 @@ pub struct Outcome {
     /// The file `read_file` read (canonical) and the hash of its whole
     /// content: the session logs it, so the file may be edited.
     pub seen: Option<(String, String)>,
+    /// What a `shell` command changed in its git repository.
+    pub changes: Vec<revolve_core::edit::Change>,
+    /// A `shell` command ran outside git: its changes are not tracked.
+    pub untracked: bool,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -266,7 +270,17 @@ fn run_tool(
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
         Tool::Shell { command, timeout_s } => {
             let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
-            shell(&scope.root, session, command, *timeout_s, approver, cancel)
+            // What the command changes in its repository is found by
+            // looking before and after (see [`crate::track`]).
+            let before = crate::track::Before::take(&scope.root);
+            let mut outcome = shell(&scope.root, session, command, *timeout_s, approver, cancel);
+            match before {
+                Some(before) => {
+                    outcome.changes = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root))
+                }
+                None => outcome.untracked = true,
+            }
+            outcome
         }
         Tool::RequestFileGrant { path, reason } => {
             request_grant(&scope, path, reason.as_deref(), approver)
@@ -361,6 +375,8 @@ impl Outcome {
             grant: None,
             interrupted: false,
             seen: None,
+            changes: Vec::new(),
+            untracked: false,
         }
     }
 
@@ -1184,6 +1200,8 @@ fn request_grant(
             output: format!("granted: {shown} (this session may now read it)"),
             grant: Some(shown),
             seen: None,
+            changes: Vec::new(),
+            untracked: false,
             interrupted: false,
         }
     } else {

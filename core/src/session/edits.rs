@@ -52,6 +52,34 @@ impl Session {
         })])
     }
 
+    /// A shell command's changes, logged as edits already written.
+    pub(super) fn shell_changed(
+        &mut self,
+        id: String,
+        changes: Vec<edit::Change>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.state.open_calls.first().is_none_or(|c| c.id != id) {
+            return Vec::new();
+        }
+        let records = changes
+            .into_iter()
+            .map(|c| {
+                Record::Edit(Edit {
+                    at: now,
+                    call: id.clone(),
+                    path: c.path,
+                    by: "shell".to_owned(),
+                    before: c.before,
+                    after: c.after,
+                    diff: c.diff,
+                    written: true,
+                })
+            })
+            .collect();
+        self.append(records)
+    }
+
     /// The file of the edit in flight was opened: decide the change.
     pub(super) fn opened(
         &mut self,
