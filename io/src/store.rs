@@ -635,14 +635,10 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
     })
 }
 
-/// Writes the cache atomically (temp file + rename), and removes the JSON
-/// cache of earlier builds.
+/// Writes the cache atomically ([`fsx::write_atomic`]), and removes the
+/// JSON cache of earlier builds.
 fn save(dir: &Path, index: &Index) -> io::Result<()> {
-    let tmp = dir.join(format!("{}.{}.tmp", index::FILE, std::process::id()));
-    crate::files::write(&tmp, &index.to_bytes())?;
-    std::fs::rename(&tmp, dir.join(index::FILE)).inspect_err(|_| {
-        std::fs::remove_file(&tmp).ok();
-    })?;
+    crate::fsx::write_atomic(&dir.join(index::FILE), &index.to_bytes())?;
     std::fs::remove_file(dir.join(index::LEGACY_FILE)).ok();
     Ok(())
 }
