@@ -23,7 +23,7 @@ use revolve_io::provider::{Provider, ProviderError};
 use revolve_io::registry::Claim;
 use revolve_io::store::{CreateError, Store};
 use revolve_io::tools::{self, AgentInfo};
-use revolve_io::{clock, interrupt};
+use revolve_io::{clock, fsx, interrupt};
 
 mod edits;
 
@@ -1173,13 +1173,13 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
 }
 
 /// Writes a spilled tool result whole or not at all: through a temp file
-/// renamed into place ([`memory::write_atomic`]), so a full disk leaves no
+/// renamed into place ([`fsx::write_atomic`]), so a full disk leaves no
 /// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
         revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    memory::write_atomic(path, content.as_bytes())
+    fsx::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 

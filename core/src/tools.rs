@@ -116,7 +116,8 @@ pub fn definitions() -> Vec<Definition> {
         },
         Definition {
             name: "list_dir",
-            description: "List the entries of a directory of the working tree (or a granted path).",
+            description: "List the entries of a directory of the working tree (or a granted path); \
+                          hidden and gitignored entries are left out, as grep leaves them out.",
             parameters: object(json!({"path": string("directory path")}), &["path"]),
         },
         Definition {

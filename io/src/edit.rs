@@ -10,7 +10,7 @@
 //! hash is `sha256:` and 64 hex digits. Nothing removes blobs; they are as
 //! durable as the session logs that name them.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -80,7 +80,7 @@ impl Blobs {
         }
         let dir = path.parent().unwrap_or(&self.dir);
         crate::files::create_dir_all(dir)?;
-        write_atomic(&path, bytes, Some(0o600))?;
+        crate::fsx::write_atomic(&path, bytes)?;
         Ok(hash)
     }
 
@@ -186,44 +186,22 @@ pub fn stage(blobs: &Blobs, before: Option<&[u8]>, after: &[u8]) -> io::Result<S
     blobs.put(after)
 }
 
-/// Writes `bytes` to `path` whole or not at all: a temp file in the same
-/// folder, synced, renamed over it, the folder synced. The file gets
-/// `mode` when given; else a new file gets the default (0666 less the
-/// umask).
+/// Writes a user's file whole or not at all ([`crate::fsx`]: temp file
+/// beside it, fsynced, renamed over it, folder fsynced), with `mode` (the
+/// file's own, kept) or, for a new file, 0644 as an editor under the usual
+/// umask makes it.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut n = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(".{name}.revolve-{}-{n}.tmp", std::process::id()));
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => n += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    let written = (|| {
+    crate::fsx::write_atomic_with(path, |file| {
         file.write_all(bytes)?;
         #[cfg(unix)]
-        if let Some(mode) = mode {
+        {
             use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(fs::Permissions::from_mode(mode))?;
+            file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644)))?;
         }
-        file.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    #[cfg(unix)]
-    if let Ok(d) = fs::File::open(dir) {
-        let _ = d.sync_all();
-    }
-    Ok(())
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(())
+    })
 }
 
 /// Puts each file back as a rewind decided: what it holds now is stored

@@ -9,7 +9,7 @@
 //! reported as a bare OS error.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 /// The mode of a folder revolve creates.
@@ -41,17 +41,6 @@ pub fn options() -> OpenOptions {
 /// Creates `path`, which must not exist, for writing (`0600`).
 pub fn create_new(path: &Path) -> io::Result<File> {
     options().write(true).create_new(true).open(path)
-}
-
-/// Writes `bytes` to `path`, created (`0600`) or truncated, as
-/// [`std::fs::write`] does.
-pub fn write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(path)?
-        .write_all(bytes)
 }
 
 /// `e` with the operation (`what`, e.g. "cannot create") and `path` in
@@ -88,7 +77,6 @@ mod tests {
         let deep = root.join("a/b");
         create_dir_all(&deep).unwrap();
         create_dir(&deep.join("c")).unwrap();
-        write(&deep.join("w"), b"x").unwrap();
         create_new(&deep.join("n")).unwrap();
         options()
             .append(true)
@@ -99,7 +87,7 @@ mod tests {
         for dir in [root.join("a"), deep.clone(), deep.join("c")] {
             assert_eq!(mode(&dir), DIR_MODE, "{}", dir.display());
         }
-        for file in ["w", "n", "o"] {
+        for file in ["n", "o"] {
             assert_eq!(mode(&deep.join(file)), FILE_MODE, "{file}");
         }
         std::fs::remove_dir_all(&root).ok();

@@ -2,14 +2,14 @@
 //! the memory files. What it holds and every decision about it are in
 //! `revolve_core::goal`; this module only reads and writes it.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use revolve_core::goal::Goals;
 
 use crate::files;
+use crate::fsx::{self, Lock};
 
 /// The file's name inside the project directory.
 pub const FILE: &str = "goal.json";
@@ -46,10 +46,6 @@ pub fn load(dir: &Path) -> io::Result<Goals> {
     })
 }
 
-/// Writes `goals` to `dir/goal.json`, creating `dir` if needed. Atomic: the
-/// JSON goes to a temporary file in the same directory, is flushed to disk,
-/// and is renamed over the old file, so a reader sees the old goal or the
-/// new one, never half of one.
 /// Reads the goals, lets `change` change them, and saves them if it did and
 /// it succeeded: all under a lock on the project directory's goal, so two
 /// sessions of one directory never lose each other's change.
@@ -58,12 +54,7 @@ pub fn update<T>(
     change: impl FnOnce(&mut Goals) -> Result<T, String>,
 ) -> io::Result<Result<T, String>> {
     files::create_dir_all(dir)?;
-    let lock = files::options()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(".goal.lock"))?;
-    lock.lock()?;
+    let _lock = Lock::acquire(&dir.join(".goal.lock"))?;
     let mut goals = load(dir)?;
     let before = goals.clone();
     let result = change(&mut goals);
@@ -73,32 +64,16 @@ pub fn update<T>(
     Ok(result)
 }
 
-/// Writes the goals atomically.
+/// Writes `goals` to `dir/goal.json`, creating `dir` if needed. Atomic: the
+/// JSON goes to a temporary file in the same directory, is flushed to disk,
+/// and is renamed over the old file, so a reader sees the old goal or the
+/// new one, never half of one
+/// ([`fsx::write_atomic`]).
 pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
-    /// Tells apart the temporary files of saves running at once.
-    static SAVES: AtomicU64 = AtomicU64::new(0);
     files::create_dir_all(dir)?;
     let mut json = serde_json::to_vec_pretty(goals).map_err(io::Error::other)?;
     json.push(b'\n');
-    let tmp = dir.join(format!(
-        ".{FILE}.{}.{}.tmp",
-        std::process::id(),
-        SAVES.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = (|| {
-        let mut file = files::create_new(&tmp)?;
-        file.write_all(&json)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path(dir))
-    })();
-    if let Err(e) = written {
-        fs::remove_file(&tmp).ok();
-        return Err(e);
-    }
-    // The rename itself reaches the disk with the directory; a directory
-    // that cannot be synced (some filesystems) still holds the new file.
-    File::open(dir).and_then(|d| d.sync_all()).ok();
-    Ok(())
+    fsx::write_atomic(&path(dir), &json)
 }
 
 #[cfg(test)]

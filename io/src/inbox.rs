@@ -12,8 +12,7 @@
 //! log holds it) and never taken twice (its number is in the log), across
 //! a crash at any point on either side.
 
-use std::fs::File;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -22,6 +21,7 @@ use time::OffsetDateTime;
 use revolve_core::Delivery;
 
 use crate::files;
+use crate::fsx::{self, Lock};
 use crate::paths::{slug, Project, Roots};
 
 /// One session's inbox.
@@ -69,8 +69,8 @@ impl Inbox {
             at: now,
         };
         let body = serde_json::to_vec(&letter).map_err(io::Error::other)?;
-        write_atomic(&self.dir, &format!("{seq:016}.json"), &body)?;
-        write_atomic(&self.dir, ".seq", seq.to_string().as_bytes())?;
+        fsx::write_atomic(&self.dir.join(format!("{seq:016}.json")), &body)?;
+        fsx::write_atomic(&self.dir.join(".seq"), seq.to_string().as_bytes())?;
         Ok(seq)
     }
 
@@ -137,7 +137,7 @@ impl Inbox {
             }
         }
         if self.last()? < delivered {
-            write_atomic(&self.dir, ".seq", delivered.to_string().as_bytes())?;
+            fsx::write_atomic(&self.dir.join(".seq"), delivered.to_string().as_bytes())?;
         }
         Ok(())
     }
@@ -156,31 +156,10 @@ impl Inbox {
         }
     }
 
-    fn lock(&self) -> io::Result<File> {
+    fn lock(&self) -> io::Result<Lock> {
         files::create_dir_all(&self.dir)?;
-        let file = files::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(self.dir.join(".lock"))?;
-        file.lock()?;
-        Ok(file)
+        Lock::acquire(&self.dir.join(".lock"))
     }
-}
-
-/// Writes `name` in `dir` whole or not at all: a synced temp file renamed,
-/// then the folder synced.
-fn write_atomic(dir: &Path, name: &str, body: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut file = files::options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&tmp)?;
-    file.write_all(body)?;
-    file.sync_all()?;
-    std::fs::rename(&tmp, dir.join(name))?;
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
 //! * [`files`]: making revolve's own files and folders; errors that name them.
+//! * [`fsx`]: atomic writes (temp file, fsync, rename) and lock files.
 //! * [`regular`]: opening files that must be regular, without blocking.
 //! * [`registry`]: which sessions are running (OS file locks).
 //! * [`store`]: the sessions of a directory: listing, naming, creating.
@@ -27,6 +28,7 @@ pub mod clock;
 pub mod edit;
 pub mod fake;
 pub mod files;
+pub mod fsx;
 pub mod goal;
 pub mod group;
 pub mod inbox;

@@ -9,6 +9,7 @@ use revolve_core::record::{Header, LineError, Record, HEADER_START};
 use revolve_core::view::Summary;
 
 use crate::files;
+use crate::fsx;
 use crate::regular;
 
 /// Appends records to a session log.
@@ -39,27 +40,17 @@ impl LogWriter {
         })
     }
 
-    /// Creates a new log that starts with `header`, whole or not at all: the
-    /// line is written and synced to a hidden temp file beside it, which is
-    /// then linked to the final name (failing if that exists), so a crash
-    /// never leaves an empty or headless `*.jsonl` behind.
+    /// Creates a new log that starts with `header`, whole or not at all
+    /// ([`fsx::create_atomic`]: the line is written and synced to a hidden
+    /// temp file beside it, which is then linked to the final name, failing
+    /// if that exists), so a crash never leaves an empty or headless
+    /// `*.jsonl` behind.
     pub fn create_with(path: &Path, header: &Record) -> io::Result<LogWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
         files::create_dir_all(dir)?;
-        let name = path
-            .file_name()
-            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
         let mut line = header.to_line().into_bytes();
         line.push(b'\n');
-        let written = (|| {
-            let mut file = files::options().write(true).create_new(true).open(&tmp)?;
-            file.write_all(&line)?;
-            file.sync_all()?;
-            std::fs::hard_link(&tmp, path)
-        })();
-        std::fs::remove_file(&tmp).ok();
-        written?;
+        fsx::create_atomic(path, &line)?;
         let (file, _) = regular::open(path, OpenOptions::new().read(true).append(true))?;
         Ok(LogWriter {
             file,
@@ -109,22 +100,9 @@ impl LogWriter {
         }
         let dir = self.path.parent().unwrap_or(Path::new("."));
         files::create_dir_all(dir)?;
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.{}.relink", std::process::id()));
-        let copied = (|| -> io::Result<u64> {
-            let mut out = files::create_new(&tmp)?;
+        let bytes = fsx::write_atomic_with(&self.path, |out| {
             self.file.seek(SeekFrom::Start(0))?;
-            let bytes = io::copy(&mut self.file, &mut out)?;
-            out.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            Ok(bytes)
-        })();
-        let bytes = copied.inspect_err(|_| {
-            std::fs::remove_file(&tmp).ok();
+            io::copy(&mut self.file, out)
         })?;
         self.file = OpenOptions::new()
             .read(true)

@@ -10,10 +10,9 @@
 //! names are never loaded, snapshotted or listed.
 
 use std::fmt;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use revolve_core::memory::{
     to_seed, BadLabel, Label, MemoryFile, Scope, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE,
@@ -21,6 +20,7 @@ use revolve_core::memory::{
 };
 
 use crate::files;
+use crate::fsx::{self, sync_dir, temp_sibling};
 use crate::paths::{slug, Project, Roots};
 
 /// Where one session's memory lives (ARCHITECTURE.md section 2).
@@ -152,7 +152,7 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
             .find(|(n, _)| n == name)
             .map(|(_, c)| *c)
             .unwrap_or_default();
-        write_atomic(&global.join(name), content.as_bytes())?;
+        fsx::write_atomic(&global.join(name), content.as_bytes())?;
     }
     // Recorded after the files are written: a crash in between leaves a
     // file present but unlisted, which the next start also leaves alone.
@@ -319,7 +319,7 @@ pub fn write(
         return Err(MemoryError::Exists(label.clone()));
     }
     files::create_dir_all(dir).map_err(io_err)?;
-    write_atomic(&path, content.as_bytes()).map_err(io_err)?;
+    fsx::write_atomic(&path, content.as_bytes()).map_err(io_err)?;
     Ok(if existed {
         WriteOutcome::Replaced
     } else {
@@ -431,17 +431,13 @@ fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Res
         // Read and written, not copied: a copy keeps the source's mode, and
         // every file revolve makes is private.
         match fs::read(memory_dir.join(&name)) {
-            Ok(bytes) => {
-                let mut copy = crate::files::create_new(&files.join(&name))?;
-                copy.write_all(&bytes)?;
-                copy.sync_all()?;
-            }
+            Ok(bytes) => write_new(&files.join(&name), &bytes)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),
         }
     }
     sync_dir(&files);
-    write_new(&tmp.join("meta.cfg"), &meta.to_cfg())?;
+    write_new(&tmp.join("meta.cfg"), meta.to_cfg())?;
     sync_dir(tmp);
     Ok(())
 }
@@ -491,43 +487,12 @@ fn regular_files(dir: &Path) -> io::Result<Vec<String>> {
     Ok(names)
 }
 
-/// Writes a file whole or not at all: a temp file in the same folder, fsynced,
-/// renamed into place, then the folder fsynced.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let tmp = temp_sibling(path);
-    let written = (|| {
-        let mut f = files::create_new(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        fs::remove_file(&tmp).ok();
-    }
-    written?;
-    if let Some(dir) = path.parent() {
-        sync_dir(dir);
-    }
-    Ok(())
-}
-
-/// Creates `path`, which must not exist, with `text`, fsynced.
-fn write_new(path: &Path, text: &str) -> io::Result<()> {
+/// Creates `path`, which must not exist, with `bytes`, fsynced (inside a
+/// temp folder, which is renamed into place whole).
+fn write_new(path: &Path, bytes: impl AsRef<[u8]>) -> io::Result<()> {
     let mut f = files::create_new(path)?;
-    f.write_all(text.as_bytes())?;
+    f.write_all(bytes.as_ref())?;
     f.sync_all()
-}
-
-/// A hidden name beside `path`, unique within this process and across
-/// processes: `.<name>.<pid>-<n>.tmp`.
-fn temp_sibling(path: &Path) -> PathBuf {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()))
 }
 
 /// Whether anything (a file, a folder, a dangling symlink) is at `path`.
@@ -536,15 +501,6 @@ fn exists(path: &Path) -> io::Result<bool> {
         Ok(_) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e),
-    }
-}
-
-/// Makes a rename or creation in `dir` durable. Best effort: not every
-/// platform lets a directory be opened and synced, and the data itself is
-/// already synced.
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        d.sync_all().ok();
     }
 }
 

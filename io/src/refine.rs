@@ -21,21 +21,16 @@ use revolve_core::memory::{Scope, SnapshotMeta};
 use revolve_core::refine::{self, Change, Entry, Restore};
 
 use crate::files;
+use crate::fsx::{self, Lock};
 use crate::memory::{self, MemoryDirs};
 
 /// The lock held across a memory change (snapshot, write, settle), an undo
 /// or a recovery, so that one process's recovery never rolls back another's
-/// change in flight. Released when the file is dropped.
-pub fn lock(state_root: &Path) -> io::Result<fs::File> {
+/// change in flight. Released when dropped.
+pub fn lock(state_root: &Path) -> io::Result<Lock> {
     let dir = state_root.join("refinements");
     files::create_dir_all(&dir)?;
-    let file = files::options()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(dir.join(".lock"))?;
-    file.lock()?;
-    Ok(file)
+    Lock::acquire(&dir.join(".lock"))
 }
 
 /// The memory directory of a scope.
@@ -97,7 +92,7 @@ fn entry_dir(state_root: &Path, dirs: &MemoryDirs, e: &Entry) -> io::Result<Path
 }
 
 fn write_meta(path: &Path, meta: &SnapshotMeta) -> io::Result<()> {
-    memory::write_atomic(&path.join("meta.cfg"), meta.to_cfg().as_bytes())
+    fsx::write_atomic(&path.join("meta.cfg"), meta.to_cfg().as_bytes())
 }
 
 /// (Call [`snapshot`], then [`settle`] or [`discard`], while holding
@@ -181,7 +176,7 @@ pub fn apply(
         // The error names the file (the user's memory, not revolve's own).
         let at = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", path.display()));
         match &c.content {
-            Some(content) => memory::write_atomic(&path, content.as_bytes()).map_err(at)?,
+            Some(content) => fsx::write_atomic(&path, content.as_bytes()).map_err(at)?,
             None => match fs::remove_file(&path) {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(at(e)),
                 _ => {}
@@ -255,7 +250,7 @@ fn restore(entry: &Path, target: &Path, scope: Scope) -> io::Result<Vec<String>>
     for step in refine::restore_plan(&current, &snapshot) {
         match step {
             Restore::Put(name, bytes) => {
-                memory::write_atomic(&target.join(&name), &bytes)?;
+                fsx::write_atomic(&target.join(&name), &bytes)?;
                 report.push(format!("put back {}/{name}", scope.as_str()));
             }
             Restore::Remove(name) => {
@@ -570,7 +565,7 @@ mod tests {
         let meta = refine::meta("s", 1, false, &changes, &current);
         // The crash: the entry is pending and one file is written.
         snapshot(&place.state(), &place.dirs, "20261202T100000Z", &meta).unwrap();
-        memory::write_atomic(&place.dirs.project.join("a.md"), b"new\n").unwrap();
+        fsx::write_atomic(&place.dirs.project.join("a.md"), b"new\n").unwrap();
         let done = recover(&place.state(), &place.dirs).unwrap();
         assert_eq!(done.len(), 1, "one per change, both directories: {done:?}");
         assert_eq!(fs::read(place.dirs.project.join("a.md")).unwrap(), b"old\n");
@@ -600,7 +595,7 @@ mod tests {
             )
             .unwrap();
         }
-        memory::write_atomic(&place.dirs.project.join("a.md"), b"old\n").unwrap();
+        fsx::write_atomic(&place.dirs.project.join("a.md"), b"old\n").unwrap();
         recover(&place.state(), &place.dirs).unwrap();
         assert_eq!(place.memory().keys().collect::<Vec<_>>(), ["project/a.md"]);
         assert!(entries(&place.state(), &place.dirs)

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::files::{self, at, ctx};
+use crate::files::{self, ctx};
+use crate::fsx::{self, Lock};
 
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -23,7 +24,7 @@ pub struct Running {
 /// A claim on a running session, released (and its file removed) on drop.
 #[derive(Debug)]
 pub struct Claim {
-    file: File,
+    lock: Lock,
     path: PathBuf,
 }
 
@@ -35,16 +36,9 @@ impl Claim {
         // A listing holds each lock file's lock for a moment (to see whether
         // it is free): a few short retries tell that from a real owner.
         let mut tries = 0;
-        let (file, locked) = loop {
-            let file = files::options()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(ctx("cannot create", &path))?;
-            match file.try_lock() {
-                Err(TryLockError::WouldBlock) if tries < 20 => {
+        let lock = loop {
+            match Lock::try_acquire(&path)? {
+                None if tries < 20 => {
                     tries += 1;
                     std::thread::sleep(std::time::Duration::from_millis(5));
                 }
@@ -52,29 +46,25 @@ impl Claim {
                 // the file before unlocking it: the lock we got is then on a
                 // file nobody else can see, while a newcomer may hold a new
                 // one at the path. Only a lock on the file at the path counts.
-                Ok(()) if !same_file(&file, &path) => {
+                Some(lock) if !same_file(lock.file(), &path) => {
                     if tries >= 20 {
-                        break (file, Err(TryLockError::WouldBlock));
+                        break None;
                     }
                     tries += 1;
                 }
-                other => break (file, other),
+                other => break other,
             }
         };
-        match locked {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::AlreadyExists,
-                    format!(
-                        "session {} is already running in another process",
-                        running.id
-                    ),
-                ))
-            }
-            Err(TryLockError::Error(e)) => return Err(at("cannot lock", &path, e)),
-        }
-        let mut claim = Claim { file, path };
+        let Some(lock) = lock else {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "session {} is already running in another process",
+                    running.id
+                ),
+            ));
+        };
+        let mut claim = Claim { lock, path };
         claim.update(running)?;
         // After the lock file exists (see [`Journal`] for why this order).
         journal(dir, &running.id).map_err(ctx("cannot add to the journal in", dir))?;
@@ -84,9 +74,9 @@ impl Claim {
     /// Rewrites what the lock file says (after a rename).
     pub fn update(&mut self, running: &Running) -> io::Result<()> {
         let text = serde_json::to_string(running).map_err(io::Error::other)?;
-        self.file
-            .set_len(0)
-            .and_then(|()| self.file.write_all_at(text.as_bytes(), 0))
+        let file = self.lock.file();
+        file.set_len(0)
+            .and_then(|()| file.write_all_at(text.as_bytes(), 0))
             .map_err(ctx("cannot write", &self.path))
     }
 }
@@ -102,10 +92,10 @@ fn same_file(file: &File, path: &Path) -> bool {
 
 impl Drop for Claim {
     fn drop(&mut self) {
-        // Remove first, then unlock by closing: another process that opens
-        // the path after this sees no file rather than a free lock.
+        // Remove first, then unlock by closing (the lock is dropped after
+        // this): another process that opens the path after this sees no
+        // file rather than a free lock.
         std::fs::remove_file(&self.path).ok();
-        self.file.flush().ok();
     }
 }
 
@@ -253,11 +243,7 @@ fn journal(dir: &Path, id: &str) -> io::Result<()> {
             std::process::id(),
             STARTED.fetch_add(1, Ordering::Relaxed)
         );
-        let tmp = dir.join(format!("{JOURNAL}.{}.tmp", std::process::id()));
-        files::write(&tmp, format!("{epoch}\n{id}\n").as_bytes())?;
-        return std::fs::rename(&tmp, &path).inspect_err(|_| {
-            std::fs::remove_file(&tmp).ok();
-        });
+        return fsx::write_atomic(&path, format!("{epoch}\n{id}\n").as_bytes());
     }
     // One short write to an append-only file: never interleaved.
     OpenOptions::new()
@@ -287,22 +273,16 @@ pub fn locked_ids(dir: &Path) -> Vec<String> {
 /// sessions started at the same moment never pick the same name.
 #[derive(Debug)]
 pub struct NamingLock {
-    _file: File,
+    _lock: Lock,
 }
 
 impl NamingLock {
     /// Blocks until this process is the only one naming a session in `dir`.
     pub fn acquire(dir: &Path) -> io::Result<NamingLock> {
         files::create_dir_all(dir).map_err(ctx("cannot create", dir))?;
-        let path = dir.join(".naming");
-        let file = files::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(ctx("cannot create", &path))?;
-        file.lock().map_err(ctx("cannot lock", &path))?;
-        Ok(NamingLock { _file: file })
+        Ok(NamingLock {
+            _lock: Lock::acquire(&dir.join(".naming"))?,
+        })
     }
 }
 

@@ -2,12 +2,15 @@
 //! run, and opening a new one under the naming lock.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
 use revolve_core::record::Header;
 use revolve_core::view::Summary;
+// rustc's hash for the cache's lookups: they hash a hundred thousand short
+// file names, which SipHash (std's default, made for untrusted keys) takes
+// several times as long over. The names are the user's own files.
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::index::{self, Entry, Index, Row, Stamp};
 use crate::log::{self, LogWriter};
@@ -115,7 +118,7 @@ impl Store {
         let running = self.roots.running(&self.project);
         // In this order: the journal, then the lock files, then the files.
         let journal = registry::Journal::read(&running);
-        let locked: HashSet<String, Fast> = registry::locked_ids(&running).into_iter().collect();
+        let locked: FxHashSet<String> = registry::locked_ids(&running).into_iter().collect();
         // The folder is read on a thread of its own, which hands its names
         // over a few hundred at a time, while the cache is read and parsed
         // here and then the names are looked at as they come: reading the
@@ -125,7 +128,7 @@ impl Store {
         let mut index = Index::parse(&bytes).unwrap_or_default();
         // The files that may have changed since the cache was written, or
         // `None`: any may have.
-        let suspects: Option<HashSet<String, Fast>> = journal
+        let suspects: Option<FxHashSet<String>> = journal
             .as_ref()
             .filter(|j| j.epoch == index.journal)
             .and_then(|j| j.since(index.offset))
@@ -418,7 +421,7 @@ impl Unlisted {
 }
 
 /// The names in use in a directory (see [`Store::names_in_use`]).
-pub type Names = HashSet<String, Fast>;
+pub type Names = FxHashSet<String>;
 
 /// Why a new session could not be created.
 #[derive(Debug)]
@@ -451,7 +454,7 @@ enum Slot {
 struct Finder<'o, 'a> {
     old: &'o [Entry<'a>],
     next: usize,
-    by_name: Option<HashMap<&'o str, usize, Fast>>,
+    by_name: Option<FxHashMap<&'o str, usize>>,
     /// How many entries were found.
     found: usize,
 }
@@ -484,7 +487,7 @@ impl<'o, 'a> Finder<'o, 'a> {
             None => {
                 let old = self.old;
                 let by_name = self.by_name.get_or_insert_with(|| {
-                    let mut map = HashMap::with_capacity_and_hasher(old.len(), Fast::default());
+                    let mut map = FxHashMap::with_capacity_and_hasher(old.len(), FxBuildHasher);
                     map.extend(old.iter().enumerate().map(|(i, e)| (&*e.file, i)));
                     map
                 });
@@ -635,46 +638,13 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
     })
 }
 
-/// Writes the cache atomically (temp file + rename), and removes the JSON
-/// cache of earlier builds.
+/// Writes the cache atomically ([`fsx::write_atomic`]), and removes the
+/// JSON cache of earlier builds.
 fn save(dir: &Path, index: &Index) -> io::Result<()> {
-    let tmp = dir.join(format!("{}.{}.tmp", index::FILE, std::process::id()));
-    crate::files::write(&tmp, &index.to_bytes())?;
-    std::fs::rename(&tmp, dir.join(index::FILE)).inspect_err(|_| {
-        std::fs::remove_file(&tmp).ok();
-    })?;
+    crate::fsx::write_atomic(&dir.join(index::FILE), &index.to_bytes())?;
     std::fs::remove_file(dir.join(index::LEGACY_FILE)).ok();
     Ok(())
 }
-
-/// The hash of the cache's lookups (FxHash's: eight bytes a step, a
-/// rotate, a xor and a multiply): they hash a hundred thousand short file
-/// names, which SipHash (std's default, made for untrusted keys) takes
-/// several times as long over. The names are the user's own files.
-#[derive(Default)]
-pub struct FastHasher(u64);
-
-impl std::hash::Hasher for FastHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut h = self.0;
-        let mut words = bytes.chunks_exact(8);
-        for word in &mut words {
-            let word = u64::from_le_bytes(word.try_into().unwrap_or_default());
-            h = (h.rotate_left(5) ^ word).wrapping_mul(K);
-        }
-        for b in words.remainder() {
-            h = (h.rotate_left(5) ^ u64::from(*b)).wrapping_mul(K);
-        }
-        self.0 = h;
-    }
-}
-
-pub type Fast = std::hash::BuildHasherDefault<FastHasher>;
 
 /// A file's stamp: its size and modification time (ns).
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {

@@ -33,9 +33,12 @@
 //! `[… file continues: N more lines; read on with offset=K]` (a single longer
 //! line is shown cut, and said so). A file with a NUL byte in its first
 //! 8 KiB is refused as binary; an empty file gives `[PATH is empty]`.
-//! `list_dir` prints one entry a line, sorted, hidden ones included,
-//! directories with a trailing `/`, symlinks as `name -> target`, at most
-//! 2000 with a note.
+//! `list_dir` prints one entry a line, sorted, directories with a trailing
+//! `/`, symlinks as `name -> target`, at most 2000 with a note. It leaves
+//! out what grep's walk leaves out (ripgrep's rules: hidden names, and what
+//! `.gitignore`, `.ignore` or `.git/info/exclude` ignores) and says how many
+//! it left out in a last line; a folder named explicitly is listed even if
+//! it is hidden or ignored itself.
 //!
 //! # `grep`: matching here, not by the system `grep`
 //!
@@ -667,23 +670,37 @@ fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
             "error: {raw} is not a directory; read it with read_file"
         ));
     }
-    let mut entries: Vec<(String, String)> = fs::read_dir(&path)
-        .map_err(cannot)?
+    // Everything there, to say how much the walk's rules left out (and to
+    // report an unreadable folder as it is).
+    let all = fs::read_dir(&path).map_err(cannot)?.count();
+    // One level of grep's walk: ripgrep's rules (`.gitignore` in a
+    // repository or not, `.ignore`, `.git/info/exclude`, hidden names
+    // skipped), symlinks not followed.
+    let walk = ignore::WalkBuilder::new(&path)
+        .standard_filters(true)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false)
+        .max_depth(Some(1))
+        .build();
+    let mut entries: Vec<(String, String)> = walk
         .filter_map(Result::ok)
+        .filter(|entry| entry.depth() == 1)
         .map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
             let line = match entry.file_type() {
-                Ok(t) if t.is_symlink() => match fs::read_link(entry.path()) {
+                Some(t) if t.is_symlink() => match fs::read_link(entry.path()) {
                     Ok(target) => format!("{name} -> {}", target.display()),
                     Err(_) => format!("{name} -> ?"),
                 },
-                Ok(t) if t.is_dir() => format!("{name}/"),
+                Some(t) if t.is_dir() => format!("{name}/"),
                 _ => name.clone(),
             };
             (name, line)
         })
         .collect();
-    if entries.is_empty() {
+    let left_out = all.saturating_sub(entries.len());
+    if entries.is_empty() && left_out == 0 {
         return Ok(format!("[{raw} is empty]"));
     }
     entries.sort();
@@ -698,6 +715,13 @@ fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
             "[… {} more entries not shown, {total} in all; use shell (for example `ls | tail`) \
              or grep to find what you need]\n",
             total - LIST_CAP
+        ));
+    }
+    if left_out > 0 {
+        text.push_str(&format!(
+            "[{left_out} {} not shown: hidden, or ignored by .gitignore or .ignore, as grep \
+             skips them; `ls -a` in shell shows everything]\n",
+            if left_out == 1 { "entry" } else { "entries" }
         ));
     }
     text.pop(); // the last newline
@@ -1672,7 +1696,11 @@ mod tests {
         fs::create_dir_all(t.path("sub/inner")).unwrap();
         symlink("a.txt", t.path("c-link")).unwrap();
         let list = |p: &str| run_with(&t.0, Tool::ListDir { path: p.into() }, &[]).output;
-        assert_eq!(list("."), ".hidden\na.txt\nb.txt\nc-link -> a.txt\nsub/");
+        assert_eq!(
+            list("."),
+            "a.txt\nb.txt\nc-link -> a.txt\nsub/\n[1 entry not shown: hidden, or ignored by \
+             .gitignore or .ignore, as grep skips them; `ls -a` in shell shows everything]"
+        );
         assert_eq!(list("sub"), "inner/");
         assert_eq!(list("sub/inner"), "[sub/inner is empty]");
         assert_eq!(
@@ -1691,6 +1719,46 @@ mod tests {
         assert_eq!(lines[0], "f0000");
         assert_eq!(lines[LIST_CAP - 1], "f1999");
         assert!(lines[LIST_CAP].starts_with("[… 5 more entries not shown, 2005 in all"));
+    }
+
+    #[test]
+    fn list_dir_leaves_out_what_grep_skips() {
+        let t = Temp::new();
+        t.write(".gitignore", "dist/\n*.log\n");
+        t.write(".ignore", "scratch.txt\n");
+        t.write(".env", "needle\n");
+        t.write("dist/bundle.js", "needle\n");
+        t.write("build.log", "needle\n");
+        t.write("scratch.txt", "needle\n");
+        t.write("src/main.rs", "needle\n");
+        t.write("src/.cache", "needle\n");
+        t.write("notes.md", "needle\n");
+        let list = |p: &str| run_with(&t.0, Tool::ListDir { path: p.into() }, &[]).output;
+        let note = |n: usize| {
+            format!(
+                "[{n} entries not shown: hidden, or ignored by .gitignore or .ignore, as grep \
+                 skips them; `ls -a` in shell shows everything]"
+            )
+        };
+        // The gitignored folder and file, the `.ignore`d file and the
+        // hidden ones are left out, and counted.
+        assert_eq!(list("."), format!("notes.md\nsrc/\n{}", note(6)));
+        assert_eq!(
+            list("src"),
+            "main.rs\n[1 entry not shown: hidden, or ignored by .gitignore or .ignore, as \
+             grep skips them; `ls -a` in shell shows everything]"
+        );
+        // What grep searches is what list_dir shows.
+        assert_eq!(
+            grep_in(&t.0, "needle", None),
+            "notes.md:1:needle\nsrc/main.rs:1:needle"
+        );
+        // A folder named explicitly is listed, ignored or not (as ripgrep
+        // searches a path it is given).
+        assert_eq!(list("dist"), "bundle.js");
+        // Only hidden or ignored entries: not "empty".
+        fs::remove_file(t.path("src/main.rs")).unwrap();
+        assert!(list("src").starts_with("[1 entry not shown: hidden"));
     }
 
     #[test]

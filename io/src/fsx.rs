@@ -1,0 +1,260 @@
+//! How revolve writes a file whole and holds a lock file: the one place for
+//! both, used by every writer of the state and config directories (session
+//! logs, the listing cache, the running journal, the inbox, memory, goals,
+//! snapshots).
+//!
+//! * A replacement ([`write_atomic`], [`write_atomic_with`]) goes to a
+//!   hidden temp file beside the target ([`temp_sibling`]: same directory,
+//!   so the rename never crosses a file system), created `0600` like every
+//!   file revolve makes ([`files`](crate::files)), written, fsynced, renamed
+//!   over the target, and then the directory is fsynced so the rename is
+//!   durable too. A reader sees the old file or the new one, never half of
+//!   one; a failure removes the temp file and leaves the target as it was.
+//! * A creation that must not overwrite ([`create_atomic`]) is the same with
+//!   a hard link instead of the rename: it fails with `AlreadyExists` if
+//!   the target is there, and the file never appears empty.
+//! * A lock file ([`Lock`]) is opened or created (`0600`, never truncated)
+//!   and held with an OS file lock until dropped, so a process that dies
+//!   releases it. Errors name the operation and the path.
+//!
+//! Temp names start with `.`, so the readers that skip hidden names (memory,
+//! the inbox) never see one. Syncing a directory is unix only and best
+//! effort: some file systems refuse it, and the data itself is synced.
+
+use std::fs::{File, TryLockError};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::files::{self, ctx};
+
+/// Replaces `path` with `bytes`, whole or not at all (see the module doc).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, |file| file.write_all(bytes))
+}
+
+/// Replaces `path` with what `fill` writes into the temp file, whole or not
+/// at all; returns what `fill` returned.
+pub fn write_atomic_with<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<T>,
+) -> io::Result<T> {
+    written(path, fill, |tmp| std::fs::rename(tmp, path))
+}
+
+/// Creates `path` with `bytes`, whole or not at all; fails (`AlreadyExists`)
+/// if something is at `path` already.
+pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    written(
+        path,
+        |file| file.write_all(bytes),
+        |tmp| {
+            std::fs::hard_link(tmp, path)?;
+            // The file lives on at `path`; only the temp name goes.
+            std::fs::remove_file(tmp).ok();
+            Ok(())
+        },
+    )
+}
+
+/// A hidden name beside `path`, unique within this process and across
+/// processes: `.<name>.<pid>-<n>.tmp`.
+pub fn temp_sibling(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()))
+}
+
+/// Makes a rename, creation or removal in `dir` durable, where the platform
+/// allows (best effort; a no-op off unix).
+pub fn sync_dir(dir: &Path) {
+    #[cfg(unix)]
+    if let Ok(d) = File::open(dir) {
+        d.sync_all().ok();
+    }
+    #[cfg(not(unix))]
+    let _ = dir;
+}
+
+/// A lock file held with an OS file lock; released when dropped (or when
+/// the process dies). The file stays: removing it is the owner's business.
+#[derive(Debug)]
+pub struct Lock {
+    file: File,
+}
+
+impl Lock {
+    /// Opens or creates `path` and blocks until this process holds its lock.
+    pub fn acquire(path: &Path) -> io::Result<Lock> {
+        let file = open(path)?;
+        file.lock().map_err(ctx("cannot lock", path))?;
+        Ok(Lock { file })
+    }
+
+    /// Opens or creates `path` and takes its lock if it is free: `None`
+    /// when another holds it.
+    pub fn try_acquire(path: &Path) -> io::Result<Option<Lock>> {
+        let file = open(path)?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(Lock { file })),
+            Err(TryLockError::WouldBlock) => Ok(None),
+            Err(TryLockError::Error(e)) => Err(files::at("cannot lock", path, e)),
+        }
+    }
+
+    /// The open lock file (its owner may write what it holds).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+}
+
+/// Opens the lock file `path`, creating it (`0600`) if needed, for reading
+/// and writing, never truncated (its owner may keep something in it).
+fn open(path: &Path) -> io::Result<File> {
+    files::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(ctx("cannot create", path))
+}
+
+/// Writes a temp file beside `path` with `fill`, syncs it, puts it in place
+/// with `place` (which is given the temp file's path), then syncs the
+/// directory. The temp file is removed when anything fails.
+fn written<T>(
+    path: &Path,
+    fill: impl FnOnce(&mut File) -> io::Result<T>,
+    place: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<T> {
+    let tmp = temp_sibling(path);
+    let done = (|| -> io::Result<T> {
+        let mut file = files::create_new(&tmp)?;
+        let value = fill(&mut file)?;
+        file.sync_all()?;
+        place(&tmp)?;
+        Ok(value)
+    })();
+    if done.is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+    let value = done?;
+    if let Some(dir) = path.parent() {
+        sync_dir(if dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            dir
+        });
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh, empty temp folder for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("revolve-fsx-{}-{name}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        files::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_replacement_is_whole_and_leaves_no_temp_file() {
+        let dir = scratch("replace");
+        let path = dir.join("a.json");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let n = write_atomic_with(&path, |f| f.write_all(b"three").map(|()| 5)).unwrap();
+        assert_eq!((n, std::fs::read(&path).unwrap()), (5, b"three".to_vec()));
+        // A fill that fails leaves the old file and no temp file.
+        let err = write_atomic_with(&path, |f| {
+            f.write_all(b"half")?;
+            Err::<(), _>(io::Error::other("stop"))
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "stop");
+        assert_eq!(std::fs::read(&path).unwrap(), b"three");
+        assert_eq!(names(&dir), ["a.json"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_creation_never_overwrites() {
+        let dir = scratch("create");
+        let path = dir.join("log.jsonl");
+        create_atomic(&path, b"first\n").unwrap();
+        let err = create_atomic(&path, b"second\n").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&path).unwrap(), b"first\n");
+        assert_eq!(names(&dir), ["log.jsonl"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn temp_names_are_hidden_and_unique() {
+        let a = temp_sibling(Path::new("/d/x.md"));
+        let b = temp_sibling(Path::new("/d/x.md"));
+        assert_ne!(a, b);
+        assert_eq!(a.parent(), Some(Path::new("/d")));
+        let name = a.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with(".x.md.") && name.ends_with(".tmp"),
+            "{name}"
+        );
+    }
+
+    #[test]
+    fn a_lock_is_exclusive_until_dropped_and_its_file_stays() {
+        let dir = scratch("lock");
+        let path = dir.join(".lock");
+        std::fs::write(&path, "kept").unwrap();
+        let held = Lock::acquire(&path).unwrap();
+        assert!(Lock::try_acquire(&path).unwrap().is_none());
+        drop(held);
+        let again = Lock::try_acquire(&path).unwrap();
+        assert!(again.is_some());
+        assert_eq!(std::fs::read(&path).unwrap(), b"kept", "never truncated");
+        let missing = dir.join("no/such/.lock");
+        assert_eq!(
+            Lock::acquire(&missing).unwrap_err().to_string(),
+            format!(
+                "cannot create {}: No such file or directory (os error 2)",
+                missing.display()
+            )
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn what_is_written_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = scratch("mode");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        write_atomic(&dir.join("w"), b"x").unwrap();
+        create_atomic(&dir.join("c"), b"x").unwrap();
+        drop(Lock::acquire(&dir.join("l")).unwrap());
+        for name in ["w", "c", "l"] {
+            assert_eq!(mode(&dir.join(name)), files::FILE_MODE, "{name}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
