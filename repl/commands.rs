@@ -219,6 +219,8 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
     // directory's memory.
     let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
     let entries = revolve_io::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
+    // Edits and rewinds are checked against the content store.
+    let blobs = revolve_io::edit::Blobs::new(&store.roots.state);
     let mut state = State::default();
     let (mut records, mut notes, mut skipped) = (0usize, 0usize, 0usize);
     let (mut note_lines, mut skip_lines) = (String::new(), String::new());
@@ -228,7 +230,11 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
         |_, r| {
             records += 1;
             let memory = revolve_core::refine::check_record(&r, &entries);
-            if let Some(n) = state.apply(&r).or(memory) {
+            let missing = revolve_core::edit::hashes(&r)
+                .into_iter()
+                .find(|h| !blobs.has(h))
+                .map(|h| format!("content {h} is not in the content store"));
+            if let Some(n) = state.apply(&r).or(memory).or(missing) {
                 notes += 1;
                 if notes <= CHECK_LISTS {
                     note_lines.push_str(&format!("  record {records}: {n}\n"));

@@ -410,6 +410,27 @@ pub fn plan_undo(
     })
 }
 
+/// Every content hash a record names (an edit's before and after, a
+/// rewind's contents): what the content store must hold for the session
+/// to be rewound (`replay --check` looks).
+pub fn hashes(record: &crate::Record) -> Vec<&str> {
+    match record {
+        crate::Record::Edit(e) => e
+            .before
+            .iter()
+            .chain(&e.after)
+            .map(String::as_str)
+            .collect(),
+        crate::Record::Rewound(r) => r
+            .files
+            .iter()
+            .flat_map(|f| f.from.iter().chain(&f.to))
+            .map(String::as_str)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The paths a rewind may have to look at: every file this session's edits
 /// and rewinds touched.
 pub fn tracked_paths(state: &State) -> Vec<String> {

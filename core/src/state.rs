@@ -268,6 +268,15 @@ impl State {
                 }
             }
             Record::Edit(e) => {
+                // The chain of contents: an edit by a tool starts from what
+                // the session last read or wrote (core refuses any other).
+                let last = self.files.get(&e.path);
+                if e.by != "shell" && e.before.is_some() && e.before.as_ref() != last {
+                    note = Some(format!(
+                        "an edit of {} from a content the session had not last seen",
+                        e.path
+                    ));
+                }
                 if e.written {
                     self.edited(e);
                 } else {
@@ -289,6 +298,15 @@ impl State {
                 }
             },
             Record::Rewound(r) => {
+                let broken = r.files.iter().find(|f| {
+                    !r.forced && f.from.is_some() && f.from.as_ref() != self.files.get(&f.path)
+                });
+                if let Some(f) = broken {
+                    note = Some(format!(
+                        "a rewind of {} from a content revolve had not last written",
+                        f.path
+                    ));
+                }
                 if let Some(n) = self.rewound(r) {
                     note = Some(n);
                 }
@@ -612,6 +630,45 @@ mod tests {
         assert_eq!(reqs.len(), 2);
         assert!(reqs[0].body.contains("\"one\"") && !reqs[0].body.contains("\"two\""));
         assert!(reqs[1].body.contains("\"one\"") && reqs[1].body.contains("\"two\""));
+    }
+
+    #[test]
+    fn an_edit_must_start_from_what_the_session_last_saw() {
+        use crate::record::{Edit, Seen, Written};
+        let at = datetime!(2026-12-02 10:01 UTC);
+        let mut s = State::fold(&[Record::Header(header())]);
+        let seen = Record::Seen(Seen {
+            at,
+            path: "/w/a".into(),
+            hash: "h1".into(),
+        });
+        assert!(s.apply(&seen).is_none());
+        let edit = |before: &str| {
+            Record::Edit(Edit {
+                at,
+                call: "c".into(),
+                path: "/w/a".into(),
+                by: "edit_file".into(),
+                before: Some(before.into()),
+                after: Some("h2".into()),
+                diff: String::new(),
+                written: false,
+            })
+        };
+        let note = s.clone().apply(&edit("h0")).unwrap();
+        assert!(note.contains("had not last seen"), "{note}");
+        assert!(s.apply(&edit("h1")).is_none());
+        assert!(s.pending_edit.is_some());
+        let written = Record::Written(Written {
+            at,
+            call: "c".into(),
+            path: "/w/a".into(),
+            error: None,
+        });
+        assert!(s.apply(&written).is_none());
+        assert_eq!(s.files["/w/a"], "h2");
+        assert_eq!(s.edits.len(), 1);
+        assert!(s.apply(&written).is_some(), "a second write of no edit");
     }
 
     #[test]

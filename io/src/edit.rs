@@ -71,6 +71,12 @@ impl Blobs {
         Ok(self.dir.join(&hex[..2]).join(hex))
     }
 
+    /// Whether the store holds `hash` (by name; [`Blobs::get`] checks
+    /// the bytes).
+    pub fn has(&self, hash: &str) -> bool {
+        self.path(hash).is_ok_and(|p| p.is_file())
+    }
+
     /// Stores `bytes`; their hash.
     pub fn put(&self, bytes: &[u8]) -> io::Result<String> {
         let hash = hash(bytes);
