@@ -6,7 +6,6 @@ use revolve_io::log;
 use revolve_io::store::{Store, Unlisted};
 
 use crate::error::{out, Error};
-use crate::live;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
@@ -107,7 +106,7 @@ impl ReplayMode {
 /// and written out before the next is read, so a log of any size needs the
 /// memory of its folded state (the live history), not of the file.
 pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
-    let path = live::find(store, needle)?;
+    let path = store.find(needle)?;
     match mode {
         ReplayMode::Transcript | ReplayMode::Requests => {
             let mut stdout = Stdout::new();
@@ -445,7 +444,7 @@ pub fn replay_against(
     model: Option<String>,
 ) -> Result<(), Error> {
     use revolve_core::fixture::{self, Answer};
-    let path = live::find(store, needle)?;
+    let path = store.find(needle)?;
     let mut records = Vec::new();
     let mut requests = Vec::new();
     // Held whole: every request goes to a model again, which is the cost

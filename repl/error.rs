@@ -66,3 +66,12 @@ pub fn out(text: &str) -> Result<(), Error> {
         Err(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
     }
 }
+
+impl From<revolve_io::store::FindError> for Error {
+    fn from(e: revolve_io::store::FindError) -> Error {
+        match e {
+            revolve_io::store::FindError::Unlisted { .. } => Error::Runtime(e.to_string()),
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}

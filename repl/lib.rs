@@ -452,7 +452,7 @@ fn rewind(
     how: &Rewind,
     sources: &std::collections::BTreeMap<String, revolve_core::config::Source>,
 ) -> Result<(), Error> {
-    let found = live::find(&store, needle)?;
+    let found = store.find(needle)?;
     if how.list {
         let read = revolve_io::log::read(&store.head(&found))
             .map_err(|e| Error::at(&found, "cannot read", e))?;
@@ -496,7 +496,7 @@ fn rewind(
 /// session is looked up first: a name that matches none is that error, not
 /// the provider's (a missing key, say).
 fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<(), Error> {
-    let found = live::find(&store, needle)?;
+    let found = store.find(needle)?;
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
@@ -552,7 +552,7 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
 /// `--provider replay:FILE|NAME`: the answers the session's whole chain
 /// recorded, given again in order.
 fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
-    let found = live::find(store, Some(source))?;
+    let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
         let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;

@@ -192,7 +192,7 @@ impl Live {
         runtime: Runtime,
         show: bool,
     ) -> Result<Live, Error> {
-        let found = find(&store, needle)?;
+        let found = store.find(needle)?;
         Live::resume_at(store, &found, runtime, show)
     }
 
@@ -1190,31 +1190,3 @@ pub fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
 
 /// How much of the conversation a resume shows again, at most.
 const RESUME_SHOWS_BYTES: usize = 64 * 1024;
-
-/// The session file `needle` names, or the latest of this directory.
-pub fn find(store: &Store, needle: Option<&str>) -> Result<PathBuf, Error> {
-    if let Some(n) = needle {
-        let as_path = Path::new(n);
-        if (n.contains('/') || n.ends_with(".jsonl")) && as_path.is_file() {
-            return Ok(as_path.to_path_buf());
-        }
-    }
-    let sessions = store
-        .list()
-        .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
-    let found = match needle {
-        None => names::latest(&sessions)
-            .ok_or_else(|| Error::Usage(format!("no session in {}", store.cwd.display())))?,
-        Some(n) => names::pick(n, &sessions).map_err(|p| match p {
-            names::Pick::None => Error::Usage(format!(
-                "no session '{n}' in {} (revolve sessions --all lists them)",
-                store.cwd.display()
-            )),
-            names::Pick::Ambiguous(ids) => Error::Usage(format!(
-                "'{n}' matches several sessions: {}",
-                ids.join(", ")
-            )),
-        })?,
-    };
-    Ok(PathBuf::from(&found.path))
-}

@@ -27,6 +27,38 @@ pub struct Store {
     pub cwd: PathBuf,
 }
 
+/// Why [`Store::find`] found no session.
+#[derive(Debug)]
+pub enum FindError {
+    /// The sessions folder could not be listed.
+    Unlisted { dir: PathBuf, error: io::Error },
+    /// No session at all in this directory (looking for the latest).
+    NoSession { cwd: PathBuf },
+    /// No session of that name or id.
+    NoSuch { needle: String, cwd: PathBuf },
+    /// The name or id prefix matches several sessions.
+    Ambiguous { needle: String, ids: Vec<String> },
+}
+
+impl std::fmt::Display for FindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FindError::Unlisted { dir, error } => {
+                write!(f, "cannot list {}: {error}", dir.display())
+            }
+            FindError::NoSession { cwd } => write!(f, "no session in {}", cwd.display()),
+            FindError::NoSuch { needle, cwd } => write!(
+                f,
+                "no session '{needle}' in {} (revolve sessions --all lists them)",
+                cwd.display()
+            ),
+            FindError::Ambiguous { needle, ids } => {
+                write!(f, "'{needle}' matches several sessions: {}", ids.join(", "))
+            }
+        }
+    }
+}
+
 impl Store {
     /// The store for `cwd`, with roots from the environment.
     pub fn open(cwd: &Path) -> Result<Store, String> {
@@ -51,6 +83,36 @@ impl Store {
 
     fn cwd_str(&self) -> String {
         self.cwd.to_string_lossy().into_owned()
+    }
+
+    /// The session file `needle` names: a path to a file, or a name or id
+    /// (prefix) of this directory's sessions; without one, the latest.
+    pub fn find(&self, needle: Option<&str>) -> Result<PathBuf, FindError> {
+        if let Some(n) = needle {
+            let as_path = Path::new(n);
+            if (n.contains('/') || n.ends_with(".jsonl")) && as_path.is_file() {
+                return Ok(as_path.to_path_buf());
+            }
+        }
+        let sessions = self.list().map_err(|error| FindError::Unlisted {
+            dir: self.sessions_dir(),
+            error,
+        })?;
+        let cwd = self.cwd.clone();
+        let found = match needle {
+            None => revolve_core::names::latest(&sessions).ok_or(FindError::NoSession { cwd })?,
+            Some(n) => revolve_core::names::pick(n, &sessions).map_err(|p| match p {
+                revolve_core::names::Pick::None => FindError::NoSuch {
+                    needle: n.to_owned(),
+                    cwd,
+                },
+                revolve_core::names::Pick::Ambiguous(ids) => FindError::Ambiguous {
+                    needle: n.to_owned(),
+                    ids,
+                },
+            })?,
+        };
+        Ok(PathBuf::from(&found.path))
     }
 
     /// Every session file of this directory, read from head and tail only,
