@@ -69,7 +69,7 @@ pub struct Cli {
     pub goal_run: bool,
 
     /// With --goal-run: stop after N turns
-    #[arg(long, value_name = "N", default_value_t = 20, requires = "goal_run")]
+    #[arg(long, value_name = "N", default_value_t = revolve_core::policy::GOAL_RUN_TURNS, requires = "goal_run")]
     pub max_turns: u32,
 
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)

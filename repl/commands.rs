@@ -6,6 +6,7 @@ use revolve_io::log;
 use revolve_io::store::{Store, Unlisted};
 
 use crate::error::{out, Error};
+use revolve_core::policy::CHECK_LISTS;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
@@ -205,11 +206,6 @@ fn note_skipped(path: &std::path::Path, skipped: usize) {
         );
     }
 }
-
-/// How many skipped lines and inconsistencies `replay --check` lists one by
-/// one; beyond that it counts them (a garbled file of any size is checked in
-/// bounded memory).
-const CHECK_LISTS: usize = 1_000;
 
 /// Reports skipped lines and records that do not fit, streaming the file.
 /// Torn lines (a crash mid-write) are reported but are not a failure.

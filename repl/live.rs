@@ -134,18 +134,20 @@ impl Live {
         };
         // A piped run without --name gets no name, so it needs no listing.
         let naming =
-            (name.is_some() || interactive).then_some(|used: &_| match name {
-                Some(n) => names::validate(&n, used)
-                    .map(|()| Some(n.clone()))
-                    .map_err(|why| match why {
-                        names::BadName::InUse => {
-                            format!(
+            (name.is_some() || names::gets_generated_name(interactive)).then_some(|used: &_| {
+                match name {
+                    Some(n) => names::validate(&n, used)
+                        .map(|()| Some(n.clone()))
+                        .map_err(|why| match why {
+                            names::BadName::InUse => {
+                                format!(
                             "cannot name the session '{n}': {why} (resume it with --resume {n})"
                         )
-                        }
-                        why => format!("cannot name the session '{n}': {why}"),
-                    }),
-                None => Ok(Some(names::allocate(used))),
+                            }
+                            why => format!("cannot name the session '{n}': {why}"),
+                        }),
+                    None => Ok(Some(names::allocate(used))),
+                }
             });
         let created = store.create(header, naming);
         let (mut writer, claim, header) = match created {
@@ -1189,4 +1191,4 @@ pub fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
 }
 
 /// How much of the conversation a resume shows again, at most.
-const RESUME_SHOWS_BYTES: usize = 64 * 1024;
+const RESUME_SHOWS_BYTES: usize = revolve_core::policy::RESUME_SHOWS_BYTES;

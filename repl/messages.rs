@@ -84,7 +84,7 @@ pub fn send(
 }
 
 /// How often attach looks for new lines and checks the session still runs.
-const POLL: Duration = Duration::from_millis(100);
+const POLL: Duration = Duration::from_millis(100); // not policy: a poll interval
 
 /// `revolve attach NAME`: the conversation so far, then every record as the
 /// session writes it; each line typed goes to the session's inbox. Ctrl-D
@@ -206,7 +206,7 @@ struct Follow {
 }
 
 /// How much of the conversation attach shows first, at most.
-const FIRST_SHOWS_BYTES: usize = 16 * 1024;
+const FIRST_SHOWS_BYTES: usize = revolve_core::policy::ATTACH_SHOWS_BYTES;
 
 impl Follow {
     fn new(store: Store, path: PathBuf) -> Follow {

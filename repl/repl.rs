@@ -135,7 +135,7 @@ struct Shared {
 }
 
 /// How often the watcher looks at the inbox.
-const WATCH_EVERY: Duration = Duration::from_millis(200);
+const WATCH_EVERY: Duration = Duration::from_millis(200); // not policy: a poll interval
 
 impl Watcher {
     fn start(live: &Live) -> Watcher {

@@ -14,6 +14,7 @@
 //! * [`request`]: the exact request bodies, for both wire protocols.
 //! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
 //! * [`guard`]: the repeat guard and the tool-round cap.
+//! * [`policy`]: every bound and limit the shell enforces.
 //! * [`overflow`]: the servers' answers that a request did not fit.
 //! * [`retry`]: when a failed request is sent again.
 //! * [`names`]: generated session names.
@@ -30,6 +31,7 @@ pub mod guard;
 pub mod memory;
 pub mod names;
 pub mod overflow;
+pub mod policy;
 pub mod prompt;
 pub mod record;
 pub mod refine;

@@ -147,6 +147,13 @@ pub fn latest(sessions: &[Summary]) -> Option<&Summary> {
     })
 }
 
+/// Whether a new session the user did not name gets a generated name:
+/// an interactive one does; a piped or `-p` run does not (it is one-off,
+/// and a session without a name needs no look at the others' names).
+pub fn gets_generated_name(interactive: bool) -> bool {
+    interactive
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -426,6 +426,20 @@ mod tests {
     }
 
     #[test]
+    fn the_shell_definition_names_the_timeout_policy() {
+        let shell = definitions()
+            .into_iter()
+            .find(|d| d.name == "shell")
+            .unwrap();
+        let said = format!("(default {})", crate::policy::SHELL_TIMEOUT_S);
+        assert!(
+            shell.parameters.to_string().contains(&said),
+            "{}",
+            shell.parameters
+        );
+    }
+
+    #[test]
     fn definitions_match_parse() {
         for d in definitions() {
             assert_eq!(d.parameters["type"], "object");

@@ -21,9 +21,7 @@ use revolve_core::session::Opened;
 
 use crate::regular;
 use crate::tools::{self, Context};
-
-/// The largest file an edit opens (a bigger one is refused).
-const EDIT_CAP: u64 = 256 * 1024 * 1024;
+use revolve_core::policy::EDIT_CAP;
 
 /// The hash naming `bytes` in the content store.
 pub fn hash(bytes: &[u8]) -> String {
@@ -202,7 +200,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            file.set_permissions(fs::Permissions::from_mode(mode.unwrap_or(0o644)))?;
+            file.set_permissions(fs::Permissions::from_mode(
+                mode.unwrap_or(revolve_core::policy::NEW_FILE_MODE),
+            ))?;
         }
         #[cfg(not(unix))]
         let _ = mode;

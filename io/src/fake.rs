@@ -265,7 +265,7 @@ fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
 }
 
 /// The most an [`FakeReply::Endless`] stream sends before it gives up.
-pub const ENDLESS_CAP: usize = 1 << 30;
+pub const ENDLESS_CAP: usize = 1 << 30; // not policy: the test server's
 
 impl FakeReply {
     /// A streamed answer of `text`, one chunk per word (each word with the
@@ -417,11 +417,11 @@ impl Drop for FakeServer {
 }
 
 /// How often the idle server looks at its listener and its stop flag.
-const POLL: Duration = Duration::from_millis(5);
+const POLL: Duration = Duration::from_millis(5); // not policy: the test server's
 /// How long the server waits for a client to send its request.
-const READ_TIMEOUT: Duration = Duration::from_secs(2);
+const READ_TIMEOUT: Duration = Duration::from_secs(2); // not policy: the test server's
 /// The largest request head the server reads.
-const MAX_HEAD: usize = 1 << 20;
+const MAX_HEAD: usize = 1 << 20; // not policy: the test server's
 
 struct Server {
     listener: TcpListener,

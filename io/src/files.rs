@@ -13,9 +13,9 @@ use std::io;
 use std::path::Path;
 
 /// The mode of a folder revolve creates.
-pub const DIR_MODE: u32 = 0o700;
+pub const DIR_MODE: u32 = revolve_core::policy::DIR_MODE;
 /// The mode of a file revolve creates.
-pub const FILE_MODE: u32 = 0o600;
+pub const FILE_MODE: u32 = revolve_core::policy::FILE_MODE;
 
 /// Creates `path` and its missing parents, each `0700`.
 pub fn create_dir_all(path: &Path) -> io::Result<()> {

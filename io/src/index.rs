@@ -30,7 +30,7 @@ pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
 pub const LEGACY_FILE: &str = ".index.json";
 const MAGIC: &[u8] = b"revolve listing cache\0";
-const VERSION: u32 = 6;
+const VERSION: u32 = 6; // not policy: the cache format's version
 
 /// What says a file is unchanged: its size and modification time (ns).
 pub type Stamp = (u64, i64);
@@ -154,10 +154,10 @@ impl<'a> Index<'a> {
     }
 }
 
-const NAMED: u8 = 1;
-const HAS_NAME: u8 = 2;
-const HAS_CONTINUED: u8 = 4;
-const OWN_ID: u8 = 8;
+const NAMED: u8 = 1; // not policy: format flags
+const HAS_NAME: u8 = 2; // not policy: format flags
+const HAS_CONTINUED: u8 = 4; // not policy: format flags
+const OWN_ID: u8 = 8; // not policy: format flags
 
 impl Entry<'_> {
     fn write(&self, out: &mut Vec<u8>) {

@@ -273,7 +273,7 @@ pub fn each_record_while(
 }
 
 /// How much of a file's head and tail [`summary`] reads.
-const PEEK: u64 = 8 * 1024;
+const PEEK: u64 = 8 * 1024; // not policy: a read size
 
 /// A session's listing entry, read from its header and its last records
 /// only, so listing thousands of sessions stays fast. `None` when the file has

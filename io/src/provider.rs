@@ -77,8 +77,8 @@ mod scripted;
 mod sse;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
-pub use http::{CONNECT_TIMEOUT, MAX_ANSWER_BYTES, STALL_TIMEOUT};
 pub use openai::OpenAi;
+pub use revolve_core::policy::{CONNECT_TIMEOUT, MAX_ANSWER_BYTES, STALL_TIMEOUT};
 pub use scripted::{Scripted, ScriptedReply};
 pub use sse::{SseEvent, SseParser};
 

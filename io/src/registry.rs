@@ -174,7 +174,7 @@ pub struct Journal {
 
 const JOURNAL: &str = ".claims";
 /// Past this size the next claim starts the journal again.
-const JOURNAL_MAX: u64 = 1 << 20;
+const JOURNAL_MAX: u64 = 1 << 20; // not policy: when the journal starts over
 
 impl Journal {
     /// The journal of the running dir `dir`; an empty one when there is none

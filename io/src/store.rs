@@ -523,7 +523,7 @@ struct Finder<'o, 'a> {
 
 impl<'o, 'a> Finder<'o, 'a> {
     /// Entries removed in a row that the search just ahead still skips.
-    const AHEAD: usize = 8;
+    const AHEAD: usize = 8; // not policy: a read-ahead size
 
     fn new(old: &'o [Entry<'a>]) -> Finder<'o, 'a> {
         Finder {
@@ -614,7 +614,7 @@ impl Files {
 }
 
 /// How many names [`session_files`] hands over at a time.
-const BATCH: usize = 512;
+const BATCH: usize = 512; // not policy: a batch size
 
 /// Hands `batch` the `*.jsonl` names in `dir`, [`BATCH`] at a time, each
 /// ended by a `\0` (which no file name holds), in the order the folder
@@ -727,7 +727,7 @@ fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
 /// about 0.1 ms and writing the cache 0.5 µs an entry: with one session
 /// started per listing, 16 keeps both near a millisecond a listing for
 /// 10,000 sessions (64 spent up to 6 ms a start reading files again).
-const REWRITE_AFTER: usize = 16;
+const REWRITE_AFTER: usize = 16; // not policy: when the cache is rewritten
 
 /// Whether a file's second line is its `compacted` record.
 fn starts_compacted(path: &Path) -> bool {

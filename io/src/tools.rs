@@ -105,6 +105,11 @@ use crate::group::{self, Group};
 use crate::memory::{self, MemoryDirs};
 use crate::refine;
 use crate::regular;
+use revolve_core::policy::{
+    BINARY_PROBE, GREP_BYTES, GREP_FILE_MAX, GREP_LINES, GREP_LINE_CHARS, GREP_SKIP, GREP_TIME,
+    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, SHELL_DRAIN, SHELL_MAX_TIMEOUT_S,
+    SHELL_STREAM_CAP, SHELL_TIMEOUT_S,
+};
 
 /// What the tools need to know about where they run.
 #[derive(Clone, Debug)]
@@ -402,7 +407,7 @@ impl From<Result<String, String>> for Outcome {
 
 /// The longest path a tool takes, in bytes (Linux's `PATH_MAX`): no file
 /// has a longer one.
-const PATH_MAX: usize = 4096;
+const PATH_MAX: usize = 4096; // not policy: the platform's limit
 
 /// A path longer than [`PATH_MAX`] is refused without being echoed: an
 /// error quoting megabytes of it would only fill the history.
@@ -520,11 +525,6 @@ pub(crate) fn lexical(path: &Path) -> PathBuf {
 
 // ---------------------------------------------------------------------------
 // read_file
-
-/// The most `read_file` returns in one call.
-const READ_CAP: usize = 256 * 1024;
-/// How much of a file's start is checked for NUL bytes.
-const BINARY_PROBE: usize = 8 * 1024;
 
 fn read_file(
     scope: &Scope,
@@ -659,9 +659,6 @@ fn next_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, keep: usize) -> io::R
 // ---------------------------------------------------------------------------
 // list_dir
 
-/// The most entries `list_dir` shows.
-const LIST_CAP: usize = 2000;
-
 fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
     let path = scope.resolve(raw)?;
     let cannot = |e: io::Error| format!("error: cannot list {raw}: {e}");
@@ -730,19 +727,6 @@ fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
 
 // ---------------------------------------------------------------------------
 // grep
-
-/// The most matching lines `grep` shows.
-const GREP_LINES: usize = 500;
-/// The most bytes of matching lines `grep` shows.
-const GREP_BYTES: usize = 64 * 1024;
-/// Larger files are not searched.
-const GREP_FILE_MAX: u64 = 4 * 1024 * 1024;
-/// Characters of a matching line shown.
-const GREP_LINE_CHARS: usize = 512;
-/// How long one search may take.
-const GREP_TIME: Duration = Duration::from_secs(30);
-/// Directories not descended into (besides hidden ones).
-const GREP_SKIP: [&str; 3] = [".git", "target", "node_modules"];
 
 /// What a search found and passed over.
 #[derive(Default)]
@@ -955,16 +939,8 @@ fn plural(n: usize, noun: &str) -> String {
 // ---------------------------------------------------------------------------
 // shell
 
-/// Seconds a command may run when the model does not say.
-const SHELL_TIMEOUT_S: u64 = 120;
-/// The most seconds a command may run.
-const SHELL_MAX_TIMEOUT_S: u64 = 3600;
-/// The most bytes kept of one stream; past it the command is killed.
-const SHELL_STREAM_CAP: usize = 64 * 1024 * 1024;
 /// How often the child, the clock and `cancel` are checked, at most.
-const SHELL_POLL: Duration = Duration::from_millis(50);
-/// How long to wait for the pipes to close once `sh` has ended.
-const SHELL_DRAIN: Duration = Duration::from_secs(1);
+const SHELL_POLL: Duration = Duration::from_millis(50); // not policy: how often cancel is polled
 
 /// How a command ended.
 enum Ending {
@@ -1249,11 +1225,6 @@ fn agent_info(ctx: &Context) -> Result<String, String> {
 
 // ---------------------------------------------------------------------------
 // Matching: the regex crate (what ripgrep is built on), linear in the line.
-
-/// The longest pattern accepted, in characters.
-const PATTERN_MAX: usize = 4096;
-/// The most memory a compiled pattern may take.
-const PATTERN_SIZE_MAX: usize = 10 << 20;
 
 /// A compiled pattern.
 struct Matcher {

@@ -23,9 +23,7 @@ use std::process::{Command, Stdio};
 use revolve_core::edit::Change;
 
 use crate::edit::{self, Blobs};
-
-/// The most bytes of untracked files kept in memory before a command.
-pub const KEEP_CAP: usize = 64 * 1024 * 1024;
+use revolve_core::policy::KEEP_CAP;
 
 /// A repository's state before a command.
 pub struct Before {

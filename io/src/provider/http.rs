@@ -17,26 +17,12 @@ use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
 use super::{excerpt, one_line, seconds, ProviderError};
+use revolve_core::policy::{
+    CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES, MAX_STREAM_BYTES,
+    STALL_TIMEOUT,
+};
 
-/// How long connecting (and resolving the host) may take.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// The default longest silence between two reads of an answer.
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// How much of an error body is read, and how much of it is shown.
-const ERROR_BODY_READ: u64 = 64 * 1024;
-pub(super) const ERROR_BODY_SHOWN: usize = 200;
-/// The most an answer may hold, text and tool calls together, in bytes: a
-/// stream that goes past it fails (keeping the text so far), so a server
-/// that never stops cannot take all the memory.
-pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
-/// The most bytes one streamed answer may send, events, comments and line
-/// ends included (an answer of [`MAX_ANSWER_BYTES`] in small chunks
-/// carries several times its text in JSON envelopes).
-const MAX_STREAM_BYTES: usize = 16 * MAX_ANSWER_BYTES;
-/// The largest non-streamed answer read (an answer of
-/// [`MAX_ANSWER_BYTES`] with every character escaped, and its envelope).
-const JSON_BODY_LIMIT: u64 = 2 * MAX_ANSWER_BYTES as u64 + 64 * 1024;
+pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
 
 /// One wire protocol's way of reading an answer.
 pub(super) trait Protocol: Default {

@@ -31,7 +31,7 @@ pub struct SseParser {
 
 impl SseParser {
     /// The longest line, and the most data of one event, kept in bytes.
-    pub const MAX_LINE: usize = 16 * 1024 * 1024;
+    pub const MAX_LINE: usize = revolve_core::policy::SSE_MAX_LINE;
 
     /// A parser at the start of a stream.
     pub fn new() -> SseParser {

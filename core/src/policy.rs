@@ -1,0 +1,145 @@
+//! Every bound and limit the shell enforces, decided here once: the tools'
+//! output bounds and time budgets, the model requests' timeouts and size
+//! limits, and the defaults of the run. The shell (`revolve-io`, the `repl`)
+//! reads them from here and defines none of its own; `.ci/run` checks that
+//! no numeric constant outside `core/` is left unmarked.
+//!
+//! The settings a user may change (`--window`, `--spill-result-chars`,
+//! `--max-tool-rounds`, …) keep their defaults beside their rules:
+//! [`crate::config`], [`crate::compact`], [`crate::session::SPILL_CHARS`],
+//! [`crate::guard`], [`crate::retry`].
+
+use std::time::Duration;
+
+// ---------------------------------------------------------------------------
+// read_file, list_dir
+
+/// The most `read_file` returns in one call.
+pub const READ_CAP: usize = 256 * 1024;
+
+/// How much of a file's start is checked for NUL bytes.
+pub const BINARY_PROBE: usize = 8 * 1024;
+
+/// The most entries `list_dir` shows.
+pub const LIST_CAP: usize = 2000;
+
+// ---------------------------------------------------------------------------
+// grep
+
+/// The most matching lines `grep` shows.
+pub const GREP_LINES: usize = 500;
+
+/// The most bytes of matching lines `grep` shows.
+pub const GREP_BYTES: usize = 64 * 1024;
+
+/// Larger files are not searched.
+pub const GREP_FILE_MAX: u64 = 4 * 1024 * 1024;
+
+/// Characters of a matching line shown.
+pub const GREP_LINE_CHARS: usize = 512;
+
+/// How long one search may take.
+pub const GREP_TIME: Duration = Duration::from_secs(30);
+
+/// Directories not descended into (besides hidden ones).
+pub const GREP_SKIP: [&str; 3] = [".git", "target", "node_modules"];
+
+/// The longest pattern accepted, in characters.
+pub const PATTERN_MAX: usize = 4096;
+
+/// The most memory a compiled pattern may take.
+pub const PATTERN_SIZE_MAX: usize = 10 << 20;
+
+// ---------------------------------------------------------------------------
+// shell
+
+/// Seconds a command may run when the model does not say.
+pub const SHELL_TIMEOUT_S: u64 = 120;
+
+/// The most seconds a command may run.
+pub const SHELL_MAX_TIMEOUT_S: u64 = 3600;
+
+/// The most bytes kept of one stream; past it the command is killed.
+pub const SHELL_STREAM_CAP: usize = 64 * 1024 * 1024;
+
+/// How long to wait for the pipes to close once `sh` has ended.
+pub const SHELL_DRAIN: Duration = Duration::from_secs(1);
+
+/// The most bytes of untracked files kept in memory before a command.
+pub const KEEP_CAP: usize = 64 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------
+// edit_file, write_file
+
+/// The largest file an edit opens (a bigger one is refused).
+pub const EDIT_CAP: u64 = 256 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------
+// Model requests
+
+/// How long connecting (and resolving the host) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default longest silence between two reads of an answer.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How much of an error body is read, and how much of it is shown.
+pub const ERROR_BODY_READ: u64 = 64 * 1024;
+/// How much of an error body is shown, in characters.
+pub const ERROR_BODY_SHOWN: usize = 200;
+
+/// The most an answer may hold, text and tool calls together, in bytes: a
+/// stream that goes past it fails (keeping the text so far), so a server
+/// that never stops cannot take all the memory.
+pub const MAX_ANSWER_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most bytes one streamed answer may send, events, comments and line
+/// ends included (an answer of [`MAX_ANSWER_BYTES`] in small chunks
+/// carries several times its text in JSON envelopes).
+pub const MAX_STREAM_BYTES: usize = 16 * MAX_ANSWER_BYTES;
+
+/// The largest non-streamed answer read (an answer of
+/// [`MAX_ANSWER_BYTES`] with every character escaped, and its envelope).
+pub const JSON_BODY_LIMIT: u64 = 2 * MAX_ANSWER_BYTES as u64 + 64 * 1024;
+
+// ---------------------------------------------------------------------------
+// Commands
+
+/// How many skipped lines and inconsistencies `replay --check` lists one by
+/// one; beyond that it counts them (a garbled file of any size is checked in
+/// bounded memory).
+pub const CHECK_LISTS: usize = 1_000;
+
+/// The longest line of a server-sent event stream, and the most data of
+/// one event, kept in bytes.
+pub const SSE_MAX_LINE: usize = 16 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------
+// What is shown
+
+/// How much of the conversation a resume shows again, at most, in bytes.
+pub const RESUME_SHOWS_BYTES: usize = 64 * 1024;
+
+/// How much of the conversation `revolve attach` shows first, at most.
+pub const ATTACH_SHOWS_BYTES: usize = 16 * 1024;
+
+// ---------------------------------------------------------------------------
+// Files revolve makes
+
+/// The mode of a folder revolve creates under its state and config roots:
+/// the owner's only, as ssh and gpg make theirs.
+pub const DIR_MODE: u32 = 0o700;
+
+/// The mode of a file revolve creates there.
+pub const FILE_MODE: u32 = 0o600;
+
+/// The mode of a new file `write_file` creates in the user's tree (an
+/// existing file keeps its own), as an editor makes it under the usual
+/// umask.
+pub const NEW_FILE_MODE: u32 = 0o644;
+
+// ---------------------------------------------------------------------------
+// Runs
+
+/// `--goal-run` stops after this many turns unless `--max-turns` says.
+pub const GOAL_RUN_TURNS: u32 = 20;
