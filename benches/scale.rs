@@ -856,7 +856,7 @@ impl Server {
 // --- 4. the window --------------------------------------------------------
 
 fn window(config: &Config, bin: &Path, scratch: &Scratch, table: &mut Table) {
-    use revolve_io::fake::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
+    use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
     let env = Env::new(bin, &scratch.path("window"));
     let path = env.sessions_dir().join("20261202-102606-000002.jsonl");
     let target = config.bytes(100 * MB);

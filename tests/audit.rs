@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
 use common::{messages, records, tool_results, Run, TestEnv};
@@ -886,15 +886,15 @@ fn a_lost_tool_result_is_answered_as_lost_on_resume() {
     let env = TestEnv::new("lost-result");
     std::fs::write(env.cwd.join("a.txt"), "alpha\n").unwrap();
     std::fs::write(env.cwd.join("b.txt"), "beta\n").unwrap();
-    let server = revolve_io::fake::FakeServer::start(vec![
-        revolve_io::fake::FakeReply::tool_calls(
+    let server = revolve_testkit::FakeServer::start(vec![
+        revolve_testkit::FakeReply::tool_calls(
             "",
             &[
                 ("c1", "read_file", r#"{"path":"a.txt"}"#),
                 ("c2", "read_file", r#"{"path":"b.txt"}"#),
             ],
         ),
-        revolve_io::fake::FakeReply::text("Both read."),
+        revolve_testkit::FakeReply::text("Both read."),
     ])
     .unwrap();
     let url = server.url();
@@ -916,7 +916,7 @@ fn a_lost_tool_result_is_answered_as_lost_on_resume() {
     std::fs::write(&path, damaged).unwrap();
 
     let server =
-        revolve_io::fake::FakeServer::start(vec![revolve_io::fake::FakeReply::text("Going on.")])
+        revolve_testkit::FakeServer::start(vec![revolve_testkit::FakeReply::text("Going on.")])
             .unwrap();
     let url = server.url();
     let run = env.run(&["--base-url", &url, "--continue", "-p", "and now"], "");

@@ -2,7 +2,7 @@
 
 mod common;
 
-use revolve_io::fake::FakeServer;
+use revolve_testkit::FakeServer;
 use serde_json::Value;
 
 use common::{fixture, kinds, records, TestEnv};

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use revolve_core::compact::{self, notes_message, SUMMARY_PROMPT};
-use revolve_io::fake::{wait_for_requests, FakeReply, FakeServer, Recorded};
+use revolve_testkit::{wait_for_requests, FakeReply, FakeServer, Recorded};
 use serde_json::Value;
 
 use common::{kinds, messages, pairs, records, request_messages, Run, TestEnv};

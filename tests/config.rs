@@ -3,7 +3,7 @@
 
 mod common;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
 use common::{records, TestEnv};

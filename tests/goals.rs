@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use revolve_core::goal::RUN_PROMPT;
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
 use common::{messages, records, request_messages, Run, TestEnv};

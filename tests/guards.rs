@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
 use common::{kinds, records, request_messages, Run, TestEnv};

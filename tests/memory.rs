@@ -17,7 +17,7 @@ use std::time::Duration;
 use revolve_core::memory::{
     SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE, SUBAGENTS_README,
 };
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
 use common::{records, tool_results, Run, TestEnv};

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use revolve_io::fake::{wait_for_requests, FakeReply, FakeServer};
+use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
 use common::{records, request_messages, TestEnv};

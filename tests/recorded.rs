@@ -6,7 +6,7 @@
 
 mod common;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 
 use common::TestEnv;
 

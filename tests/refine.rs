@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN};
 use revolve_core::refine::PROMPT;
-use revolve_io::fake::{FakeReply, FakeServer, Recorded};
+use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
 use common::{records, request_messages, Run, TestEnv};

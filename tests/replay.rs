@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::path::Path;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 
 use common::{fixture, kinds, lines, messages, pairs, repo, request_messages, TestEnv};
 

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 use std::time::SystemTime;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 use time::macros::datetime;
 use time::OffsetDateTime;

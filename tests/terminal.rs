@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use revolve_io::fake::{FakeReply, FakeServer};
+use revolve_testkit::{FakeReply, FakeServer};
 
 use common::TestEnv;
 

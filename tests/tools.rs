@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use revolve_io::fake::{FakeReply, FakeServer, Recorded};
+use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
 use common::{kinds, messages, pairs, records, tool_results, Run, TestEnv};

@@ -6,7 +6,7 @@ mod common;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use revolve_io::fake::{wait_for_requests, FakeReply, FakeServer};
+use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
 use common::{kinds, messages, pairs, records, request_messages, TestEnv};

@@ -6,7 +6,7 @@
 
 mod common;
 
-use revolve_io::fake::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
+use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
 use serde_json::{json, Value};
 
 use common::{records, Run, TestEnv};

@@ -314,6 +314,27 @@ pub fn rewind_list(turns: &[crate::edit::TurnEdits]) -> String {
     out
 }
 
+/// `text` cut before every whitespace run that follows a non-space, so each
+/// piece is a word with the whitespace before it; the pieces concatenated
+/// are `text`.
+pub fn word_pieces(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut after_space = true;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if space && !after_space && i > start {
+            pieces.push(&text[start..i]);
+            start = i;
+        }
+        after_space = space;
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
 /// The line shown when a tool starts: `→ shell cargo test`.
 pub fn tool_line(tool: &Tool) -> String {
     let what = match tool {

@@ -12,8 +12,8 @@
 //! * [`index`]: the listing cache's file format.
 //! * [`clock`]: the clock and session ids.
 //! * [`interrupt`]: Ctrl-C as a flag.
-//! * [`provider`]: model APIs (OpenAI-compatible, scripted).
-//! * [`fake`]: a fake model server on 127.0.0.1 for tests.
+//! * [`provider`]: model APIs (OpenAI-compatible, scripted): the
+//!   `revolve-provider` crate, re-exported.
 //! * [`inbox`]: messages delivered to a running session, on disk until logged.
 //! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
@@ -26,7 +26,6 @@
 
 pub mod clock;
 pub mod edit;
-pub mod fake;
 pub mod files;
 pub mod fsx;
 pub mod goal;
@@ -37,10 +36,11 @@ pub mod interrupt;
 pub mod log;
 pub mod memory;
 pub mod paths;
-pub mod provider;
 pub mod refine;
 pub mod registry;
 pub mod regular;
 pub mod store;
 pub mod tools;
 pub mod track;
+
+pub use revolve_provider as provider;

@@ -19,9 +19,9 @@ use revolve_core::request::Wire;
 use revolve_core::state::State;
 use revolve_core::view;
 use revolve_core::Request;
-use revolve_io::fake::{FakeReply, FakeServer};
 use revolve_io::log;
 use revolve_io::provider::{Anthropic, OpenAi, Provider, SseEvent, SseParser};
+use revolve_testkit::{FakeReply, FakeServer};
 
 /// Cases per property.
 const CASES: u64 = 1000;

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::provider::word_pieces;
+use revolve_core::view::word_pieces;
 
 /// One scripted answer of the fake server.
 #[derive(Clone, Debug, PartialEq, Eq)]

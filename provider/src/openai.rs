@@ -345,8 +345,8 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
-    use crate::fake::{FakeReply, FakeServer};
-    use crate::provider::testing::{request, run};
+    use crate::testing::{request, run};
+    use revolve_testkit::{FakeReply, FakeServer};
 
     fn fake(replies: Vec<FakeReply>) -> (FakeServer, OpenAi) {
         let server = FakeServer::start(replies).unwrap();

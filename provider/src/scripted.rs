@@ -256,7 +256,7 @@ mod tests {
     use revolve_core::Message;
 
     use super::*;
-    use crate::provider::testing::request;
+    use crate::testing::request;
 
     fn reply(text: &str) -> ScriptedReply {
         ScriptedReply {

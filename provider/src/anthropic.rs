@@ -365,8 +365,8 @@ mod tests {
     use revolve_core::{Message, ToolCall};
 
     use super::*;
-    use crate::fake::{FakeReply, FakeServer};
-    use crate::provider::testing::run;
+    use crate::testing::run;
+    use revolve_testkit::{FakeReply, FakeServer};
 
     fn fake(replies: Vec<FakeReply>) -> (FakeServer, Anthropic) {
         let server = FakeServer::start_anthropic(replies).unwrap();

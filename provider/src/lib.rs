@@ -318,26 +318,7 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-/// `text` cut before every whitespace run that follows a non-space, so each
-/// piece is a word with the whitespace before it; the pieces concatenated
-/// are `text`.
-pub(crate) fn word_pieces(text: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut after_space = true;
-    for (i, c) in text.char_indices() {
-        let space = c.is_whitespace();
-        if space && !after_space && i > start {
-            pieces.push(&text[start..i]);
-            start = i;
-        }
-        after_space = space;
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    pieces
-}
+pub use revolve_core::view::word_pieces;
 
 /// Helpers shared by the providers' tests.
 #[cfg(test)]
@@ -383,7 +364,7 @@ mod tests {
 
     use super::testing::run;
     use super::*;
-    use crate::fake::{FakeReply, FakeServer};
+    use revolve_testkit::{FakeReply, FakeServer};
 
     #[test]
     fn providers_are_send_and_sync() {
