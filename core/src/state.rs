@@ -75,6 +75,10 @@ pub struct State {
     pub files: BTreeMap<String, String>,
     /// The file changes this session made, in order (see [`crate::edit`]).
     pub edits: Vec<FileEdit>,
+    /// What each file held when revolve last changed it (an edit, a shell
+    /// command's change, a rewind; `None`: removed), rewound edits and
+    /// conversation-only rewinds included: what a rewind expects on disk.
+    pub wrote: BTreeMap<String, Option<String>>,
     /// An edit logged but not yet known to be written.
     pub pending_edit: Option<Edit>,
     /// The rewinds, in order.
@@ -325,6 +329,7 @@ impl State {
                 // file starts without them, and so does the live session.
                 self.files.clear();
                 self.edits.clear();
+                self.wrote.clear();
                 self.pending_edit = None;
                 self.rewinds.clear();
                 self.turn_floor = 1;
@@ -374,6 +379,7 @@ impl State {
             Some(hash) => self.files.insert(e.path.clone(), hash.clone()),
             None => self.files.remove(&e.path),
         };
+        self.wrote.insert(e.path.clone(), e.after.clone());
         self.edits.push(FileEdit {
             call: e.call.clone(),
             path: e.path.clone(),
@@ -394,6 +400,7 @@ impl State {
                 Some(hash) => self.files.insert(f.path.clone(), hash.clone()),
                 None => self.files.remove(&f.path),
             };
+            self.wrote.insert(f.path.clone(), f.to.clone());
         }
         let mut entry = RewindEntry {
             record: r.clone(),
