@@ -272,6 +272,16 @@ impl State {
                 }
             }
             Record::Edit(e) => {
+                // Core edits only a file whose content it knows: the chain
+                // of hashes holds (a shell command's change is whatever it
+                // found, so it is not held to it).
+                if e.by != "shell" && e.before.as_ref() != self.files.get(&e.path) {
+                    note = Some(
+                        "an edit whose prior content is not what the session last read or \
+                         wrote of the file"
+                            .to_owned(),
+                    );
+                }
                 if e.written {
                     self.edited(e);
                 } else {
