@@ -315,15 +315,14 @@ pub fn plan(
     let mut files: Vec<Restore> = Vec::new();
     if scope != Scope::ConversationOnly {
         // Each file goes back to what it held before the first of these
-        // edits; it must hold what the last of them left.
+        // edits; it must hold what revolve last left there (the last of
+        // them, or a later turn's edit a conversation-only rewind kept).
         let mut first: BTreeMap<&str, Option<String>> = BTreeMap::new();
-        let mut last: BTreeMap<&str, Option<String>> = BTreeMap::new();
         for e in state.edits.iter().filter(|e| !e.rewound && e.turn >= from) {
             first.entry(&e.path).or_insert_with(|| e.before.clone());
-            last.insert(&e.path, e.after.clone());
         }
         for (path, to) in first {
-            let expected = last.get(path).cloned().flatten();
+            let expected = state.wrote.get(path).cloned().flatten();
             let now_there = on_disk.get(path).cloned().flatten();
             if now_there != expected && !force {
                 return Err(format!(

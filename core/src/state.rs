@@ -75,6 +75,10 @@ pub struct State {
     pub files: BTreeMap<String, String>,
     /// The file changes this session made, in order (see [`crate::edit`]).
     pub edits: Vec<FileEdit>,
+    /// What each file held when revolve last changed it (an edit, a shell
+    /// command's change, a rewind; `None`: removed), rewound edits and
+    /// conversation-only rewinds included: what a rewind expects on disk.
+    pub wrote: BTreeMap<String, Option<String>>,
     /// An edit logged but not yet known to be written.
     pub pending_edit: Option<Edit>,
     /// The rewinds, in order.
@@ -268,12 +272,12 @@ impl State {
                 }
             }
             Record::Edit(e) => {
-                // The chain of contents: an edit by a tool starts from what
-                // the session last read or wrote (core refuses any other).
-                let last = self.files.get(&e.path);
-                if e.by != "shell" && e.before.is_some() && e.before.as_ref() != last {
+                // Core edits only a file whose content it knows: the chain
+                // of hashes holds (a shell command's change is whatever it
+                // found, so it is not held to it).
+                if e.by != "shell" && e.before.as_ref() != self.files.get(&e.path) {
                     note = Some(format!(
-                        "an edit of {} from a content the session had not last seen",
+                        "an edit of {} from a content the session had not last read or wrote",
                         e.path
                     ));
                 }
@@ -343,6 +347,7 @@ impl State {
                 // file starts without them, and so does the live session.
                 self.files.clear();
                 self.edits.clear();
+                self.wrote.clear();
                 self.pending_edit = None;
                 self.rewinds.clear();
                 self.turn_floor = 1;
@@ -392,6 +397,7 @@ impl State {
             Some(hash) => self.files.insert(e.path.clone(), hash.clone()),
             None => self.files.remove(&e.path),
         };
+        self.wrote.insert(e.path.clone(), e.after.clone());
         self.edits.push(FileEdit {
             call: e.call.clone(),
             path: e.path.clone(),
@@ -412,6 +418,7 @@ impl State {
                 Some(hash) => self.files.insert(f.path.clone(), hash.clone()),
                 None => self.files.remove(&f.path),
             };
+            self.wrote.insert(f.path.clone(), f.to.clone());
         }
         let mut entry = RewindEntry {
             record: r.clone(),
@@ -656,7 +663,7 @@ mod tests {
             })
         };
         let note = s.clone().apply(&edit("h0")).unwrap();
-        assert!(note.contains("had not last seen"), "{note}");
+        assert!(note.contains("had not last read or wrote"), "{note}");
         assert!(s.apply(&edit("h1")).is_none());
         assert!(s.pending_edit.is_some());
         let written = Record::Written(Written {

@@ -140,6 +140,20 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
             if !dir.is_dir() {
                 return Err(format!("error: the folder of {raw} is not a directory"));
             }
+            // A dangling symlink: writing would replace the link with a
+            // file (and a rewind would then remove it as revolve's own).
+            let at = dir.join(&name);
+            if at.symlink_metadata().is_ok() {
+                let target = fs::read_link(&at).unwrap_or_default();
+                if !scope.allows(&tools::lexical(&dir.join(&target))) {
+                    return Err(tools::refusal(raw));
+                }
+                return Err(format!(
+                    "error: {raw} is a symlink to {}, which does not exist; write that path \
+                     instead",
+                    target.display()
+                ));
+            }
             return Ok(Opened {
                 path: dir.join(name).to_string_lossy().into_owned(),
                 shown: raw.to_owned(),
