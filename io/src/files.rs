@@ -13,8 +13,10 @@ use std::io::{self, Write};
 use std::path::Path;
 
 /// The mode of a folder revolve creates.
+#[cfg(unix)]
 pub const DIR_MODE: u32 = 0o700;
 /// The mode of a file revolve creates.
+#[cfg(unix)]
 pub const FILE_MODE: u32 = 0o600;
 
 /// Creates `path` and its missing parents, each `0700`.

@@ -678,6 +678,7 @@ pub type Fast = std::hash::BuildHasherDefault<FastHasher>;
 
 /// A file's stamp: its size and modification time (ns).
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    #[cfg(unix)]
     use std::os::unix::fs::MetadataExt;
     (
         meta.len(),
@@ -842,6 +843,7 @@ mod tests {
 
     #[test]
     fn the_folder_read_names_every_session_file_and_nothing_else() {
+        #[cfg(unix)]
         use std::os::unix::ffi::OsStrExt;
         let store = store("readdir");
         let dir = store.sessions_dir();
