@@ -38,10 +38,15 @@ pub fn spawn(cmd: &mut Command, columns: u16, rows: u16) -> io::Result<(Child, F
             Ok(())
         });
     }
-    let child = cmd.spawn()?;
-    // Only the child holds the terminal's side now: reading `master` ends
-    // when the child (and whatever it started) is gone.
+    let child = cmd.spawn();
+    // Only the child holds the terminal's side now (`cmd` let go of its
+    // copies too): reading `master` ends when the child, and whatever it
+    // started, is gone.
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
     drop(slave);
+    let child = child?;
     Ok((child, File::from(master)))
 }
 
