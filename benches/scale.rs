@@ -1083,20 +1083,10 @@ impl Env {
     /// Spawn to the REPL's first prompt (`› `) on a pseudo-terminal; the
     /// REPL is then ended with Ctrl-D.
     fn first_prompt(&self, url: &str) -> Duration {
-        use std::os::fd::OwnedFd;
-        let (master, slave) = pty::open().expect("a pseudo-terminal");
-        let io = |fd: &OwnedFd| Stdio::from(fd.try_clone().expect("a pty fd"));
-        let mut master = std::fs::File::from(master);
+        let mut cmd = self.command(&["--base-url", url], &self.cwd);
+        cmd.env("TERM", "xterm");
         let t = Instant::now();
-        let mut child = self
-            .command(&["--base-url", url], &self.cwd)
-            .env("TERM", "xterm")
-            .stdin(io(&slave))
-            .stdout(io(&slave))
-            .stderr(io(&slave))
-            .spawn()
-            .expect("running revolve");
-        drop(slave);
+        let (mut child, mut master) = pty::spawn(&mut cmd, 80, 24).expect("running revolve");
         let mut seen = Vec::new();
         let mut buf = [0u8; 4096];
         let took = loop {
@@ -1133,82 +1123,37 @@ impl Env {
     }
 }
 
-/// A pseudo-terminal pair from the C library (std has none).
-mod pty {
-    use std::ffi::{c_char, c_int};
-    use std::io;
-    use std::os::fd::{FromRawFd, OwnedFd};
+/// The tests' pseudo-terminal helper (rustix; std has none).
+#[path = "../tests/common/pty.rs"]
+mod pty;
 
-    extern "C" {
-        fn posix_openpt(flags: c_int) -> c_int;
-        fn grantpt(fd: c_int) -> c_int;
-        fn unlockpt(fd: c_int) -> c_int;
-        fn ptsname_r(fd: c_int, buf: *mut c_char, len: usize) -> c_int;
-    }
-    const O_RDWR: c_int = 2;
-    const O_NOCTTY: c_int = 0o400;
-
-    /// (master, slave).
-    pub fn open() -> io::Result<(OwnedFd, OwnedFd)> {
-        // SAFETY: plain calls on a descriptor this function owns; the
-        // name buffer is valid for `len` bytes and NUL-terminated by
-        // `ptsname_r` on success.
-        unsafe {
-            let fd = posix_openpt(O_RDWR | O_NOCTTY);
-            if fd < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let master = OwnedFd::from_raw_fd(fd);
-            let mut name = [0 as c_char; 128];
-            if grantpt(fd) != 0
-                || unlockpt(fd) != 0
-                || ptsname_r(fd, name.as_mut_ptr(), name.len()) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            let path = std::ffi::CStr::from_ptr(name.as_ptr())
-                .to_string_lossy()
-                .into_owned();
-            let slave = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .open(path)?;
-            Ok((master, slave.into()))
-        }
-    }
-}
-
-/// Waits for a child and returns its exit code and peak RSS in KB
-/// (`wait4`; std offers no way to get a child's resource usage).
+/// Waits for a child and returns its exit code (128 + the signal when a
+/// signal ended it) and peak RSS in KB. std's `Child` offers no resource
+/// usage, nor nix a `wait4`: the libc crate's binding, which nix re-exports.
+/// `getrusage(RUSAGE_CHILDREN)` would not do: its peak is the largest of
+/// every child waited for so far, not this one's.
 fn wait(pid: u32) -> (i32, u64) {
-    #[repr(C)]
-    struct Rusage {
-        utime: [i64; 2],
-        stime: [i64; 2],
-        maxrss: i64,
-        rest: [i64; 13],
-    }
-    extern "C" {
-        fn wait4(pid: i32, status: *mut i32, options: i32, rusage: *mut Rusage) -> i32;
-    }
+    use nix::libc;
+    use nix::sys::wait::WaitStatus;
+    use nix::unistd::Pid;
+    let pid = Pid::from_raw(pid as i32);
     let mut status = 0;
-    let mut usage = Rusage {
-        utime: [0; 2],
-        stime: [0; 2],
-        maxrss: 0,
-        rest: [0; 13],
-    };
+    // SAFETY: an all-zero `rusage` is a valid value (plain integers).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: `wait4` writes only the two out-parameters, which are valid
-    // for writes and live across the call; `Rusage` matches `struct rusage`
-    // of Linux on 64-bit targets.
-    let r = unsafe { wait4(pid as i32, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid as i32, "wait4: {}", io::Error::last_os_error());
-    let code = if status & 0x7f == 0 {
-        (status >> 8) & 0xff
-    } else {
-        128 + (status & 0x7f)
+    // for writes and live across the call; `rusage` is the libc crate's.
+    let r = unsafe { libc::wait4(pid.as_raw(), &mut status, 0, &mut usage) };
+    assert_eq!(r, pid.as_raw(), "wait4: {}", io::Error::last_os_error());
+    let code = match WaitStatus::from_raw(pid, status) {
+        Ok(WaitStatus::Exited(_, code)) => code,
+        Ok(WaitStatus::Signaled(_, signal, _)) => 128 + signal as i32,
+        other => panic!("wait4: {other:?}"),
     };
-    (code, usage.maxrss.max(0) as u64)
+    // `ru_maxrss` is in kilobytes on Linux, in bytes on macOS.
+    let maxrss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    #[cfg(target_os = "macos")]
+    let maxrss = maxrss / 1024;
+    (code, maxrss)
 }
 
 // --- generated content ----------------------------------------------------

@@ -1,6 +1,12 @@
 //! The `revolve` binary: parses the command line, reads lines (rustyline in
 //! a terminal, stdin otherwise), renders output. No decisions live here: the
 //! core decides, `revolve-io` executes.
+//!
+//! Platforms: unix (Linux, macOS); Ctrl-C handling and the `shell` tool's
+//! process groups are unix APIs (see `revolve-io`).
+
+#[cfg(not(unix))]
+compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod approve;
 pub mod cli;

@@ -8,7 +8,6 @@
 mod common;
 
 use std::io::Write;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use revolve_testkit::{FakeReply, FakeServer};
@@ -290,10 +289,6 @@ fn invalid_utf8_from_a_shell_command_is_replaced() {
 // ---------------------------------------------------------------------------
 // Escape sequences on a terminal
 
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// How many steps of a session its log shows as done: turns ended
 /// (`totals`) and refinements (`refined`).
 fn steps_done(env: &TestEnv) -> usize {
@@ -304,46 +299,19 @@ fn steps_done(env: &TestEnv) -> usize {
         .count()
 }
 
-/// Runs the binary on a pseudo-terminal (util-linux `script`) in the
+/// Runs the binary on a pseudo-terminal ([`common::pty`]) in the
 /// harness's environment, typing each of `lines` once the step before it
 /// is in the log (typed ahead, a line can reach the terminal before the
 /// line editor does, and be lost); returns the raw bytes the terminal
-/// received, or `None` without `script`.
-fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Option<Vec<u8>> {
-    let available = Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !available {
-        return None;
-    }
-    let mut line = sh_quote(common::BIN);
-    for a in args {
-        line.push(' ');
-        line.push_str(&sh_quote(a));
-    }
-    let plain = env.command(&[]);
-    let mut cmd = Command::new("script");
-    cmd.args(["-qec", &line, "/dev/null"])
-        .current_dir(&env.cwd)
-        .env_clear();
-    for (key, value) in plain.get_envs() {
-        if let Some(value) = value {
-            cmd.env(key, value);
-        }
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start script");
-    let mut pipe = child.stdin.take().unwrap();
-    let mut out = child.stdout.take().unwrap();
+/// received.
+fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Vec<u8> {
+    let (mut child, mut pipe) =
+        common::pty::spawn(&mut env.command(args), 80, 24).expect("start revolve on a pty");
+    let mut out = pipe.try_clone().expect("a second handle on the pty");
     let reader = std::thread::spawn(move || {
         let mut bytes = Vec::new();
+        // Ends in EIO on Linux once the terminal is gone; what was read
+        // before is kept.
         std::io::Read::read_to_end(&mut out, &mut bytes).ok();
         bytes
     });
@@ -364,7 +332,7 @@ fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Option<Vec<u8>
     wait_steps(lines.len());
     // Ctrl-D; should it be lost all the same, the run is ended after a
     // while: what the terminal showed is what is checked.
-    drop(pipe);
+    pipe.write_all(b"\x04").ok();
     let deadline = Instant::now() + Duration::from_secs(5);
     while child.try_wait().unwrap().is_none() {
         if Instant::now() >= deadline {
@@ -374,7 +342,7 @@ fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Option<Vec<u8>
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Some(reader.join().unwrap())
+    reader.join().unwrap()
 }
 
 /// What the model may send to take over a terminal: clear the screen, set
@@ -411,14 +379,11 @@ fn escape_sequences_from_the_model_are_inert_on_a_terminal() {
         // An error message from the server that is.
         FakeReply::Garbage(format!("data: {}\n\n", json!({"error": {"message": evil}}))),
     ]);
-    let Some(shown) = on_a_terminal(
+    let shown = on_a_terminal(
         &env,
         &["--base-url", &server.url()],
         &["go", "/refine", "again"],
-    ) else {
-        eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not installed");
-        return;
-    };
+    );
     assert_eq!(
         server.requests().len(),
         4,

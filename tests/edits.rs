@@ -409,15 +409,10 @@ fn allow_edits_in_config_json_works_the_same() {
 
 const ASKED: &str = "[y]es, [a]lways this session, [n]o: ";
 
-/// The REPL on a terminal against `server`; `None` (after saying so) when
-/// util-linux `script` is not installed.
-fn repl_on_terminal(env: &TestEnv, server: &FakeServer) -> Option<common::Terminal> {
+/// The REPL on a terminal (the tests' pty) against `server`.
+fn repl_on_terminal(env: &TestEnv, server: &FakeServer) -> common::Terminal {
     let url = server.url();
-    let term = env.terminal(&["--base-url", &url], 100, &[]);
-    if term.is_none() {
-        eprintln!("skipped: util-linux script is not installed, so no terminal to test in");
-    }
-    term
+    env.terminal(&["--base-url", &url], 100, &[])
 }
 
 #[test]
@@ -434,9 +429,7 @@ fn at_a_terminal_y_allows_one_edit_and_n_refuses_the_next() {
         edit("call_4", "b.txt", "two", "TWO"),
         FakeReply::text("Over to you."),
     ]);
-    let Some(mut term) = repl_on_terminal(&env, &server) else {
-        return;
-    };
+    let mut term = repl_on_terminal(&env, &server);
     let within = Duration::from_secs(10);
     term.wait_for("› ", within);
     term.type_keys("change both\r");
@@ -491,9 +484,7 @@ fn at_a_terminal_a_allows_every_later_edit_of_the_session() {
         write("call_5", "c.txt", "three\n"),
         FakeReply::text("Created."),
     ]);
-    let Some(mut term) = repl_on_terminal(&env, &server) else {
-        return;
-    };
+    let mut term = repl_on_terminal(&env, &server);
     let within = Duration::from_secs(10);
     term.wait_for("› ", within);
     term.type_keys("change both\r");

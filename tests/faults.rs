@@ -7,7 +7,7 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -592,22 +592,16 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
 // 2. Sessions started at the same moment
 
 /// `args` run through `sh`, which waits until the file `go` exists and then
-/// becomes revolve (on a pseudo-terminal through util-linux `script` when
-/// `tty`), in the harness's clean environment: every process of a test
-/// started this way leaves the gate within a moment of the others.
-fn gated(env: &TestEnv, go: &Path, args: &[&str], tty: bool) -> Command {
+/// becomes revolve, in the harness's clean environment: every process of a
+/// test started this way leaves the gate within a moment of the others.
+fn gated(env: &TestEnv, go: &Path, args: &[&str]) -> Command {
     let mut line = sh_quote(common::BIN);
     for a in args {
         line.push(' ');
         line.push_str(&sh_quote(a));
     }
-    if tty {
-        line = format!("exec script -qec {} /dev/null", sh_quote(&line));
-    } else {
-        line = format!("exec {line}");
-    }
     let gate = format!(
-        "until [ -e {} ]; do :; done; {line}",
+        "until [ -e {} ]; do :; done; exec {line}",
         sh_quote(go.to_str().unwrap())
     );
     let plain = env.command(&[]);
@@ -625,24 +619,16 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Whether util-linux `script` (a pseudo-terminal) is installed.
-fn have_script() -> bool {
-    Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// `n` gated runs started together, their stdin kept open, their stdout
-/// and stderr read as they come.
+/// and stderr read as they come: on a pseudo-terminal each ([`common::pty`],
+/// stderr then shown with stdout) when `tty`.
 struct Racers {
     children: Vec<std::process::Child>,
-    stdins: Vec<Option<std::process::ChildStdin>>,
+    stdins: Vec<Option<Box<dyn Write + Send>>>,
     outputs: Vec<std::sync::mpsc::Receiver<Vec<u8>>>,
     seen: Vec<Vec<u8>>,
     errs: Vec<std::thread::JoinHandle<Vec<u8>>>,
+    tty: bool,
 }
 
 impl Racers {
@@ -655,30 +641,47 @@ impl Racers {
             outputs: Vec::new(),
             seen: vec![Vec::new(); n],
             errs: Vec::new(),
+            tty,
         };
         for _ in 0..n {
-            let mut child = gated(env, &go, args, tty)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("start sh");
-            racers.stdins.push(child.stdin.take());
-            let mut out = child.stdout.take().unwrap();
+            let mut cmd = gated(env, &go, args);
+            let stdin: Box<dyn Write + Send>;
+            let mut out: Box<dyn Read + Send>;
+            let mut err = None;
+            let child = if tty {
+                let (child, master) =
+                    common::pty::spawn(&mut cmd, 80, 24).expect("start sh on a pty");
+                stdin = Box::new(master.try_clone().expect("a second handle on the pty"));
+                out = Box::new(master);
+                child
+            } else {
+                let mut child = cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .expect("start sh");
+                stdin = Box::new(child.stdin.take().unwrap());
+                out = Box::new(child.stdout.take().unwrap());
+                err = child.stderr.take();
+                child
+            };
+            racers.stdins.push(Some(stdin));
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
-                while let Ok(k) = std::io::Read::read(&mut out, &mut buf) {
+                while let Ok(k) = out.read(&mut buf) {
                     if k == 0 || tx.send(buf[..k].to_vec()).is_err() {
                         break;
                     }
                 }
             });
             racers.outputs.push(rx);
-            let mut err = child.stderr.take().unwrap();
             racers.errs.push(std::thread::spawn(move || {
                 let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut err, &mut bytes).ok();
+                if let Some(mut err) = err {
+                    err.read_to_end(&mut bytes).ok();
+                }
                 bytes
             }));
             racers.children.push(child);
@@ -725,9 +728,15 @@ impl Racers {
         }
     }
 
-    /// Closes every stdin and waits for every run to end (at most
-    /// `within`); returns `(exit code, stdout, stderr)` of each.
+    /// Ends every input (Ctrl-D on a terminal, as script(1) did when its
+    /// input closed; closed otherwise) and waits for every run to end (at
+    /// most `within`); returns `(exit code, stdout, stderr)` of each.
     fn finish(mut self, within: Duration) -> Vec<(Option<i32>, String, String)> {
+        if self.tty {
+            for i in 0..self.stdins.len() {
+                self.type_in(i, "\x04");
+            }
+        }
         self.stdins.clear();
         self.wait_all(within, |_, exited| exited);
         let mut out = Vec::new();
@@ -762,10 +771,6 @@ fn header_names(env: &TestEnv) -> Vec<Option<String>> {
 /// directory each get a name of their own, and a log of their own.
 #[test]
 fn sessions_started_together_get_distinct_names() {
-    if !have_script() {
-        eprintln!("skipped: util-linux `script` (a pseudo-terminal) is not installed");
-        return;
-    }
     for n in [2, 10] {
         let env = TestEnv::new(&format!("names-{n}"));
         let script = env.root.join("script.jsonl");

@@ -3,7 +3,7 @@
 //! goal block of the system prompt, `GoalProgress` called by the model, a
 //! later run and a compaction picking the goal up, the goal kept out of the
 //! history, `--goal-run`, snapshots of the block as the server received it,
-//! of `revolve goal`, and of the REPL's status rows (through `script(1)`).
+//! of `revolve goal`, and of the REPL's status rows (on a pseudo-terminal).
 
 mod common;
 
@@ -952,16 +952,16 @@ fn goal_run_flags_are_checked() {
 // ---------------------------------------------------------------------------
 // 6. The status rows in a terminal
 
-/// `revolve ARGS` in a pseudo-terminal made by `script(1)`, `COLUMNS` wide:
-/// each of `lines` is typed at the next prompt, then Ctrl-D. Returns
-/// everything the terminal showed, or `None` when `script` is missing.
+/// `revolve ARGS` in a pseudo-terminal `columns` wide: each of `lines` is
+/// typed at the next prompt, then Ctrl-D. Returns everything the terminal
+/// showed.
 fn terminal(
     env: &TestEnv,
     args: &[&str],
-    columns: usize,
+    columns: u16,
     export_columns: bool,
     lines: &[&str],
-) -> Option<String> {
+) -> String {
     // The terminal is `columns` wide; COLUMNS says so too when exported.
     let columns_var = columns.to_string();
     let vars: &[(&str, &str)] = if export_columns {
@@ -969,7 +969,7 @@ fn terminal(
     } else {
         &[]
     };
-    let mut term = env.terminal(args, columns, vars)?;
+    let mut term = env.terminal(args, columns, vars);
     let within = Duration::from_secs(8);
     for (i, typed) in lines.iter().enumerate() {
         term.wait_for_n("› ", i + 1, within);
@@ -979,7 +979,7 @@ fn terminal(
     term.type_keys("\x04");
     let (ok, screen) = term.finish(Duration::from_secs(10));
     assert!(ok, "{screen}");
-    Some(screen)
+    screen
 }
 
 /// The goal row shown before each prompt (`-` when none), from a terminal's
@@ -1018,16 +1018,13 @@ fn status_rows_in_a_terminal() {
     .unwrap();
     assert_eq!(goal(&env, &[GOAL]).code, Some(0));
     let script = script.to_string_lossy().into_owned();
-    let Some(screen) = terminal(
+    let screen = terminal(
         &env,
         &["--provider", "scripted", "--script", &script],
         40,
         true,
         &["/goal pause", "/goal resume", "work on it", "/goal done"],
-    ) else {
-        eprintln!("skipped: script(1) is not installed, so no terminal to test in");
-        return;
-    };
+    );
     let rows = goal_rows(&screen);
     for row in &rows {
         assert!(row.chars().count() <= 40, "{row:?} is wider than 40");
@@ -1108,16 +1105,13 @@ fn the_goal_row_is_cut_to_the_terminal_width() {
         Some(0)
     );
     let script = script.to_string_lossy().into_owned();
-    let Some(screen) = terminal(
+    let screen = terminal(
         &env,
         &["--provider", "scripted", "--script", &script],
         40,
         false,
         &[],
-    ) else {
-        eprintln!("skipped: script(1) is not installed");
-        return;
-    };
+    );
     let rows = goal_rows(&screen);
     assert_eq!(rows.len(), 1, "{screen}");
     assert!(

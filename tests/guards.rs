@@ -258,8 +258,7 @@ fn a_goal_run_counts_rounds_and_stops_at_the_cap() {
 }
 
 /// In the REPL, reaching the cap asks whether to go on; `y` sends the
-/// request the cap held back. Needs util-linux `script` for the terminal;
-/// skipped without it.
+/// request the cap held back (on a pseudo-terminal).
 #[test]
 fn the_repl_asks_whether_to_go_on() {
     let env = TestEnv::new("go-on");
@@ -267,11 +266,7 @@ fn the_repl_asks_whether_to_go_on() {
     replies.push(FakeReply::text("All listed."));
     let server = FakeServer::start(replies).unwrap();
     let url = server.url();
-    let Some(mut term) = env.terminal(&["--base-url", &url, "--max-tool-rounds", "2"], 100, &[])
-    else {
-        eprintln!("skipped: util-linux script is not installed");
-        return;
-    };
+    let mut term = env.terminal(&["--base-url", &url, "--max-tool-rounds", "2"], 100, &[]);
     term.wait_for("› ", Duration::from_secs(10));
     term.type_keys("list both\r");
     term.wait_for(

@@ -216,16 +216,15 @@ fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Runs the binary with `args` on a pseudo-terminal through util-linux
-/// `script`, typing `input`, in the test's clean environment; returns what
-/// the terminal showed (stdout and stderr together, `\r\n` as `\n`), or
-/// `None` when `script` is not installed.
-fn tty(env: &TestEnv, args: &[&str], input: &str) -> Option<String> {
-    let mut term = env.terminal(args, 80, &[])?;
+/// Runs the binary with `args` on a pseudo-terminal, typing `input`, in
+/// the test's clean environment; returns what the terminal showed (stdout
+/// and stderr together, `\r\n` as `\n`).
+fn tty(env: &TestEnv, args: &[&str], input: &str) -> String {
+    let mut term = env.terminal(args, 80, &[]);
     term.type_keys(input);
     let (ok, screen) = term.finish(Duration::from_secs(10));
     assert!(ok, "{screen}");
-    Some(screen.replace("\r\n", "\n"))
+    screen.replace("\r\n", "\n")
 }
 
 /// The startup note about seeding, if the terminal showed one.
@@ -381,10 +380,7 @@ fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
     let global = global(&env);
     write(&global.join("task-discipline.md"), "my own\n");
 
-    let Some(shown) = tty(&env, &args, "/quit\n") else {
-        eprintln!("util-linux `script` is not installed: the terminal half is skipped");
-        return;
-    };
+    let shown = tty(&env, &args, "/quit\n");
     assert_eq!(
         seeding_note(&shown),
         Some(
@@ -411,7 +407,7 @@ fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
     );
 
     // Nothing seeded, nothing created: no note.
-    let shown = tty(&env, &args, "/quit\n").unwrap();
+    let shown = tty(&env, &args, "/quit\n");
     assert_eq!(seeding_note(&shown), None, "{shown}");
     assert!(!shown.contains("created the project directory"), "{shown}");
 
@@ -422,7 +418,7 @@ fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
         "verify-before-commit.md\nworktree-isolation.md\nread-before-edit.md\n",
     );
     std::fs::remove_file(global.join("asking-the-user.md")).unwrap();
-    let shown = tty(&env, &args, "/quit\n").unwrap();
+    let shown = tty(&env, &args, "/quit\n");
     assert_eq!(
         seeding_note(&shown),
         Some(format!("seeded asking-the-user.md into {}", global.display()).as_str()),

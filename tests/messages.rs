@@ -390,7 +390,7 @@ fn attach_detaches_on_end_of_input_and_the_session_goes_on() {
     assert_eq!(bob.finish(WITHIN).code, Some(0));
 }
 
-/// The REPL in a pseudo-terminal (`script(1)`): idle at its prompt, it
+/// The REPL in a pseudo-terminal: idle at its prompt, it
 /// shows a message sent to it and answers it at once.
 #[test]
 fn an_idle_repl_shows_a_message_and_answers_it() {
@@ -405,10 +405,7 @@ fn an_idle_repl_shows_a_message_and_answers_it() {
         "--script",
         script_file.to_str().unwrap(),
     ];
-    let Some(mut term) = env.terminal(&args, 100, &[("TERM", "xterm")]) else {
-        eprintln!("script(1) is missing; skipped");
-        return;
-    };
+    let mut term = env.terminal(&args, 100, &[("TERM", "xterm")]);
     term.wait_for("› ", WITHIN);
     let sent = env.run(&["send", "bob", "--from", "alice", "ping?"], "");
     assert_eq!(sent.code, Some(0), "{sent:?}");
@@ -454,10 +451,7 @@ fn an_idle_repl_answers_messages_after_a_typed_turn() {
         "--script",
         script_file.to_str().unwrap(),
     ];
-    let Some(mut term) = env.terminal(&args, 100, &[("TERM", "xterm")]) else {
-        eprintln!("script(1) is missing; skipped");
-        return;
-    };
+    let mut term = env.terminal(&args, 100, &[("TERM", "xterm")]);
     term.wait_for("› ", WITHIN);
     term.type_keys("hello\r");
     term.wait_for_next("Typed answer.", WITHIN);

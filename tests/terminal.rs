@@ -1,7 +1,7 @@
 //! What reaches a terminal: model text and server errors rendered inert
 //! (an escape sequence shows as `^[[31m` instead of acting on the screen),
 //! colour only on a terminal and never with NO_COLOR. The terminal is a
-//! pseudo-terminal from util-linux `script`.
+//! pseudo-terminal (`common::pty`).
 
 mod common;
 
@@ -41,9 +41,7 @@ fn on_a_terminal(env: &TestEnv, args: &[&str], input: &str, vars: &[(&str, &str)
 /// terminal shows `then` after what the previous line made it show (the
 /// REPL's prompt `› `, say), as a user would.
 fn typing(env: &TestEnv, args: &[&str], steps: &[(&str, &str)], vars: &[(&str, &str)]) -> String {
-    let mut term = env
-        .terminal(args, 80, vars)
-        .expect("run util-linux `script` (needed for a pseudo-terminal)");
+    let mut term = env.terminal(args, 80, vars);
     for (text, then) in steps {
         term.wait_for_next(then, Duration::from_secs(20));
         term.type_keys(text);

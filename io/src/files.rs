@@ -13,8 +13,10 @@ use std::io;
 use std::path::Path;
 
 /// The mode of a folder revolve creates.
+#[cfg(unix)]
 pub const DIR_MODE: u32 = revolve_core::policy::DIR_MODE;
 /// The mode of a file revolve creates.
+#[cfg(unix)]
 pub const FILE_MODE: u32 = revolve_core::policy::FILE_MODE;
 
 /// Creates `path` and its missing parents, each `0700`.

@@ -9,17 +9,21 @@
 //! waiting for a line after any number of turns.
 
 use std::cell::Cell;
+use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Mutex;
+
+use nix::sys::pthread::{pthread_kill, pthread_self, Pthread};
+use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
 static RAISED: AtomicI32 = AtomicI32::new(0);
 static ARMED: AtomicBool = AtomicBool::new(false);
 
-const SIGHUP: i32 = libc::SIGHUP;
-const SIGINT: i32 = libc::SIGINT;
-const SIGTERM: i32 = libc::SIGTERM;
+const SIGHUP: i32 = Signal::SIGHUP as i32;
+const SIGINT: i32 = Signal::SIGINT as i32;
+const SIGTERM: i32 = Signal::SIGTERM as i32;
 
-extern "C" fn on_signal(signum: i32) {
+extern "C" fn on_signal(signum: c_int) {
     // Async-signal-safe: a single atomic store.
     RAISED.store(signum, Ordering::SeqCst);
 }
@@ -29,28 +33,26 @@ extern "C" fn on_signal(signum: i32) {
 /// drops. The flags matter: the line editor's handler is installed without
 /// `SA_RESTART`, which is what lets a signal interrupt its read(2) (see
 /// [`Waker`]); put back with `SA_RESTART`, the read would go on waiting.
-static PREVIOUS: Mutex<Option<[libc::sigaction; 3]>> = Mutex::new(None);
+static PREVIOUS: Mutex<Option<[SigAction; 3]>> = Mutex::new(None);
 
-const SIGNALS: [i32; 3] = [SIGINT, SIGTERM, SIGHUP];
+const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 
 fn catch() {
-    // SAFETY: an all-zero `sigaction` is a valid value (SIG_DFL, no flags,
-    // an empty mask).
-    let mut previous: [libc::sigaction; 3] = unsafe { std::mem::zeroed() };
-    for (signum, old) in SIGNALS.iter().zip(previous.iter_mut()) {
-        // SAFETY: `sigaction` from the C library, with a handler that only
-        // performs an atomic store, which is async-signal-safe. System
-        // calls the signal arrives in are restarted (as `signal(2)` sets
-        // it): the shell polls the flag instead. If the call fails, `old`
-        // stays the default, which is what is put back.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(i32) as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(*signum, &action, old);
-        }
-    }
+    // System calls the signal arrives in are restarted (as `signal(2)`
+    // sets it): the shell polls the flag instead.
+    let action = SigAction::new(
+        SigHandler::Handler(on_signal),
+        SaFlags::SA_RESTART,
+        SigSet::empty(),
+    );
+    let previous = SIGNALS.map(|signum| {
+        // SAFETY: the handler only performs an atomic store, which is
+        // async-signal-safe. If the call fails, nothing was installed and
+        // the default is what is put back.
+        unsafe { signal::sigaction(signum, &action) }.unwrap_or_else(|_| {
+            SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty())
+        })
+    });
     *PREVIOUS.lock().unwrap_or_else(|e| e.into_inner()) = Some(previous);
 }
 
@@ -61,9 +63,7 @@ fn restore() {
         // SAFETY: puts back the disposition `sigaction` returned when the
         // guard replaced it (the default, or the line editor's handler
         // with its own flags and mask).
-        unsafe {
-            libc::sigaction(*signum, old, std::ptr::null_mut());
-        }
+        let _ = unsafe { signal::sigaction(*signum, old) };
     }
 }
 
@@ -72,23 +72,18 @@ fn restore() {
 /// when no [`Guard`] is alive and the line editor's handler is installed
 /// (stdin and stdout are terminals); otherwise SIGINT acts as usual.
 #[derive(Clone, Copy, Debug)]
-pub struct Waker(libc::pthread_t);
+pub struct Waker(Pthread);
 
 impl Waker {
     /// A waker for the calling thread (the one that will read lines).
     pub fn this_thread() -> Waker {
-        // SAFETY: `pthread_self` from the C library; always succeeds.
-        Waker(unsafe { libc::pthread_self() })
+        Waker(pthread_self())
     }
 
-    /// Sends SIGINT to that thread.
+    /// Sends SIGINT to that thread: one that lives as long as the process
+    /// reads lines (the main thread).
     pub fn wake(self) {
-        // SAFETY: `pthread_kill` from the C library, on a thread id taken
-        // with `pthread_self` from a thread that lives as long as the
-        // process reads lines (the main thread).
-        unsafe {
-            libc::pthread_kill(self.0, SIGINT);
-        }
+        let _ = pthread_kill(self.0, Signal::SIGINT);
     }
 }
 
@@ -126,10 +121,7 @@ impl Drop for Guard {
                 .compare_exchange(SIGINT, 0, Ordering::SeqCst, Ordering::SeqCst)
                 .is_ok()
             {
-                // SAFETY: `raise` from the C library, with a valid signal.
-                unsafe {
-                    libc::raise(SIGINT);
-                }
+                let _ = signal::raise(Signal::SIGINT);
             }
         }
     }

@@ -23,15 +23,24 @@
 //! * [`tools`]: the built-in tools, executed (confined reads, grep, shell).
 //! * [`track`]: what a `shell` command changed in its git repository.
 //! * [`group`]: the process group of a shell command, killed whole.
+//!
+//! Platforms: unix (Linux, macOS). Signals, process groups, file modes and
+//! file identities are unix APIs, each behind `cfg(unix)`; anywhere else the
+//! crate refuses to build.
+
+#[cfg(not(unix))]
+compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod clock;
 pub mod edit;
 pub mod files;
 pub mod fsx;
 pub mod goal;
+#[cfg(unix)]
 pub mod group;
 pub mod inbox;
 pub mod index;
+#[cfg(unix)]
 pub mod interrupt;
 pub mod log;
 pub mod memory;

@@ -596,6 +596,7 @@ mod tests {
         fs::remove_dir_all(&tmp).ok();
     }
 
+    #[cfg(unix)]
     #[test]
     fn load_reads_markdown_global_first() {
         let tmp = scratch("load");

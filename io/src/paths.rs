@@ -121,6 +121,7 @@ fn is_git_dir(dir: &Path) -> bool {
 
 /// [`git_main_worktree`] below the given ceilings.
 fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
+    #[cfg(unix)]
     use std::os::unix::fs::MetadataExt;
     // As git sees it after `-C`: the physical path.
     let cwd = &cwd.canonicalize().ok()?;

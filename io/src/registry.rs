@@ -4,6 +4,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{self, Write};
+#[cfg(unix)]
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -83,6 +84,7 @@ impl Claim {
 
 /// Whether `path` still names the open `file` (same device and inode).
 fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
     use std::os::unix::fs::MetadataExt;
     match (file.metadata(), std::fs::metadata(path)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),

@@ -710,6 +710,7 @@ fn save(dir: &Path, index: &Index) -> io::Result<()> {
 
 /// A file's stamp: its size and modification time (ns).
 fn stamp_of(meta: &std::fs::Metadata) -> Stamp {
+    #[cfg(unix)]
     use std::os::unix::fs::MetadataExt;
     (
         meta.len(),
@@ -874,6 +875,7 @@ mod tests {
 
     #[test]
     fn the_folder_read_names_every_session_file_and_nothing_else() {
+        #[cfg(unix)]
         use std::os::unix::ffi::OsStrExt;
         let store = store("readdir");
         let dir = store.sessions_dir();

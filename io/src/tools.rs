@@ -85,6 +85,7 @@
 
 use std::fs::{self, File};
 use std::io::{self, BufRead, BufReader, Read};
+#[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
@@ -1267,6 +1268,7 @@ impl Matcher {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     use std::os::unix::fs::symlink;
     use std::sync::atomic::AtomicUsize;
 

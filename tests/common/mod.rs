@@ -19,6 +19,9 @@
 
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod pty;
+
+use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -98,16 +101,20 @@ impl TestEnv {
     /// that rightly keeps an ignored Ctrl-C ignored would fail the tests about
     /// Ctrl-C.
     fn default_signals(cmd: &mut Command) {
+        use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
         use std::os::unix::process::CommandExt;
-        extern "C" {
-            fn signal(signum: i32, handler: usize) -> usize;
-        }
-        // SAFETY: between fork and exec only `signal`, which is
-        // async-signal-safe, with the default disposition (0).
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        // SAFETY: between fork and exec only `sigaction`, which is
+        // async-signal-safe, with the default disposition.
         unsafe {
-            cmd.pre_exec(|| {
-                for signum in [1, 2, 3, 15] {
-                    signal(signum, 0);
+            cmd.pre_exec(move || {
+                for signum in [
+                    Signal::SIGHUP,
+                    Signal::SIGINT,
+                    Signal::SIGQUIT,
+                    Signal::SIGTERM,
+                ] {
+                    sigaction(signum, &default)?;
                 }
                 Ok(())
             });
@@ -546,12 +553,12 @@ impl TestEnv {
     }
 }
 
-/// The binary on a pseudo-terminal made by util-linux `script(1)`, in the
-/// test's clean environment: what is typed goes to its terminal, and what
-/// the terminal shows (stdout and stderr together) is collected.
+/// The binary on a pseudo-terminal ([`pty`]), in the test's clean
+/// environment: what is typed goes to its terminal, and what the terminal
+/// shows (stdout and stderr together) is collected.
 pub struct Terminal {
     child: Child,
-    stdin: Option<ChildStdin>,
+    keys: File,
     output: mpsc::Receiver<Vec<u8>>,
     /// Everything the terminal showed so far.
     pub seen: Vec<u8>,
@@ -560,48 +567,20 @@ pub struct Terminal {
 }
 
 impl TestEnv {
-    /// Starts `revolve ARGS` on a terminal `columns` wide (`stty`), with
-    /// extra environment variables; `None` when `script` is not installed.
-    pub fn terminal(
-        &self,
-        args: &[&str],
-        columns: usize,
-        vars: &[(&str, &str)],
-    ) -> Option<Terminal> {
-        let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
-        let mut line = format!("stty cols {columns} rows 24; exec {}", quote(BIN));
-        for a in args {
-            line.push(' ');
-            line.push_str(&quote(a));
-        }
-        let mut cmd = Command::new("script");
-        cmd.args(["-qec", &line, "/dev/null"])
-            .current_dir(&self.cwd)
-            .env_clear()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        // The same clean environment the harness gives the binary.
-        for (k, v) in self.command(&[]).get_envs() {
-            if let Some(v) = v {
-                cmd.env(k, v);
-            }
-        }
+    /// Starts `revolve ARGS` on a terminal `columns` wide and 24 rows
+    /// high, with extra environment variables.
+    pub fn terminal(&self, args: &[&str], columns: u16, vars: &[(&str, &str)]) -> Terminal {
+        let mut cmd = self.command(args);
         cmd.envs(vars.iter().copied());
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => panic!("start script: {e}"),
-        };
-        let stdin = child.stdin.take();
-        let output = chunks(child.stdout.take().expect("stdout is piped"));
-        Some(Terminal {
+        let (child, master) = pty::spawn(&mut cmd, columns, 24).expect("start revolve on a pty");
+        let keys = master.try_clone().expect("a second handle on the pty");
+        Terminal {
             child,
-            stdin,
-            output,
+            keys,
+            output: chunks(master),
             seen: Vec::new(),
             mark: 0,
-        })
+        }
     }
 }
 
@@ -650,20 +629,20 @@ impl Terminal {
     /// Types `keys` (`\r` is Enter, `\x04` Ctrl-D).
     pub fn type_keys(&mut self, keys: &str) {
         self.mark = self.seen.len();
-        self.stdin
-            .as_mut()
-            .expect("the terminal is open")
+        self.keys
             .write_all(keys.as_bytes())
             .expect("type into the terminal");
     }
 
-    /// Closes the terminal's input, waits for the end (at most `within`),
-    /// and returns whether it succeeded with everything the terminal showed.
+    /// Types Ctrl-D (the end of input, as script(1) did when its input
+    /// closed), waits for the end (at most `within`), and returns whether it
+    /// succeeded with everything the terminal showed.
     pub fn finish(mut self, within: Duration) -> (bool, String) {
-        self.stdin = None;
+        // A run that already ended has no terminal left to type into.
+        let _ = self.keys.write_all(b"\x04");
         let deadline = Instant::now() + within;
         let status = loop {
-            if let Some(status) = self.child.try_wait().expect("poll script") {
+            if let Some(status) = self.child.try_wait().expect("poll revolve") {
                 break status;
             }
             if Instant::now() >= deadline {
