@@ -14,6 +14,10 @@
 //!    what the file holds is stored first, then the old content is read
 //!    from the store, checked and written).
 //!
+//! For comparison, **decide** for a `write_file` that changes every line
+//! of the same file (a change past `edit::DIFF_LINES` lines, shown as one
+//! block).
+//!
 //! Then the peak RSS of one whole edit and rewind (the file read as an
 //! edit opens it, then the four steps), in a child process (this bench run
 //! again) that reads its own `VmHWM` from `/proc/self/status` at the end;
@@ -131,6 +135,25 @@ fn main() {
         );
     }
     println!("{:24} {:>16}", "edit and rewind, total", ms(total));
+
+    // For comparison: a rewrite of every line.
+    let rewritten: String = before.lines().map(|l| format!("{l};\n")).collect();
+    let mut rewrite = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let content = edit::keep_endings(Some(before.as_bytes()), &rewritten);
+        let d = edit::diff("big.txt", Some(&before), &content);
+        rewrite.push(t.elapsed());
+        black_box(d);
+    }
+    median(&mut rewrite);
+    println!(
+        "{:24} median {:>9} [min {}, max {}, {RUNS} runs]",
+        "decide, every line",
+        ms(rewrite[RUNS / 2]),
+        ms(rewrite[0]),
+        ms(rewrite[RUNS - 1])
+    );
 
     // The peak RSS of a whole edit and rewind, in a fresh process.
     match peak(&scratch, &before, &old, &new) {
