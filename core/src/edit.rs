@@ -126,20 +126,85 @@ pub fn keep_endings(before: Option<&[u8]>, content: &str) -> String {
     }
 }
 
+/// The most lines the part of a change that differs may span, before and
+/// after together, for a line-by-line diff; past it, that part is shown
+/// removed whole, then added whole. Myers' diff takes time quadratic in
+/// the lines that differ (a 3 MB file with every line changed took 44 s),
+/// and a diff that long is cut at [`DIFF_CAP`] anyway.
+pub const DIFF_LINES: usize = 20_000;
+
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
 /// The unified diff from `before` to `after` (3 lines of context), headed
 /// `a/PATH` and `b/PATH` (`/dev/null` for a file that did not exist); cut
-/// at [`DIFF_CAP`] bytes with a last line saying so.
+/// at [`DIFF_CAP`] bytes with a last line saying so. The lines both share
+/// at the start and at the end are set aside first (all but the context),
+/// so a small change of a big file costs little; a change spanning more
+/// than [`DIFF_LINES`] lines is shown as one block removed and added.
 pub fn diff(shown: &str, before: Option<&str>, after: &str) -> String {
+    diff_within(shown, before, after, DIFF_LINES)
+}
+
+/// [`diff`], line by line up to `limit` lines.
+fn diff_within(shown: &str, before: Option<&str>, after: &str, limit: usize) -> String {
     let old_name = if before.is_some() {
         format!("a/{shown}")
     } else {
         "/dev/null".to_owned()
     };
-    let text = similar::TextDiff::from_lines(before.unwrap_or(""), after)
-        .unified_diff()
-        .context_radius(3)
-        .header(&old_name, &format!("b/{shown}"))
-        .to_string();
+    let old = before.unwrap_or("");
+    if old == after {
+        return String::new();
+    }
+    let cut = Cut::of(old, after);
+    let mut text = String::new();
+    let (old_mid, new_mid) = (cut.middle(old), cut.middle(after));
+    if lines(old_mid) + lines(new_mid) <= limit {
+        let (old_part, new_part) = (cut.part(old), cut.part(after));
+        let offset = lines(&old[..cut.from]);
+        let diff = similar::TextDiff::from_lines(old_part, new_part);
+        let mut unified = diff.unified_diff();
+        unified.context_radius(CONTEXT);
+        for hunk in unified.iter_hunks() {
+            let ops = hunk.ops();
+            let (first, last) = (ops[0], ops[ops.len() - 1]);
+            let olds = first.old_range().start..last.old_range().end;
+            let news = first.new_range().start..last.new_range().end;
+            // The hunk as similar writes it, under a header that counts
+            // the lines set aside.
+            let body = hunk.to_string();
+            let body = body.split_once('\n').map_or("", |(_, rest)| rest);
+            text.push_str(&format!(
+                "@@ -{} +{} @@\n{body}",
+                range(offset + olds.start, olds.len()),
+                range(offset + news.start, news.len())
+            ));
+        }
+    } else {
+        let offset = lines(&old[..cut.from]);
+        let head: Vec<&str> = lines_of(&old[cut.from..cut.start]);
+        let tail: Vec<&str> = lines_of(&old[old.len() - cut.end..old.len() - cut.to]);
+        let (gone, come) = (lines_of(old_mid), lines_of(new_mid));
+        text.push_str(&format!(
+            "@@ -{} +{} @@\n",
+            range(offset, head.len() + gone.len() + tail.len()),
+            range(offset, head.len() + come.len() + tail.len())
+        ));
+        for (tag, part) in [(' ', &head), ('-', &gone), ('+', &come), (' ', &tail)] {
+            for line in part {
+                text.push(tag);
+                text.push_str(line);
+                if !line.ends_with(['\r', '\n']) {
+                    text.push_str("\n\\ No newline at end of file\n");
+                }
+            }
+        }
+    }
+    if text.is_empty() {
+        return text;
+    }
+    let text = format!("--- {old_name}\n+++ b/{shown}\n{text}");
     if text.len() <= DIFF_CAP {
         return text;
     }
@@ -153,6 +218,102 @@ pub fn diff(shown: &str, before: Option<&str>, after: &str) -> String {
         &text[..end],
         text.len() - end
     )
+}
+
+/// Where two texts differ, in bytes, on line ends both share: `start` the
+/// length of the lines they begin with, `end` of those they end with, and
+/// `from` and `to` the same less [`CONTEXT`] lines (what the diff is of).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Cut {
+    from: usize,
+    start: usize,
+    end: usize,
+    to: usize,
+}
+
+impl Cut {
+    fn of(old: &str, new: &str) -> Cut {
+        let (o, n) = (old.as_bytes(), new.as_bytes());
+        let common = o.iter().zip(n).take_while(|(a, b)| a == b).count();
+        // A line end both share: after a '\n' (after a '\r' the next byte
+        // may differ, and makes the line end or not).
+        let after_newline = |bytes: &[u8], at: usize| {
+            bytes[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+        };
+        let start = after_newline(o, common);
+        let mut from = start;
+        for _ in 0..CONTEXT {
+            from = after_newline(o, from.saturating_sub(1));
+        }
+        // The shared end, not reaching into the shared start in either.
+        let room = o.len().min(n.len()) - start;
+        let same = o[o.len() - room..]
+            .iter()
+            .rev()
+            .zip(n[n.len() - room..].iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let next_line = |at: usize| {
+            o[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(o.len(), |i| at + i + 1)
+        };
+        // Its first line end, inside it in both texts.
+        let mut to = match o[o.len() - same..].iter().position(|&b| b == b'\n') {
+            Some(i) => o.len() - same + i + 1,
+            None => o.len(),
+        };
+        let end = o.len() - to;
+        for _ in 0..CONTEXT {
+            to = next_line(to);
+        }
+        Cut {
+            from,
+            start,
+            end,
+            to: o.len() - to,
+        }
+    }
+
+    /// What differs.
+    fn middle<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.start..text.len() - self.end]
+    }
+
+    /// What differs, with its context.
+    fn part<'a>(&self, text: &'a str) -> &'a str {
+        &text[self.from..text.len() - self.to]
+    }
+}
+
+/// The lines of `text` as the diff counts them (a line ends at `\n`,
+/// `\r\n` or a lone `\r`; the last may have no end).
+fn lines_of(text: &str) -> Vec<&str> {
+    similar::DiffableStr::tokenize_lines(text)
+}
+
+fn lines(text: &str) -> usize {
+    let b = text.as_bytes();
+    let ends = b
+        .iter()
+        .enumerate()
+        .filter(|&(i, &c)| c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')))
+        .count();
+    ends + usize::from(!text.is_empty() && !text.ends_with(['\r', '\n']))
+}
+
+/// A hunk header's range of `len` lines from line `start` (0-based), as
+/// unified diffs write it.
+fn range(start: usize, len: usize) -> String {
+    match len {
+        0 => format!("{start},0"),
+        1 => format!("{}", start + 1),
+        _ => format!("{},{len}", start + 1),
+    }
 }
 
 /// Lines added and removed in a unified diff.
@@ -505,6 +666,140 @@ mod tests {
         let d = diff("new.txt", None, "x\n");
         assert!(d.starts_with("--- /dev/null\n+++ b/new.txt\n"), "{d}");
         assert_eq!(stat(&d), (1, 0));
+    }
+
+    /// The diff as similar writes it of the whole texts: what [`diff`]
+    /// gave before it set the shared lines aside.
+    fn whole(shown: &str, before: Option<&str>, after: &str) -> String {
+        let old_name = if before.is_some() {
+            format!("a/{shown}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        similar::TextDiff::from_lines(before.unwrap_or(""), after)
+            .unified_diff()
+            .context_radius(3)
+            .header(&old_name, &format!("b/{shown}"))
+            .to_string()
+    }
+
+    /// Applies a unified diff (no lone `\r` in it) to `old`.
+    fn apply(old: &str, diff: &str) -> Option<String> {
+        let old = lines_of(old);
+        let mut rows: Vec<String> = Vec::new();
+        for line in diff.split_inclusive('\n') {
+            if line.starts_with('\\') {
+                let last = rows.last_mut()?;
+                last.pop();
+            } else {
+                rows.push(line.to_owned());
+            }
+        }
+        let mut out = String::new();
+        let mut at = 0;
+        let mut rows = rows.iter().skip(2).peekable();
+        while let Some(header) = rows.next() {
+            let olds = header.strip_prefix("@@ -")?.split(' ').next()?;
+            let (start, len) = match olds.split_once(',') {
+                Some((s, l)) => (s.parse::<usize>().ok()?, l.parse::<usize>().ok()?),
+                None => (olds.parse().ok()?, 1),
+            };
+            let start = if len == 0 { start } else { start - 1 };
+            while at < start {
+                out.push_str(old.get(at)?);
+                at += 1;
+            }
+            while let Some(row) = rows.next_if(|r| !r.starts_with("@@")) {
+                let (tag, text) = row.split_at(1);
+                match tag {
+                    " " | "-" if old.get(at) != Some(&text) => return None,
+                    " " => {
+                        out.push_str(text);
+                        at += 1;
+                    }
+                    "-" => at += 1,
+                    "+" => out.push_str(text),
+                    _ => return None,
+                }
+            }
+        }
+        out.extend(old.get(at..)?.iter().copied());
+        Some(out)
+    }
+
+    /// A text of lines from a few, LF or CRLF, the last maybe unended.
+    #[derive(Clone, Debug)]
+    struct Text(String);
+
+    impl quickcheck::Arbitrary for Text {
+        fn arbitrary(g: &mut quickcheck::Gen) -> Text {
+            let pieces = ["a\n", "b\n", "c\r\n", "d\n", "a", "é\n", "\n"];
+            let n = usize::arbitrary(g) % 30;
+            let mut text: String = (0..n)
+                .map(|_| *g.choose(&pieces).unwrap())
+                .filter(|p| p.ends_with('\n'))
+                .collect();
+            if bool::arbitrary(g) {
+                text.push_str(g.choose(&pieces).unwrap());
+            }
+            Text(text)
+        }
+
+        fn shrink(&self) -> Box<dyn Iterator<Item = Text>> {
+            let lines: Vec<String> = lines_of(&self.0).iter().map(|l| (*l).to_owned()).collect();
+            Box::new(lines.shrink().map(|l| Text(l.concat())))
+        }
+    }
+
+    quickcheck! {
+        /// The diff, shared lines set aside or not, line by line or in one
+        /// block, takes the old text to the new one.
+        fn a_diff_applies(old: Text, new: Text, limit: u8) -> bool {
+            let limit = usize::from(limit % 8) * 4;
+            let d = diff_within("f", Some(&old.0), &new.0, limit);
+            apply(&old.0, &d).as_deref() == Some(new.0.as_str())
+        }
+
+        /// Within the limit, of texts whose lines are all different, it is
+        /// the diff of the whole texts: setting the shared lines aside
+        /// changes nothing, whatever ends the lines (`\n`, `\r\n`, a lone
+        /// `\r`, nothing at the end). (Where equal lines repeat, similar
+        /// may slide a change along them differently in a part than in the
+        /// whole; the diff is as good, and still applies.)
+        fn a_diff_is_that_of_the_whole_texts(old: Vec<(u8, u8)>, new: Vec<(u8, u8)>, open: bool) -> bool {
+            let text = |lines: &[(u8, u8)]| {
+                let mut lines: Vec<(u8, u8)> = lines.iter().map(|&(n, e)| (n % 40, e % 4)).collect();
+                lines.sort_unstable();
+                lines.dedup_by_key(|l| l.0);
+                let mut text: String = lines
+                    .iter()
+                    .map(|&(n, e)| format!("{n}{}", ["\n", "\r\n", "\r", "\n"][usize::from(e)]))
+                    .collect();
+                if open {
+                    text.pop();
+                }
+                text
+            };
+            let (old, new) = (text(&old), text(&new));
+            diff("f", Some(&old), &new) == whole("f", Some(&old), &new)
+        }
+    }
+
+    #[test]
+    fn a_diff_of_a_big_file_keeps_its_line_numbers_and_a_huge_one_is_one_block() {
+        let old: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+        let new = old.replace("line 50000\n", "line 50000 changed\n");
+        let d = diff("f", Some(&old), &new);
+        assert_eq!(d, whole("f", Some(&old), &new));
+        assert!(d.contains("@@ -49998,7 +49998,7 @@\n"), "{d}");
+        // Every line changed: one block, under the cap.
+        let new: String = old.lines().map(|l| format!("{l}!\n")).collect();
+        let d = diff("f", Some(&old), &new);
+        assert!(d.starts_with("--- a/f\n+++ b/f\n@@ -1,100000 +1,100000 @@\n-line 0\n-line 1\n"));
+        assert!(d.len() <= DIFF_CAP + 100 && d.ends_with("in the content store]\n"));
+        assert_eq!(diff("f", Some("same\n"), "same\n"), "");
+        assert_eq!(diff_within("f", Some("a\nb"), "a\nb", 0), "");
+        assert_eq!(diff("f", None, ""), "");
     }
 
     quickcheck! {
