@@ -19,9 +19,9 @@ use sha2::{Digest, Sha256};
 use revolve_core::record::Restore;
 use revolve_core::session::Opened;
 
-use crate::regular;
-use crate::tools::{self, Context};
+use crate::Context;
 use revolve_core::policy::EDIT_CAP;
+use revolve_store::regular;
 
 /// The hash naming `bytes` in the content store.
 pub fn hash(bytes: &[u8]) -> String {
@@ -83,8 +83,8 @@ impl Blobs {
             return Ok(hash);
         }
         let dir = path.parent().unwrap_or(&self.dir);
-        crate::files::create_dir_all(dir)?;
-        crate::fsx::write_atomic(&path, bytes)?;
+        revolve_store::files::create_dir_all(dir)?;
+        revolve_store::fsx::write_atomic(&path, bytes)?;
         Ok(hash)
     }
 
@@ -114,8 +114,8 @@ impl Blobs {
 /// working tree or a grant; `..` and symlinks resolved first), a regular
 /// file if it exists, its folder existing if it does not.
 pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, String> {
-    tools::tree_unchanged(ctx)?;
-    let scope = tools::Scope::new(&ctx.root, grants);
+    crate::tree_unchanged(ctx)?;
+    let scope = crate::Scope::new(&ctx.root, grants);
     let path = match scope.resolve(raw) {
         Ok(path) => path,
         Err(e) if e.starts_with("error: no such file") => {
@@ -129,13 +129,13 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
             let parent = joined.parent().unwrap_or(Path::new("/"));
             let dir = match fs::canonicalize(parent) {
                 Ok(dir) if scope.allows(&dir) => dir,
-                Ok(_) => return Err(tools::refusal(raw)),
-                Err(_) if scope.allows(&tools::lexical(parent)) => {
+                Ok(_) => return Err(crate::refusal(raw)),
+                Err(_) if scope.allows(&crate::lexical(parent)) => {
                     return Err(format!(
                     "error: the folder of {raw} does not exist; create it first (shell: mkdir -p)"
                 ))
                 }
-                Err(_) => return Err(tools::refusal(raw)),
+                Err(_) => return Err(crate::refusal(raw)),
             };
             if !dir.is_dir() {
                 return Err(format!("error: the folder of {raw} is not a directory"));
@@ -145,8 +145,8 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
             let at = dir.join(&name);
             if at.symlink_metadata().is_ok() {
                 let target = fs::read_link(&at).unwrap_or_default();
-                if !scope.allows(&tools::lexical(&dir.join(&target))) {
-                    return Err(tools::refusal(raw));
+                if !scope.allows(&crate::lexical(&dir.join(&target))) {
+                    return Err(crate::refusal(raw));
                 }
                 return Err(format!(
                     "error: {raw} is a symlink to {}, which does not exist; write that path \
@@ -209,7 +209,7 @@ pub fn stage(blobs: &Blobs, before: Option<&[u8]>, after: &[u8]) -> io::Result<S
 /// file's own, kept) or, for a new file, 0644 as an editor under the usual
 /// umask makes it.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
-    crate::fsx::write_atomic_with(path, |file| {
+    revolve_store::fsx::write_atomic_with(path, |file| {
         file.write_all(bytes)?;
         #[cfg(unix)]
         {

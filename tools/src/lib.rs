@@ -1,0 +1,359 @@
+//! The built-in tools, executed. [`run`] takes the checked [`Tool`] of a
+//! `Command::RunTool { id, tool, grants }` and returns the [`Outcome`] the
+//! shell feeds back as `Input::ToolDone`. Every failure is output starting
+//! `error:` (one sentence the model can act on): never a panic, never an
+//! `Err`. Text is returned as it is, control characters included (the
+//! terminal layer renders them inert); invalid UTF-8 is decoded lossily.
+//!
+//! # Confinement (`read_file`, `list_dir`, `grep`)
+//!
+//! A path is taken relative to the working directory ([`Context::root`]) or
+//! as absolute, then canonicalized, which resolves `..` and every symlink. It
+//! may be read only when the canonical path is inside the canonical root, or
+//! equals a granted path, or is inside a granted directory (grants are
+//! canonicalized when granted). So a symlink inside the tree that
+//! points outside is refused, and so is `../`. A path that does not exist is
+//! `error: no such file: PATH` when it would lie inside what may be read, and
+//! refused like any outside path otherwise (so probing does not reveal which
+//! outside files exist).
+//!
+//! Neither the root nor a grant is resolved again at a tool call: the root
+//! is the canonical working directory the session started in, and a tree
+//! that is no longer that directory (another canonical path, or another
+//! device and inode: moved, replaced, swapped for a symlink) is refused to
+//! `read_file`, `list_dir`, `grep` and `shell`; a grant counts only while
+//! its path still resolves to itself. So swapping the tree or a granted
+//! folder for a symlink to `/` opens nothing.
+//!
+//! # `read_file` and `list_dir`
+//!
+//! `read_file` returns the file's text as it is (no line numbers); `offset`
+//! is the first line (1-based), `limit` a number of lines. Output stops at
+//! 256 KiB on a line boundary with a last line
+//! `[… file continues: N more lines; read on with offset=K]` (a single longer
+//! line is shown cut, and said so). A file with a NUL byte in its first
+//! 8 KiB is refused as binary; an empty file gives `[PATH is empty]`.
+//! `list_dir` prints one entry a line, sorted, directories with a trailing
+//! `/`, symlinks as `name -> target`, at most 2000 with a note. It leaves
+//! out what grep's walk leaves out (ripgrep's rules: hidden names, and what
+//! `.gitignore`, `.ignore` or `.git/info/exclude` ignores) and says how many
+//! it left out in a last line; a folder named explicitly is listed even if
+//! it is hidden or ignored itself.
+//!
+//! # `grep`: matching here, not by the system `grep`
+//!
+//! The tree is walked with the `ignore` crate and lines are matched with
+//! the `regex` crate, the two ripgrep is built from, so confinement, bounds
+//! and output are exactly ours and do not depend on which `grep` is
+//! installed. The walk is ripgrep's: sorted, `.gitignore` (in a repository
+//! or not), `.ignore` and `.git/info/exclude` honoured, hidden files and
+//! folders skipped, symlinks not followed, and `.git`, `target` and
+//! `node_modules` always skipped below the searched path; binary files (a
+//! NUL in the first 8 KiB) and files over 4 MiB are skipped. Patterns are
+//! the regex crate's syntax (`(?i)`, `\b`, `\<`, `\>`, `\d`, `\p{Greek}`,
+//! `[[:alpha:]]`, …), matched in time linear in the line; one it refuses is
+//! an `error: grep: bad pattern: …` result. A 30 s limit bounds the whole
+//! search. Output is
+//! `path:line:text` (paths relative to the root; absolute for a granted
+//! path outside it), text cut at 512 characters, at most 500 lines and
+//! 64 KiB, then notes saying what was left out.
+//!
+//! # `shell`
+//!
+//! Asks the [`Approver`] first. Runs `sh -c COMMAND` in the root, stdin
+//! null, in a process group of its own ([`Group`]: a watchdog kills it
+//! when revolve dies, even by SIGKILL); stdout and stderr are read by two
+//! threads so a full pipe cannot block the child. `cancel` is polled about
+//! every 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or
+//! past 64 MiB of output on one stream the output says so, with what was
+//! captured. However the command ends, its whole process group is killed
+//! (SIGKILL), so `sleep 1000 &` does not outlive it, and on Linux so is
+//! what left the group (`setsid`) and was orphaned ([`group::reap_escaped`]).
+//! If a process that escaped still holds the pipes, its later output is
+//! given up on after one second. The API
+//! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed from its environment, and any tool's output has their values
+//! replaced by `[key]` (a command could still read its parent's
+//! environment), so no key reaches the session log.
+//!
+//! # `request_file_grant` and `agent_info`
+//!
+//! A grant needs an absolute path that exists; the user is asked about its
+//! canonical form, and [`Outcome::grant`] carries it back to the session. A
+//! path that is already readable is not asked about. `agent_info` is the
+//! pretty JSON of [`AgentInfo`] plus `working_dir`.
+
+use std::fs::{self, File};
+use std::io::{self, BufRead, BufReader, Read};
+#[cfg(unix)]
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use revolve_core::config::API_KEY_VARS;
+use revolve_core::memory::{Label, Remembered};
+use revolve_core::tools::Tool;
+use time::OffsetDateTime;
+
+use revolve_store::goal;
+use revolve_store::memory::{self, MemoryDirs};
+use revolve_store::refine;
+use revolve_store::regular;
+pub mod edit;
+#[cfg(unix)]
+pub mod group;
+pub mod track;
+
+mod grant;
+mod grep;
+mod list;
+mod read;
+mod remember;
+mod scope;
+mod shell;
+
+use grant::*;
+use grep::*;
+use list::*;
+use read::*;
+use remember::*;
+pub(crate) use scope::*;
+use shell::*;
+
+use revolve_core::policy::{
+    BINARY_PROBE, GREP_BYTES, GREP_FILE_MAX, GREP_LINES, GREP_LINE_CHARS, GREP_SKIP, GREP_TIME,
+    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, SHELL_DRAIN, SHELL_MAX_TIMEOUT_S,
+    SHELL_STREAM_CAP, SHELL_TIMEOUT_S,
+};
+
+/// What the tools need to know about where they run.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The working directory, canonical: the tree the tools may read.
+    pub root: PathBuf,
+    /// The identity the working tree had when the session started
+    /// ([`FileId::of`] the root then): a tree that is no longer the same
+    /// directory (moved away, or swapped for a symlink) is refused.
+    pub root_id: Option<FileId>,
+    /// What `agent_info` tells.
+    pub info: AgentInfo,
+    /// Where memory and the goal live (`remember`, `GoalProgress`).
+    pub memory: MemoryDirs,
+    /// How many messages the session holds (for snapshot metadata).
+    pub messages: u64,
+    /// The time of the call, from the shell's clock.
+    pub now: OffsetDateTime,
+    /// The snapshot entries the call took before changing memory (the
+    /// entry, and `project/NAME.md: created: …`), for the session's log.
+    pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
+}
+
+/// A file's identity: its device and inode (on unix; elsewhere none is
+/// known and only the canonical path is compared).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileId {
+    /// The identity of what `path` names now (symlinks followed).
+    pub fn of(path: &Path) -> Option<FileId> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            fs::metadata(path).ok().map(|m| FileId {
+                dev: m.dev(),
+                ino: m.ino(),
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = path;
+            None
+        }
+    }
+}
+
+/// Facts about this session, as `agent_info` returns them (pretty JSON, with
+/// the working directory added as `working_dir`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct AgentInfo {
+    /// The session id.
+    pub session_id: String,
+    /// The session's name, if it has one.
+    pub name: Option<String>,
+    /// The session log file.
+    pub log_path: PathBuf,
+    /// The project key (the repository's main work tree, or the directory).
+    pub project_key: PathBuf,
+    /// The project directory (memory, tasks, goal).
+    pub project_dir: PathBuf,
+    /// Whether this session created the project directory.
+    pub created_project_dir: bool,
+    /// The state root.
+    pub state_root: PathBuf,
+    /// The config root.
+    pub config_root: PathBuf,
+}
+
+/// Asks the user. The implementation knows whether there is a TTY to ask
+/// on or pipe-mode flags (`--allow-shell`, `--grant`) to go by.
+pub trait Approver {
+    /// May `command` run?
+    fn approve_shell(&mut self, command: &str) -> bool;
+    /// May this session read `path` (canonical, absolute)?
+    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool;
+}
+
+/// A tool's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The text the model gets; starts with `error:` on failure.
+    pub output: String,
+    /// A path the user just granted (canonical, absolute): the session must
+    /// add it to its grants (`Input::ToolDone { grant, .. }`).
+    pub grant: Option<String>,
+    /// `cancel()` returned true and the tool stopped early. `cancel` may
+    /// consume the interrupt (as `interrupt::take` does), so this is the
+    /// caller's way to know.
+    pub interrupted: bool,
+    /// The file `read_file` read (canonical) and the hash of its whole
+    /// content: the session logs it, so the file may be edited.
+    pub seen: Option<(String, String)>,
+    /// What a `shell` command changed in its git repository.
+    pub changes: Vec<revolve_core::edit::Change>,
+    /// A `shell` command ran outside git: its changes are not tracked.
+    pub untracked: bool,
+}
+
+/// Runs `tool`. `grants` are the absolute paths outside the root this
+/// session may read; `cancel` is polled while a long tool runs (shell, grep)
+/// and stops it when it returns true.
+pub fn run(
+    tool: &Tool,
+    grants: &[String],
+    ctx: &Context,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    let mut outcome = run_tool(tool, grants, ctx, approver, cancel);
+    outcome.output = redact_keys(outcome.output);
+    outcome
+}
+
+/// The API keys of this process, replaced by `[key]` wherever they appear:
+/// removing them from a command's environment is not enough, since a
+/// command can read its parent's (`/proc/$PPID/environ`), and whatever a
+/// tool returns is written to the session log.
+fn redact_keys(mut text: String) -> String {
+    for name in API_KEY_VARS {
+        if let Some(key) = std::env::var(name).ok().filter(|k| k.len() >= 8) {
+            if text.contains(&key) {
+                text = text.replace(&key, "[key]");
+            }
+        }
+    }
+    text
+}
+
+fn run_tool(
+    tool: &Tool,
+    grants: &[String],
+    ctx: &Context,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    let scope = Scope::new(&ctx.root, grants);
+    let uses_tree = matches!(
+        tool,
+        Tool::ReadFile { .. } | Tool::ListDir { .. } | Tool::Grep { .. } | Tool::Shell { .. }
+    );
+    if uses_tree {
+        if let Err(e) = tree_unchanged(ctx) {
+            return Outcome::text(e);
+        }
+    }
+    match tool {
+        Tool::ReadFile {
+            path,
+            offset,
+            limit,
+        } => {
+            let mut outcome = Outcome::from(read_file(&scope, path, *offset, *limit));
+            if !outcome.output.starts_with("error:") {
+                outcome.seen = scope.resolve(path).ok().and_then(|p| {
+                    let hash = crate::edit::hash_of(&p).ok().flatten()?;
+                    Some((p.to_string_lossy().into_owned(), hash))
+                });
+            }
+            outcome
+        }
+        Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
+        Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
+        Tool::Shell { command, timeout_s } => {
+            let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
+            // What the command changes in its repository is found by
+            // looking before and after (see [`crate::track`]).
+            let before = crate::track::Before::take(&scope.root);
+            let mut outcome = shell(&scope.root, session, command, *timeout_s, approver, cancel);
+            match before {
+                Some(before) => {
+                    outcome.changes = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root))
+                }
+                None => outcome.untracked = true,
+            }
+            outcome
+        }
+        Tool::RequestFileGrant { path, reason } => {
+            request_grant(&scope, path, reason.as_deref(), approver)
+        }
+        Tool::AgentInfo => Outcome::from(agent_info(ctx)),
+        Tool::Remember {
+            label,
+            content,
+            replace,
+        } => Outcome::text(remember(ctx, label, content, *replace)),
+        Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
+        // The session opens, stages and writes edits step by step.
+        Tool::EditFile { .. } | Tool::WriteFile { .. } => Outcome::text(format!(
+            "error: {} runs through the session's edit steps, not as a tool",
+            tool.name()
+        )),
+    }
+}
+
+impl Outcome {
+    fn text(output: String) -> Outcome {
+        Outcome {
+            output,
+            grant: None,
+            interrupted: false,
+            seen: None,
+            changes: Vec::new(),
+            untracked: false,
+        }
+    }
+
+    fn interrupted(output: String) -> Outcome {
+        Outcome {
+            interrupted: true,
+            ..Outcome::text(output)
+        }
+    }
+}
+
+impl From<Result<String, String>> for Outcome {
+    fn from(result: Result<String, String>) -> Outcome {
+        Outcome::text(result.unwrap_or_else(|error| error))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,137 @@
+//! `read_file`: a file's text, a range of lines, bounded.
+
+use super::*;
+
+pub(crate) fn read_file(
+    scope: &Scope,
+    raw: &str,
+    offset: Option<u64>,
+    limit: Option<u64>,
+) -> Result<String, String> {
+    let path = scope.resolve(raw)?;
+    let cannot = |e: io::Error| format!("error: cannot read {raw}: {e}");
+    let meta = fs::metadata(&path).map_err(cannot)?;
+    if meta.is_dir() {
+        return Err(format!(
+            "error: {raw} is a directory; list it with list_dir"
+        ));
+    }
+    if !meta.is_file() {
+        return Err(format!("error: {raw} is not a regular file"));
+    }
+    let mut file = File::open(&path).map_err(cannot)?;
+    let mut head = Vec::new();
+    (&mut file)
+        .take(BINARY_PROBE as u64)
+        .read_to_end(&mut head)
+        .map_err(cannot)?;
+    if head.contains(&0) {
+        return Err(format!(
+            "error: {raw} is a binary file; inspect it with shell (for example `xxd` or `strings`)"
+        ));
+    }
+    let mut reader = BufReader::with_capacity(64 * 1024, io::Cursor::new(head).chain(file));
+
+    let first = offset.unwrap_or(1).max(1);
+    let mut buf = Vec::new();
+    let mut line_no = 0u64; // lines consumed so far
+    while line_no + 1 < first {
+        if next_line(&mut reader, &mut buf, 0).map_err(cannot)? == 0 {
+            return Err(format!(
+                "error: offset {first} is past the end of {raw}, which has {line_no} lines"
+            ));
+        }
+        line_no += 1;
+    }
+
+    let mut out: Vec<u8> = Vec::new();
+    let mut taken = 0u64;
+    // (the offset to read on with, whether the line there was cut short)
+    let mut stop: Option<(u64, bool)> = None;
+    while limit.is_none_or(|l| taken < l) {
+        let room = READ_CAP - out.len();
+        let len = next_line(&mut reader, &mut buf, room).map_err(cannot)?;
+        if len == 0 {
+            break;
+        }
+        line_no += 1;
+        if len <= room {
+            out.extend_from_slice(&buf);
+            taken += 1;
+        } else if taken == 0 {
+            // One line longer than the cap: show its start.
+            out.extend_from_slice(&buf);
+            stop = Some((line_no + 1, true));
+            break;
+        } else {
+            stop = Some((line_no, false));
+            break;
+        }
+    }
+
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    if taken == 0 && stop.is_none() && limit != Some(0) {
+        return if first == 1 {
+            Ok(format!("[{raw} is empty]"))
+        } else {
+            Err(format!(
+                "error: offset {first} is past the end of {raw}, which has {line_no} lines"
+            ))
+        };
+    }
+    if let Some((resume, cut_line)) = stop {
+        let mut rest = 0u64;
+        while next_line(&mut reader, &mut buf, 0).map_err(cannot)? > 0 {
+            rest += 1;
+        }
+        let more = if cut_line { rest } else { rest + 1 };
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if cut_line {
+            text.push_str(&format!(
+                "[… line {} is longer than 256 KiB and was cut; read the rest of it with shell \
+                 (for example `cut -c`)]\n",
+                resume - 1
+            ));
+        }
+        if more > 0 {
+            text.push_str(&format!(
+                "[… file continues: {more} more lines; read on with offset={resume}]"
+            ));
+        }
+    }
+    Ok(text)
+}
+
+/// Reads one line (through its `\n`), keeping at most `keep` bytes of it in
+/// `buf`; returns the line's whole length, 0 at the end of the input.
+pub(crate) fn next_line(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    keep: usize,
+) -> io::Result<usize> {
+    buf.clear();
+    let mut total = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (used, done) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = keep.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..used.min(room)]);
+        reader.consume(used);
+        total += used;
+        if done {
+            return Ok(total);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! `remember` and `GoalProgress`: the tools that write memory and the goal.
+
+use super::*;
+
+/// `remember`: snapshots the project memory as a refinement would (so
+/// `/refine undo` walks back over it), then writes the file atomically.
+/// A refused write (an existing label without `replace`, deleting what is
+/// not there) changes nothing and leaves no snapshot.
+pub(crate) fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> String {
+    let dir = &ctx.memory.project;
+    let current = fs::read(dir.join(label.file_name())).ok();
+    let change = match revolve_core::memory::remember(label, current.as_deref(), content, replace) {
+        Ok(Remembered::Written(change)) => change,
+        Ok(Remembered::Unchanged) => {
+            return format!(
+                "unchanged: project memory {} already says exactly that",
+                label.file_name()
+            )
+        }
+        Err(refused) => return refused,
+    };
+    let session = ctx
+        .info
+        .name
+        .clone()
+        .unwrap_or_else(|| ctx.info.session_id.clone());
+    let meta = revolve_core::memory::remember_meta(&session, ctx.messages, label, change);
+    let stamp = revolve_core::refine::stamp(ctx.now);
+    let _lock = match refine::lock(&ctx.info.state_root) {
+        Ok(lock) => lock,
+        Err(e) => return format!("error: cannot lock the memory snapshots: {e}"),
+    };
+    let stamp = match refine::snapshot(&ctx.info.state_root, &ctx.memory, &stamp, &meta) {
+        Ok(stamp) => stamp,
+        Err(e) => return format!("error: cannot snapshot the memory before writing it: {e}"),
+    };
+    let written = memory::write(dir, label, content, replace);
+    // An entry exists exactly when memory changed.
+    let finished = match written {
+        Ok(_) => refine::settle(&ctx.info.state_root, &ctx.memory, &stamp),
+        Err(_) => refine::discard(&ctx.info.state_root, &ctx.memory, &stamp),
+    };
+    if let Err(e) = finished {
+        return format!("error: cannot finish the memory snapshot: {e}");
+    }
+    if written.is_ok() {
+        for (file, what) in &meta.files {
+            ctx.snapshots
+                .borrow_mut()
+                .push((stamp.clone(), format!("{file}: {what}")));
+        }
+    }
+    match written {
+        Ok(_) => format!(
+            "{change} project memory {} ({})",
+            label.file_name(),
+            dir.display()
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// `GoalProgress`: a note on the standing goal, saved beside the memory.
+pub(crate) fn goal_progress(ctx: &Context, note: &str, met: bool) -> String {
+    match goal::update(&ctx.memory.project_dir, |goals| {
+        goals.progress(note, met, ctx.now)
+    }) {
+        Ok(Ok(text) | Err(text)) => text,
+        Err(e) => format!("error: cannot update the goal: {e}"),
+    }
+}

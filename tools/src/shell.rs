@@ -1,0 +1,228 @@
+//! `shell`: `sh -c` in a process group of its own, bounded in time and
+//! output, its keys removed.
+
+use super::*;
+use crate::group::{self, Group};
+
+/// How often the child, the clock and `cancel` are checked, at most.
+pub(crate) const SHELL_POLL: Duration = Duration::from_millis(50); // not policy: how often cancel is polled
+
+/// How a command ended.
+pub(crate) enum Ending {
+    Exited(ExitStatus),
+    TimedOut(u64),
+    Interrupted,
+    TooMuch,
+    Lost(io::Error),
+}
+
+/// Runs `sh -c command` in the tree, without the API keys, with
+/// `REVOLVE_SESSION` naming the session (so `revolve send` from it says who
+/// a message is from).
+pub(crate) fn shell(
+    root: &Path,
+    session: &str,
+    command: &str,
+    timeout_s: Option<u64>,
+    approver: &mut dyn Approver,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    if !approver.approve_shell(command) {
+        return Outcome::text("error: the user did not allow this command".into());
+    }
+    let secs = timeout_s
+        .unwrap_or(SHELL_TIMEOUT_S)
+        .clamp(1, SHELL_MAX_TIMEOUT_S);
+    let mut group = match Group::start() {
+        Ok(group) => group,
+        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
+    };
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("-c")
+        .arg(command)
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(group.id())
+        .env("REVOLVE_SESSION", session);
+    for name in API_KEY_VARS {
+        sh.env_remove(name);
+    }
+    let spawned = sh.spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
+    };
+    let (done, drained) = mpsc::channel();
+    let stdout = Capture::start(child.stdout.take(), done.clone());
+    let stderr = Capture::start(child.stderr.take(), done);
+    let (stdout, stderr) = match (stdout, stderr) {
+        (Ok(out), Ok(err)) => (out, err),
+        (Err(e), _) | (_, Err(e)) => {
+            end(&mut group, &mut child);
+            return Outcome::text(format!("error: cannot capture the command's output: {e}"));
+        }
+    };
+
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    let mut ending = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Ending::Exited(status),
+            Ok(None) => {}
+            Err(e) => break Ending::Lost(e),
+        }
+        if cancel() {
+            break Ending::Interrupted;
+        }
+        if started.elapsed() >= Duration::from_secs(secs) {
+            break Ending::TimedOut(secs);
+        }
+        if stdout.overflowed() || stderr.overflowed() {
+            break Ending::TooMuch;
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(SHELL_POLL);
+    };
+    // However it ended, nothing it started outlives it.
+    end(&mut group, &mut child);
+
+    // Both readers end at EOF, unless a background process keeps a pipe.
+    let deadline = Instant::now() + SHELL_DRAIN;
+    let mut open = 2;
+    while open > 0 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match drained.recv_timeout(left) {
+            Ok(()) => open -= 1,
+            Err(_) => break,
+        }
+    }
+    if matches!(ending, Ending::Exited(_)) && (stdout.overflowed() || stderr.overflowed()) {
+        // A reader stopped at the cap and the command died of the broken
+        // pipe before the loop above saw the overflow.
+        ending = Ending::TooMuch;
+    }
+    let out = stdout.finish();
+    let err = stderr.finish();
+
+    let (head, interrupted) = match &ending {
+        Ending::Exited(status) => (
+            match (status.code(), status.signal()) {
+                (Some(code), _) => format!("exit status: {code}"),
+                (None, Some(signal)) => format!("exit status: killed by signal {signal}"),
+                (None, None) => "exit status: unknown".into(),
+            },
+            false,
+        ),
+        Ending::TimedOut(secs) => (
+            format!(
+                "error: the command timed out after {secs} s and was killed; pass a larger \
+                 timeout_s (at most {SHELL_MAX_TIMEOUT_S}) if it needs longer"
+            ),
+            false,
+        ),
+        Ending::Interrupted => ("error: interrupted; the command was killed".into(), true),
+        Ending::TooMuch => (
+            "error: the command wrote more than 64 MiB, so it was stopped and its output cut \
+             there; redirect its output to a file and read parts of it"
+                .into(),
+            false,
+        ),
+        Ending::Lost(e) => (
+            format!("error: lost track of the command ({e}); it was killed"),
+            false,
+        ),
+    };
+    let mut text = head;
+    for (label, bytes) in [("stdout", &out), ("stderr", &err)] {
+        if !bytes.is_empty() {
+            text.push_str(&format!("\n{label}:\n"));
+            text.push_str(&String::from_utf8_lossy(bytes));
+            if text.ends_with('\n') {
+                text.pop();
+            }
+        }
+    }
+    if open > 0 {
+        text.push_str(
+            "\n[a background process still holds the command's output open; what it writes \
+             later is not shown]",
+        );
+    }
+    Outcome {
+        interrupted,
+        ..Outcome::text(text)
+    }
+}
+
+/// One output stream, read on its own thread.
+pub(crate) struct Capture {
+    buf: Arc<Mutex<Vec<u8>>>,
+    stop: Arc<AtomicBool>,
+    overflow: Arc<AtomicBool>,
+}
+
+impl Capture {
+    pub(crate) fn start(
+        pipe: Option<impl Read + Send + 'static>,
+        done: mpsc::Sender<()>,
+    ) -> io::Result<Capture> {
+        let capture = Capture {
+            buf: Arc::default(),
+            stop: Arc::default(),
+            overflow: Arc::default(),
+        };
+        let (buf, stop, overflow) = (
+            capture.buf.clone(),
+            capture.stop.clone(),
+            capture.overflow.clone(),
+        );
+        thread::Builder::new()
+            .name("shell-output".into())
+            .spawn(move || {
+                if let Some(mut pipe) = pipe {
+                    let mut chunk = vec![0u8; 64 * 1024];
+                    loop {
+                        let n = match pipe.read(&mut chunk) {
+                            Ok(0) => break,
+                            Ok(n) => n,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                            Err(_) => break,
+                        };
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let mut buf = buf.lock().unwrap_or_else(|e| e.into_inner());
+                        let room = SHELL_STREAM_CAP - buf.len();
+                        buf.extend_from_slice(&chunk[..n.min(room)]);
+                        if n > room {
+                            overflow.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                    }
+                }
+                let _ = done.send(());
+            })?;
+        Ok(capture)
+    }
+
+    pub(crate) fn overflowed(&self) -> bool {
+        self.overflow.load(Ordering::SeqCst)
+    }
+
+    /// What was read so far; the reader keeps nothing more.
+    pub(crate) fn finish(self) -> Vec<u8> {
+        self.stop.store(true, Ordering::SeqCst);
+        std::mem::take(&mut *self.buf.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Kills the command's whole group (background children included), reaps
+/// the command, then what escaped the group (see [`group`]).
+pub(crate) fn end(group: &mut Group, child: &mut Child) {
+    group.kill();
+    let _ = child.kill();
+    let _ = child.wait();
+    group::reap_escaped();
+}
