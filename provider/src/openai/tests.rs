@@ -1,0 +1,508 @@
+//! Unit tests of the parent module.
+
+use std::net::TcpListener;
+
+use super::*;
+use crate::testing::{request, run};
+use revolve_testkit::{FakeReply, FakeServer};
+
+fn fake(replies: Vec<FakeReply>) -> (FakeServer, OpenAi) {
+    let server = FakeServer::start(replies).unwrap();
+    let provider = OpenAi::new(format!("{}/", server.url()), Some("sk-secret-123".into()));
+    (server, provider)
+}
+
+#[test]
+fn openai_streams_text_and_usage_and_sends_the_body_verbatim() {
+    let (server, provider) = fake(vec![FakeReply::text("Hello big world")]);
+    let req = request(&["hi"]);
+    let mut pieces = Vec::new();
+    let reply = provider
+        .complete(&req, &mut |p| pieces.push(p.to_owned()))
+        .unwrap();
+    assert_eq!(reply.text, "Hello big world");
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 3
+        })
+    );
+    assert_eq!(pieces, ["Hello", " big", " world"]);
+
+    let recorded = server.requests();
+    assert_eq!(recorded.len(), 1);
+    let r = &recorded[0];
+    assert_eq!(
+        (r.method.as_str(), r.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(r.body, req.body);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.header("accept"), Some("text/event-stream"));
+    assert_eq!(r.header("authorization"), Some("Bearer sk-secret-123"));
+    assert_eq!(provider.name(), "openai");
+}
+
+#[test]
+fn openai_without_a_key_sends_no_authorization() {
+    let server = FakeServer::start(vec![FakeReply::text("x")]).unwrap();
+    let provider = OpenAi::new(server.url(), None);
+    run(&provider).0.unwrap();
+    assert_eq!(server.requests()[0].header("authorization"), None);
+    assert!(!format!("{provider:?}").contains("sk-"));
+}
+
+#[test]
+fn debug_hides_the_key() {
+    let provider = OpenAi::new("http://h/v1///", Some("sk-secret-123".into()));
+    assert_eq!(provider.base_url(), "http://h/v1");
+    assert_eq!(provider.endpoint(), "http://h/v1/chat/completions");
+    let shown = format!("{provider:?}");
+    assert!(
+        !shown.contains("sk-secret-123") && shown.contains("[hidden]"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn openai_reads_a_json_answer() {
+    let (_server, provider) = fake(vec![
+        FakeReply::Json {
+            text: "Whole answer".into(),
+            usage: Some((5, 2)),
+        },
+        FakeReply::Json {
+            text: "No usage".into(),
+            usage: None,
+        },
+    ]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "Whole answer");
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 5,
+            completion_tokens: 2
+        })
+    );
+    assert_eq!(pieces, ["Whole answer"]);
+    assert_eq!(
+        run(&provider).0.unwrap(),
+        Reply {
+            text: "No usage".into(),
+            ..Reply::default()
+        }
+    );
+}
+
+#[test]
+fn openai_http_error_names_status_and_url_not_the_key() {
+    let body =
+        "{\"error\":{\"message\":\"overloaded\nplease wait\"}}".to_owned() + &"x".repeat(500);
+    let (server, provider) = fake(vec![
+        FakeReply::Status {
+            code: 503,
+            body,
+            retry_after: Some(30),
+        },
+        FakeReply::Status {
+            code: 401,
+            body: "bad key sk-secret-123".into(),
+            retry_after: None,
+        },
+    ]);
+    let err = run(&provider).0.unwrap_err();
+    let url = format!("{}/chat/completions", server.url());
+    assert!(
+            err.message.starts_with(&format!(
+                "HTTP 503 Service Unavailable from {url} (retry after 30): {{\"error\":{{\"message\":\"overloaded please wait\"}}}}xxx"
+            )),
+            "{err}"
+        );
+    assert!(err.message.ends_with("x…"), "{err}");
+    assert!(!err.message.contains('\n'));
+    assert!(err.message.chars().count() < 300);
+    assert_eq!(err.partial, "");
+
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("HTTP 401 Unauthorized from {url}: bad key [key]")
+    );
+}
+
+#[test]
+fn openai_cut_stream_keeps_the_partial_text() {
+    let (server, provider) = fake(vec![FakeReply::CutAfter {
+        chunks: vec!["Hel".into(), "lo".into()],
+    }]);
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    assert_eq!(
+        err.message,
+        format!(
+            "stream from {}/chat/completions ended before [DONE]",
+            server.url()
+        )
+    );
+    assert_eq!(err.partial, "Hello");
+    assert_eq!(pieces, ["Hel", "lo"]);
+}
+
+#[test]
+fn openai_stalled_stream_fails_after_the_stall_timeout() {
+    let (server, provider) = fake(vec![FakeReply::Stall {
+        chunks: vec!["Wait".into()],
+    }]);
+    let provider = provider.with_stall_timeout(Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        err.message,
+        format!(
+            "stream from {}/chat/completions stalled: nothing received for 300 ms",
+            server.url()
+        )
+    );
+    // The text arrived before the stall, so it was delivered as it came.
+    assert_eq!(
+        (err.partial.as_str(), pieces),
+        ("Wait", vec!["Wait".to_owned()])
+    );
+}
+
+#[test]
+fn openai_keepalives_and_empty_deltas_alone_trip_the_stall_timeout() {
+    let (server, provider) = fake(vec![FakeReply::Keepalive {
+        chunks: vec!["Wait".into()],
+        every: Duration::from_millis(50),
+    }]);
+    let provider = provider.with_stall_timeout(Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert_eq!(
+        err.message,
+        format!(
+            "stream from {}/chat/completions stalled: no content received for 300 ms \
+                 (only keepalives or empty chunks)",
+            server.url()
+        )
+    );
+    assert!(err.transient);
+    assert_eq!(
+        (err.partial.as_str(), pieces),
+        ("Wait", vec!["Wait".to_owned()])
+    );
+}
+
+#[test]
+fn openai_reasoning_deltas_are_progress() {
+    let data = r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":"hmm"}}]}"#;
+    let event = SseEvent {
+        event: None,
+        data: data.into(),
+    };
+    assert!(Chat::carries_unkept(&event));
+    let empty = r#"{"choices":[{"index":0,"delta":{"reasoning":null,"content":""}}]}"#;
+    let event = SseEvent {
+        event: None,
+        data: empty.into(),
+    };
+    assert!(!Chat::carries_unkept(&event));
+}
+
+#[test]
+fn openai_garbage_is_an_error_not_a_panic() {
+    let (server, provider) = fake(vec![
+        FakeReply::Garbage(
+            "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: {not json\n\n".into(),
+        ),
+        FakeReply::Garbage("data: {\"error\":{\"message\":\"quota\"}}\n\n".into()),
+        FakeReply::Garbage("\u{0}\u{1}binary\r\r\n\n:::\n\n".into()),
+        FakeReply::Raw("this is not HTTP\r\n\r\n".into()),
+        FakeReply::Status {
+            code: 200,
+            body: "{\"choices\":[]}".into(),
+            retry_after: None,
+        },
+        FakeReply::Status {
+            code: 200,
+            body: "{\"choices\":[{\"message\":{".into(),
+            retry_after: None,
+        },
+    ]);
+    let url = format!("{}/chat/completions", server.url());
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(
+        err.message
+            .starts_with(&format!("bad JSON in stream from {url}: ")),
+        "{err}"
+    );
+    assert!(err.message.ends_with(": {not json"), "{err}");
+    assert_eq!(err.partial, "ok");
+
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(err.message, format!("error in stream from {url}: quota"));
+
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(
+        err.message,
+        format!("stream from {url} ended before [DONE]")
+    );
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(
+        err.message
+            .starts_with(&format!("bad HTTP answer from {url}: ")),
+        "{err}"
+    );
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(
+        err.message
+            .starts_with(&format!("answer from {url} has no choices")),
+        "{err}"
+    );
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(
+        err.message.starts_with(&format!("bad JSON from {url}: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn openai_reads_sse_sent_as_another_content_type() {
+    let body = "data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n";
+    let (_server, provider) = fake(vec![FakeReply::Status {
+        code: 200,
+        body: body.into(),
+        retry_after: None,
+    }]);
+    assert_eq!(
+        run(&provider).0.unwrap(),
+        Reply {
+            text: "a".into(),
+            ..Reply::default()
+        }
+    );
+}
+
+#[test]
+fn openai_bad_key_or_url_says_so_without_the_key() {
+    let provider = OpenAi::new("http://127.0.0.1:9/v1", Some("sk-bad\nkey".into()));
+    let err = run(&provider).0.unwrap_err();
+    let prefix = "cannot send to http://127.0.0.1:9/v1/chat/completions: http: ";
+    assert!(err.message.starts_with(prefix), "{err}");
+    assert!(!err.message.contains("sk-bad"), "{err}");
+    let err = run(&OpenAi::new("localhost:4000", None)).0.unwrap_err();
+    let prefix = "cannot send to localhost:4000/chat/completions: ";
+    assert!(err.message.starts_with(prefix), "{err}");
+}
+
+#[test]
+fn openai_connection_refused() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let provider = OpenAi::new(
+        format!("http://127.0.0.1:{port}/v1"),
+        Some("sk-secret-123".into()),
+    );
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    assert_eq!(
+        err.message,
+        format!("cannot reach http://127.0.0.1:{port}/v1/chat/completions: connection refused")
+    );
+    assert!(err.transient && err.status.is_none());
+    assert!(pieces.is_empty());
+}
+
+#[test]
+fn openai_ignores_events_without_content() {
+    let body = concat!(
+            ": keep-alive\r\n\r\n",
+            "event: message\r\ndata:{\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"index\":1,\"delta\":{\"content\":\"other\"}},{\"index\":0,\"delta\":{\"content\":\"mine\"}}]}\n\n",
+            "data: {\"choices\":[],\"usage\":null}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n",
+            "data: [DONE]\n",
+        );
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body.into())]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(reply.text, "mine");
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 3,
+            completion_tokens: 1
+        })
+    );
+}
+
+fn calls(reply: &Reply) -> Vec<(&str, &str, &str)> {
+    reply
+        .tool_calls
+        .iter()
+        .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+        .collect()
+}
+
+#[test]
+fn openai_streams_tool_calls_in_fragments() {
+    let (_server, provider) = fake(vec![FakeReply::tool_calls(
+        "Let me look.",
+        &[
+            (
+                "call_a",
+                "read_file",
+                r#"{"path":"src/main.rs","limit":20}"#,
+            ),
+            ("call_b", "agent_info", ""),
+            ("call_c", "list_dir", r#"{"path":"é/ü"}"#),
+        ],
+    )]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "Let me look.");
+    assert_eq!(pieces, ["Let", " me", " look."]);
+    assert_eq!(
+        calls(&reply),
+        [
+            (
+                "call_a",
+                "read_file",
+                r#"{"path":"src/main.rs","limit":20}"#
+            ),
+            ("call_b", "agent_info", "{}"),
+            ("call_c", "list_dir", r#"{"path":"é/ü"}"#),
+        ]
+    );
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 10,
+            completion_tokens: 3
+        })
+    );
+}
+
+#[test]
+fn openai_orders_interleaved_tool_calls_by_index() {
+    let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":null}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"second\",\"type\":\"function\",\"function\":{\"name\":\"grep\",\"arguments\":\"{\\\"pat\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"first\",\"type\":\"function\",\"function\":{\"name\":\"shell\",\"arguments\":\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"command\\\":\"}},{\"index\":1,\"function\":{\"arguments\":\"tern\\\":\\\"x\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":1,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"IGNORED\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"shell\",\"arguments\":\"\\\"ls\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body.into())]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert!(pieces.is_empty());
+    assert_eq!(reply.text, "");
+    assert_eq!(
+        calls(&reply),
+        [
+            ("first", "shell", r#"{"command":"ls"}"#),
+            ("second", "grep", r#"{"pattern":"x"}"#),
+        ]
+    );
+}
+
+#[test]
+fn openai_tool_calls_without_index_or_id() {
+    // As some local servers send them: whole calls without an index,
+    // or fragments continuing the last call.
+    let body = concat!(
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"a\",\"function\":{\"name\":\"list_dir\",\"arguments\":{\"path\":\".\"}}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"b\",\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"path\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"\\\"x\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":5,\"function\":{\"name\":\"agent_info\"}}]}}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body.into())]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(
+        calls(&reply),
+        [
+            ("a", "list_dir", r#"{"path":"."}"#),
+            ("b", "read_file", r#"{"path":"x"}"#),
+            ("call_5", "agent_info", "{}"),
+        ]
+    );
+}
+
+#[test]
+fn openai_reads_tool_calls_of_a_json_answer() {
+    let body = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+            {"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},
+            {"id":"c2","type":"function","function":{"name":"grep","arguments":{"pattern":"b"}}},
+            {"id":"c3","type":"function","function":{"name":"agent_info","arguments":""}}]},
+            "finish_reason":"tool_calls"}],"usage":{"prompt_tokens":7,"completion_tokens":4,"total_tokens":11}}"#;
+    let (_server, provider) = fake(vec![FakeReply::Status {
+        code: 200,
+        body: body.into(),
+        retry_after: None,
+    }]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert!(pieces.is_empty());
+    assert_eq!(reply.text, "");
+    assert_eq!(
+        calls(&reply),
+        [
+            ("c1", "read_file", r#"{"path":"a"}"#),
+            ("c2", "grep", r#"{"pattern":"b"}"#),
+            ("c3", "agent_info", "{}"),
+        ]
+    );
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 7,
+            completion_tokens: 4
+        })
+    );
+}
+
+#[test]
+fn openai_errors_carry_what_the_retry_policy_needs() {
+    let (_server, provider) = fake(vec![
+        FakeReply::Status {
+            code: 429,
+            body: "slow".into(),
+            retry_after: Some(12),
+        },
+        FakeReply::CutAfter { chunks: vec![] },
+        FakeReply::Garbage(
+            "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n".into(),
+        ),
+        FakeReply::Garbage(
+            "data: {\"error\":{\"message\":\"no\",\"type\":\"invalid_request_error\"}}\n\n".into(),
+        ),
+    ]);
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(
+        (err.status, err.retry_after, err.transient),
+        (Some(429), Some(12), false)
+    );
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(
+        (err.status, err.retry_after, err.transient),
+        (None, None, true)
+    );
+    assert!(run(&provider).0.unwrap_err().transient);
+    assert!(!run(&provider).0.unwrap_err().transient);
+}

@@ -1,0 +1,297 @@
+//! Unit tests of the parent module.
+
+use super::*;
+use revolve_core::record::{Record, Totals};
+
+fn store(name: &str) -> Store {
+    let root = std::env::temp_dir().join(format!("revolve-store-{}-{name}", std::process::id()));
+    std::fs::remove_dir_all(&root).ok();
+    let cwd = root.join("work");
+    std::fs::create_dir_all(&cwd).unwrap();
+    Store {
+        roots: Roots {
+            state: root.join("state"),
+            config: root.join("config"),
+        },
+        project: Project::from_key(cwd.clone()),
+        cwd,
+    }
+}
+
+fn header(store: &Store, id: &str) -> Header {
+    Header {
+        version: 1,
+        id: id.into(),
+        name: None,
+        named: false,
+        cwd: store.cwd_str(),
+        project: store.cwd_str(),
+        started: time::macros::datetime!(2026-12-02 10:00 UTC),
+        model: "m".into(),
+        window: 1000,
+        provider: "scripted".into(),
+        continues: None,
+    }
+}
+
+fn totals(turns: u64) -> Record {
+    Record::Totals(Totals {
+        turns,
+        ..Totals::default()
+    })
+}
+
+/// Each session's listed turns, by id.
+fn turns(store: &Store) -> Vec<(String, u64)> {
+    let mut out: Vec<_> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.id, s.turns))
+        .collect();
+    out.sort();
+    out
+}
+
+fn named(name: &str) -> Option<impl FnOnce(&Names) -> Result<Option<String>, String>> {
+    let name = name.to_owned();
+    Some(move |_: &Names| Ok(Some(name)))
+}
+
+#[test]
+fn a_listing_sees_every_write_made_under_a_claim() {
+    let store = store("claims");
+    for id in ["a", "b", "c"] {
+        let (mut w, _claim, _) = store.create(header(&store, id), named(id)).unwrap();
+        w.append(&totals(1)).unwrap();
+    }
+    let ones = |b: u64| vec![("a".into(), 1), ("b".into(), b), ("c".into(), 1)];
+    assert_eq!(turns(&store), ones(1));
+    assert_eq!(turns(&store), ones(1), "from the cache");
+
+    // Resumed and ended between two listings.
+    {
+        let _claim = store.claim("b", None).unwrap();
+        LogWriter::open(&store.path_of("b"))
+            .unwrap()
+            .append(&totals(2))
+            .unwrap();
+    }
+    assert_eq!(turns(&store), ones(2));
+
+    // Running while a listing runs, writing after it: seen next time,
+    // after the session ended too.
+    let claim = store.claim("b", None).unwrap();
+    assert_eq!(turns(&store), ones(2));
+    let mut w = LogWriter::open(&store.path_of("b")).unwrap();
+    w.append(&totals(3)).unwrap();
+    assert_eq!(turns(&store), ones(3));
+    w.append(&totals(4)).unwrap();
+    drop(claim);
+    assert_eq!(turns(&store), ones(4));
+    assert_eq!(turns(&store), ones(4));
+
+    // A removed file is gone; a new one (written by hand) is there.
+    std::fs::remove_file(store.path_of("c")).unwrap();
+    let mut w = LogWriter::create(&store.path_of("d")).unwrap();
+    w.append(&Record::Header(header(&store, "d"))).unwrap();
+    w.append(&totals(7)).unwrap();
+    assert_eq!(
+        turns(&store),
+        vec![("a".into(), 1), ("b".into(), 4), ("d".into(), 7)]
+    );
+}
+
+#[test]
+fn a_file_changed_behind_revolves_back_shows_once_the_cache_is_gone() {
+    let store = store("behind");
+    let (mut w, claim, _) = store.create(header(&store, "a"), named("a")).unwrap();
+    w.append(&totals(1)).unwrap();
+    drop((w, claim));
+    assert_eq!(turns(&store), vec![("a".into(), 1)]);
+    // The documented trade-off: no claim, no look.
+    LogWriter::open(&store.path_of("a"))
+        .unwrap()
+        .append(&totals(2))
+        .unwrap();
+    assert_eq!(turns(&store), vec![("a".into(), 1)]);
+    std::fs::remove_file(store.sessions_dir().join(index::FILE)).unwrap();
+    assert_eq!(turns(&store), vec![("a".into(), 2)]);
+    // A journal started again (here: deleted) makes every file looked at.
+    LogWriter::open(&store.path_of("a"))
+        .unwrap()
+        .append(&totals(3))
+        .unwrap();
+    std::fs::remove_file(store.roots.running(&store.project).join(".claims")).unwrap();
+    assert_eq!(turns(&store), vec![("a".into(), 3)]);
+}
+
+#[test]
+fn the_folder_read_names_every_session_file_and_nothing_else() {
+    #[cfg(unix)]
+    use std::os::unix::ffi::OsStrExt;
+    let store = store("readdir");
+    let dir = store.sessions_dir();
+    std::fs::create_dir_all(dir.join("folder.jsonl")).unwrap();
+    let many: Vec<String> = (0..3000).map(|i| format!("s-{i:05}.jsonl")).collect();
+    for name in
+        many.iter()
+            .map(String::as_str)
+            .chain(["tab\tnew\nline.jsonl", "notes.txt", ".jsonl.tmp"])
+    {
+        std::fs::write(dir.join(name), "").unwrap();
+    }
+    std::fs::write(dir.join(std::ffi::OsStr::from_bytes(b"\xff.jsonl")), "").unwrap();
+    let mut names = Vec::new();
+    Files::read(&dir)
+        .each(|n| names.push(n.to_owned()))
+        .unwrap();
+    names.sort_unstable();
+    let mut expected = many.clone();
+    expected.extend(["folder.jsonl".into(), "tab\tnew\nline.jsonl".into()]);
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+    let mut none = 0;
+    Files::read(&dir.join("gone")).each(|_| none += 1).unwrap();
+    assert_eq!(none, 0);
+}
+
+fn entries(names: &[&str]) -> Vec<Entry<'static>> {
+    names
+        .iter()
+        .map(|n| Entry {
+            file: Cow::Owned(format!("{n}.jsonl")),
+            stamp: (0, 0),
+            row: None,
+        })
+        .collect()
+}
+
+#[test]
+fn without_a_journal_a_gap_in_the_cache_reads_nothing_again() {
+    use std::time::SystemTime;
+    let store = store("gap");
+    for i in 0..30 {
+        let id = format!("s{i:02}");
+        let (mut w, _claim, _) = store.create(header(&store, &id), named(&id)).unwrap();
+        w.append(&totals(1)).unwrap();
+    }
+    assert_eq!(turns(&store).len(), 30);
+    // Ten files in a row of the cache's (the folder's) order removed.
+    let bytes = std::fs::read(store.sessions_dir().join(index::FILE)).unwrap();
+    let cached: Vec<String> = Index::parse(&bytes)
+        .unwrap()
+        .entries
+        .iter()
+        .map(|e| e.file.to_string())
+        .collect();
+    for file in &cached[5..15] {
+        std::fs::remove_file(store.sessions_dir().join(file)).unwrap();
+    }
+    // The others changed behind revolve's back, size and time kept: a
+    // file read again would show 2 turns.
+    for file in cached[..5].iter().chain(&cached[15..]) {
+        let path = store.sessions_dir().join(file);
+        let modified: SystemTime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"turns\":1", "\"turns\":2")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+    }
+    std::fs::remove_file(store.roots.running(&store.project).join(".claims")).unwrap();
+    let listed = turns(&store);
+    assert_eq!(listed.len(), 20);
+    assert!(
+        listed.iter().all(|(_, t)| *t == 1),
+        "read again: {listed:?}"
+    );
+}
+
+#[test]
+fn the_finder_hashes_nothing_while_the_folder_keeps_its_order() {
+    let old = entries(&["a", "b", "c", "d", "e"]);
+    let mut finder = Finder::new(&old);
+    // b removed, x new (claimed since), c claimed since (resumed).
+    assert_eq!(finder.find("a.jsonl", false), Some(0));
+    assert_eq!(finder.find("x.jsonl", true), None);
+    assert_eq!(finder.find("c.jsonl", true), Some(2));
+    assert_eq!(finder.find("d.jsonl", false), Some(3));
+    assert_eq!(finder.find("e.jsonl", false), Some(4));
+    assert!(finder.by_name.is_none());
+    assert_eq!(finder.found, 4);
+    // Another order, and a file copied in by hand: the map answers.
+    let mut finder = Finder::new(&old);
+    assert_eq!(finder.find("e.jsonl", false), Some(4));
+    assert_eq!(finder.find("hand.jsonl", false), None);
+    assert_eq!(finder.find("a.jsonl", false), Some(0));
+    assert!(finder.by_name.is_some());
+}
+
+quickcheck::quickcheck! {
+    fn the_finder_finds_exactly_the_entries_there_are(old: Vec<u8>, seen: Vec<(u8, bool)>) -> bool {
+        let mut names: Vec<String> = old.iter().map(|n| format!("{n}.jsonl")).collect();
+        names.dedup();
+        let old: Vec<Entry> = names
+            .iter()
+            .map(|n| Entry { file: Cow::Owned(n.clone()), stamp: (0, 0), row: None })
+            .collect();
+        let mut finder = Finder::new(&old);
+        let mut listed = std::collections::HashSet::new();
+        seen.into_iter().all(|(n, new_ish)| {
+            let name = format!("{n}.jsonl");
+            // A folder lists a name once.
+            if !listed.insert(name.clone()) {
+                return true;
+            }
+            match finder.find(&name, new_ish) {
+                Some(i) => old[i].file == name,
+                None => new_ish || !names.contains(&name),
+            }
+        })
+    }
+}
+
+#[test]
+fn a_listing_counts_what_it_cannot_show_every_time() {
+    let store = store("unlisted");
+    let (mut w, _claim, _) = store.create(header(&store, "a"), named("a")).unwrap();
+    w.append(&totals(1)).unwrap();
+    let dir = store.sessions_dir();
+    std::fs::create_dir(dir.join("b.jsonl")).unwrap();
+    std::fs::write(dir.join("c.jsonl"), "").unwrap();
+    for _ in 0..2 {
+        let mut unlisted = Unlisted::default();
+        let listed = store.list_noting(|_, _| true, &mut unlisted).unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            unlisted,
+            Unlisted {
+                unreadable: 1,
+                first_unreadable: Some((
+                    "b.jsonl".into(),
+                    "not a regular file (a directory)".into()
+                )),
+                headerless: 1,
+                first_headerless: Some("c.jsonl".into()),
+            }
+        );
+    }
+    // Made readable behind the cache's back: listed at once.
+    std::fs::remove_dir(dir.join("b.jsonl")).unwrap();
+    std::fs::copy(store.path_of("a"), dir.join("b.jsonl")).unwrap();
+    assert_eq!(turns(&store).len(), 2);
+}
+
+#[test]
+fn a_piped_session_is_created_without_a_listing() {
+    let store = store("unnamed");
+    let mut none = named("never");
+    none.take();
+    let (_w, _claim, h) = store.create(header(&store, "a"), none).unwrap();
+    assert_eq!(h.name, None);
+    assert!(!store.sessions_dir().join(index::FILE).exists());
+}
