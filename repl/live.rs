@@ -3,29 +3,29 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
-use std::time::Duration;
 
 use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
-use revolve_core::refine;
 use revolve_core::slash::{self, RefineCommand, RewindCommand, Slash};
 use revolve_core::tools::Tool;
 use revolve_core::view;
-use revolve_core::{Command, Input, Request, Session, Settings, State};
+use revolve_core::{Command, Input, Session, Settings, State};
 use revolve_io::goal;
 use revolve_io::inbox::Inbox;
 use revolve_io::log::{self, LogWriter};
 use revolve_io::memory::{self, MemoryDirs};
-use revolve_io::provider::{Provider, ProviderError};
+use revolve_io::provider::Provider;
 use revolve_io::registry::Claim;
 use revolve_io::store::{CreateError, Store};
-use revolve_io::tools::{self, AgentInfo};
+use revolve_io::tools::FileId;
 use revolve_io::{clock, fsx, interrupt};
 
+mod ask;
 mod edits;
+mod refine;
+mod tools;
 
 use crate::approve::Approvals;
 use crate::error::Error;
@@ -77,7 +77,7 @@ pub struct Runtime {
     pub format: Format,
     /// The working tree's identity when the run started (tools refuse a
     /// tree that is no longer the same directory).
-    pub tree: Option<tools::FileId>,
+    pub tree: Option<FileId>,
 }
 
 /// A session this process runs.
@@ -317,164 +317,6 @@ impl Live {
     /// The folded state of the session.
     pub fn state(&self) -> &State {
         self.session.state()
-    }
-
-    /// Refines the memory from the whole session (every file of its chain):
-    /// the model answers with the files it changes; a usable answer is
-    /// snapshotted and written, anything else changes nothing and says why.
-    /// The refinement is logged either way, so the automatic trigger knows.
-    pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
-        self.refine_pieces = 0;
-        let entry = self.refined_entry(auto)?;
-        self.drive(Input::Refined {
-            auto,
-            entry,
-            pieces: self.refine_pieces,
-            now: clock::now(),
-        })
-    }
-
-    /// Asks, validates and writes; the snapshot entry written, if any.
-    fn refined_entry(&mut self, auto: bool) -> Result<Option<String>, Error> {
-        let what = if auto {
-            "automatic refinement"
-        } else {
-            "refinement"
-        };
-        let files = memory::load(&self.runtime.memory)
-            .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
-        // The session's real content, every file of its chain folded (so
-        // pruned results stay pruned), the turns a compaction carried into
-        // the next file read once.
-        let mut blocks = Vec::new();
-        for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
-            let mut folded = State::default();
-            let mut carried = 0;
-            log::each_record(
-                &file,
-                |_, r| {
-                    if let Record::Compacted(c) = &r {
-                        if n > 0 {
-                            carried = 1 + c.kept.len();
-                        }
-                    }
-                    folded.apply(&r);
-                },
-                |_| {},
-            )
-            .map_err(|e| Error::at(&file, "cannot read", e))?;
-            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
-        }
-        let state = self.state();
-        let wire = revolve_core::request::Wire::of(&state.provider);
-        let (model, first_seq) = (state.model.clone(), state.totals.requests);
-        let budget = refine::budget(
-            state.window,
-            &state.totals,
-            refine::piece_request(wire, &model, "", (1, 2), &files, clock::now())
-                .body
-                .len(),
-        );
-        let pieces = refine::pieces(&blocks, budget);
-        let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
-        let messages = state.messages.len() as u64;
-        let of = pieces.len();
-        if of > 1 {
-            eprintln!(
-                "{what}: the session is larger than the window; the model reads it in {of} parts"
-            );
-        } else {
-            eprintln!("{what}: the model reads the session and the memory files…");
-        }
-        let mut current = files.clone();
-        let mut all = Vec::new();
-        let mut sent = 0u64;
-        for (k, range) in pieces.into_iter().enumerate() {
-            let part = if of > 1 {
-                format!(" (part {} of {of})", k + 1)
-            } else {
-                String::new()
-            };
-            let text = refine::piece_text(&blocks[range], budget);
-            let request =
-                refine::piece_request(wire, &model, &text, (k + 1, of), &current, clock::now());
-            // Numbered like every request of the session (the `refined`
-            // record counts them).
-            sent += 1;
-            let request = Request {
-                seq: first_seq.saturating_add(sent),
-                ..request
-            };
-            let text = match self.ask(request, false) {
-                Asked::Reply(reply) => reply.text,
-                Asked::Failed { error, .. } if of == 1 => {
-                    eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
-                    self.refine_pieces = sent;
-                    return Ok(None);
-                }
-                Asked::Failed { error, .. } => {
-                    eprintln!(
-                        "{what}{part} failed ({}); that part changes nothing",
-                        view::inert(&error)
-                    );
-                    continue;
-                }
-                Asked::Interrupted { .. } => {
-                    eprintln!("{what} interrupted; memory unchanged");
-                    self.refine_pieces = sent;
-                    return Ok(None);
-                }
-            };
-            match refine::parse_reply(&text, &current) {
-                Ok(changes) => {
-                    current = refine::applied(&current, &changes);
-                    all.extend(changes);
-                }
-                Err(why) if of == 1 => {
-                    eprintln!(
-                        "{what}: the answer was not usable ({}); memory unchanged",
-                        view::inert(&why)
-                    );
-                    self.refine_pieces = sent;
-                    return Ok(None);
-                }
-                Err(why) => eprintln!(
-                    "{what}{part}: the answer was not usable ({}); that part changes nothing",
-                    view::inert(&why)
-                ),
-            }
-        }
-        self.refine_pieces = sent;
-        let changes = refine::combined(&files, all);
-        if changes.is_empty() {
-            eprintln!("{what}: nothing to change");
-            return Ok(None);
-        }
-        let meta = refine::meta(&session, messages, auto, &changes, &files);
-        // The core asks for the snapshot and the writes, then logs them.
-        self.last_entry = None;
-        self.drive(Input::ChangeMemory {
-            entry: refine::stamp(clock::now()),
-            by: if auto { "auto-refine" } else { "refine" }.into(),
-            changes,
-            meta: meta.clone(),
-        })?;
-        let Some(stamp) = self.last_entry.take() else {
-            return Ok(None);
-        };
-        eprintln!("{what}: memory changed (/refine undo takes it back)");
-        for (file, change) in &meta.files {
-            eprintln!("    {file} — {change}");
-        }
-        Ok(Some(stamp))
-    }
-
-    /// Runs an automatic refinement when the core says one is due.
-    pub fn refine_if_due(&mut self) -> Result<(), Error> {
-        if self.runtime.auto_refine && !self.runtime.bare && self.session.refine_due(clock::now()) {
-            self.refine(true)?;
-        }
-        Ok(())
     }
 
     /// Records whether this run created the project directory (which it
@@ -859,136 +701,6 @@ impl Live {
         Ok(())
     }
 
-    /// Sends a request and turns what came back into the core's input.
-    fn call(&mut self, request: Request) -> Result<Input, Error> {
-        let now = clock::now;
-        Ok(match self.ask(request, true) {
-            Asked::Reply(reply) => Input::Reply { reply, now: now() },
-            Asked::Failed {
-                error,
-                partial,
-                overflow: Some(o),
-            } if partial.is_empty() => Input::Overflowed {
-                error,
-                limit: o.limit,
-                asked: o.asked,
-                now: now(),
-            },
-            Asked::Failed { error, partial, .. } => Input::Failed {
-                error,
-                partial,
-                now: now(),
-            },
-            Asked::Interrupted { partial } => Input::Interrupted {
-                partial,
-                now: now(),
-            },
-        })
-    }
-
-    /// Asks for a compaction's working notes (not shown as they come).
-    fn summarize(&mut self, request: Request) -> Input {
-        let now = clock::now;
-        match self.ask(request, false) {
-            // The core judges the answer (tool calls or no text: no notes).
-            Asked::Reply(reply) => Input::Summarized {
-                reply,
-                new_id: clock::session_id(now()),
-                now: now(),
-            },
-            Asked::Failed {
-                error,
-                overflow: Some(o),
-                ..
-            } => Input::Overflowed {
-                error,
-                limit: o.limit,
-                asked: o.asked,
-                now: now(),
-            },
-            Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },
-            Asked::Interrupted { partial } => Input::Interrupted {
-                partial,
-                now: now(),
-            },
-        }
-    }
-
-    /// Sends a request on a worker thread, streaming its text to stdout when
-    /// `stream`, and watching for Ctrl-C. An interrupted request is
-    /// abandoned: its worker finishes on its own and nobody reads its answer.
-    fn ask(&mut self, request: Request, stream: bool) -> Asked {
-        enum Event {
-            Text(String),
-            Done(Result<revolve_core::Reply, ProviderError>),
-        }
-        let (tx, rx) = mpsc::channel();
-        let provider = Arc::clone(&self.runtime.provider);
-        std::thread::spawn(move || {
-            interrupt::watch();
-            let text = tx.clone();
-            let result = provider.complete(&request, &mut |t| {
-                text.send(Event::Text(t.to_owned())).ok();
-            });
-            tx.send(Event::Done(result)).ok();
-        });
-        let mut partial = String::new();
-        let started = std::time::Instant::now();
-        let asked = loop {
-            match rx.recv_timeout(Duration::from_millis(25)) {
-                Ok(Event::Text(t)) => {
-                    partial.push_str(&t);
-                    if stream {
-                        self.show(&t);
-                    }
-                }
-                Ok(Event::Done(Ok(reply))) => break Asked::Reply(reply),
-                Ok(Event::Done(Err(e))) => {
-                    let partial = if e.partial.is_empty() {
-                        partial
-                    } else {
-                        e.partial
-                    };
-                    if interrupt::take() {
-                        // Ctrl-C ended a retry wait: the user interrupted.
-                        break Asked::Interrupted { partial };
-                    }
-                    break Asked::Failed {
-                        error: e.message,
-                        partial,
-                        overflow: e.overflow,
-                    };
-                }
-                Err(RecvTimeoutError::Timeout) if interrupt::take() => {
-                    interrupt::abandon();
-                    break Asked::Interrupted { partial };
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    if stream && partial.is_empty() {
-                        self.sink.waiting(started.elapsed());
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    let error = "the model client stopped without an answer".to_owned();
-                    break Asked::Failed {
-                        error,
-                        partial,
-                        overflow: None,
-                    };
-                }
-            }
-        };
-        self.sink.stop_waiting();
-        let shown = match &asked {
-            Asked::Reply(reply) => &reply.text,
-            Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
-        };
-        if stream {
-            self.sink.answer_end(shown);
-        }
-        asked
-    }
-
     /// Goes on in the file a compaction started: created with its header,
     /// claimed as running; the old file's claim is released.
     fn start_file(&mut self, header: &Header) -> Result<(), Error> {
@@ -1006,104 +718,6 @@ impl Live {
         self.claim = claim;
         self.writer = writer;
         Ok(())
-    }
-
-    /// What the tools need to know about where they run, now.
-    fn tool_context(&self) -> tools::Context {
-        let info = AgentInfo {
-            session_id: self.state().id().to_owned(),
-            name: self.state().name.clone(),
-            log_path: self.writer.path().to_path_buf(),
-            project_key: self.store.project.key.clone(),
-            project_dir: self.runtime.memory.project_dir.clone(),
-            created_project_dir: self.runtime.created_project_dir,
-            state_root: self.store.roots.state.clone(),
-            config_root: self.store.roots.config.clone(),
-        };
-        tools::Context {
-            root: self.store.cwd.clone(),
-            root_id: self.runtime.tree,
-            info,
-            memory: self.runtime.memory.clone(),
-            messages: self.state().messages.len() as u64,
-            now: clock::now(),
-            snapshots: Default::default(),
-        }
-    }
-
-    /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
-    /// shows one line about it on stderr. The prompt parts are read again
-    /// after it, since a tool may have changed memory or the goal.
-    fn run_tool(
-        &mut self,
-        id: String,
-        tool: &Tool,
-        grants: &[String],
-        queue: &mut VecDeque<Input>,
-    ) {
-        let arguments = self
-            .state()
-            .open_calls
-            .iter()
-            .find(|c| c.id == id)
-            .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
-        self.sink.tool_call(&id, tool, &arguments);
-        let ctx = self.tool_context();
-        let outcome = tools::run(
-            tool,
-            grants,
-            &ctx,
-            &mut self.runtime.approvals,
-            &interrupt::pending,
-        );
-        self.sink
-            .tool_result(&id, tool, &outcome.output, outcome.interrupted);
-        if outcome.interrupted || interrupt::take() {
-            queue.push_back(Input::Interrupted {
-                partial: String::new(),
-                now: clock::now(),
-            });
-            return;
-        }
-        // A memory change the tool made is logged before its result.
-        let snapshots = ctx.snapshots.take();
-        if let Some((entry, _)) = snapshots.first() {
-            queue.push_back(Input::MemoryChanged {
-                entry: entry.clone(),
-                by: "remember".into(),
-                files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
-                now: clock::now(),
-            });
-        }
-        if !outcome.changes.is_empty() {
-            queue.push_back(Input::ShellChanged {
-                id: id.clone(),
-                changes: outcome.changes.clone(),
-                now: clock::now(),
-            });
-        }
-        if outcome.untracked && !self.told_untracked {
-            self.told_untracked = true;
-            eprintln!(
-                "revolve: {} is not in a git repository: what shell commands change in it is not \
-                 tracked, and a rewind cannot take it back (edit_file and write_file are tracked)",
-                self.store.cwd.display()
-            );
-        }
-        if let Some((path, hash)) = outcome.seen.clone() {
-            queue.push_back(Input::Seen {
-                path,
-                hash,
-                now: clock::now(),
-            });
-        }
-        queue.push_back(self.prompt_parts());
-        queue.push_back(Input::ToolDone {
-            id,
-            output: outcome.output,
-            grant: outcome.grant,
-            now: clock::now(),
-        });
     }
 
     /// What the next system prompt is built from, read now: memory files
@@ -1142,19 +756,6 @@ impl Live {
         let log = self.writer.path().to_string_lossy().into_owned();
         self.sink.end(result, &id, name.as_deref(), &log);
     }
-}
-
-/// What came back from a request.
-enum Asked {
-    Reply(revolve_core::Reply),
-    Failed {
-        error: String,
-        partial: String,
-        overflow: Option<revolve_core::overflow::Overflow>,
-    },
-    Interrupted {
-        partial: String,
-    },
 }
 
 /// The core's settings for a session of `store` run with `runtime`.

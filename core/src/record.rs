@@ -164,6 +164,11 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+mod compaction;
+mod edits;
+pub use compaction::{Compacted, Compacting, Continued, Noted, Overflowed, Pruned, Squeezed};
+pub use edits::{Approved, Edit, Restore, Rewound, Seen, Written};
+
 /// The version written into every new header.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -232,98 +237,6 @@ pub enum Record {
     Rewound(Rewound),
 }
 
-/// A file `read_file` read, and the hash of its whole content then.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Seen {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// Canonical and absolute.
-    pub path: String,
-    pub hash: String,
-}
-
-/// The user's answer to an edit of `path` by the call `call`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Approved {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    pub call: String,
-    pub path: String,
-    pub answer: crate::edit::Answer,
-}
-
-/// A change of one file: its content before and after, by hash (both are
-/// in the content store), and the diff.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Edit {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The tool call that made it.
-    pub call: String,
-    /// Canonical and absolute.
-    pub path: String,
-    /// `edit_file`, `write_file` or `shell`.
-    pub by: String,
-    /// `None`: the file did not exist.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub before: Option<String>,
-    /// `None`: the file was removed (by a shell command).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub after: Option<String>,
-    /// The unified diff, cut at [`crate::edit::DIFF_CAP`].
-    #[serde(default)]
-    pub diff: String,
-    /// Written already when logged (a shell command's change).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub written: bool,
-}
-
-/// The outcome of writing an [`Edit`]: `error` when the file was not
-/// changed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Written {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    pub call: String,
-    pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// A rewind: the turns from message `from` on taken back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rewound {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// How many turns.
-    pub turns: u64,
-    /// The index in the history of the first message of the first of them.
-    pub from: u64,
-    /// Whether the turns left the conversation (not `--files-only`).
-    pub conversation: bool,
-    /// What each file went back to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<Restore>,
-    /// The rewind this one takes back, by its place among this session's
-    /// rewinds (0 first).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub undoes: Option<u64>,
-    /// Files changed behind revolve's back were overwritten (`--force`).
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub forced: bool,
-}
-
-/// One file a rewind restored: from the content on disk to another, by
-/// hash (`None`: no file).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Restore {
-    pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub from: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
-}
-
 /// A change of the memory this session made: the snapshot entry taken
 /// before it, and each file with what happened to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -349,24 +262,6 @@ pub struct MemoryUndone {
     /// What the undo did to each file (`restored project/db.md`, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
-}
-
-/// A context overflow the server reported, and the window from then on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Overflowed {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// What the server said, on one line.
-    pub error: String,
-    /// The window the session goes on with, in tokens.
-    pub window: u64,
-    /// The server's count of the refused request, in tokens, and the
-    /// request's body size: later estimates are calibrated from them.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub asked: u64,
-    /// The refused request's body size, in bytes.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub bytes: u64,
 }
 
 /// The first line of a session file.
@@ -589,105 +484,8 @@ pub struct Renamed {
     pub name: String,
 }
 
-/// Tool results pruned by a compaction's first step, by their index in
-/// the history (call ids need not be unique). Folding applies
-/// [`crate::compact::prune`] to each, so replay gets the same text.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pruned {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    pub messages: Vec<u64>,
-    /// The documented estimate of the context after pruning, in tokens.
-    pub estimate: u64,
-    /// The `prune-result-chars` they were cut to (0, in older files: the
-    /// default cut, [`crate::compact::prune`]).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub keep: u64,
-}
-
-/// What a compaction carried into the new file.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Compacted {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The file compacted (also the header's `continues`).
-    pub from: String,
-    /// How many messages the notes replace.
-    pub summarized: u64,
-    /// The working notes the model wrote.
-    pub notes: String,
-    /// The turns kept verbatim.
-    pub kept: Vec<Message>,
-    /// The running totals, carried over.
-    pub totals: Totals,
-    /// Whether the turn that compacted still waits for its request (an
-    /// automatic compaction), which then goes out from this file.
-    #[serde(default, skip_serializing_if = "is_false")]
-    pub pending: bool,
-    /// When the memory was last refined from this session, carried over for
-    /// the automatic refinement's cooldown.
-    #[serde(
-        default,
-        with = "time::serde::rfc3339::option",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub refined_at: Option<OffsetDateTime>,
-    /// The turn count at that refinement.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub turns_at_refine: u64,
-    /// The tool rounds the pending turn took so far, carried over for the
-    /// tool-round cap.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub turn_rounds: u64,
-}
-
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// Where a compacted session goes on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Continued {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The id of the next file.
-    pub next: String,
-}
-
-/// A summary request going out: the whole part before the cut, or one
-/// piece of it when it does not fit one request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Compacting {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// How many messages, from the start, the notes will replace.
-    pub cut: u64,
-    /// The first message of this piece (0: from the start).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub from: u64,
-    /// The end of this piece, before `cut` (0: the piece runs to `cut`).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub upto: u64,
-}
-
-impl Compacting {
-    /// The messages this piece summarizes, `from..upto`.
-    pub fn piece(&self) -> (u64, u64) {
-        let upto = if self.upto == 0 { self.cut } else { self.upto };
-        (self.from, upto)
-    }
-}
-
-/// The notes on one piece of a summary in pieces came back: the next
-/// piece's request carries them, and the last piece's notes are the ones
-/// the new file starts from.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Noted {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The end of the piece they cover (they cover everything before it).
-    pub upto: u64,
-    pub notes: String,
 }
 
 /// A refinement ran (its request counts among the session's requests,
@@ -734,17 +532,6 @@ pub enum StopReason {
     /// The request would need about `tokens` tokens, more than the window
     /// leaves, even with every tool result cut.
     TooLarge { tokens: u64, window: u64 },
-}
-
-/// A tool result the window made give way last: the message at this index
-/// of the history is cut by [`crate::compact::squeeze`] (folding repeats the
-/// cut), and `path` holds what it said before.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Squeezed {
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    pub message: u64,
-    pub path: String,
 }
 
 /// The user let a stopped turn go on.
@@ -952,145 +739,4 @@ pub(crate) fn test_header() -> Header {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use time::macros::datetime;
-
-    fn at() -> OffsetDateTime {
-        datetime!(2026-12-02 10:26:06 UTC)
-    }
-
-    #[test]
-    fn a_header_is_found_past_stray_bytes() {
-        let line = serde_json::to_string(&Record::Header(test_header())).unwrap();
-        let damaged = [b"\xff\x00".as_slice(), line.as_bytes(), b"\n"].concat();
-        assert_eq!(
-            Record::header_past_garbage(&damaged),
-            Some((2, test_header()))
-        );
-        // Nothing stray, nothing to find: the line parses as it is.
-        assert_eq!(Record::header_past_garbage(line.as_bytes()), None);
-        let message = serde_json::to_string(&Record::Message(Message::user(at(), &line))).unwrap();
-        assert_eq!(Record::header_past_garbage(message.as_bytes()), None);
-        assert_eq!(Record::header_past_garbage(b"xx{\"type\":\"header\""), None);
-    }
-
-    #[test]
-    fn a_header_of_a_newer_version_is_not_writable() {
-        assert_eq!(test_header().writable(), Ok(()));
-        let newer = Header {
-            version: FORMAT_VERSION + 6,
-            ..test_header()
-        };
-        assert_eq!(
-            newer.writable(),
-            Err(format!(
-                "written by a newer revolve (log format version {}; this build writes version \
-                 {FORMAT_VERSION}): not appending to it (replay still reads it)",
-                FORMAT_VERSION + 6
-            ))
-        );
-    }
-
-    #[test]
-    fn type_is_written_first_and_lines_round_trip() {
-        let records = [
-            Record::Message(Message::user(at(), "hi \"there\"\n")),
-            Record::Totals(Totals {
-                at: Some(at()),
-                turns: 3,
-                ..Totals::default()
-            }),
-            Record::Interrupted(Interrupted {
-                at: at(),
-                unsent: false,
-            }),
-            Record::Stopped(Stopped {
-                at: at(),
-                reason: StopReason::Repeated {
-                    tool: "read_file".into(),
-                    times: 4,
-                },
-            }),
-            Record::Stopped(Stopped {
-                at: at(),
-                reason: StopReason::ToolRounds { limit: 100 },
-            }),
-            Record::WentOn(WentOn { at: at() }),
-        ];
-        for r in records {
-            let line = r.to_line();
-            assert!(line.starts_with("{\"type\":\""), "{line}");
-            assert_eq!(Record::parse_line(&line).unwrap(), r);
-        }
-    }
-
-    #[test]
-    fn a_stop_line_is_flat() {
-        let r = Record::Stopped(Stopped {
-            at: at(),
-            reason: StopReason::ToolRounds { limit: 100 },
-        });
-        assert_eq!(
-            r.to_line(),
-            r#"{"type":"stopped","at":"2026-12-02T10:26:06Z","reason":"tool_rounds","limit":100}"#
-        );
-    }
-
-    #[test]
-    fn message_line_is_flat() {
-        let r = Record::Message(Message::assistant(at(), "ok"));
-        assert_eq!(
-            r.to_line(),
-            r#"{"type":"message","at":"2026-12-02T10:26:06Z","role":"assistant","content":"ok"}"#
-        );
-    }
-
-    #[test]
-    fn type_need_not_come_first() {
-        let line = r#"{"at":"2026-12-02T10:26:06Z","type":"interrupted"}"#;
-        assert_eq!(
-            Record::parse_line(line).unwrap(),
-            Record::Interrupted(Interrupted {
-                at: at(),
-                unsent: false
-            })
-        );
-    }
-
-    #[test]
-    fn unknown_and_garbled_lines_are_told_apart() {
-        assert!(matches!(
-            Record::parse_line(r#"{"type":"heartbeat","n":1}"#),
-            Err(LineError::Unknown(k)) if k == "heartbeat"
-        ));
-        assert!(matches!(
-            Record::parse_line(r#"{"type":"message","at":"2026-12-02T10:2"#),
-            Err(LineError::Torn)
-        ));
-        assert!(matches!(
-            Record::parse_line(r#"{"type":"message","at":"2026-12-02T10:26:06Z"}"#),
-            Err(LineError::Malformed(_))
-        ));
-        assert!(matches!(
-            Record::parse_line("not json"),
-            Err(LineError::Malformed(_))
-        ));
-        assert!(matches!(
-            Record::parse_line(r#"{"type":"heart"#),
-            Err(LineError::Torn)
-        ));
-    }
-
-    #[test]
-    fn older_totals_without_new_fields_still_read() {
-        let r = Record::parse_line(r#"{"type":"totals","turns":2}"#).unwrap();
-        assert_eq!(
-            r,
-            Record::Totals(Totals {
-                turns: 2,
-                ..Totals::default()
-            })
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,99 @@
+//! The records of file edits and rewinds: what was read, what the user
+//! answered, what changed and was written, and what a rewind put back.
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+use super::is_false;
+
+/// A file `read_file` read, and the hash of its whole content then.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Seen {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// Canonical and absolute.
+    pub path: String,
+    pub hash: String,
+}
+
+/// The user's answer to an edit of `path` by the call `call`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approved {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub call: String,
+    pub path: String,
+    pub answer: crate::edit::Answer,
+}
+
+/// A change of one file: its content before and after, by hash (both are
+/// in the content store), and the diff.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edit {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The tool call that made it.
+    pub call: String,
+    /// Canonical and absolute.
+    pub path: String,
+    /// `edit_file`, `write_file` or `shell`.
+    pub by: String,
+    /// `None`: the file did not exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    /// `None`: the file was removed (by a shell command).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+    /// The unified diff, cut at [`crate::edit::DIFF_CAP`].
+    #[serde(default)]
+    pub diff: String,
+    /// Written already when logged (a shell command's change).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub written: bool,
+}
+
+/// The outcome of writing an [`Edit`]: `error` when the file was not
+/// changed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub call: String,
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A rewind: the turns from message `from` on taken back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rewound {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// How many turns.
+    pub turns: u64,
+    /// The index in the history of the first message of the first of them.
+    pub from: u64,
+    /// Whether the turns left the conversation (not `--files-only`).
+    pub conversation: bool,
+    /// What each file went back to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<Restore>,
+    /// The rewind this one takes back, by its place among this session's
+    /// rewinds (0 first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub undoes: Option<u64>,
+    /// Files changed behind revolve's back were overwritten (`--force`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub forced: bool,
+}
+
+/// One file a rewind restored: from the content on disk to another, by
+/// hash (`None`: no file).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restore {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+}

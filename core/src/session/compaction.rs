@@ -1,0 +1,510 @@
+//! Keeping the session inside its window: measuring the request due now,
+//! compaction (pruning, then summarizing into working notes, in pieces when
+//! the part to summarize is too big for one request), giving way when even
+//! that does not fit, and a server's refusal of a request as too large.
+
+use time::OffsetDateTime;
+
+use super::{Command, Input, Reply, Session};
+use crate::compact;
+use crate::record::{
+    Compacted, Compacting, Continued, Failed, Header, Noted, Overflowed, Pruned, Record, Role,
+    Squeezed, Totals,
+};
+use crate::request::Request;
+use crate::state::State;
+use crate::view;
+
+impl Session {
+    /// The request due now and its estimated size. A history whose text
+    /// alone is over the window is not built into a body just to be
+    /// measured (a resumed 100 MB session compacts first): then no request,
+    /// and the text's estimate, a lower bound enough to know it does not fit.
+    pub(super) fn measure(&self) -> (Option<Request>, u64) {
+        let totals = &self.state.totals;
+        let text = compact::estimate(self.state.text_bytes(0..self.state.messages.len()), totals);
+        if !compact::fits(text, self.state.window) {
+            return (None, text);
+        }
+        let request = self.state.request();
+        let tokens = compact::estimate(request.body.len(), totals);
+        (Some(request), tokens)
+    }
+
+    /// The request due now, built whatever its size, and its estimate.
+    pub(super) fn built(&self) -> (Request, u64) {
+        let request = self.state.request();
+        let tokens = compact::estimate(request.body.len(), &self.state.totals);
+        (request, tokens)
+    }
+
+    /// The estimated size of the request due now (see [`Session::measure`]).
+    fn estimate_now(&self) -> u64 {
+        self.measure().1
+    }
+
+    /// The request due now does not fit the window, even after this
+    /// request's compaction: the history gives way, in this order, until it
+    /// fits, each step said on stderr and logged:
+    ///
+    /// 1. oversized tool results (over `prune-result-chars`) are pruned
+    ///    wherever they are, the kept turns too, oldest first;
+    /// 2. the compaction keeps fewer turns verbatim (two, then one: the
+    ///    turn in flight), summarizing the rest; a cut is always at a turn's
+    ///    start, so no call is parted from its result;
+    /// 3. tool results, newest first, are cut to a short head and tail, the
+    ///    whole of each spilled to a file this run may read.
+    ///
+    /// Step 2 asks for notes and returns with the compaction in flight; the
+    /// request comes back here once they are in.
+    pub(super) fn give_way(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let window = self.state.window;
+        let mut cmds = Vec::new();
+        // 1. Prune, oldest first, until the estimate fits.
+        let body = self.state.request().body.len();
+        let mut saved = 0usize;
+        let mut chosen = Vec::new();
+        for (i, m) in self.state.messages.iter().enumerate() {
+            if compact::fits(
+                compact::estimate(body.saturating_sub(saved), &self.state.totals),
+                window,
+            ) {
+                break;
+            }
+            if m.role == Role::Tool && compact::prunable(&m.content, self.settings.prune_chars) {
+                saved += m
+                    .content
+                    .len()
+                    .saturating_sub(compact::prune_to(&m.content, self.settings.prune_chars).len());
+                chosen.push(i as u64);
+            }
+        }
+        if !chosen.is_empty() {
+            let estimate = compact::estimate(body.saturating_sub(saved), &self.state.totals);
+            let n = chosen.len();
+            cmds.extend(self.prune(chosen, estimate, now));
+            cmds.push(Command::Show(format!(
+                "window: pruned {n} oversized tool result(s) in the kept turns to fit the {}-token window",
+                view::tokens(window)
+            )));
+            if compact::fits(self.estimate_now(), window) {
+                return cmds;
+            }
+        }
+        // 2. Keep fewer turns.
+        while self.keep_turns > 1 {
+            self.keep_turns -= 1;
+            let plan = compact::Plan::keeping(
+                &self.state.messages,
+                self.settings.prune_chars,
+                self.keep_turns,
+            );
+            if plan.summarizes() {
+                let said = Command::Show(format!(
+                    "window: {} turns do not fit the {}-token window; keeping {} verbatim",
+                    compact::KEEP_TURNS,
+                    view::tokens(window),
+                    self.keep_turns
+                ));
+                if let Some(summary) = self.summarize(plan.cut, now) {
+                    cmds.push(said);
+                    cmds.extend(summary);
+                    return cmds;
+                }
+            }
+        }
+        // 3. Squeeze results, newest first.
+        let mut body = self.state.request().body.len();
+        let mut squeezed = Vec::new();
+        for (i, m) in self.state.messages.iter().enumerate().rev() {
+            if compact::fits(compact::estimate(body, &self.state.totals), window) {
+                break;
+            }
+            if m.role == Role::Tool && compact::squeezable(&m.content) {
+                let path = format!(
+                    "{}/{:04}-squeezed-{i}.txt",
+                    self.settings.spill_dir.trim_end_matches('/'),
+                    self.state.totals.requests.saturating_add(1),
+                );
+                body = body.saturating_sub(
+                    m.content
+                        .len()
+                        .saturating_sub(compact::squeeze(&m.content, &path).len()),
+                );
+                squeezed.push((i, path, m.content.clone()));
+            }
+        }
+        if !squeezed.is_empty() {
+            cmds.push(Command::Show(format!(
+                "window: cut {} tool result(s), newest first, to head and tail to fit the {}-token window; each is whole in a spill file",
+                squeezed.len(),
+                view::tokens(window)
+            )));
+        }
+        for (i, path, content) in squeezed {
+            self.grants.insert(path.clone());
+            cmds.push(Command::Spill {
+                path: path.clone(),
+                content,
+            });
+            cmds.extend(self.append(vec![Record::Squeezed(Squeezed {
+                at: now,
+                message: i as u64,
+                path,
+            })]));
+        }
+        cmds
+    }
+
+    /// Compaction, step one then, only if needed, step two. Automatic
+    /// compaction (`manual` false) stops after pruning when the history then
+    /// fits; `/compact` always summarizes what lies before the kept turns.
+    pub(super) fn compact(&mut self, manual: bool, now: OffsetDateTime) -> Vec<Command> {
+        let plan = compact::Plan::of(&self.state.messages, self.settings.prune_chars);
+        let mut cmds = Vec::new();
+        if !plan.prune.is_empty() {
+            let messages = &self.state.messages;
+            let saved: u64 = plan
+                .prune
+                .iter()
+                .map(|&i| {
+                    compact::saved_tokens(
+                        &messages[i].content,
+                        &compact::prune_to(&messages[i].content, self.settings.prune_chars),
+                    )
+                })
+                .sum();
+            let indices = plan.prune.iter().map(|&i| i as u64).collect();
+            let estimate = self.state.totals.last_context.saturating_sub(saved);
+            cmds.extend(self.prune(indices, estimate, now));
+            cmds.push(Command::Show(format!(
+                "compaction: pruned {} oversized tool result(s), about {} tokens",
+                plan.prune.len(),
+                view::tokens(saved)
+            )));
+            if !manual
+                && !compact::due(estimate, self.state.window)
+                && compact::fits(self.estimate_now(), self.state.window)
+            {
+                return cmds;
+            }
+        }
+        if !plan.summarizes() {
+            if manual && plan.prune.is_empty() {
+                cmds.push(Command::Show(format!(
+                    "nothing to compact: the session has at most {} turns, which are kept verbatim",
+                    compact::KEEP_TURNS
+                )));
+            }
+            return cmds;
+        }
+        match self.summarize(plan.cut, now) {
+            Some(summary) => cmds.extend(summary),
+            None => cmds.push(Command::Show(format!(
+                "compaction: the {} messages to summarize do not fit one request to the {}-token window; the session goes on uncompacted",
+                plan.cut,
+                view::tokens(self.state.window)
+            ))),
+        }
+        cmds
+    }
+
+    /// Prunes the tool results at `messages` to `prune-result-chars` (the
+    /// record names the limit, so the fold cuts the same).
+    fn prune(&mut self, messages: Vec<u64>, estimate: u64, now: OffsetDateTime) -> Vec<Command> {
+        let keep = self.settings.prune_chars as u64;
+        self.append(vec![Record::Pruned(Pruned {
+            at: now,
+            messages,
+            estimate,
+            keep,
+        })])
+    }
+
+    /// Step two of a compaction: asks for working notes on the first `cut`
+    /// messages, in one request when it fits the window, else in pieces
+    /// (see [`Session::next_piece`]); `None` when not even a first piece
+    /// fits.
+    fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+        let mut cmds = Vec::new();
+        let text = compact::estimate(self.state.text_bytes(0..cut), &self.state.totals);
+        let whole = compact::fits(text, self.state.window).then(|| {
+            let summary = self.state.summary_request(cut);
+            let tokens = compact::estimate(summary.body.len(), &self.state.totals);
+            (summary, tokens)
+        });
+        if let Some((summary, tokens)) = whole.filter(|(_, t)| compact::fits(*t, self.state.window))
+        {
+            cmds.extend(self.append(vec![Record::Compacting(Compacting {
+                at: now,
+                cut: cut as u64,
+                from: 0,
+                upto: 0,
+            })]));
+            cmds.push(Command::Show(format!(
+                "compaction: summarizing {cut} messages into working notes; the last {} turns stay verbatim",
+                self.keep_turns
+            )));
+            self.estimate = tokens;
+            self.in_flight_bytes = summary.body.len();
+            cmds.push(Command::Summarize(summary));
+            return Some(cmds);
+        }
+        let first = self.next_piece(cut, 0, now)?;
+        cmds.push(Command::Show(format!(
+            "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
+            view::tokens(self.state.window)
+        )));
+        cmds.extend(first);
+        Some(cmds)
+    }
+
+    /// The request for the piece of a summary that starts at `from`: as
+    /// far as fits the window, cut at a turn start (see
+    /// [`compact::piece_end`]), carrying the notes so far. `None` when not
+    /// even one message fits.
+    fn next_piece(&mut self, cut: usize, from: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+        let notes = if from == 0 {
+            None
+        } else {
+            self.state.notes_so_far.clone()
+        };
+        let (state, window) = (&self.state, self.state.window);
+        let upto = compact::piece_end(&state.messages, from, cut, |end| {
+            // Measured by its text first: most ends tried are far too big.
+            let text = state.text_bytes(from..end) + notes.as_ref().map_or(0, String::len);
+            compact::fits(compact::estimate(text, &state.totals), window) && {
+                let request = state.piece_request(from, end, notes.as_deref());
+                compact::fits(compact::estimate(request.body.len(), &state.totals), window)
+            }
+        })?;
+        let request = self.state.piece_request(from, upto, notes.as_deref());
+        let mut cmds = self.append(vec![Record::Compacting(Compacting {
+            at: now,
+            cut: cut as u64,
+            from: from as u64,
+            upto: if upto == cut { 0 } else { upto as u64 },
+        })]);
+        cmds.push(Command::Show(format!(
+            "compaction: summarizing messages {}..{upto} of {cut}",
+            from + 1
+        )));
+        self.estimate = compact::estimate(request.body.len(), &self.state.totals);
+        self.in_flight_bytes = request.body.len();
+        cmds.push(Command::Summarize(request));
+        Some(cmds)
+    }
+
+    /// The notes are in: the old file ends pointing forward, and the session
+    /// goes on in a new file holding the notes and the kept turns.
+    pub(super) fn summarized(
+        &mut self,
+        reply: Reply,
+        new_id: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let (Some(cut), Some(old)) = (self.state.compacting, self.state.header.clone()) else {
+            return Vec::new();
+        };
+        let error = if !reply.tool_calls.is_empty() {
+            "the model called a tool instead of writing notes"
+        } else if reply.text.trim().is_empty() {
+            "the model wrote no notes"
+        } else {
+            ""
+        };
+        if !error.is_empty() {
+            return self.handle(Input::SummaryFailed {
+                error: error.to_owned(),
+                now,
+            });
+        }
+        let (_, upto) = self.state.piece;
+        if upto < cut {
+            // A piece before the last: its notes carry on into the next.
+            let noted = Record::Noted(Noted {
+                at: now,
+                upto,
+                notes: reply.text,
+            });
+            let mut cmds = self.append(vec![noted]);
+            let before = &self.state.totals;
+            let totals = self.totals(
+                reply.usage,
+                before.last_context,
+                before.estimated,
+                false,
+                now,
+            );
+            cmds.extend(self.append(vec![totals]));
+            let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+            match self.next_piece(idx(cut), idx(upto), now) {
+                Some(next) => cmds.extend(next),
+                None => cmds.extend(self.handle(Input::SummaryFailed {
+                    error: "a piece of the part to summarize does not fit the window".into(),
+                    now,
+                })),
+            }
+            return cmds;
+        }
+        let (notes, usage) = (reply.text, reply.usage);
+        let cut = usize::try_from(cut)
+            .unwrap_or(usize::MAX)
+            .min(self.state.messages.len());
+        let kept = self.state.messages[cut..].to_vec();
+        let usage = usage.unwrap_or_default();
+        let before = &self.state.totals;
+        let estimate = (compact::notes_message(&notes).len()
+            + kept.iter().map(|m| m.content.len()).sum::<usize>()) as u64
+            / 4;
+        let totals = Totals {
+            at: Some(now),
+            tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
+            tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            last_context: estimate,
+            estimated: true,
+            ..before.clone()
+        };
+        let header = Header {
+            id: new_id.clone(),
+            name: self.state.name.clone(),
+            named: self.state.named,
+            started: now,
+            model: self.state.model.clone(),
+            window: self.state.window,
+            provider: self.state.provider.clone(),
+            continues: Some(old.id.clone()),
+            ..old
+        };
+        let pending = self.state.awaiting;
+        let (refined_at, turns_at_refine) = (self.state.refined_at, self.state.turns_at_refine);
+        let turn_rounds = self.state.turn_rounds;
+        let mut cmds = self.append(vec![Record::Continued(Continued {
+            at: now,
+            next: new_id,
+        })]);
+        cmds.push(Command::Sync);
+        cmds.push(Command::StartFile(header.clone()));
+        self.state = State::default();
+        self.state.apply(&Record::Header(header));
+        let compacted = Compacted {
+            at: now,
+            from: old.id,
+            summarized: cut as u64,
+            notes,
+            kept,
+            totals,
+            pending,
+            refined_at,
+            turns_at_refine,
+            turn_rounds,
+        };
+        cmds.extend(self.append(vec![Record::Compacted(compacted)]));
+        cmds.push(Command::Show(format!(
+            "compaction: {cut} messages became working notes; the session goes on in a new file"
+        )));
+        if pending {
+            cmds.extend(self.request(now));
+        } else {
+            // A file must end with its totals: listings read them there.
+            let totals = self.state.totals.clone();
+            cmds.extend(self.append(vec![Record::Totals(totals)]));
+            cmds.push(Command::Sync);
+        }
+        cmds
+    }
+
+    /// The server refused the request as larger than its context. The first
+    /// time for a request: the window is lowered (to the limit named, or
+    /// below the size that failed), logged, and the request compacted to it
+    /// and sent again. A second refusal fails the turn.
+    pub(super) fn overflowed(
+        &mut self,
+        error: String,
+        overflow: crate::overflow::Overflow,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.state.compacting.is_some() {
+            return self.summary_overflowed(error, overflow, now);
+        }
+        if !self.state.awaiting {
+            return Vec::new();
+        }
+        if self.overflow_retried {
+            let end = Record::Failed(Failed { at: now, error });
+            return self.cut_short(String::new(), end, now);
+        }
+        self.overflow_retried = true;
+        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let mut cmds = self.append(vec![lowered]);
+        cmds.push(Command::Show(format!(
+            "window: the request is larger than the server's context; the window goes from {} to {} tokens, and the request is compacted and sent once more",
+            view::tokens(before),
+            view::tokens(window)
+        )));
+        self.compacted_this_turn = false;
+        self.keep_turns = compact::KEEP_TURNS;
+        cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// The `overflowed` record for the request in flight: the window it
+    /// lowers to (see [`crate::overflow::lowered_window`]) and the server's
+    /// count for the calibration; with the window before and after.
+    fn lowered(
+        &self,
+        error: String,
+        overflow: crate::overflow::Overflow,
+        now: OffsetDateTime,
+    ) -> (Record, u64, u64) {
+        let before = self.state.window;
+        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
+        let record = Record::Overflowed(Overflowed {
+            at: now,
+            error,
+            window,
+            asked: overflow.asked.unwrap_or(0),
+            bytes: self.in_flight_bytes as u64,
+        });
+        (record, before, window)
+    }
+
+    /// A summary request (or a piece of one) was refused as larger than the
+    /// server's context: the window is lowered, this compaction fails, and
+    /// it starts again under the lowered window, once.
+    fn summary_overflowed(
+        &mut self,
+        error: String,
+        overflow: crate::overflow::Overflow,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let retry = !self.overflow_retried;
+        self.overflow_retried = true;
+        let failed = Record::CompactionFailed(Failed {
+            at: now,
+            error: error.clone(),
+        });
+        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let mut cmds = self.append(vec![lowered, failed]);
+        cmds.push(Command::Show(format!(
+            "window: the summary request is larger than the server's context; the window goes from {} to {} tokens{}",
+            view::tokens(before),
+            view::tokens(window),
+            if retry { ", and the compaction starts again" } else { "" }
+        )));
+        if !retry {
+            if self.state.awaiting {
+                cmds.extend(self.request(now));
+            }
+            return cmds;
+        }
+        self.keep_turns = compact::KEEP_TURNS;
+        if self.state.awaiting {
+            self.compacted_this_turn = false;
+            cmds.extend(self.request(now));
+        } else {
+            cmds.extend(self.compact(true, now));
+        }
+        cmds
+    }
+}

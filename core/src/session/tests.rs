@@ -1,0 +1,627 @@
+//! The unit tests of the turn state machine: turns, tools, compaction and the window.
+
+use super::*;
+use time::macros::datetime;
+
+use crate::record::test_header as header;
+
+fn settings() -> Settings {
+    Settings {
+        spill_chars: 100,
+        spill_dir: "/state/spills/s1".into(),
+        prune_chars: compact::PRUNE_CHARS,
+        repeat_limit: guard::REPEAT_LIMIT,
+        max_tool_rounds: guard::MAX_TOOL_ROUNDS,
+        allow_edits: false,
+        interactive: false,
+    }
+}
+
+fn start() -> Session {
+    Session::start(header(), settings()).0
+}
+
+fn user(s: &mut Session, text: &str) -> Vec<Command> {
+    s.handle(Input::User {
+        text: text.into(),
+        now: datetime!(2026-12-02 10:01 UTC),
+    })
+}
+
+fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Command> {
+    let tool_calls = calls
+        .iter()
+        .map(|(id, name, args)| ToolCall {
+            id: (*id).into(),
+            name: (*name).into(),
+            arguments: (*args).into(),
+        })
+        .collect();
+    let usage = Some(Usage {
+        prompt_tokens: 10,
+        completion_tokens: 2,
+    });
+    s.handle(Input::Reply {
+        reply: Reply {
+            text: text.into(),
+            tool_calls,
+            usage,
+        },
+        now: datetime!(2026-12-02 10:02 UTC),
+    })
+}
+
+fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Command> {
+    let grant = grant.map(str::to_owned);
+    s.handle(Input::ToolDone {
+        id: id.into(),
+        output: output.into(),
+        grant,
+        now: datetime!(2026-12-02 10:03 UTC),
+    })
+}
+
+fn kinds(cmds: &[Command]) -> Vec<&'static str> {
+    cmds.iter()
+        .map(|c| match c {
+            Command::Append(Record::Header(_)) => "header",
+            Command::Append(Record::Context(_)) => "context",
+            Command::Append(Record::Message(m)) if m.role == Role::Tool => "result",
+            Command::Append(Record::Message(_)) => "message",
+            Command::Append(Record::Totals(_)) => "totals",
+            Command::Append(Record::Failed(_)) => "failed",
+            Command::Append(Record::Interrupted(_)) => "interrupted",
+            Command::Append(Record::Pruned(_)) => "pruned",
+            Command::Append(Record::Continued(_)) => "continued",
+            Command::Append(Record::Compacted(_)) => "compacted",
+            Command::Append(Record::Compacting(_)) => "compacting",
+            Command::Append(Record::CompactionFailed(_)) => "compaction-failed",
+            Command::Append(Record::Stopped(_)) => "stopped",
+            Command::Append(Record::WentOn(_)) => "went-on",
+            Command::Append(_) => "other",
+            Command::Sync => "sync",
+            Command::Call(_) => "call",
+            Command::RunTool { .. } => "run",
+            Command::Spill { .. } => "spill",
+            Command::Summarize(_) => "summarize",
+            Command::StartFile(_) => "start-file",
+            Command::Snapshot { .. } => "snapshot",
+            Command::Undo => "undo",
+            Command::Open { .. } => "open",
+            Command::Stage { .. } => "stage",
+            Command::Write { .. } => "write",
+            Command::Restore(_) => "restore",
+            Command::Show(_) => "show",
+        })
+        .collect()
+}
+
+#[test]
+fn a_turn_appends_then_calls_then_ends() {
+    let (mut s, cmds) = Session::start(header(), settings());
+    assert_eq!(kinds(&cmds), ["header"]);
+    assert_eq!(kinds(&user(&mut s, "hi")), ["message", "context", "call"]);
+    assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
+    assert_eq!(
+        kinds(&reply(&mut s, "yo", &[])),
+        ["message", "totals", "sync"]
+    );
+    let t = &s.state().totals;
+    assert_eq!(
+        (
+            t.tokens_in,
+            t.tokens_out,
+            t.turns,
+            t.last_context,
+            t.estimated
+        ),
+        (10, 2, 1, 12, false)
+    );
+    // The prompt did not change, so the second turn writes no context.
+    assert_eq!(kinds(&user(&mut s, "more")), ["message", "call"]);
+}
+
+#[test]
+fn tools_run_one_at_a_time_in_order_and_bad_calls_get_error_results() {
+    let mut s = start();
+    user(&mut s, "look");
+    let calls = [
+        ("c1", "read_file", r#"{"path":"a"}"#),
+        ("c2", "nope", "{}"),
+        ("c3", "list_dir", r#"{"path":"."}"#),
+    ];
+    let cmds = reply(&mut s, "", &calls);
+    assert_eq!(kinds(&cmds), ["message", "totals", "run"]);
+    assert!(
+        matches!(&cmds[2], Command::RunTool { id, tool: Tool::ReadFile { .. }, .. } if id == "c1")
+    );
+    assert_eq!(
+        s.state().totals.turns,
+        0,
+        "a tool round does not end the turn"
+    );
+    // c1 done; c2 is unknown and answered at once; c3 runs.
+    let cmds = done(&mut s, "c1", "text", None);
+    assert_eq!(kinds(&cmds), ["result", "result", "run"]);
+    assert!(
+        matches!(&cmds[1], Command::Append(Record::Message(m)) if m.content.contains("no tool named"))
+    );
+    assert_eq!(kinds(&done(&mut s, "c9", "x", None)), ["show"]);
+    assert_eq!(kinds(&done(&mut s, "c3", "a\nb", None)), ["result", "call"]);
+    assert_eq!(
+        kinds(&reply(&mut s, "done", &[])),
+        ["message", "totals", "sync"]
+    );
+    assert_eq!(s.state().totals.turns, 1);
+    assert_eq!(s.state().totals.tokens_in, 20);
+}
+
+fn result_of<'a>(cmds: &'a [Command], id: &str) -> Option<&'a str> {
+    cmds.iter().find_map(|c| match c {
+        Command::Append(Record::Message(m)) if m.tool_call_id.as_deref() == Some(id) => {
+            Some(m.content.as_str())
+        }
+        _ => None,
+    })
+}
+
+#[test]
+fn a_call_repeated_three_times_is_refused_and_a_fourth_ends_the_turn() {
+    let mut s = start();
+    user(&mut s, "read a");
+    let args = r#"{"path":"a"}"#;
+    for id in ["c1", "c2"] {
+        let cmds = reply(&mut s, "", &[(id, "read_file", args)]);
+        assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{id}");
+        done(&mut s, id, "x", None);
+    }
+    // The third: not run, an error result, and the next request goes out.
+    let cmds = reply(&mut s, "", &[("c3", "read_file", r#"{ "path": "a" }"#)]);
+    assert_eq!(
+        kinds(&cmds),
+        ["message", "totals", "result", "call"],
+        "{cmds:?}"
+    );
+    assert!(result_of(&cmds, "c3").unwrap().contains("3 times in a row"));
+    // The fourth, with another call after it: both answered, turn ended.
+    let cmds = reply(
+        &mut s,
+        "",
+        &[("c4", "read_file", args), ("c5", "list_dir", "{}")],
+    );
+    assert_eq!(
+        kinds(&cmds),
+        ["message", "totals", "result", "result", "stopped", "totals", "sync"]
+    );
+    assert!(result_of(&cmds, "c5")
+        .unwrap()
+        .starts_with("error: not run"));
+    assert!(!s.busy());
+    assert_eq!(s.state().totals.turns, 1);
+    let Some(Command::Append(Record::Stopped(stop))) = cmds.get(4) else {
+        panic!("{cmds:?}");
+    };
+    assert_eq!(
+        stop.reason,
+        StopReason::Repeated {
+            tool: "read_file".into(),
+            times: 4
+        }
+    );
+    // A new turn starts the count again.
+    user(&mut s, "again");
+    let cmds = reply(&mut s, "", &[("c6", "read_file", args)]);
+    assert!(matches!(cmds.last(), Some(Command::RunTool { .. })));
+}
+
+#[test]
+fn distinct_calls_are_never_refused() {
+    let mut s = start();
+    user(&mut s, "read");
+    for i in 0..10 {
+        let id = format!("c{i}");
+        let args = format!(r#"{{"path":"f{}"}}"#, i % 2);
+        let cmds = reply(&mut s, "", &[(&id, "read_file", &args)]);
+        assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{i}");
+        done(&mut s, &id, "x", None);
+    }
+}
+
+#[test]
+fn the_tool_round_cap_ends_the_turn_and_go_on_resets_it() {
+    let mut s = Session::start(
+        header(),
+        Settings {
+            max_tool_rounds: 2,
+            ..settings()
+        },
+    )
+    .0;
+    user(&mut s, "work");
+    reply(&mut s, "", &[("a", "read_file", r#"{"path":"1"}"#)]);
+    let cmds = done(&mut s, "a", "x", None);
+    assert!(matches!(cmds.last(), Some(Command::Call(_))));
+    reply(&mut s, "", &[("b", "read_file", r#"{"path":"2"}"#)]);
+    let cmds = done(&mut s, "b", "x", None);
+    assert_eq!(kinds(&cmds), ["result", "stopped", "totals", "sync"]);
+    assert!(!s.busy());
+    let Some(Command::Append(Record::Stopped(stop))) = cmds.get(1) else {
+        panic!("{cmds:?}");
+    };
+    assert_eq!(stop.reason, StopReason::ToolRounds { limit: 2 });
+    assert!(guard::describe(&stop.reason).contains("--max-tool-rounds 2"));
+    // Going on sends the request the cap held back, with two rounds more.
+    let cmds = s.handle(Input::GoOn {
+        now: datetime!(2026-12-02 10:04 UTC),
+    });
+    assert_eq!(kinds(&cmds), ["went-on", "call"]);
+    assert_eq!(s.state().turn_rounds, 0);
+    reply(&mut s, "", &[("c", "read_file", r#"{"path":"3"}"#)]);
+    let cmds = done(&mut s, "c", "x", None);
+    assert!(matches!(cmds.last(), Some(Command::Call(_))));
+    reply(&mut s, "done", &[]);
+    let cmds = s.handle(Input::GoOn {
+        now: datetime!(2026-12-02 10:05 UTC),
+    });
+    assert_eq!(kinds(&cmds), ["show"], "nothing to go on with");
+}
+
+#[test]
+fn big_results_are_spilled_and_granted_to_this_run_only() {
+    let mut s = start();
+    user(&mut s, "run it");
+    reply(
+        &mut s,
+        "",
+        &[("call/1", "shell", r#"{"command":"yes | head -c 5000"}"#)],
+    );
+    let big = "y\n".repeat(2500);
+    let cmds = done(&mut s, "call/1", &big, None);
+    assert_eq!(kinds(&cmds), ["spill", "result", "call"]);
+    let Command::Spill { path, content } = &cmds[0] else {
+        unreachable!()
+    };
+    assert_eq!(path, "/state/spills/s1/0001-1-call_1.txt");
+    assert_eq!(content, &big);
+    let shown = &s.state().messages.last().unwrap().content;
+    assert!(shown.contains(path) && shown.len() < big.len(), "{shown}");
+    assert!(s.grants().contains(path));
+    // The next tool run carries the grant.
+    reply(
+        &mut s,
+        "",
+        &[("c2", "read_file", &format!(r#"{{"path":"{path}"}}"#))],
+    );
+    // A resumed session does not have it.
+    let resumed = Resumed {
+        at: datetime!(2026-12-02 11:00 UTC),
+        model: "m".into(),
+        window: 1000,
+        provider: String::new(),
+    };
+    let (r, _) = Session::resume(s.state().clone(), settings(), resumed);
+    assert!(r.grants().is_empty());
+}
+
+#[test]
+fn grants_from_the_user_reach_later_tool_runs() {
+    let mut s = start();
+    user(&mut s, "read /etc/hosts");
+    reply(
+        &mut s,
+        "",
+        &[("g", "request_file_grant", r#"{"path":"/etc/hosts"}"#)],
+    );
+    done(&mut s, "g", "granted: /etc/hosts", Some("/etc/hosts"));
+    let cmds = reply(
+        &mut s,
+        "",
+        &[("r", "read_file", r#"{"path":"/etc/hosts"}"#)],
+    );
+    assert!(
+        matches!(&cmds[2], Command::RunTool { grants, .. } if grants == &["/etc/hosts".to_owned()])
+    );
+}
+
+#[test]
+fn an_interrupted_stream_keeps_what_arrived() {
+    let mut s = start();
+    user(&mut s, "hi");
+    let cmds = s.handle(Input::Interrupted {
+        partial: "Hel".into(),
+        now: datetime!(2026-12-02 10:01 UTC),
+    });
+    assert_eq!(kinds(&cmds), ["message", "interrupted", "totals", "sync"]);
+    let last = s.state().messages.last().unwrap();
+    assert!(last.partial && last.content == "Hel");
+    assert!(!s.busy());
+}
+
+#[test]
+fn interrupting_tools_answers_every_open_call_and_sends_nothing() {
+    let mut s = start();
+    user(&mut s, "go");
+    reply(
+        &mut s,
+        "",
+        &[
+            ("a", "shell", r#"{"command":"sleep 100"}"#),
+            ("b", "agent_info", "{}"),
+        ],
+    );
+    let cmds = s.handle(Input::Interrupted {
+        partial: String::new(),
+        now: datetime!(2026-12-02 10:05 UTC),
+    });
+    assert_eq!(
+        kinds(&cmds),
+        ["result", "result", "interrupted", "totals", "sync"]
+    );
+    assert!(matches!(&cmds[2], Command::Append(Record::Interrupted(i)) if i.unsent));
+    assert!(!s.busy());
+    assert_eq!(kinds(&user(&mut s, "next")), ["message", "call"]);
+}
+
+#[test]
+fn resume_closes_what_a_crash_left_open() {
+    let mut s = start();
+    user(&mut s, "hi");
+    let resumed = Resumed {
+        at: datetime!(2026-12-02 11:00 UTC),
+        model: "m2".into(),
+        window: 50,
+        provider: "anthropic".into(),
+    };
+    let (r, cmds) = Session::resume(s.state().clone(), settings(), resumed.clone());
+    assert_eq!(kinds(&cmds), ["interrupted", "totals", "sync", "other"]);
+    assert_eq!(r.state().totals.turns, 1);
+    assert!(!r.busy());
+    assert_eq!(
+        (
+            r.state().model.as_str(),
+            r.state().window,
+            r.state().provider.as_str()
+        ),
+        ("m2", 50, "anthropic")
+    );
+
+    let mut s = start();
+    user(&mut s, "hi");
+    reply(&mut s, "", &[("a", "shell", r#"{"command":"make"}"#)]);
+    let (r, cmds) = Session::resume(s.state().clone(), settings(), resumed);
+    assert_eq!(
+        kinds(&cmds),
+        ["result", "interrupted", "totals", "sync", "other"]
+    );
+    assert!(!r.busy());
+}
+
+/// A session with `turns` complete turns whose last answer read
+/// `context` tokens, with a 30,000-character tool result in turn one.
+fn long_session(turns: usize, context: u64) -> Session {
+    let mut s = start();
+    s.state.window = 128_000;
+    for i in 0..turns {
+        user(&mut s, &format!("question {i}"));
+        if i == 0 {
+            reply(&mut s, "", &[("big", "shell", r#"{"command":"make"}"#)]);
+            s.settings.spill_chars = usize::MAX;
+            done(&mut s, "big", &"log line\n".repeat(3_000), None);
+        }
+        let read = if i + 1 == turns { context } else { 100 };
+        let usage = Some(Usage {
+            prompt_tokens: read,
+            completion_tokens: 0,
+        });
+        let reply = Reply {
+            text: format!("answer {i}"),
+            tool_calls: Vec::new(),
+            usage,
+        };
+        s.handle(Input::Reply {
+            reply,
+            now: datetime!(2026-12-02 10:02 UTC),
+        });
+    }
+    s
+}
+
+#[test]
+fn pruning_alone_can_make_room() {
+    // Due at 115,200 of 128,000; the big result is worth about 6,000
+    // tokens, which brings 110,000 + room under the window... not quite:
+    // 110,000 is below the point already, so read it as 118,000.
+    let mut s = long_session(5, 118_000);
+    let cmds = user(&mut s, "next");
+    assert_eq!(
+        kinds(&cmds),
+        ["message", "pruned", "show", "call"],
+        "{cmds:#?}"
+    );
+    let pruned = s
+        .state()
+        .messages
+        .iter()
+        .find(|m| m.tool_call_id.as_deref() == Some("big"))
+        .unwrap();
+    assert!(pruned.content.contains("characters cut by compaction"));
+    assert!(s.state().totals.last_context < 115_200);
+}
+
+#[test]
+fn summarizing_moves_the_session_to_a_new_file() {
+    let mut s = long_session(5, 127_000);
+    let cmds = user(&mut s, "next");
+    assert_eq!(
+        kinds(&cmds),
+        [
+            "message",
+            "pruned",
+            "show",
+            "compacting",
+            "show",
+            "summarize"
+        ],
+        "{cmds:#?}"
+    );
+    let Command::Summarize(req) = &cmds[5] else {
+        unreachable!()
+    };
+    assert!(req.body.contains("question 0") && !req.body.contains("question 3"));
+    assert!(req.body.contains("Keep verbatim"));
+    assert!(s.busy());
+    assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let cmds = s.handle(Input::Summarized {
+        reply: Reply {
+            text: "Facts: port 5432".into(),
+            usage: None,
+            ..Reply::default()
+        },
+        new_id: "s2".into(),
+        now,
+    });
+    assert_eq!(
+        kinds(&cmds),
+        [
+            "continued",
+            "sync",
+            "start-file",
+            "compacted",
+            "show",
+            "context",
+            "call"
+        ],
+        "{cmds:#?}"
+    );
+    let Command::StartFile(h) = &cmds[2] else {
+        unreachable!()
+    };
+    assert_eq!(
+        (h.id.as_str(), h.continues.as_deref(), h.name.as_deref()),
+        ("s2", Some("s1"), Some("amber"))
+    );
+    let m = &s.state().messages;
+    assert!(m[0].content.contains("Facts: port 5432"));
+    let users: Vec<&str> = m
+        .iter()
+        .filter(|m| m.role == Role::User)
+        .map(|m| m.content.as_str())
+        .collect();
+    assert_eq!(&users[1..], ["question 3", "question 4", "next"]);
+    let Command::Call(req) = &cmds[6] else {
+        unreachable!()
+    };
+    assert!(req.body.contains("Facts: port 5432") && !req.body.contains("question 2"));
+    assert_eq!(s.state().totals.turns, 5);
+}
+
+#[test]
+fn a_failed_summary_changes_nothing_and_the_turn_goes_on() {
+    let mut s = long_session(5, 127_000);
+    user(&mut s, "next");
+    let before = s.state().messages.len();
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let cmds = s.handle(Input::SummaryFailed {
+        error: "HTTP 500".into(),
+        now,
+    });
+    assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
+    assert_eq!(s.state().messages.len(), before);
+}
+
+#[test]
+fn notes_that_call_a_tool_are_no_notes() {
+    let mut s = long_session(5, 127_000);
+    user(&mut s, "next");
+    let call = ToolCall {
+        id: "c".into(),
+        name: "shell".into(),
+        arguments: "{}".into(),
+    };
+    let reply = Reply {
+        text: "let me check".into(),
+        tool_calls: vec![call],
+        usage: None,
+    };
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let cmds = s.handle(Input::Summarized {
+        reply,
+        new_id: "s2".into(),
+        now,
+    });
+    assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
+    assert!(matches!(&cmds[1], Command::Show(t) if t.contains("called a tool")));
+}
+
+#[test]
+fn manual_compaction() {
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let mut s = long_session(2, 100);
+    assert_eq!(
+        kinds(&s.handle(Input::Compact { now })),
+        ["show"],
+        "two turns: nothing to do"
+    );
+    let mut s = long_session(5, 100);
+    let cmds = s.handle(Input::Compact { now });
+    assert_eq!(
+        kinds(&cmds),
+        ["pruned", "show", "compacting", "show", "summarize"]
+    );
+    let cmds = s.handle(Input::Summarized {
+        reply: Reply {
+            text: "notes".into(),
+            usage: None,
+            ..Reply::default()
+        },
+        new_id: "s2".into(),
+        now,
+    });
+    assert_eq!(
+        kinds(&cmds),
+        [
+            "continued",
+            "sync",
+            "start-file",
+            "compacted",
+            "show",
+            "totals",
+            "sync"
+        ]
+    );
+    assert!(!s.busy());
+    // Interrupting a /compact leaves everything as it was.
+    let mut s = long_session(5, 100);
+    s.handle(Input::Compact { now });
+    let cmds = s.handle(Input::Interrupted {
+        partial: String::new(),
+        now,
+    });
+    assert_eq!(kinds(&cmds), ["compaction-failed", "show"]);
+    assert!(!s.busy());
+}
+
+#[test]
+fn rename_is_validated() {
+    let now = datetime!(2026-12-02 10:01 UTC);
+    let mut s = start();
+    let used = BTreeSet::from(["birch".to_owned()]);
+    assert_eq!(
+        kinds(&s.handle(Input::Rename {
+            name: "birch".into(),
+            used: used.clone(),
+            now
+        })),
+        ["show"]
+    );
+    assert_eq!(
+        kinds(&s.handle(Input::Rename {
+            name: "db".into(),
+            used,
+            now
+        })),
+        ["other", "show"]
+    );
+    assert_eq!(s.state().name.as_deref(), Some("db"));
+}

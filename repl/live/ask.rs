@@ -1,0 +1,159 @@
+//! Asking the model: a request sent on a worker thread, its text streamed
+//! as it comes, Ctrl-C watched, and what came back turned into the core's
+//! input.
+
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use revolve_core::{Input, Request};
+use revolve_io::provider::ProviderError;
+use revolve_io::{clock, interrupt};
+
+use super::Live;
+use crate::error::Error;
+
+impl Live {
+    /// Sends a request and turns what came back into the core's input.
+    pub(super) fn call(&mut self, request: Request) -> Result<Input, Error> {
+        let now = clock::now;
+        Ok(match self.ask(request, true) {
+            Asked::Reply(reply) => Input::Reply { reply, now: now() },
+            Asked::Failed {
+                error,
+                partial,
+                overflow: Some(o),
+            } if partial.is_empty() => Input::Overflowed {
+                error,
+                limit: o.limit,
+                asked: o.asked,
+                now: now(),
+            },
+            Asked::Failed { error, partial, .. } => Input::Failed {
+                error,
+                partial,
+                now: now(),
+            },
+            Asked::Interrupted { partial } => Input::Interrupted {
+                partial,
+                now: now(),
+            },
+        })
+    }
+
+    /// Asks for a compaction's working notes (not shown as they come).
+    pub(super) fn summarize(&mut self, request: Request) -> Input {
+        let now = clock::now;
+        match self.ask(request, false) {
+            // The core judges the answer (tool calls or no text: no notes).
+            Asked::Reply(reply) => Input::Summarized {
+                reply,
+                new_id: clock::session_id(now()),
+                now: now(),
+            },
+            Asked::Failed {
+                error,
+                overflow: Some(o),
+                ..
+            } => Input::Overflowed {
+                error,
+                limit: o.limit,
+                asked: o.asked,
+                now: now(),
+            },
+            Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },
+            Asked::Interrupted { partial } => Input::Interrupted {
+                partial,
+                now: now(),
+            },
+        }
+    }
+
+    /// Sends a request on a worker thread, streaming its text to stdout when
+    /// `stream`, and watching for Ctrl-C. An interrupted request is
+    /// abandoned: its worker finishes on its own and nobody reads its answer.
+    pub(super) fn ask(&mut self, request: Request, stream: bool) -> Asked {
+        enum Event {
+            Text(String),
+            Done(Result<revolve_core::Reply, ProviderError>),
+        }
+        let (tx, rx) = mpsc::channel();
+        let provider = Arc::clone(&self.runtime.provider);
+        std::thread::spawn(move || {
+            interrupt::watch();
+            let text = tx.clone();
+            let result = provider.complete(&request, &mut |t| {
+                text.send(Event::Text(t.to_owned())).ok();
+            });
+            tx.send(Event::Done(result)).ok();
+        });
+        let mut partial = String::new();
+        let started = std::time::Instant::now();
+        let asked = loop {
+            match rx.recv_timeout(Duration::from_millis(25)) {
+                Ok(Event::Text(t)) => {
+                    partial.push_str(&t);
+                    if stream {
+                        self.show(&t);
+                    }
+                }
+                Ok(Event::Done(Ok(reply))) => break Asked::Reply(reply),
+                Ok(Event::Done(Err(e))) => {
+                    let partial = if e.partial.is_empty() {
+                        partial
+                    } else {
+                        e.partial
+                    };
+                    if interrupt::take() {
+                        // Ctrl-C ended a retry wait: the user interrupted.
+                        break Asked::Interrupted { partial };
+                    }
+                    break Asked::Failed {
+                        error: e.message,
+                        partial,
+                        overflow: e.overflow,
+                    };
+                }
+                Err(RecvTimeoutError::Timeout) if interrupt::take() => {
+                    interrupt::abandon();
+                    break Asked::Interrupted { partial };
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if stream && partial.is_empty() {
+                        self.sink.waiting(started.elapsed());
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let error = "the model client stopped without an answer".to_owned();
+                    break Asked::Failed {
+                        error,
+                        partial,
+                        overflow: None,
+                    };
+                }
+            }
+        };
+        self.sink.stop_waiting();
+        let shown = match &asked {
+            Asked::Reply(reply) => &reply.text,
+            Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
+        };
+        if stream {
+            self.sink.answer_end(shown);
+        }
+        asked
+    }
+}
+
+/// What came back from a request.
+pub(super) enum Asked {
+    Reply(revolve_core::Reply),
+    Failed {
+        error: String,
+        partial: String,
+        overflow: Option<revolve_core::overflow::Overflow>,
+    },
+    Interrupted {
+        partial: String,
+    },
+}

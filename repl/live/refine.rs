@@ -1,0 +1,174 @@
+//! `/refine`, run: the model reads the whole session (in parts when it is
+//! larger than the window) and the memory files, and its usable changes are
+//! snapshotted and written through the core.
+
+use revolve_core::record::Record;
+use revolve_core::refine;
+use revolve_core::view;
+use revolve_core::{Input, Request, State};
+use revolve_io::log;
+use revolve_io::{clock, memory};
+
+use super::ask::Asked;
+use super::{Live, Outcome};
+use crate::error::Error;
+
+impl Live {
+    /// Refines the memory from the whole session (every file of its chain):
+    /// the model answers with the files it changes; a usable answer is
+    /// snapshotted and written, anything else changes nothing and says why.
+    /// The refinement is logged either way, so the automatic trigger knows.
+    pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
+        self.refine_pieces = 0;
+        let entry = self.refined_entry(auto)?;
+        self.drive(Input::Refined {
+            auto,
+            entry,
+            pieces: self.refine_pieces,
+            now: clock::now(),
+        })
+    }
+
+    /// Asks, validates and writes; the snapshot entry written, if any.
+    fn refined_entry(&mut self, auto: bool) -> Result<Option<String>, Error> {
+        let what = if auto {
+            "automatic refinement"
+        } else {
+            "refinement"
+        };
+        let files = memory::load(&self.runtime.memory)
+            .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
+        // The session's real content, every file of its chain folded (so
+        // pruned results stay pruned), the turns a compaction carried into
+        // the next file read once.
+        let mut blocks = Vec::new();
+        for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
+            let mut folded = State::default();
+            let mut carried = 0;
+            log::each_record(
+                &file,
+                |_, r| {
+                    if let Record::Compacted(c) = &r {
+                        if n > 0 {
+                            carried = 1 + c.kept.len();
+                        }
+                    }
+                    folded.apply(&r);
+                },
+                |_| {},
+            )
+            .map_err(|e| Error::at(&file, "cannot read", e))?;
+            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
+        }
+        let state = self.state();
+        let wire = revolve_core::request::Wire::of(&state.provider);
+        let (model, first_seq) = (state.model.clone(), state.totals.requests);
+        let budget = refine::budget(
+            state.window,
+            &state.totals,
+            refine::piece_request(wire, &model, "", (1, 2), &files, clock::now())
+                .body
+                .len(),
+        );
+        let pieces = refine::pieces(&blocks, budget);
+        let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
+        let messages = state.messages.len() as u64;
+        let of = pieces.len();
+        if of > 1 {
+            eprintln!(
+                "{what}: the session is larger than the window; the model reads it in {of} parts"
+            );
+        } else {
+            eprintln!("{what}: the model reads the session and the memory files…");
+        }
+        let mut current = files.clone();
+        let mut all = Vec::new();
+        let mut sent = 0u64;
+        for (k, range) in pieces.into_iter().enumerate() {
+            let part = if of > 1 {
+                format!(" (part {} of {of})", k + 1)
+            } else {
+                String::new()
+            };
+            let text = refine::piece_text(&blocks[range], budget);
+            let request =
+                refine::piece_request(wire, &model, &text, (k + 1, of), &current, clock::now());
+            // Numbered like every request of the session (the `refined`
+            // record counts them).
+            sent += 1;
+            let request = Request {
+                seq: first_seq.saturating_add(sent),
+                ..request
+            };
+            let text = match self.ask(request, false) {
+                Asked::Reply(reply) => reply.text,
+                Asked::Failed { error, .. } if of == 1 => {
+                    eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+                Asked::Failed { error, .. } => {
+                    eprintln!(
+                        "{what}{part} failed ({}); that part changes nothing",
+                        view::inert(&error)
+                    );
+                    continue;
+                }
+                Asked::Interrupted { .. } => {
+                    eprintln!("{what} interrupted; memory unchanged");
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+            };
+            match refine::parse_reply(&text, &current) {
+                Ok(changes) => {
+                    current = refine::applied(&current, &changes);
+                    all.extend(changes);
+                }
+                Err(why) if of == 1 => {
+                    eprintln!(
+                        "{what}: the answer was not usable ({}); memory unchanged",
+                        view::inert(&why)
+                    );
+                    self.refine_pieces = sent;
+                    return Ok(None);
+                }
+                Err(why) => eprintln!(
+                    "{what}{part}: the answer was not usable ({}); that part changes nothing",
+                    view::inert(&why)
+                ),
+            }
+        }
+        self.refine_pieces = sent;
+        let changes = refine::combined(&files, all);
+        if changes.is_empty() {
+            eprintln!("{what}: nothing to change");
+            return Ok(None);
+        }
+        let meta = refine::meta(&session, messages, auto, &changes, &files);
+        // The core asks for the snapshot and the writes, then logs them.
+        self.last_entry = None;
+        self.drive(Input::ChangeMemory {
+            entry: refine::stamp(clock::now()),
+            by: if auto { "auto-refine" } else { "refine" }.into(),
+            changes,
+            meta: meta.clone(),
+        })?;
+        let Some(stamp) = self.last_entry.take() else {
+            return Ok(None);
+        };
+        eprintln!("{what}: memory changed (/refine undo takes it back)");
+        for (file, change) in &meta.files {
+            eprintln!("    {file} — {change}");
+        }
+        Ok(Some(stamp))
+    }
+
+    /// Runs an automatic refinement when the core says one is due.
+    pub fn refine_if_due(&mut self) -> Result<(), Error> {
+        if self.runtime.auto_refine && !self.runtime.bare && self.session.refine_due(clock::now()) {
+            self.refine(true)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,111 @@
+//! Running a tool call here: where the tools run, one line about the call
+//! and its result, and what the tool changed fed back to the core.
+
+use std::collections::VecDeque;
+
+use revolve_core::tools::Tool;
+use revolve_core::Input;
+use revolve_io::tools::{self, AgentInfo};
+use revolve_io::{clock, interrupt};
+
+use super::Live;
+
+impl Live {
+    /// What the tools need to know about where they run, now.
+    pub(super) fn tool_context(&self) -> tools::Context {
+        let info = AgentInfo {
+            session_id: self.state().id().to_owned(),
+            name: self.state().name.clone(),
+            log_path: self.writer.path().to_path_buf(),
+            project_key: self.store.project.key.clone(),
+            project_dir: self.runtime.memory.project_dir.clone(),
+            created_project_dir: self.runtime.created_project_dir,
+            state_root: self.store.roots.state.clone(),
+            config_root: self.store.roots.config.clone(),
+        };
+        tools::Context {
+            root: self.store.cwd.clone(),
+            root_id: self.runtime.tree,
+            info,
+            memory: self.runtime.memory.clone(),
+            messages: self.state().messages.len() as u64,
+            now: clock::now(),
+            snapshots: Default::default(),
+        }
+    }
+
+    /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
+    /// shows one line about it on stderr. The prompt parts are read again
+    /// after it, since a tool may have changed memory or the goal.
+    pub(super) fn run_tool(
+        &mut self,
+        id: String,
+        tool: &Tool,
+        grants: &[String],
+        queue: &mut VecDeque<Input>,
+    ) {
+        let arguments = self
+            .state()
+            .open_calls
+            .iter()
+            .find(|c| c.id == id)
+            .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
+        self.sink.tool_call(&id, tool, &arguments);
+        let ctx = self.tool_context();
+        let outcome = tools::run(
+            tool,
+            grants,
+            &ctx,
+            &mut self.runtime.approvals,
+            &interrupt::pending,
+        );
+        self.sink
+            .tool_result(&id, tool, &outcome.output, outcome.interrupted);
+        if outcome.interrupted || interrupt::take() {
+            queue.push_back(Input::Interrupted {
+                partial: String::new(),
+                now: clock::now(),
+            });
+            return;
+        }
+        // A memory change the tool made is logged before its result.
+        let snapshots = ctx.snapshots.take();
+        if let Some((entry, _)) = snapshots.first() {
+            queue.push_back(Input::MemoryChanged {
+                entry: entry.clone(),
+                by: "remember".into(),
+                files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
+                now: clock::now(),
+            });
+        }
+        if !outcome.changes.is_empty() {
+            queue.push_back(Input::ShellChanged {
+                id: id.clone(),
+                changes: outcome.changes.clone(),
+                now: clock::now(),
+            });
+        }
+        if outcome.untracked && !self.told_untracked {
+            self.told_untracked = true;
+            eprintln!(
+                "revolve: {} is not in a git repository: what shell commands change in it is not \
+                 tracked, and a rewind cannot take it back (edit_file and write_file are tracked)",
+                self.store.cwd.display()
+            );
+        }
+        if let Some((path, hash)) = outcome.seen.clone() {
+            queue.push_back(Input::Seen {
+                path,
+                hash,
+                now: clock::now(),
+            });
+        }
+        queue.push_back(self.prompt_parts());
+        queue.push_back(Input::ToolDone {
+            id,
+            output: outcome.output,
+            grant: outcome.grant,
+            now: clock::now(),
+        });
+    }
+}
