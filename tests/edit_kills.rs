@@ -177,7 +177,7 @@ fn kill_9_while_editing_loses_nothing_and_rewinds() {
     let mut landed = std::collections::BTreeMap::new();
 
     let span = (whole.as_micros() as u64).max(1000);
-    let mut rng = Rng(0x5eed_0f_ed17);
+    let mut rng = Rng(0x005e_ed0f_ed17);
     let (mut kills, mut tries) = (0, 0);
     while kills < KILLS {
         tries += 1;
