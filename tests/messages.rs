@@ -70,18 +70,6 @@ fn delivered(recs: &[Value]) -> Vec<(String, u64, String)> {
         .collect()
 }
 
-/// Waits until `check` holds, at most `within`.
-fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    check()
-}
-
 /// Waits until the session `name` is listed as running.
 fn wait_running(env: &TestEnv, name: &str) {
     let running = || {
@@ -100,7 +88,7 @@ fn wait_running(env: &TestEnv, name: &str) {
             })
         })
     };
-    assert!(eventually(WITHIN, running), "{name} never ran");
+    assert!(common::wait_until(WITHIN, running), "{name} never ran");
 }
 
 #[test]
@@ -333,7 +321,7 @@ fn attach_follows_the_session_live_and_sends_what_is_typed() {
     // A typed line is delivered before bob's next turn.
     watcher.write("from the attached terminal\n");
     let dir = inbox(&env, "bob");
-    assert!(eventually(WITHIN, || letters(&dir).len() == 1));
+    assert!(common::wait_until(WITHIN, || letters(&dir).len() == 1));
     bob.write("and?\n");
     assert!(bob.wait_stdout("Second answer.", WITHIN));
     assert!(watcher.wait_stdout(

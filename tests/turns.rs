@@ -528,11 +528,12 @@ fn ctrl_c_between_piped_turns_ends_the_run() {
     // The turn has ended once its answer is printed and logged; give the
     // process a moment to go back to reading stdin.
     let file = env.only_session();
-    let deadline = std::time::Instant::now() + within;
-    while kinds(&records(&file)).last().map(String::as_str) != Some("totals") {
-        assert!(std::time::Instant::now() < deadline, "the turn never ended");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    assert!(
+        common::wait_until(within, || {
+            kinds(&records(&file)).last().map(String::as_str) == Some("totals")
+        }),
+        "the turn never ended"
+    );
     child.signal("INT");
     let run = child.finish(Duration::from_secs(2));
     // Killed by the signal, or exit 130 when it arrived as the turn ended.
