@@ -188,7 +188,11 @@ fn sessions_table() {
     let named = env.ok(&["sessions"]).stdout;
     let all = env.ok(&["sessions", "--all"]).stdout;
     let json = env.ok(&["sessions", "--all", "--json"]).stdout;
-    insta::assert_snapshot!("sessions_table", env.redact_table(&named));
-    insta::assert_snapshot!("sessions_table_all", env.redact_table(&all));
-    insta::assert_snapshot!("sessions_json_all", env.redact(&json));
+    insta::with_settings!({filters => env.table_filters()}, {
+        insta::assert_snapshot!("sessions_table", named);
+        insta::assert_snapshot!("sessions_table_all", all);
+    });
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("sessions_json_all", json);
+    });
 }

@@ -239,6 +239,37 @@ impl TestEnv {
         redact_ids(&self.redact_paths(text), true)
     }
 
+    /// insta filters for what cannot be controlled at the source: the temp
+    /// path as `[TMP]`, its project slug as `[TMP_SLUG]`, session ids as
+    /// `[ID]` (as [`TestEnv::redact`] does), for
+    /// `insta::with_settings!({filters => env.filters()}, { .. })`. The
+    /// patterns are leaked: a few strings per test, and `'static` is what
+    /// lets the macro take them as they are.
+    pub fn filters(&self) -> Vec<(&'static str, &'static str)> {
+        self.filters_with(ID_FILTER, "[ID]")
+    }
+
+    /// [`TestEnv::filters`] for a table: each `[ID]` is padded to an id's
+    /// width, so the columns stay aligned (as [`TestEnv::redact_table`]).
+    pub fn table_filters(&self) -> Vec<(&'static str, &'static str)> {
+        self.filters_with(ID_FILTER, "[ID]                  ")
+    }
+
+    fn filters_with(
+        &self,
+        id: &'static str,
+        id_as: &'static str,
+    ) -> Vec<(&'static str, &'static str)> {
+        let root = self.root.to_string_lossy();
+        let slug = root.replace('/', "-");
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        vec![
+            (leak(regex_escape(&root)), "[TMP]"),
+            (leak(regex_escape(&slug)), "[TMP_SLUG]"),
+            (id, id_as),
+        ]
+    }
+
     /// The startup note a first start prints on stderr, in every mode: all
     /// the builtin memory documents seeded into the global memory under the
     /// config root (the test dir holds no `.task-agent/` workspace).
@@ -415,6 +446,23 @@ pub fn redact_ids(text: &str, pad: bool) -> String {
 }
 
 const ID_LEN: usize = "20261202-100000-1a2b3c".len();
+
+/// A session id, as a regex for insta's filters (what [`is_id`] matches,
+/// but for its look at the character after: the regex crate has no
+/// look-ahead).
+const ID_FILTER: &str = r"\d{8}-\d{6}-[0-9a-f]{6}";
+
+/// `text` as a regex that matches it literally.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
 
 fn is_id(b: &[u8]) -> bool {
     b.len() >= ID_LEN
