@@ -2,7 +2,7 @@
 //! real binary: one test per item, its number first in the test's doc.
 //! Each failed (or hung) before its fix.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{messages, records, tool_results, Run, TestEnv};
+use crate::common::{messages, records, tool_results, Run, TestEnv};
 
 /// Item 19: `revolve compact NAME` of a session that does not exist says
 /// so, even without the API key the compaction would need.

@@ -3,7 +3,7 @@
 //! `revolve attach` following a session live and sending what is typed; the
 //! errors for names that are unknown, not running or of another directory.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::{records, request_messages, TestEnv};
+use crate::common::{records, request_messages, TestEnv};
 
 const WITHIN: Duration = Duration::from_secs(10);
 

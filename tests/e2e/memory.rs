@@ -7,8 +7,6 @@
 //! directory with `revolve init` and `agent_info`, and snapshots of a system
 //! prompt and of `revolve init`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +18,7 @@ use revolve_core::memory::{
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, tool_results, Run, TestEnv};
+use crate::common::{records, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers

@@ -3,7 +3,7 @@
 //! model server that misbehaves. Each test says what the user is promised
 //! and checks it on what the real binary leaves behind.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -16,7 +16,7 @@ use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_T
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 // ---------------------------------------------------------------------------
 // Helpers

@@ -5,7 +5,7 @@
 //! requests and retries, Ctrl-C, SIGTERM and SIGKILL while a tool runs, and
 //! the transcript of a session with tools.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
-use common::{kinds, messages, pairs, records, tool_results, Run, TestEnv};
+use crate::common::{kinds, messages, pairs, records, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers

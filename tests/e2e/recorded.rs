@@ -4,11 +4,9 @@
 //! and `revolve replay --against` shows, per request, how a provider's new
 //! answers differ from the recorded ones.
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// What the user typed in the recorded session.
 const LINES: &str = "look around\nthanks\nwhich port?\nok\n/compact\none more\n";

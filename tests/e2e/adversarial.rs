@@ -2,17 +2,17 @@
 //! tool calls that try to leave the working tree (through `..`, absolute
 //! paths, symlinked folders, symlink loops), enormous arguments, bytes
 //! that are not UTF-8 coming back from a shell command, and escape
-//! sequences in text that a terminal shows. (tests/tools.rs covers the
+//! sequences in text that a terminal shows. (tests/e2e/tools.rs covers the
 //! basic refusals: `../outside`, a symlinked file, `/`, bad JSON.)
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, tool_results, Run, TestEnv};
+use crate::common::{records, tool_results, Run, TestEnv};
 
 fn serve(replies: Vec<FakeReply>) -> FakeServer {
     FakeServer::start(replies).expect("start the fake model server")

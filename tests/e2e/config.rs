@@ -1,12 +1,10 @@
 //! The config file `<config>/config.json`: precedence (flag > env > config >
 //! default), what `revolve config show` says about it, and a malformed file.
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::{records, TestEnv};
+use crate::common::{records, TestEnv};
 
 /// Writes `text` as the config file of `env`.
 fn write_config(env: &TestEnv, text: &str) -> std::path::PathBuf {

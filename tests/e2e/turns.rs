@@ -1,7 +1,7 @@
 //! Turns against a fake model server: piped turns, resuming, the requests
 //! rebuilt from the log, failures and Ctrl-C.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::{kinds, messages, pairs, records, request_messages, TestEnv};
+use crate::common::{kinds, messages, pairs, records, request_messages, TestEnv};
 
 /// A streamed answer of `text` (one chunk per word) with this usage.
 fn reply(text: &str, prompt: u64, completion: u64) -> FakeReply {

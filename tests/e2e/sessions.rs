@@ -1,7 +1,5 @@
 //! `revolve sessions`, naming and resuming by name.
 
-mod common;
-
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -10,7 +8,7 @@ use serde_json::Value;
 use time::macros::datetime;
 use time::OffsetDateTime;
 
-use common::{lines, pairs, records, request_messages, TestEnv};
+use crate::common::{lines, pairs, records, request_messages, TestEnv};
 
 fn names(json: &str) -> Vec<Value> {
     let list: Value = serde_json::from_str(json).expect("sessions --json is JSON");
