@@ -25,11 +25,29 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+/// How often [`wait_until`] and the waits on a process look again.
+pub const POLL: Duration = Duration::from_millis(5);
+
+/// Waits until `done` holds, looking every [`POLL`], at most `within`;
+/// returns whether it held. For a test that waits for a state (a file
+/// written, a request received, a process gone) rather than for a time.
+pub fn wait_until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(POLL);
+    }
+}
 
 /// The pinned clock every run starts from.
 pub const NOW: &str = "2026-12-02T10:00:00Z";
@@ -47,11 +65,11 @@ pub fn fixture(rel: &str) -> PathBuf {
     repo().join("fixtures").join(rel)
 }
 
-static SEQ: AtomicUsize = AtomicUsize::new(0);
-
 /// One test's world: a temp dir with a home, XDG roots and a working
 /// directory.
 pub struct TestEnv {
+    /// The temp dir itself: removed on drop, kept when the test failed.
+    dir: Option<tempfile::TempDir>,
     /// The temp dir, canonical (the binary canonicalizes its cwd).
     pub root: PathBuf,
     /// The working directory the binary runs in.
@@ -71,15 +89,11 @@ impl TestEnv {
     /// A fresh world under `parent` instead of the system temp dir (a
     /// tmpfs, say, for a test that starts hundreds of runs).
     pub fn new_in(parent: &Path, name: &str) -> TestEnv {
-        let unique = format!(
-            "revolve-e2e-{}-{}-{name}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::SeqCst)
-        );
-        let root = parent.join(unique);
-        std::fs::remove_dir_all(&root).ok();
-        std::fs::create_dir_all(&root).expect("create the test dir");
-        let root = root.canonicalize().expect("canonical test dir");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("revolve-e2e-{name}-"))
+            .tempdir_in(parent)
+            .expect("create the test dir");
+        let root = dir.path().canonicalize().expect("canonical test dir");
         let home = root.join("home");
         let state = home.join(".local/state");
         let cwd = root.join("work");
@@ -87,6 +101,7 @@ impl TestEnv {
             std::fs::create_dir_all(dir).expect("create a test dir");
         }
         TestEnv {
+            dir: Some(dir),
             root,
             cwd,
             home,
@@ -224,6 +239,37 @@ impl TestEnv {
         redact_ids(&self.redact_paths(text), true)
     }
 
+    /// insta filters for what cannot be controlled at the source: the temp
+    /// path as `[TMP]`, its project slug as `[TMP_SLUG]`, session ids as
+    /// `[ID]` (as [`TestEnv::redact`] does), for
+    /// `insta::with_settings!({filters => env.filters()}, { .. })`. The
+    /// patterns are leaked: a few strings per test, and `'static` is what
+    /// lets the macro take them as they are.
+    pub fn filters(&self) -> Vec<(&'static str, &'static str)> {
+        self.filters_with(ID_FILTER, "[ID]")
+    }
+
+    /// [`TestEnv::filters`] for a table: each `[ID]` is padded to an id's
+    /// width, so the columns stay aligned (as [`TestEnv::redact_table`]).
+    pub fn table_filters(&self) -> Vec<(&'static str, &'static str)> {
+        self.filters_with(ID_FILTER, "[ID]                  ")
+    }
+
+    fn filters_with(
+        &self,
+        id: &'static str,
+        id_as: &'static str,
+    ) -> Vec<(&'static str, &'static str)> {
+        let root = self.root.to_string_lossy();
+        let slug = root.replace('/', "-");
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        vec![
+            (leak(regex_escape(&root)), "[TMP]"),
+            (leak(regex_escape(&slug)), "[TMP_SLUG]"),
+            (id, id_as),
+        ]
+    }
+
     /// The startup note a first start prints on stderr, in every mode: all
     /// the builtin memory documents seeded into the global memory under the
     /// config root (the test dir holds no `.task-agent/` workspace).
@@ -248,10 +294,10 @@ impl TestEnv {
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
-        if std::thread::panicking() {
-            eprintln!("test files kept in {}", self.root.display());
-        } else {
-            std::fs::remove_dir_all(&self.root).ok();
+        // A passing test's files go with its `TempDir`; a failing test's
+        // stay, so the logs can be read.
+        if let Some(dir) = self.dir.take().filter(|_| std::thread::panicking()) {
+            eprintln!("test files kept in {}", dir.keep().display());
         }
     }
 }
@@ -401,6 +447,23 @@ pub fn redact_ids(text: &str, pad: bool) -> String {
 
 const ID_LEN: usize = "20261202-100000-1a2b3c".len();
 
+/// A session id, as a regex for insta's filters (what [`is_id`] matches,
+/// but for its look at the character after: the regex crate has no
+/// look-ahead).
+const ID_FILTER: &str = r"\d{8}-\d{6}-[0-9a-f]{6}";
+
+/// `text` as a regex that matches it literally.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn is_id(b: &[u8]) -> bool {
     b.len() >= ID_LEN
         && b[..8].iter().all(u8::is_ascii_digit)
@@ -420,7 +483,8 @@ pub struct Running {
     stdin: Option<ChildStdin>,
     stdout: mpsc::Receiver<Vec<u8>>,
     seen: Vec<u8>,
-    stderr: std::thread::JoinHandle<String>,
+    stderr: mpsc::Receiver<Vec<u8>>,
+    seen_err: Vec<u8>,
 }
 
 impl TestEnv {
@@ -452,18 +516,14 @@ impl TestEnv {
         let mut pipe = child.stdin.take().expect("stdin is piped");
         pipe.write_all(stdin.as_bytes()).expect("write stdin");
         let stdout = chunks(child.stdout.take().expect("stdout is piped"));
-        let mut err = child.stderr.take().expect("stderr is piped");
-        let stderr = std::thread::spawn(move || {
-            let mut text = String::new();
-            err.read_to_string(&mut text).ok();
-            text
-        });
+        let stderr = chunks(child.stderr.take().expect("stderr is piped"));
         Running {
             child,
             stdin: Some(pipe),
             stdout,
             seen: Vec::new(),
             stderr,
+            seen_err: Vec::new(),
         }
     }
 }
@@ -493,17 +553,13 @@ impl Running {
     /// Waits until stdout holds `text`, at most `within`; returns whether it
     /// does.
     pub fn wait_stdout(&mut self, text: &str, within: Duration) -> bool {
-        let deadline = Instant::now() + within;
-        loop {
-            if String::from_utf8_lossy(&self.seen).contains(text) {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.stdout.recv_timeout(left) {
-                Ok(bytes) => self.seen.extend(bytes),
-                Err(_) => return false,
-            }
-        }
+        wait_output(&self.stdout, &mut self.seen, text, within)
+    }
+
+    /// Waits until stderr holds `text`, at most `within`; returns whether it
+    /// does.
+    pub fn wait_stderr(&mut self, text: &str, within: Duration) -> bool {
+        wait_output(&self.stderr, &mut self.seen_err, text, within)
     }
 
     /// Sends a signal (`INT`, `KILL`, …) with kill(1).
@@ -529,16 +585,19 @@ impl Running {
                 self.child.wait().ok();
                 panic!("revolve did not exit within {within:?}");
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(POLL);
         };
         while let Ok(bytes) = self.stdout.recv_timeout(Duration::from_secs(5)) {
             self.seen.extend(bytes);
+        }
+        while let Ok(bytes) = self.stderr.recv_timeout(Duration::from_secs(5)) {
+            self.seen_err.extend(bytes);
         }
         Run {
             code: status.code(),
             signal: std::os::unix::process::ExitStatusExt::signal(&status),
             stdout: String::from_utf8_lossy(&self.seen).into_owned(),
-            stderr: self.stderr.join().expect("stderr reader"),
+            stderr: String::from_utf8_lossy(&self.seen_err).into_owned(),
         }
     }
 }
@@ -611,6 +670,29 @@ impl Terminal {
         self.wait_for_n(text, 1, within);
     }
 
+    /// Waits until `done` holds of what the terminal showed since keys were
+    /// last typed (and of whatever else it looks at), at most `within`;
+    /// panics with the screen otherwise.
+    pub fn wait_until(&mut self, within: Duration, what: &str, mut done: impl FnMut(&str) -> bool) {
+        let deadline = Instant::now() + within;
+        loop {
+            while let Ok(bytes) = self.output.try_recv() {
+                self.seen.extend(bytes);
+            }
+            if done(&String::from_utf8_lossy(&self.seen[self.mark..])) {
+                return;
+            }
+            if Instant::now() >= deadline {
+                self.child.kill().ok();
+                panic!("{what}: not within {within:?}: {:?}", self.screen());
+            }
+            // More output, or a moment for what else `done` looks at.
+            if let Ok(bytes) = self.output.recv_timeout(POLL) {
+                self.seen.extend(bytes);
+            }
+        }
+    }
+
     /// Waits until the terminal showed `text` since keys were last typed.
     pub fn wait_for_next(&mut self, text: &str, within: Duration) {
         let deadline = Instant::now() + within;
@@ -650,12 +732,59 @@ impl Terminal {
                 self.child.wait().ok();
                 panic!("revolve on a terminal did not exit within {within:?}");
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(POLL);
         };
         while let Ok(bytes) = self.output.recv_timeout(Duration::from_secs(5)) {
             self.seen.extend(bytes);
         }
         (status.success(), self.screen())
+    }
+}
+
+/// Whether a terminal's screen ends at an empty prompt (`› `, then only
+/// the line editor's cursor moves and mode switches): the line editor
+/// waits for a line.
+pub fn at_prompt(screen: &str) -> bool {
+    let mut rest = screen;
+    loop {
+        rest = rest.trim_end_matches('\r');
+        let Some(esc) = rest.rfind("\x1b[") else {
+            break;
+        };
+        let tail = &rest[esc + 2..];
+        let Some((last, params)) = tail.chars().last().map(|c| (c, &tail[..tail.len() - 1])) else {
+            break;
+        };
+        let csi = last.is_ascii_alphabetic()
+            && params
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == ';' || c == '?');
+        if !csi {
+            break;
+        }
+        rest = &rest[..esc];
+    }
+    rest.ends_with("› ")
+}
+
+/// Reads `output` into `seen` until it holds `text`, at most `within`;
+/// returns whether it does.
+fn wait_output(
+    output: &mpsc::Receiver<Vec<u8>>,
+    seen: &mut Vec<u8>,
+    text: &str,
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
+    loop {
+        if String::from_utf8_lossy(seen).contains(text) {
+            return true;
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        match output.recv_timeout(left) {
+            Ok(bytes) => seen.extend(bytes),
+            Err(_) => return false,
+        }
     }
 }
 

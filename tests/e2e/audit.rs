@@ -2,7 +2,7 @@
 //! real binary: one test per item, its number first in the test's doc.
 //! Each failed (or hung) before its fix.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{messages, records, tool_results, Run, TestEnv};
+use crate::common::{messages, records, tool_results, Run, TestEnv};
 
 /// Item 19: `revolve compact NAME` of a session that does not exist says
 /// so, even without the API key the compaction would need.
@@ -819,21 +819,22 @@ fn the_state_and_the_config_memory_are_private() {
 /// not count), asked of ps(1); waits up to `within` for it to end.
 fn still_runs(file: &Path, within: Duration) -> bool {
     let pid = std::fs::read_to_string(file).unwrap().trim().to_owned();
-    let deadline = std::time::Instant::now() + within;
-    loop {
+    assert!(!pid.is_empty(), "no pid in {}", file.display());
+    let ended = common::wait_until(within, || {
         let out = Command::new("ps")
             .args(["-o", "stat=", "-p", &pid])
             .output()
             .unwrap();
         let stat = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        if stat.is_empty() || stat.starts_with('Z') {
-            return false;
-        }
-        if std::time::Instant::now() >= deadline {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        stat.is_empty() || stat.starts_with('Z')
+    });
+    !ended
+}
+
+/// Whether `file` holds a whole line (the shell's `echo` into it is done,
+/// not just begun by the redirection that creates it).
+fn written(file: &Path) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|t| t.ends_with('\n'))
 }
 
 /// Item 13: a shell command's background child dies with the command, and
@@ -855,12 +856,10 @@ fn nothing_a_shell_command_starts_outlives_it_or_revolve() {
     let args = [&strs(&args)[..], &["--allow-shell", "-p", "go"]].concat();
     let running = env.spawn(&args, "");
     let (bg, sh) = (env.cwd.join("bg.pid"), env.cwd.join("sh.pid"));
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !(bg.exists() && sh.exists()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(bg.exists() && sh.exists(), "the second command started");
-    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        common::wait_until(Duration::from_secs(20), || written(&bg) && written(&sh)),
+        "the second command started"
+    );
     let first = env.cwd.join("first.pid");
     assert!(
         !still_runs(&first, Duration::from_secs(2)),

@@ -1,12 +1,10 @@
 //! `revolve models` against the fake server, in both protocols, and the
 //! provider presets.
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 fn ids() -> Vec<String> {
     vec!["model-b".to_owned(), "model-a".to_owned()]

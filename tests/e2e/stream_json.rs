@@ -1,12 +1,10 @@
 //! `--output-format stream-json`: one JSON event per line on stdout, for
 //! scripts that drive revolve.
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// Every stdout line as JSON; each must be an object with a string
 /// `"type"` as its first key.

@@ -3,7 +3,7 @@
 //! `revolve attach` following a session live and sending what is typed; the
 //! errors for names that are unknown, not running or of another directory.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::{records, request_messages, TestEnv};
+use crate::common::{records, request_messages, TestEnv};
 
 const WITHIN: Duration = Duration::from_secs(10);
 
@@ -70,18 +70,6 @@ fn delivered(recs: &[Value]) -> Vec<(String, u64, String)> {
         .collect()
 }
 
-/// Waits until `check` holds, at most `within`.
-fn eventually(within: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    check()
-}
-
 /// Waits until the session `name` is listed as running.
 fn wait_running(env: &TestEnv, name: &str) {
     let running = || {
@@ -100,7 +88,7 @@ fn wait_running(env: &TestEnv, name: &str) {
             })
         })
     };
-    assert!(eventually(WITHIN, running), "{name} never ran");
+    assert!(common::wait_until(WITHIN, running), "{name} never ran");
 }
 
 #[test]
@@ -333,7 +321,7 @@ fn attach_follows_the_session_live_and_sends_what_is_typed() {
     // A typed line is delivered before bob's next turn.
     watcher.write("from the attached terminal\n");
     let dir = inbox(&env, "bob");
-    assert!(eventually(WITHIN, || letters(&dir).len() == 1));
+    assert!(common::wait_until(WITHIN, || letters(&dir).len() == 1));
     bob.write("and?\n");
     assert!(bob.wait_stdout("Second answer.", WITHIN));
     assert!(watcher.wait_stdout(

@@ -7,8 +7,6 @@
 //! directory with `revolve init` and `agent_info`, and snapshots of a system
 //! prompt and of `revolve init`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +18,7 @@ use revolve_core::memory::{
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, tool_results, Run, TestEnv};
+use crate::common::{records, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -969,7 +967,9 @@ fn init_prints_what_it_created_and_then_nothing() {
         "$ revolve init\n{}$ revolve init\n{}",
         first.stdout, second.stdout
     );
-    insta::assert_snapshot!("init", env.redact(&shown));
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("init", shown);
+    });
 }
 
 /// A project folder something else made with only `goal.json` in it (a
@@ -1058,5 +1058,7 @@ fn system_prompt_snapshot() {
             "## memory/project/project.md",
         ]
     );
-    insta::assert_snapshot!("system_prompt", env.redact(&system));
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("system_prompt", system);
+    });
 }

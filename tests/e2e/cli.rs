@@ -1,11 +1,11 @@
 //! The command line: the offline scripted provider and usage errors.
 
-mod common;
+use crate::common;
 
 use revolve_testkit::FakeServer;
 use serde_json::Value;
 
-use common::{fixture, kinds, records, TestEnv};
+use crate::common::{fixture, kinds, records, TestEnv};
 
 /// The demo script's reply texts, in order (tool-calling replies have none).
 fn demo_replies() -> Vec<String> {

@@ -1,14 +1,12 @@
 //! `revolve replay`: golden output for a hand-written log, `--check` on
 //! damaged logs, and resuming a log a crash left torn.
 
-mod common;
-
 use std::io::Write;
 use std::path::Path;
 
 use revolve_testkit::{FakeReply, FakeServer};
 
-use common::{fixture, kinds, lines, messages, pairs, repo, request_messages, TestEnv};
+use crate::common::{fixture, kinds, lines, messages, pairs, repo, request_messages, TestEnv};
 
 /// The hand-written log: three answered turns, a failed one, a resume with a
 /// new model, a rename, an interrupted turn with a partial answer, a record

@@ -3,7 +3,7 @@
 //! model server that misbehaves. Each test says what the user is promised
 //! and checks it on what the real binary leaves behind.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -16,7 +16,7 @@ use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN, PROJECT_MEMORY_T
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -44,8 +44,10 @@ impl Rng {
 /// here, and hundreds of runs stay fast), else the system temp dir.
 fn fast_dir() -> PathBuf {
     let shm = Path::new("/dev/shm");
-    let probe = shm.join(format!("revolve-probe-{}", std::process::id()));
-    if std::fs::create_dir_all(&probe).is_ok() && std::fs::remove_dir(&probe).is_ok() {
+    let probe = tempfile::Builder::new()
+        .prefix("revolve-probe-")
+        .tempdir_in(shm);
+    if probe.is_ok_and(|probe| probe.close().is_ok()) {
         shm.to_path_buf()
     } else {
         std::env::temp_dir()
@@ -534,8 +536,12 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
                         let mut child = start_session(&env, &args);
                         let started = Instant::now();
                         if by_time {
+                            // The sleep is the point: a kill at a random
+                            // moment of the run.
                             std::thread::sleep(delay);
                         } else {
+                            // A poll finer than `common::wait_until`'s, so
+                            // the kill lands near the size drawn.
                             while logs_size(&env) < size
                                 && started.elapsed() < Duration::from_secs(5)
                                 && child.try_wait().unwrap().is_none()
@@ -717,7 +723,7 @@ impl Racers {
                     .collect();
                 panic!("the racing runs were not ready within {within:?}: {shown:#?}");
             }
-            std::thread::sleep(Duration::from_millis(5));
+            std::thread::sleep(common::POLL);
         }
     }
 
@@ -868,17 +874,15 @@ fn ten_resumes_at_once_leave_one_writer() {
     // Each waits for its first line with the session claimed: one holds
     // it, the other nine must be refused.
     let mut racers = Racers::start(&env, 10, &args, false);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let survivor = loop {
-        let running: Vec<usize> = (0..10)
+    let mut running = Vec::new();
+    let one_left = common::wait_until(Duration::from_secs(60), || {
+        running = (0..10)
             .filter(|&i| racers.children[i].try_wait().unwrap().is_none())
             .collect();
-        if running.len() == 1 {
-            break running[0];
-        }
-        assert!(Instant::now() < deadline, "still running: {running:?}");
-        std::thread::sleep(Duration::from_millis(5));
-    };
+        running.len() == 1
+    });
+    assert!(one_left, "still running: {running:?}");
+    let survivor = running[0];
     racers.type_in(survivor, "two\n");
     let outputs = racers.finish(Duration::from_secs(60));
     for (i, (code, stdout, stderr)) in outputs.iter().enumerate() {
@@ -1258,6 +1262,7 @@ fn run_measured(mut cmd: Command, stdin: &str, within: Duration) -> (common::Run
             child.wait().ok();
             panic!("revolve did not exit within {within:?}");
         }
+        // The sampling interval of the peak, finer than `common::POLL`.
         std::thread::sleep(Duration::from_millis(2));
     };
     writer.join().unwrap();
@@ -1536,6 +1541,8 @@ fn a_resume_racing_a_compaction_never_writes_the_old_file() {
         let mut second = base.to_vec();
         second.extend(["--resume", "shared"]);
         owner.type_line("/compact");
+        // The sleep is the point: the resume starts at several moments of
+        // the compaction, which shows no state to wait for.
         std::thread::sleep(Duration::from_millis(delay_ms));
         let intruder = env.spawn(&second, "intrude\n");
         let intruded = intruder.finish(Duration::from_secs(30));

@@ -2,12 +2,10 @@
 //! example, and each is kept as a snapshot (clap's fixed width: no terminal
 //! is asked, so the text does not depend on the one running the tests).
 
-mod common;
-
 use clap::CommandFactory;
 use revolve::cli::Cli;
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// Every command path: `[]`, `["sessions"]`, `["memory", "history"]`, …
 /// (clap's own `help` subcommands left out).

@@ -3,13 +3,11 @@
 //! colour only on a terminal and never with NO_COLOR. The terminal is a
 //! pseudo-terminal (`common::pty`).
 
-mod common;
-
 use std::time::Duration;
 
 use revolve_testkit::{FakeReply, FakeServer};
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// A reply full of escape sequences: colour (CSI), a window title (OSC
 /// ended by BEL), and a C1 CSI.

@@ -4,14 +4,12 @@
 //! stopped at `--max-tool-rounds`; each stop is logged, shown by `replay`,
 //! passes `replay --check`, and a resumed session goes on normally.
 
-mod common;
-
 use std::time::Duration;
 
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{kinds, records, request_messages, Run, TestEnv};
+use crate::common::{kinds, records, request_messages, Run, TestEnv};
 
 /// A streamed answer with one tool call.
 fn call(id: &str, name: &str, args: &Value) -> FakeReply {

@@ -10,8 +10,6 @@
 //! 20000` the room one turn may still need is 2,048 tokens and the
 //! compaction point 17,952.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -19,7 +17,7 @@ use revolve_core::compact::{self, notes_message, SUMMARY_PROMPT};
 use revolve_testkit::{wait_for_requests, FakeReply, FakeServer, Recorded};
 use serde_json::Value;
 
-use common::{kinds, messages, pairs, records, request_messages, Run, TestEnv};
+use crate::common::{kinds, messages, pairs, records, request_messages, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers

@@ -4,12 +4,10 @@
 //! went out fit, that what gave way is said on stderr and in the log, and
 //! that the log replays byte for byte.
 
-mod common;
-
 use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
 use serde_json::{json, Value};
 
-use common::{records, Run, TestEnv};
+use crate::common::{records, Run, TestEnv};
 
 /// A server with a context of `tokens` at four bytes a token.
 fn limited(replies: Vec<FakeReply>, tokens: u64, says: Overflows, usage: bool) -> FakeServer {

@@ -4,11 +4,9 @@
 //! and `revolve replay --against` shows, per request, how a provider's new
 //! answers differ from the recorded ones.
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// What the user typed in the recorded session.
 const LINES: &str = "look around\nthanks\nwhich port?\nok\n/compact\none more\n";
@@ -57,7 +55,9 @@ fn a_recorded_session_reruns_offline_to_the_same_transcript_and_requests() {
     let recorded = env.ok(&["replay", "rec"]).stdout;
     let replayed = env.ok(&["replay", "again"]).stdout;
     assert_eq!(body(&replayed), body(&recorded));
-    insta::assert_snapshot!("replayed_transcript", env.redact(&replayed));
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("replayed_transcript", replayed);
+    });
 
     // The same requests, byte for byte, summary request included.
     let recorded = env.ok(&["replay", "rec", "--requests"]).stdout;
@@ -120,10 +120,14 @@ fn replay_against_a_provider_diffs_each_answer() {
         differ.stderr,
         "revolve: 2 of 7 answers differ from the recording\n"
     );
-    insta::assert_snapshot!(
-        "against_diff",
-        env.redact(&differ.stdout).replace(&url, "[URL]")
-    );
+    let url_filter = [(url.replace('.', r"\."), "[URL]")];
+    let filters = env
+        .filters()
+        .into_iter()
+        .chain(url_filter.iter().map(|(url, with)| (url.as_str(), *with)));
+    insta::with_settings!({filters => filters}, {
+        insta::assert_snapshot!("against_diff", differ.stdout);
+    });
     // Each recorded request went out again, with the model asked for.
     let sent = server.requests();
     assert_eq!(sent.len(), 7);

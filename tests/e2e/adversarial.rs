@@ -2,18 +2,17 @@
 //! tool calls that try to leave the working tree (through `..`, absolute
 //! paths, symlinked folders, symlink loops), enormous arguments, bytes
 //! that are not UTF-8 coming back from a shell command, and escape
-//! sequences in text that a terminal shows. (tests/tools.rs covers the
+//! sequences in text that a terminal shows. (tests/e2e/tools.rs covers the
 //! basic refusals: `../outside`, a symlinked file, `/`, bad JSON.)
 
-mod common;
+use crate::common;
 
-use std::io::Write;
 use std::time::{Duration, Instant};
 
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{records, tool_results, Run, TestEnv};
+use crate::common::{records, tool_results, Run, TestEnv};
 
 fn serve(replies: Vec<FakeReply>) -> FakeServer {
     FakeServer::start(replies).expect("start the fake model server")
@@ -289,60 +288,20 @@ fn invalid_utf8_from_a_shell_command_is_replaced() {
 // ---------------------------------------------------------------------------
 // Escape sequences on a terminal
 
-/// How many steps of a session its log shows as done: turns ended
-/// (`totals`) and refinements (`refined`).
-fn steps_done(env: &TestEnv) -> usize {
-    env.session_files()
-        .iter()
-        .flat_map(|f| records(f))
-        .filter(|r| r["type"] == "totals" || r["type"] == "refined")
-        .count()
-}
-
-/// Runs the binary on a pseudo-terminal ([`common::pty`]) in the
-/// harness's environment, typing each of `lines` once the step before it
-/// is in the log (typed ahead, a line can reach the terminal before the
-/// line editor does, and be lost); returns the raw bytes the terminal
-/// received.
-fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> Vec<u8> {
-    let (mut child, mut pipe) =
-        common::pty::spawn(&mut env.command(args), 80, 24).expect("start revolve on a pty");
-    let mut out = pipe.try_clone().expect("a second handle on the pty");
-    let reader = std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        // Ends in EIO on Linux once the terminal is gone; what was read
-        // before is kept.
-        std::io::Read::read_to_end(&mut out, &mut bytes).ok();
-        bytes
-    });
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let wait_steps = |n: usize| {
-        while steps_done(env) < n && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        // The prompt comes back a moment after the log is written.
-        std::thread::sleep(Duration::from_millis(200));
-    };
-    for (i, text) in lines.iter().enumerate() {
-        if i > 0 {
-            wait_steps(i);
-        }
-        pipe.write_all(format!("{text}\n").as_bytes()).unwrap();
+/// Runs the binary on a terminal ([`common::Terminal`]) in the harness's
+/// environment, typing each of `lines` once the prompt is back after the
+/// line before (typed ahead, a line can reach the terminal before the line
+/// editor does, and be lost); returns what the terminal showed.
+fn on_a_terminal(env: &TestEnv, args: &[&str], lines: &[&str]) -> String {
+    let mut term = env.terminal(args, 80, &[]);
+    let within = Duration::from_secs(30);
+    for text in lines {
+        term.wait_until(within, "the prompt", common::at_prompt);
+        term.type_keys(&format!("{text}\r"));
     }
-    wait_steps(lines.len());
-    // Ctrl-D; should it be lost all the same, the run is ended after a
-    // while: what the terminal showed is what is checked.
-    pipe.write_all(b"\x04").ok();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() >= deadline {
-            child.kill().ok();
-            child.wait().ok();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    reader.join().unwrap()
+    term.wait_until(within, "the prompt", common::at_prompt);
+    // Ctrl-D: the exit code is not what is checked.
+    term.finish(Duration::from_secs(10)).1
 }
 
 /// What the model may send to take over a terminal: clear the screen, set
@@ -384,13 +343,8 @@ fn escape_sequences_from_the_model_are_inert_on_a_terminal() {
         &["--base-url", &server.url()],
         &["go", "/refine", "again"],
     );
-    assert_eq!(
-        server.requests().len(),
-        4,
-        "{}",
-        String::from_utf8_lossy(&shown)
-    );
-    let text = String::from_utf8_lossy(&shown);
+    assert_eq!(server.requests().len(), 4, "{shown}");
+    let text = shown;
     for raw in [
         "\u{1b}[2J",
         "\u{1b}]52",

@@ -10,8 +10,6 @@
 //! Every test writes its own global memory with a `.seeded` list naming the
 //! builtin documents, so nothing is seeded and the memory stays small.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -20,7 +18,7 @@ use revolve_core::refine::PROMPT;
 use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
-use common::{records, request_messages, Run, TestEnv};
+use crate::common::{records, request_messages, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -993,7 +991,7 @@ fn bare_runs_never_refine_on_their_own() {
     assert!(refined(&env.only_session()).is_empty());
 }
 
-/// The automatic compaction of tests/compaction.rs: with `--window 20000`
+/// The automatic compaction of tests/e2e/compaction.rs: with `--window 20000`
 /// turn four reads past the compaction point, so turn five compacts first.
 fn compacting_script(extra: Vec<FakeReply>, refine_first: bool) -> Vec<FakeReply> {
     let reply = |text: &str, prompt: u64| match FakeReply::text(text) {

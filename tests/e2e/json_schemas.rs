@@ -2,12 +2,10 @@
 //! as README's table documents them (the other commands check theirs in
 //! their own tests: config, models, goals, refine).
 
-mod common;
-
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 fn is_time(v: &Value) -> bool {
     v.as_str()

@@ -1,7 +1,7 @@
 //! Turns against a fake model server: piped turns, resuming, the requests
 //! rebuilt from the log, failures and Ctrl-C.
 
-mod common;
+use crate::common;
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -9,7 +9,7 @@ use std::time::Duration;
 use revolve_testkit::{wait_for_requests, FakeReply, FakeServer};
 use serde_json::Value;
 
-use common::{kinds, messages, pairs, records, request_messages, TestEnv};
+use crate::common::{kinds, messages, pairs, records, request_messages, TestEnv};
 
 /// A streamed answer of `text` (one chunk per word) with this usage.
 fn reply(text: &str, prompt: u64, completion: u64) -> FakeReply {
@@ -528,11 +528,12 @@ fn ctrl_c_between_piped_turns_ends_the_run() {
     // The turn has ended once its answer is printed and logged; give the
     // process a moment to go back to reading stdin.
     let file = env.only_session();
-    let deadline = std::time::Instant::now() + within;
-    while kinds(&records(&file)).last().map(String::as_str) != Some("totals") {
-        assert!(std::time::Instant::now() < deadline, "the turn never ended");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    assert!(
+        common::wait_until(within, || {
+            kinds(&records(&file)).last().map(String::as_str) == Some("totals")
+        }),
+        "the turn never ended"
+    );
     child.signal("INT");
     let run = child.finish(Duration::from_secs(2));
     // Killed by the signal, or exit 130 when it arrived as the turn ended.

@@ -1,7 +1,5 @@
 //! `revolve sessions`, naming and resuming by name.
 
-mod common;
-
 use std::path::Path;
 use std::time::SystemTime;
 
@@ -10,7 +8,7 @@ use serde_json::Value;
 use time::macros::datetime;
 use time::OffsetDateTime;
 
-use common::{lines, pairs, records, request_messages, TestEnv};
+use crate::common::{lines, pairs, records, request_messages, TestEnv};
 
 fn names(json: &str) -> Vec<Value> {
     let list: Value = serde_json::from_str(json).expect("sessions --json is JSON");
@@ -188,7 +186,11 @@ fn sessions_table() {
     let named = env.ok(&["sessions"]).stdout;
     let all = env.ok(&["sessions", "--all"]).stdout;
     let json = env.ok(&["sessions", "--all", "--json"]).stdout;
-    insta::assert_snapshot!("sessions_table", env.redact_table(&named));
-    insta::assert_snapshot!("sessions_table_all", env.redact_table(&all));
-    insta::assert_snapshot!("sessions_json_all", env.redact(&json));
+    insta::with_settings!({filters => env.table_filters()}, {
+        insta::assert_snapshot!("sessions_table", named);
+        insta::assert_snapshot!("sessions_table_all", all);
+    });
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("sessions_json_all", json);
+    });
 }

@@ -1,12 +1,10 @@
 //! `revolve completions bash|zsh|fish`: each generates a script that names
 //! every subcommand and flag.
 
-mod common;
-
 use clap::CommandFactory;
 use revolve::cli::Cli;
 
-use common::TestEnv;
+use crate::common::TestEnv;
 
 /// The script for `shell`, which must generate.
 fn script(env: &TestEnv, shell: &str) -> String {

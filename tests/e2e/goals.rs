@@ -5,7 +5,7 @@
 //! history, `--goal-run`, snapshots of the block as the server received it,
 //! of `revolve goal`, and of the REPL's status rows (on a pseudo-terminal).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,7 +14,7 @@ use revolve_core::goal::RUN_PROMPT;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{messages, records, request_messages, Run, TestEnv};
+use crate::common::{messages, records, request_messages, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers

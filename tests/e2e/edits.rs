@@ -6,7 +6,7 @@
 //! and the write, and replay (the diffs, `--check`, and a re-run through
 //! `--provider replay:NAME`).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -14,7 +14,7 @@ use std::time::Duration;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use common::{kinds, records, request_messages, tool_results, Run, TestEnv};
+use crate::common::{kinds, records, request_messages, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers

@@ -1,0 +1,32 @@
+//! The end-to-end tests, one binary: each former `tests/*.rs` is a module,
+//! so the binary under test and the harness are linked once rather than
+//! once per file. The harness is `tests/common` (its pty helper also serves
+//! the benches).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod adversarial;
+mod audit;
+mod cli;
+mod compaction;
+mod completions;
+mod config;
+mod edits;
+mod faults;
+mod goals;
+mod guards;
+mod help;
+mod json_schemas;
+mod memory;
+mod messages;
+mod models;
+mod recorded;
+mod refine;
+mod replay;
+mod sessions;
+mod stream_json;
+mod terminal;
+mod tools;
+mod turns;
+mod window;
