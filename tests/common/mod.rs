@@ -17,7 +17,7 @@
 //! reach, a session file's modification time (the listing's last activity),
 //! is pinned by the test that shows it.
 
-#![allow(dead_code)] // each test binary uses a different part of the harness
+#![allow(dead_code)] // the end-to-end binary and the benches each use a part of the harness
 
 pub mod pty;
 

@@ -12,6 +12,7 @@ mod cli;
 mod compaction;
 mod completions;
 mod config;
+mod edit_kills;
 mod edits;
 mod faults;
 mod goals;

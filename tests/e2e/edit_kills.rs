@@ -4,12 +4,10 @@
 //! found of an edit it had logged but not seen written, the log replays,
 //! and a rewind brings the tree back to where it started.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{records, TestEnv};
+use crate::common::{records, TestEnv};
 use serde_json::{json, Value};
 
 /// A small deterministic generator (xorshift64*), so every kill point is
