@@ -2,6 +2,10 @@
 //!
 //! `REVOLVE_NOW` (RFC 3339) pins the clock for tests and golden files: it
 //! starts there and advances one second per reading, like jj's test clock.
+//! `REVOLVE_ID_SEED` (a number) seeds session ids the same way: the six
+//! hex digits come from the seed and a counter, so a run makes the same
+//! ids every time (two processes given one seed make the same ids: give
+//! each run its own).
 
 use std::collections::hash_map::RandomState;
 use std::hash::{BuildHasher, Hasher};
@@ -34,9 +38,41 @@ pub fn session_id(now: OffsetDateTime) -> String {
             "[year][month][day]-[hour][minute][second]"
         ))
         .unwrap_or_default();
+    let seed = std::env::var("REVOLVE_ID_SEED")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    format!("{stamp}-{:06x}", suffix(seed) & 0xff_ffff)
+}
+
+/// The hex digits of an id: from the seed and a counter when seeded, else
+/// from a random hasher, the process and the time.
+fn suffix(seed: Option<u64>) -> u64 {
+    static IDS: AtomicU64 = AtomicU64::new(0);
+    if let Some(seed) = seed {
+        // splitmix64 of the seed and the id's number.
+        let mut z = seed
+            .wrapping_add(IDS.fetch_add(1, Ordering::Relaxed).wrapping_add(1))
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        return z ^ (z >> 31);
+    }
     let mut h = RandomState::new().build_hasher();
     h.write_u32(std::process::id());
     h.write_i128(OffsetDateTime::now_utc().unix_timestamp_nanos());
     h.write_u64(TICKS.fetch_add(1, Ordering::Relaxed));
-    format!("{stamp}-{:06x}", h.finish() & 0xff_ffff)
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::suffix;
+
+    #[test]
+    fn seeded_ids_differ_from_each_other_and_unseeded_ones_from_the_seeded() {
+        let a = suffix(Some(7));
+        let b = suffix(Some(7));
+        assert_ne!(a, b, "the counter moves on");
+        assert_ne!(suffix(None), suffix(None));
+    }
 }

@@ -666,3 +666,31 @@ fn sigterm_mid_answer_keeps_what_was_shown() {
         messages(&recs)
     );
 }
+
+/// `REVOLVE_ID_SEED` seeds session ids as `REVOLVE_NOW` pins the clock: two
+/// runs with the same seed, in fresh worlds, name their sessions alike.
+#[test]
+fn a_seeded_run_makes_the_same_session_id() {
+    let ids: Vec<String> = (0..2)
+        .map(|_| {
+            let env = TestEnv::new("seeded-id");
+            let script = env.root.join("replies.jsonl");
+            std::fs::write(&script, "{\"text\":\"Hi.\"}\n").unwrap();
+            let run = env.run_env(
+                &[
+                    "--provider",
+                    "scripted",
+                    "--script",
+                    script.to_str().unwrap(),
+                ],
+                "hello\n",
+                &[("REVOLVE_ID_SEED", "42")],
+            );
+            assert_eq!(run.code, Some(0), "{run:?}");
+            let file = env.only_session();
+            file.file_stem().unwrap().to_string_lossy().into_owned()
+        })
+        .collect();
+    assert_eq!(ids[0], ids[1]);
+    assert!(ids[0].starts_with("20261202-"), "{}", ids[0]);
+}
