@@ -18,9 +18,6 @@ use revolve_io::tools::{self, AgentInfo, Approver, Context, FileId};
 struct No;
 
 impl Approver for No {
-    fn approve_shell(&mut self, _: &str) -> bool {
-        false
-    }
     fn approve_grant(&mut self, _: &Path, _: Option<&str>) -> bool {
         false
     }

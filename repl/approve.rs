@@ -15,7 +15,8 @@ use crate::error::Error;
 pub struct Approvals {
     /// Ask the user at the terminal (a TTY run).
     pub interactive: bool,
-    /// Run shell commands without asking (`--allow-shell`, or "always").
+    /// Run shell commands without asking (`--allow-shell`); an "always"
+    /// is core's to remember.
     pub allow_shell: bool,
     /// Paths granted up front (`--grant`), canonical.
     pub grants: Vec<PathBuf>,
@@ -54,6 +55,20 @@ impl Approvals {
         })
     }
 
+    /// Asks whether a shell command may run: this one, every one of the
+    /// session, or no (core decided to ask). End of input means no.
+    pub fn ask_shell(&self, command: &str) -> revolve_core::edit::Answer {
+        use revolve_core::edit::Answer as A;
+        match ask(&format!(
+            "run `{}`? [y]es, [n]o, [a]lways this session: ",
+            inert(command)
+        )) {
+            Answer::Yes => A::Yes,
+            Answer::Always => A::Always,
+            Answer::No => A::No,
+        }
+    }
+
     /// Shows the diff of an edit of `shown` and asks: this one, every edit
     /// of the session, or no. End of input means no.
     pub fn ask_edit(&self, shown: &str, diff: &str) -> revolve_core::edit::Answer {
@@ -75,27 +90,6 @@ impl Approvals {
 }
 
 impl Approver for Approvals {
-    fn approve_shell(&mut self, command: &str) -> bool {
-        if self.allow_shell {
-            return true;
-        }
-        if !self.interactive {
-            eprintln!("revolve: refused a shell command (pass --allow-shell to allow them without a terminal)");
-            return false;
-        }
-        match ask(&format!(
-            "run `{}`? [y]es, [n]o, [a]lways this session: ",
-            inert(command)
-        )) {
-            Answer::Yes => true,
-            Answer::Always => {
-                self.allow_shell = true;
-                true
-            }
-            Answer::No => false,
-        }
-    }
-
     fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
         if self.granted(path) {
             return true;

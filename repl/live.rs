@@ -659,6 +659,11 @@ impl Live {
                     mode,
                 } => queue.push_back(self.write_edit(id, &path, &content, mode)),
                 Command::Restore(files) => self.restore(&files),
+                Command::Ask { id, command } => queue.push_back(Input::Answered {
+                    answer: self.runtime.approvals.ask_shell(&command),
+                    id,
+                    now: clock::now(),
+                }),
                 Command::Show(text) => eprintln!("{text}"),
             }
         }
@@ -771,6 +776,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
         repeat_limit: runtime.repeat_limit,
         max_tool_rounds: runtime.max_tool_rounds,
         allow_edits: runtime.approvals.allow_edits,
+        allow_shell: runtime.approvals.allow_shell,
         interactive: runtime.approvals.interactive,
     }
 }

@@ -37,6 +37,7 @@ use crate::state::State;
 use crate::tools::{self, Tool};
 use crate::view;
 
+mod approval;
 mod compaction;
 mod edits;
 pub use edits::Opened;
@@ -181,6 +182,12 @@ pub enum Input {
         changes: Vec<crate::edit::Change>,
         now: OffsetDateTime,
     },
+    /// The user's answer to a [`Command::Ask`].
+    Answered {
+        id: String,
+        answer: crate::edit::Answer,
+        now: OffsetDateTime,
+    },
     /// A [`Command::Write`] ran (`error` when the file is unchanged).
     Wrote {
         id: String,
@@ -302,6 +309,9 @@ pub enum Command {
     /// Put each file back to the content of hash `to` from the content
     /// store (`None`: remove it), storing what it holds first.
     Restore(Vec<crate::record::Restore>),
+    /// Ask the user whether the shell call `id` may run `command` (y, a,
+    /// n); answer with [`Input::Answered`].
+    Ask { id: String, command: String },
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }
@@ -323,7 +333,9 @@ pub struct Settings {
     pub max_tool_rounds: u32,
     /// Edits need no approval (`--allow-edits`, `allow_edits`).
     pub allow_edits: bool,
-    /// A user at a terminal can be asked to approve an edit.
+    /// Shell commands need no approval (`--allow-shell`, `allow_shell`).
+    pub allow_shell: bool,
+    /// A user at a terminal can be asked to approve an edit or a command.
     pub interactive: bool,
 }
 
@@ -360,6 +372,8 @@ pub struct Session {
     inbox_waiting: bool,
     /// The edit between its [`Command::Stage`] and its write.
     staged: Option<edits::Staged>,
+    /// The shell call the user just allowed, which runs without asking.
+    allowed_call: Option<String>,
 }
 
 impl Session {
@@ -396,6 +410,7 @@ impl Session {
             parts: prompt::Parts::default(),
             inbox_waiting: false,
             staged: None,
+            allowed_call: None,
         }
     }
 
@@ -552,6 +567,7 @@ impl Session {
                 now,
             } => self.staged(id, answer, after, error, now),
             Input::Wrote { id, error, now } => self.wrote(id, error, now),
+            Input::Answered { id, answer, now } => self.answered(id, answer, now),
             Input::ShellChanged { id, changes, now } => self.shell_changed(id, changes, now),
             Input::Found { hash, now } => self.found(hash, now),
             Input::Rewind {
@@ -781,6 +797,22 @@ impl Session {
                             grants,
                         });
                         return cmds;
+                    }
+                    if let Tool::Shell { command, .. } = &tool {
+                        match self.shell_gate(&call.id, now) {
+                            approval::Gate::Run => {}
+                            approval::Gate::Ask => {
+                                cmds.push(Command::Ask {
+                                    id: call.id,
+                                    command: command.clone(),
+                                });
+                                return cmds;
+                            }
+                            approval::Gate::Refused(refused) => {
+                                cmds.extend(refused);
+                                continue;
+                            }
+                        }
                     }
                     cmds.push(Command::RunTool {
                         id: call.id,

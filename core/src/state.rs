@@ -85,6 +85,9 @@ pub struct State {
     pub rewinds: Vec<RewindEntry>,
     /// The user answered "always" to an edit: later ones are not asked.
     pub edits_always: bool,
+    /// The user answered "always" to a shell command: later ones are not
+    /// asked.
+    pub shell_always: bool,
     /// The first message a rewind may take back (after a compaction's
     /// notes).
     pub turn_floor: usize,
@@ -268,7 +271,11 @@ impl State {
             }
             Record::Approved(r) => {
                 if r.answer == Answer::Always {
-                    self.edits_always = true;
+                    if r.tool == "shell" {
+                        self.shell_always = true;
+                    } else {
+                        self.edits_always = true;
+                    }
                 }
             }
             Record::Edit(e) => {

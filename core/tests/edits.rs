@@ -194,6 +194,7 @@ fn settings() -> Settings {
         repeat_limit: 100,
         max_tool_rounds: 10,
         allow_edits: true,
+        allow_shell: true,
         interactive: false,
     }
 }

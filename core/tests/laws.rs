@@ -131,6 +131,7 @@ fn settings() -> Settings {
         repeat_limit: REPEAT_LIMIT,
         max_tool_rounds: MAX_TOOL_ROUNDS,
         allow_edits: false,
+        allow_shell: true,
         interactive: false,
     }
 }
@@ -178,7 +179,8 @@ impl Run {
                 | Command::Open { .. }
                 | Command::Stage { .. }
                 | Command::Write { .. }
-                | Command::Restore(_) => {}
+                | Command::Restore(_)
+                | Command::Ask { .. } => {}
             }
         }
     }

@@ -752,7 +752,7 @@ pub fn at_prompt(screen: &str) -> bool {
             break;
         };
         let tail = &rest[esc + 2..];
-        let Some((last, params)) = tail.chars().last().map(|c| (c, &tail[..tail.len() - 1])) else {
+        let Some((last, params)) = tail.char_indices().last().map(|(i, c)| (c, &tail[..i])) else {
             break;
         };
         let csi = last.is_ascii_alphabetic()

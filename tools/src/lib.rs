@@ -203,11 +203,11 @@ pub struct AgentInfo {
     pub config_root: PathBuf,
 }
 
-/// Asks the user. The implementation knows whether there is a TTY to ask
-/// on or pipe-mode flags (`--allow-shell`, `--grant`) to go by.
+/// Asks the user about a grant. The implementation knows whether there is
+/// a TTY to ask on or pipe-mode flags (`--grant`) to go by. Whether a
+/// shell command may run is core's decision (`session::approval`), asked
+/// before the tool runs.
 pub trait Approver {
-    /// May `command` run?
-    fn approve_shell(&mut self, command: &str) -> bool;
     /// May this session read `path` (canonical, absolute)?
     fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool;
 }
@@ -302,7 +302,7 @@ fn run_tool(
             // What the command changes in its repository is found by
             // looking before and after (see [`crate::track`]).
             let before = crate::track::Before::take(&scope.root);
-            let mut outcome = shell(&scope.root, session, command, *timeout_s, approver, cancel);
+            let mut outcome = shell(&scope.root, session, command, *timeout_s, cancel);
             match before {
                 Some(before) => {
                     outcome.changes = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root))

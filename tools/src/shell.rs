@@ -24,12 +24,8 @@ pub(crate) fn shell(
     session: &str,
     command: &str,
     timeout_s: Option<u64>,
-    approver: &mut dyn Approver,
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
-    if !approver.approve_shell(command) {
-        return Outcome::text("error: the user did not allow this command".into());
-    }
     let secs = timeout_s
         .unwrap_or(SHELL_TIMEOUT_S)
         .clamp(1, SHELL_MAX_TIMEOUT_S);

@@ -22,8 +22,12 @@ pub struct Approved {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     pub call: String,
+    /// The file of an edit, or the command of a `shell` call.
     pub path: String,
     pub answer: crate::edit::Answer,
+    /// `shell` for a shell command; empty for an edit.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tool: String,
 }
 
 /// A change of one file: its content before and after, by hash (both are

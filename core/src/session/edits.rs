@@ -225,6 +225,7 @@ impl Session {
                 call: id.clone(),
                 path: staged.path.clone(),
                 answer,
+                tool: String::new(),
             }));
             if answer == Answer::No {
                 let mut cmds = self.append(records);

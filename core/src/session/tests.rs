@@ -13,6 +13,7 @@ fn settings() -> Settings {
         repeat_limit: guard::REPEAT_LIMIT,
         max_tool_rounds: guard::MAX_TOOL_ROUNDS,
         allow_edits: false,
+        allow_shell: true,
         interactive: false,
     }
 }
@@ -91,6 +92,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Stage { .. } => "stage",
             Command::Write { .. } => "write",
             Command::Restore(_) => "restore",
+            Command::Ask { .. } => "ask",
             Command::Show(_) => "show",
         })
         .collect()
@@ -624,4 +626,64 @@ fn rename_is_validated() {
         ["other", "show"]
     );
     assert_eq!(s.state().name.as_deref(), Some("db"));
+}
+
+#[test]
+fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remembered() {
+    let shell = [("c1", "shell", r#"{"command":"ls"}"#)];
+    // No terminal, no --allow-shell: refused, the user told the flag.
+    let quiet = Settings {
+        allow_shell: false,
+        interactive: false,
+        ..settings()
+    };
+    let mut s = Session::start(header(), quiet).0;
+    user(&mut s, "list");
+    let cmds = reply(&mut s, "", &shell);
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Command::Show(t) if t.contains("--allow-shell"))));
+    assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
+    assert!(!kinds(&cmds).contains(&"run"));
+
+    // At a terminal: asked; "always" runs it, is logged, and the next
+    // command of the session is not asked about; the fold remembers it.
+    let asking = Settings {
+        allow_shell: false,
+        interactive: true,
+        ..settings()
+    };
+    let mut s = Session::start(header(), asking.clone()).0;
+    user(&mut s, "list");
+    let cmds = reply(&mut s, "", &shell);
+    assert_eq!(kinds(&cmds).last(), Some(&"ask"));
+    let cmds = s.handle(Input::Answered {
+        id: "c1".into(),
+        answer: crate::edit::Answer::Always,
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    assert_eq!(kinds(&cmds), ["other", "run"]);
+    let folded = State::fold(
+        &std::iter::once(Record::Header(header()))
+            .chain(cmds.iter().filter_map(|c| match c {
+                Command::Append(r) => Some(r.clone()),
+                _ => None,
+            }))
+            .collect::<Vec<_>>(),
+    );
+    assert!(folded.shell_always);
+    done(&mut s, "c1", "a\nb\n", None);
+    let cmds = reply(&mut s, "", &[("c2", "shell", r#"{"command":"pwd"}"#)]);
+    assert_eq!(kinds(&cmds).last(), Some(&"run"));
+
+    // "no" is the call's result, logged.
+    let mut s = Session::start(header(), asking).0;
+    user(&mut s, "list");
+    reply(&mut s, "", &shell);
+    let cmds = s.handle(Input::Answered {
+        id: "c1".into(),
+        answer: crate::edit::Answer::No,
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
 }
