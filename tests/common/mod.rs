@@ -255,6 +255,14 @@ impl TestEnv {
         self.filters_with(ID_FILTER, "[ID]                  ")
     }
 
+    /// [`TestEnv::filters`] and times as `[TIME]` (`2026-12-02 10:00
+    /// UTC`), for what a clock that is not faked stamps.
+    pub fn filters_and_times(&self) -> Vec<(&'static str, &'static str)> {
+        let mut filters = self.filters();
+        filters.push(TIME_FILTER);
+        filters
+    }
+
     fn filters_with(
         &self,
         id: &'static str,
@@ -452,8 +460,13 @@ const ID_LEN: usize = "20261202-100000-1a2b3c".len();
 /// look-ahead).
 const ID_FILTER: &str = r"\d{8}-\d{6}-[0-9a-f]{6}";
 
-/// `text` as a regex that matches it literally.
-fn regex_escape(text: &str) -> String {
+/// A time as the transcripts and histories show it, `2026-12-02 10:00
+/// UTC`, as `[TIME]`.
+const TIME_FILTER: (&str, &str) = (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", "[TIME]");
+
+/// `text` as a regex that matches it literally (for a test's own insta
+/// filters).
+pub fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {
