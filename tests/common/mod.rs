@@ -11,9 +11,10 @@
 //! when the env is dropped, unless the test failed (then its path is printed
 //! so the logs can be read).
 //!
-//! What cannot be controlled at the source is redacted by [`TestEnv::redact`]
-//! and [`redact_ids`]: the temp path becomes `[TMP]` (`[TMP_SLUG]` in a
-//! project slug), session ids `[ID]`. The one time the pinned clock does not
+//! What cannot be controlled at the source is redacted by the insta filters
+//! of [`TestEnv::filters`] in snapshots, and by [`TestEnv::redact`] in
+//! other checks: the temp path becomes `[TMP]` (`[TMP_SLUG]` in a project
+//! slug), session ids `[ID]`. The one time the pinned clock does not
 //! reach, a session file's modification time (the listing's last activity),
 //! is pinned by the test that shows it.
 
@@ -230,13 +231,7 @@ impl TestEnv {
     /// The temp path as `[TMP]`, its project slug (`-tmp-revolve-e2e-…`)
     /// as `[TMP_SLUG]`, and session ids as `[ID]`.
     pub fn redact(&self, text: &str) -> String {
-        redact_ids(&self.redact_paths(text), false)
-    }
-
-    /// [`TestEnv::redact`] for a table: each `[ID]` is padded to an id's
-    /// width, so the columns stay aligned.
-    pub fn redact_table(&self, text: &str) -> String {
-        redact_ids(&self.redact_paths(text), true)
+        redact_ids(&self.redact_paths(text))
     }
 
     /// insta filters for what cannot be controlled at the source: the temp
@@ -250,9 +245,17 @@ impl TestEnv {
     }
 
     /// [`TestEnv::filters`] for a table: each `[ID]` is padded to an id's
-    /// width, so the columns stay aligned (as [`TestEnv::redact_table`]).
+    /// width, so the columns stay aligned.
     pub fn table_filters(&self) -> Vec<(&'static str, &'static str)> {
         self.filters_with(ID_FILTER, "[ID]                  ")
+    }
+
+    /// [`TestEnv::filters`] and times as `[TIME]` (`2026-12-02 10:00
+    /// UTC`), for what a clock that is not faked stamps.
+    pub fn filters_and_times(&self) -> Vec<(&'static str, &'static str)> {
+        let mut filters = self.filters();
+        filters.push(TIME_FILTER);
+        filters
     }
 
     fn filters_with(
@@ -422,19 +425,14 @@ pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Session ids (`20261202-100000-1a2b3c`) as `[ID]`, padded with spaces to
-/// an id's width when `pad`.
-pub fn redact_ids(text: &str, pad: bool) -> String {
+/// Session ids (`20261202-100000-1a2b3c`) as `[ID]`.
+pub fn redact_ids(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < text.len() {
         if is_id(&bytes[i..]) {
-            if pad {
-                out.push_str(&format!("{:ID_LEN$}", "[ID]"));
-            } else {
-                out.push_str("[ID]");
-            }
+            out.push_str("[ID]");
             i += ID_LEN;
         } else {
             let c = text[i..].chars().next().expect("in bounds");
@@ -452,8 +450,13 @@ const ID_LEN: usize = "20261202-100000-1a2b3c".len();
 /// look-ahead).
 const ID_FILTER: &str = r"\d{8}-\d{6}-[0-9a-f]{6}";
 
-/// `text` as a regex that matches it literally.
-fn regex_escape(text: &str) -> String {
+/// A time as the transcripts and histories show it, `2026-12-02 10:00
+/// UTC`, as `[TIME]`.
+const TIME_FILTER: (&str, &str) = (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", "[TIME]");
+
+/// `text` as a regex that matches it literally (for a test's own insta
+/// filters).
+pub fn regex_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if "\\.+*?()|[]{}^$#&-~".contains(c) {

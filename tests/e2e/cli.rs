@@ -107,7 +107,7 @@ fn usage(env: &TestEnv, args: &[&str]) -> String {
         "$ revolve{}\nexit {}\n{}",
         args.iter().map(|a| format!(" {a}")).collect::<String>(),
         run.code.unwrap(),
-        env.redact(&run.stderr)
+        run.stderr
     )
 }
 
@@ -139,7 +139,9 @@ fn usage_errors_exit_2_with_one_line() {
         env.session_files().is_empty(),
         "a usage error starts no session"
     );
-    insta::assert_snapshot!("usage_errors", shown.join("\n"));
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("usage_errors", shown.join("\n"));
+    });
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
-use crate::common::TestEnv;
+use crate::common::{regex_escape, TestEnv};
 
 fn ids() -> Vec<String> {
     vec!["model-b".to_owned(), "model-a".to_owned()]
@@ -41,10 +41,10 @@ fn models_lists_an_openai_endpoint() {
     check_schema(&doc);
     assert_eq!(doc["provider"], "ollama");
     assert_eq!(doc["base_url"], url.as_str());
-    insta::assert_snapshot!(
-        "models_json",
-        run.stdout.replace(&url, "http://127.0.0.1:[PORT]/v1")
-    );
+    let port = regex_escape(&url);
+    insta::with_settings!({filters => [(port.as_str(), "http://127.0.0.1:[PORT]/v1")]}, {
+        insta::assert_snapshot!("models_json", run.stdout);
+    });
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2);

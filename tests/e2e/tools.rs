@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
-use crate::common::{kinds, messages, pairs, records, tool_results, Run, TestEnv};
+use crate::common::{kinds, messages, pairs, records, regex_escape, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
 // Helpers
@@ -1937,37 +1937,30 @@ fn tool_output_has_every_api_key_redacted() {
 // ---------------------------------------------------------------------------
 // 8. The transcript of a session with tools
 
-/// `path` as `[SPILL]` in a transcript: where it is whole, where a one-line
-/// view cut it (`prefix…`), and in the character counts of tool results
-/// that hold it (counted as if `[SPILL]` stood there), so the snapshot does
-/// not depend on how long the temp dir's path is.
-fn redact_spill(transcript: &str, path: &str) -> String {
+/// insta filters for `path` as `[SPILL]` in a transcript: where it is
+/// whole, where a one-line view cut it (`prefix…`), and in the character
+/// count of the tool result that holds it, `result` (counted as if
+/// `[SPILL]` stood there), so the snapshot does not depend on how long the
+/// temp dir's path is. They go ahead of [`TestEnv::filters`], which would
+/// take the path apart.
+fn spill_filters(path: &str, result: &str) -> Vec<(String, String)> {
     const NAME: &str = "[SPILL]";
     let shorter = path.chars().count() - NAME.chars().count();
+    let chars = result.chars().count();
     let half = &path[..path.len() / 2];
-    let mut out = String::new();
-    for line in transcript.lines() {
-        let mut line = line.to_owned();
-        if let Some(at) = line.find(half) {
-            if let Some(cut) = line[at..].strip_suffix('…') {
-                if path.starts_with(cut) {
-                    line = format!("{}{NAME}…", &line[..at]);
-                }
-            }
-        }
-        line = line.replace(path, NAME);
-        if line.starts_with("← exit status: 0 (") {
-            // `← FIRST LINE (N lines, M chars)`: the spilled result names
-            // the path once.
-            let open = line.rfind(", ").unwrap() + 2;
-            let close = line.rfind(" chars)").unwrap();
-            let chars: usize = line[open..close].parse().unwrap();
-            line = format!("{}{} chars)", &line[..open], chars - shorter);
-        }
-        out.push_str(&line);
-        out.push('\n');
-    }
-    out
+    vec![
+        (
+            format!("{}[^\"\\s…]*…", regex_escape(half)),
+            format!("{NAME}…"),
+        ),
+        (regex_escape(path), NAME.to_owned()),
+        // `← FIRST LINE (N lines, M chars)`: the spilled result names the
+        // path once.
+        (
+            format!(r"(← exit status: 0 \(\d+ lines?, ){chars}( chars\))"),
+            format!("${{1}}{}${{2}}", chars - shorter),
+        ),
+    ]
 }
 
 #[test]
@@ -2012,8 +2005,14 @@ fn the_transcript_of_a_session_with_tools() {
     assert!(spill.is_file(), "the result was spilled to {spill_str}");
 
     let transcript = env.ok(&["replay"]).stdout;
-    insta::assert_snapshot!(
-        "tools_transcript",
-        env.redact(&redact_spill(&transcript, &spill_str))
-    );
+    let results = tool_results(&records(&env.only_session()));
+    let (_, spilled) = results.iter().find(|(id, _)| id == "c1").unwrap();
+    let spill = spill_filters(&spill_str, spilled);
+    let filters = spill
+        .iter()
+        .map(|(from, to)| (from.as_str(), to.as_str()))
+        .chain(env.filters());
+    insta::with_settings!({filters => filters}, {
+        insta::assert_snapshot!("tools_transcript", transcript);
+    });
 }
