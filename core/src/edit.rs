@@ -35,7 +35,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::record::{Restore, Rewound};
@@ -45,17 +45,8 @@ use crate::state::State;
 /// (the content store still holds both versions whole).
 pub const DIFF_CAP: usize = 256 * 1024;
 
-/// An answer to "apply this edit?".
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Answer {
-    /// This edit.
-    Yes,
-    /// This edit and every later one of the session.
-    Always,
-    /// Not this edit.
-    No,
-}
+pub use crate::record::Answer;
+pub use crate::state::{FileEdit, RewindEntry};
 
 /// `text` with `old` replaced by `new`: the one match, or every match with
 /// `all`. A file whose lines end in CRLF is matched with the model's LF
@@ -345,40 +336,6 @@ pub struct Change {
     /// The hash after; `None`: the command removed it.
     pub after: Option<String>,
     pub diff: String,
-}
-
-/// An edit of a file, as the session's state holds it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct FileEdit {
-    /// The tool call that made it.
-    pub call: String,
-    /// The file, canonical and absolute.
-    pub path: String,
-    /// The hash of the content before; `None` when the file did not exist.
-    pub before: Option<String>,
-    /// The hash of the content after; `None` when the file was removed.
-    pub after: Option<String>,
-    /// `edit_file`, `write_file` or `shell`.
-    pub by: String,
-    /// The index in [`State::messages`] of the user message that began
-    /// the turn that made it.
-    pub turn: usize,
-    /// Taken back by a rewind still standing.
-    pub rewound: bool,
-}
-
-/// A rewind, as the session's state holds it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct RewindEntry {
-    /// What the `rewound` record said.
-    pub record: Rewound,
-    /// The messages it took out of the conversation, to put back when it
-    /// is itself taken back.
-    pub messages: Vec<crate::record::Message>,
-    /// The edits it marked rewound, by index in [`State::edits`].
-    pub edits: Vec<usize>,
-    /// Taken back since.
-    pub undone: bool,
 }
 
 /// What is rewound.

@@ -167,7 +167,7 @@ use time::OffsetDateTime;
 mod compaction;
 mod edits;
 pub use compaction::{Compacted, Compacting, Continued, Noted, Overflowed, Pruned, Squeezed};
-pub use edits::{Approved, Edit, Restore, Rewound, Seen, Written};
+pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 
 /// The version written into every new header.
 pub const FORMAT_VERSION: u32 = 1;

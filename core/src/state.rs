@@ -11,8 +11,7 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::compact;
-use crate::edit::{Answer, FileEdit, RewindEntry};
-use crate::record::{Edit, Header, Message, Record, Role, ToolCall, Totals};
+use crate::record::{Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals};
 use crate::request::{Request, Wire};
 
 /// Everything a session log says, folded.
@@ -91,6 +90,40 @@ pub struct State {
     /// The first message a rewind may take back (after a compaction's
     /// notes).
     pub turn_floor: usize,
+}
+
+/// An edit of a file, as the session's state holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FileEdit {
+    /// The tool call that made it.
+    pub call: String,
+    /// The file, canonical and absolute.
+    pub path: String,
+    /// The hash of the content before; `None` when the file did not exist.
+    pub before: Option<String>,
+    /// The hash of the content after; `None` when the file was removed.
+    pub after: Option<String>,
+    /// `edit_file`, `write_file` or `shell`.
+    pub by: String,
+    /// The index in [`State::messages`] of the user message that began
+    /// the turn that made it.
+    pub turn: usize,
+    /// Taken back by a rewind still standing.
+    pub rewound: bool,
+}
+
+/// A rewind, as the session's state holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RewindEntry {
+    /// What the `rewound` record said.
+    pub record: Rewound,
+    /// The messages it took out of the conversation, to put back when it
+    /// is itself taken back.
+    pub messages: Vec<crate::record::Message>,
+    /// The edits it marked rewound, by index in [`State::edits`].
+    pub edits: Vec<usize>,
+    /// Taken back since.
+    pub undone: bool,
 }
 
 /// The result the fold gives a tool call whose result line was lost, so

@@ -24,7 +24,7 @@ pub struct Approved {
     pub call: String,
     /// The file of an edit, or the command of a `shell` call.
     pub path: String,
-    pub answer: crate::edit::Answer,
+    pub answer: Answer,
     /// `shell` for a shell command; empty for an edit.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
@@ -100,4 +100,16 @@ pub struct Restore {
     pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
+}
+
+/// An answer to "may this edit (or this shell command) go ahead?".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// This one.
+    Yes,
+    /// This one and every later one of its kind in the session.
+    Always,
+    /// Not this one.
+    No,
 }

@@ -1,0 +1,313 @@
+//! The session's protocol with the shell: what happened ([`Input`]), what
+//! must happen ([`Command`]), and what the session needs to know that the
+//! log does not say ([`Settings`]).
+
+use std::collections::BTreeSet;
+
+use time::OffsetDateTime;
+
+use super::Opened;
+use crate::prompt;
+use crate::record::{Header, Record, ToolCall};
+use crate::request::Request;
+use crate::tools::Tool;
+
+/// Something that happened, as the shell reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// The user sent a line.
+    User { text: String, now: OffsetDateTime },
+    /// The model answered the request in flight.
+    Reply { reply: Reply, now: OffsetDateTime },
+    /// The request in flight failed; `partial` is what had streamed.
+    Failed {
+        error: String,
+        partial: String,
+        now: OffsetDateTime,
+    },
+    /// The request in flight was refused because it did not fit the
+    /// server's context (the shell recognised it with
+    /// [`crate::overflow::recognise`]); `limit` is the context size the
+    /// server named, if it named one.
+    Overflowed {
+        error: String,
+        limit: Option<u64>,
+        /// The server's count of the refused request, when it gave one.
+        asked: Option<u64>,
+        now: OffsetDateTime,
+    },
+    /// The user interrupted the request or the tool in flight; `partial` is
+    /// what the model had streamed.
+    Interrupted {
+        partial: String,
+        now: OffsetDateTime,
+    },
+    /// A tool the session asked for finished. `grant` is a path the user
+    /// allowed this session to read (from `request_file_grant`).
+    ToolDone {
+        id: String,
+        output: String,
+        grant: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// What the system prompt is built from now (memory files, goal): sent
+    /// before each user line and after each tool, before its `ToolDone`.
+    Prompt(prompt::Parts),
+    /// A refinement ran (the shell wrote its entry, if any), in `pieces`
+    /// requests.
+    Refined {
+        auto: bool,
+        entry: Option<String>,
+        pieces: u64,
+        now: OffsetDateTime,
+    },
+    /// The user asked to compact now (`/compact`).
+    Compact { now: OffsetDateTime },
+    /// A refinement's validated changes are to be written: the shell
+    /// snapshots and writes them ([`Command::Snapshot`]) and answers with
+    /// [`Input::MemoryChanged`], which logs the change.
+    ChangeMemory {
+        entry: String,
+        by: String,
+        changes: Vec<crate::refine::Change>,
+        meta: crate::memory::SnapshotMeta,
+    },
+    /// The memory was changed, snapshot first, as [`Command::Snapshot`]
+    /// asked (or by the `remember` tool, which writes as it runs): `entry`
+    /// is the snapshot entry taken; logged as `memory_changed`.
+    MemoryChanged {
+        entry: String,
+        by: String,
+        files: Vec<String>,
+        now: OffsetDateTime,
+    },
+    /// The user asked to undo the last memory change (`/refine undo`).
+    Undo,
+    /// The undo [`Command::Undo`] asked for ran: the entry it restored (none
+    /// when there was nothing to undo) and what it did to each file.
+    Undone {
+        entry: Option<String>,
+        files: Vec<String>,
+        now: OffsetDateTime,
+    },
+    /// The user lets a turn that was stopped after its last tool results
+    /// (the tool-round cap) go on: the request is sent, with as many tool
+    /// rounds again.
+    GoOn { now: OffsetDateTime },
+    /// The model wrote the working notes a [`Command::Summarize`] asked
+    /// for; `new_id` is the id of the file the session goes on in.
+    Summarized {
+        reply: Reply,
+        new_id: String,
+        now: OffsetDateTime,
+    },
+    /// The summary request failed; the session goes on uncompacted.
+    SummaryFailed { error: String, now: OffsetDateTime },
+    /// The user asked for a new name; `used` are the names other sessions of
+    /// this directory have.
+    Rename {
+        name: String,
+        used: BTreeSet<String>,
+        now: OffsetDateTime,
+    },
+    /// Messages found in the session's inbox (`revolve send`, `revolve
+    /// attach`), in any order. Those taken already (numbered at or below
+    /// [`Totals::delivered`]) are dropped; the rest become user messages
+    /// marked with their origin, oldest first. With `answer` (an idle REPL)
+    /// the model is asked at once; otherwise they go out with the request
+    /// of the user's line, which the shell sends next. While a turn runs,
+    /// nothing is taken. After the commands ran (the log synced), the shell
+    /// removes from the inbox every message up to [`Totals::delivered`].
+    Inbox {
+        messages: Vec<Delivery>,
+        answer: bool,
+        now: OffsetDateTime,
+    },
+    /// `read_file` read the whole of a file whose content has this hash:
+    /// sent before its `ToolDone`, so a later edit knows it was read.
+    Seen {
+        path: String,
+        hash: String,
+        now: OffsetDateTime,
+    },
+    /// The file a [`Command::Open`] asked for, or why it cannot be edited.
+    Opened {
+        id: String,
+        opened: Result<Opened, String>,
+        now: OffsetDateTime,
+    },
+    /// A [`Command::Stage`] ran: the hash of the new content, the user's
+    /// answer when asked, or why the contents could not be stored.
+    Staged {
+        id: String,
+        answer: Option<crate::edit::Answer>,
+        after: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// What the `shell` call `id` changed in its git repository: sent
+    /// before its `ToolDone`, logged as `edit` records by `shell`.
+    ShellChanged {
+        id: String,
+        changes: Vec<crate::edit::Change>,
+        now: OffsetDateTime,
+    },
+    /// The user's answer to a [`Command::Ask`].
+    Answered {
+        id: String,
+        answer: crate::edit::Answer,
+        now: OffsetDateTime,
+    },
+    /// A [`Command::Write`] ran (`error` when the file is unchanged).
+    Wrote {
+        id: String,
+        error: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// At a resume, what the file of the edit a crash left unwritten
+    /// ([`State::pending_edit`]) holds now: its hash, `None` when absent.
+    Found {
+        hash: Option<String>,
+        now: OffsetDateTime,
+    },
+    /// Take back the last `turns` turns (`/rewind`, `revolve rewind`), or
+    /// with `undo` the last rewind. `on_disk` is the hash each file of
+    /// [`crate::edit::tracked_paths`] has now (`None`: not there).
+    Rewind {
+        turns: usize,
+        scope: crate::edit::Scope,
+        undo: bool,
+        force: bool,
+        on_disk: std::collections::BTreeMap<String, Option<String>>,
+        now: OffsetDateTime,
+    },
+}
+
+/// One message from the inbox.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delivery {
+    /// Its number in the inbox.
+    pub seq: u64,
+    /// Who sent it.
+    pub from: String,
+    pub text: String,
+}
+
+/// A complete answer from the model.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reply {
+    pub text: String,
+    /// The tools the model calls, in order.
+    pub tool_calls: Vec<ToolCall>,
+    /// The provider's token counts, when it gave them.
+    pub usage: Option<Usage>,
+}
+
+/// Token counts of one request, as the provider reported them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Something the shell must do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Write this record as one line at the end of the log.
+    Append(Record),
+    /// A turn ended: flush and fsync the log.
+    Sync,
+    /// Send this request to the model; answer with [`Input::Reply`],
+    /// [`Input::Failed`] or [`Input::Interrupted`].
+    Call(Request),
+    /// Run this tool; answer with [`Input::ToolDone`] (errors are output
+    /// starting `error:`) or [`Input::Interrupted`]. Paths outside the working
+    /// tree may be read only when they are in `grants`.
+    RunTool {
+        id: String,
+        tool: Tool,
+        grants: Vec<String>,
+    },
+    /// Write `content` whole to the file at `path` (creating its folder)
+    /// before executing the next command.
+    Spill { path: String, content: String },
+    /// Ask the model for working notes (without showing them); answer with
+    /// [`Input::Summarized`] (with a new session id), [`Input::SummaryFailed`]
+    /// or [`Input::Interrupted`].
+    Summarize(Request),
+    /// Create the session file that starts with this header (its first
+    /// line), claim it as running, and append everything after this to it.
+    StartFile(Header),
+    /// Take a snapshot entry of the memory as it is, named `entry` (or the
+    /// next free name in that second), with `meta`, then write `changes`;
+    /// answer with [`Input::MemoryChanged`] naming the entry taken.
+    Snapshot {
+        entry: String,
+        by: String,
+        changes: Vec<crate::refine::Change>,
+        meta: crate::memory::SnapshotMeta,
+    },
+    /// Restore the newest snapshot entry still standing; answer with
+    /// [`Input::Undone`].
+    Undo,
+    /// Open the file an edit names (confined like `read_file`, which it
+    /// need not exist to be); answer with [`Input::Opened`].
+    Open {
+        id: String,
+        path: String,
+        grants: Vec<String>,
+    },
+    /// Store `before` (when the file exists) and `after` in the content
+    /// store; with `ask`, show `diff` and ask the user (y, a, n); answer
+    /// with [`Input::Staged`]. Nothing is written to the file yet.
+    Stage {
+        id: String,
+        path: String,
+        before: Option<Vec<u8>>,
+        after: Vec<u8>,
+        diff: String,
+        ask: bool,
+    },
+    /// Write `content` to `path` atomically (temp file, rename), with
+    /// `mode` when given (the file's own); answer with [`Input::Wrote`].
+    Write {
+        id: String,
+        path: String,
+        content: Vec<u8>,
+        mode: Option<u32>,
+    },
+    /// Put each file back to the content of hash `to` from the content
+    /// store (`None`: remove it), storing what it holds first.
+    Restore(Vec<crate::record::Restore>),
+    /// Ask the user whether the shell call `id` may run `command` (y, a,
+    /// n); answer with [`Input::Answered`].
+    Ask { id: String, command: String },
+    /// Tell the user (stderr in pipe mode, the terminal in the REPL).
+    Show(String),
+}
+
+/// What a session needs to know that the log does not say.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// A tool result longer than this many characters is spilled to a file.
+    pub spill_chars: usize,
+    /// The folder spilled results go to, absolute.
+    pub spill_dir: String,
+    /// A tool result longer than this is pruned by a compaction's first step.
+    pub prune_chars: usize,
+    /// The `limit`-th identical tool call in a row is refused, the next one
+    /// ends the turn ([`guard::REPEAT_LIMIT`] by default).
+    pub repeat_limit: u32,
+    /// A turn ends after this many tool rounds ([`guard::MAX_TOOL_ROUNDS`]
+    /// by default).
+    pub max_tool_rounds: u32,
+    /// Edits need no approval (`--allow-edits`, `allow_edits`).
+    pub allow_edits: bool,
+    /// Shell commands need no approval (`--allow-shell`, `allow_shell`).
+    pub allow_shell: bool,
+    /// A user at a terminal can be asked to approve an edit or a command.
+    pub interactive: bool,
+}
+
+/// The default of `spill-result-chars`.
+pub const SPILL_CHARS: usize = 32_000;
