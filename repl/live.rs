@@ -14,7 +14,7 @@ use revolve_core::view;
 use revolve_core::{Command, Input, Session, Settings, State};
 use revolve_io::goal;
 use revolve_io::inbox::Inbox;
-use revolve_io::log::{self, LogWriter};
+use revolve_io::log::LogWriter;
 use revolve_io::memory::{self, MemoryDirs};
 use revolve_io::provider::Provider;
 use revolve_io::registry::Claim;
@@ -206,68 +206,22 @@ impl Live {
         runtime: Runtime,
         show: bool,
     ) -> Result<Live, Error> {
-        // A compacted file resumes as the newest file of its chain.
-        let path = store.head(found);
-        // Claimed before the log is folded: a process that wrote to it
-        // until a moment ago has ended, so the fold sees all it wrote (a
-        // fold taken before the claim could miss its last turn and go on
-        // from a stale state).
-        let peek = log::summary(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
-        let mut claim = match peek {
-            Some((header, summary)) => Some(
-                store
-                    .claim(&header.id, summary.name)
-                    .map_err(|e| Error::Runtime(e.to_string()))?,
-            ),
-            None => None,
-        };
-        let mut state = State::default();
-        let mut shown = view::TranscriptTail::new(RESUME_SHOWS_BYTES);
-        let mut skipped = 0;
-        log::each_record(
-            &path,
-            |_, r| {
-                state.apply(&r);
-                shown.push(&r);
-            },
-            |_| skipped += 1,
-        )
-        .map_err(|e| Error::at(&path, "cannot read", e))?;
-        let Some(header) = state.header.clone() else {
-            return Err(Error::Runtime(format!(
-                "{} has no session header",
-                path.display()
-            )));
-        };
-        // Nothing is written into a log of a newer version, not even the
-        // newline that ends a torn last line.
-        header
-            .writable()
-            .map_err(|why| Error::Runtime(format!("{}: {why}", path.display())))?;
-        // The file may have been compacted between finding it and claiming
-        // it: if the session went on in a file that is running now, that
-        // process owns the session.
-        if let Some(next) = &state.continued {
-            if store.running().iter().any(|r| &r.id == next) {
-                return Err(Error::Runtime(format!(
-                    "session {next} is already running in another process"
-                )));
-            }
-        }
-        let entry = store.running_entry(&header.id, state.name.clone());
-        let claim = match claim.take() {
-            Some(mut claim) => {
-                claim
-                    .update(&entry)
-                    .map_err(|e| Error::Runtime(e.to_string()))?;
-                claim
-            }
-            None => store
-                .claim(&header.id, state.name.clone())
-                .map_err(|e| Error::Runtime(e.to_string()))?,
-        };
+        // The newest file of the chain, claimed, folded, checked (see
+        // Store::resume).
+        let reopened = store
+            .resume(found, RESUME_SHOWS_BYTES)
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let revolve_io::resume::Reopened {
+            path,
+            state,
+            claim,
+            writer,
+            shown,
+            skipped,
+        } = reopened;
+        let id = state.id().to_owned();
         if show {
-            eprint!("{}", view::inert(&shown.finish()));
+            eprint!("{}", view::inert(&shown));
         }
         if skipped > 0 {
             eprintln!(
@@ -282,14 +236,13 @@ impl Live {
                 path.display()
             );
         }
-        let writer = LogWriter::open(&path).map_err(|e| Error::at(&path, "cannot open", e))?;
         let resumed = Resumed {
             at: clock::now(),
             model: runtime.model.clone().unwrap_or_else(|| state.model.clone()),
             window: runtime.window.unwrap_or(state.window),
             provider: runtime.provider.name().to_owned(),
         };
-        let settings = settings(&store, &header.id, &runtime);
+        let settings = settings(&store, &id, &runtime);
         let inbox = inbox_of(&store, state.name.as_deref());
         let (session, cmds) = Session::resume(state, settings, resumed);
         let mut live = Live {

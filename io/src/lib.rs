@@ -30,7 +30,7 @@ pub mod interrupt;
 
 pub use revolve_provider as provider;
 pub use revolve_store::{
-    files, fsx, goal, inbox, index, log, memory, paths, refine, registry, regular, store,
+    files, fsx, goal, inbox, index, log, memory, paths, refine, registry, regular, resume, store,
 };
 pub use revolve_tools as tools;
 #[cfg(unix)]

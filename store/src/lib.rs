@@ -16,6 +16,7 @@
 //! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`.
+//! * [`resume`]: picking a session up again (`Store::resume`).
 //! * [`refine`]: memory snapshots before a rewrite, their history and undo.
 
 #[cfg(not(unix))]
@@ -32,4 +33,5 @@ pub mod paths;
 pub mod refine;
 pub mod registry;
 pub mod regular;
+pub mod resume;
 pub mod store;
