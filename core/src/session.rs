@@ -730,6 +730,16 @@ impl Session {
         })
     }
 
+    /// The tool call `id`, when it is the one running now (the first still
+    /// open).
+    fn running_call(&self, id: &str) -> Option<ToolCall> {
+        self.state
+            .open_calls
+            .first()
+            .filter(|c| c.id == id)
+            .cloned()
+    }
+
     /// Applies the records and asks the shell to append them, in order.
     fn append(&mut self, records: Vec<Record>) -> Vec<Command> {
         records

@@ -57,13 +57,7 @@ impl Session {
         answer: Answer,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(call) = self
-            .state
-            .open_calls
-            .first()
-            .filter(|c| c.id == id)
-            .cloned()
-        else {
+        let Some(call) = self.running_call(&id) else {
             return vec![Command::Show(format!(
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];

@@ -87,13 +87,7 @@ impl Session {
         opened: Result<Opened, String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(call) = self
-            .state
-            .open_calls
-            .first()
-            .filter(|c| c.id == id)
-            .cloned()
-        else {
+        let Some(call) = self.running_call(&id) else {
             return vec![Command::Show(format!(
                 "ignored an opened file for tool call {id}, which is not running"
             ))];
