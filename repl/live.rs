@@ -150,7 +150,7 @@ impl Live {
                 }
             });
         let created = store.create(header, naming);
-        let (mut writer, claim, header) = match created {
+        let (writer, claim, header) = match created {
             Ok(c) => c,
             Err(CreateError::Refused(why)) => return Err(Error::Usage(why)),
             Err(CreateError::Io(e)) => {
@@ -164,10 +164,9 @@ impl Live {
         // The store wrote the header; the core folds the same record.
         let settings = settings(&store, &header.id, &runtime);
         let inbox = inbox_of(&store, header.name.as_deref());
+        // The header is on disk already (written and synced before the file
+        // took its name); the folder is synced with the first turn's end.
         let (session, _header_cmd) = Session::start(header, settings);
-        writer
-            .sync()
-            .map_err(|e| Error::at(writer.path(), "cannot write", e))?;
         Ok(Live {
             session,
             writer,

@@ -39,12 +39,23 @@ pub fn write_atomic_with<T>(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<T>,
 ) -> io::Result<T> {
-    written(path, fill, |tmp| std::fs::rename(tmp, path))
+    written(path, fill, |tmp| std::fs::rename(tmp, path), true)
 }
 
 /// Creates `path` with `bytes`, whole or not at all; fails (`AlreadyExists`)
 /// if something is at `path` already.
 pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create(path, bytes, true)
+}
+
+/// [`create_atomic`] without syncing the directory: the new name is made
+/// durable by the caller's later [`sync_dir`] (a session log's first sync,
+/// at its first turn end, so the first request does not wait for it).
+pub fn create_atomic_sync_dir_later(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create(path, bytes, false)
+}
+
+fn create(path: &Path, bytes: &[u8], dir_now: bool) -> io::Result<()> {
     written(
         path,
         |file| file.write_all(bytes),
@@ -54,6 +65,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
             std::fs::remove_file(tmp).ok();
             Ok(())
         },
+        dir_now,
     )
 }
 
@@ -131,6 +143,7 @@ fn written<T>(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<T>,
     place: impl FnOnce(&Path) -> io::Result<()>,
+    dir_now: bool,
 ) -> io::Result<T> {
     let tmp = temp_sibling(path);
     let done = (|| -> io::Result<T> {
@@ -144,6 +157,9 @@ fn written<T>(
         std::fs::remove_file(&tmp).ok();
     }
     let value = done?;
+    if !dir_now {
+        return Ok(value);
+    }
     if let Some(dir) = path.parent() {
         sync_dir(if dir.as_os_str().is_empty() {
             Path::new(".")

@@ -18,6 +18,9 @@ pub struct LogWriter {
     file: File,
     path: PathBuf,
     line: Vec<u8>,
+    /// The file was created and its folder not synced yet: the first
+    /// [`LogWriter::sync`] makes its name durable too.
+    dir_unsynced: bool,
 }
 
 impl LogWriter {
@@ -37,6 +40,7 @@ impl LogWriter {
             file,
             path: path.to_path_buf(),
             line: Vec::with_capacity(4096),
+            dir_unsynced: true,
         })
     }
 
@@ -44,18 +48,21 @@ impl LogWriter {
     /// ([`fsx::create_atomic`]: the line is written and synced to a hidden
     /// temp file beside it, which is then linked to the final name, failing
     /// if that exists), so a crash never leaves an empty or headless
-    /// `*.jsonl` behind.
+    /// `*.jsonl` behind. The folder is synced at the first
+    /// [`LogWriter::sync`] (the first turn's end, when the log promises
+    /// durability), not here: the first request does not wait for it.
     pub fn create_with(path: &Path, header: &Record) -> io::Result<LogWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
         files::create_dir_all(dir)?;
         let mut line = header.to_line().into_bytes();
         line.push(b'\n');
-        fsx::create_atomic(path, &line)?;
+        fsx::create_atomic_sync_dir_later(path, &line)?;
         let (file, _) = regular::open(path, OpenOptions::new().read(true).append(true))?;
         Ok(LogWriter {
             file,
             path: path.to_path_buf(),
             line: Vec::with_capacity(4096),
+            dir_unsynced: true,
         })
     }
 
@@ -77,6 +84,7 @@ impl LogWriter {
             file,
             path: path.to_path_buf(),
             line: Vec::with_capacity(4096),
+            dir_unsynced: false,
         })
     }
 
@@ -145,7 +153,12 @@ impl LogWriter {
 
     /// Makes everything written so far durable (fsync of the data).
     pub fn sync(&mut self) -> io::Result<()> {
-        self.file.sync_data()
+        self.file.sync_data()?;
+        if self.dir_unsynced {
+            fsx::sync_dir(self.path.parent().unwrap_or(Path::new(".")));
+            self.dir_unsynced = false;
+        }
+        Ok(())
     }
 }
 
