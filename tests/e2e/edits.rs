@@ -1175,3 +1175,52 @@ fn a_rewind_after_a_conversation_only_rewind_knows_revolve_wrote_the_file() {
     assert_eq!(text(&env, "a.txt"), "v1\n");
     check_passes(&env);
 }
+
+/// A tracked file already modified before the command goes back to what it
+/// held then, not to HEAD's, and no git identity is needed for it (the
+/// repository gets none; the commit that starts it passes one on the
+/// command line).
+#[test]
+fn a_dirty_tracked_file_is_rewound_to_its_dirty_content() {
+    let env = TestEnv::new("shell-git-dirty");
+    if !git(&env, &["--version"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    assert!(git(&env, &["init", "-q"]));
+    put(&env, "tracked.txt", b"committed\n");
+    assert!(git(&env, &["add", "tracked.txt"]));
+    assert!(git(
+        &env,
+        &[
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.com",
+            "commit",
+            "-q",
+            "-m",
+            "start"
+        ]
+    ));
+    put(&env, "tracked.txt", b"dirty before the command\n");
+
+    let server = serve(vec![
+        shell("call_1", "printf 'changed\\n' > tracked.txt"),
+        done(),
+    ]);
+    revolve_ok(&env, &server, &["--allow-shell", "-p", "change it"]);
+    assert_eq!(text(&env, "tracked.txt"), "changed\n");
+    let edits = of_kind(&env, "edit");
+    assert_eq!(edits.len(), 1, "{edits:?}");
+    assert_eq!(
+        edits[0]["before"].as_str(),
+        Some(revolve_io::edit::hash(b"dirty before the command\n").as_str())
+    );
+
+    let run = env.run(&["rewind"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(text(&env, "tracked.txt"), "dirty before the command\n");
+    let check = env.run(&["replay", "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+}

@@ -2,18 +2,20 @@
 //! take it back too.
 //!
 //! Before the command: the repository's state is taken without touching
-//! it: `git stash create` (a commit of the tracked files as they are, or
-//! nothing when they are clean) or else `HEAD`, and every modified or
-//! untracked file `git status` reports is hashed, untracked ones kept in
-//! memory (up to [`KEEP_CAP`] bytes in all), since git holds no copy of
-//! them. After it: every file `git status` reports then or before, and
-//! every file that differs between the two `HEAD`s (a checkout, a reset),
+//! it or writing to it: `HEAD`, and every modified or untracked file `git
+//! status` reports, hashed and kept in memory (up to [`KEEP_CAP`] bytes in
+//! all), since git holds no copy of what they hold now. A clean tracked
+//! file's content is `HEAD`'s. (No `git stash create`: it needs a committer
+//! identity, which a fresh machine may not have.)
+//!
+//! After it: every file `git status` reports then or before, and every
+//! file that differs between the two `HEAD`s (a checkout, a reset),
 //! is compared with what it held; each one that changed is a
 //! [`Change`], both contents stored in the content store (the old one
 //! from memory or from git's objects).
 //!
 //! Not tracked: files git ignores, anything outside the repository, and
-//! changes to untracked files larger than what was kept. Outside a git
+//! changes to reported files larger than what was kept. Outside a git
 //! repository nothing is tracked, and the user is told so once.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -28,13 +30,12 @@ use revolve_core::policy::KEEP_CAP;
 /// A repository's state before a command.
 pub struct Before {
     top: PathBuf,
-    /// The commit holding the tracked files as they were.
-    base: Option<String>,
+    /// `HEAD` then: the content of every tracked file not reported.
     head: Option<String>,
     /// The files `git status` reported, with their hash then (`None`:
     /// absent, as a deleted tracked file is).
     dirty: BTreeMap<String, Option<String>>,
-    /// The untracked files' contents, by path.
+    /// The reported files' contents, by path (those that fit).
     kept: BTreeMap<String, Vec<u8>>,
 }
 
@@ -86,18 +87,14 @@ impl Before {
     pub fn take(dir: &Path) -> Option<Before> {
         let top = PathBuf::from(text(git(dir, &["rev-parse", "--show-toplevel"])?));
         let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
-        let stash = git(&top, &["stash", "create"])
-            .map(text)
-            .filter(|s| !s.is_empty());
-        let base = stash.or_else(|| head.clone());
         let mut dirty = BTreeMap::new();
         let mut kept = BTreeMap::new();
         let mut room = KEEP_CAP;
-        for (path, untracked) in status(&top)? {
+        for (path, _) in status(&top)? {
             let full = top.join(&path);
             let bytes = std::fs::read(&full).ok();
             let hash = bytes.as_deref().map(edit::hash);
-            if let (true, Some(bytes)) = (untracked, bytes) {
+            if let Some(bytes) = bytes {
                 if bytes.len() <= room {
                     room -= bytes.len();
                     kept.insert(path.clone(), bytes);
@@ -107,7 +104,6 @@ impl Before {
         }
         Some(Before {
             top,
-            base,
             head,
             dirty,
             kept,
@@ -189,16 +185,17 @@ impl Before {
         changes
     }
 
-    /// What `path` held before the command: kept in memory (untracked),
-    /// or in git's objects (tracked), or nothing (it did not exist).
+    /// What `path` held before the command: kept in memory (a file git
+    /// reported), or `HEAD`'s (a clean tracked file), or nothing (it did
+    /// not exist, or was too large to keep).
     fn content_before(&self, path: &str) -> Option<Vec<u8>> {
         if let Some(bytes) = self.kept.get(path) {
             return Some(bytes.clone());
         }
-        if let Some(None) = self.dirty.get(path) {
+        if self.dirty.contains_key(path) {
             return None;
         }
-        let base = self.base.as_ref()?;
-        git(&self.top, &["cat-file", "blob", &format!("{base}:{path}")])
+        let head = self.head.as_ref()?;
+        git(&self.top, &["cat-file", "blob", &format!("{head}:{path}")])
     }
 }
