@@ -73,10 +73,7 @@ pub fn replace(text: &str, old: &str, new: &str, all: bool, shown: &str) -> Resu
              text exactly, whitespace included"
         )),
         1 => Ok(text.replacen(old.as_str(), &new, 1)),
-        n if all => {
-            let _ = n;
-            Ok(text.replace(old.as_str(), &new))
-        }
+        _ if all => Ok(text.replace(old.as_str(), &new)),
         n => {
             let lines: Vec<String> = starts
                 .iter()
@@ -551,13 +548,8 @@ pub fn hashes(record: &crate::Record) -> Vec<&str> {
 /// The paths a rewind may have to look at: every file this session's edits
 /// and rewinds touched.
 pub fn tracked_paths(state: &State) -> Vec<String> {
-    let mut paths: Vec<String> = state.edits.iter().map(|e| e.path.clone()).collect();
-    for r in &state.rewinds {
-        paths.extend(r.record.files.iter().map(|f| f.path.clone()));
-    }
-    paths.sort();
-    paths.dedup();
-    paths
+    // Every file an edit or a rewind wrote, each once: what `wrote` holds.
+    state.wrote.keys().cloned().collect()
 }
 
 /// What a rewind did, in one line per file for the user.

@@ -56,11 +56,6 @@ fn text(bytes: Vec<u8>) -> String {
     String::from_utf8_lossy(&bytes).trim().to_owned()
 }
 
-/// Whether `dir` is inside a git work tree.
-pub fn in_git(dir: &Path) -> bool {
-    git(dir, &["rev-parse", "--show-toplevel"]).is_some()
-}
-
 /// `git status`: each path it reports (relative to the top), untracked
 /// ones marked.
 fn status(top: &Path) -> Option<Vec<(String, bool)>> {
