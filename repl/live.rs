@@ -103,6 +103,8 @@ pub struct Live {
     /// Whether the user was told that shell changes outside git are not
     /// tracked.
     told_untracked: bool,
+    /// Why core refused what the user asked last ([`Command::Refused`]).
+    refused: Option<String>,
 }
 
 impl Live {
@@ -180,6 +182,7 @@ impl Live {
             undone: None,
             editing: None,
             told_untracked: false,
+            refused: None,
         })
     }
 
@@ -257,6 +260,7 @@ impl Live {
             undone: None,
             editing: None,
             told_untracked: false,
+            refused: None,
         };
         live.execute(cmds, &mut VecDeque::new())?;
         live.settle_pending_edit()?;
@@ -616,6 +620,7 @@ impl Live {
                     id,
                     now: clock::now(),
                 }),
+                Command::Refused(why) => self.refused = Some(why),
                 Command::Show(text) => eprintln!("{text}"),
             }
         }

@@ -362,7 +362,7 @@ impl World {
                         }
                     }
                 }
-                Command::Sync | Command::Show(_) => {}
+                Command::Sync | Command::Show(_) | Command::Refused(_) => {}
                 other => panic!("a command these runs never ask for: {other:?}"),
             }
         }

@@ -174,6 +174,7 @@ impl Run {
                 Command::Spill { path, .. } => self.spilled.push(path),
                 Command::Sync
                 | Command::Show(_)
+                | Command::Refused(_)
                 | Command::Snapshot { .. }
                 | Command::Undo
                 | Command::Open { .. }

@@ -115,25 +115,17 @@ impl Live {
         force: bool,
     ) -> Result<Result<(), String>, Error> {
         let on_disk = on_disk(&self.session);
-        let now = clock::now();
-        // Core refuses by telling; asked first, so the caller can fail.
-        let planned = if undo {
-            revolve_core::edit::plan_undo(self.state(), force, &on_disk, now)
-        } else {
-            revolve_core::edit::plan(self.state(), turns, scope, force, &on_disk, now)
-        };
-        if let Err(why) = planned {
-            return Ok(Err(why));
-        }
+        self.refused = None;
         self.drive(Input::Rewind {
             turns,
             scope,
             undo,
             force,
             on_disk,
-            now,
+            now: clock::now(),
         })?;
-        Ok(Ok(()))
+        // Core's refusal, if it refused (Command::Refused).
+        Ok(self.refused.take().map_or(Ok(()), Err))
     }
 }
 

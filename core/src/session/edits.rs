@@ -345,7 +345,7 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         if self.busy() {
-            return vec![Command::Show(
+            return vec![Command::Refused(
                 "rewind: a turn is still running; rewind after it".into(),
             )];
         }
@@ -355,7 +355,7 @@ impl Session {
             edit::plan(&self.state, turns, scope, force, on_disk, now)
         };
         match planned {
-            Err(why) => vec![Command::Show(why)],
+            Err(why) => vec![Command::Refused(why)],
             Ok(r) => {
                 let files = r.files.clone();
                 let told = edit::describe(&r);

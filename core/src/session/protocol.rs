@@ -282,6 +282,9 @@ pub enum Command {
     /// Ask the user whether the shell call `id` may run `command` (y, a,
     /// n); answer with [`Input::Answered`].
     Ask { id: String, command: String },
+    /// Tell the user why what they asked (a rewind) is refused: the
+    /// command that asked fails with this text.
+    Refused(String),
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
 }

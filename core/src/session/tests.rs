@@ -94,6 +94,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Restore(_) => "restore",
             Command::Ask { .. } => "ask",
             Command::Show(_) => "show",
+            Command::Refused(_) => "refused",
         })
         .collect()
 }
