@@ -286,12 +286,20 @@ fn run_tool(
             offset,
             limit,
         } => {
-            let mut outcome = Outcome::from(read_file(&scope, path, *offset, *limit));
-            if !outcome.output.starts_with("error:") {
-                outcome.seen = scope.resolve(path).ok().and_then(|p| {
-                    let hash = crate::edit::hash_of(&p).ok().flatten()?;
-                    Some((p.to_string_lossy().into_owned(), hash))
-                });
+            // A file read is seen (its whole content's hash), so it may be
+            // edited; the path is resolved once, for both.
+            let resolved = scope.resolve(path);
+            let read = resolved
+                .as_ref()
+                .map_err(Clone::clone)
+                .and_then(|p| read_file(p, path, *offset, *limit));
+            let read_whole = read.is_ok();
+            let mut outcome = Outcome::from(read);
+            if let (Ok(p), true) = (&resolved, read_whole) {
+                outcome.seen = crate::edit::hash_of(p)
+                    .ok()
+                    .flatten()
+                    .map(|hash| (p.to_string_lossy().into_owned(), hash));
             }
             outcome
         }

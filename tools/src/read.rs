@@ -2,15 +2,16 @@
 
 use super::*;
 
+/// `read_file` of `path`, resolved and allowed already (`raw` as the model
+/// named it, for messages).
 pub(crate) fn read_file(
-    scope: &Scope,
+    path: &Path,
     raw: &str,
     offset: Option<u64>,
     limit: Option<u64>,
 ) -> Result<String, String> {
-    let path = scope.resolve(raw)?;
     let cannot = |e: io::Error| format!("error: cannot read {raw}: {e}");
-    let meta = fs::metadata(&path).map_err(cannot)?;
+    let meta = fs::metadata(path).map_err(cannot)?;
     if meta.is_dir() {
         return Err(format!(
             "error: {raw} is a directory; list it with list_dir"
@@ -19,7 +20,7 @@ pub(crate) fn read_file(
     if !meta.is_file() {
         return Err(format!("error: {raw} is not a regular file"));
     }
-    let mut file = File::open(&path).map_err(cannot)?;
+    let mut file = File::open(path).map_err(cannot)?;
     let mut head = Vec::new();
     (&mut file)
         .take(BINARY_PROBE as u64)

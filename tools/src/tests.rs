@@ -903,3 +903,30 @@ fn agent_info_is_json() {
         "pretty"
     );
 }
+
+#[test]
+fn a_file_read_is_seen_whatever_its_text_begins_with() {
+    let t = Temp::new();
+    t.write("log.txt", "error: this line is the file's own\n");
+    let tool = Tool::ReadFile {
+        path: "log.txt".into(),
+        offset: None,
+        limit: None,
+    };
+    let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &|| false);
+    assert_eq!(out.output, "error: this line is the file's own\n");
+    let (path, hash) = out.seen.expect("the read is seen");
+    assert_eq!(path, t.path("log.txt").to_string_lossy());
+    assert_eq!(
+        hash,
+        crate::edit::hash(b"error: this line is the file's own\n")
+    );
+    let missing = Tool::ReadFile {
+        path: "nope.txt".into(),
+        offset: None,
+        limit: None,
+    };
+    assert!(run(&missing, &[], &ctx(&t.0), &mut fixed(true), &|| false)
+        .seen
+        .is_none());
+}
