@@ -81,6 +81,7 @@ fn main() {
         (after, diff) = (a, d);
     }
     assert_eq!(edit::stat(&diff), (1, 1), "one line changed: {diff}");
+    // `before_hash` is what open took of the content before (untimed).
     let (before_hash, after_hash) = (
         io_edit::hash(before.as_bytes()),
         io_edit::hash(after.as_bytes()),
@@ -94,7 +95,11 @@ fn main() {
         std::fs::write(&file, &before).expect("writing the file");
         let blobs = Blobs::new(&scratch.path(&format!("state-{run}")));
         let t = Instant::now();
-        let staged = io_edit::stage(&blobs, Some(before.as_bytes()), after.as_bytes());
+        let staged = io_edit::stage(
+            &blobs,
+            Some((before.as_bytes(), before_hash.as_str())),
+            after.as_bytes(),
+        );
         stage.push(t.elapsed());
         assert_eq!(staged.expect("staging"), after_hash);
 
@@ -259,7 +264,10 @@ fn child(dir: &Path) {
     let before = read("big.txt");
     let (after, diff) = decided(&before, &old, &new);
     black_box(&diff);
-    let after_hash = io_edit::stage(&blobs, Some(&before), after.as_bytes()).expect("staging");
+    // What open does: the content and its hash.
+    let before_hash = io_edit::hash(&before);
+    let after_hash =
+        io_edit::stage(&blobs, Some((&before, &before_hash)), after.as_bytes()).expect("staging");
     io_edit::write_atomic(&file, after.as_bytes(), Some(0o644)).expect("writing");
     let back = [Restore {
         path: file.to_string_lossy().into_owned(),

@@ -321,8 +321,10 @@ impl World {
                 Command::Stage {
                     id, before, after, ..
                 } => {
-                    if let Some(b) = before {
-                        self.blobs.insert(hash(&b), b);
+                    if let Some((b, h)) = before {
+                        // The hash the fake gave the file when it opened it.
+                        assert_eq!(h, hash(&b));
+                        self.blobs.insert(h, b);
                     }
                     let h = hash(&after);
                     self.blobs.insert(h.clone(), after);

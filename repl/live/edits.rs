@@ -39,12 +39,13 @@ impl Live {
     pub(super) fn stage_edit(
         &mut self,
         id: String,
-        before: Option<Vec<u8>>,
+        before: Option<(Vec<u8>, String)>,
         after: &[u8],
         diff: &str,
         ask: bool,
     ) -> Input {
-        let (after, error) = match edit::stage(&self.blobs(), before.as_deref(), after) {
+        let before = before.as_ref().map(|(b, h)| (b.as_slice(), h.as_str()));
+        let (after, error) = match edit::stage(&self.blobs(), before, after) {
             Ok(hash) => (hash, None),
             Err(e) => (String::new(), Some(e.to_string())),
         };

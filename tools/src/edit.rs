@@ -78,14 +78,20 @@ impl Blobs {
     /// Stores `bytes`; their hash.
     pub fn put(&self, bytes: &[u8]) -> io::Result<String> {
         let hash = hash(bytes);
-        let path = self.path(&hash)?;
+        self.put_as(&hash, bytes)?;
+        Ok(hash)
+    }
+
+    /// Stores `bytes` under `hash`, which the caller took of these very
+    /// bytes ([`open`] did): not hashed again.
+    fn put_as(&self, hash: &str, bytes: &[u8]) -> io::Result<()> {
+        let path = self.path(hash)?;
         if path.exists() {
-            return Ok(hash);
+            return Ok(());
         }
         let dir = path.parent().unwrap_or(&self.dir);
         revolve_store::files::create_dir_all(dir)?;
-        revolve_store::fsx::write_atomic(&path, bytes)?;
-        Ok(hash)
+        revolve_store::fsx::write_atomic(&path, bytes)
     }
 
     /// The content stored under `hash`.
@@ -197,9 +203,9 @@ fn mode_of(_: &fs::Metadata) -> Option<u32> {
 
 /// Stores the contents of an edit: the one before (when the file exists)
 /// and the one after; the hash of the one after.
-pub fn stage(blobs: &Blobs, before: Option<&[u8]>, after: &[u8]) -> io::Result<String> {
-    if let Some(before) = before {
-        blobs.put(before)?;
+pub fn stage(blobs: &Blobs, before: Option<(&[u8], &str)>, after: &[u8]) -> io::Result<String> {
+    if let Some((before, hash)) = before {
+        blobs.put_as(hash, before)?;
     }
     blobs.put(after)
 }

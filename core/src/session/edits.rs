@@ -103,7 +103,7 @@ impl Session {
                 let cmd = Command::Stage {
                     id,
                     path: staged.path.clone(),
-                    before,
+                    before: before.zip(staged.before.clone()),
                     after: staged.content.clone(),
                     diff: staged.diff.clone(),
                     ask: staged.asked,

@@ -263,7 +263,9 @@ pub enum Command {
     Stage {
         id: String,
         path: String,
-        before: Option<Vec<u8>>,
+        /// The content before, with the hash the shell gave it when it
+        /// opened the file (stored under it without hashing again).
+        before: Option<(Vec<u8>, String)>,
         after: Vec<u8>,
         diff: String,
         ask: bool,
