@@ -1,7 +1,7 @@
 //! Who allows what a tool asks for: the user at the terminal, or, without
-//! one, the flags (`--allow-shell`, `--allow-edits`, `--grant PATH`).
-//! Whether an edit is asked about at all is core's decision (it knows the
-//! user's earlier "always" from the log); here it is only asked.
+//! one, `--grant PATH`. Whether a shell command or an edit is asked about
+//! at all is core's decision (it knows `--allow-shell`, `--allow-edits`
+//! and the user's earlier "always" from the log); here it is only asked.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -15,25 +15,15 @@ use crate::error::Error;
 pub struct Approvals {
     /// Ask the user at the terminal (a TTY run).
     pub interactive: bool,
-    /// Run shell commands without asking (`--allow-shell`); an "always"
-    /// is core's to remember.
-    pub allow_shell: bool,
     /// Paths granted up front (`--grant`), canonical.
     pub grants: Vec<PathBuf>,
-    /// Edit files without asking (`--allow-edits`).
-    pub allow_edits: bool,
 }
 
 impl Approvals {
     /// The policy for a run; each of `grants` is resolved against `cwd`
     /// (the working directory) and made canonical. A grant of a path that
     /// does not exist (or cannot be resolved) is a usage error naming it.
-    pub fn new(
-        interactive: bool,
-        allow_shell: bool,
-        grants: &[PathBuf],
-        cwd: &Path,
-    ) -> Result<Approvals, Error> {
+    pub fn new(interactive: bool, grants: &[PathBuf], cwd: &Path) -> Result<Approvals, Error> {
         let grants = grants
             .iter()
             .map(|given| {
@@ -49,9 +39,7 @@ impl Approvals {
             .collect::<Result<_, _>>()?;
         Ok(Approvals {
             interactive,
-            allow_shell,
             grants,
-            allow_edits: false,
         })
     }
 

@@ -1,57 +1,7 @@
-//! The binary's errors and the one place that turns them into a stderr line
-//! and an exit code: 0 success, 1 runtime error, 2 usage error,
-//! 130 interrupted, 143 stopped by SIGTERM or SIGHUP mid-turn.
+//! The binary's errors (the shell's [`Error`], whose exit codes `main`
+//! exits with) and writing to stdout.
 
-use std::fmt;
-
-/// Why revolve stopped.
-#[derive(Debug)]
-pub enum Error {
-    /// The command line or its arguments are wrong (exit 2).
-    Usage(String),
-    /// Something failed while running (exit 1).
-    Runtime(String),
-    /// The user pressed Ctrl-C during a non-interactive run (exit 130).
-    Interrupted,
-    /// Stdout was closed by its reader: a normal end (exit 0).
-    BrokenPipe,
-    /// SIGTERM or SIGHUP arrived during a turn, which was logged as
-    /// interrupted (exit 143).
-    Terminated,
-}
-
-impl Error {
-    /// The process exit code.
-    pub fn code(&self) -> i32 {
-        match self {
-            Error::Usage(_) => 2,
-            Error::Runtime(_) => 1,
-            Error::Interrupted => 130,
-            Error::BrokenPipe => 0,
-            Error::Terminated => 143,
-        }
-    }
-
-    /// A runtime error about a path.
-    pub fn at(path: &std::path::Path, what: &str, e: impl fmt::Display) -> Error {
-        Error::Runtime(format!("{what} {}: {e}", path.display()))
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
-            Error::Interrupted => f.write_str("interrupted"),
-            Error::BrokenPipe => f.write_str("stdout closed"),
-            Error::Terminated => {
-                f.write_str("stopped by a signal; the turn is logged as interrupted")
-            }
-        }
-    }
-}
-
-impl std::error::Error for Error {}
+pub use revolve_io::error::Error;
 
 /// Writes to stdout, turning a closed pipe into [`Error::BrokenPipe`].
 pub fn out(text: &str) -> Result<(), Error> {
@@ -64,14 +14,5 @@ pub fn out(text: &str) -> Result<(), Error> {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
         Err(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
-    }
-}
-
-impl From<revolve_io::store::FindError> for Error {
-    fn from(e: revolve_io::store::FindError) -> Error {
-        match e {
-            revolve_io::store::FindError::Unlisted { .. } => Error::Runtime(e.to_string()),
-            _ => Error::Usage(e.to_string()),
-        }
     }
 }

@@ -12,8 +12,9 @@ pub mod approve;
 pub mod cli;
 mod commands;
 pub mod config;
+pub mod console;
 pub mod error;
-pub mod live;
+mod line;
 mod messages;
 mod models;
 pub mod output;
@@ -27,18 +28,14 @@ use revolve_io::memory::MemoryDirs;
 use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
 
-use approve::Approvals;
-use revolve_core::config::Preset;
+use revolve_io::live::{Outcome, Runtime};
 
+use approve::Approvals;
 use cli::{Cli, Sub};
 use config::Settings;
+use console::{Console, Live};
 use error::Error;
-use live::{Live, Outcome, Runtime};
-
-/// The default model when none is given.
-pub const DEFAULT_MODEL: &str = Preset::Openai.model();
-/// The default declared context window.
-pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
+use output::Format;
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
@@ -169,7 +166,7 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
-    if interactive && !cli.goal_run && cli.output_format != output::Format::Text {
+    if interactive && !cli.goal_run && cli.output_format != Format::Text {
         return Err(Error::Usage(
             "--output-format stream-json is for runs without the REPL: add -p".into(),
         ));
@@ -187,33 +184,20 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !resuming {
         settings.learn_window();
     }
-    let mut approvals = Approvals::new(
-        stdin_tty,
-        settings.allow_shell.value,
-        &cli.grant,
-        &store.cwd,
-    )?;
-    approvals.allow_edits = settings.allow_edits.value;
+    let approvals = Approvals::new(stdin_tty, &cli.grant, &store.cwd)?;
+    let front = Console::new(cli.output_format, approvals);
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
-    let mut runtime = runtime(
-        &store,
-        &settings,
-        resuming,
-        approvals,
-        memory,
-        !cli.no_auto_refine,
-    )?;
-    runtime.format = cli.output_format;
+    let runtime = runtime(&store, &settings, resuming, memory, !cli.no_auto_refine)?;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
                 "--name names a new session; use /name to rename a resumed one".into(),
             ));
         }
-        Live::resume(store, cli.resume.as_deref(), runtime, true)?
+        Live::resume(store, cli.resume.as_deref(), runtime, front, true)?
     } else {
-        Live::start(store, runtime, cli.name.clone(), interactive)?
+        Live::start(store, runtime, front, cli.name.clone(), interactive)?
     };
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
@@ -226,7 +210,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         piped(&mut live, cli.prompt, stdin_tty)
     };
-    live.end(&result);
+    console::end(&mut live, &result);
     result
 }
 
@@ -299,7 +283,7 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
 /// One line without a terminal: a failed, interrupted or stopped turn ends
 /// the run.
 fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
-    match live.line(line)? {
+    match line::handle(live, line)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         Outcome::Stopped(reason) => Err(Error::Runtime(revolve_core::guard::describe(&reason))),
@@ -372,7 +356,6 @@ fn runtime(
     store: &Store,
     settings: &Settings,
     resuming: bool,
-    approvals: Approvals,
     memory: Memory,
     auto_refine: bool,
 ) -> Result<Runtime, Error> {
@@ -382,7 +365,6 @@ fn runtime(
         store,
         settings,
         resuming,
-        approvals,
         memory,
         auto_refine,
     ))
@@ -394,7 +376,6 @@ fn runtime_with(
     store: &Store,
     settings: &Settings,
     resuming: bool,
-    approvals: Approvals,
     memory: Memory,
     auto_refine: bool,
 ) -> Runtime {
@@ -405,7 +386,6 @@ fn runtime_with(
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
         auto_refine,
-        format: output::Format::Text,
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
@@ -414,7 +394,8 @@ fn runtime_with(
         prune_chars: settings.prune_result_chars.value,
         max_tool_rounds: settings.max_tool_rounds.value,
         repeat_limit: settings.max_repeated_calls.value,
-        approvals,
+        allow_shell: settings.allow_shell.value,
+        allow_edits: settings.allow_edits.value,
     }
 }
 
@@ -476,16 +457,9 @@ fn rewind(
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: true,
     };
-    let runtime = runtime_with(
-        Arc::new(Offline),
-        &store,
-        &settings,
-        true,
-        Approvals::default(),
-        memory,
-        false,
-    );
-    let mut live = Live::resume_at(store, &found, runtime, false)?;
+    let runtime = runtime_with(Arc::new(Offline), &store, &settings, true, memory, false);
+    let front = Console::new(Format::Text, Approvals::default());
+    let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
     match done {
         Ok(()) if how.json => {
@@ -507,9 +481,10 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
     };
-    let runtime = runtime(&store, settings, true, Approvals::default(), memory, false)?;
-    let mut live = Live::resume_at(store, &found, runtime, false)?;
-    match live.line("/compact")? {
+    let runtime = runtime(&store, settings, true, memory, false)?;
+    let front = Console::new(Format::Text, Approvals::default());
+    let mut live = Live::resume_at(store, &found, runtime, front, false)?;
+    match live.compact()? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         _ => Ok(()),

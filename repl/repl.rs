@@ -12,13 +12,16 @@ use rustyline::DefaultEditor;
 use revolve_core::guard;
 use revolve_core::view;
 
+use revolve_io::live::Outcome;
+
+use crate::console::Live;
 use crate::error::Error;
-use crate::live::{Live, Outcome};
+use crate::line;
 
 pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let mut editor = DefaultEditor::new()
         .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
-    live.allow_spinner();
+    live.front().sink.allow_spinner();
     let history = live.history_path();
     editor.load_history(&history).ok();
     eprintln!(
@@ -76,7 +79,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 /// One line in the REPL: a failed, interrupted or stopped turn is told and
 /// the session goes on.
 fn respond(live: &mut Live, line: &str, editor: &mut DefaultEditor) -> Result<Outcome, Error> {
-    let outcome = live.line(line)?;
+    let outcome = line::handle(live, line)?;
     told(live, outcome, editor)
 }
 

@@ -2,10 +2,16 @@
 //! core's commands and turns their outcomes into inputs; it holds no
 //! decisions (no thresholds, no prompts, no "should we").
 //!
-//! This crate holds the clock and Ctrl-C; the rest of the shell lives in
-//! crates of their own, one job each, re-exported here so the binary names
-//! one crate:
+//! This crate is the shell proper, the one that runs a session: [`live`]
+//! feeds the core's state machine and executes the commands it returns,
+//! showing and asking through a [`front::Front`] (the binary's terminal or
+//! JSON stream, a test's recorder). The rest of the shell lives in crates
+//! of their own, one job each, re-exported here so the binary names one
+//! crate:
 //!
+//! * [`live`]: a running session, the command executor.
+//! * [`front`]: what the executor shows and asks, as a trait.
+//! * [`error`]: why a run stopped, and its exit code.
 //! * [`clock`]: the clock and session ids.
 //! * [`interrupt`]: Ctrl-C and termination signals as flags.
 //! * `revolve-store` ([`store`], [`log`], [`paths`], [`files`], [`fsx`],
@@ -25,8 +31,12 @@
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod clock;
+pub mod error;
+pub mod front;
 #[cfg(unix)]
 pub mod interrupt;
+#[cfg(unix)]
+pub mod live;
 
 pub use revolve_provider as provider;
 pub use revolve_store::{

@@ -6,14 +6,15 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::{clock, interrupt};
 use revolve_core::{Input, Request};
-use revolve_io::provider::ProviderError;
-use revolve_io::{clock, interrupt};
+use revolve_provider::ProviderError;
 
 use super::Live;
 use crate::error::Error;
+use crate::front::Front;
 
-impl Live {
+impl<F: Front> Live<F> {
     /// Sends a request and turns what came back into the core's input.
     pub(super) fn call(&mut self, request: Request) -> Result<Input, Error> {
         let now = clock::now;
@@ -94,7 +95,7 @@ impl Live {
                 Ok(Event::Text(t)) => {
                     partial.push_str(&t);
                     if stream {
-                        self.show(&t);
+                        self.front.text(&t);
                     }
                 }
                 Ok(Event::Done(Ok(reply))) => break Asked::Reply(reply),
@@ -120,7 +121,7 @@ impl Live {
                 }
                 Err(RecvTimeoutError::Timeout) => {
                     if stream && partial.is_empty() {
-                        self.sink.waiting(started.elapsed());
+                        self.front.waiting(started.elapsed());
                     }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
@@ -133,13 +134,13 @@ impl Live {
                 }
             }
         };
-        self.sink.stop_waiting();
+        self.front.stop_waiting();
         let shown = match &asked {
             Asked::Reply(reply) => &reply.text,
             Asked::Failed { partial, .. } | Asked::Interrupted { partial } => partial,
         };
         if stream {
-            self.sink.answer_end(shown);
+            self.front.answer_end(shown);
         }
         asked
     }

@@ -1,5 +1,7 @@
 //! A running session: feeds inputs to the core's state machine and executes
-//! the commands it returns, in order (see `revolve_core::session`).
+//! the commands it returns, in order (see `revolve_core::session`), showing
+//! and asking through a [`Front`]. This is the executor; the binary reads
+//! lines and turns the user's commands into calls here.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -8,28 +10,27 @@ use std::sync::Arc;
 use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
-use revolve_core::slash::{self, RefineCommand, RewindCommand, Slash};
 use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::{Command, Input, Session, Settings, State};
-use revolve_io::goal;
-use revolve_io::inbox::Inbox;
-use revolve_io::log::LogWriter;
-use revolve_io::memory::{self, MemoryDirs};
-use revolve_io::provider::Provider;
-use revolve_io::registry::Claim;
-use revolve_io::store::{CreateError, Store};
-use revolve_io::tools::FileId;
-use revolve_io::{clock, fsx, interrupt};
+use revolve_provider::Provider;
+use revolve_store::goal;
+use revolve_store::inbox::Inbox;
+use revolve_store::log::LogWriter;
+use revolve_store::memory::{self, MemoryDirs};
+use revolve_store::registry::Claim;
+use revolve_store::store::{CreateError, Store};
+use revolve_store::{files, fsx};
+use revolve_tools::FileId;
+
+use crate::error::Error;
+use crate::front::Front;
+use crate::{clock, interrupt};
 
 mod ask;
 mod edits;
 mod refine;
 mod tools;
-
-use crate::approve::Approvals;
-use crate::error::Error;
-use crate::output::{Format, Sink};
 
 /// How a line the user sent ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -63,8 +64,10 @@ pub struct Runtime {
     pub max_tool_rounds: u32,
     /// `max-repeated-calls`.
     pub repeat_limit: u32,
-    /// Who allows shell commands and file grants.
-    pub approvals: Approvals,
+    /// Shell commands run without asking (`--allow-shell`).
+    pub allow_shell: bool,
+    /// Files are edited without asking (`--allow-edits`).
+    pub allow_edits: bool,
     /// Where memory and the goal live.
     pub memory: MemoryDirs,
     /// `--bare`: no memory and no goal in the prompt.
@@ -73,30 +76,29 @@ pub struct Runtime {
     pub created_project_dir: bool,
     /// Whether the memory may be refined on its own.
     pub auto_refine: bool,
-    /// How answers, tool calls and totals are shown.
-    pub format: Format,
     /// The working tree's identity when the run started (tools refuse a
     /// tree that is no longer the same directory).
     pub tree: Option<FileId>,
 }
 
-/// A session this process runs.
-pub struct Live {
+/// A session this process runs, shown and asked through `F`.
+pub struct Live<F: Front> {
     session: Session,
     writer: LogWriter,
     claim: Claim,
     store: Store,
     runtime: Runtime,
-    /// Where answers, tool calls and totals go.
-    sink: Sink,
+    /// Where answers, tool calls and totals go, and who is asked.
+    front: F,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
     /// The requests the last refinement sent.
     refine_pieces: u64,
     /// The snapshot entry the last [`Command::Snapshot`] took.
     last_entry: Option<String>,
-    /// What the last [`Command::Undo`] did, as the user reads it.
-    undone: Option<String>,
+    /// What the last [`Command::Undo`] did: the files it put back, or
+    /// `None` when there was nothing to undo.
+    undone: Option<Option<Vec<String>>>,
     /// The edit call in flight and its tool, whose result is shown once
     /// logged.
     editing: Option<(String, Tool)>,
@@ -107,16 +109,17 @@ pub struct Live {
     refused: Option<String>,
 }
 
-impl Live {
+impl<F: Front> Live<F> {
     /// Starts a new session in `store`'s directory. `name` is the user's
     /// choice; without one an interactive session gets a generated name and
     /// a piped one none.
     pub fn start(
         store: Store,
         runtime: Runtime,
+        front: F,
         name: Option<String>,
         interactive: bool,
-    ) -> Result<Live, Error> {
+    ) -> Result<Live<F>, Error> {
         let now = clock::now();
         let header = Header {
             version: FORMAT_VERSION,
@@ -129,8 +132,8 @@ impl Live {
             model: runtime
                 .model
                 .clone()
-                .unwrap_or_else(|| crate::DEFAULT_MODEL.to_owned()),
-            window: runtime.window.unwrap_or(crate::DEFAULT_WINDOW),
+                .unwrap_or_else(|| DEFAULT_MODEL.to_owned()),
+            window: runtime.window.unwrap_or(DEFAULT_WINDOW),
             provider: runtime.provider.name().to_owned(),
             continues: None,
         };
@@ -164,7 +167,7 @@ impl Live {
             }
         };
         // The store wrote the header; the core folds the same record.
-        let settings = settings(&store, &header.id, &runtime);
+        let settings = settings(&store, &header.id, &runtime, front.interactive());
         let inbox = inbox_of(&store, header.name.as_deref());
         // The header is on disk already (written and synced before the file
         // took its name); the folder is synced with the first turn's end.
@@ -174,7 +177,7 @@ impl Live {
             writer,
             claim,
             store,
-            sink: Sink::new(runtime.format),
+            front,
             runtime,
             inbox,
             refine_pieces: 0,
@@ -194,26 +197,28 @@ impl Live {
         store: Store,
         needle: Option<&str>,
         runtime: Runtime,
+        front: F,
         show: bool,
-    ) -> Result<Live, Error> {
+    ) -> Result<Live<F>, Error> {
         let found = store.find(needle)?;
-        Live::resume_at(store, &found, runtime, show)
+        Live::resume_at(store, &found, runtime, front, show)
     }
 
-    /// [`Live::resume`] of the session file `found` (see [`find`]), for a
-    /// caller that looked it up before building the runtime.
+    /// [`Live::resume`] of the session file `found` (see [`Store::find`]),
+    /// for a caller that looked it up before building the runtime.
     pub fn resume_at(
         store: Store,
         found: &Path,
         runtime: Runtime,
+        front: F,
         show: bool,
-    ) -> Result<Live, Error> {
+    ) -> Result<Live<F>, Error> {
         // The newest file of the chain, claimed, folded, checked (see
         // Store::resume).
         let reopened = store
             .resume(found, RESUME_SHOWS_BYTES)
             .map_err(|e| Error::Runtime(e.to_string()))?;
-        let revolve_io::resume::Reopened {
+        let revolve_store::resume::Reopened {
             path,
             state,
             claim,
@@ -244,7 +249,7 @@ impl Live {
             window: runtime.window.unwrap_or(state.window),
             provider: runtime.provider.name().to_owned(),
         };
-        let settings = settings(&store, &id, &runtime);
+        let settings = settings(&store, &id, &runtime, front.interactive());
         let inbox = inbox_of(&store, state.name.as_deref());
         let (session, cmds) = Session::resume(state, settings, resumed);
         let mut live = Live {
@@ -252,7 +257,7 @@ impl Live {
             writer,
             claim,
             store,
-            sink: Sink::new(runtime.format),
+            front,
             runtime,
             inbox,
             refine_pieces: 0,
@@ -318,7 +323,7 @@ impl Live {
         let parts = self.prompt_parts();
         self.drive(parts)?;
         let outcome = self.drive(Input::GoOn { now: clock::now() })?;
-        self.sink.totals(&self.session.state().totals);
+        self.front.totals(&self.session.state().totals);
         Ok(outcome)
     }
 
@@ -382,114 +387,83 @@ impl Live {
         }
     }
 
-    /// Handles one line: a slash command or a user turn.
-    pub fn line(&mut self, text: &str) -> Result<Outcome, Error> {
-        match slash::parse(text) {
-            None => {
-                let parts = self.prompt_parts();
-                self.drive(parts)?;
-                // Messages delivered meanwhile go out with this turn.
-                self.take_inbox(false)?;
-                let outcome = self.drive(Input::User {
-                    text: text.to_owned(),
-                    now: clock::now(),
-                })?;
-                self.sink.totals(&self.session.state().totals);
-                if outcome == Outcome::Done {
-                    // After 25 turns or a compaction, as the core decides.
-                    self.refine_if_due()?;
-                }
-                Ok(outcome)
-            }
-            Some(Slash::Quit) => Ok(Outcome::Quit),
-            Some(Slash::Compact) => self.drive(Input::Compact { now: clock::now() }),
-            Some(Slash::Rewind(RewindCommand::List)) => {
-                eprint!(
-                    "{}",
-                    view::rewind_list(&revolve_core::edit::turns(self.state()))
-                );
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Rewind(how)) => {
-                let (turns, undo) = match how {
-                    RewindCommand::Turns(n) => (n, false),
-                    _ => (0, true),
-                };
-                let scope = revolve_core::edit::Scope::Both;
-                if let Err(why) = self.rewind(turns, scope, undo, false)? {
-                    eprintln!("{why}");
-                }
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Refine(RefineCommand::Run)) => self.refine(false),
-            Some(Slash::Refine(RefineCommand::History { diff })) => {
-                match crate::commands::memory_history(&self.store, &self.runtime.memory, diff) {
-                    Ok(text) => eprint!("{text}"),
-                    Err(e) => eprintln!("{e}"),
-                }
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Refine(RefineCommand::Undo)) => {
-                // The core asks for the undo, and logs what it did.
-                self.undone = None;
-                match self.drive(Input::Undo) {
-                    Ok(_) => eprint!("{}", self.undone.take().unwrap_or_default()),
-                    Err(e) => eprintln!("{e}"),
-                }
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Goal(args)) => {
-                match crate::commands::goal(&self.runtime.memory.project_dir, &args) {
-                    Ok(text) => eprintln!("{text}"),
-                    Err(e) => eprintln!("{e}"),
-                }
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Status) => {
-                eprintln!("{}", view::status(self.state()));
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Help) => {
-                eprintln!("{}", slash::HELP);
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Incomplete(why)) => {
-                eprintln!("{why}");
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Unknown(word)) => {
-                eprintln!("unknown command /{word}; /help lists them");
-                Ok(Outcome::Done)
-            }
-            Some(Slash::Name(name)) => {
-                // Under the naming lock, as a new session picks its name, so
-                // two sessions never end up with one name.
-                let _naming = self
-                    .store
-                    .naming()
-                    .map_err(|e| Error::Runtime(e.to_string()))?;
-                let mut used = self
-                    .store
-                    .names_in_use()
-                    .map_err(|e| Error::Runtime(e.to_string()))?;
-                if let Some(own) = &self.state().name {
-                    used.remove(own);
-                }
-                let outcome = self.drive(Input::Rename {
-                    name,
-                    used: used.into_iter().collect(),
-                    now: clock::now(),
-                })?;
-                self.inbox = inbox_of(&self.store, self.state().name.as_deref());
-                let entry = self
-                    .store
-                    .running_entry(self.state().id(), self.state().name.clone());
-                self.claim
-                    .update(&entry)
-                    .map_err(|e| Error::Runtime(e.to_string()))?;
-                Ok(outcome)
-            }
+    /// A user turn: the prompt read again, messages delivered meanwhile
+    /// taken along, the model asked until the turn ends, and the memory
+    /// refined afterwards when the core says it is due.
+    pub fn turn(&mut self, text: &str) -> Result<Outcome, Error> {
+        let parts = self.prompt_parts();
+        self.drive(parts)?;
+        // Messages delivered meanwhile go out with this turn.
+        self.take_inbox(false)?;
+        let outcome = self.drive(Input::User {
+            text: text.to_owned(),
+            now: clock::now(),
+        })?;
+        self.front.totals(&self.session.state().totals);
+        if outcome == Outcome::Done {
+            // After 25 turns or a compaction, as the core decides.
+            self.refine_if_due()?;
         }
+        Ok(outcome)
+    }
+
+    /// `/compact`: compacts the session now.
+    pub fn compact(&mut self) -> Result<Outcome, Error> {
+        self.drive(Input::Compact { now: clock::now() })
+    }
+
+    /// `/refine undo`: the core asks for the undo and logs what it did.
+    /// The files put back (`Some(None)` when there was nothing to undo), or
+    /// `None` when the core asked for none.
+    pub fn undo_memory(&mut self) -> Result<Option<Option<Vec<String>>>, Error> {
+        self.undone = None;
+        self.drive(Input::Undo)?;
+        Ok(self.undone.take())
+    }
+
+    /// `/name NAME`: renames the session, under the naming lock as a new
+    /// session picks its name, so two sessions never end up with one name.
+    /// Its inbox and its entry among the running sessions follow the name.
+    pub fn rename(&mut self, name: String) -> Result<Outcome, Error> {
+        let _naming = self
+            .store
+            .naming()
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let mut used = self
+            .store
+            .names_in_use()
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        if let Some(own) = &self.state().name {
+            used.remove(own);
+        }
+        let outcome = self.drive(Input::Rename {
+            name,
+            used: used.into_iter().collect(),
+            now: clock::now(),
+        })?;
+        self.inbox = inbox_of(&self.store, self.state().name.as_deref());
+        let entry = self
+            .store
+            .running_entry(self.state().id(), self.state().name.clone());
+        self.claim
+            .update(&entry)
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        Ok(outcome)
+    }
+
+    /// The store the session is kept in.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Where the session's memory and goal live.
+    pub fn memory(&self) -> &MemoryDirs {
+        &self.runtime.memory
+    }
+
+    /// Where the session shows and asks.
+    pub fn front(&mut self) -> &mut F {
+        &mut self.front
     }
 
     /// Feeds an input and executes commands until the core has nothing more
@@ -517,7 +491,7 @@ impl Live {
             }
             self.execute(cmds, &mut queue)?;
         }
-        self.sink.release();
+        self.front.settled();
         if interrupt::terminated() {
             return Err(Error::Terminated);
         }
@@ -526,7 +500,7 @@ impl Live {
             // whole, and the user still asked to stop.
             outcome = Outcome::Interrupted;
         }
-        if self.sink.closed() {
+        if self.front.closed() {
             return Err(Error::BrokenPipe);
         }
         Ok(outcome)
@@ -557,7 +531,7 @@ impl Live {
                     changes,
                     meta,
                 } => {
-                    let entry = revolve_io::refine::apply(
+                    let entry = revolve_store::refine::apply(
                         &self.store.roots.state,
                         &self.runtime.memory,
                         &entry,
@@ -579,14 +553,12 @@ impl Live {
                     });
                 }
                 Command::Undo => {
-                    let done = revolve_io::refine::undo_entry(
+                    let done = revolve_store::refine::undo_entry(
                         &self.store.roots.state,
                         &self.runtime.memory,
                     )
                     .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
-                    self.undone = Some(crate::commands::undo_text(
-                        done.as_ref().map(|(_, files)| files.as_slice()),
-                    ));
+                    self.undone = Some(done.as_ref().map(|(_, files)| files.clone()));
                     let (entry, files) = match done {
                         Some((entry, files)) => (Some(entry), files),
                         None => (None, Vec::new()),
@@ -616,7 +588,7 @@ impl Live {
                 } => queue.push_back(self.write_edit(id, &path, &content, mode)),
                 Command::Restore(files) => self.restore(&files),
                 Command::Ask { id, command } => queue.push_back(Input::Answered {
-                    answer: self.runtime.approvals.ask_shell(&command),
+                    answer: self.front.ask_shell(&command),
                     id,
                     now: clock::now(),
                 }),
@@ -656,9 +628,9 @@ impl Live {
                     Record::Message(m) => m.content.as_str(),
                     _ => "",
                 };
-                self.sink.tool_result(id, &tool, content, false);
+                self.front.tool_result(id, &tool, content, false);
             }
-            self.sink.logged(id);
+            self.front.logged(id);
         }
         Ok(())
     }
@@ -699,29 +671,10 @@ impl Live {
         }
         Input::Prompt(parts)
     }
-
-    /// Lets a spinner show while waiting for the model (the REPL's).
-    pub fn allow_spinner(&mut self) {
-        self.sink.allow_spinner();
-    }
-
-    /// Shows a piece of the answer (see [`Sink::text`]).
-    fn show(&mut self, text: &str) {
-        self.sink.text(text);
-    }
-
-    /// Ends the run's output: a `done` or `error` event in stream-json.
-    pub fn end(&mut self, result: &Result<(), Error>) {
-        let state = self.session.state();
-        let id = state.id().to_owned();
-        let name = state.name.clone();
-        let log = self.writer.path().to_string_lossy().into_owned();
-        self.sink.end(result, &id, name.as_deref(), &log);
-    }
 }
 
 /// The core's settings for a session of `store` run with `runtime`.
-fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
+fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Settings {
     // Canonical, as grants are: the spill grant is compared as it is.
     let project = store.roots.project(&store.project);
     let project = project.canonicalize().unwrap_or(project);
@@ -732,9 +685,9 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
         prune_chars: runtime.prune_chars,
         repeat_limit: runtime.repeat_limit,
         max_tool_rounds: runtime.max_tool_rounds,
-        allow_edits: runtime.approvals.allow_edits,
-        allow_shell: runtime.approvals.allow_shell,
-        interactive: runtime.approvals.interactive,
+        allow_edits: runtime.allow_edits,
+        allow_shell: runtime.allow_shell,
+        interactive,
     }
 }
 
@@ -743,7 +696,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime) -> Settings {
 /// partial file under the name the model is given.
 fn spill(path: &Path, content: &str) -> Result<(), Error> {
     if let Some(dir) = path.parent() {
-        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+        files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
     }
     fsx::write_atomic(path, content.as_bytes())
         .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
@@ -754,5 +707,13 @@ pub fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
     name.map(|n| Inbox::of(&store.roots, &store.project, &store.cwd, n))
 }
 
+/// The model of a session nobody chose one for.
+pub const DEFAULT_MODEL: &str = revolve_core::config::Preset::Openai.model();
+/// The declared context window of a session nobody declared one for.
+pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
+
 /// How much of the conversation a resume shows again, at most.
 const RESUME_SHOWS_BYTES: usize = revolve_core::policy::RESUME_SHOWS_BYTES;
+
+#[cfg(test)]
+mod tests;

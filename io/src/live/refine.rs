@@ -6,14 +6,16 @@ use revolve_core::record::Record;
 use revolve_core::refine;
 use revolve_core::view;
 use revolve_core::{Input, Request, State};
-use revolve_io::log;
-use revolve_io::{clock, memory};
+use revolve_store::{log, memory};
+
+use crate::clock;
 
 use super::ask::Asked;
 use super::{Live, Outcome};
 use crate::error::Error;
+use crate::front::Front;
 
-impl Live {
+impl<F: Front> Live<F> {
     /// Refines the memory from the whole session (every file of its chain):
     /// the model answers with the files it changes; a usable answer is
     /// snapshotted and written, anything else changes nothing and says why.

@@ -5,15 +5,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use crate::clock;
 use revolve_core::edit::Scope;
 use revolve_core::{Input, Session};
-use revolve_io::clock;
-use revolve_io::edit::{self, Blobs};
+use revolve_tools::edit::{self, Blobs};
 
 use super::Live;
 use crate::error::Error;
+use crate::front::Front;
 
-impl Live {
+impl<F: Front> Live<F> {
     fn blobs(&self) -> Blobs {
         Blobs::new(&self.store.roots.state)
     }
@@ -22,7 +23,7 @@ impl Live {
     pub(super) fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
         if let Some(call) = self.state().open_calls.iter().find(|c| c.id == id).cloned() {
             if let Ok(tool) = revolve_core::tools::parse(&call) {
-                self.sink.tool_call(&id, &tool, &call.arguments);
+                self.front.tool_call(&id, &tool, &call.arguments);
                 self.editing = Some((id.clone(), tool));
             }
         }
@@ -54,8 +55,7 @@ impl Live {
             .as_ref()
             .and_then(|(_, t)| t.edit_path().map(str::to_owned))
             .unwrap_or_default();
-        let answer =
-            (ask && error.is_none()).then(|| self.runtime.approvals.ask_edit(&shown, diff));
+        let answer = (ask && error.is_none()).then(|| self.front.ask_edit(&shown, diff));
         Input::Staged {
             id,
             answer,

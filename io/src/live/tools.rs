@@ -3,14 +3,15 @@
 
 use std::collections::VecDeque;
 
+use crate::{clock, interrupt};
 use revolve_core::tools::Tool;
 use revolve_core::Input;
-use revolve_io::tools::{self, AgentInfo};
-use revolve_io::{clock, interrupt};
+use revolve_tools::{self as tools, AgentInfo};
 
 use super::Live;
+use crate::front::Front;
 
-impl Live {
+impl<F: Front> Live<F> {
     /// What the tools need to know about where they run, now.
     pub(super) fn tool_context(&self) -> tools::Context {
         let info = AgentInfo {
@@ -50,16 +51,10 @@ impl Live {
             .iter()
             .find(|c| c.id == id)
             .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
-        self.sink.tool_call(&id, tool, &arguments);
+        self.front.tool_call(&id, tool, &arguments);
         let ctx = self.tool_context();
-        let outcome = tools::run(
-            tool,
-            grants,
-            &ctx,
-            &mut self.runtime.approvals,
-            &interrupt::pending,
-        );
-        self.sink
+        let outcome = tools::run(tool, grants, &ctx, &mut self.front, &interrupt::pending);
+        self.front
             .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         if outcome.interrupted || interrupt::take() {
             queue.push_back(Input::Interrupted {

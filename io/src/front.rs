@@ -1,0 +1,65 @@
+//! The person at the other end of a running session, as the shell sees
+//! them: what they are shown as the session runs, and what they are asked.
+//! The binary's terminal (or its JSON event stream) is one [`Front`]; a
+//! test's recorder is another. How anything looks is the front's business;
+//! when it is shown, and whether anybody is asked at all, is not (the core
+//! decides, [`crate::live`] executes).
+
+use std::time::Duration;
+
+use revolve_core::edit::Answer;
+use revolve_core::tools::Tool;
+use revolve_core::Totals;
+use revolve_tools::Approver;
+
+/// Where a [`crate::live::Live`] session shows what happens and asks what
+/// needs allowing. Grants are asked through [`Approver`], the tools' own
+/// question.
+pub trait Front: Approver {
+    /// Whether a person can be asked (a terminal); the core asks only
+    /// then, and refuses what it would have asked otherwise.
+    fn interactive(&self) -> bool;
+
+    /// A piece of the answer, as it streams.
+    fn text(&mut self, text: &str);
+
+    /// The answer that streamed ended after `shown`.
+    fn answer_end(&mut self, shown: &str);
+
+    /// Still waiting for the model's first token after `elapsed`.
+    fn waiting(&mut self, _elapsed: Duration) {}
+
+    /// The wait for the model is over.
+    fn stop_waiting(&mut self) {}
+
+    /// A tool is about to run; `arguments` is the JSON text the model
+    /// wrote.
+    fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str);
+
+    /// What the tool gave (before any spill), or that it was interrupted.
+    /// Its record is not in the log yet: [`Front::logged`] follows once it
+    /// is (or [`Front::settled`], when it never will be).
+    fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool);
+
+    /// The result of the call `id` is in the log.
+    fn logged(&mut self, id: &str);
+
+    /// Everything the last input led to is done and logged.
+    fn settled(&mut self);
+
+    /// A turn ended with these totals.
+    fn totals(&mut self, totals: &Totals);
+
+    /// Whether whoever reads the output has gone away (a closed pipe): the
+    /// session stops after the input in hand.
+    fn closed(&self) -> bool;
+
+    /// May the shell command run: this once, every time this session, or
+    /// not. Asked only when [`Front::interactive`].
+    fn ask_shell(&mut self, command: &str) -> Answer;
+
+    /// May the change shown by `diff` be made to `path` (as the model wrote
+    /// it): this once, every time this session, or not. Asked only when
+    /// [`Front::interactive`].
+    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer;
+}

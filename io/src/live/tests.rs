@@ -1,0 +1,389 @@
+//! The executor against a canned model and a recording front, in a temp
+//! store: what the log holds folds back into the live state and the exact
+//! requests sent, the front sees a result only once it is logged, and it
+//! is asked exactly what the core says to ask.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use revolve_core::edit::{Answer, Scope};
+use revolve_core::record::{Record, ToolCall};
+use revolve_core::tools::Tool;
+use revolve_core::{Reply, Request, State, Totals};
+use revolve_provider::{Provider, ProviderError};
+use revolve_store::memory::MemoryDirs;
+use revolve_store::paths::{Project, Roots};
+use revolve_store::store::Store;
+use revolve_tools::Approver;
+
+use super::{Live, Outcome, Runtime};
+use crate::front::Front;
+
+/// Tests that catch signals (a turn's guard) run one at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// A model that answers from a list and keeps every request it was sent.
+struct Canned {
+    replies: Mutex<VecDeque<Reply>>,
+    sent: Mutex<Vec<Request>>,
+}
+
+impl Canned {
+    fn new(replies: Vec<Reply>) -> Arc<Canned> {
+        Arc::new(Canned {
+            replies: Mutex::new(replies.into()),
+            sent: Mutex::new(Vec::new()),
+        })
+    }
+
+    fn sent(&self) -> Vec<Request> {
+        self.sent.lock().unwrap().clone()
+    }
+}
+
+impl Provider for Canned {
+    fn complete(
+        &self,
+        request: &Request,
+        on_text: &mut dyn FnMut(&str),
+    ) -> Result<Reply, ProviderError> {
+        self.sent.lock().unwrap().push(request.clone());
+        let reply = self.replies.lock().unwrap().pop_front();
+        let reply = reply.ok_or_else(|| ProviderError::new("no reply left", ""))?;
+        // Streamed in two pieces, as a server sends it.
+        let (a, b) = reply.text.split_at(reply.text.len() / 2);
+        for piece in [a, b].into_iter().filter(|p| !p.is_empty()) {
+            on_text(piece);
+        }
+        Ok(reply)
+    }
+
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+}
+
+/// A front that writes down what it is shown and answers from a list.
+#[derive(Default)]
+struct Recorder {
+    interactive: bool,
+    answers: VecDeque<Answer>,
+    events: Vec<String>,
+}
+
+impl Approver for Recorder {
+    fn approve_grant(&mut self, path: &Path, _: Option<&str>) -> bool {
+        self.events.push(format!("grant? {}", path.display()));
+        false
+    }
+}
+
+impl Front for Recorder {
+    fn interactive(&self) -> bool {
+        self.interactive
+    }
+    fn text(&mut self, text: &str) {
+        self.events.push(format!("text {text}"));
+    }
+    fn answer_end(&mut self, shown: &str) {
+        self.events.push(format!("answered {shown}"));
+    }
+    fn tool_call(&mut self, id: &str, tool: &Tool, _: &str) {
+        self.events.push(format!("call {id} {}", tool.name()));
+    }
+    fn tool_result(&mut self, id: &str, _: &Tool, output: &str, _: bool) {
+        let first = output.lines().next().unwrap_or_default();
+        self.events.push(format!("result {id} {first}"));
+    }
+    fn logged(&mut self, id: &str) {
+        self.events.push(format!("logged {id}"));
+    }
+    fn settled(&mut self) {}
+    fn totals(&mut self, totals: &Totals) {
+        self.events.push(format!("totals {} turns", totals.turns));
+    }
+    fn closed(&self) -> bool {
+        false
+    }
+    fn ask_shell(&mut self, command: &str) -> Answer {
+        self.events.push(format!("shell? {command}"));
+        self.answers.pop_front().unwrap_or(Answer::No)
+    }
+    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
+        let changed = diff.lines().filter(|l| l.starts_with('+')).count();
+        self.events
+            .push(format!("edit? {path} ({changed} + lines)"));
+        self.answers.pop_front().unwrap_or(Answer::No)
+    }
+}
+
+/// A store and a working tree in a temp dir.
+struct World {
+    _dir: tempfile::TempDir,
+    cwd: PathBuf,
+    store: Store,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let cwd = root.join("work");
+        std::fs::create_dir_all(&cwd).unwrap();
+        let store = Store {
+            roots: Roots {
+                state: root.join("state"),
+                config: root.join("config"),
+            },
+            project: Project::from_key(cwd.clone()),
+            cwd: cwd.clone(),
+        };
+        World {
+            _dir: dir,
+            cwd,
+            store,
+        }
+    }
+
+    fn store(&self) -> Store {
+        Store {
+            roots: self.store.roots.clone(),
+            project: Project::from_key(self.cwd.clone()),
+            cwd: self.cwd.clone(),
+        }
+    }
+
+    fn runtime(&self, provider: Arc<Canned>, allow_shell: bool) -> Runtime {
+        let store = self.store();
+        Runtime {
+            provider,
+            model: Some("m".into()),
+            window: Some(100_000),
+            spill_chars: 100_000,
+            prune_chars: 50_000,
+            max_tool_rounds: 10,
+            repeat_limit: 3,
+            allow_shell,
+            allow_edits: false,
+            memory: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
+            bare: true,
+            created_project_dir: false,
+            auto_refine: false,
+            tree: revolve_tools::FileId::of(&self.cwd),
+        }
+    }
+
+    fn start(&self, provider: &Arc<Canned>, front: Recorder) -> Live<Recorder> {
+        let runtime = self.runtime(Arc::clone(provider), false);
+        Live::start(self.store(), runtime, front, None, false).unwrap()
+    }
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> Reply {
+    Reply {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: arguments.into(),
+        }],
+        usage: None,
+    }
+}
+
+fn say(text: &str) -> Reply {
+    Reply {
+        text: text.into(),
+        ..Reply::default()
+    }
+}
+
+fn records(path: &Path) -> Vec<Record> {
+    let read = revolve_store::log::read(path).unwrap();
+    assert!(read.skipped.is_empty(), "{:?}", read.skipped);
+    read.records
+}
+
+#[test]
+fn the_log_folds_into_the_live_state_and_the_requests_sent() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    std::fs::write(world.cwd.join("notes.txt"), "the port is 8080\n").unwrap();
+    let model = Canned::new(vec![
+        call("c1", "read_file", r#"{"path":"notes.txt"}"#),
+        say("It is 8080."),
+        say("Yes."),
+    ]);
+    let mut live = world.start(&model, Recorder::default());
+    assert_eq!(live.turn("which port?").unwrap(), Outcome::Done);
+    assert_eq!(live.turn("sure?").unwrap(), Outcome::Done);
+
+    let logged = records(live.path());
+    assert_eq!(&State::fold(&logged), live.state());
+    let rebuilt: Vec<String> = revolve_core::state::requests(&logged)
+        .into_iter()
+        .map(|r| r.body)
+        .collect();
+    let sent: Vec<String> = model.sent().into_iter().map(|r| r.body).collect();
+    assert_eq!(sent.len(), 3);
+    assert_eq!(rebuilt, sent);
+    assert!(sent[1].contains("the port is 8080"), "{}", sent[1]);
+}
+
+#[test]
+fn a_tool_result_is_shown_once_it_is_logged_and_an_answer_as_it_streams() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    std::fs::write(world.cwd.join("a.txt"), "alpha\n").unwrap();
+    let model = Canned::new(vec![
+        call("c1", "read_file", r#"{"path":"a.txt"}"#),
+        say("Read it."),
+    ]);
+    let mut live = world.start(&model, Recorder::default());
+    live.turn("read a.txt").unwrap();
+    assert_eq!(
+        live.front().events,
+        [
+            // The first reply is a call without text.
+            "answered ",
+            "call c1 read_file",
+            "result c1 alpha",
+            "logged c1",
+            "text Read",
+            "text  it.",
+            "answered Read it.",
+            "totals 1 turns",
+        ]
+    );
+}
+
+#[test]
+fn a_shell_command_is_asked_at_a_terminal_and_the_answer_logged() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![
+        call("c1", "shell", r#"{"command":"echo hi > made.txt"}"#),
+        say("Refused, then."),
+    ]);
+    let front = Recorder {
+        interactive: true,
+        answers: VecDeque::from([Answer::No]),
+        ..Recorder::default()
+    };
+    let mut live = world.start(&model, front);
+    live.turn("make a file").unwrap();
+    assert!(live
+        .front()
+        .events
+        .contains(&"shell? echo hi > made.txt".to_owned()));
+    assert!(!world.cwd.join("made.txt").exists());
+    let logged = records(live.path());
+    let approved: Vec<_> = logged
+        .iter()
+        .filter_map(|r| match r {
+            Record::Approved(a) => Some((a.call.as_str(), a.answer, a.tool.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(approved, [("c1", Answer::No, "shell")]);
+    // The model is told, and the fold agrees with what ran.
+    let told = "error: the user did not allow this command";
+    assert!(
+        model.sent()[1].body.contains(told),
+        "{}",
+        model.sent()[1].body
+    );
+    assert_eq!(&State::fold(&logged), live.state());
+}
+
+#[test]
+fn without_a_terminal_nobody_is_asked() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![
+        call("c1", "shell", r#"{"command":"echo hi > made.txt"}"#),
+        call("c2", "write_file", r#"{"path":"new.txt","content":"x\n"}"#),
+        say("Neither ran."),
+    ]);
+    let mut live = world.start(&model, Recorder::default());
+    live.turn("make files").unwrap();
+    let asked: Vec<_> = live
+        .front()
+        .events
+        .iter()
+        .filter(|e| e.contains('?'))
+        .cloned()
+        .collect();
+    assert!(asked.is_empty(), "{asked:?}");
+    // Both calls are answered with an error the model reads.
+    let results: Vec<_> = live
+        .state()
+        .messages
+        .iter()
+        .filter(|m| m.tool_call_id.is_some())
+        .map(|m| m.content.clone())
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(
+        results.iter().all(|r| r.starts_with("error:")),
+        "{results:?}"
+    );
+    assert!(!world.cwd.join("made.txt").exists());
+    assert!(!world.cwd.join("new.txt").exists());
+}
+
+#[test]
+fn an_edit_allowed_at_the_terminal_is_written_and_rewound() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![
+        call(
+            "c1",
+            "write_file",
+            r#"{"path":"new.txt","content":"one\ntwo\n"}"#,
+        ),
+        say("Written."),
+    ]);
+    let front = Recorder {
+        interactive: true,
+        answers: VecDeque::from([Answer::Yes]),
+        ..Recorder::default()
+    };
+    let mut live = world.start(&model, front);
+    live.turn("write new.txt").unwrap();
+    assert!(live
+        .front()
+        .events
+        .contains(&"edit? new.txt (3 + lines)".to_owned()));
+    let file = world.cwd.join("new.txt");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
+
+    assert_eq!(live.rewind(1, Scope::Both, false, false).unwrap(), Ok(()));
+    assert!(!file.exists(), "a file the session created is removed");
+    assert_eq!(live.state().messages.len(), 0);
+    assert_eq!(live.rewind(0, Scope::Both, true, false).unwrap(), Ok(()));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
+    assert_eq!(&State::fold(&records(live.path())), live.state());
+}
+
+#[test]
+fn a_resumed_session_goes_on_from_its_log() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![say("First."), say("Second.")]);
+    let mut live = world.start(&model, Recorder::default());
+    live.turn("one").unwrap();
+    let path = live.path().to_path_buf();
+    let before = live.state().clone();
+    drop(live);
+
+    let runtime = world.runtime(Arc::clone(&model), false);
+    let mut live =
+        Live::resume_at(world.store(), &path, runtime, Recorder::default(), false).unwrap();
+    assert_eq!(live.state().messages, before.messages);
+    live.turn("two").unwrap();
+    let sent = model.sent();
+    assert!(sent[1].body.contains("First."), "{}", sent[1].body);
+    assert_eq!(&State::fold(&records(&path)), live.state());
+}

@@ -1,0 +1,104 @@
+//! The binary's [`Front`]: output through a [`Sink`] (text or JSON
+//! events), questions through [`Approvals`] (the terminal, or the flags
+//! without one).
+
+use std::path::Path;
+use std::time::Duration;
+
+use revolve_core::edit::Answer;
+use revolve_core::tools::Tool;
+use revolve_core::Totals;
+use revolve_io::front::Front;
+use revolve_io::tools::Approver;
+
+use crate::approve::Approvals;
+use crate::error::Error;
+use crate::output::{Format, Sink};
+
+/// A session as this binary runs it.
+pub type Live = revolve_io::live::Live<Console>;
+
+/// This process's stdout and stderr, and its user.
+pub struct Console {
+    pub sink: Sink,
+    pub approvals: Approvals,
+}
+
+impl Console {
+    /// Output in `format`; questions by `approvals`.
+    pub fn new(format: Format, approvals: Approvals) -> Console {
+        Console {
+            sink: Sink::new(format),
+            approvals,
+        }
+    }
+}
+
+/// Ends the run's output: a `done` or `error` event in stream-json.
+pub fn end(live: &mut Live, result: &Result<(), Error>) {
+    let state = live.state();
+    let id = state.id().to_owned();
+    let name = state.name.clone();
+    let log = live.path().to_string_lossy().into_owned();
+    live.front().sink.end(result, &id, name.as_deref(), &log);
+}
+
+impl Approver for Console {
+    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
+        self.approvals.approve_grant(path, reason)
+    }
+}
+
+impl Front for Console {
+    fn interactive(&self) -> bool {
+        self.approvals.interactive
+    }
+
+    fn text(&mut self, text: &str) {
+        self.sink.text(text);
+    }
+
+    fn answer_end(&mut self, shown: &str) {
+        self.sink.answer_end(shown);
+    }
+
+    fn waiting(&mut self, elapsed: Duration) {
+        self.sink.waiting(elapsed);
+    }
+
+    fn stop_waiting(&mut self) {
+        self.sink.stop_waiting();
+    }
+
+    fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
+        self.sink.tool_call(id, tool, arguments);
+    }
+
+    fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool) {
+        self.sink.tool_result(id, tool, output, interrupted);
+    }
+
+    fn logged(&mut self, id: &str) {
+        self.sink.logged(id);
+    }
+
+    fn settled(&mut self) {
+        self.sink.release();
+    }
+
+    fn totals(&mut self, totals: &Totals) {
+        self.sink.totals(totals);
+    }
+
+    fn closed(&self) -> bool {
+        self.sink.closed()
+    }
+
+    fn ask_shell(&mut self, command: &str) -> Answer {
+        self.approvals.ask_shell(command)
+    }
+
+    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
+        self.approvals.ask_edit(path, diff)
+    }
+}

@@ -1,0 +1,57 @@
+//! One line the user sent: a slash command, told on stderr, or a turn.
+
+use revolve_core::edit::{turns, Scope};
+use revolve_core::slash::{self, RefineCommand, RewindCommand, Slash};
+use revolve_core::view;
+use revolve_io::live::Outcome;
+
+use crate::commands;
+use crate::console::Live;
+use crate::error::Error;
+
+/// Handles one line: a slash command or a user turn. A command that fails
+/// is told on stderr and the session goes on; only the session's own
+/// failures (its log, a signal) are errors.
+pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
+    let Some(command) = slash::parse(text) else {
+        return live.turn(text);
+    };
+    match command {
+        Slash::Quit => return Ok(Outcome::Quit),
+        Slash::Compact => return live.compact(),
+        Slash::Name(name) => return live.rename(name),
+        Slash::Refine(RefineCommand::Run) => return live.refine(false),
+        Slash::Rewind(RewindCommand::List) => {
+            eprint!("{}", view::rewind_list(&turns(live.state())));
+        }
+        Slash::Rewind(how) => {
+            let (turns, undo) = match how {
+                RewindCommand::Turns(n) => (n, false),
+                _ => (0, true),
+            };
+            if let Err(why) = live.rewind(turns, Scope::Both, undo, false)? {
+                eprintln!("{why}");
+            }
+        }
+        Slash::Refine(RefineCommand::History { diff }) => {
+            match commands::memory_history(live.store(), live.memory(), diff) {
+                Ok(text) => eprint!("{text}"),
+                Err(e) => eprintln!("{e}"),
+            }
+        }
+        Slash::Refine(RefineCommand::Undo) => match live.undo_memory() {
+            Ok(Some(done)) => eprint!("{}", commands::undo_text(done.as_deref())),
+            Ok(None) => {}
+            Err(e) => eprintln!("{e}"),
+        },
+        Slash::Goal(args) => match commands::goal(&live.memory().project_dir, &args) {
+            Ok(text) => eprintln!("{text}"),
+            Err(e) => eprintln!("{e}"),
+        },
+        Slash::Status => eprintln!("{}", view::status(live.state())),
+        Slash::Help => eprintln!("{}", slash::HELP),
+        Slash::Incomplete(why) => eprintln!("{why}"),
+        Slash::Unknown(word) => eprintln!("unknown command /{word}; /help lists them"),
+    }
+    Ok(Outcome::Done)
+}
