@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use revolve_core::edit::Answer;
+use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
 use revolve_core::Totals;
 use revolve_io::front::Front;
@@ -40,7 +41,9 @@ pub fn end(live: &mut Live, result: &Result<(), Error>) {
     let id = state.id().to_owned();
     let name = state.name.clone();
     let log = live.path().to_string_lossy().into_owned();
-    live.front().sink.end(result, &id, name.as_deref(), &log);
+    live.front_mut()
+        .sink
+        .end(result, &id, name.as_deref(), &log);
 }
 
 impl Approver for Console {
@@ -80,6 +83,10 @@ impl Front for Console {
 
     fn logged(&mut self, id: &str) {
         self.sink.logged(id);
+    }
+
+    fn not_run(&mut self, call: &ToolCall, output: &str) {
+        self.sink.not_run(call, output);
     }
 
     fn settled(&mut self) {

@@ -40,8 +40,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             }
         }
         Slash::Refine(RefineCommand::Undo) => match live.undo_memory() {
-            Ok(Some(done)) => eprint!("{}", commands::undo_text(done.as_deref())),
-            Ok(None) => {}
+            Ok(done) => eprint!("{}", commands::undo_text(done.as_deref())),
             Err(e) => eprintln!("{e}"),
         },
         Slash::Goal(args) => match commands::goal(&live.memory().project_dir, &args) {

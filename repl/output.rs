@@ -17,8 +17,9 @@
 //!
 //! `text` events are the answer's pieces as they stream (concatenated they
 //! are the answer); `arguments` are the model's JSON (a string when it was
-//! not JSON); `output` is the whole result the tool gave, before any spill;
-//! `totals` follows every turn that ended; the last line is `done`, or
+//! not JSON); `output` is the whole result the tool gave, before any spill
+//! (a call that did not run, refused or repeated or not a tool, has both
+//! events too, its `output` the error the model got); `totals` follows every turn that ended; the last line is `done`, or
 //! `error` with the exit code when the run failed.
 
 use std::borrow::Cow;
@@ -27,6 +28,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
 use revolve_core::view;
 use revolve_core::Totals;
@@ -164,6 +166,26 @@ impl Sink {
                               "output": output, "interrupted": interrupted}),
             );
             self.held = Some((id.to_owned(), line));
+        }
+    }
+
+    /// A call that did not run, and the result the model got instead (in
+    /// the log already): its `tool_call` and `tool_result` events in JSON;
+    /// nothing in text (a refusal the user should know of is told on
+    /// stderr by itself).
+    pub fn not_run(&mut self, call: &ToolCall, output: &str) {
+        if self.format == Format::StreamJson {
+            let arguments = serde_json::from_str::<Value>(&call.arguments)
+                .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+            self.event(
+                "tool_call",
+                json!({"id": call.id, "name": call.name, "arguments": arguments}),
+            );
+            self.event(
+                "tool_result",
+                json!({"id": call.id, "name": call.name,
+                              "output": output, "interrupted": false}),
+            );
         }
     }
 

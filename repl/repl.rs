@@ -21,7 +21,7 @@ use crate::line;
 pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let mut editor = DefaultEditor::new()
         .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
-    live.front().sink.allow_spinner();
+    live.front_mut().sink.allow_spinner();
     let history = live.history_path();
     editor.load_history(&history).ok();
     eprintln!(

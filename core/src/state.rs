@@ -518,6 +518,15 @@ impl State {
         self.header.as_ref().map_or("", |h| &h.id)
     }
 
+    /// The tool call `id` of the conversation, the newest of that id.
+    pub fn tool_call(&self, id: &str) -> Option<&ToolCall> {
+        self.messages
+            .iter()
+            .rev()
+            .flat_map(|m| &m.tool_calls)
+            .find(|c| c.id == id)
+    }
+
     /// The bytes of text the messages `range` hold (contents, call names
     /// and arguments): a lower bound of what they add to a request body,
     /// known without building it.

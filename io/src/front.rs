@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use revolve_core::edit::Answer;
+use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
 use revolve_core::Totals;
 use revolve_tools::Approver;
@@ -43,6 +44,11 @@ pub trait Front: Approver {
 
     /// The result of the call `id` is in the log.
     fn logged(&mut self, id: &str);
+
+    /// A call the model made that did not run (refused, repeated, not a
+    /// tool, cut off by a stop), with the result the model gets instead,
+    /// which is in the log already.
+    fn not_run(&mut self, call: &ToolCall, output: &str);
 
     /// Everything the last input led to is done and logged.
     fn settled(&mut self);

@@ -102,6 +102,9 @@ pub struct Live<F: Front> {
     /// The edit call in flight and its tool, whose result is shown once
     /// logged.
     editing: Option<(String, Tool)>,
+    /// The call the front was last shown run (its result is shown by
+    /// whoever ran it; any other result is of a call that did not run).
+    shown: Option<String>,
     /// Whether the user was told that shell changes outside git are not
     /// tracked.
     told_untracked: bool,
@@ -184,6 +187,7 @@ impl<F: Front> Live<F> {
             last_entry: None,
             undone: None,
             editing: None,
+            shown: None,
             told_untracked: false,
             refused: None,
         })
@@ -264,6 +268,7 @@ impl<F: Front> Live<F> {
             last_entry: None,
             undone: None,
             editing: None,
+            shown: None,
             told_untracked: false,
             refused: None,
         };
@@ -413,12 +418,12 @@ impl<F: Front> Live<F> {
     }
 
     /// `/refine undo`: the core asks for the undo and logs what it did.
-    /// The files put back (`Some(None)` when there was nothing to undo), or
-    /// `None` when the core asked for none.
-    pub fn undo_memory(&mut self) -> Result<Option<Option<Vec<String>>>, Error> {
+    /// What the undo put back or removed, a line a file, or `None` when
+    /// there was nothing to undo.
+    pub fn undo_memory(&mut self) -> Result<Option<Vec<String>>, Error> {
         self.undone = None;
         self.drive(Input::Undo)?;
-        Ok(self.undone.take())
+        Ok(self.undone.take().flatten())
     }
 
     /// `/name NAME`: renames the session, under the naming lock as a new
@@ -462,7 +467,12 @@ impl<F: Front> Live<F> {
     }
 
     /// Where the session shows and asks.
-    pub fn front(&mut self) -> &mut F {
+    pub fn front(&self) -> &F {
+        &self.front
+    }
+
+    /// Where the session shows and asks, to change how.
+    pub fn front_mut(&mut self) -> &mut F {
         &mut self.front
     }
 
@@ -620,15 +630,16 @@ impl<F: Front> Live<F> {
         if let Record::Message(Message {
             role: Role::Tool,
             tool_call_id: Some(id),
+            content,
             ..
         }) = record
         {
             if let Some((_, tool)) = self.editing.take_if(|(e, _)| e == id) {
-                let content = match record {
-                    Record::Message(m) => m.content.as_str(),
-                    _ => "",
-                };
                 self.front.tool_result(id, &tool, content, false);
+            } else if self.shown.as_ref() != Some(id) {
+                if let Some(call) = self.session.state().tool_call(id) {
+                    self.front.not_run(call, content);
+                }
             }
             self.front.logged(id);
         }

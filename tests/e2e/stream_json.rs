@@ -110,6 +110,67 @@ fn a_turn_with_a_tool_streams_events() {
 }
 
 #[test]
+fn a_call_that_did_not_run_has_its_events_too() {
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls(
+            "",
+            &[
+                ("c1", "shell", r#"{"command":"touch made"}"#),
+                ("c2", "no_such_tool", "not json"),
+            ],
+        ),
+        FakeReply::text("Neither ran."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("stream-json-not-run");
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--base-url",
+            &url,
+            "--output-format",
+            "stream-json",
+            "-p",
+            "make a file",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(!env.cwd.join("made").exists());
+    let events = events(&run.stdout);
+    let calls: Vec<_> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_call" || e["type"] == "tool_result")
+        .collect();
+    assert_eq!(calls.len(), 4, "{events:?}");
+    assert_eq!(
+        (&calls[0]["type"], &calls[0]["id"], &calls[0]["name"]),
+        (&"tool_call".into(), &"c1".into(), &"shell".into())
+    );
+    assert_eq!(
+        calls[0]["arguments"],
+        serde_json::json!({"command": "touch made"})
+    );
+    assert_eq!(
+        (&calls[1]["type"], &calls[1]["id"]),
+        (&"tool_result".into(), &"c1".into())
+    );
+    assert_eq!(
+        calls[1]["output"],
+        "error: the user did not allow this command"
+    );
+    // Arguments that are not JSON are given as the string they were.
+    assert_eq!(calls[2]["arguments"], "not json");
+    assert!(
+        calls[3]["output"].as_str().unwrap().starts_with("error:"),
+        "{}",
+        calls[3]
+    );
+    // The refusal is told on stderr, for a human watching.
+    assert!(run.stderr.contains("--allow-shell"), "{run:?}");
+}
+
+#[test]
 fn each_line_is_a_turn_with_its_totals_and_one_done() {
     let server = FakeServer::start(vec![FakeReply::text("One."), FakeReply::text("Two.")]).unwrap();
     let env = TestEnv::new("stream-json-lines");

@@ -24,6 +24,7 @@ impl<F: Front> Live<F> {
         if let Some(call) = self.state().open_calls.iter().find(|c| c.id == id).cloned() {
             if let Ok(tool) = revolve_core::tools::parse(&call) {
                 self.front.tool_call(&id, &tool, &call.arguments);
+                self.shown = Some(id.clone());
                 self.editing = Some((id.clone(), tool));
             }
         }

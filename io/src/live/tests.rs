@@ -99,6 +99,11 @@ impl Front for Recorder {
     fn logged(&mut self, id: &str) {
         self.events.push(format!("logged {id}"));
     }
+    fn not_run(&mut self, call: &ToolCall, output: &str) {
+        let first = output.lines().next().unwrap_or_default();
+        self.events
+            .push(format!("not run {} {}: {first}", call.id, call.name));
+    }
     fn settled(&mut self) {}
     fn totals(&mut self, totals: &Totals) {
         self.events.push(format!("totals {} turns", totals.turns));
@@ -386,4 +391,35 @@ fn a_resumed_session_goes_on_from_its_log() {
     let sent = model.sent();
     assert!(sent[1].body.contains("First."), "{}", sent[1].body);
     assert_eq!(&State::fold(&records(&path)), live.state());
+}
+
+#[test]
+fn a_call_that_does_not_run_is_shown_with_the_result_the_model_got() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![
+        call("c1", "no_such_tool", "{}"),
+        call("c2", "shell", r#"{"command":"true"}"#),
+        say("Done."),
+    ]);
+    let mut live = world.start(&model, Recorder::default());
+    live.turn("go").unwrap();
+    let shown: Vec<_> = live
+        .front()
+        .events
+        .iter()
+        .filter(|e| e.starts_with("not run") || e.starts_with("logged"))
+        .cloned()
+        .collect();
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    assert!(
+        shown[0].starts_with("not run c1 no_such_tool: error:"),
+        "{shown:?}"
+    );
+    assert_eq!(shown[1], "logged c1");
+    assert_eq!(
+        shown[2],
+        "not run c2 shell: error: the user did not allow this command"
+    );
+    assert_eq!(shown[3], "logged c2");
 }

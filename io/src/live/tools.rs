@@ -52,6 +52,7 @@ impl<F: Front> Live<F> {
             .find(|c| c.id == id)
             .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
         self.front.tool_call(&id, tool, &arguments);
+        self.shown = Some(id.clone());
         let ctx = self.tool_context();
         let outcome = tools::run(tool, grants, &ctx, &mut self.front, &interrupt::pending);
         self.front
