@@ -1,5 +1,5 @@
 //! A pseudo-terminal for a child process, from rustix (std has none): the
-//! one pty helper of the tests, also used by `benches/scale.rs`. Works on
+//! one pty helper of the tests, also used by `benches/scale/`. Works on
 //! Linux and macOS; nothing is skipped when a tool is missing, because no
 //! tool is run.
 
