@@ -1,9 +1,12 @@
 //! The person at the other end of a running session, as the shell sees
-//! them: what they are shown as the session runs, and what they are asked.
-//! The binary's terminal (or its JSON event stream) is one [`Front`]; a
-//! test's recorder is another. How anything looks is the front's business;
-//! when it is shown, and whether anybody is asked at all, is not (the core
-//! decides, [`crate::live`] executes).
+//! them: what they are shown as the session runs (the answer, tool calls
+//! and their results, totals), and what they are asked. The binary's
+//! terminal (or its JSON event stream) is one [`Front`]; a test's recorder
+//! is another. How these look is the front's business; when they are
+//! shown, and whether anybody is asked at all, is not (the core decides,
+//! [`crate::live`] executes). The shell's own notices (a resume's
+//! transcript, a refusal, a file it could not read, a refinement's
+//! progress) are lines on stderr, written there directly.
 
 use std::time::Duration;
 
@@ -38,16 +41,17 @@ pub trait Front: Approver {
     fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str);
 
     /// What the tool gave (before any spill), or that it was interrupted.
-    /// Its record is not in the log yet: [`Front::logged`] follows once it
-    /// is (or [`Front::settled`], when it never will be).
+    /// Its record may not be in the log yet: [`Front::logged`] follows
+    /// once it is (or [`Front::settled`], when it never will be).
     fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool);
 
     /// The result of the call `id` is in the log.
     fn logged(&mut self, id: &str);
 
-    /// A call the model made that did not run (refused, repeated, not a
-    /// tool, cut off by a stop), with the result the model gets instead,
-    /// which is in the log already.
+    /// A call the model made that did not run, with the result the model
+    /// gets instead, which is in the log already: refused, repeated, not a
+    /// tool, cut off by a stop or by Ctrl-C; and, as a resume answers
+    /// them, the calls a crash left without a result.
     fn not_run(&mut self, call: &ToolCall, output: &str);
 
     /// Everything the last input led to is done and logged.

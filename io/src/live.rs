@@ -102,8 +102,8 @@ pub struct Live<F: Front> {
     /// The edit call in flight and its tool, whose result is shown once
     /// logged.
     editing: Option<(String, Tool)>,
-    /// The call the front was last shown run (its result is shown by
-    /// whoever ran it; any other result is of a call that did not run).
+    /// The call the front was shown run, until its result is logged (a
+    /// result of any other call is of one that did not run).
     shown: Option<String>,
     /// Whether the user was told that shell changes outside git are not
     /// tracked.
@@ -634,9 +634,13 @@ impl<F: Front> Live<F> {
             ..
         }) = record
         {
+            // Ids repeat across rounds (a server that gives none gets
+            // `call_0` for every first call): the call shown run is
+            // forgotten once its result is logged.
+            let ran = self.shown.take_if(|s| s == id).is_some();
             if let Some((_, tool)) = self.editing.take_if(|(e, _)| e == id) {
                 self.front.tool_result(id, &tool, content, false);
-            } else if self.shown.as_ref() != Some(id) {
+            } else if !ran {
                 if let Some(call) = self.session.state().tool_call(id) {
                     self.front.not_run(call, content);
                 }
@@ -714,14 +718,14 @@ fn spill(path: &Path, content: &str) -> Result<(), Error> {
 }
 
 /// The inbox of the session `name` of `store`'s directory.
-pub fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
+fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
     name.map(|n| Inbox::of(&store.roots, &store.project, &store.cwd, n))
 }
 
 /// The model of a session nobody chose one for.
-pub const DEFAULT_MODEL: &str = revolve_core::config::Preset::Openai.model();
+const DEFAULT_MODEL: &str = revolve_core::config::Preset::Openai.model();
 /// The declared context window of a session nobody declared one for.
-pub const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
+const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
 
 /// How much of the conversation a resume shows again, at most.
 const RESUME_SHOWS_BYTES: usize = revolve_core::policy::RESUME_SHOWS_BYTES;

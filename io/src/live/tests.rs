@@ -1,7 +1,7 @@
 //! The executor against a canned model and a recording front, in a temp
 //! store: what the log holds folds back into the live state and the exact
-//! requests sent, the front sees a result only once it is logged, and it
-//! is asked exactly what the core says to ask.
+//! requests sent, the front is told of every call and when its result is
+//! logged, and it is asked exactly what the core says to ask.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -237,7 +237,7 @@ fn the_log_folds_into_the_live_state_and_the_requests_sent() {
 }
 
 #[test]
-fn a_tool_result_is_shown_once_it_is_logged_and_an_answer_as_it_streams() {
+fn a_tool_result_is_followed_by_its_logging_and_an_answer_streams() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let world = World::new();
     std::fs::write(world.cwd.join("a.txt"), "alpha\n").unwrap();
@@ -278,10 +278,12 @@ fn a_shell_command_is_asked_at_a_terminal_and_the_answer_logged() {
     };
     let mut live = world.start(&model, front);
     live.turn("make a file").unwrap();
-    assert!(live
-        .front()
-        .events
-        .contains(&"shell? echo hi > made.txt".to_owned()));
+    let events = &live.front().events;
+    let asked = events.iter().position(|e| e == "shell? echo hi > made.txt");
+    let told = events
+        .iter()
+        .position(|e| e == "not run c1 shell: error: the user did not allow this command");
+    assert!(asked.is_some() && told > asked, "{events:?}");
     assert!(!world.cwd.join("made.txt").exists());
     let logged = records(live.path());
     let approved: Vec<_> = logged
@@ -422,4 +424,32 @@ fn a_call_that_does_not_run_is_shown_with_the_result_the_model_got() {
         "not run c2 shell: error: the user did not allow this command"
     );
     assert_eq!(shown[3], "logged c2");
+}
+
+#[test]
+fn a_repeated_call_under_a_reused_id_is_shown_as_not_run() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    std::fs::write(world.cwd.join("a.txt"), "alpha\n").unwrap();
+    // A server that gives no ids: every first call is `call_0`.
+    let read = || call("call_0", "read_file", r#"{"path":"a.txt"}"#);
+    let model = Canned::new(vec![read(), read(), read(), say("Stopped.")]);
+    let mut live = world.start(&model, Recorder::default());
+    live.turn("read it again and again").unwrap();
+    let calls: Vec<_> = live
+        .front()
+        .events
+        .iter()
+        .filter(|e| e.starts_with("call ") || e.starts_with("not run"))
+        .cloned()
+        .collect();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(
+        calls[..2],
+        ["call call_0 read_file", "call call_0 read_file"]
+    );
+    assert!(
+        calls[2].starts_with("not run call_0 read_file: error:"),
+        "{calls:?}"
+    );
 }
