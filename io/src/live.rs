@@ -171,11 +171,23 @@ impl<F: Front> Live<F> {
         };
         // The store wrote the header; the core folds the same record.
         let settings = settings(&store, &header.id, &runtime, front.interactive());
-        let inbox = inbox_of(&store, header.name.as_deref());
         // The header is on disk already (written and synced before the file
         // took its name); the folder is synced with the first turn's end.
         let (session, _header_cmd) = Session::start(header, settings);
-        Ok(Live {
+        Ok(Live::new(session, writer, claim, store, runtime, front))
+    }
+
+    /// A session opened, its log claimed, nothing run yet.
+    fn new(
+        session: Session,
+        writer: LogWriter,
+        claim: Claim,
+        store: Store,
+        runtime: Runtime,
+        front: F,
+    ) -> Live<F> {
+        let inbox = inbox_of(&store, session.state().name.as_deref());
+        Live {
             session,
             writer,
             claim,
@@ -190,7 +202,7 @@ impl<F: Front> Live<F> {
             shown: None,
             told_untracked: false,
             refused: None,
-        })
+        }
     }
 
     /// Resumes the session `needle` names (name, id or path), or the latest
@@ -254,24 +266,8 @@ impl<F: Front> Live<F> {
             provider: runtime.provider.name().to_owned(),
         };
         let settings = settings(&store, &id, &runtime, front.interactive());
-        let inbox = inbox_of(&store, state.name.as_deref());
         let (session, cmds) = Session::resume(state, settings, resumed);
-        let mut live = Live {
-            session,
-            writer,
-            claim,
-            store,
-            front,
-            runtime,
-            inbox,
-            refine_pieces: 0,
-            last_entry: None,
-            undone: None,
-            editing: None,
-            shown: None,
-            told_untracked: false,
-            refused: None,
-        };
+        let mut live = Live::new(session, writer, claim, store, runtime, front);
         live.execute(cmds, &mut VecDeque::new())?;
         live.settle_pending_edit()?;
         // Messages the log holds already (a crash after logging them) leave
