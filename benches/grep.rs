@@ -13,15 +13,7 @@ use std::time::{Duration, Instant};
 use common::{median, ms, Scratch};
 use revolve_core::tools::Tool;
 use revolve_io::memory::MemoryDirs;
-use revolve_io::tools::{self, AgentInfo, Approver, Context, FileId};
-
-struct No;
-
-impl Approver for No {
-    fn approve_grant(&mut self, _: &Path, _: Option<&str>) -> bool {
-        false
-    }
-}
+use revolve_io::tools::{self, AgentInfo, Context, FileId};
 
 fn main() {
     let (scale, smoke) = common::scale();
@@ -69,7 +61,7 @@ fn main() {
         let mut lines = 0;
         for _ in 0..runs {
             let t = Instant::now();
-            let out = tools::run(&tool, &[], &ctx, &mut No, &|| false);
+            let out = tools::run(&tool, &[], &ctx, &|| false);
             times.push(t.elapsed());
             lines = out.output.lines().count();
         }

@@ -1,48 +1,47 @@
-//! Who allows what a tool asks for: the user at the terminal, or, without
-//! one, `--grant PATH`. Whether a shell command or an edit is asked about
-//! at all is core's decision (it knows `--allow-shell`, `--allow-edits`
+//! The user at the terminal, asked whether a shell command may run, an
+//! edit be made or a path be read. Whether anything is asked at all is
+//! core's decision (it knows `--allow-shell`, `--allow-edits`, `--grant`
 //! and the user's earlier "always" from the log); here it is only asked.
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use revolve_io::tools::Approver;
-
 use crate::error::Error;
 
-/// The approval policy of this run.
+/// Who is asked: the user at the terminal, when there is one.
 #[derive(Debug, Default)]
 pub struct Approvals {
     /// Ask the user at the terminal (a TTY run).
     pub interactive: bool,
-    /// Paths granted up front (`--grant`), canonical.
-    pub grants: Vec<PathBuf>,
+}
+
+/// The paths of `--grant`, each resolved against `cwd` (the working
+/// directory) and made canonical. A grant of a path that does not exist
+/// (or cannot be resolved, or is not UTF-8) is a usage error naming it.
+pub fn granted_up_front(grants: &[PathBuf], cwd: &Path) -> Result<Vec<String>, Error> {
+    grants
+        .iter()
+        .map(|given| {
+            let path = cwd.join(given);
+            let canonical = path.canonicalize().map_err(|e| {
+                Error::Usage(format!(
+                    "--grant {}: cannot grant {}: {e}",
+                    given.display(),
+                    path.display()
+                ))
+            })?;
+            canonical.into_os_string().into_string().map_err(|path| {
+                Error::Usage(format!(
+                    "--grant {}: {} is not valid UTF-8",
+                    given.display(),
+                    Path::new(&path).display()
+                ))
+            })
+        })
+        .collect()
 }
 
 impl Approvals {
-    /// The policy for a run; each of `grants` is resolved against `cwd`
-    /// (the working directory) and made canonical. A grant of a path that
-    /// does not exist (or cannot be resolved) is a usage error naming it.
-    pub fn new(interactive: bool, grants: &[PathBuf], cwd: &Path) -> Result<Approvals, Error> {
-        let grants = grants
-            .iter()
-            .map(|given| {
-                let path = cwd.join(given);
-                path.canonicalize().map_err(|e| {
-                    Error::Usage(format!(
-                        "--grant {}: cannot grant {}: {e}",
-                        given.display(),
-                        path.display()
-                    ))
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        Ok(Approvals {
-            interactive,
-            grants,
-        })
-    }
-
     /// Asks whether a shell command may run: this one, every one of the
     /// session, or no (core decided to ask). End of input means no.
     pub fn ask_shell(&self, command: &str) -> revolve_core::edit::Answer {
@@ -72,29 +71,15 @@ impl Approvals {
         }
     }
 
-    fn granted(&self, path: &Path) -> bool {
-        self.grants.iter().any(|g| path.starts_with(g))
-    }
-}
-
-impl Approver for Approvals {
-    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
-        if self.granted(path) {
-            return true;
-        }
-        if !self.interactive {
-            eprintln!(
-                "revolve: refused to grant {} (pass --grant PATH to allow it without a terminal)",
-                path.display()
-            );
-            return false;
-        }
+    /// Asks whether the session may read `path` (outside the working
+    /// tree), for the model's `reason`. End of input means no.
+    pub fn ask_grant(&self, path: &str, reason: Option<&str>) -> bool {
         let why = reason
             .map(|r| format!(" ({})", inert(r)))
             .unwrap_or_default();
         match ask(&format!(
             "let this session read {}{why}? [y]es, [n]o: ",
-            path.display()
+            inert(path)
         )) {
             Answer::Yes | Answer::Always => true,
             Answer::No => false,

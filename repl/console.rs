@@ -2,7 +2,6 @@
 //! events), questions through [`Approvals`] (the terminal, or the flags
 //! without one).
 
-use std::path::Path;
 use std::time::Duration;
 
 use revolve_core::edit::Answer;
@@ -10,7 +9,6 @@ use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
 use revolve_core::Totals;
 use revolve_io::front::Front;
-use revolve_io::tools::Approver;
 
 use crate::approve::Approvals;
 use crate::error::Error;
@@ -44,12 +42,6 @@ pub fn end(live: &mut Live, result: &Result<(), Error>) {
     live.front_mut()
         .sink
         .end(result, &id, name.as_deref(), &log);
-}
-
-impl Approver for Console {
-    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
-        self.approvals.approve_grant(path, reason)
-    }
 }
 
 impl Front for Console {
@@ -107,5 +99,9 @@ impl Front for Console {
 
     fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
         self.approvals.ask_edit(path, diff)
+    }
+
+    fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool {
+        self.approvals.ask_grant(path, reason)
     }
 }

@@ -184,11 +184,15 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !resuming {
         settings.learn_window();
     }
-    let approvals = Approvals::new(stdin_tty, &cli.grant, &store.cwd)?;
+    let granted = approve::granted_up_front(&cli.grant, &store.cwd)?;
+    let approvals = Approvals {
+        interactive: stdin_tty,
+    };
     let front = Console::new(cli.output_format, approvals);
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
-    let runtime = runtime(&store, &settings, resuming, memory, !cli.no_auto_refine)?;
+    let mut runtime = runtime(&store, &settings, resuming, memory, !cli.no_auto_refine)?;
+    runtime.granted = granted;
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -396,6 +400,7 @@ fn runtime_with(
         repeat_limit: settings.max_repeated_calls.value,
         allow_shell: settings.allow_shell.value,
         allow_edits: settings.allow_edits.value,
+        granted: Vec::new(),
     }
 }
 

@@ -75,6 +75,9 @@ pub struct Session {
     staged: Option<edits::Staged>,
     /// The shell call the user just allowed, which runs without asking.
     allowed_call: Option<String>,
+    /// The `request_file_grant` call the user is asked about, and the path
+    /// (canonical) it asks for.
+    asked_grant: Option<(String, String)>,
 }
 
 impl Session {
@@ -112,6 +115,7 @@ impl Session {
             inbox_waiting: false,
             staged: None,
             allowed_call: None,
+            asked_grant: None,
         }
     }
 
@@ -600,7 +604,7 @@ impl Session {
             ))];
         }
         if let Some(path) = grant {
-            self.grants.insert(path);
+            return self.grant_gate(id, path, now);
         }
         let mut cmds = Vec::new();
         let content = if output.chars().count() > self.settings.spill_chars {

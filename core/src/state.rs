@@ -304,10 +304,11 @@ impl State {
             }
             Record::Approved(r) => {
                 if r.answer == Answer::Always {
-                    if r.tool == "shell" {
-                        self.shell_always = true;
-                    } else {
-                        self.edits_always = true;
+                    // A grant is never "always" (and is not remembered).
+                    match r.tool.as_str() {
+                        "shell" => self.shell_always = true,
+                        "" => self.edits_always = true,
+                        _ => {}
                     }
                 }
             }

@@ -196,6 +196,7 @@ fn settings() -> Settings {
         allow_edits: true,
         allow_shell: true,
         interactive: false,
+        granted: Vec::new(),
     }
 }
 

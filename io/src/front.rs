@@ -14,12 +14,10 @@ use revolve_core::edit::Answer;
 use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
 use revolve_core::Totals;
-use revolve_tools::Approver;
 
 /// Where a [`crate::live::Live`] session shows what happens and asks what
-/// needs allowing. Grants are asked through [`Approver`], the tools' own
-/// question.
-pub trait Front: Approver {
+/// needs allowing.
+pub trait Front {
     /// Whether a person can be asked (a terminal); the core asks only
     /// then, and refuses what it would have asked otherwise.
     fn interactive(&self) -> bool;
@@ -72,4 +70,9 @@ pub trait Front: Approver {
     /// it): this once, every time this session, or not. Asked only when
     /// [`Front::interactive`].
     fn ask_edit(&mut self, path: &str, diff: &str) -> Answer;
+
+    /// May the session read `path` (canonical, outside the working tree),
+    /// for the model's `reason`: yes or no. Asked only when
+    /// [`Front::interactive`].
+    fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool;
 }

@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use revolve_core::edit::Answer;
 use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
@@ -68,6 +69,8 @@ pub struct Runtime {
     pub allow_shell: bool,
     /// Files are edited without asking (`--allow-edits`).
     pub allow_edits: bool,
+    /// Paths granted up front (`--grant`), canonical.
+    pub granted: Vec<String>,
     /// Where memory and the goal live.
     pub memory: MemoryDirs,
     /// `--bare`: no memory and no goal in the prompt.
@@ -598,6 +601,14 @@ impl<F: Front> Live<F> {
                     id,
                     now: clock::now(),
                 }),
+                Command::AskGrant { id, path, reason } => {
+                    let yes = self.front.ask_grant(&path, reason.as_deref());
+                    queue.push_back(Input::Answered {
+                        answer: if yes { Answer::Yes } else { Answer::No },
+                        id,
+                        now: clock::now(),
+                    });
+                }
                 Command::Refused(why) => self.refused = Some(why),
                 Command::Show(text) => eprintln!("{text}"),
             }
@@ -699,6 +710,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         allow_edits: runtime.allow_edits,
         allow_shell: runtime.allow_shell,
         interactive,
+        granted: runtime.granted.clone(),
     }
 }
 

@@ -944,6 +944,79 @@ fn grants_without_a_terminal_need_the_grant_flag() {
 }
 
 #[test]
+fn at_a_terminal_a_grant_is_asked_with_its_reason_and_the_answer_logged() {
+    let env = TestEnv::new("grant-asked");
+    let secret = write_outside(&env, "secret.txt", "the secret\n");
+    let other = write_outside(&env, "other.txt", "the other\n");
+    let shown = str_of(&secret).to_owned();
+    let ask = |file: &Path, id: &str| {
+        let args = json!({"path": str_of(file), "reason": "to \u{1b}[2Jcompare"}).to_string();
+        calls("", &[(id, "request_file_grant", &args)], (10, 1))
+    };
+    let read = json!({"path": str_of(&secret)}).to_string();
+    let server = Wire::OpenAi.serve(vec![
+        ask(&secret, "g1"),
+        calls("", &[("r1", "read_file", &read)], (10, 1)),
+        ask(&other, "g2"),
+        text("Done.", (10, 1)),
+    ]);
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 100, &[]);
+    let within = Duration::from_secs(10);
+    term.wait_for("› ", within);
+    term.type_keys("compare the files\r");
+    // The model's reason is shown inert: its escape sequence does nothing.
+    term.wait_for(
+        &format!("let this session read {shown} (to ?[2Jcompare)? [y]es, [n]o: "),
+        within,
+    );
+    term.type_keys("y\r");
+    term.wait_for(
+        &format!("let this session read {} (", str_of(&other)),
+        within,
+    );
+    term.type_keys("n\r");
+    term.wait_for("Done.", within);
+    term.wait_for_next("› ", within);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+
+    let results = tool_results(&records(&env.only_session()));
+    let result = |id: &str| {
+        results
+            .iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, text)| text.clone())
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        result("g1"),
+        format!("granted: {shown} (this session may now read it)")
+    );
+    assert_eq!(result("r1"), "the secret\n");
+    assert_eq!(
+        result("g2"),
+        format!("error: the user did not grant {}", str_of(&other))
+    );
+    let approved: Vec<(String, String, String)> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["type"] == "approved")
+        .map(|r| {
+            let field = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (field("call"), field("answer"), field("tool"))
+        })
+        .collect();
+    assert_eq!(
+        approved,
+        [
+            ("g1".into(), "yes".into(), "grant".into()),
+            ("g2".into(), "no".into(), "grant".into())
+        ]
+    );
+}
+
+#[test]
 fn the_grant_flag_allows_a_file_or_its_folder() {
     let env = TestEnv::new("grant-allowed");
     let secret = write_outside(&env, "docs/secret.txt", "the secret\n");

@@ -60,7 +60,8 @@
 //!
 //! # `shell`
 //!
-//! Asks the [`Approver`] first. Runs `sh -c COMMAND` in the root, stdin
+//! Runs once the core allowed it (`session::approval`): `sh -c COMMAND`
+//! in the root, stdin
 //! null, in a process group of its own ([`Group`]: a watchdog kills it
 //! when revolve dies, even by SIGKILL); stdout and stderr are read by two
 //! threads so a full pipe cannot block the child. `cancel` is polled about
@@ -78,9 +79,10 @@
 //!
 //! # `request_file_grant` and `agent_info`
 //!
-//! A grant needs an absolute path that exists; the user is asked about its
-//! canonical form, and [`Outcome::grant`] carries it back to the session. A
-//! path that is already readable is not asked about. `agent_info` is the
+//! A grant needs an absolute path that exists; its canonical form goes
+//! back to the session in [`Outcome::grant`], and the core grants it, asks
+//! the user or refuses (`session::approval`). A path that is already
+//! readable is not asked for. `agent_info` is the
 //! pretty JSON of [`AgentInfo`] plus `working_dir`.
 
 use std::fs::{self, File};
@@ -203,22 +205,14 @@ pub struct AgentInfo {
     pub config_root: PathBuf,
 }
 
-/// Asks the user about a grant. The implementation knows whether there is
-/// a TTY to ask on or pipe-mode flags (`--grant`) to go by. Whether a
-/// shell command may run is core's decision (`session::approval`), asked
-/// before the tool runs.
-pub trait Approver {
-    /// May this session read `path` (canonical, absolute)?
-    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool;
-}
-
 /// A tool's result.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Outcome {
     /// The text the model gets; starts with `error:` on failure.
     pub output: String,
-    /// A path the user just granted (canonical, absolute): the session must
-    /// add it to its grants (`Input::ToolDone { grant, .. }`).
+    /// The path (canonical, absolute) a `request_file_grant` asks for:
+    /// whether it is granted is the core's decision (`Input::ToolDone {
+    /// grant, .. }`); `output` is empty then.
     pub grant: Option<String>,
     /// `cancel()` returned true and the tool stopped early. `cancel` may
     /// consume the interrupt (as `interrupt::take` does), so this is the
@@ -236,14 +230,8 @@ pub struct Outcome {
 /// Runs `tool`. `grants` are the absolute paths outside the root this
 /// session may read; `cancel` is polled while a long tool runs (shell, grep)
 /// and stops it when it returns true.
-pub fn run(
-    tool: &Tool,
-    grants: &[String],
-    ctx: &Context,
-    approver: &mut dyn Approver,
-    cancel: &dyn Fn() -> bool,
-) -> Outcome {
-    let mut outcome = run_tool(tool, grants, ctx, approver, cancel);
+pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> bool) -> Outcome {
+    let mut outcome = run_tool(tool, grants, ctx, cancel);
     outcome.output = redact_keys(outcome.output);
     outcome
 }
@@ -263,13 +251,7 @@ fn redact_keys(mut text: String) -> String {
     text
 }
 
-fn run_tool(
-    tool: &Tool,
-    grants: &[String],
-    ctx: &Context,
-    approver: &mut dyn Approver,
-    cancel: &dyn Fn() -> bool,
-) -> Outcome {
+fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> bool) -> Outcome {
     let scope = Scope::new(&ctx.root, grants);
     let uses_tree = matches!(
         tool,
@@ -319,9 +301,7 @@ fn run_tool(
             }
             outcome
         }
-        Tool::RequestFileGrant { path, reason } => {
-            request_grant(&scope, path, reason.as_deref(), approver)
-        }
+        Tool::RequestFileGrant { path, .. } => request_grant(&scope, path),
         Tool::AgentInfo => Outcome::from(agent_info(ctx)),
         Tool::Remember {
             label,

@@ -40,27 +40,6 @@ impl Drop for Temp {
     }
 }
 
-/// Says a fixed yes or no and records what it was asked.
-struct Fixed {
-    yes: bool,
-    asked: Vec<String>,
-}
-
-impl Approver for Fixed {
-    fn approve_grant(&mut self, path: &Path, reason: Option<&str>) -> bool {
-        self.asked
-            .push(format!("{} {}", path.display(), reason.unwrap_or("-")));
-        self.yes
-    }
-}
-
-fn fixed(yes: bool) -> Fixed {
-    Fixed {
-        yes,
-        asked: Vec::new(),
-    }
-}
-
 fn ctx(root: &Path) -> Context {
     let mem = root.join(".mem");
     Context {
@@ -92,41 +71,20 @@ fn remember_writes_project_memory_after_a_snapshot() {
         content: content.into(),
         replace,
     };
-    let out = run(
-        &remember("port 5432", false),
-        &[],
-        &c,
-        &mut fixed(true),
-        &|| false,
-    )
-    .output;
+    let out = run(&remember("port 5432", false), &[], &c, &|| false).output;
     assert!(out.starts_with("created project memory db.md"), "{out}");
     assert_eq!(
         fs::read_to_string(c.memory.project.join("db.md")).unwrap(),
         "port 5432"
     );
-    let out = run(
-        &remember("port 6543", false),
-        &[],
-        &c,
-        &mut fixed(true),
-        &|| false,
-    )
-    .output;
+    let out = run(&remember("port 6543", false), &[], &c, &|| false).output;
     assert_eq!(
         out,
         "error: memory 'db' exists; pass replace: true to overwrite it"
     );
-    let out = run(
-        &remember("port 6543", true),
-        &[],
-        &c,
-        &mut fixed(true),
-        &|| false,
-    )
-    .output;
+    let out = run(&remember("port 6543", true), &[], &c, &|| false).output;
     assert!(out.starts_with("replaced"), "{out}");
-    let out = run(&remember("", false), &[], &c, &mut fixed(true), &|| false).output;
+    let out = run(&remember("", false), &[], &c, &|| false).output;
     assert!(out.starts_with("deleted"), "{out}");
     assert!(!c.memory.project.join("db.md").exists());
     // Every change left a snapshot holding the files as they were.
@@ -142,7 +100,7 @@ fn goal_progress_needs_an_active_goal_and_is_saved() {
         note: "parser done".into(),
         met: false,
     };
-    let out = run(&progress, &[], &c, &mut fixed(true), &|| false).output;
+    let out = run(&progress, &[], &c, &|| false).output;
     assert!(out.starts_with("error:"), "{out}");
     let mut goals = goal::load(&c.memory.project_dir).unwrap();
     goals
@@ -152,7 +110,7 @@ fn goal_progress_needs_an_active_goal_and_is_saved() {
         )
         .unwrap();
     goal::save(&c.memory.project_dir, &goals).unwrap();
-    let out = run(&progress, &[], &c, &mut fixed(true), &|| false).output;
+    let out = run(&progress, &[], &c, &|| false).output;
     assert!(!out.starts_with("error:"), "{out}");
     assert_eq!(
         goal::load(&c.memory.project_dir)
@@ -166,7 +124,7 @@ fn goal_progress_needs_an_active_goal_and_is_saved() {
 }
 
 fn run_with(root: &Path, tool: Tool, grants: &[String]) -> Outcome {
-    run(&tool, grants, &ctx(root), &mut fixed(true), &|| false)
+    run(&tool, grants, &ctx(root), &|| false)
 }
 
 fn read(root: &Path, path: &str, grants: &[String]) -> String {
@@ -538,7 +496,7 @@ fn grep_stops_on_cancel() {
         pattern: "a".into(),
         path: None,
     };
-    let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &|| true);
+    let out = run(&tool, &[], &ctx(&t.0), &|| true);
     assert_eq!(out.output, "error: interrupted");
     assert!(out.interrupted);
 }
@@ -735,7 +693,7 @@ fn shell_stops_on_cancel_and_on_refusal() {
         command: "sleep 30".into(),
         timeout_s: None,
     };
-    let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &cancel);
+    let out = run(&tool, &[], &ctx(&t.0), &cancel);
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(
         out.output.starts_with("error: interrupted"),
@@ -820,59 +778,45 @@ fn alive(file: &Path) -> bool {
 }
 
 #[test]
-fn request_file_grant_asks_the_user() {
+fn request_file_grant_gives_the_canonical_path_for_the_core_to_decide() {
     let t = Temp::new();
     let root = t.path("tree");
     t.write("tree/a.txt", "");
     let file = t.write("outside/f.txt", "granted\n");
     let raw = format!("{}/../outside/f.txt", root.display());
-    let ask = |yes: bool, path: &str| {
-        let mut approver = fixed(yes);
+    let ask = |path: &str| {
         let tool = Tool::RequestFileGrant {
             path: path.into(),
             reason: Some("to compare".into()),
         };
-        let out = run(&tool, &[], &ctx(&root), &mut approver, &|| false);
-        (out, approver.asked)
+        run(&tool, &[], &ctx(&root), &|| false)
     };
 
-    let (out, asked) = ask(true, &raw);
+    let out = ask(&raw);
     let canonical = file.display().to_string();
-    assert_eq!(
-        out.output,
-        format!("granted: {canonical} (this session may now read it)")
-    );
+    assert_eq!(out.output, "");
     assert_eq!(out.grant.as_deref(), Some(canonical.as_str()));
-    assert_eq!(asked, [format!("{canonical} to compare")]);
     assert_eq!(
         read(&root, &raw, std::slice::from_ref(&canonical)),
         "granted\n"
     );
 
-    let (out, _) = ask(false, &raw);
-    assert_eq!(
-        out.output,
-        format!("error: the user did not grant {canonical}")
-    );
-    assert_eq!(out.grant, None);
-
-    let (out, asked) = ask(true, "../outside/f.txt");
+    let out = ask("../outside/f.txt");
     assert_eq!(
         out.output,
         "error: request_file_grant needs an absolute path, not ../outside/f.txt"
     );
-    assert!(asked.is_empty());
+    assert_eq!(out.grant, None);
 
-    let (out, asked) = ask(true, "/no/such/path");
+    let out = ask("/no/such/path");
     assert_eq!(out.output, "error: no such file: /no/such/path");
-    assert!(asked.is_empty());
+    assert_eq!(out.grant, None);
 
-    let (out, asked) = ask(true, root.join("a.txt").to_str().unwrap());
+    let out = ask(root.join("a.txt").to_str().unwrap());
     assert!(out
         .output
         .ends_with("is already readable by this session; no grant is needed"));
     assert_eq!(out.grant, None);
-    assert!(asked.is_empty());
 }
 
 #[test]
@@ -889,9 +833,7 @@ fn agent_info_is_json() {
         state_root: "/state".into(),
         config_root: "/config".into(),
     };
-    let out = run(&Tool::AgentInfo, &[], &context, &mut fixed(false), &|| {
-        false
-    });
+    let out = run(&Tool::AgentInfo, &[], &context, &|| false);
     let value: serde_json::Value = serde_json::from_str(&out.output).unwrap();
     assert_eq!(value["session_id"], "s-1");
     assert_eq!(value["name"], "amber");
@@ -913,7 +855,7 @@ fn a_file_read_is_seen_whatever_its_text_begins_with() {
         offset: None,
         limit: None,
     };
-    let out = run(&tool, &[], &ctx(&t.0), &mut fixed(true), &|| false);
+    let out = run(&tool, &[], &ctx(&t.0), &|| false);
     assert_eq!(out.output, "error: this line is the file's own\n");
     let (path, hash) = out.seen.expect("the read is seen");
     assert_eq!(path, t.path("log.txt").to_string_lossy());
@@ -926,7 +868,5 @@ fn a_file_read_is_seen_whatever_its_text_begins_with() {
         offset: None,
         limit: None,
     };
-    assert!(run(&missing, &[], &ctx(&t.0), &mut fixed(true), &|| false)
-        .seen
-        .is_none());
+    assert!(run(&missing, &[], &ctx(&t.0), &|| false).seen.is_none());
 }

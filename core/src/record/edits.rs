@@ -25,7 +25,8 @@ pub struct Approved {
     /// The file of an edit, or the command of a `shell` call.
     pub path: String,
     pub answer: Answer,
-    /// `shell` for a shell command; empty for an edit.
+    /// `shell` for a shell command, `grant` for a `request_file_grant`
+    /// (its path the one asked for); empty for an edit.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
 }

@@ -1,9 +1,14 @@
-//! Who allows a `shell` command: the approval state machine. A command
-//! runs without asking with `--allow-shell` (or `allow_shell`), or once the
-//! user answered "always" (an `approved` record, so a resumed session
-//! remembers it). Otherwise a user at a terminal is asked (y, a, n) and the
-//! answer is logged; without a terminal the command is refused, and the
-//! user told which flag allows it.
+//! Who allows a `shell` command or a grant: the approval state machine. A
+//! command runs without asking with `--allow-shell` (or `allow_shell`), or
+//! once the user answered "always" (an `approved` record, so a resumed
+//! session remembers it). Otherwise a user at a terminal is asked (y, a, n)
+//! and the answer is logged; without a terminal the command is refused, and
+//! the user told which flag allows it.
+//!
+//! A `request_file_grant` is granted without asking when a `--grant` path
+//! holds it; otherwise a user at a terminal is asked (y, n; logged as
+//! `approved` by `grant`), and without a terminal it is refused. A grant
+//! lives in memory only: a resumed session asks again.
 
 use time::OffsetDateTime;
 
@@ -28,6 +33,19 @@ pub const REFUSED: &str = "error: the user did not allow this command";
 pub const NO_TERMINAL: &str =
     "revolve: refused a shell command (pass --allow-shell to allow them without a terminal)";
 
+/// The `tool` of an `approved` record that answers a grant.
+pub const GRANT: &str = "grant";
+
+/// The result of a grant the user allowed.
+pub fn granted(path: &str) -> String {
+    format!("granted: {path} (this session may now read it)")
+}
+
+/// The result of a grant the user did not allow.
+pub fn not_granted(path: &str) -> String {
+    format!("error: the user did not grant {path}")
+}
+
 impl Session {
     /// Whether the shell call `id` may run `command` now.
     pub(super) fn shell_gate(&mut self, id: &str, now: OffsetDateTime) -> Gate {
@@ -49,14 +67,86 @@ impl Session {
         Gate::Refused(cmds)
     }
 
-    /// The user answered about the shell call `id`: logged, then it runs
-    /// or its refusal is its result.
+    /// The `request_file_grant` call `id` asks for `path` (canonical):
+    /// granted when a `--grant` path holds it, asked about at a terminal,
+    /// refused without one.
+    pub(super) fn grant_gate(
+        &mut self,
+        id: String,
+        path: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let up_front = self
+            .settings
+            .granted
+            .iter()
+            .any(|g| std::path::Path::new(&path).starts_with(g));
+        if up_front {
+            return self.grant_result(id, path, true, now);
+        }
+        if self.settings.interactive {
+            let reason = self
+                .running_call(&id)
+                .and_then(|call| match crate::tools::parse(&call) {
+                    Ok(crate::tools::Tool::RequestFileGrant { reason, .. }) => reason,
+                    _ => None,
+                });
+            self.asked_grant = Some((id.clone(), path.clone()));
+            return vec![Command::AskGrant { id, path, reason }];
+        }
+        let mut cmds = vec![Command::Show(format!(
+            "revolve: refused to grant {path} (pass --grant PATH to allow it without a terminal)"
+        ))];
+        cmds.extend(self.grant_result(id, path, false, now));
+        cmds
+    }
+
+    /// The grant's result: the path added to the session's grants, or
+    /// refused; then the next tool.
+    fn grant_result(
+        &mut self,
+        id: String,
+        path: String,
+        yes: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let text = if yes {
+            granted(&path)
+        } else {
+            not_granted(&path)
+        };
+        if yes {
+            self.grants.insert(path);
+        }
+        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+
+    /// The user answered about the shell call or the grant `id`: logged,
+    /// then it runs (or is granted) or its refusal is its result.
     pub(super) fn answered(
         &mut self,
         id: String,
         answer: Answer,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        if let Some((_, path)) = self.asked_grant.take_if(|(asked, _)| *asked == id) {
+            if self.running_call(&id).is_some() {
+                // A grant is this once: "always" means yes.
+                let yes = answer != Answer::No;
+                let answer = if yes { Answer::Yes } else { Answer::No };
+                let mut cmds = self.append(vec![Record::Approved(Approved {
+                    at: now,
+                    call: id.clone(),
+                    path: path.clone(),
+                    answer,
+                    tool: GRANT.to_owned(),
+                })]);
+                cmds.extend(self.grant_result(id, path, yes, now));
+                return cmds;
+            }
+        }
         let Some(call) = self.running_call(&id) else {
             return vec![Command::Show(format!(
                 "ignored an answer for tool call {id}, which is not waiting for one"

@@ -42,8 +42,9 @@ pub enum Input {
         partial: String,
         now: OffsetDateTime,
     },
-    /// A tool the session asked for finished. `grant` is a path the user
-    /// allowed this session to read (from `request_file_grant`).
+    /// A tool the session asked for finished. `grant` is the path (canonical)
+    /// a `request_file_grant` asks for, which the core grants, asks about
+    /// or refuses; its `output` is then unused.
     ToolDone {
         id: String,
         output: String,
@@ -284,6 +285,14 @@ pub enum Command {
     /// Ask the user whether the shell call `id` may run `command` (y, a,
     /// n); answer with [`Input::Answered`].
     Ask { id: String, command: String },
+    /// Ask the user whether the session may read `path` (canonical), for
+    /// `request_file_grant` call `id` (y, n); answer with
+    /// [`Input::Answered`].
+    AskGrant {
+        id: String,
+        path: String,
+        reason: Option<String>,
+    },
     /// Tell the user why what they asked (a rewind) is refused: the
     /// command that asked fails with this text.
     Refused(String),
@@ -310,8 +319,13 @@ pub struct Settings {
     pub allow_edits: bool,
     /// Shell commands need no approval (`--allow-shell`, `allow_shell`).
     pub allow_shell: bool,
-    /// A user at a terminal can be asked to approve an edit or a command.
+    /// A user at a terminal can be asked to approve an edit, a command or
+    /// a grant.
     pub interactive: bool,
+    /// Paths the user granted up front (`--grant`), canonical: a
+    /// `request_file_grant` of one, or of anything inside one, is granted
+    /// without asking.
+    pub granted: Vec<String>,
 }
 
 /// The default of `spill-result-chars`.

@@ -15,6 +15,7 @@ fn settings() -> Settings {
         allow_edits: false,
         allow_shell: true,
         interactive: false,
+        granted: Vec::new(),
     }
 }
 
@@ -93,6 +94,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Write { .. } => "write",
             Command::Restore(_) => "restore",
             Command::Ask { .. } => "ask",
+            Command::AskGrant { .. } => "ask-grant",
             Command::Show(_) => "show",
             Command::Refused(_) => "refused",
         })
@@ -308,14 +310,23 @@ fn big_results_are_spilled_and_granted_to_this_run_only() {
 
 #[test]
 fn grants_from_the_user_reach_later_tool_runs() {
-    let mut s = start();
+    // `--grant /etc`: a request inside it is granted without asking.
+    let up_front = Settings {
+        granted: vec!["/etc".into()],
+        ..settings()
+    };
+    let mut s = Session::start(header(), up_front).0;
     user(&mut s, "read /etc/hosts");
     reply(
         &mut s,
         "",
         &[("g", "request_file_grant", r#"{"path":"/etc/hosts"}"#)],
     );
-    done(&mut s, "g", "granted: /etc/hosts", Some("/etc/hosts"));
+    let cmds = done(&mut s, "g", "", Some("/etc/hosts"));
+    assert_eq!(
+        result_of(&cmds, "g"),
+        Some(approval::granted("/etc/hosts").as_str())
+    );
     let cmds = reply(
         &mut s,
         "",
@@ -687,4 +698,100 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
         now: datetime!(2026-12-02 10:00 UTC),
     });
     assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
+}
+
+#[test]
+fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
+    let grant = [(
+        "g",
+        "request_file_grant",
+        r#"{"path":"/srv/notes.txt","reason":"the notes"}"#,
+    )];
+    let asked = |s: &mut Session| {
+        user(s, "read the notes");
+        reply(s, "", &grant);
+        done(s, "g", "", Some("/srv/notes.txt"))
+    };
+    // No terminal, no --grant: refused, the user told the flag; nothing
+    // outside a --grant path is granted by it.
+    let quiet = Settings {
+        granted: vec!["/srv/other".into()],
+        ..settings()
+    };
+    let mut s = Session::start(header(), quiet).0;
+    let cmds = asked(&mut s);
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Command::Show(t) if t.contains("--grant"))));
+    assert_eq!(
+        result_of(&cmds, "g"),
+        Some(approval::not_granted("/srv/notes.txt").as_str())
+    );
+    assert!(s.grants().is_empty());
+
+    // At a terminal: asked with the model's reason; the answer is logged,
+    // "always" as yes (a grant is this once, and not remembered).
+    let asking = Settings {
+        interactive: true,
+        ..settings()
+    };
+    let mut s = Session::start(header(), asking.clone()).0;
+    let cmds = asked(&mut s);
+    assert_eq!(
+        cmds.last(),
+        Some(&Command::AskGrant {
+            id: "g".into(),
+            path: "/srv/notes.txt".into(),
+            reason: Some("the notes".into()),
+        })
+    );
+    let cmds = s.handle(Input::Answered {
+        id: "g".into(),
+        answer: crate::edit::Answer::Always,
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    let approved: Vec<_> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Append(Record::Approved(a)) => Some(a.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(approved.len(), 1);
+    assert_eq!(
+        (
+            approved[0].answer,
+            approved[0].tool.as_str(),
+            approved[0].path.as_str()
+        ),
+        (crate::edit::Answer::Yes, approval::GRANT, "/srv/notes.txt")
+    );
+    assert_eq!(
+        result_of(&cmds, "g"),
+        Some(approval::granted("/srv/notes.txt").as_str())
+    );
+    assert!(s.grants().contains("/srv/notes.txt"));
+    let folded = State::fold(
+        &std::iter::once(Record::Header(header()))
+            .chain(cmds.iter().filter_map(|c| match c {
+                Command::Append(r) => Some(r.clone()),
+                _ => None,
+            }))
+            .collect::<Vec<_>>(),
+    );
+    assert!(!folded.shell_always && !folded.edits_always);
+
+    // "no" is the call's result.
+    let mut s = Session::start(header(), asking).0;
+    asked(&mut s);
+    let cmds = s.handle(Input::Answered {
+        id: "g".into(),
+        answer: crate::edit::Answer::No,
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    assert_eq!(
+        result_of(&cmds, "g"),
+        Some(approval::not_granted("/srv/notes.txt").as_str())
+    );
+    assert!(s.grants().is_empty());
 }

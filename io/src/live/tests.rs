@@ -15,7 +15,6 @@ use revolve_provider::{Provider, ProviderError};
 use revolve_store::memory::MemoryDirs;
 use revolve_store::paths::{Project, Roots};
 use revolve_store::store::Store;
-use revolve_tools::Approver;
 
 use super::{Live, Outcome, Runtime};
 use crate::front::Front;
@@ -72,13 +71,6 @@ struct Recorder {
     events: Vec<String>,
 }
 
-impl Approver for Recorder {
-    fn approve_grant(&mut self, path: &Path, _: Option<&str>) -> bool {
-        self.events.push(format!("grant? {}", path.display()));
-        false
-    }
-}
-
 impl Front for Recorder {
     fn interactive(&self) -> bool {
         self.interactive
@@ -120,6 +112,11 @@ impl Front for Recorder {
         self.events
             .push(format!("edit? {path} ({changed} + lines)"));
         self.answers.pop_front().unwrap_or(Answer::No)
+    }
+    fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool {
+        let why = reason.unwrap_or("-");
+        self.events.push(format!("grant? {path} ({why})"));
+        self.answers.pop_front() == Some(Answer::Yes)
     }
 }
 
@@ -171,6 +168,7 @@ impl World {
             repeat_limit: 3,
             allow_shell,
             allow_edits: false,
+            granted: Vec::new(),
             memory: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
             bare: true,
             created_project_dir: false,

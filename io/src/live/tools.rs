@@ -54,7 +54,7 @@ impl<F: Front> Live<F> {
         self.front.tool_call(&id, tool, &arguments);
         self.shown = Some(id.clone());
         let ctx = self.tool_context();
-        let outcome = tools::run(tool, grants, &ctx, &mut self.front, &interrupt::pending);
+        let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
         self.front
             .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         if outcome.interrupted || interrupt::take() {
