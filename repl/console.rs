@@ -49,6 +49,10 @@ impl Front for Console {
         self.approvals.interactive
     }
 
+    fn notice(&mut self, text: &str) {
+        self.sink.notice(text);
+    }
+
     fn text(&mut self, text: &str) {
         self.sink.text(text);
     }

@@ -105,6 +105,13 @@ impl Sink {
         }
     }
 
+    /// A line for the person watching, on stderr (over the waiting line,
+    /// if one is drawn), in every format.
+    pub fn notice(&mut self, text: &str) {
+        self.stop_waiting();
+        eprintln!("{text}");
+    }
+
     /// Whether stdout was closed by its reader.
     pub fn closed(&self) -> bool {
         self.closed

@@ -4,9 +4,10 @@
 //! terminal (or its JSON event stream) is one [`Front`]; a test's recorder
 //! is another. How these look is the front's business; when they are
 //! shown, and whether anybody is asked at all, is not (the core decides,
-//! [`crate::live`] executes). The shell's own notices (a resume's
-//! transcript, a refusal, a file it could not read, a refinement's
-//! progress) are lines on stderr, written there directly.
+//! [`crate::live`] executes), and the executor writes nothing to the
+//! terminal itself: its notices (a resume's transcript, a refusal, a file
+//! it could not read, a refinement's progress) go through
+//! [`Front::notice`] too.
 
 use std::time::Duration;
 
@@ -21,6 +22,10 @@ pub trait Front {
     /// Whether a person can be asked (a terminal); the core asks only
     /// then, and refuses what it would have asked otherwise.
     fn interactive(&self) -> bool;
+
+    /// A line (or lines) for the person watching, not for a script
+    /// reading the output: a notice, a refusal, a resume's transcript.
+    fn notice(&mut self, text: &str);
 
     /// A piece of the answer, as it streams.
     fn text(&mut self, text: &str);

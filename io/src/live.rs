@@ -229,7 +229,7 @@ impl<F: Front> Live<F> {
         store: Store,
         found: &Path,
         runtime: Runtime,
-        front: F,
+        mut front: F,
         show: bool,
     ) -> Result<Live<F>, Error> {
         // The newest file of the chain, claimed, folded, checked (see
@@ -246,21 +246,22 @@ impl<F: Front> Live<F> {
             skipped,
         } = reopened;
         let id = state.id().to_owned();
-        if show {
-            eprint!("{}", view::inert(&shown));
+        if show && !shown.is_empty() {
+            let shown = view::inert(&shown);
+            front.notice(shown.strip_suffix('\n').unwrap_or(&shown));
         }
         if skipped > 0 {
-            eprintln!(
+            front.notice(&format!(
                 "(skipped {skipped} unreadable line(s) of {})",
                 path.display()
-            );
+            ));
         }
         if state.repaired > 0 {
-            eprintln!(
+            front.notice(&format!(
                 "({} tool call(s) of {} lost their result line; each is answered as lost)",
                 state.repaired,
                 path.display()
-            );
+            ));
         }
         let resumed = Resumed {
             at: clock::now(),
@@ -347,18 +348,18 @@ impl<F: Front> Live<F> {
         let messages = match inbox.waiting() {
             Ok((messages, bad)) => {
                 for path in bad {
-                    eprintln!(
+                    self.front.notice(&format!(
                         "revolve: {} is not a readable message; left where it is",
                         path.display()
-                    );
+                    ));
                 }
                 messages
             }
             Err(e) => {
-                eprintln!(
+                self.front.notice(&format!(
                     "revolve: cannot read the inbox {}: {e}",
                     inbox.dir().display()
-                );
+                ));
                 return Ok(Outcome::Done);
             }
         };
@@ -380,13 +381,13 @@ impl<F: Front> Live<F> {
     }
 
     /// Removes from the inbox what the log holds.
-    fn settle_inbox(&self) {
+    fn settle_inbox(&mut self) {
         if let Some(inbox) = &self.inbox {
             if let Err(e) = inbox.settle(self.state().totals.delivered) {
-                eprintln!(
+                self.front.notice(&format!(
                     "revolve: cannot tidy the inbox {}: {e}",
                     inbox.dir().display()
-                );
+                ));
             }
         }
     }
@@ -529,7 +530,9 @@ impl<F: Front> Live<F> {
                     // The result still goes to the model (its head and tail);
                     // only the whole of it is lost.
                     if let Err(e) = spill(Path::new(&path), &content) {
-                        eprintln!("revolve: {e}; the model gets the head and tail only");
+                        self.front.notice(&format!(
+                            "revolve: {e}; the model gets the head and tail only"
+                        ));
                     }
                 }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
@@ -610,7 +613,7 @@ impl<F: Front> Live<F> {
                     });
                 }
                 Command::Refused(why) => self.refused = Some(why),
-                Command::Show(text) => eprintln!("{text}"),
+                Command::Show(text) => self.front.notice(&text),
             }
         }
         Ok(())
@@ -624,11 +627,11 @@ impl<F: Front> Live<F> {
             .relink()
             .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
         if let Some(bytes) = relinked {
-            eprintln!(
+            self.front.notice(&format!(
                 "revolve: the session log {} was deleted while the session ran; written again \
                  from the open file ({bytes} bytes), and the session goes on in it",
                 self.writer.path().display()
-            );
+            ));
         }
         self.writer
             .append(record)
@@ -679,16 +682,18 @@ impl<F: Front> Live<F> {
     /// What the next system prompt is built from, read now: memory files
     /// and the goal (neither with `--bare`). A file that cannot be read is
     /// left out and said so, never fatal.
-    fn prompt_parts(&self) -> Input {
+    fn prompt_parts(&mut self) -> Input {
         let mut parts = revolve_core::prompt::Parts::default();
         if !self.runtime.bare {
             match memory::load(&self.runtime.memory) {
                 Ok(files) => parts.memory = files,
-                Err(e) => eprintln!("revolve: cannot read the memory files: {e}"),
+                Err(e) => self
+                    .front
+                    .notice(&format!("revolve: cannot read the memory files: {e}")),
             }
             match goal::load(&self.runtime.memory.project_dir) {
                 Ok(goals) => parts.goals = goals,
-                Err(e) => eprintln!("revolve: {e}"),
+                Err(e) => self.front.notice(&format!("revolve: {e}")),
             }
         }
         Input::Prompt(parts)

@@ -89,7 +89,7 @@ impl<F: Front> Live<F> {
     /// told, one line each.
     pub(super) fn restore(&mut self, files: &[revolve_core::record::Restore]) {
         for e in edit::restore(&self.blobs(), files) {
-            eprintln!("revolve: rewind: {e}");
+            self.front.notice(&format!("revolve: rewind: {e}"));
         }
     }
 

@@ -77,11 +77,13 @@ impl<F: Front> Live<F> {
         let messages = state.messages.len() as u64;
         let of = pieces.len();
         if of > 1 {
-            eprintln!(
+            self.front.notice(&format!(
                 "{what}: the session is larger than the window; the model reads it in {of} parts"
-            );
+            ));
         } else {
-            eprintln!("{what}: the model reads the session and the memory files…");
+            self.front.notice(&format!(
+                "{what}: the model reads the session and the memory files…"
+            ));
         }
         let mut current = files.clone();
         let mut all = Vec::new();
@@ -105,19 +107,23 @@ impl<F: Front> Live<F> {
             let text = match self.ask(request, false) {
                 Asked::Reply(reply) => reply.text,
                 Asked::Failed { error, .. } if of == 1 => {
-                    eprintln!("{what} failed ({}); memory unchanged", view::inert(&error));
+                    self.front.notice(&format!(
+                        "{what} failed ({}); memory unchanged",
+                        view::inert(&error)
+                    ));
                     self.refine_pieces = sent;
                     return Ok(None);
                 }
                 Asked::Failed { error, .. } => {
-                    eprintln!(
+                    self.front.notice(&format!(
                         "{what}{part} failed ({}); that part changes nothing",
                         view::inert(&error)
-                    );
+                    ));
                     continue;
                 }
                 Asked::Interrupted { .. } => {
-                    eprintln!("{what} interrupted; memory unchanged");
+                    self.front
+                        .notice(&format!("{what} interrupted; memory unchanged"));
                     self.refine_pieces = sent;
                     return Ok(None);
                 }
@@ -128,23 +134,23 @@ impl<F: Front> Live<F> {
                     all.extend(changes);
                 }
                 Err(why) if of == 1 => {
-                    eprintln!(
+                    self.front.notice(&format!(
                         "{what}: the answer was not usable ({}); memory unchanged",
                         view::inert(&why)
-                    );
+                    ));
                     self.refine_pieces = sent;
                     return Ok(None);
                 }
-                Err(why) => eprintln!(
+                Err(why) => self.front.notice(&format!(
                     "{what}{part}: the answer was not usable ({}); that part changes nothing",
                     view::inert(&why)
-                ),
+                )),
             }
         }
         self.refine_pieces = sent;
         let changes = refine::combined(&files, all);
         if changes.is_empty() {
-            eprintln!("{what}: nothing to change");
+            self.front.notice(&format!("{what}: nothing to change"));
             return Ok(None);
         }
         let meta = refine::meta(&session, messages, auto, &changes, &files);
@@ -159,9 +165,11 @@ impl<F: Front> Live<F> {
         let Some(stamp) = self.last_entry.take() else {
             return Ok(None);
         };
-        eprintln!("{what}: memory changed (/refine undo takes it back)");
+        self.front.notice(&format!(
+            "{what}: memory changed (/refine undo takes it back)"
+        ));
         for (file, change) in &meta.files {
-            eprintln!("    {file} — {change}");
+            self.front.notice(&format!("    {file} — {change}"));
         }
         Ok(Some(stamp))
     }

@@ -75,6 +75,9 @@ impl Front for Recorder {
     fn interactive(&self) -> bool {
         self.interactive
     }
+    fn notice(&mut self, text: &str) {
+        self.events.push(format!("notice {text}"));
+    }
     fn text(&mut self, text: &str) {
         self.events.push(format!("text {text}"));
     }
@@ -321,6 +324,18 @@ fn without_a_terminal_nobody_is_asked() {
         .cloned()
         .collect();
     assert!(asked.is_empty(), "{asked:?}");
+    // The person watching is told which flags would have allowed them.
+    let notices: Vec<_> = live
+        .front()
+        .events
+        .iter()
+        .filter(|e| e.starts_with("notice"))
+        .cloned()
+        .collect();
+    assert!(
+        notices.iter().any(|n| n.contains("--allow-shell")),
+        "{notices:?}"
+    );
     // Both calls are answered with an error the model reads.
     let results: Vec<_> = live
         .state()
