@@ -561,6 +561,7 @@ impl Session {
     /// saying it was not run, then the `stopped` record and the totals.
     /// The shell tells the user, from the record.
     fn stop(&mut self, reason: StopReason, now: OffsetDateTime) -> Vec<Command> {
+        self.asked_grant = None;
         let text = guard::stopped_result(&reason);
         let mut records: Vec<Record> = self
             .state
@@ -684,6 +685,8 @@ impl Session {
         if !self.busy() {
             return Vec::new();
         }
+        // A question still open is about a call that ends here.
+        self.asked_grant = None;
         let mut records = interrupted_results(&self.state.open_calls, now);
         if !partial.is_empty() && records.is_empty() {
             records.push(Record::Message(Message {

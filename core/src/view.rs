@@ -255,12 +255,24 @@ pub fn transcript(records: &[Record]) -> String {
                 q.message, q.path
             )),
             Record::Approved(a) => {
-                let said = match a.answer {
-                    crate::edit::Answer::Yes => "allowed",
-                    crate::edit::Answer::Always => "allowed every edit of this session from",
-                    crate::edit::Answer::No => "refused",
+                use crate::edit::Answer;
+                // A command can span lines; its record's line does not.
+                let path = a.path.replace('\n', " ");
+                let line = match (a.tool.as_str(), a.answer) {
+                    ("shell", Answer::Always) => {
+                        format!("allowed every shell command of this session from `{path}`")
+                    }
+                    ("shell", Answer::Yes) => format!("allowed the command `{path}`"),
+                    ("shell", Answer::No) => format!("refused the command `{path}`"),
+                    ("grant", Answer::No) => format!("refused to let the session read {path}"),
+                    ("grant", _) => format!("let the session read {path}"),
+                    (_, Answer::Always) => {
+                        format!("allowed every edit of this session from the edit of {path}")
+                    }
+                    (_, Answer::Yes) => format!("allowed the edit of {path}"),
+                    (_, Answer::No) => format!("refused the edit of {path}"),
                 };
-                out.push_str(&format!("── the user {said} the edit of {}\n", a.path));
+                out.push_str(&format!("── the user {line}\n"));
             }
             Record::Edit(e) => {
                 let (added, removed) = crate::edit::stat(&e.diff);
@@ -544,6 +556,41 @@ pub fn listing(sessions: &[Summary]) -> String {
 mod tests {
     use super::*;
     use crate::record::Message;
+
+    #[test]
+    fn an_answer_is_told_as_what_it_allowed() {
+        use crate::edit::Answer;
+        let approved = |tool: &str, path: &str, answer| {
+            Record::Approved(crate::record::Approved {
+                at: time::macros::datetime!(2026-12-02 10:00 UTC),
+                call: "c".into(),
+                path: path.into(),
+                answer,
+                tool: tool.into(),
+            })
+        };
+        let shown = transcript(&[
+            approved("shell", "make\ntest", Answer::Yes),
+            approved("shell", "rm -r build", Answer::No),
+            approved("shell", "ls", Answer::Always),
+            approved("grant", "/srv/notes.txt", Answer::Yes),
+            approved("grant", "/etc/shadow", Answer::No),
+            approved("", "/w/a.txt", Answer::Yes),
+            approved("", "/w/b.txt", Answer::Always),
+            approved("", "/w/c.txt", Answer::No),
+        ]);
+        assert_eq!(
+            shown,
+            "── the user allowed the command `make test`\n\
+             ── the user refused the command `rm -r build`\n\
+             ── the user allowed every shell command of this session from `ls`\n\
+             ── the user let the session read /srv/notes.txt\n\
+             ── the user refused to let the session read /etc/shadow\n\
+             ── the user allowed the edit of /w/a.txt\n\
+             ── the user allowed every edit of this session from the edit of /w/b.txt\n\
+             ── the user refused the edit of /w/c.txt\n"
+        );
+    }
 
     #[test]
     fn the_listing_lines_up_as_format_would() {

@@ -102,9 +102,10 @@ pub struct Live<F: Front> {
     /// What the last [`Command::Undo`] did: the files it put back, or
     /// `None` when there was nothing to undo.
     undone: Option<Option<Vec<String>>>,
-    /// The edit call in flight and its tool, whose result is shown once
-    /// logged.
-    editing: Option<(String, Tool)>,
+    /// The call in flight whose result the core decides after the tool
+    /// ran (an edit, a grant), and its tool: the result is shown once it
+    /// is logged.
+    awaited: Option<(String, Tool)>,
     /// The call the front was shown run, until its result is logged (a
     /// result of any other call is of one that did not run).
     shown: Option<String>,
@@ -201,7 +202,7 @@ impl<F: Front> Live<F> {
             refine_pieces: 0,
             last_entry: None,
             undone: None,
-            editing: None,
+            awaited: None,
             shown: None,
             told_untracked: false,
             refused: None,
@@ -599,18 +600,14 @@ impl<F: Front> Live<F> {
                     mode,
                 } => queue.push_back(self.write_edit(id, &path, &content, mode)),
                 Command::Restore(files) => self.restore(&files),
-                Command::Ask { id, command } => queue.push_back(Input::Answered {
-                    answer: self.front.ask_shell(&command),
-                    id,
-                    now: clock::now(),
-                }),
+                Command::Ask { id, command } => {
+                    let answer = self.front.ask_shell(&command);
+                    queue.push_back(answered(id, answer));
+                }
                 Command::AskGrant { id, path, reason } => {
                     let yes = self.front.ask_grant(&path, reason.as_deref());
-                    queue.push_back(Input::Answered {
-                        answer: if yes { Answer::Yes } else { Answer::No },
-                        id,
-                        now: clock::now(),
-                    });
+                    let answer = if yes { Answer::Yes } else { Answer::No };
+                    queue.push_back(answered(id, answer));
                 }
                 Command::Refused(why) => self.refused = Some(why),
                 Command::Show(text) => self.front.notice(&text),
@@ -648,7 +645,7 @@ impl<F: Front> Live<F> {
             // `call_0` for every first call): the call shown run is
             // forgotten once its result is logged.
             let ran = self.shown.take_if(|s| s == id).is_some();
-            if let Some((_, tool)) = self.editing.take_if(|(e, _)| e == id) {
+            if let Some((_, tool)) = self.awaited.take_if(|(e, _)| e == id) {
                 self.front.tool_result(id, &tool, content, false);
             } else if !ran {
                 if let Some(call) = self.session.state().tool_call(id) {
@@ -698,6 +695,19 @@ impl<F: Front> Live<F> {
         }
         Input::Prompt(parts)
     }
+}
+
+/// The user's answer to a question about the call `id`; Ctrl-C pressed
+/// while it was asked ends the turn instead, whatever the answer was.
+fn answered(id: String, answer: Answer) -> Input {
+    let now = clock::now();
+    if interrupt::take() {
+        return Input::Interrupted {
+            partial: String::new(),
+            now,
+        };
+    }
+    Input::Answered { id, answer, now }
 }
 
 /// The core's settings for a session of `store` run with `runtime`.

@@ -780,9 +780,19 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
             .collect::<Vec<_>>(),
     );
     assert!(!folded.shell_always && !folded.edits_always);
+    // Nor does an "always" for a grant that a log holds turn edits on.
+    let always = Record::Approved(crate::record::Approved {
+        at: datetime!(2026-12-02 10:00 UTC),
+        call: "g".into(),
+        path: "/srv/notes.txt".into(),
+        answer: crate::edit::Answer::Always,
+        tool: approval::GRANT.into(),
+    });
+    let folded = State::fold(&[Record::Header(header()), always]);
+    assert!(!folded.shell_always && !folded.edits_always);
 
     // "no" is the call's result.
-    let mut s = Session::start(header(), asking).0;
+    let mut s = Session::start(header(), asking.clone()).0;
     asked(&mut s);
     let cmds = s.handle(Input::Answered {
         id: "g".into(),
@@ -793,5 +803,28 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
         result_of(&cmds, "g"),
         Some(approval::not_granted("/srv/notes.txt").as_str())
     );
+    assert!(s.grants().is_empty());
+
+    // Ctrl-C while the question is open ends the call; a later call under
+    // the same id is its own (here a shell command, asked about as one).
+    let ask_shell = Settings {
+        allow_shell: false,
+        ..asking
+    };
+    let mut s = Session::start(header(), ask_shell).0;
+    asked(&mut s);
+    s.handle(Input::Interrupted {
+        partial: String::new(),
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    user(&mut s, "list");
+    let cmds = reply(&mut s, "", &[("g", "shell", r#"{"command":"ls"}"#)]);
+    assert_eq!(kinds(&cmds).last(), Some(&"ask"));
+    let cmds = s.handle(Input::Answered {
+        id: "g".into(),
+        answer: crate::edit::Answer::Yes,
+        now: datetime!(2026-12-02 10:00 UTC),
+    });
+    assert_eq!(kinds(&cmds), ["other", "run"]);
     assert!(s.grants().is_empty());
 }

@@ -25,7 +25,7 @@ impl<F: Front> Live<F> {
             if let Ok(tool) = revolve_core::tools::parse(&call) {
                 self.front.tool_call(&id, &tool, &call.arguments);
                 self.shown = Some(id.clone());
-                self.editing = Some((id.clone(), tool));
+                self.awaited = Some((id.clone(), tool));
             }
         }
         let ctx = self.tool_context();
@@ -52,7 +52,7 @@ impl<F: Front> Live<F> {
             Err(e) => (String::new(), Some(e.to_string())),
         };
         let shown = self
-            .editing
+            .awaited
             .as_ref()
             .and_then(|(_, t)| t.edit_path().map(str::to_owned))
             .unwrap_or_default();

@@ -466,3 +466,36 @@ fn a_repeated_call_under_a_reused_id_is_shown_as_not_run() {
         "{calls:?}"
     );
 }
+
+#[test]
+fn a_grant_asked_at_a_terminal_shows_the_result_the_core_gave() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().canonicalize().unwrap().join("secret.txt");
+    std::fs::write(&secret, "the secret\n").unwrap();
+    let shown = secret.to_str().unwrap().to_owned();
+    let ask = serde_json::json!({"path": shown, "reason": "to compare"}).to_string();
+    let read = serde_json::json!({"path": shown}).to_string();
+    let model = Canned::new(vec![
+        call("g1", "request_file_grant", &ask),
+        call("r1", "read_file", &read),
+        say("Read."),
+    ]);
+    let front = Recorder {
+        interactive: true,
+        answers: VecDeque::from([Answer::Yes]),
+        ..Recorder::default()
+    };
+    let mut live = world.start(&model, front);
+    live.turn("compare").unwrap();
+    let events = &live.front().events;
+    let asked = format!("grant? {shown} (to compare)");
+    let result = format!("result g1 granted: {shown} (this session may now read it)");
+    let at = |e: &str| events.iter().position(|x| x == e);
+    assert!(at(&asked).is_some(), "{events:?}");
+    assert!(at(&result) > at(&asked), "{events:?}");
+    assert!(at("logged g1") > at(&result), "{events:?}");
+    assert!(at("result r1 the secret").is_some(), "{events:?}");
+    assert_eq!(&State::fold(&records(live.path())), live.state());
+}

@@ -55,8 +55,13 @@ impl<F: Front> Live<F> {
         self.shown = Some(id.clone());
         let ctx = self.tool_context();
         let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
-        self.front
-            .tool_result(&id, tool, &outcome.output, outcome.interrupted);
+        if outcome.grant.is_some() {
+            // The core grants, asks or refuses: the result it logs is shown.
+            self.awaited = Some((id.clone(), tool.clone()));
+        } else {
+            self.front
+                .tool_result(&id, tool, &outcome.output, outcome.interrupted);
+        }
         if outcome.interrupted || interrupt::take() {
             queue.push_back(Input::Interrupted {
                 partial: String::new(),
