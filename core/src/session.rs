@@ -685,8 +685,10 @@ impl Session {
         if !self.busy() {
             return Vec::new();
         }
-        // A question still open is about a call that ends here.
+        // A question still open is about a call that ends here, and so is
+        // an edit staged and not logged.
         self.asked_grant = None;
+        self.staged = None;
         let mut records = interrupted_results(&self.state.open_calls, now);
         if !partial.is_empty() && records.is_empty() {
             records.push(Record::Message(Message {

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::clock;
+use crate::{clock, interrupt};
 use revolve_core::edit::Scope;
 use revolve_core::{Input, Session};
 use revolve_tools::edit::{self, Blobs};
@@ -57,6 +57,14 @@ impl<F: Front> Live<F> {
             .and_then(|(_, t)| t.edit_path().map(str::to_owned))
             .unwrap_or_default();
         let answer = (ask && error.is_none()).then(|| self.front.ask_edit(&shown, diff));
+        // Ctrl-C while the diff was asked about ends the turn, whatever
+        // was typed (as at a shell or grant question).
+        if answer.is_some() && interrupt::take() {
+            return Input::Interrupted {
+                partial: String::new(),
+                now: clock::now(),
+            };
+        }
         Input::Staged {
             id,
             answer,

@@ -69,6 +69,17 @@ struct Recorder {
     interactive: bool,
     answers: VecDeque<Answer>,
     events: Vec<String>,
+    /// The user presses Ctrl-C while asked, then answers anyway.
+    ctrl_c_when_asked: bool,
+}
+
+impl Recorder {
+    fn answer(&mut self) -> Answer {
+        if self.ctrl_c_when_asked {
+            nix::sys::signal::raise(nix::sys::signal::Signal::SIGINT).unwrap();
+        }
+        self.answers.pop_front().unwrap_or(Answer::No)
+    }
 }
 
 impl Front for Recorder {
@@ -108,18 +119,18 @@ impl Front for Recorder {
     }
     fn ask_shell(&mut self, command: &str) -> Answer {
         self.events.push(format!("shell? {command}"));
-        self.answers.pop_front().unwrap_or(Answer::No)
+        self.answer()
     }
     fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
         let changed = diff.lines().filter(|l| l.starts_with('+')).count();
         self.events
             .push(format!("edit? {path} ({changed} + lines)"));
-        self.answers.pop_front().unwrap_or(Answer::No)
+        self.answer()
     }
     fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool {
         let why = reason.unwrap_or("-");
         self.events.push(format!("grant? {path} ({why})"));
-        self.answers.pop_front() == Some(Answer::Yes)
+        self.answer() == Answer::Yes
     }
 }
 
@@ -498,4 +509,44 @@ fn a_grant_asked_at_a_terminal_shows_the_result_the_core_gave() {
     assert!(at("logged g1") > at(&result), "{events:?}");
     assert!(at("result r1 the secret").is_some(), "{events:?}");
     assert_eq!(&State::fold(&records(live.path())), live.state());
+}
+
+#[test]
+fn ctrl_c_at_a_question_ends_the_turn_whatever_was_answered() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let asks = [
+        call("c1", "shell", r#"{"command":"echo hi > made.txt"}"#),
+        call("c1", "write_file", r#"{"path":"made.txt","content":"x\n"}"#),
+        call("c1", "request_file_grant", r#"{"path":"/"}"#),
+    ];
+    for ask in asks {
+        let world = World::new();
+        let name = ask.tool_calls[0].name.clone();
+        let model = Canned::new(vec![ask, say("Never asked for.")]);
+        let front = Recorder {
+            interactive: true,
+            answers: VecDeque::from([Answer::Yes]),
+            ctrl_c_when_asked: true,
+            ..Recorder::default()
+        };
+        let mut live = world.start(&model, front);
+        assert_eq!(live.turn("go").unwrap(), Outcome::Interrupted, "{name}");
+        assert!(!world.cwd.join("made.txt").exists(), "{name}");
+        assert_eq!(model.sent().len(), 1, "{name}");
+        let logged = records(live.path());
+        assert!(
+            !logged.iter().any(|r| matches!(r, Record::Approved(_))),
+            "{name}: the answer is not taken"
+        );
+        let result = live
+            .state()
+            .messages
+            .iter()
+            .find(|m| m.tool_call_id.is_some());
+        assert!(
+            result.is_some_and(|m| m.content.starts_with("error: interrupted")),
+            "{name}: {result:?}"
+        );
+        assert_eq!(&State::fold(&logged), live.state(), "{name}");
+    }
 }
