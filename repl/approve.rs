@@ -6,6 +6,9 @@
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
+use revolve_core::edit::Answer;
+use revolve_core::view::inert;
+
 use crate::error::Error;
 
 /// Who is asked: the user at the terminal, when there is one.
@@ -44,53 +47,35 @@ pub fn granted_up_front(grants: &[PathBuf], cwd: &Path) -> Result<Vec<String>, E
 impl Approvals {
     /// Asks whether a shell command may run: this one, every one of the
     /// session, or no (core decided to ask). End of input means no.
-    pub fn ask_shell(&self, command: &str) -> revolve_core::edit::Answer {
-        use revolve_core::edit::Answer as A;
-        match ask(&format!(
+    pub fn ask_shell(&self, command: &str) -> Answer {
+        ask(&format!(
             "run `{}`? [y]es, [n]o, [a]lways this session: ",
             inert(command)
-        )) {
-            Answer::Yes => A::Yes,
-            Answer::Always => A::Always,
-            Answer::No => A::No,
-        }
+        ))
     }
 
     /// Shows the diff of an edit of `shown` and asks: this one, every edit
     /// of the session, or no. End of input means no.
-    pub fn ask_edit(&self, shown: &str, diff: &str) -> revolve_core::edit::Answer {
-        use revolve_core::edit::Answer as A;
-        eprintln!("{}", revolve_core::view::inert(diff.trim_end()));
-        match ask(&format!(
+    pub fn ask_edit(&self, shown: &str, diff: &str) -> Answer {
+        eprintln!("{}", inert(diff.trim_end()));
+        ask(&format!(
             "apply this change to {}? [y]es, [a]lways this session, [n]o: ",
             inert(shown)
-        )) {
-            Answer::Yes => A::Yes,
-            Answer::Always => A::Always,
-            Answer::No => A::No,
-        }
+        ))
     }
 
     /// Asks whether the session may read `path` (outside the working
-    /// tree), for the model's `reason`. End of input means no.
+    /// tree), for the model's `reason`: yes or no ("always" is a yes: a
+    /// grant is for this once). End of input means no.
     pub fn ask_grant(&self, path: &str, reason: Option<&str>) -> bool {
         let why = reason
             .map(|r| format!(" ({})", inert(r)))
             .unwrap_or_default();
-        match ask(&format!(
+        ask(&format!(
             "let this session read {}{why}? [y]es, [n]o: ",
             inert(path)
-        )) {
-            Answer::Yes | Answer::Always => true,
-            Answer::No => false,
-        }
+        )) != Answer::No
     }
-}
-
-enum Answer {
-    Yes,
-    No,
-    Always,
 }
 
 /// Asks on stderr and reads one line of stdin (the terminal; the line
@@ -107,11 +92,4 @@ fn ask(question: &str) -> Answer {
         "a" | "always" => Answer::Always,
         _ => Answer::No,
     }
-}
-
-/// Text from the model made safe to print: control characters shown as `?`.
-fn inert(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() && c != '\n' { '?' } else { c })
-        .collect()
 }

@@ -967,7 +967,7 @@ fn at_a_terminal_a_grant_is_asked_with_its_reason_and_the_answer_logged() {
     term.type_keys("compare the files\r");
     // The model's reason is shown inert: its escape sequence does nothing.
     term.wait_for(
-        &format!("let this session read {shown} (to ?[2Jcompare)? [y]es, [n]o: "),
+        &format!("let this session read {shown} (to ^[[2Jcompare)? [y]es, [n]o: "),
         within,
     );
     term.type_keys("y\r");
