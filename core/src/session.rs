@@ -648,8 +648,7 @@ impl Session {
         } else {
             output
         };
-        cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, content))]));
-        cmds.extend(self.next_tool(now));
+        cmds.extend(self.answer(id, content, now));
         cmds
     }
 
@@ -741,12 +740,16 @@ impl Session {
 
     /// The tool call `id`, when it is the one running now (the first still
     /// open).
-    fn running_call(&self, id: &str) -> Option<ToolCall> {
-        self.state
-            .open_calls
-            .first()
-            .filter(|c| c.id == id)
-            .cloned()
+    fn running_call(&self, id: &str) -> Option<&ToolCall> {
+        self.state.open_calls.first().filter(|c| c.id == id)
+    }
+
+    /// The call `id` gets `text` as its result; then the next tool runs,
+    /// or the next request goes out.
+    fn answer(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
+        cmds.extend(self.next_tool(now));
+        cmds
     }
 
     /// Applies the records and asks the shell to append them, in order.

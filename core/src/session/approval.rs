@@ -87,7 +87,7 @@ impl Session {
         if self.settings.interactive {
             let reason = self
                 .running_call(&id)
-                .and_then(|call| match crate::tools::parse(&call) {
+                .and_then(|call| match crate::tools::parse(call) {
                     Ok(crate::tools::Tool::RequestFileGrant { reason, .. }) => reason,
                     _ => None,
                 });
@@ -118,9 +118,7 @@ impl Session {
         if yes {
             self.grants.insert(path);
         }
-        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
-        cmds.extend(self.next_tool(now));
-        cmds
+        self.answer(id, text, now)
     }
 
     /// The user answered about the shell call or the grant `id`: logged,
@@ -152,7 +150,7 @@ impl Session {
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];
         };
-        let command = match crate::tools::parse(&call) {
+        let command = match crate::tools::parse(call) {
             Ok(crate::tools::Tool::Shell { command, .. }) => command,
             _ => String::new(),
         };

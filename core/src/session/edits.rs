@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 
 use super::{Command, Session};
 use crate::edit::{self, Answer, Scope};
-use crate::record::{Approved, Edit, Message, Record, Seen, Written};
+use crate::record::{Approved, Edit, Record, Seen, Written};
 use crate::tools::{self, Tool};
 
 /// A file opened for an edit, as the shell found it.
@@ -87,15 +87,12 @@ impl Session {
         opened: Result<Opened, String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(call) = self.running_call(&id) else {
+        let Some(tool) = self.running_call(&id).map(tools::parse) else {
             return vec![Command::Show(format!(
                 "ignored an opened file for tool call {id}, which is not running"
             ))];
         };
-        let decided = opened.and_then(|o| {
-            let tool = tools::parse(&call)?;
-            self.decide(&tool, o)
-        });
+        let decided = opened.and_then(|o| self.decide(&tool?, o));
         match decided {
             Ok(Decided::Unchanged(text)) | Err(text) => self.answer(id, text, now),
             Ok(Decided::Change(mut staged, before)) => {
@@ -368,13 +365,6 @@ impl Session {
                 cmds
             }
         }
-    }
-
-    /// The result of the edit call `id`, then the next tool.
-    fn answer(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
-        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
-        cmds.extend(self.next_tool(now));
-        cmds
     }
 }
 
