@@ -304,12 +304,16 @@ fn range(start: usize, len: usize) -> String {
     }
 }
 
-/// Lines added and removed in a unified diff.
+/// Lines added and removed in a unified diff. Only the `---`/`+++` file
+/// headers before the first hunk are left out: a removed line `-- x` is
+/// `--- x` in a hunk and counts.
 pub fn stat(diff: &str) -> (usize, usize) {
     let mut added = 0;
     let mut removed = 0;
+    let mut in_hunk = false;
     for line in diff.lines() {
-        if line.starts_with("+++") || line.starts_with("---") {
+        in_hunk |= line.starts_with("@@");
+        if !in_hunk {
             continue;
         }
         if line.starts_with('+') {

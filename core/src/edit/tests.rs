@@ -37,6 +37,10 @@ fn the_diff_names_the_file_and_counts_lines() {
     let d = diff("new.txt", None, "x\n");
     assert!(d.starts_with("--- /dev/null\n+++ b/new.txt\n"), "{d}");
     assert_eq!(stat(&d), (1, 0));
+    // Lines that look like headers inside a hunk are lines.
+    let d = diff("notes.md", Some("-- old\nkeep\n"), "++ new\nkeep\n");
+    assert!(d.contains("\n--- old\n+++ new\n"), "{d}");
+    assert_eq!(stat(&d), (1, 1));
 }
 
 /// The diff as similar writes it of the whole texts: what [`diff`]
