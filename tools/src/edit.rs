@@ -83,8 +83,8 @@ impl Blobs {
     }
 
     /// Stores `bytes` under `hash`, which the caller took of these very
-    /// bytes ([`open`] did): not hashed again.
-    fn put_as(&self, hash: &str, bytes: &[u8]) -> io::Result<()> {
+    /// bytes ([`open`] did, and shell tracking): not hashed again.
+    pub(crate) fn put_as(&self, hash: &str, bytes: &[u8]) -> io::Result<()> {
         let path = self.path(hash)?;
         if path.exists() {
             return Ok(());

@@ -52,11 +52,7 @@ pub(crate) fn grep(
     // As ripgrep walks: `.gitignore` (in a repository or not), `.ignore`,
     // `.git/info/exclude`, hidden files and folders skipped, symlinks not
     // followed, sorted; and `.git`, `target`, `node_modules` always skipped.
-    let walk = ignore::WalkBuilder::new(&start)
-        .standard_filters(true)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(false)
+    let walk = walker(&start)
         .sort_by_file_path(|a, b| a.cmp(b))
         .filter_entry(|entry| {
             entry.depth() == 0
@@ -253,4 +249,16 @@ impl Matcher {
     pub(crate) fn is_match(&self, line: &str) -> bool {
         self.regex.is_match(line)
     }
+}
+
+/// The walk grep and list_dir share, as ripgrep walks: `.gitignore` (in a
+/// repository or not), `.ignore`, `.git/info/exclude`, hidden names
+/// skipped, symlinks not followed.
+pub(crate) fn walker(start: &Path) -> ignore::WalkBuilder {
+    let mut walk = ignore::WalkBuilder::new(start);
+    walk.standard_filters(true)
+        .git_global(false)
+        .require_git(false)
+        .follow_links(false);
+    walk
 }

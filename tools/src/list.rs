@@ -16,13 +16,7 @@ pub(crate) fn list_dir(scope: &Scope, raw: &str) -> Result<String, String> {
     // One level of grep's walk: ripgrep's rules (`.gitignore` in a
     // repository or not, `.ignore`, `.git/info/exclude`, hidden names
     // skipped), symlinks not followed.
-    let walk = ignore::WalkBuilder::new(&path)
-        .standard_filters(true)
-        .git_global(false)
-        .require_git(false)
-        .follow_links(false)
-        .max_depth(Some(1))
-        .build();
+    let walk = crate::grep::walker(&path).max_depth(Some(1)).build();
     let mut entries: Vec<(String, String)> = walk
         .filter_map(Result::ok)
         .filter(|entry| entry.depth() == 1)

@@ -145,16 +145,18 @@ impl Before {
             if before_hash.is_some() && before.is_none() {
                 continue;
             }
-            let stored = before
-                .as_deref()
-                .map_or(Ok(()), |b| blobs.put(b).map(drop))
-                .and_then(|()| after.as_deref().map_or(Ok(()), |a| blobs.put(a).map(drop)));
+            // Stored under the hashes just taken, not hashed again.
+            let stored = [(&before, &before_hash), (&after, &after_hash)]
+                .into_iter()
+                .try_for_each(|(content, hash)| match (content, hash) {
+                    (Some(content), Some(hash)) => blobs.put_as(hash, content),
+                    _ => Ok(()),
+                });
             if stored.is_err() {
                 continue;
             }
-            let shown = full
-                .strip_prefix(&self.top)
-                .map_or_else(|_| path.clone(), |p| p.display().to_string());
+            // As git names it: relative to the repository's top.
+            let shown = &path;
             let diff = if [&before, &after]
                 .iter()
                 .any(|c| c.as_ref().is_some_and(|c| c.contains(&0)))
@@ -162,7 +164,7 @@ impl Before {
                 format!("binary file {shown} changed\n")
             } else {
                 revolve_core::edit::diff(
-                    &shown,
+                    shown,
                     before.as_deref().map(String::from_utf8_lossy).as_deref(),
                     &after
                         .as_deref()
