@@ -51,6 +51,17 @@ pub const PATTERN_MAX: usize = 4096;
 pub const PATTERN_SIZE_MAX: usize = 10 << 20;
 
 // ---------------------------------------------------------------------------
+// running sessions
+
+/// A session's lock file found held is tried again this many times before
+/// the session counts as running elsewhere (a listing holds each lock for
+/// a moment).
+pub const CLAIM_TRIES: u32 = 20;
+
+/// How long to wait between those tries (all of them: about 100 ms).
+pub const CLAIM_RETRY: Duration = Duration::from_millis(5);
+
+// ---------------------------------------------------------------------------
 // shell
 
 /// Seconds a command may run when the model does not say.
@@ -58,6 +69,10 @@ pub const SHELL_TIMEOUT_S: u64 = 120;
 
 /// The most seconds a command may run.
 pub const SHELL_MAX_TIMEOUT_S: u64 = 3600;
+
+/// An API key shorter than this is not looked for in tool output (a
+/// short value would blot out ordinary text).
+pub const REDACTED_KEY_MIN: usize = 8;
 
 /// The most bytes kept of one stream; past it the command is killed.
 pub const SHELL_STREAM_CAP: usize = 64 * 1024 * 1024;

@@ -30,7 +30,9 @@ pub enum Tool {
     /// Run a shell command in the working directory.
     Shell {
         command: String,
-        timeout_s: Option<u64>,
+        /// Seconds before it is killed ([`shell_timeout`] of what the
+        /// model asked).
+        timeout_s: u64,
     },
     /// Ask the user to let this session read a path outside the tree.
     RequestFileGrant {
@@ -219,6 +221,15 @@ pub fn definitions() -> Vec<Definition> {
     ]
 }
 
+/// How long a shell command may run: the model's `timeout_s`, else
+/// [`policy::SHELL_TIMEOUT_S`], within 1 to [`policy::SHELL_MAX_TIMEOUT_S`]
+/// seconds.
+pub fn shell_timeout(asked: Option<u64>) -> u64 {
+    asked
+        .unwrap_or(crate::policy::SHELL_TIMEOUT_S)
+        .clamp(1, crate::policy::SHELL_MAX_TIMEOUT_S)
+}
+
 /// Checks a call's name and arguments. The error is the text of the result
 /// the model gets (starting `error:`).
 pub fn parse(call: &ToolCall) -> Result<Tool, String> {
@@ -295,7 +306,7 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         }),
         "shell" => args::<Shell>(call).map(|a| Tool::Shell {
             command: a.command,
-            timeout_s: a.timeout_s,
+            timeout_s: shell_timeout(a.timeout_s),
         }),
         "request_file_grant" => args::<Grant>(call).map(|a| Tool::RequestFileGrant {
             path: a.path,

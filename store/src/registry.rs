@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
+use revolve_core::policy::{CLAIM_RETRY, CLAIM_TRIES};
 use serde::{Deserialize, Serialize};
 
 use crate::files::{self, ctx};
@@ -39,16 +40,16 @@ impl Claim {
         let mut tries = 0;
         let lock = loop {
             match Lock::try_acquire(&path)? {
-                None if tries < 20 => {
+                None if tries < CLAIM_TRIES => {
                     tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    std::thread::sleep(CLAIM_RETRY);
                 }
                 // The owner we waited for may have ended meanwhile, removing
                 // the file before unlocking it: the lock we got is then on a
                 // file nobody else can see, while a newcomer may hold a new
                 // one at the path. Only a lock on the file at the path counts.
                 Some(lock) if !same_file(lock.file(), &path) => {
-                    if tries >= 20 {
+                    if tries >= CLAIM_TRIES {
                         break None;
                     }
                     tries += 1;

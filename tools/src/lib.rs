@@ -130,8 +130,8 @@ use shell::*;
 
 use revolve_core::policy::{
     BINARY_PROBE, GREP_BYTES, GREP_FILE_MAX, GREP_LINES, GREP_LINE_CHARS, GREP_SKIP, GREP_TIME,
-    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, SHELL_DRAIN, SHELL_MAX_TIMEOUT_S,
-    SHELL_STREAM_CAP, SHELL_TIMEOUT_S,
+    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, REDACTED_KEY_MIN, SHELL_DRAIN,
+    SHELL_MAX_TIMEOUT_S, SHELL_STREAM_CAP,
 };
 
 /// What the tools need to know about where they run.
@@ -242,7 +242,10 @@ pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> b
 /// tool returns is written to the session log.
 fn redact_keys(mut text: String) -> String {
     for name in API_KEY_VARS {
-        if let Some(key) = std::env::var(name).ok().filter(|k| k.len() >= 8) {
+        if let Some(key) = std::env::var(name)
+            .ok()
+            .filter(|k| k.len() >= REDACTED_KEY_MIN)
+        {
             if text.contains(&key) {
                 text = text.replace(&key, "[key]");
             }

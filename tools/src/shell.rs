@@ -23,12 +23,9 @@ pub(crate) fn shell(
     root: &Path,
     session: &str,
     command: &str,
-    timeout_s: Option<u64>,
+    secs: u64,
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
-    let secs = timeout_s
-        .unwrap_or(SHELL_TIMEOUT_S)
-        .clamp(1, SHELL_MAX_TIMEOUT_S);
     let mut group = match Group::start() {
         Ok(group) => group,
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),

@@ -156,7 +156,7 @@ fn grep_in(root: &Path, pattern: &str, path: Option<&str>) -> String {
 fn sh(root: &Path, command: &str, timeout_s: Option<u64>) -> Outcome {
     let tool = Tool::Shell {
         command: command.into(),
-        timeout_s,
+        timeout_s: revolve_core::tools::shell_timeout(timeout_s),
     };
     run_with(root, tool, &[])
 }
@@ -691,7 +691,7 @@ fn shell_stops_on_cancel_and_on_refusal() {
     let cancel = || started.elapsed() > Duration::from_millis(200);
     let tool = Tool::Shell {
         command: "sleep 30".into(),
-        timeout_s: None,
+        timeout_s: revolve_core::tools::shell_timeout(None),
     };
     let out = run(&tool, &[], &ctx(&t.0), &cancel);
     assert!(started.elapsed() < Duration::from_secs(5));
