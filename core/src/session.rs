@@ -129,12 +129,15 @@ impl Session {
         &self.grants
     }
 
-    /// Whether the memory should be refined now, on its own: idle, and
+    /// Whether the memory should be refined now, on its own: allowed (not
+    /// `--no-auto-refine`, not `--bare`), idle, and
     /// [`crate::refine::auto_due`] after this session's turns, compactions
     /// and last refinement.
     pub fn refine_due(&self, now: OffsetDateTime) -> bool {
         let s = &self.state;
-        !self.busy()
+        self.settings.auto_refine
+            && !self.settings.bare
+            && !self.busy()
             && refine::auto_due(
                 s.totals.turns.saturating_sub(s.turns_at_refine),
                 s.compacted_since_refine,

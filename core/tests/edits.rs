@@ -197,6 +197,8 @@ fn settings() -> Settings {
         allow_shell: true,
         interactive: false,
         granted: Vec::new(),
+        auto_refine: false,
+        bare: false,
     }
 }
 

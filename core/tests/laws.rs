@@ -135,6 +135,8 @@ fn settings() -> Settings {
         interactive: false,
         // `--grant /etc`: the grants the ops ask for are granted.
         granted: vec!["/etc".into()],
+        auto_refine: false,
+        bare: false,
     }
 }
 

@@ -726,6 +726,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         allow_shell: runtime.allow_shell,
         interactive,
         granted: runtime.granted.clone(),
+        auto_refine: runtime.auto_refine,
+        bare: runtime.bare,
     }
 }
 

@@ -326,6 +326,11 @@ pub struct Settings {
     /// `request_file_grant` of one, or of anything inside one, is granted
     /// without asking.
     pub granted: Vec<String>,
+    /// The memory may be refined on its own when due (not
+    /// `--no-auto-refine`).
+    pub auto_refine: bool,
+    /// `--bare`: no memory in this run, so none is refined.
+    pub bare: bool,
 }
 
 /// The default of `spill-result-chars`.

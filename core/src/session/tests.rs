@@ -16,6 +16,8 @@ fn settings() -> Settings {
         allow_shell: true,
         interactive: false,
         granted: Vec::new(),
+        auto_refine: false,
+        bare: false,
     }
 }
 

@@ -176,7 +176,7 @@ impl<F: Front> Live<F> {
 
     /// Runs an automatic refinement when the core says one is due.
     pub fn refine_if_due(&mut self) -> Result<(), Error> {
-        if self.runtime.auto_refine && !self.runtime.bare && self.session.refine_due(clock::now()) {
+        if self.session.refine_due(clock::now()) {
             self.refine(true)?;
         }
         Ok(())
