@@ -78,6 +78,9 @@ pub struct Session {
     /// The `request_file_grant` call the user is asked about, and the path
     /// (canonical) it asks for.
     asked_grant: Option<(String, String)>,
+    /// Whether the user was told that shell changes outside git are not
+    /// tracked (once a run).
+    told_untracked: bool,
 }
 
 impl Session {
@@ -116,6 +119,7 @@ impl Session {
             staged: None,
             allowed_call: None,
             asked_grant: None,
+            told_untracked: false,
         }
     }
 
@@ -277,6 +281,16 @@ impl Session {
             Input::Wrote { id, error, now } => self.wrote(id, error, now),
             Input::Answered { id, answer, now } => self.answered(id, answer, now),
             Input::ShellChanged { id, changes, now } => self.shell_changed(id, changes, now),
+            Input::Untracked if self.told_untracked => Vec::new(),
+            Input::Untracked => {
+                self.told_untracked = true;
+                let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
+                vec![Command::Show(format!(
+                    "revolve: {cwd} is not in a git repository: what shell commands change in \
+                     it is not tracked, and a rewind cannot take it back (edit_file and \
+                     write_file are tracked)"
+                ))]
+            }
             Input::Found { hash, now } => self.found(hash, now),
             Input::Rewind {
                 turns,

@@ -109,9 +109,6 @@ pub struct Live<F: Front> {
     /// The call the front was shown run, until its result is logged (a
     /// result of any other call is of one that did not run).
     shown: Option<String>,
-    /// Whether the user was told that shell changes outside git are not
-    /// tracked.
-    told_untracked: bool,
     /// Why core refused what the user asked last ([`Command::Refused`]).
     refused: Option<String>,
 }
@@ -204,7 +201,6 @@ impl<F: Front> Live<F> {
             undone: None,
             awaited: None,
             shown: None,
-            told_untracked: false,
             refused: None,
         }
     }

@@ -146,6 +146,9 @@ pub enum Input {
         error: Option<String>,
         now: OffsetDateTime,
     },
+    /// A `shell` call ran outside a git repository: what it changed is not
+    /// tracked (the user is told once a run). Sent before its `ToolDone`.
+    Untracked,
     /// What the `shell` call `id` changed in its git repository: sent
     /// before its `ToolDone`, logged as `edit` records by `shell`.
     ShellChanged {

@@ -86,13 +86,8 @@ impl<F: Front> Live<F> {
                 now: clock::now(),
             });
         }
-        if outcome.untracked && !self.told_untracked {
-            self.told_untracked = true;
-            self.front.notice(&format!(
-                "revolve: {} is not in a git repository: what shell commands change in it is not \
-                 tracked, and a rewind cannot take it back (edit_file and write_file are tracked)",
-                self.store.cwd.display()
-            ));
+        if outcome.untracked {
+            queue.push_back(Input::Untracked);
         }
         if let Some((path, hash)) = outcome.seen.clone() {
             queue.push_back(Input::Seen {
