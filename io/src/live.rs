@@ -95,13 +95,11 @@ pub struct Live<F: Front> {
     front: F,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
-    /// The requests the last refinement sent.
-    refine_pieces: u64,
     /// The snapshot entry the last [`Command::Snapshot`] took.
     last_entry: Option<String>,
     /// What the last [`Command::Undo`] did: the files it put back, or
     /// `None` when there was nothing to undo.
-    undone: Option<Option<Vec<String>>>,
+    undone: Option<Vec<String>>,
     /// The call in flight whose result the core decides after the tool
     /// ran (an edit, a grant), and its tool: the result is shown once it
     /// is logged.
@@ -196,7 +194,6 @@ impl<F: Front> Live<F> {
             front,
             runtime,
             inbox,
-            refine_pieces: 0,
             last_entry: None,
             undone: None,
             awaited: None,
@@ -420,7 +417,7 @@ impl<F: Front> Live<F> {
     pub fn undo_memory(&mut self) -> Result<Option<Vec<String>>, Error> {
         self.undone = None;
         self.drive(Input::Undo)?;
-        Ok(self.undone.take().flatten())
+        Ok(self.undone.take())
     }
 
     /// `/name NAME`: renames the session, under the naming lock as a new
@@ -567,7 +564,7 @@ impl<F: Front> Live<F> {
                         &self.runtime.memory,
                     )
                     .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
-                    self.undone = Some(done.as_ref().map(|(_, files)| files.clone()));
+                    self.undone = done.as_ref().map(|(_, files)| files.clone());
                     let (entry, files) = match done {
                         Some((entry, files)) => (Some(entry), files),
                         None => (None, Vec::new()),

@@ -104,10 +104,10 @@ impl<F: Front> Live<F> {
     /// At a resume: an edit the last run logged but did not see written is
     /// looked at on disk, and what is found is logged.
     pub(super) fn settle_pending_edit(&mut self) -> Result<(), Error> {
-        let Some(pending) = self.state().pending_edit.clone() else {
+        let Some(path) = self.state().pending_edit.as_ref().map(|e| e.path.clone()) else {
             return Ok(());
         };
-        let hash = edit::hash_of(Path::new(&pending.path)).unwrap_or(Some(String::new()));
+        let hash = hash_now(&path);
         self.drive(Input::Found {
             hash,
             now: clock::now(),
@@ -139,14 +139,19 @@ impl<F: Front> Live<F> {
     }
 }
 
-/// What each file a rewind may touch holds now, by hash (an unreadable one
-/// counts as changed: its hash is empty).
+/// What each file a rewind may touch holds now, by hash.
 fn on_disk(session: &Session) -> BTreeMap<String, Option<String>> {
     revolve_core::edit::tracked_paths(session.state())
         .into_iter()
         .map(|p| {
-            let hash = edit::hash_of(Path::new(&p)).unwrap_or(Some(String::new()));
+            let hash = hash_now(&p);
             (p, hash)
         })
         .collect()
+}
+
+/// What the file at `path` holds now, by hash: `None` when there is none,
+/// an empty hash when it cannot be read (it counts as changed).
+fn hash_now(path: &str) -> Option<String> {
+    edit::hash_of(Path::new(path)).unwrap_or(Some(String::new()))
 }

@@ -21,18 +21,18 @@ impl<F: Front> Live<F> {
     /// snapshotted and written, anything else changes nothing and says why.
     /// The refinement is logged either way, so the automatic trigger knows.
     pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
-        self.refine_pieces = 0;
-        let entry = self.refined_entry(auto)?;
+        let (entry, pieces) = self.refined_entry(auto)?;
         self.drive(Input::Refined {
             auto,
             entry,
-            pieces: self.refine_pieces,
+            pieces,
             now: clock::now(),
         })
     }
 
-    /// Asks, validates and writes; the snapshot entry written, if any.
-    fn refined_entry(&mut self, auto: bool) -> Result<Option<String>, Error> {
+    /// Asks, validates and writes: the snapshot entry written, if any, and
+    /// how many requests the refinement sent.
+    fn refined_entry(&mut self, auto: bool) -> Result<(Option<String>, u64), Error> {
         let what = if auto {
             "automatic refinement"
         } else {
@@ -111,8 +111,7 @@ impl<F: Front> Live<F> {
                         "{what} failed ({}); memory unchanged",
                         view::inert(&error)
                     ));
-                    self.refine_pieces = sent;
-                    return Ok(None);
+                    return Ok((None, sent));
                 }
                 Asked::Failed { error, .. } => {
                     self.front.notice(&format!(
@@ -124,8 +123,7 @@ impl<F: Front> Live<F> {
                 Asked::Interrupted { .. } => {
                     self.front
                         .notice(&format!("{what} interrupted; memory unchanged"));
-                    self.refine_pieces = sent;
-                    return Ok(None);
+                    return Ok((None, sent));
                 }
             };
             match refine::parse_reply(&text, &current) {
@@ -138,8 +136,7 @@ impl<F: Front> Live<F> {
                         "{what}: the answer was not usable ({}); memory unchanged",
                         view::inert(&why)
                     ));
-                    self.refine_pieces = sent;
-                    return Ok(None);
+                    return Ok((None, sent));
                 }
                 Err(why) => self.front.notice(&format!(
                     "{what}{part}: the answer was not usable ({}); that part changes nothing",
@@ -147,11 +144,10 @@ impl<F: Front> Live<F> {
                 )),
             }
         }
-        self.refine_pieces = sent;
         let changes = refine::combined(&files, all);
         if changes.is_empty() {
             self.front.notice(&format!("{what}: nothing to change"));
-            return Ok(None);
+            return Ok((None, sent));
         }
         let meta = refine::meta(&session, messages, auto, &changes, &files);
         // The core asks for the snapshot and the writes, then logs them.
@@ -163,7 +159,7 @@ impl<F: Front> Live<F> {
             meta: meta.clone(),
         })?;
         let Some(stamp) = self.last_entry.take() else {
-            return Ok(None);
+            return Ok((None, sent));
         };
         self.front.notice(&format!(
             "{what}: memory changed (/refine undo takes it back)"
@@ -171,7 +167,7 @@ impl<F: Front> Live<F> {
         for (file, change) in &meta.files {
             self.front.notice(&format!("    {file} — {change}"));
         }
-        Ok(Some(stamp))
+        Ok((Some(stamp), sent))
     }
 
     /// Runs an automatic refinement when the core says one is due.
