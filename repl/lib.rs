@@ -191,8 +191,17 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let front = Console::new(cli.output_format, approvals);
     let memory = memory(&store, cli.bare);
     let dirs = memory.dirs.clone();
-    let mut runtime = runtime(&store, &settings, resuming, memory, !cli.no_auto_refine)?;
-    runtime.granted = granted;
+    let provider = provider(&settings, &store)?;
+    let auto_refine = !cli.no_auto_refine;
+    let runtime = runtime(
+        provider,
+        &store,
+        &settings,
+        resuming,
+        memory,
+        auto_refine,
+        granted,
+    );
     let mut live = if resuming {
         if cli.name.is_some() {
             return Err(Error::Usage(
@@ -354,34 +363,17 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
     }
 }
 
-/// What a session runs with, from the settings. A resumed session keeps
-/// its model and window unless a flag or a variable asks for others.
+/// What a session runs with, from the settings, asking `provider`, with
+/// the `--grant` paths. A resumed session keeps its model and window unless
+/// a flag or a variable asks for others.
 fn runtime(
-    store: &Store,
-    settings: &Settings,
-    resuming: bool,
-    memory: Memory,
-    auto_refine: bool,
-) -> Result<Runtime, Error> {
-    let provider = provider(settings, store)?;
-    Ok(runtime_with(
-        provider,
-        store,
-        settings,
-        resuming,
-        memory,
-        auto_refine,
-    ))
-}
-
-/// [`runtime`] with the provider given.
-fn runtime_with(
     provider: Arc<dyn Provider>,
     store: &Store,
     settings: &Settings,
     resuming: bool,
     memory: Memory,
     auto_refine: bool,
+    granted: Vec<String>,
 ) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Runtime {
@@ -400,7 +392,7 @@ fn runtime_with(
         repeat_limit: settings.max_repeated_calls.value,
         allow_shell: settings.allow_shell.value,
         allow_edits: settings.allow_edits.value,
-        granted: Vec::new(),
+        granted,
     }
 }
 
@@ -462,7 +454,15 @@ fn rewind(
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: true,
     };
-    let runtime = runtime_with(Arc::new(Offline), &store, &settings, true, memory, false);
+    let runtime = runtime(
+        Arc::new(Offline),
+        &store,
+        &settings,
+        true,
+        memory,
+        false,
+        Vec::new(),
+    );
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
@@ -486,7 +486,8 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: false,
     };
-    let runtime = runtime(&store, settings, true, memory, false)?;
+    let provider = provider(settings, &store)?;
+    let runtime = runtime(provider, &store, settings, true, memory, false, Vec::new());
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     match live.compact()? {

@@ -148,15 +148,7 @@ impl Sink {
         self.stop_waiting();
         match self.format {
             Format::Text => eprintln!("{}", view::tool_line(tool)),
-            Format::StreamJson => {
-                let arguments = serde_json::from_str::<Value>(arguments)
-                    .unwrap_or_else(|_| Value::String(arguments.to_owned()));
-                self.event(
-                    "tool_call",
-                    json!({"id": id, "name": tool.name(),
-                                  "arguments": arguments}),
-                );
-            }
+            Format::StreamJson => self.event("tool_call", call_fields(id, tool.name(), arguments)),
         }
     }
 
@@ -167,12 +159,8 @@ impl Sink {
     pub fn tool_result(&mut self, id: &str, tool: &Tool, output: &str, interrupted: bool) {
         if self.format == Format::StreamJson {
             self.release();
-            let line = line(
-                "tool_result",
-                json!({"id": id, "name": tool.name(),
-                              "output": output, "interrupted": interrupted}),
-            );
-            self.held = Some((id.to_owned(), line));
+            let fields = result_fields(id, tool.name(), output, interrupted);
+            self.held = Some((id.to_owned(), line("tool_result", fields)));
         }
     }
 
@@ -182,17 +170,9 @@ impl Sink {
     /// stderr by itself).
     pub fn not_run(&mut self, call: &ToolCall, output: &str) {
         if self.format == Format::StreamJson {
-            let arguments = serde_json::from_str::<Value>(&call.arguments)
-                .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-            self.event(
-                "tool_call",
-                json!({"id": call.id, "name": call.name, "arguments": arguments}),
-            );
-            self.event(
-                "tool_result",
-                json!({"id": call.id, "name": call.name,
-                              "output": output, "interrupted": false}),
-            );
+            let (id, name) = (call.id.as_str(), call.name.as_str());
+            self.event("tool_call", call_fields(id, name, &call.arguments));
+            self.event("tool_result", result_fields(id, name, output, false));
         }
     }
 
@@ -258,6 +238,19 @@ impl Sink {
             self.closed = matches!(out(text), Err(Error::BrokenPipe));
         }
     }
+}
+
+/// A `tool_call` event's fields: `arguments` as the model's JSON, or the
+/// string it wrote when that is not JSON.
+fn call_fields(id: &str, name: &str, arguments: &str) -> Value {
+    let arguments = serde_json::from_str::<Value>(arguments)
+        .unwrap_or_else(|_| Value::String(arguments.to_owned()));
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
+/// A `tool_result` event's fields.
+fn result_fields(id: &str, name: &str, output: &str, interrupted: bool) -> Value {
+    json!({"id": id, "name": name, "output": output, "interrupted": interrupted})
 }
 
 /// One event line: `"type"` first, then the fields (sorted).
