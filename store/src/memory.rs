@@ -133,13 +133,10 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
         return Ok(Vec::new());
     }
     files::create_dir_all(global)?;
-    let mut list = files::options()
-        .read(true)
-        .append(true)
-        .create(true)
-        .open(&seeded_path)?;
-    // Released when `list` is closed, on return or when the process dies.
-    list.lock()?;
+    // Released when dropped, on return or when the process dies. Written
+    // after it is read to its end, so what is added goes at the end.
+    let lock = fsx::Lock::acquire(&seeded_path)?;
+    let mut list = lock.file();
     let mut listed = String::new();
     list.read_to_string(&mut listed)?;
     let names = to_seed(&names_listed(&listed), &present(global)?);
