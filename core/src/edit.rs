@@ -396,16 +396,12 @@ pub fn turns(state: &State) -> Vec<TurnEdits> {
     out
 }
 
-/// Where each turn a rewind can reach begins: the user messages after the
-/// compaction notes, if any.
+/// Where each turn a rewind can reach begins: the turns of the history
+/// ([`crate::compact::turns`], which leaves a compaction's notes out).
 fn turn_starts(state: &State) -> Vec<usize> {
-    state
-        .messages
-        .iter()
-        .enumerate()
-        .skip(state.turn_floor)
-        .filter(|(_, m)| m.role == crate::Role::User)
-        .map(|(i, _)| i)
+    crate::compact::turns(&state.messages)
+        .into_iter()
+        .map(|turn| turn.start)
         .collect()
 }
 

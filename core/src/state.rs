@@ -87,9 +87,6 @@ pub struct State {
     /// The user answered "always" to a shell command: later ones are not
     /// asked.
     pub shell_always: bool,
-    /// The first message a rewind may take back (after a compaction's
-    /// notes).
-    pub turn_floor: usize,
 }
 
 /// An edit of a file, as the session's state holds it.
@@ -391,7 +388,6 @@ impl State {
                 self.wrote.clear();
                 self.pending_edit = None;
                 self.rewinds.clear();
-                self.turn_floor = 1;
             }
             Record::Continued(c) => {
                 self.continued = Some(c.next.clone());
