@@ -11,7 +11,7 @@
 //! durable as the session logs that name them.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -36,11 +36,16 @@ pub fn hash(bytes: &[u8]) -> String {
 
 /// The hash of what `path` holds now; `None` when there is no such file.
 pub fn hash_of(path: &Path) -> io::Result<Option<String>> {
-    match fs::read(path) {
-        Ok(bytes) => Ok(Some(hash(&bytes))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
+    // A regular file only: whatever else is there (a FIFO) is an error,
+    // never waited on.
+    let (mut file, _) = match regular::read(path) {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(Some(hash(&bytes)))
 }
 
 /// The content store under a state root.
@@ -239,10 +244,14 @@ pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<String> {
     for f in files {
         let path = Path::new(&f.path);
         let done = (|| -> io::Result<()> {
-            let mode = match fs::read(path) {
-                Ok(now) => {
+            // What is there now is stored first, and its mode kept: one
+            // open of a regular file gives both (a FIFO is refused).
+            let mode = match regular::read(path) {
+                Ok((mut file, meta)) => {
+                    let mut now = Vec::new();
+                    file.read_to_end(&mut now)?;
                     blobs.put(&now)?;
-                    fs::metadata(path).ok().as_ref().and_then(mode_of)
+                    mode_of(&meta)
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(e) => return Err(e),

@@ -85,7 +85,7 @@
 //! readable is not asked for. `agent_info` is the
 //! pretty JSON of [`AgentInfo`] plus `working_dir`.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 #[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -20,7 +20,9 @@ pub(crate) fn read_file(
     if !meta.is_file() {
         return Err(format!("error: {raw} is not a regular file"));
     }
-    let mut file = File::open(path).map_err(cannot)?;
+    // Opened as a regular file only: a FIFO swapped in since the look
+    // above is refused, not waited on.
+    let (mut file, _) = revolve_store::regular::read(path).map_err(cannot)?;
     let mut head = Vec::new();
     (&mut file)
         .take(BINARY_PROBE as u64)
