@@ -14,12 +14,12 @@
 //! * [`error`]: why a run stopped, and its exit code.
 //! * [`clock`]: the clock and session ids.
 //! * [`interrupt`]: Ctrl-C and termination signals as flags.
-//! * `revolve-store` ([`store`], [`log`], [`paths`], [`files`], [`fsx`],
-//!   [`regular`], [`registry`], [`index`], [`inbox`], [`goal`], [`memory`],
-//!   [`refine`]): revolve's own files, written atomically.
+//! * `revolve-store` ([`store`], [`log`], [`paths`], [`files`],
+//!   [`regular`], [`registry`], [`inbox`], [`goal`], [`memory`],
+//!   [`refine`]): revolve's own files, written atomically; what the binary
+//!   and the tests name of it.
 //! * `revolve-provider` ([`provider`]): the model APIs.
-//! * `revolve-tools` ([`tools`], [`edit`], [`track`], [`group`]): the tools,
-//!   executed.
+//! * `revolve-tools` ([`tools`], [`edit`]): the tools, executed.
 //! * The fake model server for tests is `revolve-testkit`, a
 //!   dev-dependency only: the shipped binary carries no test server.
 //!
@@ -39,10 +39,6 @@ pub mod interrupt;
 pub mod live;
 
 pub use revolve_provider as provider;
-pub use revolve_store::{
-    files, fsx, goal, inbox, index, log, memory, paths, refine, registry, regular, resume, store,
-};
+pub use revolve_store::{files, goal, inbox, log, memory, paths, refine, registry, regular, store};
 pub use revolve_tools as tools;
-#[cfg(unix)]
-pub use revolve_tools::group;
-pub use revolve_tools::{edit, track};
+pub use revolve_tools::edit;

@@ -215,7 +215,7 @@ pub fn stage(blobs: &Blobs, before: Option<(&[u8], &str)>, after: &[u8]) -> io::
     blobs.put(after)
 }
 
-/// Writes a user's file whole or not at all ([`crate::fsx`]: temp file
+/// Writes a user's file whole or not at all ([`revolve_store::fsx`]: temp file
 /// beside it, fsynced, renamed over it, folder fsynced), with `mode` (the
 /// file's own, kept) or, for a new file, 0644 as an editor under the usual
 /// umask makes it.

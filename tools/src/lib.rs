@@ -62,14 +62,14 @@
 //!
 //! Runs once the core allowed it (`session::approval`): `sh -c COMMAND`
 //! in the root, stdin
-//! null, in a process group of its own ([`Group`]: a watchdog kills it
+//! null, in a process group of its own (`group::Group`: a watchdog kills it
 //! when revolve dies, even by SIGKILL); stdout and stderr are read by two
 //! threads so a full pipe cannot block the child. `cancel` is polled about
 //! every 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or
 //! past 64 MiB of output on one stream the output says so, with what was
 //! captured. However the command ends, its whole process group is killed
 //! (SIGKILL), so `sleep 1000 &` does not outlive it, and on Linux so is
-//! what left the group (`setsid`) and was orphaned ([`group::reap_escaped`]).
+//! what left the group (`setsid`) and was orphaned (`group::reap_escaped`).
 //! If a process that escaped still holds the pipes, its later output is
 //! given up on after one second. The API
 //! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
@@ -109,8 +109,8 @@ use revolve_store::refine;
 use revolve_store::regular;
 pub mod edit;
 #[cfg(unix)]
-pub mod group;
-pub mod track;
+mod group;
+mod track;
 
 mod grant;
 mod grep;
