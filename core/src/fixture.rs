@@ -104,6 +104,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                     text: m.content.clone(),
                     tool_calls: m.tool_calls.clone(),
                     usage: None,
+                    truncated: m.truncated,
                 }));
             }
             Record::Failed(f) => match cut.take() {
@@ -145,6 +146,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                         text: c.notes.clone(),
                         tool_calls: Vec::new(),
                         usage: (usage != Usage::default()).then_some(usage),
+                        truncated: false,
                     });
                 }
             }
@@ -154,6 +156,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                         text: n.notes.clone(),
                         tool_calls: Vec::new(),
                         usage: None,
+                        truncated: false,
                     });
                 }
             }
@@ -249,6 +252,7 @@ mod tests {
             got,
             vec![
                 Answer::Reply(Reply {
+                    truncated: false,
                     text: "looking".into(),
                     tool_calls: vec![call],
                     usage: Some(Usage {
@@ -257,6 +261,7 @@ mod tests {
                     }),
                 }),
                 Answer::Reply(Reply {
+                    truncated: false,
                     text: "two files".into(),
                     tool_calls: vec![],
                     usage: Some(Usage {

@@ -321,6 +321,10 @@ pub struct Message {
     /// An answer cut short by an interruption or a failure.
     #[serde(default, skip_serializing_if = "is_false")]
     pub partial: bool,
+    /// An answer that stopped at the request's limit on its length
+    /// (`max_tokens`): whole as the model wrote it, but cut.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub truncated: bool,
     /// A user message delivered from the session's inbox (`revolve send`,
     /// `revolve attach`): who sent it, and its place in the inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -376,6 +380,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             partial: false,
+            truncated: false,
             origin: None,
         }
     }

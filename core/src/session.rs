@@ -465,10 +465,18 @@ impl Session {
         let ends_turn = reply.tool_calls.is_empty();
         let answer = Message {
             tool_calls: reply.tool_calls,
+            truncated: reply.truncated,
             ..Message::assistant(now, reply.text)
         };
         // The totals after the answer, which counts as a request.
         let mut cmds = self.append(vec![Record::Message(answer)]);
+        if reply.truncated {
+            cmds.push(Command::Show(format!(
+                "the answer was cut at its {}-token limit (the room the {}-token window keeps for it)",
+                view::tokens(compact::room(self.state.window)),
+                view::tokens(self.state.window)
+            )));
+        }
         let mut totals = self.totals(Some(usage), last_context, !counted, ends_turn, now);
         if let Record::Totals(t) = &mut totals {
             t.in_out_estimated |= !counted;

@@ -243,6 +243,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                     .collect();
                 Input::Reply {
                     reply: Reply {
+                        truncated: false,
                         text,
                         tool_calls,
                         usage,
@@ -684,6 +685,7 @@ impl Arbitrary for AnyRecord {
                 tool_calls: calls(g),
                 tool_call_id: Option::arbitrary(g),
                 partial: bool::arbitrary(g),
+                truncated: bool::arbitrary(g),
                 origin: Option::<(String, u64)>::arbitrary(g)
                     .map(|(from, seq)| revolve_core::record::Origin { from, seq }),
             }),

@@ -500,6 +500,7 @@ impl Answer {
             })
             .collect();
         Reply {
+            truncated: false,
             text: std::mem::take(&mut self.text),
             tool_calls,
             usage: self.usage,

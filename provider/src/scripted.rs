@@ -197,6 +197,7 @@ impl Provider for Scripted {
         match &reply.error {
             Some(error) => Err(ProviderError::new(error, reply.text.clone())),
             None => Ok(Reply {
+                truncated: false,
                 text: reply.text.clone(),
                 tool_calls: reply.tool_calls.clone(),
                 usage: reply.usage,

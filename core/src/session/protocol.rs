@@ -205,6 +205,10 @@ pub struct Reply {
     pub tool_calls: Vec<ToolCall>,
     /// The provider's token counts, when it gave them.
     pub usage: Option<Usage>,
+    /// The answer stopped at the request's limit on its length
+    /// (`finish_reason: "length"`, Anthropic's `stop_reason: "max_tokens"`):
+    /// kept as it came, and the turn says it was cut.
+    pub truncated: bool,
 }
 
 /// Token counts of one request, as the provider reported them.

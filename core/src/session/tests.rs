@@ -47,6 +47,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
     });
     s.handle(Input::Reply {
         reply: Reply {
+            truncated: false,
             text: text.into(),
             tool_calls,
             usage,
@@ -430,6 +431,7 @@ fn long_session(turns: usize, context: u64) -> Session {
             completion_tokens: 0,
         });
         let reply = Reply {
+            truncated: false,
             text: format!("answer {i}"),
             tool_calls: Vec::new(),
             usage,
@@ -556,6 +558,7 @@ fn notes_that_call_a_tool_are_no_notes() {
         arguments: "{}".into(),
     };
     let reply = Reply {
+        truncated: false,
         text: "let me check".into(),
         tool_calls: vec![call],
         usage: None,

@@ -199,6 +199,7 @@ impl World {
 
 fn call(id: &str, name: &str, arguments: &str) -> Reply {
     Reply {
+        truncated: false,
         text: String::new(),
         tool_calls: vec![ToolCall {
             id: id.into(),
