@@ -305,6 +305,30 @@ pub fn piece_end(
     furthest(&steps)
 }
 
+/// What a message cut for a summary request says in its middle.
+pub const CUT_FOR_SUMMARY: &str =
+    " of this message for the summary (it is larger than the context window)";
+
+/// The last user message of a summary request that carries the part to
+/// summarize as one transcript (no tools offered): the transcript, then
+/// [`piece_prompt`].
+pub fn transcript_prompt(transcript: &str, notes: Option<&str>) -> String {
+    format!(
+        "<conversation>\n{transcript}</conversation>\n\n{}",
+        piece_prompt(notes)
+    )
+}
+
+/// The first place after `from` where a piece of a summary may end: the
+/// next message that is not a tool result (so no call is parted from its
+/// result), or `cut`.
+pub fn first_step(messages: &[Message], from: usize, cut: usize) -> usize {
+    let cut = cut.min(messages.len());
+    (from + 1..cut)
+        .find(|&i| messages[i].role != Role::Tool)
+        .unwrap_or(cut)
+}
+
 /// How the notes of a compaction begin, at the head of the history.
 const NOTES_PREFIX: &str =
     "[Working notes: the earlier part of this session was compacted into these notes; \

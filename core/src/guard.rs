@@ -21,7 +21,7 @@
 //! live run did.
 
 pub use crate::record::StopReason;
-use crate::record::ToolCall;
+use crate::record::{FixedKind, ToolCall};
 
 /// How many identical calls in a row a turn allows before refusing one.
 pub const REPEAT_LIMIT: u32 = 3;
@@ -71,10 +71,31 @@ pub fn describe(reason: &StopReason) -> String {
         StopReason::ToolRounds { limit } => {
             format!("stopped the turn after {limit} tool rounds (--max-tool-rounds {limit})")
         }
-        StopReason::TooLarge { tokens, window } => format!(
-            "stopped the turn: its request needs about {tokens} tokens, more than the \
-             {window}-token window leaves for it even with every tool result cut (--window)"
-        ),
+        StopReason::TooLarge {
+            tokens,
+            window,
+            largest,
+        } => {
+            let mut line = format!(
+                "stopped the turn: its request needs about {tokens} tokens, more than the \
+                 {window}-token window leaves for it even with every tool result cut"
+            );
+            match largest {
+                Some((FixedKind::System, n)) => line.push_str(&format!(
+                    "; the system prompt alone (memory files included) takes about {n}: \
+                     start with --bare, or give a larger --window"
+                )),
+                Some((FixedKind::Tools, n)) => line.push_str(&format!(
+                    "; the tool definitions alone take about {n}: give a larger --window"
+                )),
+                Some((FixedKind::Message, n)) => line.push_str(&format!(
+                    "; your message alone takes about {n}: send a shorter one (or the file \
+                     it quotes by path), or give a larger --window"
+                )),
+                None => line.push_str(" (--window)"),
+            }
+            line
+        }
     }
 }
 

@@ -88,12 +88,16 @@ fn number_before(text: &str, marker: &str) -> Option<u64> {
 /// The window to go on with after an overflow: the limit the server named
 /// (at most the window); when it named none, nine tenths of what failed
 /// (the server's count of it, else the estimate), so the next try is
-/// smaller for certain.
-pub fn lowered_window(window: u64, failed_estimate: u64, overflow: Overflow) -> u64 {
+/// smaller for certain, but never below `floor` (the least window in
+/// which the part of a request no compaction shrinks still fits): a
+/// server whose words name no limit that parses cannot lower a session
+/// into one it can never leave.
+pub fn lowered_window(window: u64, failed_estimate: u64, overflow: Overflow, floor: u64) -> u64 {
     let below = |n: u64| n.saturating_sub(n / 10);
     let lowered = match overflow.limit {
         Some(limit) => limit.min(window),
-        None => below(window.min(overflow.asked.unwrap_or(failed_estimate).max(1))),
+        None => below(window.min(overflow.asked.unwrap_or(failed_estimate).max(1)))
+            .max(floor.min(window)),
     };
     lowered.max(1)
 }
@@ -146,13 +150,22 @@ mod tests {
     #[test]
     fn the_window_always_goes_down() {
         let o = |limit, asked| Overflow { limit, asked };
-        assert_eq!(lowered_window(24_000, 30_000, o(Some(4096), None)), 4096);
-        assert_eq!(lowered_window(24_000, 20_000, o(None, None)), 18_000);
-        assert_eq!(lowered_window(24_000, 90_000, o(None, None)), 21_600);
-        assert_eq!(lowered_window(24_000, 90_000, o(None, Some(10_000))), 9_000);
+        assert_eq!(lowered_window(24_000, 30_000, o(Some(4096), None), 0), 4096);
+        assert_eq!(lowered_window(24_000, 20_000, o(None, None), 0), 18_000);
+        assert_eq!(lowered_window(24_000, 90_000, o(None, None), 0), 21_600);
+        assert_eq!(
+            lowered_window(24_000, 90_000, o(None, Some(10_000)), 0),
+            9_000
+        );
         // A limit over the window keeps the window: the estimate was off,
         // and the server's count recalibrates it.
-        assert_eq!(lowered_window(4096, 4000, o(Some(8192), Some(9000))), 4096);
-        assert_eq!(lowered_window(1, 0, o(None, None)), 1);
+        assert_eq!(
+            lowered_window(4096, 4000, o(Some(8192), Some(9000)), 0),
+            4096
+        );
+        assert_eq!(lowered_window(1, 0, o(None, None), 0), 1);
+        // A limit that did not parse lowers no further than the floor.
+        assert_eq!(lowered_window(128_000, 5, o(None, Some(5)), 3_000), 3_000);
+        assert_eq!(lowered_window(2_000, 5, o(None, None), 3_000), 2_000);
     }
 }

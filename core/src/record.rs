@@ -24,7 +24,7 @@
 //!
 //! `header`, the first line of every file:
 //! ```json
-//! {"type":"header","version":1,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! {"type":"header","version":2,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
 //! ```
 //!
 //! `context`, the system prompt, written before the request that first uses it
@@ -170,7 +170,16 @@ pub use compaction::{Compacted, Compacting, Continued, Noted, Overflowed, Pruned
 pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 
 /// The version written into every new header.
-pub const FORMAT_VERSION: u32 = 1;
+///
+/// * 1: the first.
+/// * 2: every request says how long its answer may be (`max_tokens`, or
+///   `max_completion_tokens` for the `openai` preset), the room the
+///   window keeps for it ([`crate::compact::room`]). A version-1 file
+///   rebuilds its requests without it, as they were sent.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The first version whose requests carry their answer's limit.
+pub const ANSWER_LIMIT_VERSION: u32 = 2;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -535,8 +544,27 @@ pub enum StopReason {
     /// The turn took `limit` tool rounds.
     ToolRounds { limit: u32 },
     /// The request would need about `tokens` tokens, more than the window
-    /// leaves, even with every tool result cut.
-    TooLarge { tokens: u64, window: u64 },
+    /// leaves, even with every tool result cut; `largest` is the largest
+    /// part no compaction can shrink, and about how many tokens it takes
+    /// (absent in older logs).
+    TooLarge {
+        tokens: u64,
+        window: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        largest: Option<(FixedKind, u64)>,
+    },
+}
+
+/// A part of every request that no compaction can shrink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FixedKind {
+    /// The system prompt: the base prompt, the memory files, the goal.
+    System,
+    /// The definitions of the tools offered.
+    Tools,
+    /// The newest message of the user.
+    Message,
 }
 
 /// The user let a stopped turn go on.

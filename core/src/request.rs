@@ -29,8 +29,41 @@ impl Wire {
     }
 }
 
-/// `max_tokens` of Anthropic requests (the API requires one).
+/// `max_tokens` of Anthropic requests of version-1 logs (the API requires
+/// one); later requests say the room the window keeps ([`AnswerLimit`]).
 pub const ANTHROPIC_MAX_TOKENS: u32 = 8192;
+
+/// How long an answer may be, in tokens, and the body's field that says it:
+/// the room the compaction point keeps below the window, so a request that
+/// fits, plus its answer, fits the window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AnswerLimit {
+    /// The body's key: `max_completion_tokens` for OpenAI's reasoning
+    /// models (`o1`, `o3`, `o4`, `gpt-5` and their variants), which refuse
+    /// `max_tokens`; `max_tokens` for every other model and server
+    /// (llama.cpp's servers do not know the newer name). Decided by the
+    /// model, not the provider, so a recorded session replayed through
+    /// `--provider replay:NAME` sends the same bytes.
+    pub field: &'static str,
+    /// The most tokens the answer may hold.
+    pub tokens: u64,
+}
+
+impl AnswerLimit {
+    /// The limit of `tokens` for a model.
+    pub fn of(model: &str, tokens: u64) -> AnswerLimit {
+        let name = model.rsplit('/').next().unwrap_or(model);
+        let reasoning = ["o1", "o3", "o4", "gpt-5"]
+            .iter()
+            .any(|family| name == *family || name.starts_with(&format!("{family}-")));
+        let field = if reasoning {
+            "max_completion_tokens"
+        } else {
+            "max_tokens"
+        };
+        AnswerLimit { field, tokens }
+    }
+}
 
 /// One model request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -51,12 +84,58 @@ pub struct Request {
 }
 
 impl Request {
-    /// The request for this system prompt and history.
+    /// The request for this system prompt and history, leaving the
+    /// answer's length to the server (Anthropic's to
+    /// [`ANTHROPIC_MAX_TOKENS`]): as version-1 logs were sent.
     pub fn build(wire: Wire, model: &str, system: Option<&str>, history: &[Message]) -> Request {
-        let body = match wire {
+        Request::limited(wire, model, system, history, None)
+    }
+
+    /// The request for this system prompt and history, its answer limited
+    /// to `limit` when given (see [`AnswerLimit`]).
+    pub fn limited(
+        wire: Wire,
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        limit: Option<AnswerLimit>,
+    ) -> Request {
+        Request::assemble(wire, model, system, history, limit, true)
+    }
+
+    /// [`Request::limited`] offering no tools: a summary request whose
+    /// history is one transcript message, when the tool definitions do
+    /// not fit beside it.
+    pub fn toolless(
+        wire: Wire,
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        limit: Option<AnswerLimit>,
+    ) -> Request {
+        Request::assemble(wire, model, system, history, limit, false)
+    }
+
+    fn assemble(
+        wire: Wire,
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        limit: Option<AnswerLimit>,
+        tools: bool,
+    ) -> Request {
+        let mut body = match wire {
             Wire::OpenAi => openai(model, system, history),
             Wire::Anthropic => anthropic(model, system, history),
         };
+        if !tools {
+            if let Some(map) = body.as_object_mut() {
+                map.remove("tools");
+            }
+        }
+        if let Some(limit) = limit {
+            body[limit.field] = json!(limit.tokens);
+        }
         Request {
             model: model.to_owned(),
             wire,
@@ -245,5 +324,37 @@ mod tests {
         assert_eq!(v["messages"][1]["content"][0]["input"]["path"], "a");
         assert_eq!(v["messages"][2]["content"][0]["tool_use_id"], "c1");
         assert_eq!(v["tools"][0]["input_schema"]["type"], "object");
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn reasoning_models_get_the_newer_name() {
+        for model in [
+            "o1",
+            "o3-mini",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5-mini",
+            "openai/o3",
+        ] {
+            assert_eq!(
+                AnswerLimit::of(model, 9).field,
+                "max_completion_tokens",
+                "{model}"
+            );
+        }
+        for model in [
+            "gpt-4o-mini",
+            "smollm2",
+            "llama3.2",
+            "o1x",
+            "claude-sonnet-4-5",
+        ] {
+            assert_eq!(AnswerLimit::of(model, 9).field, "max_tokens", "{model}");
+        }
     }
 }

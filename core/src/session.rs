@@ -427,9 +427,18 @@ impl Session {
             (request, estimate) = self.built();
         }
         if !compact::fits(estimate, window) {
+            // When the part no compaction shrinks is what does not fit,
+            // name its largest piece and what to do about it.
+            let parts = self.fixed_parts();
+            let fixed: u64 = parts.iter().map(|p| p.tokens).sum();
+            let largest = (!compact::fits(fixed, window))
+                .then(|| parts.into_iter().max_by_key(|p| p.tokens))
+                .flatten()
+                .map(|p| (p.what, p.tokens));
             let reason = StopReason::TooLarge {
                 tokens: estimate,
                 window,
+                largest,
             };
             cmds.extend(self.stop(reason, now));
             return cmds;

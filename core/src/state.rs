@@ -11,8 +11,11 @@ use serde::Serialize;
 use time::OffsetDateTime;
 
 use crate::compact;
-use crate::record::{Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals};
-use crate::request::{Request, Wire};
+use crate::record::{
+    Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
+    FORMAT_VERSION,
+};
+use crate::request::{AnswerLimit, Request, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -542,13 +545,23 @@ impl State {
             .sum()
     }
 
+    /// How long the answer to a request of this state may be: the room the
+    /// window keeps ([`compact::room`]), for files of a version that says
+    /// it on the wire; none for older files (rebuilt as they were sent).
+    pub fn answer_limit(&self) -> Option<AnswerLimit> {
+        let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
+        (version >= ANSWER_LIMIT_VERSION && self.window > 0)
+            .then(|| AnswerLimit::of(&self.model, compact::room(self.window)))
+    }
+
     /// The request this state would send now.
     pub fn request(&self) -> Request {
-        let request = Request::build(
+        let request = Request::limited(
             Wire::of(&self.provider),
             &self.model,
             self.system.as_deref(),
             &self.messages,
+            self.answer_limit(),
         );
         Request {
             seq: self.totals.requests.saturating_add(1),
@@ -556,31 +569,104 @@ impl State {
         }
     }
 
-    /// The request asking for working notes on the first `cut` messages:
-    /// the same system prompt and tools, those messages, and
-    /// [`compact::SUMMARY_PROMPT`] as the last user message.
-    pub fn summary_request(&self, cut: usize) -> Request {
-        self.piece_request(0, cut, None)
-    }
-
     /// The request asking for working notes on the messages `from..upto`,
     /// carrying `notes` (the notes on everything before `from`) in its last
-    /// user message, after [`compact::SUMMARY_PROMPT`].
+    /// user message, after [`compact::SUMMARY_PROMPT`]: the first of
+    /// [`State::whole_piece`]'s shapes that fits the window, else the
+    /// transcript with every message over its share of the room cut to its
+    /// head and tail (for the summary only: the log keeps it whole), so a
+    /// message larger than the window never stops a compaction.
     pub fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
-        let upto = upto.min(self.messages.len());
-        let from = from.min(upto);
-        let at = self
-            .messages
-            .get(upto.saturating_sub(1))
-            .map_or(time::OffsetDateTime::UNIX_EPOCH, |m| m.at);
+        if let Some(request) = self.whole_piece(from, upto, notes) {
+            return request;
+        }
+        let (from, upto) = self.piece_range(from, upto);
+        let blocks: Vec<String> = self.messages[from..upto]
+            .iter()
+            .map(crate::refine::block)
+            .collect();
+        let window = self.window;
+        let fixed = self.transcript_request(&[], upto, notes).body.len();
+        let room = compact::bytes_for(compact::point(window), &self.totals).saturating_sub(fixed);
+        // Each block's share, in characters: JSON may double a text's
+        // bytes (quotes, line ends), and a character is at least a byte.
+        let mut share = room / blocks.len().max(1) / 2;
+        loop {
+            let cut: Vec<String> = blocks
+                .iter()
+                .map(|b| {
+                    if b.len() <= share || b.chars().nth(share).is_none() {
+                        b.clone()
+                    } else {
+                        crate::tools::cut(b, share * 4 / 5, share / 5, compact::CUT_FOR_SUMMARY)
+                    }
+                })
+                .collect();
+            let request = self.transcript_request(&cut, upto, notes);
+            let tokens = compact::estimate(request.body.len(), &self.totals);
+            if compact::fits(tokens, window) || share == 0 {
+                return request;
+            }
+            share /= 2;
+        }
+    }
+
+    /// The piece's request as it is, when it fits the window: the messages
+    /// themselves with the tools offered (a prompt cache can serve it, the
+    /// turn's requests having the same start), else, when the tool
+    /// definitions are what does not fit (small windows), the messages as
+    /// one transcript and no tools. `None` when neither fits.
+    pub fn whole_piece(&self, from: usize, upto: usize, notes: Option<&str>) -> Option<Request> {
+        let (from, upto) = self.piece_range(from, upto);
         let mut history = self.messages[from..upto].to_vec();
-        history.push(Message::user(at, compact::piece_prompt(notes)));
-        let request = Request::build(
+        history.push(Message::user(
+            self.piece_at(upto),
+            compact::piece_prompt(notes),
+        ));
+        let request = self.numbered(Request::limited(
             Wire::of(&self.provider),
             &self.model,
             self.system.as_deref(),
             &history,
-        );
+            self.answer_limit(),
+        ));
+        let fits =
+            |r: &Request| compact::fits(compact::estimate(r.body.len(), &self.totals), self.window);
+        if fits(&request) {
+            return Some(request);
+        }
+        let blocks: Vec<String> = self.messages[from..upto]
+            .iter()
+            .map(crate::refine::block)
+            .collect();
+        Some(self.transcript_request(&blocks, upto, notes)).filter(fits)
+    }
+
+    /// A summary request of `blocks` as one transcript message, no tools.
+    fn transcript_request(&self, blocks: &[String], upto: usize, notes: Option<&str>) -> Request {
+        let text = compact::transcript_prompt(&blocks.concat(), notes);
+        self.numbered(Request::toolless(
+            Wire::of(&self.provider),
+            &self.model,
+            self.system.as_deref(),
+            &[Message::user(self.piece_at(upto), text)],
+            self.answer_limit(),
+        ))
+    }
+
+    fn piece_range(&self, from: usize, upto: usize) -> (usize, usize) {
+        let upto = upto.min(self.messages.len());
+        (from.min(upto), upto)
+    }
+
+    /// The time a summary request's prompt carries: its last message's.
+    fn piece_at(&self, upto: usize) -> OffsetDateTime {
+        self.messages
+            .get(upto.saturating_sub(1))
+            .map_or(OffsetDateTime::UNIX_EPOCH, |m| m.at)
+    }
+
+    fn numbered(&self, request: Request) -> Request {
         Request {
             seq: self.totals.requests.saturating_add(1),
             ..request

@@ -141,7 +141,7 @@ fn a_log_of_a_newer_version_is_read_but_never_written() {
     let env = TestEnv::new("newer-version");
     let log = one_turn(&env, "db");
     let text = std::fs::read_to_string(&log).unwrap();
-    let newer = text.replacen("\"version\":1,", "\"version\":7,", 1);
+    let newer = text.replacen("\"version\":2,", "\"version\":7,", 1);
     assert_ne!(newer, text);
     std::fs::write(&log, &newer).unwrap();
 
@@ -153,7 +153,7 @@ fn a_log_of_a_newer_version_is_read_but_never_written() {
             run.stderr,
             format!(
                 "revolve: {}: written by a newer revolve (log format version 7; this build \
-                 writes version 1): not appending to it (replay still reads it)\n",
+                 writes version 2): not appending to it (replay still reads it)\n",
                 log.display()
             ),
             "{how:?}"

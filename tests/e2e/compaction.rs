@@ -227,7 +227,7 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
         .collect();
     assert_eq!(run.stdout, answers, "the notes are not shown as an answer");
     assert!(
-        run.stderr.contains("compaction: summarizing 4 messages"),
+        run.stderr.contains("compaction: summarizing 2 messages"),
         "the user is told: {run:?}"
     );
 
@@ -245,12 +245,12 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
     );
     let summary = &requests[4];
     assert!(is_summary(summary));
-    let mut expected = turns(1, 2);
+    let mut expected = turns(1, 1);
     expected.push(("user".into(), SUMMARY_PROMPT.into()));
     assert_eq!(
         request_messages(&summary.body),
         expected,
-        "the summary request holds turns 1-2 and not turns 3-5"
+        "the summary request holds turn 1 and not turns 2-5: three finished turns stay, as /compact keeps them"
     );
     assert_eq!(system(summary), system(&requests[3]), "same system prompt");
     assert_eq!(json(summary)["tools"], json(&requests[3])["tools"]);
@@ -258,12 +258,12 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
 
     let next = &requests[5];
     let mut expected = vec![("user".to_owned(), notes_message(NOTES))];
-    expected.extend(turns(3, 4));
+    expected.extend(turns(2, 4));
     expected.push(("user".into(), "five".into()));
     assert_eq!(
         request_messages(&next.body),
         expected,
-        "after the system prompt: the notes, then turns 3, 4 and 5 verbatim"
+        "after the system prompt: the notes, then turns 2, 3, 4 and 5 verbatim"
     );
     assert_eq!(system(next), system(&requests[3]));
 
@@ -276,7 +276,7 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
         ["message", "compacting", "continued"],
         "{k:?}"
     );
-    assert_eq!(old[old.len() - 2]["cut"], 4);
+    assert_eq!(old[old.len() - 2]["cut"], 2);
     assert_eq!(old.last().unwrap()["next"], c.new_id.as_str());
     assert_eq!(
         messages(&old),
@@ -297,11 +297,11 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
     );
     let compacted = &new[1];
     assert_eq!(compacted["from"], c.old_id.as_str());
-    assert_eq!(compacted["summarized"], 4);
+    assert_eq!(compacted["summarized"], 2);
     assert_eq!(compacted["notes"], NOTES);
     assert_eq!(
         stored(&compacted["kept"]),
-        [turns(3, 4), pairs(&[("user", "five")])].concat()
+        [turns(2, 4), pairs(&[("user", "five")])].concat()
     );
     assert_eq!(compacted["pending"], true, "turn five was still due");
     assert_eq!(compacted["totals"]["turns"], 4);
@@ -352,7 +352,7 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
     let requests = server.requests();
     assert_eq!(requests.len(), 7);
     let mut expected = vec![("user".to_owned(), notes_message(NOTES))];
-    expected.extend(turns(3, 5));
+    expected.extend(turns(2, 5));
     expected.push(("user".into(), "six".into()));
     assert_eq!(request_messages(&requests[6].body), expected);
 
@@ -379,7 +379,7 @@ fn automatic_compaction_happens_before_the_window_is_crossed() {
         at(&format!("── session db ({})", c.old_id)),
         at("> one\nAnswer one.\n"),
         at("> four\nAnswer four.\n"),
-        at("── compacting: summarizing the first 4 messages"),
+        at("── compacting: summarizing the first 2 messages"),
         at(&format!("── compacted; continues in {}", c.new_id)),
         at(&format!("── session db ({})", c.new_id)),
         at(&format!("── compacted from {}", c.old_id)),
@@ -814,11 +814,11 @@ fn a_failing_summary_loses_nothing_and_the_turn_goes_on() {
     assert_eq!(run.stdout, "Answer six.\n");
     let requests = server.requests();
     assert_eq!(requests.len(), 8);
-    let mut expected = turns(1, 3);
+    let mut expected = turns(1, 2);
     expected.push(("user".into(), SUMMARY_PROMPT.into()));
     assert_eq!(request_messages(&requests[6].body), expected);
     let mut expected = vec![("user".to_owned(), notes_message(NOTES))];
-    expected.extend(turns(4, 5));
+    expected.extend(turns(3, 5));
     expected.push(("user".into(), "six".into()));
     assert_eq!(request_messages(&requests[7].body), expected);
     let c = chain(&env);

@@ -1041,7 +1041,7 @@ fn after_a_compaction_a_refinement_runs_on_its_own() {
     assert_eq!(read(&project(&env).join("db.md")), "port 6543\n");
     let history = env.ok(&["memory", "history"]).stdout;
     assert!(
-        heads(&history)[0].ends_with("after 7 messages · automatic"),
+        heads(&history)[0].ends_with("after 9 messages · automatic"),
         "{history}"
     );
 }

@@ -376,7 +376,7 @@ fn round_trip(wire: Wire) {
                     ]},
                 ])
             );
-            assert_eq!(second["max_tokens"], 8192);
+            assert_eq!(second["max_tokens"], 12_800, "the room a 128k window keeps");
             assert_eq!(second["tools"][0]["name"], "read_file");
             assert_eq!(second["tools"][0]["input_schema"]["type"], "object");
         }

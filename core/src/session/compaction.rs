@@ -8,8 +8,8 @@ use time::OffsetDateTime;
 use super::{Command, Input, Reply, Session};
 use crate::compact;
 use crate::record::{
-    Compacted, Compacting, Continued, Failed, Header, Noted, Overflowed, Pruned, Record, Role,
-    Squeezed, Totals,
+    Compacted, Compacting, Continued, Failed, Header, Message, Noted, Overflowed, Pruned, Record,
+    Role, Squeezed, Totals,
 };
 use crate::request::Request;
 use crate::state::State;
@@ -101,10 +101,10 @@ impl Session {
             );
             if plan.summarizes() {
                 let said = Command::Show(format!(
-                    "window: {} turns do not fit the {}-token window; keeping {} verbatim",
+                    "window: {} turns do not fit the {}-token window; {} stay verbatim",
                     compact::KEEP_TURNS,
                     view::tokens(window),
-                    self.keep_turns
+                    self.kept_words()
                 ));
                 if let Some(summary) = self.summarize(plan.cut, now) {
                     cmds.push(said);
@@ -160,7 +160,14 @@ impl Session {
     /// compaction (`manual` false) stops after pruning when the history then
     /// fits; `/compact` always summarizes what lies before the kept turns.
     pub(super) fn compact(&mut self, manual: bool, now: OffsetDateTime) -> Vec<Command> {
-        let plan = compact::Plan::of(&self.state.messages, self.settings.prune_chars);
+        // Three finished turns stay, as `/compact` between turns keeps
+        // them, and the turn in flight with them.
+        self.keep_turns = compact::KEEP_TURNS + usize::from(self.state.awaiting);
+        let plan = compact::Plan::keeping(
+            &self.state.messages,
+            self.settings.prune_chars,
+            self.keep_turns,
+        );
         let mut cmds = Vec::new();
         if !plan.prune.is_empty() {
             let messages = &self.state.messages;
@@ -209,6 +216,53 @@ impl Session {
         cmds
     }
 
+    /// The parts of the request due now that no compaction shrinks, each
+    /// estimated in tokens: the system prompt (base prompt, memory files,
+    /// goal), the tool definitions, and the newest message of the user.
+    pub(super) fn fixed_parts(&self) -> [FixedPart; 3] {
+        let state = &self.state;
+        let totals = &state.totals;
+        let empty = crate::request::Request::limited(
+            crate::request::Wire::of(&state.provider),
+            &state.model,
+            None,
+            &[],
+            state.answer_limit(),
+        );
+        let user = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && !compact::is_notes(m))
+            .map_or(0, |m| m.model_text().len());
+        [
+            FixedPart {
+                what: FixedKind::System,
+                tokens: compact::estimate(state.system.as_deref().map_or(0, str::len), totals),
+            },
+            FixedPart {
+                what: FixedKind::Tools,
+                tokens: compact::estimate(empty.body.len(), totals),
+            },
+            FixedPart {
+                what: FixedKind::Message,
+                tokens: compact::estimate(user, totals),
+            },
+        ]
+    }
+
+    /// What a compaction keeps verbatim, in words: `the last 3 turns`, or
+    /// `the last 2 turns and the one in flight`.
+    fn kept_words(&self) -> String {
+        let finished = self.keep_turns - usize::from(self.state.awaiting);
+        let turns = |n: usize| if n == 1 { "turn" } else { "turns" };
+        match (finished, self.state.awaiting) {
+            (0, _) => "the turn in flight".to_owned(),
+            (n, true) => format!("the last {n} {} and the one in flight", turns(n)),
+            (n, false) => format!("the last {n} {}", turns(n)),
+        }
+    }
+
     /// Prunes the tool results at `messages` to `prune-result-chars` (the
     /// record names the limit, so the fold cuts the same).
     fn prune(&mut self, messages: Vec<u64>, estimate: u64, now: OffsetDateTime) -> Vec<Command> {
@@ -228,13 +282,14 @@ impl Session {
     fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
         let mut cmds = Vec::new();
         let text = compact::estimate(self.state.text_bytes(0..cut), &self.state.totals);
-        let whole = compact::fits(text, self.state.window).then(|| {
-            let summary = self.state.summary_request(cut);
-            let tokens = compact::estimate(summary.body.len(), &self.state.totals);
-            (summary, tokens)
-        });
-        if let Some((summary, tokens)) = whole.filter(|(_, t)| compact::fits(*t, self.state.window))
-        {
+        let whole = compact::fits(text, self.state.window)
+            .then(|| self.state.whole_piece(0, cut, None))
+            .flatten()
+            .map(|summary| {
+                let tokens = compact::estimate(summary.body.len(), &self.state.totals);
+                (summary, tokens)
+            });
+        if let Some((summary, tokens)) = whole {
             cmds.extend(self.append(vec![Record::Compacting(Compacting {
                 at: now,
                 cut: cut as u64,
@@ -242,8 +297,8 @@ impl Session {
                 upto: 0,
             })]));
             cmds.push(Command::Show(format!(
-                "compaction: summarizing {cut} messages into working notes; the last {} turns stay verbatim",
-                self.keep_turns
+                "compaction: summarizing {cut} messages into working notes; {} stay verbatim",
+                self.kept_words()
             )));
             self.estimate = tokens;
             self.in_flight_bytes = summary.body.len();
@@ -261,8 +316,11 @@ impl Session {
 
     /// The request for the piece of a summary that starts at `from`: as
     /// far as fits the window, cut at a turn start (see
-    /// [`compact::piece_end`]), carrying the notes so far. `None` when not
-    /// even one message fits.
+    /// [`compact::piece_end`]), carrying the notes so far. When not even
+    /// one message fits, one step ([`compact::first_step`]) with what is
+    /// too large cut to head and tail for the request
+    /// ([`State::piece_request`]). `None` only when the request cannot fit
+    /// at all (the system prompt and the notes alone fill the window).
     fn next_piece(&mut self, cut: usize, from: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
         let notes = if from == 0 {
             None
@@ -273,12 +331,17 @@ impl Session {
         let upto = compact::piece_end(&state.messages, from, cut, |end| {
             // Measured by its text first: most ends tried are far too big.
             let text = state.text_bytes(from..end) + notes.as_ref().map_or(0, String::len);
-            compact::fits(compact::estimate(text, &state.totals), window) && {
-                let request = state.piece_request(from, end, notes.as_deref());
-                compact::fits(compact::estimate(request.body.len(), &state.totals), window)
-            }
-        })?;
+            compact::fits(compact::estimate(text, &state.totals), window)
+                && state.whole_piece(from, end, notes.as_deref()).is_some()
+        })
+        .unwrap_or_else(|| compact::first_step(&state.messages, from, cut));
         let request = self.state.piece_request(from, upto, notes.as_deref());
+        if !compact::fits(
+            compact::estimate(request.body.len(), &self.state.totals),
+            window,
+        ) {
+            return None;
+        }
         let mut cmds = self.append(vec![Record::Compacting(Compacting {
             at: now,
             cut: cut as u64,
@@ -354,9 +417,20 @@ impl Session {
         let kept = self.state.messages[cut..].to_vec();
         let usage = usage.unwrap_or_default();
         let before = &self.state.totals;
-        let estimate = (compact::notes_message(&notes).len()
-            + kept.iter().map(|m| m.content.len()).sum::<usize>()) as u64
-            / 4;
+        // The new context as the next request will carry it: the system
+        // prompt and the tools too, not only the notes and the kept turns.
+        let estimate = {
+            let mut history = vec![Message::user(now, compact::notes_message(&notes))];
+            history.extend(kept.iter().cloned());
+            let next = crate::request::Request::limited(
+                crate::request::Wire::of(&self.state.provider),
+                &self.state.model,
+                self.state.system.as_deref(),
+                &history,
+                self.state.answer_limit(),
+            );
+            compact::estimate(next.body.len(), &self.state.totals)
+        };
         let totals = Totals {
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
@@ -374,6 +448,8 @@ impl Session {
             window: self.state.window,
             provider: self.state.provider.clone(),
             continues: Some(old.id.clone()),
+            // The new file is this build's: its requests are this build's.
+            version: crate::record::FORMAT_VERSION,
             ..old
         };
         let pending = self.state.awaiting;
@@ -458,7 +534,11 @@ impl Session {
         now: OffsetDateTime,
     ) -> (Record, u64, u64) {
         let before = self.state.window;
-        let window = crate::overflow::lowered_window(before, self.estimate, overflow);
+        let fixed: u64 = self.fixed_parts().iter().map(|p| p.tokens).sum();
+        // The least window in which that part fits below the compaction
+        // point (the room is at most a quarter of the window).
+        let floor = fixed.saturating_mul(4).div_ceil(3).saturating_add(1);
+        let window = crate::overflow::lowered_window(before, self.estimate, overflow, floor);
         let record = Record::Overflowed(Overflowed {
             at: now,
             error,
@@ -508,3 +588,14 @@ impl Session {
         cmds
     }
 }
+
+/// One part of a request that no compaction shrinks (see
+/// [`Session::fixed_parts`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FixedPart {
+    pub what: FixedKind,
+    /// Its size, estimated in tokens.
+    pub tokens: u64,
+}
+
+pub(super) use crate::record::FixedKind;

@@ -4,6 +4,8 @@ use super::*;
 use time::macros::datetime;
 
 use crate::record::test_header as header;
+use crate::record::{FixedKind, Stopped};
+use crate::request::Request;
 
 fn settings() -> Settings {
     Settings {
@@ -485,7 +487,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
     let Command::Summarize(req) = &cmds[5] else {
         unreachable!()
     };
-    assert!(req.body.contains("question 0") && !req.body.contains("question 3"));
+    assert!(req.body.contains("question 0") && !req.body.contains("question 2"));
     assert!(req.body.contains("Keep verbatim"));
     assert!(s.busy());
     assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
@@ -526,11 +528,14 @@ fn summarizing_moves_the_session_to_a_new_file() {
         .filter(|m| m.role == Role::User)
         .map(|m| m.content.as_str())
         .collect();
-    assert_eq!(&users[1..], ["question 3", "question 4", "next"]);
+    assert_eq!(
+        &users[1..],
+        ["question 2", "question 3", "question 4", "next"]
+    );
     let Command::Call(req) = &cmds[6] else {
         unreachable!()
     };
-    assert!(req.body.contains("Facts: port 5432") && !req.body.contains("question 2"));
+    assert!(req.body.contains("Facts: port 5432") && !req.body.contains("question 1"));
     assert_eq!(s.state().totals.turns, 5);
 }
 
@@ -832,4 +837,162 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     });
     assert_eq!(kinds(&cmds), ["other", "run"]);
     assert!(s.grants().is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// Small windows: the answer's room on the wire, summaries that always
+// progress, and a stop that names what is too big.
+
+/// A session at a 4,096-token window, as local models run.
+fn small(window: u64) -> Session {
+    let mut s = start();
+    s.state.window = window;
+    s
+}
+
+fn summarize_request(cmds: &[Command]) -> Option<&Request> {
+    cmds.iter().find_map(|c| match c {
+        Command::Summarize(r) => Some(r),
+        _ => None,
+    })
+}
+
+fn call_request(cmds: &[Command]) -> Option<&Request> {
+    cmds.iter().find_map(|c| match c {
+        Command::Call(r) => Some(r),
+        _ => None,
+    })
+}
+
+#[test]
+fn every_request_says_how_long_its_answer_may_be() {
+    let mut s = small(4_096);
+    let cmds = user(&mut s, "hello");
+    let body: serde_json::Value = serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap();
+    // The provider of the test header speaks Chat Completions.
+    assert_eq!(body["max_tokens"], compact::room(4_096), "{body}");
+    // A version-1 file rebuilds its requests as they were sent: no limit.
+    let mut old = small(4_096);
+    if let Some(h) = old.state.header.as_mut() {
+        h.version = 1;
+    }
+    let cmds = user(&mut old, "hello");
+    let body: serde_json::Value = serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap();
+    assert!(body.get("max_tokens").is_none(), "{body}");
+}
+
+#[test]
+fn an_answer_larger_than_the_window_is_cut_for_its_summary_and_the_session_goes_on() {
+    let mut s = small(4_096);
+    user(&mut s, "write it");
+    // One answer of 6 MB: far larger than the window.
+    let huge = format!("{{\"command\":\"echo {}\"}}", "x".repeat(6 << 20));
+    reply(&mut s, "", &[("w", "shell", &huge)]);
+    // Its request cannot fit: the turn stops.
+    let cmds = done(&mut s, "w", "error: the command was too long", None);
+    assert!(kinds(&cmds).contains(&"stopped"), "{cmds:#?}");
+    // The next turn summarizes the turn that holds it, in pieces, the
+    // huge call cut to head and tail for its piece; then the turn's
+    // request goes out, under the window.
+    let mut cmds = user(&mut s, "and now?");
+    let mut cut_seen = false;
+    for piece in 0..10 {
+        let Some(summary) = summarize_request(&cmds) else {
+            break;
+        };
+        let tokens = compact::estimate(summary.body.len(), &s.state.totals);
+        assert!(
+            compact::fits(tokens, 4_096),
+            "piece {piece}: {tokens} tokens"
+        );
+        cut_seen |= summary.body.contains(compact::CUT_FOR_SUMMARY);
+        // Replay builds the same request from the log.
+        let replayed = s.state.compacting_request(&crate::record::Compacting {
+            at: datetime!(2026-12-02 10:01 UTC),
+            cut: s.state.compacting.unwrap(),
+            from: s.state.piece.0,
+            upto: s.state.piece.1,
+        });
+        assert_eq!(replayed.body, summary.body);
+        cmds = s.handle(Input::Summarized {
+            reply: Reply {
+                text: format!("notes after piece {piece}"),
+                ..Reply::default()
+            },
+            new_id: "s2".into(),
+            now: datetime!(2026-12-02 10:05 UTC),
+        });
+    }
+    assert!(cut_seen, "the huge call is cut for its summary");
+    let call = call_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
+    assert!(compact::fits(
+        compact::estimate(call.body.len(), &s.state.totals),
+        4_096
+    ));
+    // The log keeps it whole (the old file; the new one starts from notes).
+    assert!(!call.body.contains(&"x".repeat(10_000)));
+}
+
+#[test]
+fn a_system_prompt_larger_than_the_window_is_named_and_later_turns_are_not_stuck() {
+    let mut s = small(4_096);
+    s.parts.memory = vec![crate::memory::MemoryFile {
+        scope: crate::memory::Scope::Global,
+        name: "big.md".into(),
+        content: "remember this well. ".repeat(1_000),
+    }];
+    let cmds = user(&mut s, "hello");
+    let line = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::Append(Record::Stopped(st)) => Some(guard::describe(&st.reason)),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{cmds:#?}"));
+    assert!(line.contains("the system prompt alone"), "{line}");
+    assert!(line.contains("--bare"), "{line}");
+    // With the memory gone (edited by the user), the next turn goes out.
+    s.parts.memory.clear();
+    let cmds = user(&mut s, "hello again");
+    assert!(call_request(&cmds).is_some(), "{cmds:#?}");
+}
+
+#[test]
+fn a_message_larger_than_the_window_is_named_and_the_next_turn_is_answered() {
+    let mut s = small(4_096);
+    let cmds = user(&mut s, &"paste ".repeat(10_000));
+    assert!(
+        cmds.iter().any(|c| matches!(
+            c,
+            Command::Append(Record::Stopped(Stopped {
+                reason: StopReason::TooLarge {
+                    largest: Some((FixedKind::Message, _)),
+                    ..
+                },
+                ..
+            }))
+        )),
+        "{cmds:#?}"
+    );
+    // The next, short turn: the big message is summarized (cut for the
+    // summary), and once the notes are in, the request goes out.
+    let cmds = user(&mut s, "short question");
+    let summary = summarize_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
+    assert!(compact::fits(
+        compact::estimate(summary.body.len(), &s.state.totals),
+        4_096
+    ));
+    let cmds = s.handle(Input::Summarized {
+        reply: Reply {
+            text: "Facts: the user pasted a long text".into(),
+            ..Reply::default()
+        },
+        new_id: "s2".into(),
+        now: datetime!(2026-12-02 10:05 UTC),
+    });
+    let call = call_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
+    assert!(compact::fits(
+        compact::estimate(call.body.len(), &s.state.totals),
+        4_096
+    ));
 }
