@@ -18,7 +18,12 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
     };
     match command {
         Slash::Quit => return Ok(Outcome::Quit),
-        Slash::Compact => return live.compact(),
+        // A failed summary changes nothing and the core said so: the
+        // session goes on with the next line, as after any command.
+        Slash::Compact => match live.compact()? {
+            Outcome::Failed(_) => {}
+            other => return Ok(other),
+        },
         Slash::Name(name) => return live.rename(name),
         Slash::Refine(RefineCommand::Run) => return live.refine(false),
         Slash::Rewind(RewindCommand::List) => {

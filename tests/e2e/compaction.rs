@@ -1036,3 +1036,36 @@ fn compacting_twice_in_a_row_has_nothing_to_do() {
     assert_eq!(server.requests().len(), 5, "one summary request");
     chain(&env);
 }
+
+/// A piped `/compact` whose summary request fails changes nothing and the
+/// run goes on with the next line, as after any command.
+#[test]
+fn a_failed_piped_compact_goes_on_with_the_next_line() {
+    let env = TestEnv::new("compact-fails-piped");
+    let script = env.root.join("replies.jsonl");
+    let replies = [
+        r#"{"text":"a1"}"#,
+        r#"{"text":"a2"}"#,
+        r#"{"text":"a3"}"#,
+        r#"{"text":"a4"}"#,
+        r#"{"error":"HTTP 500 Internal Server Error"}"#,
+        r#"{"text":"a5"}"#,
+    ];
+    std::fs::write(&script, replies.join("\n") + "\n").unwrap();
+    let run = env.run(
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        "one\ntwo\nthree\nfour\n/compact\nfive\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "a1\na2\na3\na4\na5\n");
+    assert!(
+        run.stderr.contains("compaction failed (HTTP 500"),
+        "{run:?}"
+    );
+    assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
+}
