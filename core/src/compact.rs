@@ -225,19 +225,64 @@ pub const SQUEEZE_HEAD: usize = 1_000;
 /// The tail kept by [`squeeze`].
 pub const SQUEEZE_TAIL: usize = 400;
 
-/// Whether a result is long enough for [`squeeze`] to shorten it.
-pub fn squeezable(content: &str) -> bool {
-    let limit = SQUEEZE_HEAD + SQUEEZE_TAIL + SLACK;
+/// The characters squeezing keeps of each result or answer, head and tail
+/// together, tried in this order: the most that lets the request fit (a
+/// small window squeezes harder; at 0 only the note is left).
+pub const SQUEEZE_STEPS: [usize; 5] = [SQUEEZE_HEAD + SQUEEZE_TAIL, 700, 300, 100, 0];
+
+/// Whether a result is long enough for [`squeeze`] to shorten it, keeping
+/// `keep` characters.
+pub fn squeezable(content: &str, keep: usize) -> bool {
+    let limit = keep + SLACK;
     content.len() > limit && content.chars().nth(limit).is_some()
 }
 
-/// A result cut to its head and tail to fit the window, naming the file
-/// that holds the whole of it.
-pub fn squeeze(content: &str, path: &str) -> String {
+/// A result cut to `keep` characters of head and tail (five sevenths the
+/// head, as [`SQUEEZE_HEAD`] to [`SQUEEZE_TAIL`]) to fit the window,
+/// naming the file that holds the whole of it.
+pub fn squeeze(content: &str, path: &str, keep: usize) -> String {
     let note = format!(
         " to fit the context window; the whole result is in {path}, read it with read_file and an offset"
     );
-    tools::cut(content, SQUEEZE_HEAD, SQUEEZE_TAIL, &note)
+    let head = keep * SQUEEZE_HEAD / (SQUEEZE_HEAD + SQUEEZE_TAIL);
+    tools::cut(content, head, keep - head, &note)
+}
+
+/// Whether an answer of the model holds text or call arguments long enough
+/// for [`squeeze_answer`] to shorten.
+pub fn answer_squeezable(m: &Message, keep: usize) -> bool {
+    m.role == Role::Assistant
+        && (squeezable(&m.content, keep)
+            || m.tool_calls.iter().any(|c| squeezable(&c.arguments, keep)))
+}
+
+/// What a squeezed answer's spill file holds: its text, then each call's
+/// arguments, a line before each saying which.
+pub fn answer_whole(m: &Message) -> String {
+    let mut whole = m.content.clone();
+    for c in &m.tool_calls {
+        whole.push_str(&format!(
+            "\n[tool call {} {}]\n{}",
+            c.id, c.name, c.arguments
+        ));
+    }
+    whole
+}
+
+/// An answer of the model cut to fit the window, the last thing that gives
+/// way: its text and each long call argument to head and tail, naming the
+/// file that holds the whole answer. The call keeps its id and name, so
+/// its result still answers it; the arguments are then text, not JSON
+/// (an Anthropic request sends such a call's input as `{}`).
+pub fn squeeze_answer(m: &mut Message, path: &str, keep: usize) {
+    if squeezable(&m.content, keep) {
+        m.content = squeeze(&m.content, path, keep);
+    }
+    for c in &mut m.tool_calls {
+        if squeezable(&c.arguments, keep) {
+            c.arguments = squeeze(&c.arguments, path, keep);
+        }
+    }
 }
 
 /// The instruction that closes a summary request.
@@ -327,6 +372,20 @@ pub fn first_step(messages: &[Message], from: usize, cut: usize) -> usize {
     (from + 1..cut)
         .find(|&i| messages[i].role != Role::Tool)
         .unwrap_or(cut)
+}
+
+/// Where the latest round of the turn in flight starts (its answer that
+/// calls tools), when the turn has an earlier round to summarize before
+/// it: the cut of the last step of giving way.
+pub fn latest_round(messages: &[Message]) -> Option<usize> {
+    let start = turn_start_from_end(messages, 1);
+    let round = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m.role == Role::Assistant && !m.tool_calls.is_empty())
+        .map(|(i, _)| i)?;
+    (round > start + 1).then_some(round)
 }
 
 /// How the notes of a compaction begin, at the head of the history.

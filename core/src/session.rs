@@ -429,10 +429,11 @@ impl Session {
         if !compact::fits(estimate, window) {
             // When the part no compaction shrinks is what does not fit,
             // name its largest piece and what to do about it.
-            let parts = self.fixed_parts();
-            let fixed: u64 = parts.iter().map(|p| p.tokens).sum();
+            // With too little left beside it for the work of a turn (a
+            // quarter of the answer's room), it is what is too big too.
+            let fixed = self.fixed_tokens() + compact::room(window) / 4;
             let largest = (!compact::fits(fixed, window))
-                .then(|| parts.into_iter().max_by_key(|p| p.tokens))
+                .then(|| self.fixed_parts().into_iter().max_by_key(|p| p.tokens))
                 .flatten()
                 .map(|p| (p.what, p.tokens));
             let reason = StopReason::TooLarge {

@@ -362,7 +362,13 @@ impl State {
                     .and_then(|i| self.messages.get_mut(i))
                 {
                     Some(m) if m.role == Role::Tool => {
-                        m.content = compact::squeeze(&m.content, &q.path);
+                        m.content = compact::squeeze(&m.content, &q.path, squeezed_keep(q));
+                    }
+                    // An answer of the model: its text and every call's
+                    // arguments that are long enough (see
+                    // [`compact::squeeze_answer`]).
+                    Some(m) if m.role == Role::Assistant => {
+                        compact::squeeze_answer(m, &q.path, squeezed_keep(q));
                     }
                     _ => note = Some("a squeezed message that is no tool result".to_owned()),
                 }
@@ -742,6 +748,14 @@ impl Rebuild {
         self.state.apply(record);
         request
     }
+}
+
+/// The characters a `squeezed` record keeps (the default in older logs).
+fn squeezed_keep(q: &crate::record::Squeezed) -> usize {
+    q.keep
+        .map_or(compact::SQUEEZE_HEAD + compact::SQUEEZE_TAIL, |k| {
+            usize::try_from(k).unwrap_or(usize::MAX)
+        })
 }
 
 #[cfg(test)]

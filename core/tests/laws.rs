@@ -540,10 +540,11 @@ fn every_request_fits_the_window() {
                 if let Record::Stopped(s) = r {
                     if matches!(s.reason, revolve_core::record::StopReason::TooLarge { .. }) {
                         assert!(
-                            folded
-                                .messages
-                                .iter()
-                                .all(|m| m.role != Role::Tool || !compact::squeezable(&m.content)),
+                            folded.messages.iter().all(|m| m.role != Role::Tool
+                                || !compact::squeezable(
+                                    &m.content,
+                                    compact::SQUEEZE_HEAD + compact::SQUEEZE_TAIL
+                                )),
                             "stopped as too large with a result left to cut"
                         );
                     }

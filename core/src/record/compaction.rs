@@ -131,4 +131,9 @@ pub struct Squeezed {
     pub at: OffsetDateTime,
     pub message: u64,
     pub path: String,
+    /// The characters kept, head and tail together, when fewer than the
+    /// default ([`crate::compact::SQUEEZE_HEAD`] + [`crate::compact::SQUEEZE_TAIL`]):
+    /// small windows squeeze harder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep: Option<u64>,
 }

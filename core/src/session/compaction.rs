@@ -52,7 +52,8 @@ impl Session {
     /// 2. the compaction keeps fewer turns verbatim (two, then one: the
     ///    turn in flight), summarizing the rest; a cut is always at a turn's
     ///    start, so no call is parted from its result;
-    /// 3. tool results, newest first, are cut to a short head and tail, the
+    /// 3. tool results and answers of the model (their text and long call
+    ///    arguments), newest first, are cut to a short head and tail, the
     ///    whole of each spilled to a file this run may read.
     ///
     /// Step 2 asks for notes and returns with the compaction in flight; the
@@ -113,27 +114,16 @@ impl Session {
                 }
             }
         }
-        // 3. Squeeze results, newest first.
-        let mut body = self.state.request().body.len();
-        let mut squeezed = Vec::new();
-        for (i, m) in self.state.messages.iter().enumerate().rev() {
-            if compact::fits(compact::estimate(body, &self.state.totals), window) {
-                break;
-            }
-            if m.role == Role::Tool && compact::squeezable(&m.content) {
-                let path = format!(
-                    "{}/{:04}-squeezed-{i}.txt",
-                    self.settings.spill_dir.trim_end_matches('/'),
-                    self.state.totals.requests.saturating_add(1),
-                );
-                body = body.saturating_sub(
-                    m.content
-                        .len()
-                        .saturating_sub(compact::squeeze(&m.content, &path).len()),
-                );
-                squeezed.push((i, path, m.content.clone()));
-            }
-        }
+        // 3. Squeeze results and answers, newest first, keeping as much
+        //    of each as lets the request fit.
+        let default = compact::SQUEEZE_HEAD + compact::SQUEEZE_TAIL;
+        let (keep, squeezed) = compact::SQUEEZE_STEPS
+            .iter()
+            .map(|&keep| (keep, self.squeezed(keep)))
+            .find(|(_, (fits, _))| *fits)
+            .map(|(keep, (_, squeezed))| (keep, squeezed))
+            .unwrap_or_else(|| (0, self.squeezed(0).1));
+        let keep_said = (keep < default).then_some(keep as u64);
         if !squeezed.is_empty() {
             cmds.push(Command::Show(format!(
                 "window: cut {} tool result(s), newest first, to head and tail to fit the {}-token window; each is whole in a spill file",
@@ -151,9 +141,59 @@ impl Session {
                 at: now,
                 message: i as u64,
                 path,
+                keep: keep_said,
             })]));
         }
+        // 4. The turn in flight alone is too long: its earlier rounds are
+        //    summarized, its message and its latest round kept verbatim.
+        if !compact::fits(self.estimate_now(), window) {
+            if let Some(cut) = compact::latest_round(&self.state.messages) {
+                let said = Command::Show(format!(
+                    "window: this turn's tool rounds do not fit the {}-token window; its earlier rounds become working notes, your message and its latest round stay verbatim",
+                    view::tokens(window)
+                ));
+                if let Some(summary) = self.summarize(cut, now) {
+                    cmds.push(said);
+                    cmds.extend(summary);
+                }
+            }
+        }
         cmds
+    }
+
+    /// What squeezing newest first, keeping `keep` characters of each
+    /// result or answer, cuts until the request fits: whether it then
+    /// fits, and each message cut (its index, spill path, whole text).
+    fn squeezed(&self, keep: usize) -> (bool, Vec<(usize, String, String)>) {
+        let (window, totals) = (self.state.window, &self.state.totals);
+        let mut body = self.state.request().body.len();
+        let mut squeezed = Vec::new();
+        for (i, m) in self.state.messages.iter().enumerate().rev() {
+            if compact::fits(compact::estimate(body, totals), window) {
+                break;
+            }
+            let path = format!(
+                "{}/{:04}-squeezed-{i}.txt",
+                self.settings.spill_dir.trim_end_matches('/'),
+                totals.requests.saturating_add(1),
+            );
+            if m.role == Role::Tool && compact::squeezable(&m.content, keep) {
+                let cut = compact::squeeze(&m.content, &path, keep);
+                body = body.saturating_sub(m.content.len().saturating_sub(cut.len()));
+                squeezed.push((i, path, m.content.clone()));
+            } else if compact::answer_squeezable(m, keep) {
+                let whole = compact::answer_whole(m);
+                let mut cut = m.clone();
+                compact::squeeze_answer(&mut cut, &path, keep);
+                let now = compact::answer_whole(&cut).len();
+                body = body.saturating_sub(whole.len().saturating_sub(now));
+                squeezed.push((i, path, whole));
+            }
+        }
+        (
+            compact::fits(compact::estimate(body, totals), window),
+            squeezed,
+        )
     }
 
     /// Compaction, step one then, only if needed, step two. Automatic
@@ -219,6 +259,28 @@ impl Session {
     /// The parts of the request due now that no compaction shrinks, each
     /// estimated in tokens: the system prompt (base prompt, memory files,
     /// goal), the tool definitions, and the newest message of the user.
+    /// The estimate of the least request that could go out now: the
+    /// system prompt, the tools and the newest message of the user alone.
+    pub(super) fn fixed_tokens(&self) -> u64 {
+        let state = &self.state;
+        let newest: Vec<Message> = state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::User && !compact::is_notes(m))
+            .cloned()
+            .into_iter()
+            .collect();
+        let least = crate::request::Request::limited(
+            crate::request::Wire::of(&state.provider),
+            &state.model,
+            state.system.as_deref(),
+            &newest,
+            state.answer_limit(),
+        );
+        compact::estimate(least.body.len(), &state.totals)
+    }
+
     pub(super) fn fixed_parts(&self) -> [FixedPart; 3] {
         let state = &self.state;
         let totals = &state.totals;
@@ -414,7 +476,23 @@ impl Session {
         let cut = usize::try_from(cut)
             .unwrap_or(usize::MAX)
             .min(self.state.messages.len());
-        let kept = self.state.messages[cut..].to_vec();
+        // A cut inside a turn keeps that turn's message of the user too.
+        let mut kept = Vec::new();
+        if self
+            .state
+            .messages
+            .get(cut)
+            .is_some_and(|m| m.role != Role::User)
+        {
+            kept.extend(
+                self.state.messages[..cut]
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User && !compact::is_notes(m))
+                    .cloned(),
+            );
+        }
+        kept.extend(self.state.messages[cut..].iter().cloned());
         let usage = usage.unwrap_or_default();
         let before = &self.state.totals;
         // The new context as the next request will carry it: the system
@@ -534,7 +612,7 @@ impl Session {
         now: OffsetDateTime,
     ) -> (Record, u64, u64) {
         let before = self.state.window;
-        let fixed: u64 = self.fixed_parts().iter().map(|p| p.tokens).sum();
+        let fixed = self.fixed_tokens();
         // The least window in which that part fits below the compaction
         // point (the room is at most a quarter of the window).
         let floor = fixed.saturating_mul(4).div_ceil(3).saturating_add(1);

@@ -4,7 +4,7 @@ use super::*;
 use time::macros::datetime;
 
 use crate::record::test_header as header;
-use crate::record::{FixedKind, Stopped};
+use crate::record::{FixedKind, Header, Stopped};
 use crate::request::Request;
 
 fn settings() -> Settings {
@@ -882,55 +882,46 @@ fn every_request_says_how_long_its_answer_may_be() {
 }
 
 #[test]
-fn an_answer_larger_than_the_window_is_cut_for_its_summary_and_the_session_goes_on() {
-    let mut s = small(4_096);
-    user(&mut s, "write it");
+fn an_answer_larger_than_the_window_is_squeezed_and_the_turn_goes_on() {
+    let (mut s, mut log) = Session::start(
+        Header {
+            window: 4_096,
+            ..header()
+        },
+        settings(),
+    );
+    let mut keep = |cmds: Vec<Command>| {
+        log.extend(cmds.iter().cloned());
+        cmds
+    };
+    keep(user(&mut s, "write it"));
     // One answer of 6 MB: far larger than the window.
     let huge = format!("{{\"command\":\"echo {}\"}}", "x".repeat(6 << 20));
-    reply(&mut s, "", &[("w", "shell", &huge)]);
-    // Its request cannot fit: the turn stops.
-    let cmds = done(&mut s, "w", "error: the command was too long", None);
-    assert!(kinds(&cmds).contains(&"stopped"), "{cmds:#?}");
-    // The next turn summarizes the turn that holds it, in pieces, the
-    // huge call cut to head and tail for its piece; then the turn's
-    // request goes out, under the window.
-    let mut cmds = user(&mut s, "and now?");
-    let mut cut_seen = false;
-    for piece in 0..10 {
-        let Some(summary) = summarize_request(&cmds) else {
-            break;
-        };
-        let tokens = compact::estimate(summary.body.len(), &s.state.totals);
-        assert!(
-            compact::fits(tokens, 4_096),
-            "piece {piece}: {tokens} tokens"
-        );
-        cut_seen |= summary.body.contains(compact::CUT_FOR_SUMMARY);
-        // Replay builds the same request from the log.
-        let replayed = s.state.compacting_request(&crate::record::Compacting {
-            at: datetime!(2026-12-02 10:01 UTC),
-            cut: s.state.compacting.unwrap(),
-            from: s.state.piece.0,
-            upto: s.state.piece.1,
-        });
-        assert_eq!(replayed.body, summary.body);
-        cmds = s.handle(Input::Summarized {
-            reply: Reply {
-                text: format!("notes after piece {piece}"),
-                ..Reply::default()
-            },
-            new_id: "s2".into(),
-            now: datetime!(2026-12-02 10:05 UTC),
-        });
-    }
-    assert!(cut_seen, "the huge call is cut for its summary");
-    let call = call_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
+    keep(reply(&mut s, "", &[("w", "shell", &huge)]));
+    // Its request goes out all the same: the call cut to head and tail,
+    // the whole of it in a spill file this run may read.
+    let cmds = keep(done(&mut s, "w", "error: the command was too long", None));
+    let spilled = cmds.iter().find_map(|c| match c {
+        Command::Spill { content, .. } => Some(content.len()),
+        _ => None,
+    });
+    assert!(spilled.is_some_and(|n| n > 6 << 20), "{:?}", kinds(&cmds));
+    let call = call_request(&cmds).unwrap_or_else(|| panic!("{:?}", kinds(&cmds)));
     assert!(compact::fits(
         compact::estimate(call.body.len(), &s.state.totals),
         4_096
     ));
-    // The log keeps it whole (the old file; the new one starts from notes).
-    assert!(!call.body.contains(&"x".repeat(10_000)));
+    assert!(call.body.contains("to fit the context window"));
+    // The log has the call whole; folding it cuts the call the same way.
+    let records: Vec<Record> = log
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Append(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let folded = State::fold(&records);
+    assert_eq!(folded.request().body, call.body);
 }
 
 #[test]

@@ -1,0 +1,371 @@
+//! The law of the window: a session never gets stuck.
+//!
+//! Random sessions (sizes of the user's text, of answers, of tool calls and
+//! their results; windows from 4k to 1M tokens) run against a model that
+//! plays a real server: it counts a request's tokens at its own bytes per
+//! token (3 to 6, not always the 4 the core assumes before a count),
+//! refuses a request over its context with the count and the limit (as
+//! llama.cpp's and OpenAI's servers do), cuts its answer at the request's
+//! `max_tokens` (marking it truncated), and reports usage or not.
+//!
+//! After every turn, a short next turn is answered; a request the core
+//! sends once it has a count of the server never exceeds the context; and
+//! a request refused before that is compacted and answered on the one
+//! retry the core allows. A turn may stop as too large only when the part
+//! no compaction shrinks (system prompt, tools, the user's message) does
+//! not fit with a quarter of the answer's room beside it for the turn's
+//! work, and the stop says which part; the next short turn is answered
+//! all the same.
+
+use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
+use revolve_core::record::{Header, Record, StopReason, FORMAT_VERSION};
+use revolve_core::{Command, Input, Reply, Request, Session, Settings, Usage};
+use time::macros::datetime;
+use time::OffsetDateTime;
+
+const NOW: OffsetDateTime = datetime!(2026-12-04 10:00 UTC);
+
+/// One turn of a random session: what the user says, and how the model
+/// answers it (tool rounds, each call's arguments and result, the text).
+#[derive(Clone, Debug)]
+struct Turn {
+    user: usize,
+    rounds: Vec<(usize, usize)>,
+    answer: usize,
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    window: u64,
+    bytes_per_token: u64,
+    usage: bool,
+    turns: Vec<Turn>,
+}
+
+/// A size drawn from a spread of magnitudes: mostly modest, sometimes
+/// larger than any window.
+fn size(g: &mut Gen) -> usize {
+    let scale = *g
+        .choose(&[10, 100, 1_000, 5_000, 20_000, 100_000, 1_000_000])
+        .unwrap_or(&100);
+    usize::arbitrary(g) % scale
+}
+
+impl Arbitrary for Case {
+    fn arbitrary(g: &mut Gen) -> Case {
+        let window = *g
+            .choose(&[4_096, 8_192, 32_768, 128_000, 1_000_000])
+            .unwrap_or(&4_096);
+        let turns = (0..1 + usize::arbitrary(g) % 6)
+            .map(|_| Turn {
+                user: size(g),
+                rounds: (0..usize::arbitrary(g) % 3)
+                    .map(|_| (size(g), size(g)))
+                    .collect(),
+                answer: size(g),
+            })
+            .collect();
+        Case {
+            window,
+            bytes_per_token: 3 + u64::arbitrary(g) % 4,
+            usage: bool::arbitrary(g),
+            turns,
+        }
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Case>> {
+        let case = self.clone();
+        Box::new((0..self.turns.len()).map(move |i| {
+            let mut smaller = case.clone();
+            smaller.turns.remove(i);
+            smaller
+        }))
+    }
+}
+
+/// The fake server's side of a run.
+struct Server {
+    context: u64,
+    bytes_per_token: u64,
+    usage: bool,
+    /// Requests sent after the core had a count of this server.
+    refused_after_count: usize,
+    counted: bool,
+    requests: usize,
+}
+
+impl Server {
+    fn tokens(&self, request: &Request) -> u64 {
+        (request.body.len() as u64).div_ceil(self.bytes_per_token)
+    }
+
+    fn limit(request: &Request) -> u64 {
+        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+        body["max_tokens"]
+            .as_u64()
+            .or_else(|| body["max_completion_tokens"].as_u64())
+            .unwrap_or(u64::MAX)
+    }
+
+    /// The answer to `request`: refused when over the context, else
+    /// `text` cut at the request's limit.
+    fn answer(&mut self, request: &Request, text: String, calls: Vec<(usize, usize)>) -> Input {
+        self.requests += 1;
+        let tokens = self.tokens(request);
+        if tokens >= self.context {
+            if self.counted {
+                self.refused_after_count += 1;
+            }
+            // What a refusal gives is a count too.
+            self.counted = true;
+            return Input::Overflowed {
+                error: format!(
+                    "This model's maximum context length is {} tokens. However, your messages resulted in {tokens} tokens.",
+                    self.context
+                ),
+                limit: Some(self.context),
+                asked: Some(tokens),
+                now: NOW,
+            };
+        }
+        self.counted |= self.usage;
+        let most = Server::limit(request)
+            .min(self.context - tokens)
+            .saturating_mul(self.bytes_per_token);
+        let truncated = text.len() as u64 > most;
+        let text: String = text.chars().take(most as usize).collect();
+        let tool_calls = if truncated {
+            Vec::new()
+        } else {
+            calls
+                .iter()
+                .enumerate()
+                .map(|(i, (args, _))| revolve_core::record::ToolCall {
+                    id: format!("c{}-{i}", self.requests),
+                    name: "shell".into(),
+                    arguments:
+                        serde_json::json!({"command": format!("echo {}", "a".repeat(*args))})
+                            .to_string(),
+                })
+                .collect()
+        };
+        let completion = (text.len() as u64).div_ceil(self.bytes_per_token);
+        Input::Reply {
+            reply: Reply {
+                text,
+                tool_calls,
+                usage: self.usage.then_some(Usage {
+                    prompt_tokens: tokens,
+                    completion_tokens: completion,
+                }),
+                truncated,
+            },
+            now: NOW,
+        }
+    }
+}
+
+fn settings() -> Settings {
+    Settings {
+        spill_chars: 32_000,
+        spill_dir: "/state/spills/s".into(),
+        prune_chars: 16_000,
+        repeat_limit: 3,
+        max_tool_rounds: 100,
+        allow_edits: false,
+        allow_shell: true,
+        interactive: false,
+        granted: Vec::new(),
+        auto_refine: false,
+        bare: true,
+    }
+}
+
+fn header(window: u64) -> Header {
+    Header {
+        version: FORMAT_VERSION,
+        id: "s0".into(),
+        name: Some("amber".into()),
+        named: false,
+        cwd: "/w".into(),
+        project: "/w".into(),
+        started: NOW,
+        model: "m".into(),
+        window,
+        provider: "llamacpp".into(),
+        continues: None,
+    }
+}
+
+/// How one turn ended.
+#[derive(Debug, PartialEq)]
+enum End {
+    Answered,
+    TooLarge { fixed_named: bool },
+    Other(String),
+}
+
+/// Runs one user turn to its end, the model answering with `turn`'s
+/// rounds and text.
+fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &Turn) -> End {
+    let mut rounds = turn.rounds.clone().into_iter();
+    let mut queue: Vec<Command> = session.handle(Input::User {
+        text: "u".repeat(turn.user.max(1)),
+        now: NOW,
+    });
+    let mut end = None;
+    let mut steps = 0;
+    while !queue.is_empty() {
+        steps += 1;
+        if steps > 10_000 {
+            return End::Other("more than 10,000 steps".into());
+        }
+        let command = queue.remove(0);
+        let input = match command {
+            Command::Call(request) => {
+                let (text, calls) = match rounds.next() {
+                    Some(round) => (String::new(), vec![round]),
+                    None => ("t".repeat(turn.answer.max(1)), Vec::new()),
+                };
+                let input = server.answer(&request, text, calls);
+                if matches!(input, Input::Reply { ref reply, .. } if reply.tool_calls.is_empty()) {
+                    end = Some(End::Answered);
+                }
+                input
+            }
+            Command::Summarize(request) => {
+                match server.answer(&request, "notes ".repeat(40), vec![]) {
+                    Input::Reply { reply, now } => {
+                        *files += 1;
+                        Input::Summarized {
+                            reply,
+                            new_id: format!("s{files}"),
+                            now,
+                        }
+                    }
+                    overflow => overflow,
+                }
+            }
+            Command::RunTool { id, .. } => {
+                let size = turn.rounds.first().map_or(10, |r| r.1);
+                Input::ToolDone {
+                    id,
+                    output: "r".repeat(size.max(1)),
+                    grant: None,
+                    now: NOW,
+                }
+            }
+            Command::Append(Record::Stopped(stopped)) => {
+                end = Some(match stopped.reason {
+                    StopReason::TooLarge { largest, .. } => End::TooLarge {
+                        fixed_named: largest.is_some(),
+                    },
+                    other => End::Other(format!("{other:?}")),
+                });
+                continue;
+            }
+            Command::Append(Record::Failed(f)) => {
+                end = Some(End::Other(format!("failed: {}", f.error)));
+                continue;
+            }
+            Command::Append(Record::CompactionFailed(f)) => {
+                end = Some(End::Other(format!("compaction failed: {}", f.error)));
+                continue;
+            }
+            _ => continue,
+        };
+        let mut next = session.handle(input);
+        next.extend(queue);
+        queue = next;
+    }
+    end.unwrap_or_else(|| End::Other("the turn ended without an answer".into()))
+}
+
+fn never_stuck(case: Case) -> TestResult {
+    let (mut session, _) = Session::start(header(case.window), settings());
+    let mut server = Server {
+        context: case.window,
+        bytes_per_token: case.bytes_per_token,
+        usage: case.usage,
+        refused_after_count: 0,
+        counted: false,
+        requests: 0,
+    };
+    let mut files = 0;
+    let short = Turn {
+        user: 20,
+        rounds: Vec::new(),
+        answer: 20,
+    };
+    for (i, turn) in case.turns.iter().enumerate() {
+        match run_turn(&mut session, &mut server, &mut files, turn) {
+            End::Answered => {}
+            // Too large is allowed only when the part no compaction
+            // shrinks is what does not fit, and is said.
+            End::TooLarge { fixed_named: true } => {}
+            other => {
+                return TestResult::error(format!("turn {i} of {case:?}: {other:?}"));
+            }
+        }
+        // A short next turn is answered.
+        let end = run_turn(&mut session, &mut server, &mut files, &short);
+        if end != End::Answered {
+            return TestResult::error(format!(
+                "the short turn after turn {i} of {case:?}: {end:?}"
+            ));
+        }
+    }
+    if server.refused_after_count > 0 {
+        return TestResult::error(format!(
+            "{} request(s) over the context after the server's count: {case:?}",
+            server.refused_after_count
+        ));
+    }
+    TestResult::passed()
+}
+
+#[test]
+fn a_session_never_gets_stuck() {
+    QuickCheck::new()
+        .tests(60)
+        .quickcheck(never_stuck as fn(Case) -> TestResult);
+}
+
+/// The issue's case: a 4,096-token window, ten turns of about 700 tokens,
+/// a model that rambles to its limit and sends no usage.
+#[test]
+fn ten_turns_of_700_tokens_at_4k_without_usage() {
+    let turns = (0..10)
+        .map(|_| Turn {
+            user: 2_800,
+            rounds: Vec::new(),
+            answer: 1_000_000,
+        })
+        .collect();
+    let result = never_stuck(Case {
+        window: 4_096,
+        bytes_per_token: 4,
+        usage: false,
+        turns,
+    });
+    assert!(!result.is_failure() && !result.is_error(), "{result:?}");
+}
+
+/// The same with a 20 KB tool result in every turn.
+#[test]
+fn a_20kb_tool_result_at_4k() {
+    let turns = (0..5)
+        .map(|_| Turn {
+            user: 2_800,
+            rounds: vec![(40, 20_000)],
+            answer: 2_000,
+        })
+        .collect();
+    let result = never_stuck(Case {
+        window: 4_096,
+        bytes_per_token: 4,
+        usage: true,
+        turns,
+    });
+    assert!(!result.is_failure() && !result.is_error(), "{result:?}");
+}
