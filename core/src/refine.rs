@@ -155,6 +155,71 @@ pub fn piece_text(blocks: &[String], budget: usize) -> String {
     crate::tools::cut(&blocks[0], chars * 4 / 5, chars / 5, CUT_NOTE)
 }
 
+/// What an automatic refinement may read: the live history after the
+/// last refinement of this file (after a compaction, from its working notes
+/// on). A `/refine` asked for reads the whole chain instead.
+pub fn unrefined(state: &crate::State) -> &[Message] {
+    let from = state.messages_at_refine.min(state.messages.len());
+    &state.messages[from..]
+}
+
+/// How an automatic refinement's request begins.
+const AUTO_INTRO: &str = "This is what the session added since the memory was last refined \
+(after a compaction, its working notes first); the memory files below already hold what came \
+before.\n\n";
+
+/// The line saying how many older messages an automatic refinement left
+/// out.
+fn left_out(n: usize) -> String {
+    format!(
+        "[the {n} oldest message{} since the last refinement {} left out: they do not fit \
+         one request]\n",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "is" } else { "are" }
+    )
+}
+
+/// Which of `messages` (what the session added since the last refinement,
+/// oldest first) an automatic refinement reads, in one request of `budget`
+/// bytes of session text: the newest whose blocks fit it together with the
+/// intro and the line naming what was left out. At least the newest one
+/// (cut to the budget when it alone is larger); everything when it fits.
+/// Only the blocks read are rendered, newest first, so a long history
+/// costs nothing beyond what fits.
+pub fn auto_range(messages: &[Message], budget: usize) -> std::ops::Range<usize> {
+    let n = messages.len();
+    // Everything, with no line about what was left out; or the newest that
+    // fit beside that line.
+    let all = budget.saturating_sub(AUTO_INTRO.len());
+    let room = all.saturating_sub(left_out(n).len());
+    let (mut size, mut start) = (0, n);
+    for (i, m) in messages.iter().enumerate().rev() {
+        size += block(m).len();
+        if size > all {
+            return start.min(n - 1)..n;
+        }
+        if size <= room || i == n - 1 {
+            start = i;
+        }
+    }
+    0..n
+}
+
+/// The session text of an automatic refinement's one request, at most
+/// about `budget` bytes: the intro, the line naming what was left out (when
+/// anything was), and the blocks of [`auto_range`].
+pub fn auto_text(messages: &[Message], budget: usize) -> String {
+    let range = auto_range(messages, budget);
+    let mut text = AUTO_INTRO.to_owned();
+    if range.start > 0 {
+        text.push_str(&left_out(range.start));
+    }
+    let blocks: Vec<String> = messages[range].iter().map(block).collect();
+    let room = budget.saturating_sub(text.len()).max(1);
+    text.push_str(&piece_text(&blocks, room));
+    text
+}
+
 /// The request for piece `part` (from 1) of `of`, reading `text` against the
 /// memory `files` as the earlier pieces left them. With one piece, exactly
 /// [`request`].

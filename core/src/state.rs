@@ -63,6 +63,12 @@ pub struct State {
     pub refined_at: Option<OffsetDateTime>,
     /// The turn count at the last refinement.
     pub turns_at_refine: u64,
+    /// How many of [`State::messages`] the last refinement of this file
+    /// read: an automatic refinement reads the ones after (see
+    /// [`crate::refine::unrefined`]). 0 in a file a compaction started, so
+    /// its working notes and kept turns are read; lowered by a rewind that
+    /// takes back messages before it.
+    pub messages_at_refine: usize,
     /// Whether a compaction happened since the last refinement.
     pub compacted_since_refine: bool,
     /// The tool rounds (answers that call tools) since the turn began or
@@ -376,12 +382,14 @@ impl State {
             Record::Refined(r) => {
                 self.refined_at = Some(r.at);
                 self.turns_at_refine = self.totals.turns;
+                self.messages_at_refine = self.messages.len();
                 self.compacted_since_refine = false;
             }
             Record::Compacted(c) => {
                 self.compacted_since_refine = true;
                 self.refined_at = c.refined_at;
                 self.turns_at_refine = c.turns_at_refine;
+                self.messages_at_refine = 0;
                 self.messages = Vec::with_capacity(c.kept.len() + 1);
                 self.messages
                     .push(Message::user(c.at, compact::notes_message(&c.notes)));
@@ -476,6 +484,7 @@ impl State {
             None => {
                 if r.conversation && from <= self.messages.len() {
                     entry.messages = self.messages.split_off(from);
+                    self.messages_at_refine = self.messages_at_refine.min(from);
                 } else if r.conversation {
                     note = Some("a rewind from past the end of the history".to_owned());
                 }

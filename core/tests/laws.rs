@@ -46,6 +46,37 @@ enum Op {
     },
     /// The user lets a turn stopped at the tool-round cap go on.
     GoOn,
+    /// The memory is refined from the session, when it is idle (only
+    /// [`Refining`] runs have these: a refinement's requests are not among
+    /// the ones `requests` rebuilds).
+    Refine {
+        auto: bool,
+        pieces: u8,
+    },
+}
+
+/// Runs with refinements between the other ops.
+#[derive(Clone, Debug)]
+struct Refining(Vec<Op>);
+
+impl Arbitrary for Refining {
+    fn arbitrary(g: &mut Gen) -> Refining {
+        let mut ops = Vec::new();
+        for op in Vec::<Op>::arbitrary(g) {
+            ops.push(op);
+            if u8::arbitrary(g) % 4 == 0 {
+                ops.push(Op::Refine {
+                    auto: bool::arbitrary(g),
+                    pieces: u8::arbitrary(g) % 3,
+                });
+            }
+        }
+        Refining(ops)
+    }
+
+    fn shrink(&self) -> Box<dyn Iterator<Item = Refining>> {
+        Box::new(self.0.shrink().map(Refining))
+    }
 }
 
 const CALLS: [(&str, &str); 5] = [
@@ -278,6 +309,17 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
             }
             Op::Compact => Input::Compact { now },
             Op::GoOn => Input::GoOn { now },
+            Op::Refine { auto, pieces } => {
+                if run.session.busy() {
+                    continue;
+                }
+                Input::Refined {
+                    auto,
+                    entry: None,
+                    pieces: pieces.into(),
+                    now,
+                }
+            }
             Op::Inbox { new, answer } => {
                 for _ in 0..new {
                     run.queued += 1;
@@ -647,6 +689,37 @@ fn totals_only_grow() {
     QuickCheck::new()
         .tests(300)
         .quickcheck(prop as fn(Vec<Op>) -> bool);
+}
+
+/// Refinements between turns, compactions and restarts: the fold still
+/// gives the live state, where an automatic refinement starts reading
+/// included, and that point is never past the history's end.
+#[test]
+fn replay_equals_live_with_refinements() {
+    fn prop(ops: Refining) -> bool {
+        let run = run(&ops.0);
+        let state = run.session.state();
+        assert!(
+            &State::fold(run.log()) == state,
+            "the fold differs from the live state"
+        );
+        assert!(state.messages_at_refine <= state.messages.len());
+        // Every refinement counts its requests.
+        let refined: u64 = run
+            .files
+            .iter()
+            .flatten()
+            .filter_map(|r| match r {
+                Record::Refined(r) => Some(r.requests()),
+                _ => None,
+            })
+            .sum();
+        let rebuilt: usize = run.files.iter().map(|f| requests(f).len()).sum();
+        state.totals.requests == rebuilt as u64 + refined
+    }
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(prop as fn(Refining) -> bool);
 }
 
 /// Any record at all, in any order, including nonsense ones.

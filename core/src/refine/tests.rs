@@ -166,6 +166,117 @@ fn pieces_chain_their_changes() {
     assert_eq!(all[0].sentence, "a to two; a to three");
 }
 
+fn said(n: usize, text: &str) -> Message {
+    Message::user(datetime!(2026-12-02 10:00 UTC), format!("{n}: {text}"))
+}
+
+#[test]
+fn an_automatic_refinement_reads_everything_new_when_it_fits() {
+    let messages: Vec<Message> = (0..4).map(|n| said(n, "short")).collect();
+    assert_eq!(auto_range(&messages, 10_000), 0..4);
+    let text = auto_text(&messages, 10_000);
+    assert!(text.starts_with(AUTO_INTRO), "{text}");
+    assert!(!text.contains("left out"), "{text}");
+    let blocks: String = messages.iter().map(block).collect();
+    assert!(text.ends_with(&blocks), "{text}");
+    // Nothing new: the intro alone.
+    assert_eq!(auto_range(&[], 10_000), 0..0);
+    assert_eq!(auto_text(&[], 10_000), AUTO_INTRO);
+}
+
+#[test]
+fn an_automatic_refinement_reads_the_newest_that_fit_one_request() {
+    let messages: Vec<Message> = (0..10).map(|n| said(n, &"x".repeat(1_000))).collect();
+    let each = block(&messages[0]).len();
+    // Room for three blocks beside the intro and the line.
+    let budget = AUTO_INTRO.len() + left_out(10).len() + 3 * each + each / 2;
+    assert_eq!(auto_range(&messages, budget), 7..10);
+    let text = auto_text(&messages, budget);
+    assert!(text.len() <= budget, "{} over {budget}", text.len());
+    assert!(
+        text.starts_with(&format!("{AUTO_INTRO}{}", left_out(7))),
+        "{text}"
+    );
+    assert!(text.contains("the 7 oldest messages since the last refinement are left out"));
+    assert!(!text.contains("6: x") && text.contains("7: x") && text.contains("9: x"));
+    // One left out says so in the singular.
+    assert!(left_out(1).contains("the 1 oldest message since the last refinement is left out"));
+}
+
+#[test]
+fn an_automatic_refinement_cuts_a_newest_message_larger_than_the_request() {
+    let messages = vec![said(0, "old"), said(1, &"y".repeat(50_000))];
+    assert_eq!(auto_range(&messages, 4_000), 1..2);
+    let text = auto_text(&messages, 4_000);
+    assert!(text.len() <= 4_000, "{}", text.len());
+    assert!(text.contains("characters cut of this message to fit the context window"));
+    assert!(text.contains(&left_out(1)) && !text.contains("0: old"));
+}
+
+#[test]
+fn what_an_automatic_refinement_reads_starts_at_the_last_refinement_or_compaction() {
+    use crate::record::{Compacted, Record, Refined, Rewound, Totals};
+    let at = datetime!(2026-12-02 10:00 UTC);
+    let mut s = crate::State::fold(&[Record::Header(crate::record::test_header())]);
+    let turn = |s: &mut crate::State, n: usize| {
+        s.apply(&Record::Message(said(n, "question")));
+        s.apply(&Record::Message(Message::assistant(
+            at,
+            format!("answer {n}"),
+        )));
+    };
+    let texts = |s: &crate::State| -> Vec<String> {
+        unrefined(s).iter().map(|m| m.content.clone()).collect()
+    };
+    turn(&mut s, 1);
+    assert_eq!(unrefined(&s).len(), 2, "never refined: everything");
+    s.apply(&Record::Refined(Refined {
+        at,
+        auto: false,
+        entry: None,
+        pieces: 1,
+    }));
+    assert!(unrefined(&s).is_empty());
+    turn(&mut s, 2);
+    assert_eq!(texts(&s), ["2: question", "answer 2"]);
+
+    // A rewind of turn two and one before it: what is left is read again.
+    s.apply(&Record::Rewound(Rewound {
+        at,
+        turns: 2,
+        from: 0,
+        conversation: true,
+        files: Vec::new(),
+        undoes: None,
+        forced: false,
+    }));
+    assert_eq!(s.messages_at_refine, 0);
+    turn(&mut s, 3);
+    assert_eq!(texts(&s), ["3: question", "answer 3"]);
+
+    // A compaction starts a file whose notes and kept turns are read.
+    let mut s = crate::State::fold(&[Record::Header(crate::record::test_header())]);
+    s.messages_at_refine = 40;
+    s.apply(&Record::Compacted(Compacted {
+        at,
+        from: "s0".into(),
+        summarized: 40,
+        notes: "port 5432".into(),
+        kept: vec![said(4, "kept"), Message::assistant(at, "answer 4")],
+        totals: Totals::default(),
+        pending: false,
+        refined_at: Some(at),
+        turns_at_refine: 3,
+        turn_rounds: 0,
+    }));
+    turn(&mut s, 5);
+    let read = unrefined(&s);
+    assert_eq!(read.len(), 5);
+    assert!(crate::compact::is_notes(&read[0]), "{:?}", read[0]);
+    assert!(read[0].content.ends_with("port 5432"));
+    assert_eq!(read[4].content, "answer 5");
+}
+
 quickcheck! {
     fn pieces_cover_every_block_once_within_the_budget(sizes: Vec<u16>, budget: u16) -> bool {
         let budget = usize::from(budget) + 1;
@@ -180,6 +291,34 @@ quickcheck! {
             next = r.end;
         }
         next == blocks.len() && !ranges.is_empty()
+    }
+
+    fn an_automatic_refinement_reads_the_newest_messages_that_fit(sizes: Vec<u16>, budget: u16) -> bool {
+        // `budget` is never under 1,000.
+        let budget = usize::from(budget) + 1_000;
+        let messages: Vec<Message> = sizes
+            .iter()
+            .enumerate()
+            .map(|(n, &k)| said(n, &"x".repeat(usize::from(k) % 3000)))
+            .collect();
+        let n = messages.len();
+        let r = auto_range(&messages, budget);
+        let text = auto_text(&messages, budget);
+        let blocks = |r: std::ops::Range<usize>| -> usize { messages[r].iter().map(|m| block(m).len()).sum() };
+        // The newest, always; a run up to the end.
+        assert_eq!(r.end, n);
+        assert!(n == 0 || !r.is_empty());
+        if r.start == 0 {
+            // Everything fits, or there is one message only.
+            assert!(AUTO_INTRO.len() + blocks(0..n) <= budget || n <= 1);
+        } else {
+            // One more would not fit beside the line naming what was left.
+            assert!(AUTO_INTRO.len() + left_out(r.start).len() + blocks(r.start - 1..n) > budget);
+            assert!(text.contains(&left_out(r.start)));
+        }
+        // Within the budget unless the newest alone is cut to it.
+        assert!(text.len() <= budget || (r.len() == 1 && text.len() <= budget + 200));
+        true
     }
 
     fn restoring_gives_the_snapshot_back_byte_for_byte(
