@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use revolve_core::memory::{SnapshotKind, SnapshotMeta, BUILTIN};
 use revolve_core::refine::PROMPT;
-use revolve_testkit::{FakeReply, FakeServer, Recorded};
+use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows, Recorded};
 use serde_json::{json, Value};
 
 use crate::common::{records, request_messages, Run, TestEnv};
@@ -1044,6 +1044,197 @@ fn after_a_compaction_a_refinement_runs_on_its_own() {
         heads(&history)[0].ends_with("after 9 messages · automatic"),
         "{history}"
     );
+}
+
+/// Forty turns of 3.5 KB answers (about 35k tokens) under a window they
+/// fit, automatic refinement off: a session that a 24k window must compact.
+fn grow_long_session(env: &TestEnv) {
+    let long = |i: usize| {
+        format!(
+            "answer {i}: {}",
+            "the port is 5432 and the host is db1. ".repeat(90)
+        )
+    };
+    let server = limited(
+        1_000_000,
+        (0..40).map(|i| FakeReply::text(&long(i))).collect(),
+    );
+    let lines: String = (0..40).map(|i| format!("question {i}\n")).collect();
+    talk(env, &server, &[], &lines);
+}
+
+/// A server with a context of `tokens` (four bytes a token) that counts
+/// them truthfully, answering `replies` in order.
+fn limited(tokens: u64, replies: Vec<FakeReply>) -> FakeServer {
+    let limit = Limit {
+        tokens,
+        bytes_per_token: 4,
+        says: Overflows::OpenAi,
+        usage: true,
+    };
+    FakeServer::start_limited(FakeProtocol::OpenAi, replies, Some(limit))
+        .expect("start the fake server")
+}
+
+/// The session text a refinement request carried.
+fn session_text(r: &Recorded) -> String {
+    request_messages(&r.body)[0].1.clone()
+}
+
+/// How a compaction's working notes begin in the history.
+fn notes_prefix() -> String {
+    revolve_core::compact::notes_message("")
+        .trim_end()
+        .to_owned()
+}
+
+/// The notes the fake model writes for each piece of a compaction.
+const LONG_NOTES: &str = "Facts: the port is 5432, the host is db1.";
+
+/// A long session resumed under a window it does not fit compacts (the
+/// summary in pieces reads the whole old file), and the refinement that
+/// runs on its own afterwards is one request that reads the new file
+/// only: the working notes, the turns kept and the turn after them, not
+/// the history the notes summarized. A `/refine` asked for afterwards
+/// still reads every file of the chain, in parts.
+#[test]
+fn after_a_compaction_the_automatic_refinement_reads_only_what_is_new() {
+    let env = TestEnv::new("auto-after-compaction");
+    set_memory(&env, &mem(&[("project/db.md", b"port 5432\n")]));
+    grow_long_session(&env);
+
+    // Every reply is the notes: the summary pieces, the turn's answer, and
+    // the refinement's (an unusable answer: the refinement changes
+    // nothing, and is logged all the same).
+    let server = limited(
+        24_000,
+        (0..30).map(|_| FakeReply::text(LONG_NOTES)).collect(),
+    );
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--base-url",
+            &url,
+            "--window",
+            "24000",
+            "--continue",
+            "-p",
+            "and now?",
+        ],
+        "",
+        &[AUTO],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(env.session_files().len(), 2, "the session compacted");
+    let requests = server.requests();
+    let summaries = requests
+        .iter()
+        .filter(|r| r.body.contains("Write those working notes now"))
+        .count();
+    assert!(summaries >= 2, "the compaction read the old file in pieces");
+    let refinements: Vec<&Recorded> = requests.iter().filter(|r| is_refinement(r)).collect();
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("refinement"))
+        .collect();
+    assert_eq!(refinements.len(), 1, "{said:?}");
+    assert_eq!(
+        requests.len(),
+        summaries + 2,
+        "the pieces, the turn, the refinement"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| (r.body.len() as u64).div_ceil(4) <= 24_000),
+        "a request went over the limit: {:?}",
+        requests
+            .iter()
+            .map(|r| (r.body.len(), is_refinement(r)))
+            .collect::<Vec<_>>()
+    );
+    let text = session_text(refinements[0]);
+    // The notes, then the turns kept, then the turn after the compaction.
+    let at = |part: &str| {
+        text.find(part)
+            .unwrap_or_else(|| panic!("{part:?} is not in the refinement: {text}"))
+    };
+    let order = [
+        at(&format!("[user]\n{}", notes_prefix())),
+        at(LONG_NOTES),
+        at("[user]\nquestion 39\n"),
+        at("[user]\nand now?\n"),
+        at("</session>"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{text}");
+    // Not the history the notes summarized.
+    for i in [0, 1, 20, 36] {
+        assert!(
+            !text.contains(&format!("[user]\nquestion {i}\n")),
+            "{i}: {text}"
+        );
+        assert!(!text.contains(&format!("answer {i}: ")), "{i}: {text}");
+    }
+    assert!(
+        !text.contains("left out"),
+        "it all fits one request: {text}"
+    );
+    assert!(
+        run.stderr.contains(
+            "automatic refinement: the model reads what the session added since the last \
+             refinement"
+        ),
+        "{run:?}"
+    );
+    let head = env
+        .session_files()
+        .into_iter()
+        .find(|f| !records(f)[0]["continues"].is_null())
+        .expect("the head of the chain");
+    let logged = refined(&head);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(
+        (&logged[0]["auto"], &logged[0]["pieces"]),
+        (&json!(true), &json!(1))
+    );
+
+    // `/refine` by hand reads the whole chain: every turn once, in parts
+    // under the window, the notes not at all.
+    let server = limited(
+        24_000,
+        (0..30)
+            .map(|_| FakeReply::text(r#"{"files": []}"#))
+            .collect(),
+    );
+    let run = talk(
+        &env,
+        &server,
+        &["--window", "24000", "--continue"],
+        "/refine\n",
+    );
+    let parts: Vec<String> = server.requests().iter().map(session_text).collect();
+    assert!(parts.len() >= 2, "{run:?}");
+    assert!(
+        run.stderr
+            .contains(&format!("the model reads it in {} parts", parts.len())),
+        "{run:?}"
+    );
+    let all = parts.concat();
+    for i in 0..40 {
+        assert_eq!(
+            all.matches(&format!("[user]\nquestion {i}\n")).count(),
+            1,
+            "question {i}"
+        );
+        assert_eq!(
+            all.matches(&format!("answer {i}: ")).count(),
+            1,
+            "answer {i}"
+        );
+    }
+    assert_eq!(all.matches("[user]\nand now?\n").count(), 1);
+    assert!(!all.contains(&notes_prefix()), "{all}");
 }
 
 /// A manual refinement a minute before an automatic compaction: none runs

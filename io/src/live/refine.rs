@@ -1,6 +1,8 @@
 //! `/refine`, run: the model reads the whole session (in parts when it is
-//! larger than the window) and the memory files, and its usable changes are
-//! snapshotted and written through the core.
+//! larger than the window), or on its own what the session added since the
+//! last refinement (one request; see `revolve_core::refine::auto_range`),
+//! and the memory files, and its usable changes are snapshotted and written
+//! through the core.
 
 use revolve_core::record::Record;
 use revolve_core::refine;
@@ -16,8 +18,9 @@ use crate::error::Error;
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
-    /// Refines the memory from the whole session (every file of its chain):
-    /// the model answers with the files it changes; a usable answer is
+    /// Refines the memory from the whole session (every file of its chain),
+    /// or, on its own, from what it added since the last refinement: the
+    /// model answers with the files it changes; a usable answer is
     /// snapshotted and written, anything else changes nothing and says why.
     /// The refinement is logged either way, so the automatic trigger knows.
     pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
@@ -40,51 +43,54 @@ impl<F: Front> Live<F> {
         };
         let files = memory::load(&self.runtime.memory)
             .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
-        // The session's real content, every file of its chain folded (so
-        // pruned results stay pruned), the turns a compaction carried into
-        // the next file read once.
-        let mut blocks = Vec::new();
-        for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
-            let mut folded = State::default();
-            let mut carried = 0;
-            log::each_record(
-                &file,
-                |_, r| {
-                    if let Record::Compacted(c) = &r {
-                        if n > 0 {
-                            carried = 1 + c.kept.len();
-                        }
-                    }
-                    folded.apply(&r);
-                },
-                |_| {},
-            )
-            .map_err(|e| Error::at(&file, "cannot read", e))?;
-            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
-        }
         let state = self.state();
         let wire = revolve_core::request::Wire::of(&state.provider);
         let (model, first_seq) = (state.model.clone(), state.totals.requests);
-        let budget = refine::budget(
-            state.window,
-            &state.totals,
-            refine::piece_request(wire, &model, "", (1, 2), &files, clock::now())
-                .body
-                .len(),
-        );
-        let pieces = refine::pieces(&blocks, budget);
         let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
         let messages = state.messages.len() as u64;
-        let of = pieces.len();
-        if of > 1 {
-            self.front.notice(&format!(
-                "{what}: the session is larger than the window; the model reads it in {of} parts"
-            ));
+        // The session text of each request: a piece of `blocks` cut to
+        // `budget`. On its own, what the session added since the last
+        // refinement (after a compaction, from its notes on) as one block,
+        // so one request: the compaction read the old files just now.
+        let (blocks, budget, read) = if auto {
+            let budget = refine::budget(
+                state.window,
+                &state.totals,
+                refine::request(wire, &model, "", &files, clock::now())
+                    .body
+                    .len(),
+            );
+            let unrefined = refine::unrefined(state);
+            let read = (refine::auto_range(unrefined, budget).len(), unrefined.len());
+            let text = refine::auto_text(unrefined, budget);
+            let budget = text.len();
+            (vec![text], budget, Some(read))
         } else {
-            self.front.notice(&format!(
-                "{what}: the model reads the session and the memory files…"
-            ));
-        }
+            let budget = refine::budget(
+                state.window,
+                &state.totals,
+                refine::piece_request(wire, &model, "", (1, 2), &files, clock::now())
+                    .body
+                    .len(),
+            );
+            (self.chain_blocks()?, budget, None)
+        };
+        let pieces = refine::pieces(&blocks, budget);
+        let of = pieces.len();
+        self.front.notice(&match read {
+            Some((read, new)) if read < new => format!(
+                "{what}: the model reads the newest {read} of the {new} messages since the last \
+                 refinement (the rest do not fit one request) and the memory files…"
+            ),
+            Some(_) => format!(
+                "{what}: the model reads what the session added since the last refinement and \
+                 the memory files…"
+            ),
+            None if of > 1 => format!(
+                "{what}: the session is larger than the window; the model reads it in {of} parts"
+            ),
+            None => format!("{what}: the model reads the session and the memory files…"),
+        });
         let mut current = files.clone();
         let mut all = Vec::new();
         let mut sent = 0u64;
@@ -168,6 +174,32 @@ impl<F: Front> Live<F> {
             self.front.notice(&format!("    {file} — {change}"));
         }
         Ok((Some(stamp), sent))
+    }
+
+    /// The session's real content, every file of its chain folded (so
+    /// pruned results stay pruned), the turns a compaction carried into the
+    /// next file read once: what `/refine` asked for reads.
+    fn chain_blocks(&self) -> Result<Vec<String>, Error> {
+        let mut blocks = Vec::new();
+        for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
+            let mut folded = State::default();
+            let mut carried = 0;
+            log::each_record(
+                &file,
+                |_, r| {
+                    if let Record::Compacted(c) = &r {
+                        if n > 0 {
+                            carried = 1 + c.kept.len();
+                        }
+                    }
+                    folded.apply(&r);
+                },
+                |_| {},
+            )
+            .map_err(|e| Error::at(&file, "cannot read", e))?;
+            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
+        }
+        Ok(blocks)
     }
 
     /// Runs an automatic refinement when the core says one is due.
