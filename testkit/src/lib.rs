@@ -9,9 +9,10 @@
 //! byte) for the test to inspect with [`FakeServer::requests`].
 //!
 //! It speaks just enough HTTP/1.1: it reads the request head and a
-//! `Content-Length` body (no chunked request bodies), and every answer carries
-//! `Connection: close`. Streamed answers are real server-sent events with a
-//! close-delimited body:
+//! `Content-Length` body (no chunked request bodies), and by default every
+//! answer carries `Connection: close` and one connection serves one request.
+//! Streamed answers are real server-sent events with a close-delimited body
+//! (chunked with [`FakeOptions::keep_alive`]):
 //!
 //! * OpenAI: a role chunk, one chunk per text piece, for each tool call a
 //!   chunk with its `index`, `id` and `function.name` and then its
@@ -24,17 +25,48 @@
 //!   stop), `message_delta` (stop reason, output tokens), `message_stop`.
 //!
 //! A cut or stalled stream stops after its text pieces, in the middle of the
-//! text block. [`FakeReply::Status`], [`FakeReply::Garbage`] and
-//! [`FakeReply::Raw`] are the same in both protocols; [`FakeReply::Models`]
-//! answers a model list in the protocol's own shape.
+//! text block. An answer cut at its length limit ([`FakeReply::Length`],
+//! [`FakeReply::Rambles`]) ends with `finish_reason: "length"` (OpenAI) or
+//! `stop_reason: "max_tokens"` (Anthropic). [`FakeReply::Status`],
+//! [`FakeReply::Garbage`] and [`FakeReply::Raw`] are the same in both
+//! protocols; [`FakeReply::Models`] answers a model list in the protocol's
+//! own shape.
 //!
 //! One thread serves connections one after another. Dropping the server stops
 //! it: the thread polls a non-blocking listener every few milliseconds, checks
 //! a shutdown flag, and is joined by `Drop`, so no thread outlives a test.
+//!
+//! # What real servers do, opt-in
+//!
+//! [`FakeServer::start_with_options`] takes [`FakeOptions`]; the other
+//! constructors keep the behaviour above.
+//!
+//! * **Keep-alive** ([`FakeOptions::keep_alive`]): answers leave the
+//!   connection open for the client's next request, as real servers do: a
+//!   JSON or status answer has a `Content-Length`, a stream goes out with
+//!   `Transfer-Encoding: chunked` and its last chunk right after `[DONE]`
+//!   (or `message_stop`). Each connection gets its own thread, reading
+//!   request after request until the client closes it or the server is
+//!   dropped. Replies that end by closing (a cut, stalled, hanging,
+//!   keepalive-only or endless stream, [`FakeReply::Garbage`],
+//!   [`FakeReply::Raw`]) still say `Connection: close` and close.
+//!   [`FakeServer::connections`] counts the connections accepted (in
+//!   either mode), so a test can see that a client reused one.
+//! * **A context [`Limit`]** ([`FakeOptions::limit`], or
+//!   [`FakeServer::start_limited`]): see there for each server's way of
+//!   saying no, including llama-cpp-python's ([`Overflows::LlamaCppPython`]:
+//!   a streamed request over the context gets `200`, `text/event-stream`
+//!   and an empty body, and the connection is closed; the same request
+//!   unstreamed gets its `400`) and Ollama's silent truncation ([`Overflows::Truncates`]: no
+//!   refusal, the prompt counted as the whole context).
+//! * **A model that rambles** ([`FakeReply::Rambles`]): it streams until
+//!   the request's `max_tokens` (or `max_completion_tokens`), or, without
+//!   one, until the [`Limit`]'s context is full, and ends with
+//!   `finish_reason: "length"`.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -142,14 +174,44 @@ pub enum FakeReply {
         /// The pause between two keepalives.
         every: Duration,
     },
+    /// `200`, `text/event-stream`: a complete streamed answer of these
+    /// text pieces that stopped at the request's length limit: its finish
+    /// chunk says `"finish_reason": "length"` (Anthropic: `message_delta`
+    /// with `"stop_reason": "max_tokens"`), then the usage chunk when
+    /// `usage` is set, then `[DONE]`.
+    Length {
+        /// The `delta.content` pieces, in order.
+        chunks: Vec<String>,
+        /// `(prompt_tokens, completion_tokens)` of the usage chunk.
+        usage: Option<(u64, u64)>,
+    },
+    /// A model that does not stop by itself: `piece` streamed again and
+    /// again until the request's length limit, then the end of a
+    /// [`FakeReply::Length`] answer. The limit is the request body's
+    /// `max_tokens` (else `max_completion_tokens`), cut to the context the
+    /// prompt leaves under a [`Limit`]; without either, the context the
+    /// prompt leaves ([`Limit::tokens`] less the prompt's count); without
+    /// a limit at all, [`RAMBLE_WORDS`] pieces. Tokens are counted at the
+    /// limit's `bytes_per_token`, or one a piece without a limit. Its usage
+    /// is `(10, tokens sent)` (the prompt count made true, or left out, as
+    /// the [`Limit`] says). It always streams.
+    Rambles {
+        /// The text of every chunk, such as `" blah"`.
+        piece: String,
+    },
 }
+
+/// The most pieces a [`FakeReply::Rambles`] sends when neither the request
+/// nor a [`Limit`] bounds it.
+pub const RAMBLE_WORDS: u64 = 4096; // not policy: the test server's
 
 /// A real server's context: a request whose body counts more than `tokens`
 /// (at `bytes_per_token` bytes a token) is refused with the provider's own
 /// error body, and no scripted reply is used up; a request that fits gets
 /// its scripted reply with the prompt count made true (body bytes over
 /// `bytes_per_token`), or with no usage at all when `usage` is false (as
-/// llama.cpp's OpenAI server from llama-cpp-python streams).
+/// llama.cpp's OpenAI server from llama-cpp-python streams). How an
+/// oversized request is refused, or not, is [`Limit::says`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limit {
     /// The context size, in tokens.
@@ -176,12 +238,37 @@ pub enum Overflows {
     LlamaCpp,
     /// `500`, Ollama's "input length exceeds the context length".
     Ollama,
+    /// llama.cpp's server from `llama-cpp-python` (as measured with its
+    /// 0.3 server): a request with `"stream": true` gets `200`,
+    /// `text/event-stream` and a body that ends at once, no event at all,
+    /// and the connection is closed (with keep-alive, as uvicorn does it: a
+    /// chunked body that is only its last chunk, no `Connection: close`,
+    /// then the close); any other gets `400`,
+    /// `context_length_exceeded`, "This model's maximum context length is
+    /// N tokens. However, you requested T tokens (P in the messages, M in
+    /// the completion)…", M being the request's `max_tokens` (`None` when
+    /// it has none, as that server prints it) and T = P + M.
+    LlamaCppPython,
+    /// Ollama's silent truncation: nothing is refused; an oversized
+    /// request is answered as if it fit, its prompt count (when the answer
+    /// carries usage) being the whole context, `tokens`, because the
+    /// server dropped the start of the prompt without a word.
+    Truncates,
 }
 
 impl Overflows {
     /// The status and body a request of `asked` tokens gets under a
-    /// context of `limit`.
+    /// context of `limit` (for [`Overflows::LlamaCppPython`] an
+    /// unstreamed request without `max_tokens`).
     pub fn answer(self, asked: u64, limit: u64) -> (u16, String) {
+        self.answer_to(asked, limit, None)
+    }
+
+    /// [`Overflows::answer`] for a request asking for at most
+    /// `max_tokens` (which only llama-cpp-python's words name). For
+    /// [`Overflows::Truncates`], which refuses nothing, a `200` with an
+    /// empty body (never sent).
+    pub fn answer_to(self, asked: u64, limit: u64, max_tokens: Option<u64>) -> (u16, String) {
         match self {
             Overflows::OpenAi => (
                 400,
@@ -233,6 +320,21 @@ impl Overflows {
                 }})
                 .to_string(),
             ),
+            Overflows::LlamaCppPython => {
+                let completion = max_tokens.map_or("None".to_owned(), |m| m.to_string());
+                let requested = asked + max_tokens.unwrap_or(0);
+                (
+                    400,
+                    json!({"error": {
+                        "message": format!("This model's maximum context length is {limit} tokens. However, you requested {requested} tokens ({asked} in the messages, {completion} in the completion). Please reduce the length of the messages or completion."),
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded"
+                    }})
+                    .to_string(),
+                )
+            }
+            Overflows::Truncates => (200, String::new()),
         }
     }
 }
@@ -258,6 +360,10 @@ pub(crate) fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
         },
         FakeReply::Json { text, usage } => FakeReply::Json {
             text,
+            usage: count(usage),
+        },
+        FakeReply::Length { chunks, usage } => FakeReply::Length {
+            chunks,
             usage: count(usage),
         },
         other => other,
@@ -332,11 +438,22 @@ impl Recorded {
     }
 }
 
+/// How a [`FakeServer`] behaves besides its script; the default is the
+/// plain server of the crate doc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FakeOptions {
+    /// A real context limit, enforced.
+    pub limit: Option<Limit>,
+    /// Keep connections open between requests (see the crate doc).
+    pub keep_alive: bool,
+}
+
 /// A running fake server; dropping it stops the server thread.
 #[derive(Debug)]
 pub struct FakeServer {
     port: u16,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    connections: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -365,19 +482,37 @@ impl FakeServer {
         replies: Vec<FakeReply>,
         limit: Option<Limit>,
     ) -> io::Result<FakeServer> {
+        let options = FakeOptions {
+            limit,
+            ..FakeOptions::default()
+        };
+        FakeServer::start_with_options(protocol, replies, options)
+    }
+
+    /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
+    /// `protocol`, as `options` say.
+    pub fn start_with_options(
+        protocol: FakeProtocol,
+        replies: Vec<FakeReply>,
+        options: FakeOptions,
+    ) -> io::Result<FakeServer> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let connections = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let server = Server {
             listener,
-            protocol,
-            limit,
-            replies,
-            served: 0,
-            requests: Arc::clone(&requests),
-            stop: Arc::clone(&stop),
+            shared: Arc::new(Shared {
+                protocol,
+                limit: options.limit,
+                keep_alive: options.keep_alive,
+                script: Mutex::new(Script { replies, served: 0 }),
+                requests: Arc::clone(&requests),
+                connections: Arc::clone(&connections),
+                stop: Arc::clone(&stop),
+            }),
         };
         let thread = thread::Builder::new()
             .name(format!("fake-model-{port}"))
@@ -385,6 +520,7 @@ impl FakeServer {
         Ok(FakeServer {
             port,
             requests,
+            connections,
             stop,
             thread: Some(thread),
         })
@@ -403,6 +539,11 @@ impl FakeServer {
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         lock(&self.requests).clone()
+    }
+
+    /// How many connections the server has accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 }
 

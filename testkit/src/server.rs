@@ -7,88 +7,281 @@ use super::*;
 pub(crate) const POLL: Duration = Duration::from_millis(5); // not policy: the test server's
 /// How long the server waits for a client to send its request.
 pub(crate) const READ_TIMEOUT: Duration = Duration::from_secs(2); // not policy: the test server's
+/// How long a kept-alive connection stays open after llama-cpp-python's
+/// empty stream, before the server closes it: time for a client to send
+/// its next request on it.
+pub(crate) const CLOSE_LAG: Duration = Duration::from_millis(100); // not policy: the test server's
 /// The largest request head the server reads.
 pub(crate) const MAX_HEAD: usize = 1 << 20; // not policy: the test server's
 
 pub(crate) struct Server {
     pub(crate) listener: TcpListener,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What every connection's thread shares.
+pub(crate) struct Shared {
     pub(crate) protocol: FakeProtocol,
     pub(crate) limit: Option<Limit>,
-    pub(crate) replies: Vec<FakeReply>,
-    pub(crate) served: usize,
+    pub(crate) keep_alive: bool,
+    pub(crate) script: Mutex<Script>,
     pub(crate) requests: Arc<Mutex<Vec<Recorded>>>,
+    pub(crate) connections: Arc<AtomicUsize>,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
+/// The replies, and how many requests have taken one.
+pub(crate) struct Script {
+    pub(crate) replies: Vec<FakeReply>,
+    pub(crate) served: usize,
+}
+
+/// What a request asks for, read from its body.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Asks {
+    /// `"stream": true`.
+    pub(crate) streamed: bool,
+    /// `max_tokens`, else `max_completion_tokens`.
+    pub(crate) max_tokens: Option<u64>,
+}
+
+impl Asks {
+    pub(crate) fn of(body: &str) -> Asks {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(body) else {
+            return Asks::default();
+        };
+        Asks {
+            streamed: value["stream"] == json!(true),
+            max_tokens: value["max_tokens"]
+                .as_u64()
+                .or_else(|| value["max_completion_tokens"].as_u64()),
+        }
+    }
+}
+
 impl Server {
-    pub(crate) fn run(mut self) {
-        while !self.stop.load(Ordering::SeqCst) {
+    pub(crate) fn run(self) {
+        let mut workers: Vec<JoinHandle<()>> = Vec::new();
+        while !self.shared.stop.load(Ordering::SeqCst) {
             match self.listener.accept() {
                 Ok((stream, _)) => {
-                    // A failed connection concerns only that client; the
-                    // test sees it as a client-side error.
-                    let _ = self.serve(stream);
+                    self.shared.connections.fetch_add(1, Ordering::SeqCst);
+                    if self.shared.keep_alive {
+                        let shared = Arc::clone(&self.shared);
+                        // A connection that gets no thread is dropped: the
+                        // client sees it closed.
+                        let worker = thread::Builder::new()
+                            .name("fake-model-connection".to_owned())
+                            .spawn(move || {
+                                let _ = shared.serve(stream);
+                            });
+                        workers.extend(worker);
+                        workers.retain(|w| !w.is_finished());
+                    } else {
+                        // A failed connection concerns only that client;
+                        // the test sees it as a client-side error.
+                        let _ = self.shared.serve(stream);
+                    }
                 }
                 // Nothing waiting (`WouldBlock`), or a failed accept that
                 // only the client would notice: look again shortly.
                 Err(_) => thread::sleep(POLL),
             }
         }
+        for worker in workers {
+            // A panic in a connection's thread has nothing left to report.
+            let _ = worker.join();
+        }
+    }
+}
+
+impl FakeReply {
+    /// Whether the answer ends with its body, leaving a kept-alive
+    /// connection open for the next request (a cut, stalled, hanging or
+    /// endless stream, garbage and raw bytes end by closing it).
+    pub(crate) fn keeps_alive(&self) -> bool {
+        match self {
+            FakeReply::Stream { .. }
+            | FakeReply::ToolCalls { .. }
+            | FakeReply::Json { .. }
+            | FakeReply::Status { .. }
+            | FakeReply::Models(_)
+            | FakeReply::Slow { .. }
+            | FakeReply::Length { .. }
+            | FakeReply::Rambles { .. } => true,
+            FakeReply::Delayed(_, reply) => reply.keeps_alive(),
+            FakeReply::CutAfter { .. }
+            | FakeReply::Stall { .. }
+            | FakeReply::Garbage(_)
+            | FakeReply::Raw(_)
+            | FakeReply::Hang
+            | FakeReply::Endless { .. }
+            | FakeReply::Keepalive { .. } => false,
+        }
+    }
+}
+
+impl Shared {
+    /// Serves one connection: one request, or with keep-alive request
+    /// after request until the client closes it, an answer closes it, or
+    /// the server stops.
+    pub(crate) fn serve(&self, stream: TcpStream) -> io::Result<()> {
+        stream.set_nonblocking(false)?;
+        let mut conn = Conn {
+            stream,
+            close: true,
+            chunked: false,
+        };
+        let mut first = true;
+        loop {
+            if !first && !self.awaits_request(&conn.stream)? {
+                return Ok(());
+            }
+            first = false;
+            conn.stream.set_read_timeout(Some(READ_TIMEOUT))?;
+            let Some(recorded) = read_request(&mut conn.stream)? else {
+                return Ok(());
+            };
+            self.respond(&mut conn, recorded)?;
+            conn.end()?;
+            if conn.close {
+                return conn.stream.shutdown(Shutdown::Both);
+            }
+        }
     }
 
-    pub(crate) fn serve(&mut self, mut stream: TcpStream) -> io::Result<()> {
-        stream.set_nonblocking(false)?;
-        stream.set_read_timeout(Some(READ_TIMEOUT))?;
-        let Some(recorded) = read_request(&mut stream)? else {
-            return Ok(());
-        };
+    /// Waits on an idle kept-alive connection for the client's next
+    /// request; `false` when the client closed it or the server stops.
+    fn awaits_request(&self, stream: &TcpStream) -> io::Result<bool> {
+        stream.set_read_timeout(Some(POLL))?;
+        let mut byte = [0u8; 1];
+        while !self.stop.load(Ordering::SeqCst) {
+            match stream.peek(&mut byte) {
+                Ok(0) => return Ok(false),
+                Ok(_) => return Ok(true),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) => {}
+                Err(_) => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+
+    /// Answers one request: refused or cut as the limit says, else with
+    /// the next reply of the script.
+    fn respond(&self, conn: &mut Conn, recorded: Recorded) -> io::Result<()> {
         let size = recorded.body.len() as u64;
+        let asks = Asks::of(&recorded.body);
         lock(&self.requests).push(recorded);
+        conn.close = !self.keep_alive;
+        let mut prompt = None;
         if let Some(limit) = self.limit {
             let asked = size.div_ceil(limit.bytes_per_token.max(1));
+            prompt = Some(asked);
             if asked > limit.tokens {
-                let (code, body) = limit.says.answer(asked, limit.tokens);
-                write_status(&mut stream, code, &body, None)?;
-                stream.flush()?;
-                return stream.shutdown(Shutdown::Both);
+                match limit.says {
+                    Overflows::Truncates => prompt = Some(limit.tokens),
+                    Overflows::LlamaCppPython if asks.streamed => {
+                        // As uvicorn sends it: kept alive, an empty chunked
+                        // body, and then the connection closed all the same.
+                        write_head(conn, 200, "text/event-stream", None, None)?;
+                        conn.end()?;
+                        if !conn.close {
+                            thread::sleep(CLOSE_LAG);
+                        }
+                        conn.close = true;
+                        return Ok(());
+                    }
+                    says => {
+                        let (code, body) = says.answer_to(asked, limit.tokens, asks.max_tokens);
+                        return write_status(conn, code, &body, None);
+                    }
+                }
             }
         }
-        let reply = self
-            .replies
-            .get(self.served)
-            .cloned()
-            .map(|reply| match self.limit {
-                Some(limit) => counted(
-                    reply,
-                    size.div_ceil(limit.bytes_per_token.max(1)),
-                    limit.usage,
-                ),
-                None => reply,
-            });
-        self.served += 1;
-        match reply {
-            Some(reply) => self.answer(&mut stream, reply)?,
-            None => {
-                let body = format!(
-                    "fake server: no reply left for request {} (the script holds {})",
-                    self.served,
-                    self.replies.len()
-                );
-                write_status(&mut stream, 500, &body, None)?;
-            }
-        }
-        stream.flush()?;
-        stream.shutdown(Shutdown::Both)
+        let (reply, served, held) = {
+            let mut script = lock(&self.script);
+            let reply = script.replies.get(script.served).cloned();
+            script.served += 1;
+            (reply, script.served, script.replies.len())
+        };
+        let Some(reply) = reply else {
+            let body = format!(
+                "fake server: no reply left for request {served} (the script holds {held})"
+            );
+            return write_status(conn, 500, &body, None);
+        };
+        let reply = match reply {
+            FakeReply::Rambles { piece } => self.ramble(&piece, prompt, asks.max_tokens),
+            reply => reply,
+        };
+        let reply = match (self.limit, prompt) {
+            (Some(limit), Some(prompt)) => counted(reply, prompt, limit.usage),
+            _ => reply,
+        };
+        conn.close |= !reply.keeps_alive();
+        self.answer(conn, reply)
     }
 
-    pub(crate) fn answer(&self, stream: &mut TcpStream, reply: FakeReply) -> io::Result<()> {
+    /// What a [`FakeReply::Rambles`] of `piece` sends, after a prompt of
+    /// `prompt` tokens (under a limit) asking for at most `max_tokens`.
+    fn ramble(&self, piece: &str, prompt: Option<u64>, max_tokens: Option<u64>) -> FakeReply {
+        let room = self
+            .limit
+            .zip(prompt)
+            .map(|(limit, prompt)| limit.tokens.saturating_sub(prompt));
+        let budget = match (max_tokens, room) {
+            (Some(max), Some(room)) => max.min(room),
+            (Some(max), None) => max,
+            (None, Some(room)) => room,
+            (None, None) => RAMBLE_WORDS,
+        };
+        let mut chunks = Vec::new();
+        let tokens = match self.limit {
+            _ if piece.is_empty() => 0,
+            Some(limit) => {
+                let per = limit.bytes_per_token.max(1);
+                let mut bytes = 0u64;
+                while bytes + piece.len() as u64 <= budget.saturating_mul(per) {
+                    chunks.push(piece.to_owned());
+                    bytes += piece.len() as u64;
+                }
+                bytes.div_ceil(per)
+            }
+            None => {
+                chunks = vec![piece.to_owned(); usize::try_from(budget).unwrap_or(usize::MAX)];
+                budget
+            }
+        };
+        FakeReply::Length {
+            chunks,
+            usage: Some((10, tokens)),
+        }
+    }
+
+    pub(crate) fn answer(&self, stream: &mut Conn, reply: FakeReply) -> io::Result<()> {
         let words = |text: &str| -> Vec<String> {
             word_pieces(text).into_iter().map(str::to_owned).collect()
         };
         match reply {
-            FakeReply::Stream { chunks, usage } => self.stream(stream, &chunks, &[], usage, true),
+            FakeReply::Stream { chunks, usage } => {
+                self.stream(stream, &chunks, &[], usage, End::Stop)
+            }
             FakeReply::ToolCalls { text, calls, usage } => {
-                self.stream(stream, &words(&text), &calls, usage, true)
+                self.stream(stream, &words(&text), &calls, usage, End::Stop)
+            }
+            FakeReply::Length { chunks, usage } => {
+                self.stream(stream, &chunks, &[], usage, End::Length)
+            }
+            // Resolved by `respond`, which knows the request.
+            FakeReply::Rambles { piece } => {
+                let reply = self.ramble(&piece, None, None);
+                self.answer(stream, reply)
             }
             FakeReply::Json { text, usage } => {
                 let body = match self.protocol {
@@ -124,9 +317,9 @@ impl Server {
                 body,
                 retry_after,
             } => write_status(stream, code, &body, retry_after),
-            FakeReply::CutAfter { chunks } => self.stream(stream, &chunks, &[], None, false),
+            FakeReply::CutAfter { chunks } => self.stream(stream, &chunks, &[], None, End::Cut),
             FakeReply::Stall { chunks } => {
-                self.stream(stream, &chunks, &[], None, false)?;
+                self.stream(stream, &chunks, &[], None, End::Cut)?;
                 self.stall(stream)
             }
             FakeReply::Garbage(body) => {
@@ -231,7 +424,7 @@ impl Server {
     }
 
     /// What opens a streamed text answer.
-    pub(crate) fn text_start(&self, stream: &mut TcpStream) -> io::Result<()> {
+    pub(crate) fn text_start(&self, stream: &mut Conn) -> io::Result<()> {
         match self.protocol {
             FakeProtocol::OpenAi => {
                 write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))
@@ -267,13 +460,13 @@ impl Server {
         }
     }
 
-    pub(crate) fn text_piece(&self, stream: &mut TcpStream, piece: &str) -> io::Result<()> {
+    pub(crate) fn text_piece(&self, stream: &mut Conn, piece: &str) -> io::Result<()> {
         stream.write_all(self.piece_event(piece).as_bytes())?;
         stream.flush()
     }
 
     /// What ends a streamed text answer.
-    pub(crate) fn text_end(&self, stream: &mut TcpStream) -> io::Result<()> {
+    pub(crate) fn text_end(&self, stream: &mut Conn) -> io::Result<()> {
         match self.protocol {
             FakeProtocol::OpenAi => {
                 write_event(
@@ -291,26 +484,27 @@ impl Server {
         }
     }
 
-    /// A streamed answer: text pieces, then tool calls and the end when
-    /// `complete`; otherwise it stops after the text pieces.
+    /// A streamed answer: text pieces, then tool calls and the end `end`
+    /// says, or nothing more when it is a cut.
     pub(crate) fn stream(
         &self,
-        stream: &mut TcpStream,
+        stream: &mut Conn,
         chunks: &[String],
         calls: &[(String, String, String)],
         usage: Option<(u64, u64)>,
-        complete: bool,
+        end: End,
     ) -> io::Result<()> {
         write_head(stream, 200, "text/event-stream", None, None)?;
         match self.protocol {
-            FakeProtocol::OpenAi => openai_stream(stream, chunks, calls, usage, complete),
-            FakeProtocol::Anthropic => anthropic_stream(stream, chunks, calls, usage, complete),
+            FakeProtocol::OpenAi => openai_stream(stream, chunks, calls, usage, end),
+            FakeProtocol::Anthropic => anthropic_stream(stream, chunks, calls, usage, end),
         }
     }
 
     /// Waits, sending nothing, until the client hangs up or the server stops.
-    pub(crate) fn stall(&self, stream: &mut TcpStream) -> io::Result<()> {
-        stream.flush()?;
+    pub(crate) fn stall(&self, conn: &mut Conn) -> io::Result<()> {
+        conn.flush()?;
+        let stream = &mut conn.stream;
         stream.set_read_timeout(Some(Duration::from_millis(10)))?;
         let mut byte = [0u8; 1];
         while !self.stop.load(Ordering::SeqCst) {

@@ -260,3 +260,282 @@ fn fragments_cut_at_characters() {
     assert_eq!(fragments("éüñ"), ["é", "ü", "ñ"]);
     assert_eq!(fragments("{\"k\":1}").concat(), "{\"k\":1}");
 }
+
+/// Reads one answer from a kept-alive connection: its head, and its body
+/// by `Content-Length`, chunk by chunk, or to the close.
+fn read_answer(stream: &mut TcpStream) -> (String, String) {
+    let mut data = Vec::new();
+    let mut byte = [0u8; 1];
+    while find(&data, b"\r\n\r\n").is_none() {
+        assert_eq!(stream.read(&mut byte).unwrap(), 1, "the head ended early");
+        data.push(byte[0]);
+    }
+    let head = String::from_utf8(data).unwrap();
+    let lower = head.to_ascii_lowercase();
+    let mut body = Vec::new();
+    if let Some(at) = lower.find("content-length: ") {
+        let length: usize = lower[at + 16..].lines().next().unwrap().parse().unwrap();
+        body.resize(length, 0);
+        stream.read_exact(&mut body).unwrap();
+    } else if lower.contains("transfer-encoding: chunked\r\n") {
+        loop {
+            let mut line = Vec::new();
+            while !line.ends_with(b"\r\n") {
+                stream.read_exact(&mut byte).unwrap();
+                line.push(byte[0]);
+            }
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&line).unwrap().trim(), 16).unwrap();
+            let mut piece = vec![0u8; size + 2];
+            stream.read_exact(&mut piece).unwrap();
+            assert!(piece.ends_with(b"\r\n"));
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&piece[..size]);
+        }
+    } else {
+        stream.read_to_end(&mut body).unwrap();
+    }
+    (head, String::from_utf8(body).unwrap())
+}
+
+fn keeping(replies: Vec<FakeReply>, limit: Option<Limit>) -> FakeServer {
+    let options = FakeOptions {
+        limit,
+        keep_alive: true,
+    };
+    FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options).unwrap()
+}
+
+#[test]
+fn keep_alive_serves_requests_one_after_another_on_one_connection() {
+    let server = keeping(
+        vec![
+            FakeReply::text("hello world"),
+            FakeReply::Json {
+                text: "whole".into(),
+                usage: None,
+            },
+            FakeReply::CutAfter {
+                chunks: vec!["par".into()],
+            },
+            FakeReply::text("again"),
+        ],
+        None,
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream.write_all(post("{}").as_bytes()).unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.contains("Transfer-Encoding: chunked\r\n"), "{head}");
+    assert!(!head.contains("Connection: close"), "{head}");
+    assert!(body.contains(r#"{"content":" world"}"#), "{body}");
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+
+    stream.write_all(post("{}").as_bytes()).unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.contains("Content-Length: "), "{head}");
+    assert!(!head.contains("Connection: close"), "{head}");
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["choices"][0]["message"]["content"], "whole");
+
+    // A cut stream still ends by closing.
+    stream.write_all(post("{}").as_bytes()).unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.contains("Connection: close\r\n"), "{head}");
+    assert!(!head.contains("chunked"), "{head}");
+    assert!(body.contains(r#"{"content":"par"}"#) && !body.contains("[DONE]"));
+    assert_eq!(server.connections(), 1);
+
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream.write_all(post("{}").as_bytes()).unwrap();
+    let (_, body) = read_answer(&mut stream);
+    assert!(body.contains("again"));
+    assert_eq!(server.connections(), 2);
+    assert_eq!(server.requests().len(), 4);
+
+    // An idle kept-alive connection does not hold up the end.
+    let start = Instant::now();
+    drop(server);
+    assert!(start.elapsed() < Duration::from_secs(1));
+}
+
+#[test]
+fn without_keep_alive_each_request_has_its_connection() {
+    let server = FakeServer::start(vec![FakeReply::text("a"), FakeReply::text("b")]).unwrap();
+    exchange(&server, &post("{}"));
+    exchange(&server, &post("{}"));
+    assert_eq!(server.connections(), 2);
+}
+
+fn chat(stream: bool, chars: usize, max_tokens: Option<u64>) -> String {
+    let mut body = json!({"model": "m", "stream": stream,
+        "messages": [{"role": "user", "content": "x".repeat(chars)}]});
+    if stream {
+        body["stream_options"] = json!({"include_usage": true});
+    }
+    if let Some(max) = max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    post(&body.to_string())
+}
+
+#[test]
+fn llama_cpp_python_refuses_a_stream_with_an_empty_body() {
+    let limit = Limit {
+        tokens: 100,
+        bytes_per_token: 4,
+        says: Overflows::LlamaCppPython,
+        usage: false,
+    };
+    let big = 500;
+    let plain = FakeServer::start_limited(FakeProtocol::OpenAi, vec![], Some(limit)).unwrap();
+    let answer = exchange(&plain, &chat(true, big, None));
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.contains("Content-Type: text/event-stream\r\n"),
+        "{head}"
+    );
+    assert!(head.ends_with("Connection: close"), "{head}");
+    assert_eq!(body, "");
+
+    // Kept alive, as uvicorn: the last chunk alone, then closed unsaid.
+    let server = keeping(vec![FakeReply::text("fits")], Some(limit));
+    let answer = exchange(&server, &chat(true, big, None));
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK\r\n"), "{head}");
+    assert!(
+        head.ends_with("Transfer-Encoding: chunked\r\nCache-Control: no-cache"),
+        "{head}"
+    );
+    assert_eq!(body, "0\r\n\r\n");
+
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream
+        .write_all(chat(false, big, Some(10)).as_bytes())
+        .unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 400 "), "{head}");
+    let prompt = (server.requests()[1].body.len() as u64).div_ceil(4);
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(json["error"]["code"], "context_length_exceeded");
+    assert_eq!(
+        json["error"]["message"],
+        format!(
+            "This model's maximum context length is 100 tokens. However, you requested {} tokens ({prompt} in the messages, 10 in the completion). Please reduce the length of the messages or completion.",
+            prompt + 10
+        )
+    );
+    // Refusals use no reply; the kept-alive connection goes on.
+    stream.write_all(chat(true, 10, None).as_bytes()).unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.contains("chunked"), "{head}");
+    assert!(body.contains("fits") && !body.contains("usage"), "{body}");
+    let (_, unnamed) = Overflows::LlamaCppPython.answer(7, 5);
+    assert!(unnamed.contains("(7 in the messages, None in the completion)"));
+}
+
+#[test]
+fn ollama_truncates_silently() {
+    let limit = Limit {
+        tokens: 50,
+        bytes_per_token: 4,
+        says: Overflows::Truncates,
+        usage: true,
+    };
+    let server = FakeServer::start_limited(
+        FakeProtocol::OpenAi,
+        vec![FakeReply::text("sure"), FakeReply::text("small")],
+        Some(limit),
+    )
+    .unwrap();
+    let answer = exchange(&server, &chat(true, 1000, None));
+    assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+    assert!(answer.contains(r#""usage":{"prompt_tokens":50,"completion_tokens":1"#));
+    let answer = exchange(&server, &chat(true, 4, None));
+    let prompt = (server.requests()[1].body.len() as u64).div_ceil(4);
+    assert!(
+        answer.contains(&format!(r#""prompt_tokens":{prompt},"#)),
+        "{answer}"
+    );
+}
+
+/// The `content` pieces and the finish reason of an OpenAI stream.
+fn pieces_and_finish(answer: &str) -> (Vec<String>, String, serde_json::Value) {
+    let all = events(answer);
+    let pieces = all
+        .iter()
+        .filter_map(|(_, d)| d["choices"][0]["delta"]["content"].as_str())
+        .filter(|p| !p.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let finish = all
+        .iter()
+        .find_map(|(_, d)| d["choices"][0]["finish_reason"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let usage = all
+        .iter()
+        .find(|(_, d)| d.get("usage").is_some())
+        .map(|(_, d)| d["usage"].clone())
+        .unwrap_or_default();
+    (pieces, finish, usage)
+}
+
+#[test]
+fn a_rambling_model_stops_at_the_length_limit() {
+    // max_tokens, counted in words without a limit.
+    let server = FakeServer::start(vec![
+        FakeReply::Rambles {
+            piece: " blah".into(),
+        },
+        FakeReply::Rambles {
+            piece: " blah".into(),
+        },
+    ])
+    .unwrap();
+    let (pieces, finish, usage) = pieces_and_finish(&exchange(&server, &chat(true, 4, Some(7))));
+    assert_eq!((pieces.len(), finish.as_str()), (7, "length"));
+    assert_eq!(usage["completion_tokens"], 7);
+    let (pieces, _, _) = pieces_and_finish(&exchange(&server, &chat(true, 4, None)));
+    assert_eq!(pieces.len() as u64, RAMBLE_WORDS);
+
+    // Under a limit: the context the prompt leaves, in bytes a token.
+    let limit = Limit {
+        tokens: 200,
+        bytes_per_token: 4,
+        says: Overflows::OpenAi,
+        usage: true,
+    };
+    let ramble = || FakeReply::Rambles {
+        piece: "blah".into(),
+    };
+    let server =
+        FakeServer::start_limited(FakeProtocol::OpenAi, vec![ramble(), ramble()], Some(limit))
+            .unwrap();
+    let (pieces, finish, usage) = pieces_and_finish(&exchange(&server, &chat(true, 40, None)));
+    let prompt = (server.requests()[0].body.len() as u64).div_ceil(4);
+    assert_eq!(pieces.len() as u64, 200 - prompt);
+    assert_eq!(finish, "length");
+    assert_eq!(usage["prompt_tokens"], prompt);
+    assert_eq!(usage["completion_tokens"], 200 - prompt);
+    // max_tokens past what the context leaves is cut to it.
+    let (pieces, _, _) = pieces_and_finish(&exchange(&server, &chat(true, 40, Some(100_000))));
+    let prompt = (server.requests()[1].body.len() as u64).div_ceil(4);
+    assert_eq!(pieces.len() as u64, 200 - prompt);
+
+    // Anthropic says max_tokens.
+    let server = FakeServer::start_anthropic(vec![FakeReply::Rambles {
+        piece: " blah".into(),
+    }])
+    .unwrap();
+    let all = events(&exchange(&server, &chat(true, 4, Some(3))));
+    let delta = all
+        .iter()
+        .find(|(n, _)| n.as_deref() == Some("message_delta"))
+        .unwrap();
+    assert_eq!(delta.1["delta"]["stop_reason"], "max_tokens");
+    assert_eq!(delta.1["usage"]["output_tokens"], 3);
+    assert_eq!(all.last().unwrap().0.as_deref(), Some("message_stop"));
+}

@@ -53,12 +53,62 @@ pub(crate) fn read_request(stream: &mut TcpStream) -> io::Result<Option<Recorded
     }))
 }
 
+/// One connection's writing side: an answer's head goes out as is, its
+/// body in chunks after a head that said `Transfer-Encoding: chunked`.
+pub(crate) struct Conn {
+    pub(crate) stream: TcpStream,
+    /// The answer being written ends the connection: its head says
+    /// `Connection: close`, and a body without a length is close-delimited.
+    pub(crate) close: bool,
+    /// The answer's body goes out in chunks.
+    pub(crate) chunked: bool,
+}
+
+impl Conn {
+    /// Ends the answer: the last chunk of a chunked body.
+    pub(crate) fn end(&mut self) -> io::Result<()> {
+        if std::mem::take(&mut self.chunked) {
+            self.stream.write_all(b"0\r\n\r\n")?;
+        }
+        self.stream.flush()
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if !self.chunked || buf.is_empty() {
+            return self.stream.write(buf);
+        }
+        let mut framed = format!("{:x}\r\n", buf.len()).into_bytes();
+        framed.extend_from_slice(buf);
+        framed.extend_from_slice(b"\r\n");
+        self.stream.write_all(&framed)?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
+
+/// How a streamed answer ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum End {
+    /// It does not: the stream stops after its text pieces.
+    Cut,
+    /// As the model chose: `stop` (`end_turn`), or `tool_calls`
+    /// (`tool_use`) after calls.
+    Stop,
+    /// At the request's length limit: `length` (`max_tokens`).
+    Length,
+}
+
 pub(crate) fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 pub(crate) fn write_head(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     code: u16,
     content_type: &str,
     length: Option<usize>,
@@ -68,18 +118,27 @@ pub(crate) fn write_head(
         "HTTP/1.1 {code} {}\r\nContent-Type: {content_type}\r\n",
         reason(code)
     );
-    if let Some(length) = length {
-        head.push_str(&format!("Content-Length: {length}\r\n"));
+    let chunked = length.is_none() && !stream.close;
+    match length {
+        Some(length) => head.push_str(&format!("Content-Length: {length}\r\n")),
+        None if chunked => head.push_str("Transfer-Encoding: chunked\r\n"),
+        None => {}
     }
     if let Some(secs) = retry_after {
         head.push_str(&format!("Retry-After: {secs}\r\n"));
     }
-    head.push_str("Cache-Control: no-cache\r\nConnection: close\r\n\r\n");
-    stream.write_all(head.as_bytes())
+    head.push_str("Cache-Control: no-cache\r\n");
+    if stream.close {
+        head.push_str("Connection: close\r\n");
+    }
+    head.push_str("\r\n");
+    stream.stream.write_all(head.as_bytes())?;
+    stream.chunked = chunked;
+    Ok(())
 }
 
 pub(crate) fn write_status(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     code: u16,
     body: &str,
     retry_after: Option<u64>,
@@ -95,11 +154,11 @@ pub(crate) fn write_status(
 
 /// The OpenAI chunks of an answer (see the module doc).
 pub(crate) fn openai_stream(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     chunks: &[String],
     calls: &[(String, String, String)],
     usage: Option<(u64, u64)>,
-    complete: bool,
+    end: End,
 ) -> io::Result<()> {
     write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))?;
     for piece in chunks {
@@ -108,7 +167,7 @@ pub(crate) fn openai_stream(
             &chunk(&format!(r#"{{"content":{}}}"#, json_string(piece))),
         )?;
     }
-    if !complete {
+    if end == End::Cut {
         return Ok(());
     }
     for (index, (id, name, arguments)) in calls.iter().enumerate() {
@@ -120,10 +179,10 @@ pub(crate) fn openai_stream(
             write_event(stream, &chunk(&json!({"tool_calls": [call]}).to_string()))?;
         }
     }
-    let reason = if calls.is_empty() {
-        "stop"
-    } else {
-        "tool_calls"
+    let reason = match end {
+        End::Length => "length",
+        _ if calls.is_empty() => "stop",
+        _ => "tool_calls",
     };
     write_event(
         stream,
@@ -139,11 +198,11 @@ pub(crate) fn openai_stream(
 
 /// The Anthropic events of an answer (see the module doc).
 pub(crate) fn anthropic_stream(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     chunks: &[String],
     calls: &[(String, String, String)],
     usage: Option<(u64, u64)>,
-    complete: bool,
+    end: End,
 ) -> io::Result<()> {
     let mut message = json!({
         "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
@@ -171,7 +230,7 @@ pub(crate) fn anthropic_stream(
             )?;
         }
     }
-    if !complete {
+    if end == End::Cut {
         return Ok(());
     }
     if !chunks.is_empty() {
@@ -196,10 +255,10 @@ pub(crate) fn anthropic_stream(
         write_named(stream, "content_block_stop", json!({"index": index}))?;
         index += 1;
     }
-    let reason = if calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
+    let reason = match end {
+        End::Length => "max_tokens",
+        _ if calls.is_empty() => "end_turn",
+        _ => "tool_use",
     };
     let mut delta = json!({"delta": {"stop_reason": reason, "stop_sequence": null}});
     if let Some((_, completion)) = usage {
@@ -235,7 +294,7 @@ pub(crate) fn fragments(text: &str) -> Vec<&str> {
 
 /// An Anthropic event: `event: NAME` and the data with `type: NAME`.
 pub(crate) fn write_named(
-    stream: &mut TcpStream,
+    stream: &mut Conn,
     name: &str,
     mut data: serde_json::Value,
 ) -> io::Result<()> {
@@ -244,7 +303,7 @@ pub(crate) fn write_named(
     stream.flush()
 }
 
-pub(crate) fn write_event(stream: &mut TcpStream, data: &str) -> io::Result<()> {
+pub(crate) fn write_event(stream: &mut Conn, data: &str) -> io::Result<()> {
     stream.write_all(format!("data: {data}\n\n").as_bytes())?;
     stream.flush()
 }
