@@ -12,14 +12,16 @@
 //!   `input_json_delta` brings a `partial_json` fragment of its block's
 //!   arguments;
 //! * `content_block_stop`, `ping`: nothing to do;
-//! * `message_delta`: `usage.output_tokens` (a running total);
+//! * `message_delta`: `usage.output_tokens` (a running total), and
+//!   `delta.stop_reason`: `max_tokens` marks the reply
+//!   [`Reply::truncated`];
 //! * `message_stop`: the end. A stream that closes without it is an error
 //!   that keeps the partial text;
 //! * `error`: fails the request with its `error.message`.
 //!
 //! Unknown events are ignored, as the API asks. A non-streamed answer is one
 //! `message` object whose `content` array holds the text and `tool_use`
-//! blocks. Usage: prompt tokens are `input_tokens` plus
+//! blocks, truncated when its `stop_reason` is `max_tokens`. Usage: prompt tokens are `input_tokens` plus
 //! `cache_creation_input_tokens` and `cache_read_input_tokens`; completion
 //! tokens are `output_tokens`.
 
@@ -205,9 +207,12 @@ impl Protocol for Messages {
                 }
                 WireDelta::Other => {}
             },
-            WireEvent::MessageDelta { usage } => {
+            WireEvent::MessageDelta { usage, delta } => {
                 if let Some(usage) = usage {
                     self.count(usage);
+                }
+                if delta.and_then(|d| d.stop_reason).as_deref() == Some("max_tokens") {
+                    self.answer.truncated = true;
                 }
             }
             WireEvent::MessageStop => return Ok(true),
@@ -234,6 +239,7 @@ impl Protocol for Messages {
         };
         let mut answer = Answer {
             usage: message.usage.map(|u| u.usage()),
+            truncated: message.stop_reason.as_deref() == Some("max_tokens"),
             ..Answer::default()
         };
         for (index, block) in content.into_iter().enumerate() {
@@ -270,6 +276,8 @@ enum WireEvent {
     MessageDelta {
         #[serde(default)]
         usage: Option<WireUsage>,
+        #[serde(default)]
+        delta: Option<WireStop>,
     },
     MessageStop,
     Ping,
@@ -278,6 +286,13 @@ enum WireEvent {
     },
     #[serde(other)]
     Other,
+}
+
+/// The `delta` of a `message_delta`.
+#[derive(Deserialize)]
+struct WireStop {
+    #[serde(default)]
+    stop_reason: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -326,6 +341,8 @@ struct WireWhole {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
+    #[serde(default)]
+    stop_reason: Option<String>,
 }
 
 #[derive(Clone, Copy, Default, Deserialize)]
@@ -776,5 +793,28 @@ mod tests {
             ]
         );
         assert_eq!(reply.usage, None);
+    }
+
+    #[test]
+    fn anthropic_max_tokens_marks_the_reply_truncated() {
+        let whole = r#"{"id":"m","type":"message","role":"assistant","content":[{"type":"text","text":"Cut sh"}],"stop_reason":"max_tokens","usage":{"input_tokens":5,"output_tokens":2}}"#;
+        let (_server, provider) = fake(vec![
+            FakeReply::Length {
+                chunks: vec!["Cut".into(), " sho".into()],
+                usage: Some((10, 2)),
+            },
+            FakeReply::Status {
+                code: 200,
+                body: whole.into(),
+                retry_after: None,
+            },
+            FakeReply::text("Whole."),
+        ]);
+        let reply = run(&provider).0.unwrap();
+        assert_eq!((reply.text.as_str(), reply.truncated), ("Cut sho", true));
+        assert_eq!(reply.usage.map(|u| u.completion_tokens), Some(2));
+        let reply = run(&provider).0.unwrap();
+        assert_eq!((reply.text.as_str(), reply.truncated), ("Cut sh", true));
+        assert!(!run(&provider).0.unwrap().truncated);
     }
 }

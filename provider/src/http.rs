@@ -457,6 +457,8 @@ pub(super) struct Answer {
     pub calls: BTreeMap<u64, ToolCall>,
     /// The usage, when the server reported one.
     pub usage: Option<Usage>,
+    /// The answer stopped at the request's length limit.
+    pub truncated: bool,
 }
 
 impl Answer {
@@ -500,7 +502,7 @@ impl Answer {
             })
             .collect();
         Reply {
-            truncated: false,
+            truncated: self.truncated,
             text: std::mem::take(&mut self.text),
             tool_calls,
             usage: self.usage,

@@ -62,6 +62,13 @@
 //! internal error inside a `200` stream. A failure after text was shown is
 //! final whatever it was, since sending again would show the text twice.
 //! [`Retrying`] applies the policy.
+//!
+//! # Length
+//!
+//! An answer that stopped at the request's length limit (Chat
+//! Completions' `finish_reason: "length"`, Anthropic's `stop_reason:
+//! "max_tokens"`, a script line's `"truncated": true`) is a reply like any
+//! other, marked [`Reply::truncated`].
 
 use std::fmt;
 use std::sync::Arc;

@@ -6,9 +6,12 @@
 //! text; `delta.tool_calls[]` entries carry an `index`, on their first
 //! appearance the call's `id` and `function.name`, and `function.arguments`
 //! in fragments joined per index. A chunk with `usage` (asked for with
-//! `stream_options.include_usage`) gives the token counts. An `error` field
-//! or an `event: error` fails the request. A non-streamed answer is one
-//! `chat.completion` with `choices[0].message.content` and `.tool_calls`.
+//! `stream_options.include_usage`) gives the token counts. A
+//! `finish_reason` of `"length"` in any chunk's choice 0 marks the reply
+//! [`Reply::truncated`]. An `error` field or an `event: error` fails the
+//! request. A non-streamed answer is one `chat.completion` with
+//! `choices[0].message.content` and `.tool_calls`, truncated when
+//! `choices[0].finish_reason` is `"length"`.
 
 use revolve_core::config::WindowProbe;
 use std::fmt;
@@ -173,15 +176,17 @@ impl Protocol for Chat {
                 std::mem::take(&mut answer.text),
             ));
         }
-        if let Some(delta) = chunk
+        if let Some(choice) = chunk
             .choices
             .into_iter()
             .find(|c| c.index.unwrap_or(0) == 0)
-            .and_then(|c| c.delta)
         {
-            answer.push_text(delta.content.as_deref().unwrap_or(""), on_text);
-            for call in delta.tool_calls.unwrap_or_default() {
-                add_fragment(answer, call);
+            answer.truncated |= choice.finish_reason.as_deref() == Some("length");
+            if let Some(delta) = choice.delta {
+                answer.push_text(delta.content.as_deref().unwrap_or(""), on_text);
+                for call in delta.tool_calls.unwrap_or_default() {
+                    add_fragment(answer, call);
+                }
             }
         }
         if let Some(usage) = chunk.usage {
@@ -209,6 +214,7 @@ impl Protocol for Chat {
         };
         let mut answer = Answer {
             usage: completion.usage.map(Usage::from),
+            truncated: choice.finish_reason.as_deref() == Some("length"),
             ..Answer::default()
         };
         if let Some(message) = choice.message {
@@ -296,6 +302,9 @@ struct WireChoice {
     delta: Option<WireMessage>,
     #[serde(default)]
     message: Option<WireMessage>,
+    /// `stop`, `length`, `tool_calls`, …; `null` until the last chunk.
+    #[serde(default)]
+    finish_reason: Option<String>,
 }
 
 #[derive(Deserialize)]

@@ -24,6 +24,9 @@ pub struct ScriptedReply {
     /// When set, the request fails with this message after streaming `text`,
     /// which becomes the error's partial text.
     pub error: Option<String>,
+    /// The reply stopped at the request's length limit
+    /// ([`Reply::truncated`]).
+    pub truncated: bool,
 }
 
 /// A provider that answers from a script: each model request of a session
@@ -38,6 +41,7 @@ pub struct ScriptedReply {
 /// {"text":"No usage on this one."}
 /// {"error":"the model is overloaded"}
 /// {"text":"Half an ans","error":"stream cut"}
+/// {"text":"A long answer that was cu","truncated":true}
 /// ```
 ///
 /// `usage` is optional and needs both counts. `tool_calls` is optional; each
@@ -46,7 +50,10 @@ pub struct ScriptedReply {
 /// arguments), `{}` when left out; its `id` is `call_N_I` (reply N, call I,
 /// both from 1) when left out. A line needs `text`, `error` or `tool_calls`;
 /// with an `error`, the text streams first, then the request fails with it
-/// as the partial text (and no calls). Other keys are ignored.
+/// as the partial text (and no calls). `"truncated": true` marks a reply
+/// that stopped at the request's length limit ([`Reply::truncated`], as a
+/// server's `finish_reason: "length"`); it is `false` when left out. Other
+/// keys are ignored.
 ///
 /// # Which reply answers a request
 ///
@@ -111,6 +118,7 @@ impl Scripted {
                 tool_calls,
                 usage: wire.usage.map(Usage::from),
                 error: wire.error,
+                truncated: wire.truncated,
             });
         }
         Ok(Scripted {
@@ -141,6 +149,7 @@ impl Scripted {
                     tool_calls: reply.tool_calls,
                     usage: reply.usage,
                     error: None,
+                    truncated: reply.truncated,
                 },
                 Answer::Failed { partial, error } => ScriptedReply {
                     text: partial,
@@ -197,7 +206,7 @@ impl Provider for Scripted {
         match &reply.error {
             Some(error) => Err(ProviderError::new(error, reply.text.clone())),
             None => Ok(Reply {
-                truncated: false,
+                truncated: reply.truncated,
                 text: reply.text.clone(),
                 tool_calls: reply.tool_calls.clone(),
                 usage: reply.usage,
@@ -220,6 +229,8 @@ struct WireScripted {
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<String>,
+    #[serde(default)]
+    truncated: bool,
 }
 
 #[derive(Deserialize)]
@@ -430,6 +441,34 @@ mod tests {
                 second.tool_calls[0].arguments.as_str()
             ),
             ("call_2_1", "not json")
+        );
+    }
+
+    #[test]
+    fn scripted_marks_a_truncated_reply() {
+        let script = Scripted::parse(
+            "s.jsonl",
+            "{\"text\":\"cut sho\",\"truncated\":true}\n{\"text\":\"whole\",\"truncated\":false}\n",
+        )
+        .unwrap();
+        let reply = script.complete(&request(&["a"]), &mut |_| {}).unwrap();
+        assert_eq!((reply.text.as_str(), reply.truncated), ("cut sho", true));
+        let reply = script.complete(&request(&["a", "b"]), &mut |_| {}).unwrap();
+        assert!(!reply.truncated);
+        // A replayed session gives the mark again.
+        let replayed = Scripted::replaying(
+            "log.jsonl",
+            vec![Answer::Reply(Reply {
+                text: "x".into(),
+                truncated: true,
+                ..Reply::default()
+            })],
+        );
+        assert!(
+            replayed
+                .complete(&request(&["a"]), &mut |_| {})
+                .unwrap()
+                .truncated
         );
     }
 

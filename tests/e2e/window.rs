@@ -519,3 +519,40 @@ fn a_small_prune_limit_is_honoured() {
     assert!(text.contains("characters cut by compaction"), "{text}");
     replays(&env, &server);
 }
+
+/// A model that does not stop, on a server that cuts it when its context
+/// is full (`finish_reason: "length"`): the answer is kept whole as it
+/// came, marked truncated in the log, and the turn says it was cut.
+#[test]
+fn an_answer_cut_at_the_length_limit_is_kept_and_said() {
+    let env = TestEnv::new("rambles");
+    let server = limited(
+        vec![FakeReply::Rambles {
+            piece: " blah".into(),
+        }],
+        4_000,
+        Overflows::LlamaCppPython,
+        false,
+    );
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "-p", "tell me everything"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let prompt = (server.requests()[0].body.len() as u64).div_ceil(4);
+    let words = run.stdout.matches("blah").count() as u64;
+    assert_eq!(
+        words,
+        (4_000 - prompt) * 4 / 5,
+        "the context's rest, in 5-byte pieces"
+    );
+    assert!(run.stderr.contains("the answer was cut at its"), "{run:?}");
+    let log = records(&env.only_session());
+    let answer = log
+        .iter()
+        .find(|r| r["type"] == "message" && r["role"] == "assistant")
+        .expect("the answer is logged");
+    assert_eq!(answer["truncated"], true);
+    assert_eq!(
+        answer["content"].as_str().unwrap().matches("blah").count() as u64,
+        words
+    );
+}

@@ -506,3 +506,36 @@ fn openai_errors_carry_what_the_retry_policy_needs() {
     assert!(run(&provider).0.unwrap_err().transient);
     assert!(!run(&provider).0.unwrap_err().transient);
 }
+
+#[test]
+fn openai_finish_reason_length_marks_the_reply_truncated() {
+    let cut = r#"{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"Cut sh"},"finish_reason":"length"}]}"#;
+    let other = concat!(
+        "data: {\"choices\":[{\"index\":1,\"delta\":{},\"finish_reason\":\"length\"}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (_server, provider) = fake(vec![
+        FakeReply::Length {
+            chunks: vec!["Cut".into(), " sho".into()],
+            usage: Some((10, 2)),
+        },
+        FakeReply::Status {
+            code: 200,
+            body: cut.into(),
+            retry_after: None,
+        },
+        FakeReply::text("Whole."),
+        FakeReply::Garbage(other.into()),
+    ]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert_eq!((reply.text.as_str(), reply.truncated), ("Cut sho", true));
+    assert_eq!(pieces, ["Cut", " sho"]);
+    assert_eq!(reply.usage.map(|u| u.completion_tokens), Some(2));
+    let reply = run(&provider).0.unwrap();
+    assert_eq!((reply.text.as_str(), reply.truncated), ("Cut sh", true));
+    assert!(!run(&provider).0.unwrap().truncated);
+    // Only choice 0 counts.
+    assert!(!run(&provider).0.unwrap().truncated);
+}
