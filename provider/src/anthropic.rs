@@ -21,7 +21,9 @@
 //!
 //! Unknown events are ignored, as the API asks. A non-streamed answer is one
 //! `message` object whose `content` array holds the text and `tool_use`
-//! blocks, truncated when its `stop_reason` is `max_tokens`. Usage: prompt tokens are `input_tokens` plus
+//! blocks, truncated when its `stop_reason` is `max_tokens`. A stream that
+//! ends empty is asked again with `"stream": false` (see the `http`
+//! module). Usage: prompt tokens are `input_tokens` plus
 //! `cache_creation_input_tokens` and `cache_read_input_tokens`; completion
 //! tokens are `output_tokens`.
 
@@ -255,6 +257,10 @@ impl Protocol for Messages {
             }
         }
         Ok(answer.reply())
+    }
+
+    fn unstreamed(body: &str) -> Option<String> {
+        http::unstreamed(body, &[])
     }
 }
 
@@ -816,5 +822,36 @@ mod tests {
         let reply = run(&provider).0.unwrap();
         assert_eq!((reply.text.as_str(), reply.truncated), ("Cut sh", true));
         assert!(!run(&provider).0.unwrap().truncated);
+    }
+
+    #[test]
+    fn anthropic_an_empty_stream_is_asked_again_unstreamed() {
+        let body = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
+        let (server, provider) = fake(vec![
+            FakeReply::Garbage(String::new()),
+            FakeReply::Status {
+                code: 400,
+                body: body.into(),
+                retry_after: None,
+            },
+            FakeReply::Garbage(": ping\n\n".into()),
+            FakeReply::Json {
+                text: "Whole".into(),
+                usage: None,
+            },
+        ]);
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(err.overflow.and_then(|o| o.limit), Some(200_000));
+        assert!(!err.transient && err.status == Some(400));
+        let sent = server.requests();
+        assert_eq!(sent.len(), 2);
+        let again: Value = serde_json::from_str(&sent[1].body).unwrap();
+        assert_eq!(again["stream"], false);
+        assert_eq!(sent[1].header("accept"), Some("application/json"));
+
+        let (reply, pieces) = run(&provider);
+        assert_eq!(reply.unwrap().text, "Whole");
+        assert_eq!(pieces, ["Whole"]);
+        assert_eq!(server.requests().len(), 4);
     }
 }

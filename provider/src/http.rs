@@ -2,6 +2,25 @@
 //! body, turning every failure into a [`ProviderError`], reading the answer
 //! (an SSE stream or one JSON document) through a [`Protocol`], and putting
 //! text, tool calls and usage together into a [`Reply`].
+//!
+//! # A stream that ends empty
+//!
+//! Some servers refuse an oversized *streamed* request with `200`,
+//! `text/event-stream` and a body that ends at once (llama.cpp's server
+//! from `llama-cpp-python`), while the same request unstreamed gets their
+//! real `400` overflow answer. So a stream that ends (at EOF) before its
+//! end event having delivered nothing (no text, no tool call fragment, no
+//! reasoning) is not taken for a broken connection at once: the request
+//! is sent once more with `"stream": false` (and, for Chat Completions,
+//! without `stream_options`), accepting JSON, on a new connection (the
+//! server may be closing the one the empty stream came on, as uvicorn
+//! does right after it), and what that answer says is
+//! the result: its error through the usual status path (an overflow is
+//! recognised, and is not transient), or its whole answer as the reply.
+//! This happens once per request; the second answer's failure message says
+//! it was sent again unstreamed. A stream that ends after some content
+//! stays a transient `stream from URL ended before [DONE]` that keeps the
+//! partial text.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -44,6 +63,11 @@ pub(super) trait Protocol: Default {
 
     /// Reads a non-streamed answer.
     fn whole(url: &str, bytes: &[u8]) -> Result<Reply, ProviderError>;
+
+    /// The request `body` asking for the same answer unstreamed (see the
+    /// module doc, "A stream that ends empty"); `None` when the body is not
+    /// a JSON object.
+    fn unstreamed(body: &str) -> Option<String>;
 
     /// Whether `event` carries content the answer does not keep (a
     /// thinking model's reasoning): progress of the stream all the same.
@@ -115,7 +139,7 @@ impl Http {
         body: &str,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
-        self.send::<P>(url, headers, body, on_text)
+        self.send::<P>(url, headers, body, on_text, Ask::Streamed)
             .map_err(|error| self.scrub(error))
     }
 
@@ -250,18 +274,28 @@ impl Http {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &str,
+        sent: &str,
         on_text: &mut dyn FnMut(&str),
+        ask: Ask,
     ) -> Result<Reply, ProviderError> {
+        let accept = match ask {
+            Ask::Streamed => "text/event-stream",
+            Ask::Unstreamed => "application/json",
+        };
         let mut call = self
             .agent
             .post(url)
             .header("content-type", "application/json")
-            .header("accept", "text/event-stream");
+            .header("accept", accept);
+        if ask == Ask::Unstreamed {
+            // Not on the connection the empty stream came on: its server
+            // may be closing it (uvicorn does, right after the last chunk).
+            call = call.config().max_idle_age(Duration::ZERO).build();
+        }
         for (name, value) in headers {
             call = call.header(*name, value.as_str());
         }
-        let response = call.send(body).map_err(|e| self.unsent(url, &e))?;
+        let response = call.send(sent).map_err(|e| self.unsent(url, &e))?;
 
         let status = response.status();
         let content_type = header(&response, "content-type").to_ascii_lowercase();
@@ -297,7 +331,8 @@ impl Http {
         }
 
         if content_type.starts_with("text/event-stream") {
-            return self.stream::<P>(url, body.into_reader(), on_text);
+            let streamed = self.stream::<P>(url, &mut body.into_reader(), on_text);
+            return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
         }
         let bytes = body
             .with_config()
@@ -320,13 +355,50 @@ impl Http {
         // Some servers stream without saying so.
         let start = bytes.trim_ascii_start();
         if start.starts_with(b"data:") || start.starts_with(b"event:") {
-            return self.stream::<P>(url, bytes.as_slice(), on_text);
+            let streamed = self.stream::<P>(url, &mut bytes.as_slice(), on_text);
+            return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
         }
         let reply = P::whole(url, &bytes)?;
         if !reply.text.is_empty() {
             on_text(&reply.text);
         }
         Ok(reply)
+    }
+
+    /// What a stream came to: its reply or its failure, except that a
+    /// stream that ended empty is asked again unstreamed, once (see the
+    /// module doc).
+    fn unless_empty<P: Protocol>(
+        &self,
+        streamed: Result<Reply, Stop>,
+        url: &str,
+        headers: &[(&str, String)],
+        sent: &str,
+        on_text: &mut dyn FnMut(&str),
+        ask: Ask,
+    ) -> Result<Reply, ProviderError> {
+        match streamed {
+            Ok(reply) => Ok(reply),
+            Err(Stop::Failed(error)) => Err(error),
+            Err(Stop::Ended { error, empty }) => {
+                let again = match (empty, ask) {
+                    (true, Ask::Streamed) => P::unstreamed(sent),
+                    _ => None,
+                };
+                let Some(again) = again else {
+                    return Err(error);
+                };
+                self.send::<P>(url, headers, &again, on_text, Ask::Unstreamed)
+                    .map_err(|e| ProviderError {
+                        message: format!(
+                            "{} (sent again unstreamed: the stream had ended before {} with nothing in it)",
+                            e.message,
+                            P::END
+                        ),
+                        ..e
+                    })
+            }
+        }
     }
 
     /// The error of a request that got no answer head.
@@ -357,13 +429,13 @@ impl Http {
         }
     }
 
-    /// Reads an SSE answer as it arrives.
+    /// Reads an SSE answer as it arrives, up to its end event.
     fn stream<P: Protocol>(
         &self,
         url: &str,
-        mut reader: impl Read,
+        reader: &mut impl Read,
         on_text: &mut dyn FnMut(&str),
-    ) -> Result<Reply, ProviderError> {
+    ) -> Result<Reply, Stop> {
         let mut parser = SseParser::new();
         let mut protocol = P::default();
         let mut buf = [0u8; 8192];
@@ -372,6 +444,8 @@ impl Http {
         // deltas alone make a stalled stream.
         let mut content_at = Instant::now();
         let mut size = 0usize;
+        // Whether anything came that the answer does not keep (reasoning).
+        let mut unkept_seen = false;
         loop {
             let n = match reader.read(&mut buf) {
                 Ok(0) => break,
@@ -386,7 +460,7 @@ impl Http {
                         e => format!("stream from {url} broke off: {}", describe(&e, self.stall)),
                     };
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial).mark_transient());
+                    return Err(ProviderError::new(message, partial).mark_transient().into());
                 }
             };
             // Bytes that never make an event (an endless line, endless
@@ -398,10 +472,11 @@ impl Http {
                     MAX_STREAM_BYTES >> 20
                 );
                 let partial = std::mem::take(&mut protocol.answer().text);
-                return Err(ProviderError::new(message, partial));
+                return Err(ProviderError::new(message, partial).into());
             }
             for event in parser.feed(&buf[..n]) {
                 let unkept = P::carries_unkept(&event);
+                unkept_seen |= unkept;
                 if protocol.event(url, event, on_text)? {
                     return Ok(protocol.answer().reply());
                 }
@@ -416,7 +491,7 @@ impl Http {
                         MAX_ANSWER_BYTES >> 20
                     );
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial));
+                    return Err(ProviderError::new(message, partial).into());
                 }
             }
             if content_at.elapsed() > self.stall {
@@ -425,17 +500,22 @@ impl Http {
                     seconds(self.stall)
                 );
                 let partial = std::mem::take(&mut protocol.answer().text);
-                return Err(ProviderError::new(message, partial).mark_transient());
+                return Err(ProviderError::new(message, partial).mark_transient().into());
             }
         }
         if let Some(event) = parser.finish() {
+            unkept_seen |= P::carries_unkept(&event);
             if protocol.event(url, event, on_text)? {
                 return Ok(protocol.answer().reply());
             }
         }
+        let empty = protocol.answer().size() == 0 && !unkept_seen;
         let message = format!("stream from {url} ended before {}", P::END);
         let partial = std::mem::take(&mut protocol.answer().text);
-        Err(ProviderError::new(message, partial).mark_transient())
+        Err(Stop::Ended {
+            error: ProviderError::new(message, partial).mark_transient(),
+            empty,
+        })
     }
 
     /// `Debug` as `name { base_url, api_key: [hidden], stall }`.
@@ -446,6 +526,45 @@ impl Http {
             .field("stall", &self.stall)
             .finish()
     }
+}
+
+/// How a request asks for its answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ask {
+    /// As core built it: streamed (`accept: text/event-stream`).
+    Streamed,
+    /// Sent again with `"stream": false` after a stream that ended empty
+    /// (`accept: application/json`); never sent again itself.
+    Unstreamed,
+}
+
+/// Why a stream stopped without its reply.
+#[derive(Debug)]
+enum Stop {
+    /// It failed: a broken or stalled connection, an error event, bad
+    /// JSON, too much.
+    Failed(ProviderError),
+    /// It ended before its end event; `empty` when nothing had come (no
+    /// text, no tool call fragment, no reasoning).
+    Ended { error: ProviderError, empty: bool },
+}
+
+impl From<ProviderError> for Stop {
+    fn from(error: ProviderError) -> Stop {
+        Stop::Failed(error)
+    }
+}
+
+/// `body` with its top-level `stream` set to `false` and these `keys`
+/// removed; `None` when it is not a JSON object.
+pub(super) fn unstreamed(body: &str, remove: &[&str]) -> Option<String> {
+    let mut value: Value = serde_json::from_str(body).ok()?;
+    let object = value.as_object_mut()?;
+    object.insert("stream".to_owned(), Value::Bool(false));
+    for key in remove {
+        object.remove(*key);
+    }
+    serde_json::to_string(&value).ok()
 }
 
 /// An answer as it is put together: text, tool calls by index, usage.
@@ -535,23 +654,27 @@ pub(super) fn bad_event(
 }
 
 /// `error in stream from URL: message`, transient when the error's type
-/// says the server was overloaded or failed inside.
+/// says the server was overloaded or failed inside, and an overflow (never
+/// transient) when its words say the request did not fit.
 pub(super) fn stream_error(url: &str, error: &Value, partial: String) -> ProviderError {
     let message = format!("error in stream from {url}: {}", error_text(error));
-    ProviderError {
-        transient: overloaded(error),
-        overflow: revolve_core::overflow::recognise(&error.to_string()),
-        ..ProviderError::new(message, partial)
-    }
+    said(error, ProviderError::new(message, partial))
 }
 
 /// `error from URL: message` for a non-streamed answer holding an error.
 pub(super) fn answer_error(url: &str, error: &Value) -> ProviderError {
     let message = format!("error from {url}: {}", error_text(error));
+    said(error, ProviderError::new(message, ""))
+}
+
+/// `base` with what the server's `error` object says: an overflow, or
+/// else a transient failure when its type says so.
+fn said(error: &Value, base: ProviderError) -> ProviderError {
+    let overflow = revolve_core::overflow::recognise(&error.to_string());
     ProviderError {
-        transient: overloaded(error),
-        overflow: revolve_core::overflow::recognise(&error.to_string()),
-        ..ProviderError::new(message, "")
+        transient: overflow.is_none() && overloaded(error),
+        overflow,
+        ..base
     }
 }
 
@@ -684,6 +807,33 @@ mod tests {
             "{\"a\":\"x\",\"b\":[1,2]}"
         );
         assert_eq!(arguments_text(&Value::Null), "");
+    }
+
+    #[test]
+    fn unstreamed_bodies_ask_for_json() {
+        let body = r#"{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}"#;
+        let again: Value =
+            serde_json::from_str(&unstreamed(body, &["stream_options"]).unwrap()).unwrap();
+        assert_eq!(
+            again,
+            serde_json::json!({"model":"m","stream":false,"messages":[{"role":"user","content":"hi"}]})
+        );
+        let again: Value = serde_json::from_str(&unstreamed(body, &[]).unwrap()).unwrap();
+        assert_eq!(again["stream_options"]["include_usage"], true);
+        assert_eq!(again["stream"], false);
+        assert_eq!(unstreamed("[1]", &[]), None);
+        assert_eq!(unstreamed("not json", &[]), None);
+    }
+
+    #[test]
+    fn overflows_are_never_transient() {
+        let error = serde_json::json!({"type": "server_error",
+            "message": "This model's maximum context length is 4096 tokens."});
+        let e = stream_error("u", &error, String::new());
+        assert_eq!(e.overflow.and_then(|o| o.limit), Some(4096));
+        assert!(!e.transient);
+        let e = answer_error("u", &error);
+        assert!(e.overflow.is_some() && !e.transient);
     }
 
     #[test]

@@ -63,6 +63,13 @@
 //! final whatever it was, since sending again would show the text twice.
 //! [`Retrying`] applies the policy.
 //!
+//! One exception is not a retry: a `200` stream that ends before its end
+//! event having delivered nothing (llama-cpp-python's answer to a prompt
+//! over its context) is asked again at once with `"stream": false`, and
+//! that answer decides: its overflow error (not transient, never retried)
+//! or its whole answer. This happens once per request (see the `http`
+//! module).
+//!
 //! # Length
 //!
 //! An answer that stopped at the request's length limit (Chat
@@ -509,6 +516,7 @@ mod tests {
                 chunks: vec!["Half".into()],
             },
             FakeReply::CutAfter { chunks: vec![] },
+            status(503, None),
             FakeReply::text("again"),
         ]);
         let err = run(&h.provider).0.unwrap_err();
@@ -527,11 +535,16 @@ mod tests {
         assert_eq!(h.server.requests().len(), 2);
         assert!(h.sleeps.lock().unwrap().is_empty());
 
-        // A stream that broke before any text is sent again.
+        // A stream that ended before any text is asked again unstreamed at
+        // once; that answer's failure is sent again as the policy says.
         let (result, pieces) = run(&h.provider);
         assert_eq!(result.unwrap().text, "again");
         assert_eq!(pieces, ["again"]);
         assert_eq!(*h.sleeps.lock().unwrap(), [Duration::from_secs(1)]);
+        let requests = h.server.requests();
+        assert_eq!(requests.len(), 5);
+        assert!(requests[3].body.contains(r#""stream":false"#));
+        assert_eq!(requests[4].body, requests[2].body);
     }
 
     #[test]

@@ -9,9 +9,13 @@
 //! `stream_options.include_usage`) gives the token counts. A
 //! `finish_reason` of `"length"` in any chunk's choice 0 marks the reply
 //! [`Reply::truncated`]. An `error` field or an `event: error` fails the
-//! request. A non-streamed answer is one `chat.completion` with
-//! `choices[0].message.content` and `.tool_calls`, truncated when
-//! `choices[0].finish_reason` is `"length"`.
+//! request (its `error.message`, or its data as it came); either is an
+//! overflow when its words say so. A non-streamed answer is one
+//! `chat.completion` with `choices[0].message.content` and `.tool_calls`,
+//! truncated when `choices[0].finish_reason` is `"length"`.
+//!
+//! A stream that ends empty is asked again with `"stream": false` and
+//! without `stream_options` (see the `http` module).
 
 use revolve_core::config::WindowProbe;
 use std::fmt;
@@ -158,14 +162,23 @@ impl Protocol for Chat {
             return Ok(true);
         }
         if event.event.as_deref() == Some("error") {
-            let message = format!(
-                "error in stream from {url}: {}",
-                excerpt(&event.data, ERROR_BODY_SHOWN)
-            );
-            return Err(ProviderError::new(
-                message,
-                std::mem::take(&mut answer.text),
-            ));
+            let partial = std::mem::take(&mut answer.text);
+            return Err(match serde_json::from_str::<Value>(&event.data) {
+                Ok(Value::Object(mut object)) => {
+                    let error = object.remove("error").unwrap_or(Value::Object(object));
+                    http::stream_error(url, &error, partial)
+                }
+                _ => {
+                    let message = format!(
+                        "error in stream from {url}: {}",
+                        excerpt(&event.data, ERROR_BODY_SHOWN)
+                    );
+                    ProviderError {
+                        overflow: revolve_core::overflow::recognise(&event.data),
+                        ..ProviderError::new(message, partial)
+                    }
+                }
+            });
         }
         let chunk: WireChunk = serde_json::from_str(&event.data)
             .map_err(|e| http::bad_event(url, &e, &event.data, std::mem::take(&mut answer.text)))?;
@@ -239,6 +252,10 @@ impl Protocol for Chat {
             }
         }
         Ok(answer.reply())
+    }
+
+    fn unstreamed(body: &str) -> Option<String> {
+        http::unstreamed(body, &["stream_options"])
     }
 }
 

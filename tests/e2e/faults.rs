@@ -1407,20 +1407,25 @@ fn dropped_connections_are_one_line_or_retried() {
 
 /// Garbage where an event stream should be: binary bytes, JSON that is
 /// not, a 20 MB line that never ends, a head that is not HTTP. Each is one
-/// line, exit 1, no panic, in bounded memory; the log replays.
+/// line, exit 1, no panic, in bounded memory; the log replays. A stream
+/// that brought no content is asked again unstreamed, once: those get
+/// their garbage twice.
 #[test]
 fn garbage_from_the_server_is_one_line_and_no_panic() {
-    let long_line = format!("data: {}", "x".repeat(20 << 20));
+    let long_line = FakeReply::Garbage(format!("data: {}", "x".repeat(20 << 20)));
+    let binary = FakeReply::Garbage("\u{0}\u{1}\u{7f}binary\r\r\n\n:::\n\n\u{1b}[2J".into());
     let replies = vec![
-        FakeReply::Garbage("\u{0}\u{1}\u{7f}binary\r\r\n\n:::\n\n\u{1b}[2J".into()),
+        binary.clone(),
+        binary,
         FakeReply::Garbage(
             "data: {\"choices\":[{\"delta\":{\"content\":\"ok\"}}]}\n\ndata: {not json\n\n".into(),
         ),
         FakeReply::Garbage("data: {\"choices\":\"nope\"}\n\n".into()),
-        FakeReply::Garbage(long_line),
+        long_line.clone(),
+        long_line,
         FakeReply::Raw("HTTP/1.1 banana\r\n\r\n".into()),
     ];
-    let n = replies.len();
+    let n = 5;
     let server = FakeServer::start(replies).unwrap();
     let url = server.url();
     let env = TestEnv::new("garbage");
@@ -1443,6 +1448,7 @@ fn garbage_from_the_server_is_one_line_and_no_panic() {
         assert!(peak_kb < MAX_RSS_KIB, "reply {i}: peak RSS {peak_kb} KiB");
         check_replays(&env, &format!("garbage reply {i}"));
     }
+    assert_eq!(server.requests().len(), 7, "each reply, and no more");
 }
 
 /// A server that never stops streaming: the answer is cut at 8 MiB with

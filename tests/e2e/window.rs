@@ -4,7 +4,9 @@
 //! went out fit, that what gave way is said on stderr and in the log, and
 //! that the log replays byte for byte.
 
-use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
+use revolve_testkit::{
+    FakeOptions, FakeProtocol, FakeReply, FakeServer, Limit, Overflows, Recorded,
+};
 use serde_json::{json, Value};
 
 use crate::common::{records, Run, TestEnv};
@@ -183,7 +185,7 @@ fn a_server_below_the_declared_window_lowers_it() {
             }
             // Ollama does not: below the size that failed.
             Overflows::Ollama => assert!(window < 128_000 && window > 0, "{window}"),
-            // Not in this loop: they refuse differently, or not at all.
+            // Not in this loop: see the tests below.
             Overflows::LlamaCppPython | Overflows::Truncates => unreachable!("{says:?}"),
         }
         assert!(
@@ -518,6 +520,106 @@ fn a_small_prune_limit_is_honoured() {
     );
     assert!(text.contains("characters cut by compaction"), "{text}");
     replays(&env, &server);
+}
+
+/// Whether `request` asked for a stream.
+fn streamed(request: &Recorded) -> bool {
+    let body: Value = serde_json::from_str(&request.body).unwrap_or_default();
+    body["stream"] == true
+}
+
+/// llama.cpp's server from llama-cpp-python, kept alive as uvicorn does,
+/// with no window given (the preset's `/props` question gets that server's
+/// 404): the streamed
+/// request over its 8,000-token context gets `200` and an empty stream,
+/// which revolve asks again unstreamed, once, and gets the `400` that names
+/// the context. The window is lowered to it, the request compacted and
+/// sent again, and the turn is answered; nothing is retried blind.
+#[test]
+fn an_empty_stream_from_llama_cpp_python_is_an_overflow() {
+    let env = TestEnv::new("llama-cpp-python");
+    let files = ["a.txt", "b.txt", "c.txt"];
+    write_files(&env, &files, 9_000);
+    let mut replies = vec![FakeReply::Status {
+        code: 404,
+        body: r#"{"detail":"Not Found"}"#.into(),
+        retry_after: None,
+    }];
+    replies.extend(reads(&files, "Done."));
+    // Kept alive, as uvicorn serves it.
+    let options = FakeOptions {
+        limit: Some(Limit {
+            tokens: 8_000,
+            bytes_per_token: 4,
+            says: Overflows::LlamaCppPython,
+            usage: false,
+        }),
+        keep_alive: true,
+    };
+    let server = FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options)
+        .expect("start the fake server");
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--provider",
+            "llamacpp",
+            "--base-url",
+            &url,
+            "-p",
+            "read all three",
+        ],
+        "",
+        &[("REVOLVE_RETRIES", "3")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "Done.");
+    assert!(!run.stderr.contains("retrying"), "{run:?}");
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("window: the request is larger than the server's context")),
+        "{run:?}"
+    );
+
+    let sent = server.requests();
+    assert_eq!(sent[0].path, "/props");
+    let posts = &sent[1..];
+    // One streamed request was too large, and it alone was asked again
+    // unstreamed, right after it: two requests for it, not five.
+    assert_eq!(refused(&server, 8_000), 2, "{} requests", sent.len());
+    let again: Vec<usize> = (0..posts.len()).filter(|&i| !streamed(&posts[i])).collect();
+    assert_eq!(again.len(), 1, "sent again unstreamed once");
+    let (first, second) = (&posts[again[0] - 1], &posts[again[0]]);
+    assert!(streamed(first) && (first.body.len() as u64).div_ceil(4) > 8_000);
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&first.body).unwrap(),
+        serde_json::from_str(&second.body).unwrap(),
+    );
+    assert_eq!(a["messages"], b["messages"]);
+    assert!(b.get("stream_options").is_none());
+    // The request after the overflow fits.
+    assert!((posts[again[0] + 1].body.len() as u64).div_ceil(4) <= 8_000);
+
+    let log = records(&env.only_session());
+    let lowered: Vec<&Value> = log.iter().filter(|r| r["type"] == "overflowed").collect();
+    assert_eq!(lowered.len(), 1, "{log:?}");
+    assert_eq!(lowered[0]["window"], 8_000);
+    assert!(!log.iter().any(|r| r["type"] == "failed"), "{log:?}");
+
+    // The log rebuilds every request core made (the unstreamed one is the
+    // provider's own).
+    let check = env.run(&["replay", "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+    let made: String = posts
+        .iter()
+        .filter(|r| streamed(r))
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    let rebuilt = env.run(&["replay", "--requests"], "");
+    assert!(
+        rebuilt.stdout == made,
+        "replay --requests differs from what was sent"
+    );
 }
 
 /// A model that does not stop, on a server that cuts it when its context

@@ -225,6 +225,8 @@ fn openai_garbage_is_an_error_not_a_panic() {
         ),
         FakeReply::Garbage("data: {\"error\":{\"message\":\"quota\"}}\n\n".into()),
         FakeReply::Garbage("\u{0}\u{1}binary\r\r\n\n:::\n\n".into()),
+        // The request sent again unstreamed after a stream of nothing.
+        FakeReply::Garbage(":::\n\n".into()),
         FakeReply::Raw("this is not HTTP\r\n\r\n".into()),
         FakeReply::Status {
             code: 200,
@@ -254,7 +256,10 @@ fn openai_garbage_is_an_error_not_a_panic() {
     let err = run(&provider).0.unwrap_err();
     assert_eq!(
         err.message,
-        format!("stream from {url} ended before [DONE]")
+        format!(
+            "stream from {url} ended before [DONE] (sent again unstreamed: \
+             the stream had ended before [DONE] with nothing in it)"
+        )
     );
 
     let err = run(&provider).0.unwrap_err();
@@ -486,6 +491,8 @@ fn openai_errors_carry_what_the_retry_policy_needs() {
             retry_after: Some(12),
         },
         FakeReply::CutAfter { chunks: vec![] },
+        // Sent again unstreamed, once only.
+        FakeReply::CutAfter { chunks: vec![] },
         FakeReply::Garbage(
             "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n".into(),
         ),
@@ -538,4 +545,209 @@ fn openai_finish_reason_length_marks_the_reply_truncated() {
     assert!(!run(&provider).0.unwrap().truncated);
     // Only choice 0 counts.
     assert!(!run(&provider).0.unwrap().truncated);
+}
+
+/// A request of `chars` characters of user text, as core builds it.
+fn sized(chars: usize) -> Request {
+    let mut req = request(&["x"]);
+    let mut body: Value = serde_json::from_str(&req.body).unwrap();
+    body["messages"][1]["content"] = Value::from("word ".repeat(chars / 5));
+    body["stream_options"] = serde_json::json!({"include_usage": true});
+    req.body = body.to_string();
+    req
+}
+
+#[test]
+fn openai_a_stream_that_ends_empty_is_asked_again_unstreamed() {
+    use revolve_testkit::{FakeProtocol, Limit, Overflows};
+    // llama-cpp-python: 200 and an empty stream, 400 unstreamed.
+    let limit = Limit {
+        tokens: 4096,
+        bytes_per_token: 4,
+        says: Overflows::LlamaCppPython,
+        usage: false,
+    };
+    let server = FakeServer::start_limited(
+        FakeProtocol::OpenAi,
+        vec![FakeReply::text("unused")],
+        Some(limit),
+    )
+    .unwrap();
+    let provider = crate::Retrying::new(OpenAi::new(server.url(), None), |n| {
+        panic!("no blind retry: {n}")
+    })
+    .with_sleep(|_| panic!("no wait"));
+    let req = sized(20_000);
+    let mut pieces = Vec::new();
+    let err = provider
+        .complete(&req, &mut |p| pieces.push(p.to_owned()))
+        .unwrap_err();
+    let overflow = err.overflow.expect("an overflow");
+    assert_eq!(overflow.limit, Some(4096));
+    assert!(overflow.asked.is_some_and(|n| n > 4096), "{overflow:?}");
+    assert_eq!(err.status, Some(400));
+    assert!(!err.transient && err.failure().overflow);
+    assert!(pieces.is_empty() && err.partial.is_empty());
+    let url = format!("{}/chat/completions", server.url());
+    assert!(
+        err.message
+            .starts_with(&format!("HTTP 400 Bad Request from {url}: ")),
+        "{err}"
+    );
+    assert!(
+        err.message.ends_with(
+            "(sent again unstreamed: the stream had ended before [DONE] with nothing in it)"
+        ),
+        "{err}"
+    );
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 2, "one stream, one unstreamed request");
+    assert_eq!(sent[0].body, req.body);
+    assert_eq!(sent[0].header("accept"), Some("text/event-stream"));
+    let first: Value = serde_json::from_str(&sent[0].body).unwrap();
+    let again: Value = serde_json::from_str(&sent[1].body).unwrap();
+    assert_eq!(again["stream"], false);
+    assert!(again.get("stream_options").is_none());
+    assert_eq!(again["messages"], first["messages"]);
+    assert_eq!(again["model"], first["model"]);
+    assert_eq!(sent[1].header("accept"), Some("application/json"));
+
+    // A request that fits streams as usual.
+    let reply = provider.complete(&sized(100), &mut |_| {}).unwrap();
+    assert_eq!(reply.text, "unused");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn openai_an_empty_stream_gets_the_unstreamed_answer() {
+    let (server, provider) = fake(vec![
+        FakeReply::Garbage(String::new()),
+        FakeReply::Json {
+            text: "Whole answer".into(),
+            usage: Some((5, 2)),
+        },
+        // Role and empty chunks are not content either.
+        FakeReply::CutAfter { chunks: vec![] },
+        FakeReply::Status {
+            code: 503,
+            body: String::new(),
+            retry_after: None,
+        },
+    ]);
+    let (reply, pieces) = run(&provider);
+    let reply = reply.unwrap();
+    assert_eq!(reply.text, "Whole answer");
+    assert_eq!(pieces, ["Whole answer"]);
+    assert_eq!(reply.usage.map(|u| u.prompt_tokens), Some(5));
+    assert_eq!(server.requests().len(), 2);
+
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(err.status, Some(503));
+    assert!(err.overflow.is_none());
+    assert_eq!(server.requests().len(), 4);
+}
+
+#[test]
+fn openai_a_stream_cut_after_content_is_not_sent_again() {
+    let call = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c1\",",
+        "\"function\":{\"name\":\"read_file\",\"arguments\":\"{\\\"pa\"}}]}}]}\n\n",
+    );
+    let reasoning =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n";
+    let (server, provider) = fake(vec![
+        FakeReply::CutAfter {
+            chunks: vec!["Half".into()],
+        },
+        FakeReply::Garbage(call.into()),
+        FakeReply::Garbage(reasoning.into()),
+    ]);
+    let url = format!("{}/chat/completions", server.url());
+    for n in 1..=3 {
+        let err = run(&provider).0.unwrap_err();
+        assert_eq!(
+            err.message,
+            format!("stream from {url} ended before [DONE]")
+        );
+        assert!(err.transient);
+        assert_eq!(server.requests().len(), n, "not sent again");
+    }
+}
+
+#[test]
+fn openai_overflows_inside_a_stream_are_overflows() {
+    let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
+    let (_server, provider) = fake(vec![
+        FakeReply::Garbage(format!("event: error\ndata: {llamacpp}\n\n")),
+        FakeReply::Garbage(
+            "data: {\"error\":{\"message\":\"This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.\",\"type\":\"server_error\"}}\n\n"
+                .into(),
+        ),
+        FakeReply::Garbage("event: error\ndata: context length exceeded\n\n".into()),
+        FakeReply::Garbage(
+            "event: error\ndata: {\"message\":\"Overloaded\",\"type\":\"server_error\"}\n\n".into(),
+        ),
+    ]);
+    let err = run(&provider).0.unwrap_err();
+    assert!(
+        err.message
+            .ends_with(": the request exceeds the available context size, try increasing it"),
+        "{err}"
+    );
+    assert_eq!(
+        err.overflow,
+        Some(revolve_core::overflow::Overflow {
+            limit: Some(4096),
+            asked: Some(5012)
+        })
+    );
+    assert!(!err.transient && err.failure().overflow);
+
+    // A server error's type does not make an overflow worth sending again.
+    let err = run(&provider).0.unwrap_err();
+    assert_eq!(err.overflow.map(|o| o.limit), Some(Some(8192)));
+    assert!(!err.transient);
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(err.overflow.is_some(), "{err}");
+    assert!(err.message.ends_with(": context length exceeded"), "{err}");
+
+    let err = run(&provider).0.unwrap_err();
+    assert!(err.overflow.is_none() && err.transient, "{err:?}");
+    assert!(err.message.ends_with(": Overloaded"), "{err}");
+}
+
+#[test]
+fn openai_the_unstreamed_request_goes_on_a_new_connection() {
+    use revolve_testkit::{FakeOptions, FakeProtocol, Limit, Overflows};
+    // As uvicorn: the empty stream's connection looks kept alive, and is
+    // closed right after its last chunk.
+    let options = FakeOptions {
+        limit: Some(Limit {
+            tokens: 4096,
+            bytes_per_token: 4,
+            says: Overflows::LlamaCppPython,
+            usage: false,
+        }),
+        keep_alive: true,
+    };
+    let server = FakeServer::start_with_options(
+        FakeProtocol::OpenAi,
+        vec![FakeReply::text("fits")],
+        options,
+    )
+    .unwrap();
+    let provider = OpenAi::new(server.url(), None);
+    for _ in 0..5 {
+        let err = provider.complete(&sized(20_000), &mut |_| {}).unwrap_err();
+        assert_eq!(err.overflow.and_then(|o| o.limit), Some(4096), "{err}");
+    }
+    assert_eq!(server.requests().len(), 10);
+    // A new connection for each unstreamed request, kept for the next.
+    assert_eq!(
+        provider.complete(&sized(100), &mut |_| {}).unwrap().text,
+        "fits"
+    );
+    assert_eq!(server.connections(), 6);
 }
