@@ -117,6 +117,17 @@ pub const MAX_STREAM_BYTES: usize = 16 * MAX_ANSWER_BYTES;
 /// [`MAX_ANSWER_BYTES`] with every character escaped, and its envelope).
 pub const JSON_BODY_LIMIT: u64 = 2 * MAX_ANSWER_BYTES as u64 + 64 * 1024;
 
+/// The most bytes read after a stream's end event (`[DONE]`,
+/// `message_stop`) to reach the end of its body, so that the connection
+/// goes back to the pool and the next request reuses it; a body with more
+/// left than this is dropped and its connection closed.
+pub const STREAM_DRAIN_BYTES: u64 = 64 * 1024;
+
+/// How long a finished stream waits for the rest of its body before the
+/// answer is returned anyway (the rest is then read on, in the
+/// background, up to [`STREAM_DRAIN_BYTES`]).
+pub const STREAM_DRAIN_WAIT: Duration = Duration::from_millis(500);
+
 // ---------------------------------------------------------------------------
 // Commands
 

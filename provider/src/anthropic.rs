@@ -854,4 +854,28 @@ mod tests {
         assert_eq!(pieces, ["Whole"]);
         assert_eq!(server.requests().len(), 4);
     }
+
+    #[test]
+    fn anthropic_requests_share_one_kept_alive_connection() {
+        use revolve_testkit::{FakeOptions, FakeProtocol};
+        let options = FakeOptions {
+            keep_alive: true,
+            ..FakeOptions::default()
+        };
+        let replies = vec![
+            FakeReply::text("One."),
+            FakeReply::tool_calls("Two.", &[("t1", "agent_info", "{}")]),
+            FakeReply::Json {
+                text: "Three.".into(),
+                usage: None,
+            },
+        ];
+        let server =
+            FakeServer::start_with_options(FakeProtocol::Anthropic, replies, options).unwrap();
+        let provider = Anthropic::new(server.url(), None);
+        assert_eq!(run(&provider).0.unwrap().text, "One.");
+        assert_eq!(run(&provider).0.unwrap().tool_calls.len(), 1);
+        assert_eq!(run(&provider).0.unwrap().text, "Three.");
+        assert_eq!(server.connections(), 1);
+    }
 }

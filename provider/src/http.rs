@@ -3,6 +3,18 @@
 //! (an SSE stream or one JSON document) through a [`Protocol`], and putting
 //! text, tool calls and usage together into a [`Reply`].
 //!
+//! # One connection for a session
+//!
+//! One [`Http`] holds one ureq [`Agent`], whose pool keeps a connection
+//! for the next request once an answer's body was read to its end. A JSON
+//! answer and an error body are read whole; a stream is read up to its
+//! end event, and what is left after it (an empty line, the chunked
+//! body's last chunk) is read too, at most [`STREAM_DRAIN_BYTES`] and for
+//! at most [`STREAM_DRAIN_WAIT`] before the answer is returned (the rest on
+//! a background thread), when the body is length-delimited and the server
+//! did not say `Connection: close`. So the requests of a session (turns,
+//! summaries, refinements) share one connection while the server keeps it.
+//!
 //! # A stream that ends empty
 //!
 //! Some servers refuse an oversized *streamed* request with `200`,
@@ -26,6 +38,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::{ErrorKind, Read};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -38,7 +51,7 @@ use super::sse::{SseEvent, SseParser};
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
     CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES, MAX_STREAM_BYTES,
-    STALL_TIMEOUT,
+    STALL_TIMEOUT, STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
 };
 
 pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
@@ -300,6 +313,7 @@ impl Http {
         let status = response.status();
         let content_type = header(&response, "content-type").to_ascii_lowercase();
         let retry_after = header(&response, "retry-after");
+        let reusable = reusable(&response);
         let mut body = response.into_body();
         if !status.is_success() {
             let mut bytes = Vec::new();
@@ -331,7 +345,11 @@ impl Http {
         }
 
         if content_type.starts_with("text/event-stream") {
-            let streamed = self.stream::<P>(url, &mut body.into_reader(), on_text);
+            let mut reader = body.into_reader();
+            let streamed = self.stream::<P>(url, &mut reader, on_text);
+            if streamed.is_ok() && reusable {
+                drain(reader);
+            }
             return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
         }
         let bytes = body
@@ -553,6 +571,41 @@ impl From<ProviderError> for Stop {
     fn from(error: ProviderError) -> Stop {
         Stop::Failed(error)
     }
+}
+
+/// Reads what is left of a finished stream's body (at most
+/// [`STREAM_DRAIN_BYTES`]), so that its connection goes back to the pool.
+/// Waits for that at most [`STREAM_DRAIN_WAIT`]; a body that takes longer
+/// goes on being read on its own thread, which ends with it (or with the
+/// stall timeout).
+fn drain(reader: impl Read + Send + 'static) {
+    let (done, finished) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("revolve-drain".to_owned())
+        .spawn(move || {
+            // An error or a longer rest only means the connection is not
+            // kept: nothing to report.
+            let _ = std::io::copy(&mut reader.take(STREAM_DRAIN_BYTES), &mut std::io::sink());
+            let _ = done.send(());
+        });
+    if spawned.is_ok() {
+        let _ = finished.recv_timeout(STREAM_DRAIN_WAIT);
+    }
+}
+
+/// Whether the connection of `response` may serve another request once
+/// its body is read: a length-delimited body (`Content-Length` or chunked),
+/// and no `Connection: close`.
+fn reusable(response: &ureq::http::Response<ureq::Body>) -> bool {
+    let delimited = response.headers().contains_key("content-length")
+        || header(response, "transfer-encoding")
+            .to_ascii_lowercase()
+            .contains("chunked");
+    let closes = header(response, "connection")
+        .to_ascii_lowercase()
+        .split(',')
+        .any(|token| token.trim() == "close");
+    delimited && !closes
 }
 
 /// `body` with its top-level `stream` set to `false` and these `keys`

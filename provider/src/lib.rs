@@ -76,6 +76,15 @@
 //! Completions' `finish_reason: "length"`, Anthropic's `stop_reason:
 //! "max_tokens"`, a script line's `"truncated": true`) is a reply like any
 //! other, marked [`Reply::truncated`].
+//!
+//! # Connections
+//!
+//! A provider holds one HTTP agent, and its clones share it: requests reuse
+//! a kept-alive connection once the answer before was read to its end,
+//! which a stream's is, up to a bound, after its end event (see the `http`
+//! module). The shell makes one provider per session, so a session's
+//! turns, summaries and refinements go over one connection while the
+//! server keeps it.
 
 use std::fmt;
 use std::sync::Arc;

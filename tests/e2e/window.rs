@@ -622,6 +622,43 @@ fn an_empty_stream_from_llama_cpp_python_is_an_overflow() {
     );
 }
 
+/// One provider serves a whole session over one kept-alive connection:
+/// turns, the summary of `/compact` and the request of `/refine`.
+#[test]
+fn a_session_keeps_one_connection() {
+    let env = TestEnv::new("keep-alive");
+    let options = FakeOptions {
+        keep_alive: true,
+        ..FakeOptions::default()
+    };
+    let server = FakeServer::start_with_options(
+        FakeProtocol::OpenAi,
+        vec![
+            FakeReply::text("One."),
+            FakeReply::text("Two."),
+            FakeReply::Json {
+                text: "Three.".into(),
+                usage: Some((30, 1)),
+            },
+            FakeReply::text("Four."),
+            FakeReply::text("Notes: four turns, nothing else."),
+            FakeReply::text(r#"{"files": []}"#),
+        ],
+        options,
+    )
+    .expect("start the fake server");
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url],
+        "one\ntwo\nthree\nfour\n/compact\n/refine\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let sent = server.requests();
+    assert_eq!(sent.len(), 6, "{run:?}");
+    assert!(sent[4].body.contains("Write those working notes now"));
+    assert_eq!(server.connections(), 1, "{run:?}");
+}
+
 /// A model that does not stop, on a server that cuts it when its context
 /// is full (`finish_reason: "length"`): the answer is kept whole as it
 /// came, marked truncated in the log, and the turn says it was cut.

@@ -719,6 +719,43 @@ fn openai_overflows_inside_a_stream_are_overflows() {
 }
 
 #[test]
+fn openai_requests_share_one_kept_alive_connection() {
+    use revolve_testkit::{FakeOptions, FakeProtocol};
+    let options = FakeOptions {
+        keep_alive: true,
+        ..FakeOptions::default()
+    };
+    let replies = vec![
+        FakeReply::text("One."),
+        FakeReply::tool_calls("", &[("c1", "agent_info", "{}")]),
+        FakeReply::Json {
+            text: "Three.".into(),
+            usage: None,
+        },
+        FakeReply::Status {
+            code: 400,
+            body: r#"{"error":{"message":"bad"}}"#.into(),
+            retry_after: None,
+        },
+        FakeReply::Length {
+            chunks: vec!["Fi".into()],
+            usage: None,
+        },
+    ];
+    let server = FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options).unwrap();
+    let provider = OpenAi::new(server.url(), None);
+    assert_eq!(run(&provider).0.unwrap().text, "One.");
+    assert_eq!(run(&provider).0.unwrap().tool_calls.len(), 1);
+    assert_eq!(run(&provider).0.unwrap().text, "Three.");
+    assert_eq!(run(&provider).0.unwrap_err().status, Some(400));
+    // A clone shares the agent, and its pool.
+    let clone = provider.clone();
+    assert!(run(&clone).0.unwrap().truncated);
+    assert_eq!(server.requests().len(), 5);
+    assert_eq!(server.connections(), 1, "every request on one connection");
+}
+
+#[test]
 fn openai_the_unstreamed_request_goes_on_a_new_connection() {
     use revolve_testkit::{FakeOptions, FakeProtocol, Limit, Overflows};
     // As uvicorn: the empty stream's connection looks kept alive, and is
