@@ -56,7 +56,11 @@ pub fn recognise(text: &str) -> Option<Overflow> {
         .or_else(|| number_after(&lower, "n_ctx="))
         .or_else(|| number_before(&lower, " maximum"))
         .filter(|&n| n > 0);
+    // "you requested 5041 tokens (5031 in the messages, 10 in the
+    // completion)" counts the answer's limit too: the prompt is the part
+    // in the messages (vLLM, llama-cpp-python).
     let asked = number_after(&lower, "resulted in ")
+        .or_else(|| number_before(&lower, " in the messages"))
         .or_else(|| number_after(&lower, "you requested "))
         .or_else(|| number_after(&lower, "prompt is too long: "))
         .or_else(|| number_after(&lower, "\"n_prompt_tokens\":"))
@@ -117,7 +121,13 @@ mod tests {
         };
         assert_eq!(recognise(openai), named(128_000, 130_512));
         let vllm = r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}"#;
-        assert_eq!(recognise(vllm), named(4096, 5000));
+        assert_eq!(
+            recognise(vllm),
+            named(4096, 4000),
+            "the prompt, not prompt and answer"
+        );
+        let llama_cpp_python = r#"{"error":{"message":"This model's maximum context length is 4096 tokens. However, you requested 5041 tokens (5031 in the messages, 10 in the completion). Please reduce the length of the messages or completion.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+        assert_eq!(recognise(llama_cpp_python), named(4096, 5031));
         let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 208310 tokens > 200000 maximum"}}"#;
         assert_eq!(recognise(anthropic), named(200_000, 208_310));
         let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
