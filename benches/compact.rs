@@ -2,16 +2,25 @@
 //! history (`revolve_core::compact::Plan::of`, target under 100 ms), and, for
 //! scale, folding the file such a compaction leaves behind (every message,
 //! then its `pruned`, `compacting` and `continued` records) and the fresh
-//! file the session goes on in.
+//! file the session goes on in (`REVOLVE_BENCH_ONLY=plan`). Then what a
+//! compaction and the refinement after it send to the model (see
+//! `compact/requests.rs`): the compaction of one window's worth of history
+//! at 4k, 32k and 128k in process (`REVOLVE_BENCH_ONLY=window`), and the
+//! resume of a ~100 MB session under 128k with the release binary against
+//! the fake server (`REVOLVE_BENCH_ONLY=resume`; skipped without
+//! `cargo build --release`, `REVOLVE_BENCH_BIN` names another binary). The
+//! request figures end in one table.
 //!
 //! `cargo bench --bench compact` runs at full size. `REVOLVE_BENCH_SCALE=0.1`
 //! shrinks the history for a quick run (the target stays that of the full
 //! size). Run without `--bench` (as `cargo test --all-targets` does) it is a
-//! tiny smoke run. Std only; every figure is the median of several runs, on
-//! a history built in memory (no file is read: the fold's I/O is measured by
-//! the spine bench).
+//! tiny smoke run. Every figure of the planning part is the median of
+//! several runs, on a history built in memory (no file is read: the fold's
+//! I/O is measured by the spine bench).
 
 mod common;
+#[path = "compact/requests.rs"]
+mod requests;
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -45,6 +54,21 @@ fn main() {
             ""
         }
     );
+    if config.runs("plan") {
+        plan(&config);
+    }
+    let mut rows = Vec::new();
+    if config.runs("window") {
+        requests::windows(&config, &mut rows);
+    }
+    if config.runs("resume") {
+        requests::resume(&config, &mut rows);
+    }
+    requests::print(&rows);
+}
+
+/// Planning a compaction of a long history, and folding what it leaves.
+fn plan(config: &Config) {
     let n = ((FULL_MESSAGES as f64 * config.scale) as usize).max(1_000);
     let started = Instant::now();
     let history = history(n);
@@ -84,7 +108,7 @@ fn main() {
         thousands(history.len()),
         ms(plan_median),
         TARGET.as_millis(),
-        verdict(&config, plan_median <= TARGET),
+        verdict(config, plan_median <= TARGET),
         ms(times[0]),
         ms(times[times.len() - 1]),
         thousands(plan.cut),
@@ -155,16 +179,29 @@ fn main() {
     }
 }
 
-/// Sizes, scaled by `REVOLVE_BENCH_SCALE` (as in the spine bench).
+/// Sizes, scaled by `REVOLVE_BENCH_SCALE` (as in the spine bench); the
+/// part `REVOLVE_BENCH_ONLY` names (`plan`, `window`, `resume`), else all;
+/// the binary the resume runs.
 struct Config {
     scale: f64,
     smoke: bool,
+    only: Option<String>,
+    bin: Option<std::path::PathBuf>,
 }
 
 impl Config {
     fn from_env() -> Config {
         let (scale, smoke) = common::scale();
-        Config { scale, smoke }
+        Config {
+            scale,
+            smoke,
+            only: std::env::var("REVOLVE_BENCH_ONLY").ok(),
+            bin: requests::binary(),
+        }
+    }
+
+    fn runs(&self, part: &str) -> bool {
+        self.only.as_deref().is_none_or(|o| o == part)
     }
 }
 
