@@ -2,7 +2,8 @@
 //! and every rewrite can be taken back.
 //!
 //! Pure decisions only: the refinement request, validating the model's
-//! answer into [`Change`]s, when an automatic refinement is due, the history
+//! answer into [`Change`]s, when an automatic refinement is due and what it
+//! reads ([`unrefined`], [`auto_range`]), the history
 //! as the user reads it, which snapshot an undo restores and how. The shell
 //! (`revolve_io::refine`) snapshots, writes and restores.
 //!
@@ -56,7 +57,8 @@ file's front matter unless you mean to change it. If nothing should change, answ
 {\"files\": []}.";
 
 /// The request that asks for a refinement: `transcript` is the whole
-/// session (every file of its chain), `files` the memory as it is.
+/// session (every file of its chain, or one piece of it), or for an
+/// automatic refinement [`auto_text`]; `files` the memory as it is.
 pub fn request(
     wire: Wire,
     model: &str,
