@@ -285,6 +285,32 @@ pub fn squeeze_answer(m: &mut Message, path: &str, keep: usize) {
     }
 }
 
+/// A compaction or refinement that will send more model requests than this
+/// says first how many, and about how many input tokens.
+pub const COSTLY_REQUESTS: u64 = 4;
+
+/// The line said before a compaction or refinement (`what`) that sends
+/// `requests` model requests of about `input_tokens` in all, when that is
+/// more than [`COSTLY_REQUESTS`].
+pub fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<String> {
+    (requests > COSTLY_REQUESTS).then(|| {
+        format!(
+            "{what}: this sends about {requests} model requests, about {} input tokens in all",
+            crate::view::tokens(input_tokens)
+        )
+    })
+}
+
+/// About how many summary requests a part of `text_tokens` takes, and
+/// their input tokens in all, when each request carries `fixed` tokens
+/// besides its piece (system prompt, tools, prompt, notes) under `window`.
+pub fn summary_cost(text_tokens: u64, fixed: u64, window: u64) -> (u64, u64) {
+    let notes = room(window);
+    let piece = point(window).saturating_sub(fixed + notes).max(1);
+    let requests = text_tokens.div_ceil(piece).max(1);
+    (requests, text_tokens + requests * (fixed + notes / 2))
+}
+
 /// The instruction that closes a summary request.
 pub const SUMMARY_PROMPT: &str = "\
 The conversation above is about to be compacted: everything before the last few turns will be \
@@ -514,6 +540,18 @@ mod tests {
         let note = prune_to(&text, 50);
         assert!(note.trim().starts_with("[… 3000 characters cut"), "{note}");
         assert!(!prunable(&note, 50));
+    }
+
+    #[test]
+    fn a_costly_compaction_is_said_first() {
+        assert_eq!(cost_line("compaction", 4, 1_000), None);
+        let line = cost_line("compaction", 5, 50_000).unwrap();
+        assert!(line.contains("about 5 model requests"), "{line}");
+        // A window's worth at 4k: a few pieces; ten windows: many more.
+        let (one, _) = summary_cost(3_000, 1_500, 4_096);
+        let (ten, tokens) = summary_cost(30_000, 1_500, 4_096);
+        assert!(one <= 6 && ten > one * 5, "{one} {ten}");
+        assert!(tokens > 30_000);
     }
 
     #[test]

@@ -368,6 +368,8 @@ impl Session {
             return Some(cmds);
         }
         let first = self.next_piece(cut, 0, now)?;
+        let (requests, input) = compact::summary_cost(text, self.fixed_tokens(), self.state.window);
+        cmds.extend(compact::cost_line("compaction", requests, input).map(Command::Show));
         cmds.push(Command::Show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
             view::tokens(self.state.window)

@@ -987,3 +987,30 @@ fn a_message_larger_than_the_window_is_named_and_the_next_turn_is_answered() {
         4_096
     ));
 }
+
+#[test]
+fn a_compaction_of_many_pieces_says_its_cost_first() {
+    // Forty turns of 1,000 tokens under a large window, then resumed
+    // under 4k: the part to summarize takes many pieces.
+    let mut s = small(1_000_000);
+    for i in 0..40 {
+        user(&mut s, &format!("question {i} {}", "q".repeat(2_000)));
+        reply(&mut s, &format!("answer {i} {}", "a".repeat(2_000)), &[]);
+    }
+    let mut s2 = Session::new(s.state.clone(), settings());
+    s2.state.window = 4_096;
+    let cmds = user(&mut s2, "next");
+    let shown: Vec<&str> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Show(text) => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        shown
+            .iter()
+            .any(|l| l.starts_with("compaction: this sends about ") && l.contains("input tokens")),
+        "{shown:#?}"
+    );
+}

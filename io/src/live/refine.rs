@@ -77,6 +77,15 @@ impl<F: Front> Live<F> {
         };
         let pieces = refine::pieces(&blocks, budget);
         let of = pieces.len();
+        let text_bytes: usize = blocks.iter().map(String::len).sum();
+        let memory_bytes: usize = files.iter().map(|f| f.content.len()).sum();
+        let input = revolve_core::compact::estimate(
+            text_bytes + of * (memory_bytes + refine::PROMPT.len()),
+            &state.totals,
+        );
+        if let Some(line) = revolve_core::compact::cost_line(what, of as u64, input) {
+            self.front.notice(&line);
+        }
         self.front.notice(&match read {
             Some((read, new)) if read < new => format!(
                 "{what}: the model reads the newest {read} of the {new} messages since the last \
