@@ -519,7 +519,7 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
         }
         Some(revolve_core::request::Wire::OpenAi) => Ok(Arc::new(retrying(
             stall(
-                OpenAi::new(&base, key),
+                OpenAi::new(&base, key).with_counts(preset.counts_free()),
                 settings,
                 OpenAi::with_stall_timeout,
             ),

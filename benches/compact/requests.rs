@@ -143,6 +143,7 @@ fn settings() -> Settings {
         granted: Vec::new(),
         auto_refine: false,
         bare: false,
+        counts: false,
     }
 }
 

@@ -213,6 +213,17 @@ pub fn bytes_for(tokens: u64, totals: &Totals) -> usize {
     bytes
 }
 
+/// Whether a server's count of a request of `bytes`, estimated at
+/// `tokens`, could change what happens to it under `window`: the estimate
+/// has no count of a request at least three quarters that size behind it,
+/// and it is within half again of the compaction point (the calibration
+/// is held between 1 and 6 bytes a token around the 4 assumed, so a
+/// count cannot rescue more).
+pub fn count_helps(totals: &Totals, bytes: usize, tokens: u64, window: u64) -> bool {
+    let recent = totals.cal_tokens > 0 && totals.cal_bytes.saturating_mul(4) >= bytes as u64 * 3;
+    !recent && window > 0 && tokens < point(window).saturating_mul(3) / 2
+}
+
 /// Whether a request estimated at `tokens` may go out under `window`: below
 /// the compaction point, so the answer still has its [`room`].
 pub fn fits(tokens: u64, window: u64) -> bool {
@@ -301,14 +312,17 @@ pub fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<String>
     })
 }
 
-/// About how many summary requests a part of `text_tokens` takes, and
-/// their input tokens in all, when each request carries `fixed` tokens
-/// besides its piece (system prompt, tools, prompt, notes) under `window`.
-pub fn summary_cost(text_tokens: u64, fixed: u64, window: u64) -> (u64, u64) {
-    let notes = room(window);
+/// About how many summary requests a part of `text_tokens` in `messages`
+/// messages takes, and their input tokens in all, when each request
+/// carries `fixed` tokens besides its piece (system prompt, prompt) and
+/// the notes so far under `window`: at most one a message (a message too
+/// large for a piece is cut for it).
+pub fn summary_cost(text_tokens: u64, messages: u64, fixed: u64, window: u64) -> (u64, u64) {
+    let notes = room(window) / 2;
     let piece = point(window).saturating_sub(fixed + notes).max(1);
-    let requests = text_tokens.div_ceil(piece).max(1);
-    (requests, text_tokens + requests * (fixed + notes / 2))
+    let requests = text_tokens.div_ceil(piece).clamp(1, messages.max(1));
+    let per_request = (text_tokens / requests).min(piece);
+    (requests, requests * (fixed + notes / 2 + per_request))
 }
 
 /// The instruction that closes a summary request.
@@ -548,10 +562,12 @@ mod tests {
         let line = cost_line("compaction", 5, 50_000).unwrap();
         assert!(line.contains("about 5 model requests"), "{line}");
         // A window's worth at 4k: a few pieces; ten windows: many more.
-        let (one, _) = summary_cost(3_000, 1_500, 4_096);
-        let (ten, tokens) = summary_cost(30_000, 1_500, 4_096);
+        let (one, _) = summary_cost(3_000, 100, 1_500, 4_096);
+        let (ten, tokens) = summary_cost(30_000, 100, 1_500, 4_096);
         assert!(one <= 6 && ten > one * 5, "{one} {ten}");
         assert!(tokens > 30_000);
+        // Never more than a request a message.
+        assert_eq!(summary_cost(1_000_000, 3, 3_500, 4_096).0, 3);
     }
 
     #[test]

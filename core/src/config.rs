@@ -258,6 +258,14 @@ impl Preset {
         }
     }
 
+    /// Whether the preset's server counts a request's tokens at no cost
+    /// to the user: the local servers (an unstreamed request for one
+    /// token, served from llama.cpp's prompt cache). A paid API is never
+    /// asked to count: that would bill a whole prompt.
+    pub const fn counts_free(self) -> bool {
+        matches!(self, Preset::Llamacpp | Preset::Ollama)
+    }
+
     /// The base URL used when none is given (the scripted provider has
     /// none, shown as an empty string).
     pub const fn base_url(self) -> &'static str {

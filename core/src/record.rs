@@ -166,7 +166,9 @@ use time::OffsetDateTime;
 
 mod compaction;
 mod edits;
-pub use compaction::{Compacted, Compacting, Continued, Noted, Overflowed, Pruned, Squeezed};
+pub use compaction::{
+    Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
+};
 pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 
 /// The version written into every new header.
@@ -227,6 +229,8 @@ pub enum Record {
     /// The server answered that the request did not fit its context: the
     /// window is lowered, and the request is due again.
     Overflowed(Overflowed),
+    /// The server counted the request due before it was sent.
+    Counted(Counted),
     /// The notes on one piece of a summary in pieces.
     Noted(Noted),
     /// The memory was changed (a refinement or `remember`), after a
@@ -736,6 +740,7 @@ impl Record {
             Record::WentOn(w) => Some(w.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
+            Record::Counted(c) => Some(c.at),
             Record::Noted(n) => Some(n.at),
             Record::MemoryChanged(m) => Some(m.at),
             Record::MemoryUndone(m) => Some(m.at),

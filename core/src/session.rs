@@ -28,8 +28,8 @@ use crate::guard::{self, StopReason, Verdict};
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Context, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message, Origin, Record,
-    Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
+    Context, Counted, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message, Origin,
+    Record, Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::state::State;
@@ -61,6 +61,10 @@ pub struct Session {
     /// compacts at most once on its own, so a history that cannot shrink
     /// never loops); cleared when a request goes out and when a turn begins.
     compacted_this_turn: bool,
+    /// Whether the request due now was counted by the server already; the
+    /// body size of the one being counted, while it is.
+    counted: bool,
+    counting: usize,
     /// How many turns the compaction for the request due now keeps
     /// verbatim: [`compact::KEEP_TURNS`], fewer when they do not fit.
     keep_turns: usize,
@@ -111,6 +115,8 @@ impl Session {
             grants: BTreeSet::new(),
             estimate: 0,
             compacted_this_turn: false,
+            counted: false,
+            counting: 0,
             keep_turns: compact::KEEP_TURNS,
             in_flight_bytes: 0,
             overflow_retried: false,
@@ -159,6 +165,7 @@ impl Session {
     pub fn handle(&mut self, input: Input) -> Vec<Command> {
         match input {
             Input::User { text, now } => self.user(text, now),
+            Input::Counted { tokens, now } => self.counted(tokens, now),
             Input::Reply { reply, now } => self.reply(reply, now),
             Input::Inbox {
                 messages,
@@ -399,6 +406,18 @@ impl Session {
         let (mut request, estimate) = self.measure();
         let due = compact::due(self.state.totals.last_context, window)
             || !compact::fits(estimate, window);
+        // Before compacting on an estimate no count stands behind, ask
+        // the server to count, where that is free.
+        if due && !self.compacted_this_turn && !self.counted && self.settings.counts {
+            if let Some(request) = request.as_ref().filter(|r| {
+                compact::count_helps(&self.state.totals, r.body.len(), estimate, window)
+            }) {
+                self.counted = true;
+                self.counting = request.body.len();
+                cmds.push(Command::Count(request.clone()));
+                return cmds;
+            }
+        }
         if due && !self.compacted_this_turn {
             self.compacted_this_turn = true;
             let done = self.compact(false, now);
@@ -447,8 +466,29 @@ impl Session {
         self.estimate = estimate;
         self.in_flight_bytes = request.body.len();
         self.compacted_this_turn = false;
+        self.counted = false;
         self.keep_turns = compact::KEEP_TURNS;
         cmds.push(Command::Call(request));
+        cmds
+    }
+
+    /// The server counted the request due ([`Command::Count`]): the count
+    /// is logged (it calibrates every later estimate) and the request is
+    /// decided again.
+    fn counted(&mut self, tokens: Option<u64>, now: OffsetDateTime) -> Vec<Command> {
+        let bytes = std::mem::take(&mut self.counting);
+        if bytes == 0 || !self.state.awaiting {
+            return Vec::new();
+        }
+        let mut cmds = Vec::new();
+        if let Some(tokens) = tokens.filter(|&t| t > 0) {
+            cmds.extend(self.append(vec![Record::Counted(Counted {
+                at: now,
+                bytes: bytes as u64,
+                tokens,
+            })]));
+        }
+        cmds.extend(self.request(now));
         cmds
     }
 

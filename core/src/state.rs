@@ -219,6 +219,12 @@ impl State {
             Record::Failed(_) => self.awaiting = false,
             // The request is due again, under the lowered window (or, in a
             // compaction, its summary fails and is tried again under it).
+            Record::Counted(c) => {
+                if c.tokens > 0 && c.bytes > 0 {
+                    self.totals.cal_bytes = c.bytes;
+                    self.totals.cal_tokens = c.tokens;
+                }
+            }
             Record::Overflowed(o) => {
                 self.window = o.window;
                 if o.asked > 0 && o.bytes > 0 {
@@ -569,6 +575,16 @@ impl State {
             .then(|| AnswerLimit::of(&self.model, compact::room(self.window)))
     }
 
+    /// How long the notes of a summary request may be: half the answer's
+    /// room, so the notes that start the next file leave that file room
+    /// to work in (512 tokens at a 4,096-token window).
+    pub fn notes_limit(&self) -> Option<AnswerLimit> {
+        self.answer_limit().map(|l| AnswerLimit {
+            tokens: l.tokens / 2,
+            ..l
+        })
+    }
+
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let request = Request::limited(
@@ -643,7 +659,7 @@ impl State {
             &self.model,
             self.system.as_deref(),
             &history,
-            self.answer_limit(),
+            self.notes_limit(),
         ));
         let fits =
             |r: &Request| compact::fits(compact::estimate(r.body.len(), &self.totals), self.window);
@@ -665,7 +681,7 @@ impl State {
             &self.model,
             self.system.as_deref(),
             &[Message::user(self.piece_at(upto), text)],
-            self.answer_limit(),
+            self.notes_limit(),
         ))
     }
 

@@ -250,6 +250,10 @@ pub fn transcript(records: &[Record]) -> String {
                 "! the request did not fit the server's context: {}\n── window lowered to {} tokens\n",
                 o.error, o.window
             )),
+            Record::Counted(c) => out.push_str(&format!(
+                "── the server counted the request due: {} tokens in {} bytes\n",
+                c.tokens, c.bytes
+            )),
             Record::Squeezed(q) => out.push_str(&format!(
                 "── cut tool result {} to fit the window; the whole of it is in {}\n",
                 q.message, q.path

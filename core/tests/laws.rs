@@ -168,6 +168,7 @@ fn settings() -> Settings {
         granted: vec!["/etc".into()],
         auto_refine: false,
         bare: false,
+        counts: false,
     }
 }
 
@@ -217,7 +218,8 @@ impl Run {
                 | Command::Write { .. }
                 | Command::Restore(_)
                 | Command::Ask { .. }
-                | Command::AskGrant { .. } => {}
+                | Command::AskGrant { .. }
+                | Command::Count(_) => {}
             }
         }
     }

@@ -178,6 +178,7 @@ fn settings() -> Settings {
         granted: Vec::new(),
         auto_refine: false,
         bare: true,
+        counts: true,
     }
 }
 
@@ -244,6 +245,15 @@ fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &
                         }
                     }
                     overflow => overflow,
+                }
+            }
+            // The server counts for free (llama.cpp): its count, and a
+            // count is what later estimates are calibrated from.
+            Command::Count(request) => {
+                server.counted = true;
+                Input::Counted {
+                    tokens: Some(server.tokens(&request)),
+                    now: NOW,
                 }
             }
             Command::RunTool { id, .. } => {

@@ -530,6 +530,13 @@ impl<F: Front> Live<F> {
                     }
                 }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
+                Command::Count(request) => {
+                    let tokens = self.runtime.provider.count(&request);
+                    queue.push_back(Input::Counted {
+                        tokens,
+                        now: clock::now(),
+                    });
+                }
                 Command::StartFile(header) => self.start_file(&header)?,
                 Command::Snapshot {
                     entry,
@@ -721,6 +728,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         granted: runtime.granted.clone(),
         auto_refine: runtime.auto_refine,
         bare: runtime.bare,
+        counts: runtime.provider.counts(),
     }
 }
 

@@ -134,6 +134,10 @@ impl Http {
         }
     }
 
+    pub(super) fn stall(&self) -> Duration {
+        self.stall
+    }
+
     pub(super) fn base_url(&self) -> &str {
         &self.base_url
     }
@@ -222,6 +226,7 @@ impl Http {
         if !status.is_success() {
             return Err(ProviderError {
                 status: Some(status.as_u16()),
+                overflow: revolve_core::overflow::recognise(&String::from_utf8_lossy(&bytes)),
                 ..ProviderError::new(format!("HTTP {} from {url}", status.as_u16()), "")
             });
         }

@@ -118,6 +118,18 @@ pub trait Provider: Send + Sync {
 
     /// A short name for logs and headers: `openai`, `anthropic`, `scripted`.
     fn name(&self) -> &'static str;
+
+    /// Whether [`Provider::count`] asks the server, at no cost to the
+    /// user (a local server, or a free count endpoint).
+    fn counts(&self) -> bool {
+        false
+    }
+
+    /// The server's count of `request`'s prompt, in tokens, without an
+    /// answer; `None` when it cannot say.
+    fn count(&self, _request: &Request) -> Option<u64> {
+        None
+    }
 }
 
 impl<P: Provider + ?Sized> Provider for Box<P> {
@@ -132,6 +144,14 @@ impl<P: Provider + ?Sized> Provider for Box<P> {
     fn name(&self) -> &'static str {
         (**self).name()
     }
+
+    fn counts(&self) -> bool {
+        (**self).counts()
+    }
+
+    fn count(&self, request: &Request) -> Option<u64> {
+        (**self).count(request)
+    }
 }
 
 impl<P: Provider + ?Sized> Provider for Arc<P> {
@@ -145,6 +165,14 @@ impl<P: Provider + ?Sized> Provider for Arc<P> {
 
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+
+    fn counts(&self) -> bool {
+        (**self).counts()
+    }
+
+    fn count(&self, request: &Request) -> Option<u64> {
+        (**self).count(request)
     }
 }
 
@@ -307,6 +335,14 @@ impl<P: Provider> Provider for Retrying<P> {
 
     fn name(&self) -> &'static str {
         self.inner.name()
+    }
+
+    fn counts(&self) -> bool {
+        self.inner.counts()
+    }
+
+    fn count(&self, request: &Request) -> Option<u64> {
+        self.inner.count(request)
     }
 }
 

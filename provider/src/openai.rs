@@ -37,6 +37,8 @@ use super::{excerpt, Provider, ProviderError};
 #[derive(Clone)]
 pub struct OpenAi {
     http: Http,
+    /// Whether [`Provider::count`] asks the server (local servers only).
+    counts: bool,
 }
 
 impl OpenAi {
@@ -46,7 +48,15 @@ impl OpenAi {
     pub fn new(base_url: impl Into<String>, api_key: Option<String>) -> OpenAi {
         OpenAi {
             http: Http::new(base_url.into(), api_key),
+            counts: false,
         }
+    }
+
+    /// The same provider asking the server to count requests when the
+    /// core wants a count (see [`Provider::count`]): for local servers,
+    /// where it costs the user nothing.
+    pub fn with_counts(self, counts: bool) -> OpenAi {
+        OpenAi { counts, ..self }
     }
 
     /// The same provider with another stall timeout: the longest silence
@@ -54,6 +64,7 @@ impl OpenAi {
     pub fn with_stall_timeout(self, stall: Duration) -> OpenAi {
         OpenAi {
             http: self.http.with_stall(stall),
+            ..self
         }
     }
 
@@ -121,6 +132,35 @@ impl Provider for OpenAi {
         let headers = self.headers();
         self.http
             .exchange::<Chat>(&self.endpoint(), &headers, &request.body, on_text)
+    }
+
+    fn counts(&self) -> bool {
+        self.counts
+    }
+
+    /// The prompt's count from an unstreamed request for one token (its
+    /// `usage.prompt_tokens`), or from the server's refusal when it is
+    /// larger than the context (the count the refusal names).
+    fn count(&self, request: &Request) -> Option<u64> {
+        if !self.counts {
+            return None;
+        }
+        let mut body: serde_json::Value = serde_json::from_str(&request.body).ok()?;
+        let map = body.as_object_mut()?;
+        map.insert("stream".into(), false.into());
+        map.remove("stream_options");
+        map.remove("max_completion_tokens");
+        map.insert("max_tokens".into(), 1.into());
+        let headers = self.headers();
+        match self.http.ask_json(
+            &self.endpoint(),
+            &headers,
+            Some(&body.to_string()),
+            self.http.stall(),
+        ) {
+            Ok(answer) => answer["usage"]["prompt_tokens"].as_u64(),
+            Err(error) => error.overflow.and_then(|o| o.asked),
+        }
     }
 
     fn name(&self) -> &'static str {

@@ -7,6 +7,20 @@ use time::OffsetDateTime;
 
 use super::{is_false, is_zero, Message, Totals};
 
+/// The server's count of a request's prompt, asked for before sending it
+/// because the estimate said it may not fit (a server that reports no
+/// usage, such as llama-cpp-python's, is never counted otherwise): later
+/// estimates are calibrated from it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counted {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The request's body size, in bytes.
+    pub bytes: u64,
+    /// The server's count of its prompt, in tokens.
+    pub tokens: u64,
+}
+
 /// A context overflow the server reported, and the window from then on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overflowed {

@@ -102,7 +102,7 @@ impl Session {
             );
             if plan.summarizes() {
                 let said = Command::Show(format!(
-                    "window: {} turns do not fit the {}-token window; {} stay verbatim",
+                    "window: {} turns do not fit the {}-token window; {} verbatim",
                     compact::KEEP_TURNS,
                     view::tokens(window),
                     self.kept_words()
@@ -319,9 +319,9 @@ impl Session {
         let finished = self.keep_turns - usize::from(self.state.awaiting);
         let turns = |n: usize| if n == 1 { "turn" } else { "turns" };
         match (finished, self.state.awaiting) {
-            (0, _) => "the turn in flight".to_owned(),
-            (n, true) => format!("the last {n} {} and the one in flight", turns(n)),
-            (n, false) => format!("the last {n} {}", turns(n)),
+            (0, _) => "the turn in flight stays".to_owned(),
+            (n, true) => format!("the last {n} {} and the one in flight stay", turns(n)),
+            (n, false) => format!("the last {n} {} stay", turns(n)),
         }
     }
 
@@ -359,7 +359,7 @@ impl Session {
                 upto: 0,
             })]));
             cmds.push(Command::Show(format!(
-                "compaction: summarizing {cut} messages into working notes; {} stay verbatim",
+                "compaction: summarizing {cut} messages into working notes; {} verbatim",
                 self.kept_words()
             )));
             self.estimate = tokens;
@@ -368,7 +368,10 @@ impl Session {
             return Some(cmds);
         }
         let first = self.next_piece(cut, 0, now)?;
-        let (requests, input) = compact::summary_cost(text, self.fixed_tokens(), self.state.window);
+        let system = self.fixed_parts()[0].tokens;
+        let prompt = compact::estimate(compact::SUMMARY_PROMPT.len(), &self.state.totals);
+        let (requests, input) =
+            compact::summary_cost(text, cut as u64, system + prompt, self.state.window);
         cmds.extend(compact::cost_line("compaction", requests, input).map(Command::Show));
         cmds.push(Command::Show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",

@@ -17,6 +17,13 @@ use crate::tools::Tool;
 pub enum Input {
     /// The user sent a line.
     User { text: String, now: OffsetDateTime },
+    /// The server's count of the request of [`Command::Count`], in tokens;
+    /// `None` when it could not count it (the request then goes on by the
+    /// estimate).
+    Counted {
+        tokens: Option<u64>,
+        now: OffsetDateTime,
+    },
     /// The model answered the request in flight.
     Reply { reply: Reply, now: OffsetDateTime },
     /// The request in flight failed; `partial` is what had streamed.
@@ -243,6 +250,9 @@ pub enum Command {
     /// [`Input::Summarized`] (with a new session id), [`Input::SummaryFailed`]
     /// or [`Input::Interrupted`].
     Summarize(Request),
+    /// Ask the server how many tokens this request's prompt holds, without
+    /// an answer; answer with [`Input::Counted`].
+    Count(Request),
     /// Create the session file that starts with this header (its first
     /// line), claim it as running, and append everything after this to it.
     StartFile(Header),
@@ -338,6 +348,11 @@ pub struct Settings {
     pub auto_refine: bool,
     /// `--bare`: no memory in this run, so none is refined.
     pub bare: bool,
+    /// The server counts a request's tokens for free (llama.cpp, Ollama,
+    /// Anthropic's count endpoint): a request the estimate says may not
+    /// fit is counted first ([`Command::Count`]) when the estimate has no
+    /// recent count behind it.
+    pub counts: bool,
 }
 
 /// The default of `spill-result-chars`.

@@ -20,6 +20,7 @@ fn settings() -> Settings {
         granted: Vec::new(),
         auto_refine: false,
         bare: false,
+        counts: false,
     }
 }
 
@@ -91,6 +92,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::RunTool { .. } => "run",
             Command::Spill { .. } => "spill",
             Command::Summarize(_) => "summarize",
+            Command::Count(_) => "count",
             Command::StartFile(_) => "start-file",
             Command::Snapshot { .. } => "snapshot",
             Command::Undo => "undo",
