@@ -135,6 +135,14 @@ impl Request {
         }
         if let Some(limit) = limit {
             body[limit.field] = json!(limit.tokens);
+            // Requests of format version 2 (those that carry their limit)
+            // give an answer that only calls tools empty text, not null:
+            // llama-cpp-python's server refuses null with a 500.
+            if let Some(messages) = body["messages"].as_array_mut() {
+                for m in messages.iter_mut().filter(|m| m["content"].is_null()) {
+                    m["content"] = json!("");
+                }
+            }
         }
         Request {
             model: model.to_owned(),
@@ -356,5 +364,37 @@ mod limit_tests {
         ] {
             assert_eq!(AnswerLimit::of(model, 9).field, "max_tokens", "{model}");
         }
+    }
+}
+
+#[cfg(test)]
+mod content_tests {
+    use super::*;
+    use crate::record::ToolCall;
+    use time::macros::datetime;
+
+    #[test]
+    fn a_calling_answer_has_empty_text_from_version_2_on() {
+        let at = datetime!(2026-12-04 10:00 UTC);
+        let call = ToolCall {
+            id: "c".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        };
+        let history = [
+            Message::user(at, "look"),
+            Message {
+                tool_calls: vec![call],
+                ..Message::assistant(at, "")
+            },
+            Message::tool(at, "c", "a.txt"),
+        ];
+        let body = |r: Request| serde_json::from_str::<Value>(&r.body).unwrap();
+        let old = body(Request::build(Wire::OpenAi, "m", None, &history));
+        assert!(old["messages"][1]["content"].is_null(), "version 1 as sent");
+        let limit = Some(AnswerLimit::of("m", 100));
+        let new = body(Request::limited(Wire::OpenAi, "m", None, &history, limit));
+        assert_eq!(new["messages"][1]["content"], "");
+        assert_eq!(new["max_tokens"], 100);
     }
 }

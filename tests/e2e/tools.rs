@@ -353,7 +353,7 @@ fn round_trip(wire: Wire) {
                 json!([
                     {"role": "system", "content": system},
                     {"role": "user", "content": "what do my notes say?"},
-                    {"role": "assistant", "content": null, "tool_calls": [
+                    {"role": "assistant", "content": "", "tool_calls": [
                         {"id": id, "type": "function",
                          "function": {"name": "read_file", "arguments": "{\"path\":\"notes.txt\"}"}}
                     ]},
