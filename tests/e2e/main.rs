@@ -22,6 +22,7 @@ mod json_schemas;
 mod memory;
 mod messages;
 mod models;
+mod real_server;
 mod recorded;
 mod refine;
 mod replay;
