@@ -193,10 +193,10 @@ impl Scenario {
         self.said.push(format!("--- {what}:\n{}", run.stderr));
         if run.code != Some(0) {
             self.problems.push(format!(
-                "{what}: exit {:?} (signal {:?}); stderr ends: {}",
+                "{what}: exit {:?} (signal {:?}); revolve said: {}",
                 run.code,
                 run.signal,
-                tail(&run.stderr, 6)
+                said_last(&run.stderr, 4)
             ));
         }
         run
@@ -337,9 +337,19 @@ fn cut(s: &str, n: usize) -> &str {
     &s[..end]
 }
 
-/// The last `n` lines of `text`, each cut to 300 bytes, joined with ` | `.
-fn tail(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().map(|l| cut(l, 300)).collect();
+/// What revolve said of its own on stderr (`revolve: …`, `window: …`,
+/// `compaction…`, `! …`; not the conversation a resumed run shows again):
+/// the last `n` such lines, each cut to 300 bytes, joined with ` | `.
+fn said_last(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["revolve:", "window:", "compaction", "! "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .map(|l| cut(l, 300))
+        .collect();
     lines[lines.len().saturating_sub(n)..].join(" | ")
 }
 
