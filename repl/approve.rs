@@ -67,6 +67,12 @@ impl Approvals {
     /// Asks whether the session may read `path` (outside the working
     /// tree), for the model's `reason`: yes or no ("always" is a yes: a
     /// grant is for this once). End of input means no.
+    /// A yes-or-no question (a costly compaction or refinement): `y` or
+    /// `a` is yes.
+    pub fn confirm(&self, question: &str) -> bool {
+        ask(question) != Answer::No
+    }
+
     pub fn ask_grant(&self, path: &str, reason: Option<&str>) -> bool {
         let why = reason
             .map(|r| format!(" ({})", inert(r)))

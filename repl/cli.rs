@@ -80,6 +80,10 @@ pub struct Cli {
     #[arg(long)]
     pub allow_edits: bool,
 
+    /// Do not ask before a compaction or refinement of more than four model requests (or confirm_costly: false in config.json)
+    #[arg(long)]
+    pub yes: bool,
+
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,

@@ -115,6 +115,8 @@ pub struct Settings {
     pub max_repeated_calls: Setting<u32>,
     pub allow_shell: Setting<bool>,
     pub allow_edits: Setting<bool>,
+    /// Whether a costly compaction or refinement is asked about first.
+    pub confirm_costly: Setting<bool>,
     /// `--script`, for the scripted provider.
     pub script: Option<PathBuf>,
     /// `--provider replay:FILE|NAME`: the recorded session answering.
@@ -136,6 +138,7 @@ impl Settings {
         args: &ModelArgs,
         allow_shell: bool,
         allow_edits: bool,
+        yes: bool,
         sources: &BTreeMap<String, Source>,
     ) -> Result<Settings, Error> {
         let path = config_root.join(config::FILE_NAME);
@@ -223,6 +226,7 @@ impl Settings {
             file.allow_edits,
             false,
         );
+        let confirm_costly = pick(yes.then_some(false), None, file.confirm_costly, true);
         let key = provider.value.key_vars().iter().find_map(|var| {
             std::env::var(var)
                 .ok()
@@ -243,6 +247,7 @@ impl Settings {
             max_repeated_calls,
             allow_shell,
             allow_edits,
+            confirm_costly,
             script: args.script.clone(),
             replay,
             stall_timeout: args.stall_timeout,
@@ -360,6 +365,13 @@ impl Settings {
                 (
                     json!(self.allow_edits.value),
                     self.allow_edits.source.as_str(),
+                ),
+            ),
+            (
+                "confirm_costly",
+                (
+                    json!(self.confirm_costly.value),
+                    self.confirm_costly.source.as_str(),
                 ),
             ),
             (

@@ -108,4 +108,8 @@ impl Front for Console {
     fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool {
         self.approvals.ask_grant(path, reason)
     }
+
+    fn confirm(&mut self, question: &str) -> bool {
+        self.approvals.confirm(question)
+    }
 }

@@ -54,8 +54,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             ..
         }) => {
             model.provider = Some(against);
-            let settings =
-                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
+            let settings = Settings::resolve(
+                &store.roots.config,
+                &model,
+                false,
+                false,
+                cli.yes,
+                &cli.sources,
+            )?;
             let provider = provider(&settings, &store)?;
             commands::replay_against(&store, session.as_deref(), provider, model.model)
         }
@@ -73,20 +79,38 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
         Some(Sub::Compact { session, model }) => {
-            let settings =
-                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
+            let settings = Settings::resolve(
+                &store.roots.config,
+                &model,
+                false,
+                false,
+                cli.yes,
+                &cli.sources,
+            )?;
             compact(store, session.as_deref(), &settings)
         }
         Some(Sub::Models { json, model }) => {
-            let settings =
-                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
+            let settings = Settings::resolve(
+                &store.roots.config,
+                &model,
+                false,
+                false,
+                cli.yes,
+                &cli.sources,
+            )?;
             models::list(&settings, json)
         }
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
-            let mut settings =
-                Settings::resolve(&store.roots.config, &model, false, false, &cli.sources)?;
+            let mut settings = Settings::resolve(
+                &store.roots.config,
+                &model,
+                false,
+                false,
+                cli.yes,
+                &cli.sources,
+            )?;
             settings.learn_window();
             config::show(&settings, json)
         }
@@ -177,6 +201,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &cli.model,
         cli.allow_shell,
         cli.allow_edits,
+        cli.yes,
         &cli.sources,
     )?;
     // A new session's window, from the server when nobody gave one; a
@@ -382,6 +407,7 @@ fn runtime(
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
         auto_refine,
+        confirm_costly: settings.confirm_costly.value,
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
@@ -449,7 +475,7 @@ fn rewind(
         return error::out(&revolve_core::view::rewind_list(&turns));
     }
     let args = cli::ModelArgs::default();
-    let settings = Settings::resolve(&store.roots.config, &args, false, false, sources)?;
+    let settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
     let memory = Memory {
         dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
         bare: true,

@@ -144,6 +144,7 @@ fn settings() -> Settings {
         auto_refine: false,
         bare: false,
         counts: false,
+        confirm_costly: false,
     }
 }
 

@@ -182,6 +182,10 @@ pub const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
 /// is held between the two.
 pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
     let bytes = bytes as u64;
+    // The very request the server counted: its count, no margin.
+    if bytes > 0 && bytes == totals.cal_bytes && totals.cal_tokens > 0 {
+        return totals.cal_tokens;
+    }
     if totals.cal_bytes == 0 || totals.cal_tokens == 0 {
         return bytes.div_ceil(FALLBACK_BYTES_PER_TOKEN);
     }

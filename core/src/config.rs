@@ -147,6 +147,10 @@ pub struct File {
     /// Whether file edits are made without asking.
     #[serde(default)]
     pub allow_edits: Option<bool>,
+    /// Whether a compaction or refinement of more than four requests is
+    /// asked about first at a terminal (`--yes` says no).
+    #[serde(default)]
+    pub confirm_costly: Option<bool>,
 }
 
 /// Why a config file cannot be used: where in the text, and what.

@@ -121,6 +121,12 @@
 //! {"type":"overflowed","at":"2026-12-02T12:31:00Z","error":"HTTP 400 Bad Request from …: the request exceeds the available context size","window":4096}
 //! ```
 //!
+//! `counted`, the server's count of a request's prompt, asked before it
+//! was sent (local servers only); it calibrates later estimates:
+//! ```json
+//! {"type":"counted","at":"2026-12-04T18:53:00Z","bytes":15008,"tokens":2322}
+//! ```
+//!
 //! `memory_changed`, a change of the memory this session made (a
 //! refinement or `remember`), after its snapshot entry; `memory_undone`, an
 //! undo (`/refine undo`) and what it put back (`replay --check` verifies
@@ -696,6 +702,7 @@ impl Record {
             "went_on" => Record::WentOn(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
+            "counted" => Record::Counted(body(line)?),
             "noted" => Record::Noted(body(line)?),
             "memory_changed" => Record::MemoryChanged(body(line)?),
             "memory_undone" => Record::MemoryUndone(body(line)?),

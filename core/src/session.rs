@@ -64,7 +64,12 @@ pub struct Session {
     /// Whether the request due now was counted by the server already; the
     /// body size of the one being counted, while it is.
     counted: bool,
+    stop_counted: bool,
     counting: usize,
+    /// A costly compaction waits for the user's answer; the user said yes
+    /// (or no) to the one due now.
+    confirming: bool,
+    costly: Option<bool>,
     /// How many turns the compaction for the request due now keeps
     /// verbatim: [`compact::KEEP_TURNS`], fewer when they do not fit.
     keep_turns: usize,
@@ -116,7 +121,10 @@ impl Session {
             estimate: 0,
             compacted_this_turn: false,
             counted: false,
+            stop_counted: false,
             counting: 0,
+            confirming: false,
+            costly: None,
             keep_turns: compact::KEEP_TURNS,
             in_flight_bytes: 0,
             overflow_retried: false,
@@ -158,7 +166,10 @@ impl Session {
 
     /// Whether a request, a tool or a compaction is in flight.
     pub fn busy(&self) -> bool {
-        self.state.awaiting || !self.state.open_calls.is_empty() || self.state.compacting.is_some()
+        self.state.awaiting
+            || !self.state.open_calls.is_empty()
+            || self.state.compacting.is_some()
+            || self.confirming
     }
 
     /// Handles one input; the commands must be executed in order.
@@ -166,6 +177,7 @@ impl Session {
         match input {
             Input::User { text, now } => self.user(text, now),
             Input::Counted { tokens, now } => self.counted(tokens, now),
+            Input::Confirmed { yes, now } => self.confirmed(yes, now),
             Input::Reply { reply, now } => self.reply(reply, now),
             Input::Inbox {
                 messages,
@@ -335,11 +347,15 @@ impl Session {
         if text.trim().is_empty() {
             if inbox {
                 self.compacted_this_turn = false;
+                self.counted = false;
+                self.stop_counted = false;
                 return self.request(now);
             }
             return Vec::new();
         }
         self.compacted_this_turn = false;
+        self.counted = false;
+        self.stop_counted = false;
         self.overflow_retried = false;
         let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
         cmds.extend(self.request(now));
@@ -384,6 +400,8 @@ impl Session {
         cmds.push(Command::Sync);
         if answer {
             self.compacted_this_turn = false;
+            self.counted = false;
+            self.stop_counted = false;
             cmds.extend(self.request(now));
         } else {
             self.inbox_waiting = true;
@@ -421,7 +439,7 @@ impl Session {
         if due && !self.compacted_this_turn {
             self.compacted_this_turn = true;
             let done = self.compact(false, now);
-            if self.state.compacting.is_some() {
+            if self.state.compacting.is_some() || self.confirming {
                 // The request goes out once the notes are in.
                 cmds.extend(done);
                 return cmds;
@@ -440,10 +458,22 @@ impl Session {
         };
         if !compact::fits(estimate, window) {
             cmds.extend(self.give_way(now));
-            if self.state.compacting.is_some() {
+            if self.state.compacting.is_some() || self.confirming {
                 return cmds;
             }
             (request, estimate) = self.built();
+        }
+        // Before stopping on an estimate, the server's count of the very
+        // request, where that is free: it may fit after all.
+        if !compact::fits(estimate, window)
+            && self.settings.counts
+            && !self.stop_counted
+            && request.body.len() as u64 != self.state.totals.cal_bytes
+        {
+            self.stop_counted = true;
+            self.counting = request.body.len();
+            cmds.push(Command::Count(request));
+            return cmds;
         }
         if !compact::fits(estimate, window) {
             // When the part no compaction shrinks is what does not fit,
@@ -467,8 +497,38 @@ impl Session {
         self.in_flight_bytes = request.body.len();
         self.compacted_this_turn = false;
         self.counted = false;
+        self.stop_counted = false;
+        self.costly = None;
         self.keep_turns = compact::KEEP_TURNS;
         cmds.push(Command::Call(request));
+        cmds
+    }
+
+    /// The user answered whether a costly compaction may run: yes runs it
+    /// (the request due, or `/compact`, decided again); no leaves the
+    /// history as it is, and the turn goes on as far as it fits.
+    fn confirmed(&mut self, yes: bool, now: OffsetDateTime) -> Vec<Command> {
+        if !self.confirming {
+            return Vec::new();
+        }
+        self.confirming = false;
+        self.costly = Some(yes);
+        self.compacted_this_turn = false;
+        self.keep_turns = compact::KEEP_TURNS;
+        let mut cmds = Vec::new();
+        if !yes {
+            cmds.push(Command::Show(
+                "compaction declined: the history stays as it is".into(),
+            ));
+        }
+        if self.state.awaiting {
+            cmds.extend(self.request(now));
+        } else if yes {
+            cmds.extend(self.compact(true, now));
+            self.costly = None;
+        } else {
+            self.costly = None;
+        }
         cmds
     }
 
@@ -662,6 +722,8 @@ impl Session {
             )];
         }
         self.compacted_this_turn = false;
+        self.counted = false;
+        self.stop_counted = false;
         let mut cmds = self.append(vec![Record::WentOn(WentOn { at: now })]);
         cmds.extend(self.request(now));
         cmds

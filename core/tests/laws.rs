@@ -169,6 +169,7 @@ fn settings() -> Settings {
         auto_refine: false,
         bare: false,
         counts: false,
+        confirm_costly: false,
     }
 }
 
@@ -219,7 +220,8 @@ impl Run {
                 | Command::Restore(_)
                 | Command::Ask { .. }
                 | Command::AskGrant { .. }
-                | Command::Count(_) => {}
+                | Command::Count(_)
+                | Command::Confirm(_) => {}
             }
         }
     }

@@ -179,6 +179,7 @@ fn settings() -> Settings {
         auto_refine: false,
         bare: true,
         counts: true,
+        confirm_costly: false,
     }
 }
 

@@ -80,4 +80,8 @@ pub trait Front {
     /// for the model's `reason`: yes or no. Asked only when
     /// [`Front::interactive`].
     fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool;
+
+    /// Asks the user a yes-or-no `question` (a costly compaction or
+    /// refinement); only asked at a terminal.
+    fn confirm(&mut self, question: &str) -> bool;
 }

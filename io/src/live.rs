@@ -79,6 +79,9 @@ pub struct Runtime {
     pub created_project_dir: bool,
     /// Whether the memory may be refined on its own.
     pub auto_refine: bool,
+    /// Whether a user at a terminal is asked before a compaction or a
+    /// refinement of more than four requests (not `--yes`).
+    pub confirm_costly: bool,
     /// The working tree's identity when the run started (tools refuse a
     /// tree that is no longer the same directory).
     pub tree: Option<FileId>,
@@ -530,6 +533,13 @@ impl<F: Front> Live<F> {
                     }
                 }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
+                Command::Confirm(question) => {
+                    let yes = self.front.confirm(&question);
+                    queue.push_back(Input::Confirmed {
+                        yes,
+                        now: clock::now(),
+                    });
+                }
                 Command::Count(request) => {
                     let tokens = self.runtime.provider.count(&request);
                     queue.push_back(Input::Counted {
@@ -729,6 +739,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         auto_refine: runtime.auto_refine,
         bare: runtime.bare,
         counts: runtime.provider.counts(),
+        confirm_costly: runtime.confirm_costly && interactive,
     }
 }
 

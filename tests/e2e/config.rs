@@ -35,6 +35,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "allow_shell",
             "api_key",
             "base_url",
+            "confirm_costly",
             "max_repeated_calls",
             "max_tool_rounds",
             "model",

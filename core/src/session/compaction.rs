@@ -367,12 +367,28 @@ impl Session {
             cmds.push(Command::Summarize(summary));
             return Some(cmds);
         }
-        let first = self.next_piece(cut, 0, now)?;
         let system = self.fixed_parts()[0].tokens;
         let prompt = compact::estimate(compact::SUMMARY_PROMPT.len(), &self.state.totals);
         let (requests, input) =
             compact::summary_cost(text, cut as u64, system + prompt, self.state.window);
-        cmds.extend(compact::cost_line("compaction", requests, input).map(Command::Show));
+        if let Some(line) = compact::cost_line("compaction", requests, input) {
+            match self.costly {
+                // Declined: not summarized.
+                Some(false) => return None,
+                Some(true) => {}
+                None if self.settings.confirm_costly => {
+                    self.confirming = true;
+                    return Some(vec![
+                        Command::Show(line),
+                        Command::Confirm(format!(
+                            "compact now, sending about {requests} model requests? [y]es, [n]o: "
+                        )),
+                    ]);
+                }
+                None => cmds.push(Command::Show(line)),
+            }
+        }
+        let first = self.next_piece(cut, 0, now)?;
         cmds.push(Command::Show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
             view::tokens(self.state.window)

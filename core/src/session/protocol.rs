@@ -24,6 +24,8 @@ pub enum Input {
         tokens: Option<u64>,
         now: OffsetDateTime,
     },
+    /// The user's answer to [`Command::Confirm`].
+    Confirmed { yes: bool, now: OffsetDateTime },
     /// The model answered the request in flight.
     Reply { reply: Reply, now: OffsetDateTime },
     /// The request in flight failed; `partial` is what had streamed.
@@ -253,6 +255,9 @@ pub enum Command {
     /// Ask the server how many tokens this request's prompt holds, without
     /// an answer; answer with [`Input::Counted`].
     Count(Request),
+    /// Ask the user this yes-or-no question (a costly compaction); answer
+    /// with [`Input::Confirmed`].
+    Confirm(String),
     /// Create the session file that starts with this header (its first
     /// line), claim it as running, and append everything after this to it.
     StartFile(Header),
@@ -353,6 +358,10 @@ pub struct Settings {
     /// fit is counted first ([`Command::Count`]) when the estimate has no
     /// recent count behind it.
     pub counts: bool,
+    /// A user at a terminal is asked before a compaction that sends more
+    /// than [`crate::compact::COSTLY_REQUESTS`] requests (not `--yes`,
+    /// not `"confirm_costly": false`).
+    pub confirm_costly: bool,
 }
 
 /// The default of `spill-result-chars`.

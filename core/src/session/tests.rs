@@ -21,6 +21,7 @@ fn settings() -> Settings {
         auto_refine: false,
         bare: false,
         counts: false,
+        confirm_costly: false,
     }
 }
 
@@ -93,6 +94,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Spill { .. } => "spill",
             Command::Summarize(_) => "summarize",
             Command::Count(_) => "count",
+            Command::Confirm(_) => "confirm",
             Command::StartFile(_) => "start-file",
             Command::Snapshot { .. } => "snapshot",
             Command::Undo => "undo",
@@ -1015,4 +1017,64 @@ fn a_compaction_of_many_pieces_says_its_cost_first() {
             .any(|l| l.starts_with("compaction: this sends about ") && l.contains("input tokens")),
         "{shown:#?}"
     );
+}
+
+#[test]
+fn a_costly_compaction_is_asked_about_at_a_terminal() {
+    let grown = || {
+        let mut s = small(1_000_000);
+        for i in 0..40 {
+            user(&mut s, &format!("question {i} {}", "q".repeat(2_000)));
+            reply(&mut s, &format!("answer {i} {}", "a".repeat(2_000)), &[]);
+        }
+        let mut s = Session::new(
+            s.state.clone(),
+            Settings {
+                confirm_costly: true,
+                ..settings()
+            },
+        );
+        s.state.window = 4_096;
+        s
+    };
+    let now = datetime!(2026-12-02 10:05 UTC);
+    // Yes: the compaction runs, in pieces.
+    let mut s = grown();
+    let cmds = user(&mut s, "next");
+    assert!(
+        kinds(&cmds).ends_with(&["show", "confirm"]),
+        "{:?}",
+        kinds(&cmds)
+    );
+    assert!(s.busy());
+    let cmds = s.handle(Input::Confirmed { yes: true, now });
+    assert!(kinds(&cmds).contains(&"summarize"), "{:?}", kinds(&cmds));
+    // No: nothing is summarized; the turn goes on as far as it fits.
+    let mut s = grown();
+    user(&mut s, "next");
+    let cmds = s.handle(Input::Confirmed { yes: false, now });
+    let k = kinds(&cmds);
+    assert!(
+        !k.contains(&"summarize") && !k.contains(&"confirm"),
+        "{k:?}"
+    );
+    assert!(!s.busy(), "the turn ended: {k:?}");
+}
+
+#[test]
+fn a_counted_record_is_read_back_and_calibrates_the_fold() {
+    let counted = Record::Counted(crate::record::Counted {
+        at: datetime!(2026-12-04 10:00 UTC),
+        bytes: 15_008,
+        tokens: 2_322,
+    });
+    let line = counted.to_line();
+    assert_eq!(Record::parse_line(&line).unwrap(), counted, "{line}");
+    let folded = State::fold(&[Record::Header(header()), counted]);
+    assert_eq!(
+        (folded.totals.cal_bytes, folded.totals.cal_tokens),
+        (15_008, 2_322)
+    );
+    // The very request counted is its count, no margin.
+    assert_eq!(compact::estimate(15_008, &folded.totals), 2_322);
 }

@@ -85,6 +85,16 @@ impl<F: Front> Live<F> {
         );
         if let Some(line) = revolve_core::compact::cost_line(what, of as u64, input) {
             self.front.notice(&line);
+            let ask = self.runtime.confirm_costly && self.front.interactive();
+            if ask
+                && !self.front.confirm(&format!(
+                    "refine now, sending {of} model requests? [y]es, [n]o: "
+                ))
+            {
+                self.front
+                    .notice(&format!("{what} declined; memory unchanged"));
+                return Ok((None, 0));
+            }
         }
         self.front.notice(&match read {
             Some((read, new)) if read < new => format!(

@@ -132,6 +132,11 @@ impl Front for Recorder {
         self.events.push(format!("grant? {path} ({why})"));
         self.answer() == Answer::Yes
     }
+
+    fn confirm(&mut self, question: &str) -> bool {
+        self.events.push(format!("confirm? {question}"));
+        self.answer() == Answer::Yes
+    }
 }
 
 /// A store and a working tree in a temp dir.
@@ -187,6 +192,7 @@ impl World {
             bare: true,
             created_project_dir: false,
             auto_refine: false,
+            confirm_costly: true,
             tree: revolve_tools::FileId::of(&self.cwd),
         }
     }
