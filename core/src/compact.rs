@@ -311,9 +311,18 @@ pub fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<String>
     (requests > COSTLY_REQUESTS).then(|| {
         format!(
             "{what}: this sends about {requests} model requests, about {} input tokens in all",
-            crate::view::tokens(input_tokens)
+            tokens_k(input_tokens)
         )
     })
+}
+
+/// A token count as a user reads it: `900`, `41k`, `5.1M`.
+fn tokens_k(n: u64) -> String {
+    match n {
+        0..=999 => n.to_string(),
+        1_000..=999_999 => format!("{}k", n / 1_000),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
 }
 
 /// About how many summary requests a part of `text_tokens` in `messages`
