@@ -37,6 +37,17 @@ use console::{Console, Live};
 use error::Error;
 use output::Format;
 
+/// The settings of a subcommand that talks to the model (`compact`,
+/// `models`, `replay --against`): no shell or edit flags of its own.
+fn subcommand_settings(
+    store: &Store,
+    model: &cli::ModelArgs,
+    yes: bool,
+    sources: &std::collections::BTreeMap<String, revolve_core::config::Source>,
+) -> Result<Settings, Error> {
+    Settings::resolve(&store.roots.config, model, false, false, yes, sources)
+}
+
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
     if let Some(Sub::Completions { shell }) = cli.command {
@@ -54,14 +65,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             ..
         }) => {
             model.provider = Some(against);
-            let settings = Settings::resolve(
-                &store.roots.config,
-                &model,
-                false,
-                false,
-                cli.yes,
-                &cli.sources,
-            )?;
+            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             let provider = provider(&settings, &store)?;
             commands::replay_against(&store, session.as_deref(), provider, model.model)
         }
@@ -79,38 +83,17 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
         Some(Sub::Compact { session, model }) => {
-            let settings = Settings::resolve(
-                &store.roots.config,
-                &model,
-                false,
-                false,
-                cli.yes,
-                &cli.sources,
-            )?;
+            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             compact(store, session.as_deref(), &settings)
         }
         Some(Sub::Models { json, model }) => {
-            let settings = Settings::resolve(
-                &store.roots.config,
-                &model,
-                false,
-                false,
-                cli.yes,
-                &cli.sources,
-            )?;
+            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             models::list(&settings, json)
         }
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
-            let mut settings = Settings::resolve(
-                &store.roots.config,
-                &model,
-                false,
-                false,
-                cli.yes,
-                &cli.sources,
-            )?;
+            let mut settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             settings.learn_window();
             config::show(&settings, json)
         }
