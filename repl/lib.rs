@@ -94,7 +94,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             action: cli::ConfigAction::Show { json, model },
         }) => {
             let mut settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
-            settings.learn_window();
+            if let Some(note) = settings.learn_window() {
+                eprintln!("{note}");
+            }
             config::show(&settings, json)
         }
         Some(Sub::Goal { json, args }) => {
@@ -190,7 +192,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // A new session's window, from the server when nobody gave one; a
     // resumed one keeps its own.
     if !resuming {
-        settings.learn_window();
+        if let Some(note) = settings.learn_window() {
+            eprintln!("{note}");
+        }
     }
     let granted = approve::granted_up_front(&cli.grant, &store.cwd)?;
     let approvals = Approvals {

@@ -375,8 +375,13 @@ pub enum WindowProbe {
     /// llama.cpp's `GET /props`: `default_generation_settings.n_ctx`.
     LlamacppProps,
     /// Ollama's `POST /api/show {"model": …}`: `num_ctx` among its
-    /// parameters, else `model_info.<arch>.context_length`.
+    /// parameters (a Modelfile's). Its `model_info.<arch>.context_length`
+    /// is the most the model was trained for, not what Ollama runs it at,
+    /// so it is not read.
     OllamaShow,
+    /// Ollama's `GET /api/ps`: the `context_length` a loaded model runs
+    /// with.
+    OllamaPs,
     /// `GET {base}/models`: the model's `context_length` (OpenRouter) or
     /// `max_model_len` (vLLM).
     ModelList,
@@ -403,25 +408,33 @@ pub fn window_from(probe: WindowProbe, answer: &serde_json::Value, model: &str) 
             .pointer("/default_generation_settings/n_ctx")
             .and_then(n)
             .or_else(|| answer.get("n_ctx").and_then(n)),
-        WindowProbe::OllamaShow => {
-            let num_ctx = answer
-                .get("parameters")
-                .and_then(|p| p.as_str())
-                .and_then(|p| {
-                    p.lines().find_map(|l| {
-                        let mut words = l.split_whitespace();
-                        (words.next() == Some("num_ctx"))
-                            .then(|| words.next()?.parse::<u64>().ok())
-                            .flatten()
-                    })
-                });
-            num_ctx.filter(|&n| n > 0).or_else(|| {
-                answer
-                    .get("model_info")?
-                    .as_object()?
-                    .iter()
-                    .find_map(|(k, v)| k.ends_with(".context_length").then(|| n(v)).flatten())
+        WindowProbe::OllamaShow => answer
+            .get("parameters")
+            .and_then(|p| p.as_str())
+            .and_then(|p| {
+                p.lines().find_map(|l| {
+                    let mut words = l.split_whitespace();
+                    (words.next() == Some("num_ctx"))
+                        .then(|| words.next()?.parse::<u64>().ok())
+                        .flatten()
+                })
             })
+            .filter(|&n| n > 0),
+        WindowProbe::OllamaPs => {
+            let latest = format!("{model}:latest");
+            let named = |m: &&serde_json::Value| {
+                ["name", "model"].iter().any(|k| {
+                    m.get(*k)
+                        .and_then(|v| v.as_str())
+                        .is_some_and(|v| v == model || v == latest)
+                })
+            };
+            answer
+                .get("models")?
+                .as_array()?
+                .iter()
+                .find(named)
+                .and_then(|m| m.get("context_length").and_then(n))
         }
         WindowProbe::ModelList => answer
             .get("data")?
@@ -433,6 +446,24 @@ pub fn window_from(probe: WindowProbe, answer: &serde_json::Value, model: &str) 
                     .and_then(n)
                     .or_else(|| m.get("max_model_len").and_then(n))
             }),
+    }
+}
+
+/// The context Ollama runs a model at when nothing says otherwise (no
+/// `num_ctx` in its Modelfile, no `OLLAMA_CONTEXT_LENGTH` on the server):
+/// 4,096 tokens on machines with less than 24 GiB of VRAM, the least of
+/// its documented defaults.
+pub const OLLAMA_DEFAULT_CONTEXT: u64 = 4_096;
+
+/// The window a session runs with against Ollama, which cuts a prompt
+/// longer than its context silently (from the front) instead of refusing
+/// it: what Ollama runs the model at, learned before the first request
+/// (`running`), when no window was `given` (else its default context), or
+/// when it is below the one given. `None` keeps the window given.
+pub fn ollama_window(given: Option<u64>, running: Option<u64>) -> Option<u64> {
+    match given {
+        None => Some(running.unwrap_or(OLLAMA_DEFAULT_CONTEXT)),
+        Some(given) => running.filter(|&r| r < given),
     }
 }
 
@@ -604,11 +635,29 @@ mod tests {
             window_from(WindowProbe::OllamaShow, &show, "llama3.2"),
             Some(8192)
         );
+        // The trained length is not what Ollama runs a model at.
         let bare = serde_json::json!({"model_info": {"qwen2.context_length": 32768}});
+        assert_eq!(window_from(WindowProbe::OllamaShow, &bare, "qwen"), None);
+        let ps = serde_json::json!({"models": [
+            {"name": "qwen2.5:0.5b", "model": "qwen2.5:0.5b", "context_length": 2048},
+            {"name": "llama3.2:latest", "model": "llama3.2:latest", "context_length": 8192}
+        ]});
         assert_eq!(
-            window_from(WindowProbe::OllamaShow, &bare, "qwen"),
-            Some(32768)
+            window_from(WindowProbe::OllamaPs, &ps, "llama3.2"),
+            Some(8192)
         );
+        assert_eq!(
+            window_from(WindowProbe::OllamaPs, &ps, "qwen2.5:0.5b"),
+            Some(2048)
+        );
+        assert_eq!(window_from(WindowProbe::OllamaPs, &ps, "qwen"), None);
+        // No window given: Ollama's running context, else its default;
+        // a window given is lowered to a smaller running context only.
+        assert_eq!(ollama_window(None, Some(8192)), Some(8192));
+        assert_eq!(ollama_window(None, None), Some(OLLAMA_DEFAULT_CONTEXT));
+        assert_eq!(ollama_window(Some(32768), Some(8192)), Some(8192));
+        assert_eq!(ollama_window(Some(4096), Some(8192)), None);
+        assert_eq!(ollama_window(Some(32768), None), None);
         let list = serde_json::json!({"data": [
             {"id": "a/b", "context_length": 200000},
             {"id": "openai/gpt-4o-mini", "context_length": 128000},

@@ -98,6 +98,14 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default longest silence between two reads of an answer.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long a question about the server's context (llama.cpp's `/props`,
+/// Ollama's `/api/show` and `/api/ps`, a model list) may take at start.
+pub const WINDOW_PROBE_WAIT: Duration = Duration::from_secs(2);
+
+/// How long loading a model into Ollama may take when revolve loads it to
+/// learn the context it runs at (the first request would wait as long).
+pub const OLLAMA_LOAD_WAIT: Duration = Duration::from_secs(60);
+
 /// How much of an error body is read, and how much of it is shown.
 pub const ERROR_BODY_READ: u64 = 64 * 1024;
 /// How much of an error body is shown, in characters.

@@ -88,7 +88,7 @@ impl OpenAi {
         let base = self.http.base_url();
         let root = base.strip_suffix("/v1").unwrap_or(base);
         let headers = self.headers();
-        let within = std::time::Duration::from_secs(2);
+        let within = revolve_core::policy::WINDOW_PROBE_WAIT;
         let answer = match probe {
             WindowProbe::LlamacppProps => {
                 self.http
@@ -99,12 +99,42 @@ impl OpenAi {
                 self.http
                     .ask_json(&format!("{root}/api/show"), &headers, Some(&body), within)
             }
+            WindowProbe::OllamaPs => {
+                self.http
+                    .ask_json(&format!("{root}/api/ps"), &headers, None, within)
+            }
             WindowProbe::ModelList => {
                 self.http
                     .ask_json(&format!("{base}/models"), &headers, None, within)
             }
         };
         revolve_core::config::window_from(probe, &answer.ok()?, model)
+    }
+
+    /// The context Ollama runs `model` at, learned before the first
+    /// request: its Modelfile's `num_ctx` (`/api/show`), else the context
+    /// of the loaded model (`/api/ps`); a model not loaded yet is loaded
+    /// (an empty `/api/generate` does that) and asked about again. `None`
+    /// when the server does not say.
+    pub fn ollama_context(&self, model: &str) -> Option<u64> {
+        if let Some(n) = self.context_window(WindowProbe::OllamaShow, model) {
+            return Some(n);
+        }
+        if let Some(n) = self.context_window(WindowProbe::OllamaPs, model) {
+            return Some(n);
+        }
+        let base = self.http.base_url();
+        let root = base.strip_suffix("/v1").unwrap_or(base);
+        let body = serde_json::json!({ "model": model }).to_string();
+        self.http
+            .ask_json(
+                &format!("{root}/api/generate"),
+                &self.headers(),
+                Some(&body),
+                revolve_core::policy::OLLAMA_LOAD_WAIT,
+            )
+            .ok()?;
+        self.context_window(WindowProbe::OllamaPs, model)
     }
 
     /// The headers every call carries: the key as a bearer token, when

@@ -450,7 +450,12 @@ fn the_window_is_learned_from_the_server() {
             json!({"value": window, "source": "server"}),
             "{preset}"
         );
-        // A window given wins, and nothing is asked.
+        // A window given wins, and nothing is asked (Ollama, which cuts
+        // an overlong prompt silently, is asked all the same: see
+        // `ollamas_running_context_is_learned_before_the_first_request`).
+        if preset == "ollama" {
+            continue;
+        }
         let server = FakeServer::start(vec![FakeReply::text("Hi.")]).unwrap();
         let url = server.url();
         let env = TestEnv::new("learn-given");
@@ -471,6 +476,105 @@ fn the_window_is_learned_from_the_server() {
         assert_eq!(run.code, Some(0), "{preset}: {run:?}");
         assert_eq!(server.requests().len(), 1);
         assert_eq!(records(&env.only_session())[0]["window"], 5000);
+    }
+}
+
+/// Ollama runs a model at its own context (4,096 tokens by default,
+/// whatever the model was trained for) and cuts a longer prompt silently,
+/// so its running context is learned before the first request: the
+/// Modelfile's `num_ctx`, else `/api/ps` of the loaded model, loading it
+/// first when it is not; a window given that is larger is lowered to it,
+/// said on stderr; with nothing said, Ollama's default is the window.
+#[test]
+fn ollamas_running_context_is_learned_before_the_first_request() {
+    let json = |v: Value| FakeReply::Status {
+        code: 200,
+        body: v.to_string(),
+        retry_after: None,
+    };
+    let show = json(json!({"model_info": {"llama.context_length": 131072}}));
+    let none_loaded = json(json!({"models": []}));
+    let loaded = |n: u64| {
+        json(
+            json!({"models": [{"name": "llama3.2:latest", "model": "llama3.2:latest",
+            "context_length": n}]}),
+        )
+    };
+    let generated = json(json!({"model": "llama3.2", "response": "", "done": true}));
+    let not_found = FakeReply::Status {
+        code: 404,
+        body: "404 page not found".into(),
+        retry_after: None,
+    };
+    let cases = [
+        // Loaded already: its context, though a window was given.
+        (
+            vec![show.clone(), loaded(8192), FakeReply::text("Hi.")],
+            Some("32768"),
+            vec!["/api/show", "/api/ps", "/v1/chat/completions"],
+            8192,
+        ),
+        // Not loaded: loaded first, then asked.
+        (
+            vec![
+                show.clone(),
+                none_loaded.clone(),
+                generated,
+                loaded(6144),
+                FakeReply::text("Hi."),
+            ],
+            None,
+            vec![
+                "/api/show",
+                "/api/ps",
+                "/api/generate",
+                "/api/ps",
+                "/v1/chat/completions",
+            ],
+            6144,
+        ),
+        // Nothing says: Ollama's default, not the trained 131,072.
+        (
+            vec![show, none_loaded, not_found, FakeReply::text("Hi.")],
+            None,
+            vec![
+                "/api/show",
+                "/api/ps",
+                "/api/generate",
+                "/v1/chat/completions",
+            ],
+            4096,
+        ),
+    ];
+    for (replies, given, paths, window) in cases {
+        let env = TestEnv::new("ollama-ctx");
+        let server = FakeServer::start(replies).unwrap();
+        let url = server.url();
+        let mut args = vec![
+            "--provider",
+            "ollama",
+            "--base-url",
+            &url,
+            "--model",
+            "llama3.2",
+        ];
+        if let Some(w) = given {
+            args.extend(["--window", w]);
+        }
+        args.extend(["-p", "hello"]);
+        let run = env.run(&args, "");
+        assert_eq!(run.code, Some(0), "{paths:?}: {run:?}");
+        let sent: Vec<String> = server.requests().iter().map(|r| r.path.clone()).collect();
+        assert_eq!(sent, paths, "{run:?}");
+        let header = &records(&env.only_session())[0];
+        assert_eq!(header["window"], window, "{paths:?}");
+        assert_eq!(
+            run.stderr.contains(&format!(
+                "window: Ollama runs llama3.2 with a {window}-token context, below the"
+            )),
+            given.is_some(),
+            "{run:?}"
+        );
     }
 }
 
