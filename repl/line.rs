@@ -52,7 +52,10 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Ok(text) => eprintln!("{text}"),
             Err(e) => eprintln!("{e}"),
         },
-        Slash::Status => eprintln!("{}", view::status(live.state())),
+        Slash::Status => {
+            eprintln!("{}", view::status(live.state()));
+            eprintln!("{}", view::instructions(&live.instructions()));
+        }
         Slash::Help => eprintln!("{}", slash::HELP),
         Slash::Incomplete(why) => eprintln!("{why}"),
         Slash::Unknown(word) => eprintln!("unknown command /{word}; /help lists them"),

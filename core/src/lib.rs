@@ -28,6 +28,7 @@ pub mod edit;
 pub mod fixture;
 pub mod goal;
 pub mod guard;
+pub mod instructions;
 pub mod memory;
 pub mod names;
 pub mod overflow;

@@ -2,6 +2,7 @@
 //! may want removed belong in memory files, not here.
 
 use crate::goal::{self, Goals};
+use crate::instructions::{self, Instructions};
 use crate::memory::{self, MemoryFile};
 
 /// The base prompt every session starts from.
@@ -14,6 +15,8 @@ decide the judgment calls yourself and say what you decided.";
 /// between requests (by a tool, by hand, by undo) reaches the next one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Parts {
+    /// The project's instructions, root first (none with `--bare`).
+    pub instructions: Vec<Instructions>,
     /// The memory files, global then project (none with `--bare`).
     pub memory: Vec<MemoryFile>,
     /// The standing goal and its notes.
@@ -21,10 +24,12 @@ pub struct Parts {
 }
 
 /// The system prompt for a session working in `cwd`: the base, then the
-/// memory files, then the standing goal when one is active.
+/// project's instructions, then the memory files, then the standing goal
+/// when one is active.
 pub fn system(cwd: &str, parts: &Parts) -> String {
     let mut prompt = format!("{BASE}\n\nWorking directory: {cwd}");
     for block in [
+        instructions::prompt_block(&parts.instructions),
         memory::prompt_block(&parts.memory),
         goal::prompt_block(&parts.goals),
     ]

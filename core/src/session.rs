@@ -137,6 +137,12 @@ impl Session {
         }
     }
 
+    /// What the system prompt is built from, as the shell last read it
+    /// (the project's instructions, memory files, the goal).
+    pub fn parts(&self) -> &prompt::Parts {
+        &self.parts
+    }
+
     /// The folded state: what the log says so far.
     pub fn state(&self) -> &State {
         &self.state

@@ -85,6 +85,16 @@ pub fn tokens(n: u64) -> String {
     }
 }
 
+/// The `/status` line naming the project's instruction files the prompt
+/// carries, root first.
+pub fn instructions(paths: &[String]) -> String {
+    if paths.is_empty() {
+        "project instructions: none".to_owned()
+    } else {
+        format!("project instructions: {}", paths.join(", "))
+    }
+}
+
 /// The status line shown before each prompt.
 ///
 /// `amber · 3 turns · 12.3k in / 1.1k out · context 4.1k of 128k (3%)`

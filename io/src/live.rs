@@ -112,6 +112,8 @@ pub struct Live<F: Front> {
     shown: Option<String>,
     /// Why core refused what the user asked last ([`Command::Refused`]).
     refused: Option<String>,
+    /// Problems with the prompt's files already said (each once a run).
+    said: Vec<String>,
 }
 
 impl<F: Front> Live<F> {
@@ -202,6 +204,7 @@ impl<F: Front> Live<F> {
             awaited: None,
             shown: None,
             refused: None,
+            said: Vec::new(),
         }
     }
 
@@ -686,12 +689,27 @@ impl<F: Front> Live<F> {
         Ok(())
     }
 
-    /// What the next system prompt is built from, read now: memory files
-    /// and the goal (neither with `--bare`). A file that cannot be read is
-    /// left out and said so, never fatal.
+    /// The paths of the project's instructions the prompt carries now,
+    /// root first.
+    pub fn instructions(&self) -> Vec<String> {
+        let parts = self.session.parts();
+        parts.instructions.iter().map(|f| f.path.clone()).collect()
+    }
+
+    /// What the next system prompt is built from, read now: the project's
+    /// instructions, memory files and the goal (none with `--bare`). A file
+    /// that cannot be read is left out and said so (once), never fatal.
     fn prompt_parts(&mut self) -> Input {
         let mut parts = revolve_core::prompt::Parts::default();
         if !self.runtime.bare {
+            let (instructions, problems) = revolve_store::instructions::load(&self.store.cwd);
+            parts.instructions = instructions;
+            for problem in problems {
+                if !self.said.contains(&problem) {
+                    self.front.notice(&problem);
+                    self.said.push(problem);
+                }
+            }
             match memory::load(&self.runtime.memory) {
                 Ok(files) => parts.memory = files,
                 Err(e) => self

@@ -14,6 +14,7 @@
 //! * [`index`]: the listing cache's file format.
 //! * [`inbox`]: messages delivered to a running session, on disk until logged.
 //! * [`goal`]: the standing goal's file, `goal.json`, read and saved atomically.
+//! * [`instructions`]: the project's AGENTS.md (or CLAUDE.md) files, read bounded.
 //! * [`memory`]: memory directories: locating, loading, seeding, the project
 //!   directory, atomic writes for `remember`.
 //! * [`resume`]: picking a session up again (`Store::resume`).
@@ -27,6 +28,7 @@ pub mod fsx;
 pub mod goal;
 pub mod inbox;
 pub mod index;
+pub mod instructions;
 pub mod log;
 pub mod memory;
 pub mod paths;

@@ -18,6 +18,7 @@ mod faults;
 mod goals;
 mod guards;
 mod help;
+mod instructions;
 mod json_schemas;
 mod memory;
 mod messages;

@@ -379,6 +379,7 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
         [
             "unknown command /frob; /help lists them",
             "(unnamed) · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
+            "project instructions: none",
         ]
     );
     assert_eq!(

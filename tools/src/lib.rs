@@ -203,6 +203,9 @@ pub struct AgentInfo {
     pub state_root: PathBuf,
     /// The config root.
     pub config_root: PathBuf,
+    /// The project's instruction files in this session's prompt
+    /// (`AGENTS.md`, else `CLAUDE.md`), root first.
+    pub project_instructions: Vec<String>,
 }
 
 /// A tool's result.

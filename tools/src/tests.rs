@@ -832,6 +832,7 @@ fn agent_info_is_json() {
         created_project_dir: true,
         state_root: "/state".into(),
         config_root: "/config".into(),
+        project_instructions: vec!["/repo/AGENTS.md".into()],
     };
     let out = run(&Tool::AgentInfo, &[], &context, &|| false);
     let value: serde_json::Value = serde_json::from_str(&out.output).unwrap();
@@ -839,6 +840,7 @@ fn agent_info_is_json() {
     assert_eq!(value["name"], "amber");
     assert_eq!(value["log_path"], "/state/projects/p/sessions/s-1.jsonl");
     assert_eq!(value["created_project_dir"], true);
+    assert_eq!(value["project_instructions"][0], "/repo/AGENTS.md");
     assert_eq!(value["working_dir"], t.0.display().to_string());
     assert!(
         out.output.contains("\n  \"project_key\": \"/repo\""),

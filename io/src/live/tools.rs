@@ -23,6 +23,7 @@ impl<F: Front> Live<F> {
             created_project_dir: self.runtime.created_project_dir,
             state_root: self.store.roots.state.clone(),
             config_root: self.store.roots.config.clone(),
+            project_instructions: self.instructions(),
         };
         tools::Context {
             root: self.store.cwd.clone(),

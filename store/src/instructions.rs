@@ -1,0 +1,97 @@
+//! Reading the project's instructions (`AGENTS.md`, else `CLAUDE.md`, in
+//! each folder from the repository root down to the working directory; see
+//! `revolve_core::instructions`): found, opened only if regular (a FIFO
+//! never makes a start wait), read up to the core's bound.
+
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use revolve_core::instructions::{self, Instructions, CAP, NAMES};
+
+use crate::regular;
+
+/// The repository root `cwd` is in: the nearest folder up from it that
+/// holds `.git` (a folder, or the file of a linked worktree or submodule);
+/// `cwd` itself outside git.
+pub fn root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|dir| dir.join(".git").symlink_metadata().is_ok())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// The instructions that apply in `cwd`, root first, fitted to the core's
+/// bound; and a line for each file that could not be read (left out).
+pub fn load(cwd: &Path) -> (Vec<Instructions>, Vec<String>) {
+    let mut read = Vec::new();
+    let mut problems = Vec::new();
+    for folder in instructions::folders(&root(cwd), cwd) {
+        for name in NAMES {
+            let path = folder.join(name);
+            match read_bounded(&path) {
+                Ok(Some(file)) => {
+                    read.push(file);
+                    break;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    problems.push(format!(
+                        "revolve: cannot read the project instructions {}: {e}; left out",
+                        path.display()
+                    ));
+                    break;
+                }
+            }
+        }
+    }
+    (instructions::fit(read), problems)
+}
+
+/// The first [`CAP`] bytes of `path` and its size, `None` when there is no
+/// such file.
+fn read_bounded(path: &Path) -> io::Result<Option<instructions::Read>> {
+    let (file, meta) = match regular::read(path) {
+        Ok(opened) => opened,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.take(CAP as u64).read_to_end(&mut bytes)?;
+    Ok(Some(instructions::Read {
+        path: path.to_string_lossy().into_owned(),
+        bytes,
+        size: meta.len(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agents_md_from_the_root_down_and_claude_md_where_there_is_none() {
+        let dir = std::env::temp_dir().join(format!("revolve-instr-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        let deep = dir.join("a").join("b");
+        std::fs::create_dir_all(&deep).unwrap();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("AGENTS.md"), "root").unwrap();
+        std::fs::write(dir.join("CLAUDE.md"), "not read: AGENTS.md is there").unwrap();
+        std::fs::write(dir.join("a").join("CLAUDE.md"), "a's claude").unwrap();
+        std::fs::write(deep.join("AGENTS.md"), "b").unwrap();
+        assert_eq!(root(&deep), dir);
+        let (files, problems) = load(&deep);
+        assert!(problems.is_empty(), "{problems:?}");
+        let texts: Vec<&str> = files.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(texts, ["root", "a's claude", "b"]);
+        assert!(files[1].path.ends_with("a/CLAUDE.md"));
+        // A folder holding something else by that name is said, not fatal.
+        std::fs::remove_file(deep.join("AGENTS.md")).unwrap();
+        std::fs::create_dir(deep.join("AGENTS.md")).unwrap();
+        let (files, problems) = load(&deep);
+        assert_eq!(files.len(), 2);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("not a regular file"), "{problems:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
