@@ -5,10 +5,12 @@ use crate::goal::{self, Goals};
 use crate::instructions::{self, Instructions};
 use crate::memory::{self, MemoryFile};
 
-/// The base prompt every session starts from.
+/// The base prompt every session starts from: only what is true for every
+/// project and user (who the model is, where its answers are read). Habits,
+/// such as when to ask the user, are memory files the user may remove
+/// (`asking-the-user.md`).
 pub const BASE: &str = "You are revolve, a coding agent working in the user's terminal. \
-Answer directly and concisely. When you are unsure about something only the user knows, ask; \
-decide the judgment calls yourself and say what you decided.";
+Answer directly and concisely.";
 
 /// What the system prompt is built from besides the base: read fresh by
 /// the shell before every turn and after every tool, so a change made
