@@ -578,6 +578,11 @@ pub fn remember(
     }
     match (content.is_empty(), current.is_some()) {
         (true, false) => Err(format!("error: there is no memory '{label}' to delete")),
+        // Deleting changes what exists, as overwriting does: it needs
+        // `replace` too, so no call wipes a memory by accident.
+        (true, true) if !replace => Err(format!(
+            "error: memory '{label}' exists; pass replace: true with empty content to delete it"
+        )),
         (true, true) => Ok(Remembered::Written("deleted")),
         (false, true) if !replace => Err(format!(
             "error: memory '{label}' exists; pass replace: true to overwrite it"

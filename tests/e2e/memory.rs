@@ -683,7 +683,7 @@ fn remember_creates_refuses_replaces_and_deletes_with_snapshots() {
         call("call_1", "remember", remember("db", DB1, None)),
         call("call_2", "remember", remember("db", "clobbered\n", None)),
         call("call_3", "remember", remember("db.md", DB2, Some(true))),
-        call("call_4", "remember", remember("db", "", None)),
+        call("call_4", "remember", remember("db", "", Some(true))),
         FakeReply::text("Noted."),
     ]);
     let run = talk(&env, &server, &["--name", "mem"], "remember the database\n");
@@ -716,7 +716,7 @@ fn remember_creates_refuses_replaces_and_deletes_with_snapshots() {
     );
     assert!(sent[3].contains(&db_block(DB2)), "{}", sent[3]);
 
-    // Empty content: deleted.
+    // Empty content with replace: deleted.
     assert_eq!(
         result_of(&recs, "call_4"),
         format!("deleted project memory db.md ({})", memory.display())
@@ -990,6 +990,43 @@ fn a_project_folder_holding_only_the_goal_is_completed() {
         assert!(dir.join(part).exists(), "{part} is missing");
     }
     assert_eq!(read(&dir.join("goal.json")), "{}\n");
+}
+
+/// A `remember` in a `--bare` session, which made no project directory,
+/// makes it whole (memory with `project.md`, `tasks/`, `subagents/`), as
+/// the first session in the project would have, and `agent_info` says this
+/// session created it (issue 31).
+#[test]
+fn a_bare_remember_makes_the_project_directory_whole() {
+    let env = TestEnv::new("bare-remember");
+    let dir = project_dir(&env);
+    let server = server(vec![
+        call("c1", "agent_info", json!({})),
+        call("c2", "remember", remember("db", "port 5432", None)),
+        call("c3", "agent_info", json!({})),
+        FakeReply::text("Saved."),
+    ]);
+    talk(&env, &server, &["--bare"], "remember the port\n");
+    for part in [
+        "memory/db.md",
+        "memory/project.md",
+        "tasks",
+        "subagents/README",
+    ] {
+        assert!(dir.join(part).exists(), "{part} is missing");
+    }
+    let recs = records(&env.only_session());
+    let info = |id: &str| -> Value { serde_json::from_str(&result_of(&recs, id)).unwrap() };
+    assert_eq!(info("c1")["created_project_dir"], false);
+    assert_eq!(info("c3")["created_project_dir"], true);
+    // An empty remember of it deletes only with replace.
+    let server = FakeServer::start(vec![
+        call("d1", "remember", remember("db", "", None)),
+        FakeReply::text("Refused."),
+    ])
+    .unwrap();
+    talk(&env, &server, &["--bare"], "forget the port\n");
+    assert!(dir.join("memory/db.md").exists(), "deleted without replace");
 }
 
 /// `revolve memory show` (issue 5) prints the loaded memory: each file's

@@ -19,6 +19,16 @@ pub(crate) fn remember(ctx: &Context, label: &Label, content: &str, replace: boo
         }
         Err(refused) => return refused,
     };
+    // A session that finds no project directory (a `--bare` one) makes it
+    // whole first, as the first session in the project would have: its
+    // memory folder alone would leave later sessions without `tasks/` or
+    // `subagents/`, since no session fills in a folder that exists.
+    if let Err(e) = memory::ensure_project_dir(&ctx.memory) {
+        return format!(
+            "error: cannot create the project directory {}: {e}",
+            ctx.memory.project_dir.display()
+        );
+    }
     let session = ctx
         .info
         .name

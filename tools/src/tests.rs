@@ -85,6 +85,11 @@ fn remember_writes_project_memory_after_a_snapshot() {
     let out = run(&remember("port 6543", true), &[], &c, &|| false).output;
     assert!(out.starts_with("replaced"), "{out}");
     let out = run(&remember("", false), &[], &c, &|| false).output;
+    assert!(
+        out.contains("pass replace: true with empty content"),
+        "{out}"
+    );
+    let out = run(&remember("", true), &[], &c, &|| false).output;
     assert!(out.starts_with("deleted"), "{out}");
     assert!(!c.memory.project.join("db.md").exists());
     // Every change left a snapshot holding the files as they were.

@@ -281,8 +281,11 @@ fn remember_decides_from_the_file_as_it_is() {
         remember(&l, Some(b"x"), "x", true),
         Ok(Remembered::Unchanged)
     );
+    assert!(remember(&l, Some(b"x"), "", false)
+        .unwrap_err()
+        .contains("pass replace: true with empty content to delete it"));
     assert_eq!(
-        remember(&l, Some(b"x"), "", false),
+        remember(&l, Some(b"x"), "", true),
         Ok(Remembered::Written("deleted"))
     );
     assert!(remember(&l, None, "", false)

@@ -55,7 +55,16 @@ impl<F: Front> Live<F> {
         self.front.tool_call(&id, tool, &arguments);
         self.shown = Some(id.clone());
         let ctx = self.tool_context();
+        let had_project_dir = self.runtime.memory.project_dir.exists();
         let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
+        // `remember` makes the project directory whole when there is none
+        // (a `--bare` session): `agent_info` says this session created it.
+        if matches!(tool, Tool::Remember { .. })
+            && !had_project_dir
+            && self.runtime.memory.project_dir.exists()
+        {
+            self.runtime.created_project_dir = true;
+        }
         if outcome.grant.is_some() {
             // The core grants, asks or refuses: the result it logs is shown.
             self.awaited = Some((id.clone(), tool.clone()));
