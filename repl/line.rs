@@ -56,9 +56,20 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             eprintln!("{}", view::status(live.state()));
             eprintln!("{}", view::instructions(&live.instructions()));
         }
-        Slash::Help => eprintln!("{}", slash::HELP),
+        Slash::Help => {
+            eprintln!("{}", slash::HELP);
+            eprint!("{}", slash::help_commands(&live.skills()));
+        }
         Slash::Incomplete(why) => eprintln!("{why}"),
-        Slash::Unknown(word) => eprintln!("unknown command /{word}; /help lists them"),
+        Slash::Other { word, arg } => {
+            // A skill of that name is a command of the user's own: its body,
+            // with the arguments filled in, is the user's message.
+            match live.skill_message(&word, &arg) {
+                Some(Ok(message)) => return live.turn(&message),
+                Some(Err(e)) => eprintln!("revolve: /{word}: {e}"),
+                None => eprintln!("unknown command /{word}; /help lists them"),
+            }
+        }
     }
     Ok(Outcome::Done)
 }

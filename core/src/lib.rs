@@ -39,6 +39,7 @@ pub mod refine;
 pub mod request;
 pub mod retry;
 pub mod session;
+pub mod skills;
 pub mod slash;
 pub mod state;
 pub mod tools;

@@ -4,6 +4,7 @@
 use crate::goal::{self, Goals};
 use crate::instructions::{self, Instructions};
 use crate::memory::{self, MemoryFile};
+use crate::skills::{self, Skill};
 
 /// The base prompt every session starts from: only what is true for every
 /// project and user (who the model is, where its answers are read). Habits,
@@ -23,16 +24,19 @@ pub struct Parts {
     pub memory: Vec<MemoryFile>,
     /// The standing goal and its notes.
     pub goals: Goals,
+    /// The skills found, each name once (none with `--bare`).
+    pub skills: Vec<Skill>,
 }
 
 /// The system prompt for a session working in `cwd`: the base, then the
-/// project's instructions, then the memory files, then the standing goal
-/// when one is active.
+/// project's instructions, then the memory files, then the skills, then
+/// the standing goal when one is active.
 pub fn system(cwd: &str, parts: &Parts) -> String {
     let mut prompt = format!("{BASE}\n\nWorking directory: {cwd}");
     for block in [
         instructions::prompt_block(&parts.instructions),
         memory::prompt_block(&parts.memory),
+        skills::prompt_block(&parts.skills),
         goal::prompt_block(&parts.goals),
     ]
     .into_iter()

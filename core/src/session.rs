@@ -634,8 +634,31 @@ impl Session {
                 }
             }
             match tools::parse(&call) {
+                Ok(Tool::Skill { name, .. })
+                    if crate::skills::find(&self.parts.skills, &name).is_none() =>
+                {
+                    let error = crate::skills::unknown(&self.parts.skills, &name);
+                    let result = Message::tool(now, call.id, error);
+                    cmds.extend(self.append(vec![Record::Message(result)]));
+                }
                 Ok(tool) => {
-                    let grants = self.grants.iter().cloned().collect();
+                    let tool = match tool {
+                        Tool::Skill { name, .. } => {
+                            let dir = crate::skills::find(&self.parts.skills, &name)
+                                .map(|s| s.dir.clone())
+                                .unwrap_or_default();
+                            Tool::Skill { name, dir }
+                        }
+                        other => other,
+                    };
+                    // The folders of the skills listed are readable, as a
+                    // spill is.
+                    let grants = self
+                        .grants
+                        .iter()
+                        .cloned()
+                        .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
+                        .collect();
                     if let Some(path) = tool.edit_path() {
                         cmds.push(Command::Open {
                             id: call.id,

@@ -22,8 +22,9 @@ pub enum Slash {
     Help,
     /// `/quit` or `/exit`: end the session.
     Quit,
-    /// Anything else starting with `/`; the text is the command word.
-    Unknown(String),
+    /// Anything else starting with `/`: a command of the user's own (a
+    /// skill's name) or unknown; the command word and the rest of the line.
+    Other { word: String, arg: String },
     /// A command missing its argument; the text says what is missing.
     Incomplete(&'static str),
 }
@@ -65,6 +66,34 @@ pub const HELP: &str = "\
 /quit        end the session (Ctrl-D does the same)
 Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
+/// The builtin commands' words: a skill of the same name is no command
+/// (the builtin wins), though the model may still read it.
+pub const BUILTIN: [&str; 11] = [
+    "name", "status", "compact", "goal", "refine", "rewind", "help", "?", "quit", "exit", "q",
+];
+
+/// The `/help` lines for the commands of the user's own (skills by name
+/// and description), after [`HELP`]; a skill named like a builtin command
+/// is said to be no command.
+pub fn help_commands(skills: &[crate::skills::Skill]) -> String {
+    if skills.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("Commands of your own (skills; /NAME ARGS sends the skill with ARGS):\n");
+    for skill in skills {
+        if BUILTIN.contains(&skill.name.as_str()) {
+            out.push_str(&format!(
+                "/{:<11} (not a command: /{} is builtin; the model may still use the skill)\n",
+                skill.name, skill.name
+            ));
+        } else {
+            out.push_str(&format!("/{:<11} {}\n", skill.name, skill.description));
+        }
+    }
+    out
+}
+
 /// Parses a line; `None` when it is not a command (does not start with `/`).
 pub fn parse(line: &str) -> Option<Slash> {
     let rest = line.trim().strip_prefix('/')?;
@@ -96,7 +125,10 @@ pub fn parse(line: &str) -> Option<Slash> {
         },
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,
-        other => Slash::Unknown(other.to_owned()),
+        other => Slash::Other {
+            word: other.to_owned(),
+            arg: arg.to_owned(),
+        },
     })
 }
 
@@ -110,6 +142,18 @@ mod tests {
         assert_eq!(parse(" /name  db "), Some(Slash::Name("db".into())));
         assert!(matches!(parse("/name"), Some(Slash::Incomplete(_))));
         assert_eq!(parse("/quit"), Some(Slash::Quit));
-        assert_eq!(parse("/frob x"), Some(Slash::Unknown("frob".into())));
+        assert_eq!(
+            parse("/frob x  y "),
+            Some(Slash::Other {
+                word: "frob".into(),
+                arg: "x  y".into()
+            })
+        );
+        for word in BUILTIN {
+            assert!(
+                !matches!(parse(&format!("/{word} x")), Some(Slash::Other { .. })),
+                "{word}"
+            );
+        }
     }
 }

@@ -59,6 +59,10 @@ pub enum Tool {
     },
     /// Create a file, or replace one this session read, whole.
     WriteFile { path: String, content: String },
+    /// Read the skill `name`: its body and the files of its folder. The
+    /// model names it; the core fills in `dir` from the skills the prompt
+    /// lists (empty as parsed).
+    Skill { name: String, dir: String },
 }
 
 impl Tool {
@@ -75,6 +79,7 @@ impl Tool {
             Tool::GoalProgress { .. } => "GoalProgress",
             Tool::EditFile { .. } => "edit_file",
             Tool::WriteFile { .. } => "write_file",
+            Tool::Skill { .. } => "skill",
         }
     }
 
@@ -212,6 +217,11 @@ pub fn definitions() -> Vec<Definition> {
             ),
         },
         Definition {
+            name: "skill",
+            description: "Read a skill the prompt lists: its instructions and files.",
+            parameters: object(json!({"name": string("its name")}), &["name"]),
+        },
+        Definition {
             name: "agent_info",
             description:
                 "This session's id and name, its log file, the project key and directory, \
@@ -293,6 +303,10 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         path: String,
         reason: Option<String>,
     }
+    #[derive(Deserialize)]
+    struct Skill {
+        name: String,
+    }
     let tool = match call.name.as_str() {
         "read_file" => args::<Read>(call).map(|a| Tool::ReadFile {
             path: a.path,
@@ -313,6 +327,10 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
             reason: a.reason,
         }),
         "agent_info" => args::<Value>(call).map(|_| Tool::AgentInfo),
+        "skill" => args::<Skill>(call).map(|a| Tool::Skill {
+            name: a.name,
+            dir: String::new(),
+        }),
         "remember" => args::<Remember>(call).and_then(|a| {
             let label = Label::parse(&a.label).map_err(|e| format!("error: remember: {e}"))?;
             Ok(Tool::Remember {

@@ -375,6 +375,7 @@ pub fn tool_line(tool: &Tool) -> String {
             format!("{note}{}", if *met { " (proposes met)" } else { "" })
         }
         Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => path.clone(),
+        Tool::Skill { name, .. } => name.clone(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }

@@ -689,6 +689,28 @@ impl<F: Front> Live<F> {
         Ok(())
     }
 
+    /// The skills found now (none with `--bare`): the commands of the
+    /// user's own.
+    pub fn skills(&self) -> Vec<revolve_core::skills::Skill> {
+        if self.runtime.bare {
+            return Vec::new();
+        }
+        let folders = revolve_store::skills::folders(&self.runtime.memory, &self.store.cwd);
+        revolve_store::skills::load(&folders).0
+    }
+
+    /// The message a `/NAME ARGS` command of the user's own sends: the
+    /// skill `name`'s body with `args` filled in; `None` when no skill has
+    /// that name, an error when its file cannot be read now.
+    pub fn skill_message(&self, name: &str, args: &str) -> Option<Result<String, String>> {
+        let skills = self.skills();
+        let skill = revolve_core::skills::find(&skills, name)?;
+        Some(
+            revolve_store::skills::body(std::path::Path::new(&skill.dir))
+                .map(|body| revolve_core::skills::command_message(&body, args)),
+        )
+    }
+
     /// The paths of the project's instructions the prompt carries now,
     /// root first.
     pub fn instructions(&self) -> Vec<String> {
@@ -702,8 +724,12 @@ impl<F: Front> Live<F> {
     fn prompt_parts(&mut self) -> Input {
         let mut parts = revolve_core::prompt::Parts::default();
         if !self.runtime.bare {
-            let (instructions, problems) = revolve_store::instructions::load(&self.store.cwd);
+            let (instructions, mut problems) = revolve_store::instructions::load(&self.store.cwd);
             parts.instructions = instructions;
+            let folders = revolve_store::skills::folders(&self.runtime.memory, &self.store.cwd);
+            let (skills, skipped) = revolve_store::skills::load(&folders);
+            parts.skills = skills;
+            problems.extend(skipped);
             for problem in problems {
                 if !self.said.contains(&problem) {
                     self.front.notice(&problem);

@@ -19,6 +19,7 @@
 //!   directory, atomic writes for `remember`.
 //! * [`resume`]: picking a session up again (`Store::resume`).
 //! * [`refine`]: memory snapshots before a rewrite, their history and undo.
+//! * [`skills`]: finding skills: folders with a SKILL.md, read bounded.
 
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
@@ -36,4 +37,5 @@ pub mod refine;
 pub mod registry;
 pub mod regular;
 pub mod resume;
+pub mod skills;
 pub mod store;

@@ -28,6 +28,7 @@ mod recorded;
 mod refine;
 mod replay;
 mod sessions;
+mod skills;
 mod stream_json;
 mod terminal;
 mod tools;

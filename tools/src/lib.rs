@@ -119,6 +119,7 @@ mod read;
 mod remember;
 mod scope;
 mod shell;
+mod skill;
 
 use grant::*;
 use grep::*;
@@ -127,6 +128,7 @@ use read::*;
 use remember::*;
 pub(crate) use scope::*;
 use shell::*;
+use skill::*;
 
 use revolve_core::policy::{
     BINARY_PROBE, GREP_BYTES, GREP_FILE_MAX, GREP_LINES, GREP_LINE_CHARS, GREP_SKIP, GREP_TIME,
@@ -315,6 +317,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             replace,
         } => Outcome::text(remember(ctx, label, content, *replace)),
         Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
+        Tool::Skill { name, dir } => Outcome::text(skill(name, dir)),
         // The session opens, stages and writes edits step by step.
         Tool::EditFile { .. } | Tool::WriteFile { .. } => Outcome::text(format!(
             "error: {} runs through the session's edit steps, not as a tool",

@@ -1,0 +1,165 @@
+//! Skills end to end (issue 31): found in `skills/` beside the global and
+//! the project memory folders and in the repository's `.agents/skills/`,
+//! listed in the prompt by name, description and folder; read through the
+//! `skill` tool, whose folder the model may then read; a malformed one said
+//! once and left out; `/NAME ARGS` sends a skill as the user's message;
+//! nothing with `--bare`; replay rebuilds every request.
+
+use std::path::{Path, PathBuf};
+
+use revolve_testkit::{FakeReply, FakeServer};
+use serde_json::Value;
+
+use crate::common::{records, request_messages, TestEnv};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The global skills folder (beside the global memory folder).
+fn global_skills(env: &TestEnv) -> PathBuf {
+    env.home.join(".config/task-agent/skills")
+}
+
+/// A `release` skill in the global folder with a resource beside it, a
+/// `review` skill in the repository's `.agents/skills/`, and a broken one.
+fn skills(env: &TestEnv) -> (PathBuf, PathBuf) {
+    let release = global_skills(env).join("release");
+    write(
+        &release.join("SKILL.md"),
+        "---\nname: release\ndescription: Cut a release: tag, changelog, publish.\n---\n\
+         Release version $ARGUMENTS: follow checklist.md.\n",
+    );
+    write(&release.join("checklist.md"), "1. bump\n2. tag\n");
+    let review = env.cwd.join(".agents/skills/review");
+    write(
+        &review.join("SKILL.md"),
+        "---\nname: review\ndescription: \"Review a diff: risks first.\"\n---\nReview the diff.\n",
+    );
+    write(
+        &env.cwd.join(".agents/skills/broken/SKILL.md"),
+        "no front matter here\n",
+    );
+    std::fs::create_dir_all(env.cwd.join(".git")).unwrap();
+    (release, review)
+}
+
+fn system(body: &str) -> String {
+    let body: Value = serde_json::from_str(body).unwrap();
+    body["messages"][0]["content"].as_str().unwrap().to_owned()
+}
+
+fn replays(env: &TestEnv, server: &FakeServer) {
+    let check = env.run(&["replay", "--check"], "");
+    assert!(check.stdout.contains(" 0 inconsistencies"), "{check:?}");
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    let rebuilt = env.run(&["replay", "--requests"], "");
+    assert!(rebuilt.stdout == sent, "replay --requests differs");
+}
+
+#[test]
+fn skills_are_listed_read_through_the_tool_and_their_files_are_readable() {
+    let env = TestEnv::new("skills");
+    let (release, review) = skills(&env);
+    let checklist = release.join("checklist.md");
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls("", &[("s1", "skill", r#"{"name":"release"}"#)]),
+        FakeReply::tool_calls(
+            "",
+            &[(
+                "r1",
+                "read_file",
+                &serde_json::json!({"path": checklist}).to_string(),
+            )],
+        ),
+        FakeReply::tool_calls("", &[("s2", "skill", r#"{"name":"nope"}"#)]),
+        FakeReply::text("Done."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "release it\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let prompt = system(&server.requests()[0].body);
+    assert!(
+        prompt.contains(&format!(
+            "\n- release: Cut a release: tag, changelog, publish. ({})",
+            release.display()
+        )),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(&format!(
+            "\n- review: Review a diff: risks first. ({})",
+            review.display()
+        )),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("broken"), "{prompt}");
+    assert_eq!(
+        run.stderr.matches("broken/SKILL.md left out").count(),
+        1,
+        "said once: {run:?}"
+    );
+    let results: Vec<(String, String)> = request_messages(&server.requests()[3].body)
+        .into_iter()
+        .filter(|(role, _)| role == "tool")
+        .collect();
+    let skill = &results[0].1;
+    assert!(
+        skill.starts_with(&format!("Skill release ({}):", release.display())),
+        "{skill}"
+    );
+    assert!(skill.contains("Release version $ARGUMENTS: follow checklist.md."));
+    assert!(
+        skill.contains(&format!("- {}", checklist.display())),
+        "{skill}"
+    );
+    assert!(results[1].1.contains("1. bump"), "{}", results[1].1);
+    assert_eq!(
+        results[2].1,
+        "error: there is no skill 'nope'; the skills are: review, release"
+    );
+    replays(&env, &server);
+}
+
+#[test]
+fn a_skill_is_a_command_of_ones_own_and_bare_has_none() {
+    let env = TestEnv::new("skill-command");
+    skills(&env);
+    let server = FakeServer::start(vec![FakeReply::text("Released.")]).unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "/help\n/release 1.2.0\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("/release     Cut a release: tag, changelog, publish."),
+        "{run:?}"
+    );
+    let sent = request_messages(&server.requests()[0].body);
+    assert_eq!(
+        sent.last().unwrap(),
+        &(
+            "user".to_owned(),
+            "Release version 1.2.0: follow checklist.md.".to_owned()
+        )
+    );
+    let log = records(&env.only_session());
+    assert!(log
+        .iter()
+        .any(|r| r["role"] == "user"
+            && r["content"] == "Release version 1.2.0: follow checklist.md."));
+
+    let env = TestEnv::new("skill-bare");
+    skills(&env);
+    let server = FakeServer::start(vec![FakeReply::text("Hi.")]).unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "--bare"], "/release 1.2.0\nhello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stderr.contains("unknown command /release"), "{run:?}");
+    assert!(!system(&server.requests()[0].body).contains("Skills:"));
+}
