@@ -35,36 +35,67 @@
 //! runs on the real server: the real server then gets every later request
 //! of a session whose history holds that result.
 //!
-//! The server answers one request at a time, so the tests take turns
-//! ([`SERVER`]); each prints its runs' wall times on stderr.
+//! A server answers one request at a time, so each test holds one server
+//! for its whole length ([`server`]); `REVOLVE_LLAMA_URL` may list several,
+//! comma-separated (`.ci/llama-server` starts one per core), and
+//! `--test-threads` as many runs that many tests at once. Each test prints
+//! its runs' wall times on stderr.
 
 use std::io::{Read, Write};
 use std::process::Stdio;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::common::{Run, TestEnv, POLL};
 
-/// One test at a time against the server.
-static SERVER: Mutex<()> = Mutex::new(());
+/// The servers given, each serving one test at a time: a test takes a
+/// free one and gives it back when it ends (`--test-threads` as many as
+/// there are servers runs that many at once).
+fn pool() -> &'static (Mutex<Vec<String>>, Condvar) {
+    static POOL: OnceLock<(Mutex<Vec<String>>, Condvar)> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let urls = std::env::var("REVOLVE_LLAMA_URL").unwrap_or_default();
+        let urls = urls
+            .split(',')
+            .map(str::trim)
+            .filter(|u| !u.is_empty())
+            .map(str::to_owned)
+            .collect();
+        (Mutex::new(urls), Condvar::new())
+    })
+}
 
-/// The server's URL and the turn to use it, or `None` (said on stderr)
-/// when no server was given.
-fn server() -> Option<(String, MutexGuard<'static, ()>)> {
-    let Some(url) = std::env::var("REVOLVE_LLAMA_URL")
-        .ok()
-        .filter(|u| !u.is_empty())
-    else {
-        eprintln!(
-            "skipped: set REVOLVE_LLAMA_URL (see .ci/llama-server) to run the real-server group"
-        );
-        return None;
-    };
-    // A test that failed holding the lock leaves the server as usable.
-    let guard = SERVER.lock().unwrap_or_else(|e| e.into_inner());
-    Some((url, guard))
+/// A server taken from the pool for one test; given back on drop.
+struct Lease(String);
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let (free, given_back) = pool();
+        // A test that failed holding the lock leaves the server as usable.
+        free.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(std::mem::take(&mut self.0));
+        given_back.notify_one();
+    }
+}
+
+/// A free server's URL, held until the lease drops, or `None` (said on
+/// stderr) when no server was given.
+fn server() -> Option<(String, Lease)> {
+    if std::env::var("REVOLVE_LLAMA_URL").is_ok_and(|u| !u.trim().is_empty()) {
+        let (free, given_back) = pool();
+        let mut free = free.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(url) = free.pop() {
+                return Some((url.clone(), Lease(url)));
+            }
+            free = given_back.wait(free).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+    eprintln!("skipped: set REVOLVE_LLAMA_URL (see .ci/llama-server) to run the real-server group");
+    None
 }
 
 /// The context the server runs with (`.ci/llama-server`'s `--n_ctx`).
@@ -494,7 +525,7 @@ fn first_window(window: Window) -> Option<&'static str> {
 
 /// Ten turns of about 700 tokens each, one piped run.
 fn ten_turns(window: Window, name: &'static str) {
-    let Some((url, _turn)) = server() else {
+    let Some((url, _lease)) = server() else {
         return;
     };
     let mut s = Scenario::new(name);
@@ -525,7 +556,7 @@ fn ten_turns_with_no_window_given() {
 /// the real server, one scripted turn that reads `notes.txt` (the model
 /// cannot be made to call a tool), then three turns on the real server.
 fn a_big_tool_result(window: Window, name: &'static str) {
-    let Some((url, _turn)) = server() else {
+    let Some((url, _lease)) = server() else {
         return;
     };
     let mut s = Scenario::new(name);
@@ -621,7 +652,7 @@ fn a_20kb_tool_result_with_no_window_given() {
 /// four more resumed: under `--window 4096`, or with no window given (the
 /// session keeps its 32,768, which the server cannot hold).
 fn resumed_smaller(window: Window, name: &'static str) {
-    let Some((url, _turn)) = server() else {
+    let Some((url, _lease)) = server() else {
         return;
     };
     let mut s = Scenario::new(name);
