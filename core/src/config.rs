@@ -26,6 +26,7 @@
 //!   "spill_result_chars": 32000,
 //!   "prune_result_chars": 16000,
 //!   "max_tool_rounds": 100,
+//!   "max_calls_per_answer": 64,
 //!   "max_repeated_calls": 3,
 //!   "allow_shell": false,
 //!   "allow_edits": false
@@ -140,6 +141,9 @@ pub struct File {
     pub prune_result_chars: Option<usize>,
     /// A turn ends after this many tool rounds (see [`crate::guard`]).
     pub max_tool_rounds: Option<u32>,
+    /// Only this many tool calls of one answer run (see
+    /// [`crate::policy::MAX_CALLS_PER_ANSWER`]).
+    pub max_calls_per_answer: Option<u32>,
     /// The same tool call this many times in a row is refused.
     pub max_repeated_calls: Option<u32>,
     /// Whether shell commands run without asking.

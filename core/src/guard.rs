@@ -38,6 +38,15 @@ pub fn check_tool_rounds(n: u32) -> Result<u32, String> {
     }
 }
 
+/// `max_calls_per_answer` as given: at least one call.
+pub fn check_calls_per_answer(n: u32) -> Result<u32, String> {
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err("max_calls_per_answer must be at least 1".to_owned())
+    }
+}
+
 /// `max_repeated_calls` as given: at least 2, so a call may always be made
 /// twice (once more after its result came back).
 pub fn check_repeat_limit(n: u32) -> Result<u32, String> {
