@@ -434,6 +434,13 @@ impl Http {
                 );
                 return ProviderError::new(message, "").mark_transient();
             }
+            ureq::Error::Timeout(Timeout::RecvResponse) => {
+                let message = format!(
+                    "no answer from {url}: its head did not arrive within {}",
+                    seconds(self.stall)
+                );
+                return ProviderError::new(message, "").mark_transient();
+            }
             ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
                 ProviderError::new(format!("bad HTTP answer from {url}: {e}"), "")
             }
@@ -772,6 +779,9 @@ fn agent(stall: Duration) -> Agent {
         .timeout_resolve(Some(CONNECT_TIMEOUT))
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_per_read(Some(stall))
+        // The whole head, however it trickles: a byte now and then must
+        // not hold a request without end.
+        .timeout_recv_response(Some(stall))
         .user_agent(concat!("revolve/", env!("CARGO_PKG_VERSION")))
         .build();
     Agent::new_with_config(config)
@@ -824,6 +834,9 @@ fn describe(error: &ureq::Error, stall: Duration) -> String {
         }
         ureq::Error::Timeout(Timeout::PerRead) => {
             format!("nothing received for {}", seconds(stall))
+        }
+        ureq::Error::Timeout(Timeout::RecvResponse) => {
+            format!("answer head not complete within {}", seconds(stall))
         }
         ureq::Error::HostNotFound => "host not found".to_owned(),
         e => e.to_string(),
