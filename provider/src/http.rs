@@ -35,7 +35,7 @@
 //! partial text.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::{ErrorKind, Read};
 use std::sync::mpsc;
@@ -693,15 +693,29 @@ impl Answer {
         })
     }
 
-    /// The reply: calls in index order, a missing id made up as
-    /// `call_INDEX`, empty arguments as `{}`.
+    /// The reply: calls in index order, a missing id, or one an earlier
+    /// call of the answer has, made up as `call_INDEX` (with `_N` added
+    /// until no other call has it: results are matched to calls by id, so
+    /// ids within one answer are unique), empty arguments as `{}`.
     pub fn reply(&mut self) -> Reply {
-        let tool_calls = std::mem::take(&mut self.calls)
+        let calls = std::mem::take(&mut self.calls);
+        let mut taken: HashSet<String> = HashSet::new();
+        // The server's ids first, so that a made-up one never takes one.
+        let given: HashSet<String> = calls.values().map(|c| c.id.clone()).collect();
+        let tool_calls = calls
             .into_iter()
             .map(|(index, mut call)| {
-                if call.id.is_empty() {
-                    call.id = format!("call_{index}");
+                if call.id.is_empty() || taken.contains(&call.id) {
+                    let base = format!("call_{index}");
+                    let mut id = base.clone();
+                    let mut n = 1u64;
+                    while taken.contains(&id) || given.contains(&id) {
+                        n += 1;
+                        id = format!("{base}_{n}");
+                    }
+                    call.id = id;
                 }
+                taken.insert(call.id.clone());
                 if call.arguments.trim().is_empty() {
                     call.arguments = "{}".to_owned();
                 }
@@ -951,6 +965,21 @@ mod tests {
         }
         assert_eq!(read(&MAX_TOKEN_COUNT.to_string()), Some(MAX_TOKEN_COUNT));
         assert_eq!(read(&(MAX_TOKEN_COUNT + 1).to_string()), None);
+    }
+
+    #[test]
+    fn ids_within_an_answer_are_unique() {
+        let mut answer = Answer::default();
+        for (index, id) in [(0, "a"), (1, "a"), (2, ""), (3, "call_1"), (4, "call_3")] {
+            answer.call(index).id = id.into();
+        }
+        let ids: Vec<String> = answer
+            .reply()
+            .tool_calls
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, ["a", "call_1_2", "call_2", "call_1", "call_3"]);
     }
 
     #[test]

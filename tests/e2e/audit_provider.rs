@@ -277,3 +277,48 @@ fn an_echoed_basic_credential_is_never_shown_or_logged() {
     assert!(run.stderr.contains("HTTP 401"), "{run:?}");
     assert!(run.stderr.contains("Basic ***"), "{run:?}");
 }
+
+/// Beyond the list: two tool calls of one answer with the same id (a
+/// server's number trusted) go back to the server with ids of their own,
+/// each with its result, instead of a request a real server refuses.
+#[test]
+fn tool_calls_with_the_same_id_get_ids_of_their_own() {
+    let env = TestEnv::new("same-ids");
+    std::fs::write(env.cwd.join("x.txt"), "ex\n").unwrap();
+    std::fs::write(env.cwd.join("y.txt"), "why\n").unwrap();
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls(
+            "",
+            &[
+                ("dup", "read_file", r#"{"path":"x.txt"}"#),
+                ("dup", "read_file", r#"{"path":"y.txt"}"#),
+            ],
+        ),
+        FakeReply::text("Both read."),
+    ])
+    .unwrap();
+    let run = env.run(&["--base-url", &server.url(), "-p", "read both"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let sent: Value = serde_json::from_str(&server.requests()[1].body).unwrap();
+    let messages = sent["messages"].as_array().unwrap();
+    let asked: Vec<&str> = messages
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    let answered: Vec<&str> = messages
+        .iter()
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    assert_eq!(asked, ["dup", "call_1"], "{sent}");
+    assert_eq!(answered, asked, "{sent}");
+    let results: Vec<&str> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert!(
+        results[0].contains("ex") && results[1].contains("why"),
+        "{results:?}"
+    );
+}
