@@ -457,7 +457,7 @@ impl Http {
             }
             ureq::Error::Timeout(Timeout::RecvResponse) => {
                 let message = format!(
-                    "no answer from {url}: its head did not arrive within {}",
+                    "no answer from {url}: no response headers within {}",
                     seconds(self.stall)
                 );
                 return ProviderError::new(message, "").mark_transient();
@@ -911,7 +911,7 @@ fn describe(error: &ureq::Error, stall: Duration) -> String {
             format!("nothing received for {}", seconds(stall))
         }
         ureq::Error::Timeout(Timeout::RecvResponse) => {
-            format!("answer head not complete within {}", seconds(stall))
+            format!("no response headers within {}", seconds(stall))
         }
         ureq::Error::HostNotFound => "host not found".to_owned(),
         e => e.to_string(),

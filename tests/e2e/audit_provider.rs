@@ -238,7 +238,7 @@ fn a_trickled_response_head_is_bounded_by_the_stall_timeout() {
     assert!(started.elapsed() < Duration::from_secs(10), "{run:?}");
     assert!(
         run.stderr.contains(&format!(
-            "no answer from {url}/chat/completions: its head did not arrive within 1 s"
+            "no answer from {url}/chat/completions: no response headers within 1 s"
         )),
         "{run:?}"
     );
