@@ -99,13 +99,25 @@ fn a_usage_of_any_shape_never_fails_a_shown_answer() {
             other => other.clone(),
         };
         let env = TestEnv::new(&format!("usage-odd-anthropic-{i}"));
-        let server =
-            FakeServer::start_anthropic(vec![anthropic_stream("Streamed.", &anthropic_usage)])
-                .unwrap();
+        let whole = json!({"id": "m", "type": "message", "role": "assistant",
+            "content": [{"type": "text", "text": "Whole."}], "stop_reason": "end_turn",
+            "usage": anthropic_usage})
+        .to_string();
+        let server = FakeServer::start_anthropic(vec![
+            anthropic_stream("Streamed.", &anthropic_usage),
+            FakeReply::Raw(format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{whole}",
+                whole.len()
+            )),
+        ])
+        .unwrap();
         let args = ["--provider", "anthropic", "--base-url", &server.url()];
-        let run = env.run(&args, "one\n");
+        let run = env.run(&args, "one\ntwo\n");
         assert_eq!(run.code, Some(0), "{anthropic_usage}: {run:?}");
-        assert_eq!(run.stdout, "Streamed.\n", "{anthropic_usage}: {run:?}");
+        assert_eq!(
+            run.stdout, "Streamed.\nWhole.\n",
+            "{anthropic_usage}: {run:?}"
+        );
     }
 }
 
