@@ -280,8 +280,10 @@ impl Protocol for Chat {
                 .into_iter()
                 .enumerate()
             {
-                let index = call.index.unwrap_or(i as u64);
-                let entry = answer.call(index);
+                // A whole answer's calls are in its array's order; an
+                // `index` a server adds is not trusted (two alike would
+                // merge two calls).
+                let entry = answer.call(i as u64);
                 entry.id = call.id.unwrap_or_default();
                 if let Some(function) = call.function {
                     entry.name = function.name.unwrap_or_default();

@@ -334,3 +334,39 @@ fn tool_calls_with_the_same_id_get_ids_of_their_own() {
         "{results:?}"
     );
 }
+
+/// Beyond the list: the calls of a non-streamed answer are its array, in
+/// order; an `index` the server adds to each (here the same one twice) no
+/// longer merges two calls into one.
+#[test]
+fn a_json_answer_runs_every_call_whatever_its_index() {
+    let env = TestEnv::new("json-index");
+    std::fs::write(env.cwd.join("x.txt"), "ex\n").unwrap();
+    std::fs::write(env.cwd.join("y.txt"), "why\n").unwrap();
+    let call = |id: &str, path: &str| {
+        json!({"index": 0, "id": id, "type": "function", "function": {"name": "read_file",
+               "arguments": json!({"path": path}).to_string()}})
+    };
+    let whole = json!({"id": "c", "object": "chat.completion", "choices": [{"index": 0,
+        "message": {"role": "assistant", "content": null,
+                    "tool_calls": [call("a", "x.txt"), call("b", "y.txt")]},
+        "finish_reason": "tool_calls"}]})
+    .to_string();
+    let server = FakeServer::start(vec![
+        FakeReply::Raw(format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{whole}",
+            whole.len()
+        )),
+        FakeReply::text("Both read."),
+    ])
+    .unwrap();
+    let run = env.run(&["--base-url", &server.url(), "-p", "read both"], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results = tool_results(&records(&env.only_session()));
+    let ids: Vec<&str> = results.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(ids, ["a", "b"], "{results:?}");
+    assert!(
+        results[0].1.contains("ex") && results[1].1.contains("why"),
+        "{results:?}"
+    );
+}

@@ -836,3 +836,24 @@ fn openai_odd_usage_never_fails_the_answer() {
         })
     );
 }
+
+#[test]
+fn openai_json_answer_calls_keep_their_order_whatever_their_index() {
+    let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+            {"index":7,"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},
+            {"index":7,"id":"c2","type":"function","function":{"name":"list_dir","arguments":"{}"}}]},
+            "finish_reason":"tool_calls"}]}"#;
+    let (_server, provider) = fake(vec![FakeReply::Status {
+        code: 200,
+        body: body.into(),
+        retry_after: None,
+    }]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(
+        calls(&reply),
+        [
+            ("c1", "read_file", r#"{"path":"a"}"#),
+            ("c2", "list_dir", "{}"),
+        ]
+    );
+}
