@@ -188,3 +188,7 @@ pub const MAX_CALLS_PER_ANSWER: u32 = 64;
 /// endless empty calls (a new `index` each) is stopped like one that
 /// streams endless text.
 pub const ANSWER_BYTES_PER_CALL: usize = 64;
+
+/// How much of a server's `Retry-After` header a failure line shows, in
+/// characters (seconds or an HTTP date fit; the header may be any length).
+pub const RETRY_AFTER_SHOWN: usize = 40;

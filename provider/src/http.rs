@@ -54,7 +54,8 @@ use super::sse::{SseEvent, SseParser};
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
     ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES,
-    MAX_STREAM_BYTES, MAX_TOKEN_COUNT, STALL_TIMEOUT, STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
+    MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT, STREAM_DRAIN_BYTES,
+    STREAM_DRAIN_WAIT,
 };
 
 pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
@@ -354,7 +355,9 @@ impl Http {
             };
             let mut message = format!("HTTP {} {reason} from {url}", status.as_u16());
             if !retry_after.is_empty() {
-                message.push_str(&format!(" (retry after {retry_after})"));
+                // A header of the server's: as long as it likes.
+                let shown = excerpt(&retry_after, RETRY_AFTER_SHOWN);
+                message.push_str(&format!(" (retry after {shown})"));
             }
             let text = String::from_utf8_lossy(&bytes);
             let shown = excerpt(&text, ERROR_BODY_SHOWN);

@@ -370,3 +370,29 @@ fn a_json_answer_runs_every_call_whatever_its_index() {
         "{results:?}"
     );
 }
+
+/// Beyond the list: a `Retry-After` header of 60,000 characters is not
+/// copied whole into the failure line and the log.
+#[test]
+fn a_huge_retry_after_is_shown_in_part() {
+    let env = TestEnv::new("retry-after");
+    let huge = "9".repeat(60_000);
+    let server = FakeServer::start(vec![FakeReply::Raw(format!(
+        "HTTP/1.1 429 Too Many Requests\r\nretry-after: {huge}\r\ncontent-length: 4\r\nconnection: close\r\n\r\nslow"
+    ))])
+    .unwrap();
+    let run = env.run(&["--base-url", &server.url(), "-p", "hi"], "");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("HTTP 429"))
+        .expect("the failure line");
+    assert!(line.contains("(retry after 9999"), "{line}");
+    assert!(line.len() < 300, "{} chars", line.len());
+    let log = std::fs::read_to_string(env.only_session()).unwrap();
+    assert!(
+        !log.contains(&huge[..1000]),
+        "the log holds the whole header"
+    );
+}
