@@ -139,6 +139,10 @@ pub struct ModelArgs {
     #[arg(long, value_name = "N", env = "REVOLVE_MAX_TOOL_ROUNDS", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_tool_rounds: Option<u32>,
 
+    /// Run at most N tool calls of one answer; the rest are refused [default: 64]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_CALLS_PER_ANSWER", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_calls_per_answer: Option<u32>,
+
     /// Refuse the same tool call made N times in a row; one more ends the turn [default: 3]
     #[arg(long, value_name = "N", env = "REVOLVE_MAX_REPEATED_CALLS", value_parser = clap::value_parser!(u32).range(2..))]
     pub max_repeated_calls: Option<u32>,

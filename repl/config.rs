@@ -112,6 +112,7 @@ pub struct Settings {
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
     pub max_tool_rounds: Setting<u32>,
+    pub max_calls_per_answer: Setting<u32>,
     pub max_repeated_calls: Setting<u32>,
     pub allow_shell: Setting<bool>,
     pub allow_edits: Setting<bool>,
@@ -204,6 +205,16 @@ impl Settings {
                 .map_err(bad)?,
             guard::MAX_TOOL_ROUNDS,
         );
+        let max_calls_per_answer = settle(
+            sources,
+            "max_calls_per_answer",
+            args.max_calls_per_answer,
+            file.max_calls_per_answer
+                .map(guard::check_calls_per_answer)
+                .transpose()
+                .map_err(bad)?,
+            revolve_core::policy::MAX_CALLS_PER_ANSWER,
+        );
         let max_repeated_calls = settle(
             sources,
             "max_repeated_calls",
@@ -244,6 +255,7 @@ impl Settings {
             spill_result_chars,
             prune_result_chars,
             max_tool_rounds,
+            max_calls_per_answer,
             max_repeated_calls,
             allow_shell,
             allow_edits,
@@ -374,6 +386,13 @@ impl Settings {
                 ),
             ),
             (
+                "max_calls_per_answer",
+                n(
+                    self.max_calls_per_answer.value.into(),
+                    self.max_calls_per_answer.source,
+                ),
+            ),
+            (
                 "max_repeated_calls",
                 n(
                     self.max_repeated_calls.value.into(),
@@ -452,8 +471,13 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
         .map(|(_, v, _)| v.chars().count())
         .max()
         .unwrap_or(0);
+    let names = shown
+        .iter()
+        .map(|(n, _, _)| n.chars().count())
+        .max()
+        .unwrap_or(0);
     for (name, value, source) in &shown {
-        text.push_str(&format!("{name:<18}  {value:<width$}  {source}\n"));
+        text.push_str(&format!("{name:<names$}  {value:<width$}  {source}\n"));
     }
     out(&text)
 }

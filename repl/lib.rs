@@ -402,6 +402,7 @@ fn runtime(
         spill_chars: settings.spill_result_chars.value,
         prune_chars: settings.prune_result_chars.value,
         max_tool_rounds: settings.max_tool_rounds.value,
+        max_calls_per_answer: settings.max_calls_per_answer.value,
         repeat_limit: settings.max_repeated_calls.value,
         allow_shell: settings.allow_shell.value,
         allow_edits: settings.allow_edits.value,

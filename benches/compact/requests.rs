@@ -137,6 +137,7 @@ fn settings() -> Settings {
         prune_chars: compact::PRUNE_CHARS,
         repeat_limit: guard::REPEAT_LIMIT,
         max_tool_rounds: guard::MAX_TOOL_ROUNDS,
+        max_calls_per_answer: revolve_core::policy::MAX_CALLS_PER_ANSWER,
         allow_edits: false,
         allow_shell: false,
         interactive: false,

@@ -26,6 +26,7 @@
 //!   "spill_result_chars": 32000,
 //!   "prune_result_chars": 16000,
 //!   "max_tool_rounds": 100,
+//!   "max_calls_per_answer": 64,
 //!   "max_repeated_calls": 3,
 //!   "allow_shell": false,
 //!   "allow_edits": false
@@ -140,6 +141,9 @@ pub struct File {
     pub prune_result_chars: Option<usize>,
     /// A turn ends after this many tool rounds (see [`crate::guard`]).
     pub max_tool_rounds: Option<u32>,
+    /// Only this many tool calls of one answer run (see
+    /// [`crate::policy::MAX_CALLS_PER_ANSWER`]).
+    pub max_calls_per_answer: Option<u32>,
     /// The same tool call this many times in a row is refused.
     pub max_repeated_calls: Option<u32>,
     /// Whether shell commands run without asking.
@@ -334,8 +338,51 @@ pub const API_KEY_VARS: [&str; 4] = [
 /// `https://user:pass@host/` becomes `***` (`https://user:***@host/`), and a
 /// user part without one, which may be a token, goes whole
 /// (`https://***@host/`). A base URL may carry them; no log record, error
-/// line or listing shows them.
+/// line or listing shows them. So does an echoed `Basic` credential (see
+/// [`redact_basic`]).
 pub fn redact_url_credentials(text: &str) -> Cow<'_, str> {
+    match redact_basic(text) {
+        Cow::Borrowed(text) => redact_userinfo(text),
+        Cow::Owned(text) => Cow::Owned(redact_userinfo(&text).into_owned()),
+    }
+}
+
+/// `text` with the token after every `Basic ` (any case) hidden as `***`
+/// when it looks like a credential in base64: eight or more base64
+/// characters, a multiple of four, holding a digit, `+`, `/` or `=` (so
+/// that "Basic usage" stays). A server that echoes the `Authorization`
+/// header of a base URL with a password shows it so. The exact forms of
+/// the base URL's own credential are scrubbed by the provider besides.
+pub fn redact_basic(text: &str) -> Cow<'_, str> {
+    let mut out = String::new();
+    let mut copied = 0;
+    let lower = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(found) = lower[from..].find("basic ") {
+        let start = from + found + "basic ".len();
+        let token_len = text[start..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "+/=".contains(c)))
+            .unwrap_or(text.len() - start);
+        let token = &text[start..start + token_len];
+        from = start + token_len;
+        let looks = token.len() >= 8
+            && token.len().is_multiple_of(4)
+            && token.contains(|c: char| c.is_ascii_digit() || "+/=".contains(c));
+        if looks {
+            out.push_str(&text[copied..start]);
+            out.push_str("***");
+            copied = from;
+        }
+    }
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
+    out.push_str(&text[copied..]);
+    Cow::Owned(out)
+}
+
+/// [`redact_url_credentials`] for URLs only.
+fn redact_userinfo(text: &str) -> Cow<'_, str> {
     let mut out = String::new();
     // How much of `text` is in `out` already.
     let mut copied = 0;
@@ -366,6 +413,23 @@ pub fn redact_url_credentials(text: &str) -> Cow<'_, str> {
     }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
+}
+
+/// The `user:password` of `url`'s credentials, as an HTTP client sends
+/// them in `Authorization: Basic` (base64 of this text): the userinfo
+/// before the last `@` of the authority, with a `:` added when it holds
+/// none. `None` when the URL has no credentials.
+pub fn url_userinfo(url: &str) -> Option<String> {
+    let start = url.find("://")? + "://".len();
+    let authority = &url[start..];
+    let end = authority
+        .find(|c: char| "/?#".contains(c))
+        .unwrap_or(authority.len());
+    let userinfo = &authority[..authority[..end].rfind('@')?];
+    Some(match userinfo.contains(':') {
+        true => userinfo.to_owned(),
+        false => format!("{userinfo}:"),
+    })
 }
 
 /// Where a preset's server tells its context window, when it does: the
@@ -541,6 +605,26 @@ mod tests {
             redact_url_credentials("https://user:***@host"),
             Cow::Borrowed(_)
         ));
+    }
+
+    #[test]
+    fn basic_credentials_are_hidden_and_words_stay() {
+        use super::{redact_url_credentials, url_userinfo};
+        let echoed = "HTTP 401 from http://alice:***@h/v1: bad Authorization: Basic YWxpY2U6aHVudGVyMg== (basic YWxpY2U6aHVudGVy)";
+        assert_eq!(
+            redact_url_credentials(echoed),
+            "HTTP 401 from http://alice:***@h/v1: bad Authorization: Basic *** (basic ***)"
+        );
+        for kept in ["Basic usage of the API", "basic auth failed", "Basic abc"] {
+            assert_eq!(redact_url_credentials(kept), kept);
+        }
+        assert_eq!(
+            url_userinfo("http://alice:hunter2@h:1/v1").as_deref(),
+            Some("alice:hunter2")
+        );
+        assert_eq!(url_userinfo("https://tok@h/v1").as_deref(), Some("tok:"));
+        assert_eq!(url_userinfo("https://h/v1?a=b@c"), None);
+        assert_eq!(url_userinfo("no url"), None);
     }
 
     #[test]

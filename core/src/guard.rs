@@ -1,8 +1,8 @@
 //! What bounds a turn when the model misbehaves.
 //!
 //! A model can ask for the same tool call again and again (small local
-//! models often do), or call tools without end. Two limits stop that, both
-//! decided here and both settings of the session:
+//! models often do), or call tools without end. These limits stop that, all
+//! settings of the session:
 //!
 //! * **The repeat guard.** The same call (same tool, same arguments) made
 //!   [`REPEAT_LIMIT`] times in a row within a turn is not run: the model gets
@@ -16,6 +16,11 @@
 //!   the next request does not go out and the turn ends
 //!   ([`StopReason::ToolRounds`]). In the REPL the user may let it go on for
 //!   as many rounds again.
+//! * **The calls of one answer.** Only the first `max_calls_per_answer`
+//!   ([`crate::policy::MAX_CALLS_PER_ANSWER`]) tool calls of one answer
+//!   run; each later one gets an error result (`error: not run: this
+//!   answer made N tool calls, …`) and the turn goes on. Decided where
+//!   calls are dispatched (`Session::next_tool`).
 //!
 //! A stop is a `stopped` record in the log, so a replay sees it where the
 //! live run did.
@@ -35,6 +40,15 @@ pub fn check_tool_rounds(n: u32) -> Result<u32, String> {
         Ok(n)
     } else {
         Err("max_tool_rounds must be at least 1".to_owned())
+    }
+}
+
+/// `max_calls_per_answer` as given: at least one call.
+pub fn check_calls_per_answer(n: u32) -> Result<u32, String> {
+    if n >= 1 {
+        Ok(n)
+    } else {
+        Err("max_calls_per_answer must be at least 1".to_owned())
     }
 }
 

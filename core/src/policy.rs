@@ -177,3 +177,26 @@ pub const NEW_FILE_MODE: u32 = 0o644;
 
 /// `--goal-run` stops after this many turns unless `--max-turns` says.
 pub const GOAL_RUN_TURNS: u32 = 20;
+
+// ---------------------------------------------------------------------------
+// provider (issue 27): numbers a server or a model sends
+
+/// The largest token count read from a server's `usage`: no window comes
+/// near it, so a larger one is nonsense and is read as no count (core then
+/// estimates).
+pub const MAX_TOKEN_COUNT: u64 = 1 << 40;
+
+/// How many tool calls of one model answer run, by default
+/// (`max_calls_per_answer`): the calls after these get an error result
+/// the model sees, and are not run.
+pub const MAX_CALLS_PER_ANSWER: u32 = 64;
+
+/// What one tool call of an answer counts for towards
+/// [`MAX_ANSWER_BYTES`] besides its own text: a server that streams
+/// endless empty calls (a new `index` each) is stopped like one that
+/// streams endless text.
+pub const ANSWER_BYTES_PER_CALL: usize = 64;
+
+/// How much of a server's `Retry-After` header a failure line shows, in
+/// characters (seconds or an HTTP date fit; the header may be any length).
+pub const RETRY_AFTER_SHOWN: usize = 40;

@@ -611,12 +611,17 @@ impl Session {
     }
 
     /// Starts the first open call that parses and that the repeat guard
-    /// lets run; calls that do not get their error as result at once. When
-    /// none is left, the next request goes out, unless the turn took its
-    /// tool rounds.
+    /// and the cap on calls per answer let run; calls that do not get their
+    /// error as result at once. When none is left, the next request goes
+    /// out, unless the turn took its tool rounds.
     fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         while let Some(call) = self.state.open_calls.first().cloned() {
+            if let Some(error) = self.over_calls_per_answer() {
+                let result = Message::tool(now, call.id, error);
+                cmds.extend(self.append(vec![Record::Message(result)]));
+                continue;
+            }
             match guard::verdict(
                 self.turn_calls().into_iter(),
                 &call,
@@ -701,6 +706,26 @@ impl Session {
         }
         cmds.extend(self.request(now));
         cmds
+    }
+
+    /// The error result of the first open call when it comes after the
+    /// first [`Settings::max_calls_per_answer`] calls of its answer: one
+    /// answer cannot make any number of calls run.
+    fn over_calls_per_answer(&self) -> Option<String> {
+        let made = self
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map_or(0, |m| m.tool_calls.len());
+        let position = made.saturating_sub(self.state.open_calls.len());
+        let limit = self.settings.max_calls_per_answer;
+        (position >= limit as usize).then(|| {
+            format!(
+                "error: not run: this answer made {made} tool calls, and only the first {limit} of one answer run (max_calls_per_answer). Make the calls still needed in your next answer."
+            )
+        })
     }
 
     /// This turn's tool calls that have their results, in order: the calls

@@ -193,6 +193,7 @@ fn settings() -> Settings {
         prune_chars: 100_000,
         repeat_limit: 100,
         max_tool_rounds: 10,
+        max_calls_per_answer: 64,
         allow_edits: true,
         allow_shell: true,
         interactive: false,

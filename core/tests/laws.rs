@@ -161,6 +161,7 @@ fn settings() -> Settings {
         prune_chars: 100,
         repeat_limit: REPEAT_LIMIT,
         max_tool_rounds: MAX_TOOL_ROUNDS,
+        max_calls_per_answer: revolve_core::policy::MAX_CALLS_PER_ANSWER,
         allow_edits: false,
         allow_shell: true,
         interactive: false,

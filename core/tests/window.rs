@@ -173,6 +173,7 @@ fn settings() -> Settings {
         prune_chars: 16_000,
         repeat_limit: 3,
         max_tool_rounds: 100,
+        max_calls_per_answer: 64,
         allow_edits: false,
         allow_shell: true,
         interactive: false,

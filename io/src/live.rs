@@ -63,6 +63,8 @@ pub struct Runtime {
     pub prune_chars: usize,
     /// `max-tool-rounds`.
     pub max_tool_rounds: u32,
+    /// `max-calls-per-answer`.
+    pub max_calls_per_answer: u32,
     /// `max-repeated-calls`.
     pub repeat_limit: u32,
     /// Shell commands run without asking (`--allow-shell`).
@@ -776,6 +778,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         prune_chars: runtime.prune_chars,
         repeat_limit: runtime.repeat_limit,
         max_tool_rounds: runtime.max_tool_rounds,
+        max_calls_per_answer: runtime.max_calls_per_answer,
         allow_edits: runtime.allow_edits,
         allow_shell: runtime.allow_shell,
         interactive,

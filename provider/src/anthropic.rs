@@ -141,7 +141,7 @@ impl Messages {
                 .cache_read_input_tokens
                 .or(before.cache_read_input_tokens),
         };
-        self.answer.usage = Some(merged.usage());
+        self.answer.usage = merged.usage();
         self.usage = Some(merged);
     }
 }
@@ -240,7 +240,7 @@ impl Protocol for Messages {
             ));
         };
         let mut answer = Answer {
-            usage: message.usage.map(|u| u.usage()),
+            usage: message.usage.and_then(|u| u.usage()),
             truncated: message.stop_reason.as_deref() == Some("max_tokens"),
             ..Answer::default()
         };
@@ -280,7 +280,7 @@ enum WireEvent {
     },
     ContentBlockStop,
     MessageDelta {
-        #[serde(default)]
+        #[serde(default, deserialize_with = "http::lenient")]
         usage: Option<WireUsage>,
         #[serde(default)]
         delta: Option<WireStop>,
@@ -303,7 +303,7 @@ struct WireStop {
 
 #[derive(Deserialize)]
 struct WireStart {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::lenient")]
     usage: Option<WireUsage>,
 }
 
@@ -343,7 +343,7 @@ enum WireDelta {
 struct WireWhole {
     #[serde(default)]
     content: Option<Vec<WireBlock>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::lenient")]
     usage: Option<WireUsage>,
     #[serde(default)]
     error: Option<Value>,
@@ -351,32 +351,37 @@ struct WireWhole {
     stop_reason: Option<String>,
 }
 
+/// A `usage` object. Usage is advisory: a count that is not a sensible
+/// number (see [`http::token_count`]) is read as missing, and a `usage`
+/// that is not an object at all as none.
 #[derive(Clone, Copy, Default, Deserialize)]
 struct WireUsage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::token_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::token_count")]
     output_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::token_count")]
     cache_creation_input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "http::token_count")]
     cache_read_input_tokens: Option<u64>,
 }
 
 impl WireUsage {
-    fn usage(&self) -> Usage {
+    /// The counts, when at least one input count read sensibly; otherwise
+    /// none, and core estimates them.
+    fn usage(&self) -> Option<Usage> {
         let input = [
             self.input_tokens,
             self.cache_creation_input_tokens,
             self.cache_read_input_tokens,
         ];
-        Usage {
+        input.iter().any(Option::is_some).then(|| Usage {
             prompt_tokens: input
                 .iter()
                 .flatten()
                 .fold(0u64, |a, b| a.saturating_add(*b)),
             completion_tokens: self.output_tokens.unwrap_or(0),
-        }
+        })
     }
 }
 

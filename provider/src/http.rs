@@ -35,23 +35,27 @@
 //! partial text.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::{ErrorKind, Read};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use ureq::{Agent, Timeout};
 
-use revolve_core::config::redact_url_credentials;
+use base64::prelude::{Engine as _, BASE64_STANDARD};
+use revolve_core::config::{redact_url_credentials, url_userinfo};
 use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
-    CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES, MAX_STREAM_BYTES,
-    STALL_TIMEOUT, STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
+    ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES,
+    MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT, STREAM_DRAIN_BYTES,
+    STREAM_DRAIN_WAIT,
 };
 
 pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
@@ -111,6 +115,10 @@ pub(super) fn holds_text(data: &str, keys: &[&str]) -> bool {
 pub(super) struct Http {
     base_url: String,
     api_key: Option<String>,
+    /// The forms the base URL's credentials are sent or may be echoed in
+    /// (`user:password`, and its base64 as in `Authorization: Basic`),
+    /// scrubbed from every error.
+    url_secrets: Vec<String>,
     stall: Duration,
     agent: Agent,
 }
@@ -118,7 +126,15 @@ pub(super) struct Http {
 impl Http {
     /// `base_url` without its trailing `/`; an empty key counts as none.
     pub(super) fn new(base_url: String, api_key: Option<String>) -> Http {
+        let url_secrets = url_userinfo(&base_url)
+            .map(|userinfo| {
+                let base64 = BASE64_STANDARD.encode(&userinfo);
+                // The base64 first: it may hold the plain form by chance.
+                vec![base64, userinfo]
+            })
+            .unwrap_or_default();
         Http {
+            url_secrets,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.filter(|k| !k.is_empty()),
             stall: STALL_TIMEOUT,
@@ -160,15 +176,21 @@ impl Http {
             .map_err(|error| self.scrub(error))
     }
 
-    /// `error` without the key, in case a lower layer echoed it, and
-    /// without the credentials of any URL it names (a base URL may hold a
-    /// password): its message goes to the log and to stderr.
+    /// `error` without the key, in case a lower layer echoed it, without
+    /// the base URL's credentials in the forms they were sent in (a server
+    /// may echo `Authorization: Basic …` in its error body), and without
+    /// the credentials of any URL it names or any `Basic` token: its
+    /// message goes to the log and to stderr.
     fn scrub(&self, mut error: ProviderError) -> ProviderError {
         if let Some(key) = &self.api_key {
             error.message = error.message.replace(key.as_str(), "[key]");
         }
+        // URLs first, so that they keep their user name.
         if let Cow::Owned(hidden) = redact_url_credentials(&error.message) {
             error.message = hidden;
+        }
+        for secret in self.url_secrets.iter().filter(|s| s.len() > 1) {
+            error.message = error.message.replace(secret.as_str(), "***");
         }
         error
     }
@@ -333,7 +355,9 @@ impl Http {
             };
             let mut message = format!("HTTP {} {reason} from {url}", status.as_u16());
             if !retry_after.is_empty() {
-                message.push_str(&format!(" (retry after {retry_after})"));
+                // A header of the server's: as long as it likes.
+                let shown = excerpt(&retry_after, RETRY_AFTER_SHOWN);
+                message.push_str(&format!(" (retry after {shown})"));
             }
             let text = String::from_utf8_lossy(&bytes);
             let shown = excerpt(&text, ERROR_BODY_SHOWN);
@@ -430,6 +454,13 @@ impl Http {
             ureq::Error::Timeout(Timeout::PerRead) => {
                 let message = format!(
                     "no answer from {url}: nothing received for {}",
+                    seconds(self.stall)
+                );
+                return ProviderError::new(message, "").mark_transient();
+            }
+            ureq::Error::Timeout(Timeout::RecvResponse) => {
+                let message = format!(
+                    "no answer from {url}: no response headers within {}",
                     seconds(self.stall)
                 );
                 return ProviderError::new(message, "").mark_transient();
@@ -647,10 +678,12 @@ impl Answer {
         }
     }
 
-    /// The bytes held so far: text and every call's id, name and arguments.
+    /// The bytes held so far: text and every call's id, name and
+    /// arguments, and [`ANSWER_BYTES_PER_CALL`] for each call besides, so
+    /// that a flood of empty calls (each a new `index`) is bounded too.
     pub fn size(&self) -> usize {
         self.calls.values().fold(self.text.len(), |n, c| {
-            n + c.id.len() + c.name.len() + c.arguments.len()
+            n + ANSWER_BYTES_PER_CALL + c.id.len() + c.name.len() + c.arguments.len()
         })
     }
 
@@ -663,15 +696,29 @@ impl Answer {
         })
     }
 
-    /// The reply: calls in index order, a missing id made up as
-    /// `call_INDEX`, empty arguments as `{}`.
+    /// The reply: calls in index order, a missing id, or one an earlier
+    /// call of the answer has, made up as `call_INDEX` (with `_N` added
+    /// until no other call has it: results are matched to calls by id, so
+    /// ids within one answer are unique), empty arguments as `{}`.
     pub fn reply(&mut self) -> Reply {
-        let tool_calls = std::mem::take(&mut self.calls)
+        let calls = std::mem::take(&mut self.calls);
+        let mut taken: HashSet<String> = HashSet::new();
+        // The server's ids first, so that a made-up one never takes one.
+        let given: HashSet<String> = calls.values().map(|c| c.id.clone()).collect();
+        let tool_calls = calls
             .into_iter()
             .map(|(index, mut call)| {
-                if call.id.is_empty() {
-                    call.id = format!("call_{index}");
+                if call.id.is_empty() || taken.contains(&call.id) {
+                    let base = format!("call_{index}");
+                    let mut id = base.clone();
+                    let mut n = 1u64;
+                    while taken.contains(&id) || given.contains(&id) {
+                        n += 1;
+                        id = format!("{base}_{n}");
+                    }
+                    call.id = id;
                 }
+                taken.insert(call.id.clone());
                 if call.arguments.trim().is_empty() {
                     call.arguments = "{}".to_owned();
                 }
@@ -685,6 +732,44 @@ impl Answer {
             usage: self.usage,
         }
     }
+}
+
+/// A token count as a server wrote it, for `deserialize_with`: a whole
+/// number up to [`MAX_TOKEN_COUNT`], or a finite float in that range
+/// (rounded). Anything else (`null`, a negative or larger number, a
+/// string) is read as no count, never as a failure: usage is advisory,
+/// and the answer it comes with was shown already.
+pub(super) fn token_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.as_ref().and_then(sensible_count))
+}
+
+fn sensible_count(value: &Value) -> Option<u64> {
+    let Value::Number(n) = value else {
+        return None;
+    };
+    let count = match n.as_u64() {
+        Some(count) => count,
+        None => {
+            let f = n.as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
+            if f > MAX_TOKEN_COUNT as f64 {
+                return None;
+            }
+            // In range, checked just above.
+            f.round() as u64
+        }
+    };
+    (count <= MAX_TOKEN_COUNT).then_some(count)
+}
+
+/// A field read as `T` when it can be, and as absent when it cannot, for
+/// `deserialize_with`: for parts of an answer that are advisory (usage),
+/// so that their shape never fails the answer.
+pub(super) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(
+    d: D,
+) -> Result<Option<T>, D::Error> {
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
 }
 
 /// Arguments as the JSON text the model wrote: a string as is, anything
@@ -772,6 +857,9 @@ fn agent(stall: Duration) -> Agent {
         .timeout_resolve(Some(CONNECT_TIMEOUT))
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_per_read(Some(stall))
+        // The whole head, however it trickles: a byte now and then must
+        // not hold a request without end.
+        .timeout_recv_response(Some(stall))
         .user_agent(concat!("revolve/", env!("CARGO_PKG_VERSION")))
         .build();
     Agent::new_with_config(config)
@@ -825,6 +913,9 @@ fn describe(error: &ureq::Error, stall: Duration) -> String {
         ureq::Error::Timeout(Timeout::PerRead) => {
             format!("nothing received for {}", seconds(stall))
         }
+        ureq::Error::Timeout(Timeout::RecvResponse) => {
+            format!("no response headers within {}", seconds(stall))
+        }
         ureq::Error::HostNotFound => "host not found".to_owned(),
         e => e.to_string(),
     }
@@ -855,6 +946,52 @@ mod tests {
             .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
             .collect();
         assert_eq!(calls, [("x", "a", "{\"k\":1}"), ("call_3", "b", "{}")]);
+    }
+
+    #[test]
+    fn token_counts_read_what_is_sensible() {
+        #[derive(serde::Deserialize)]
+        struct Count {
+            #[serde(default, deserialize_with = "token_count")]
+            n: Option<u64>,
+        }
+        let read = |n: &str| {
+            serde_json::from_str::<Count>(&format!("{{\"n\": {n}}}"))
+                .unwrap()
+                .n
+        };
+        assert_eq!(read("12"), Some(12));
+        assert_eq!(read("12.0"), Some(12));
+        assert_eq!(read("12.6"), Some(13));
+        for odd in ["null", "-1", "-0.5", "1e300", "\"12\"", "[1]", "{}", "true"] {
+            assert_eq!(read(odd), None, "{odd}");
+        }
+        assert_eq!(read(&MAX_TOKEN_COUNT.to_string()), Some(MAX_TOKEN_COUNT));
+        assert_eq!(read(&(MAX_TOKEN_COUNT + 1).to_string()), None);
+    }
+
+    #[test]
+    fn ids_within_an_answer_are_unique() {
+        let mut answer = Answer::default();
+        for (index, id) in [(0, "a"), (1, "a"), (2, ""), (3, "call_1"), (4, "call_3")] {
+            answer.call(index).id = id.into();
+        }
+        let ids: Vec<String> = answer
+            .reply()
+            .tool_calls
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, ["a", "call_1_2", "call_2", "call_1", "call_3"]);
+    }
+
+    #[test]
+    fn every_call_counts_towards_the_answer_size() {
+        let mut answer = Answer::default();
+        for index in 0..10 {
+            answer.call(index * 1_000_000_000);
+        }
+        assert_eq!(answer.size(), 10 * ANSWER_BYTES_PER_CALL);
     }
 
     #[test]

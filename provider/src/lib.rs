@@ -34,7 +34,11 @@
 //!   `with_stall_timeout` says otherwise (ureq's `timeout_per_read`). A server
 //!   that goes silent for longer fails the request with
 //!   `stream from URL stalled: …` (or `no answer from URL: …` before the head
-//!   arrived), keeping the partial text. Requests built by core always
+//!   arrived), keeping the partial text. The whole response head, however
+//!   it trickles in, must also arrive within the stall timeout (ureq's
+//!   `timeout_recv_response`), else `no answer from URL: no response
+//!   headers within …` (which is also what a server silent from the start
+//!   gets: both bounds end at once). Requests built by core always
 //!   stream, so a model that thinks for long still sends bytes (role chunks,
 //!   pings, SSE comments); a non-streamed answer that takes longer than the
 //!   stall timeout to start fails.

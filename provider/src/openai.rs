@@ -188,7 +188,9 @@ impl Provider for OpenAi {
             Some(&body.to_string()),
             self.http.stall(),
         ) {
-            Ok(answer) => answer["usage"]["prompt_tokens"].as_u64(),
+            Ok(answer) => answer["usage"]["prompt_tokens"]
+                .as_u64()
+                .filter(|&n| n <= revolve_core::policy::MAX_TOKEN_COUNT),
             Err(error) => error.overflow.and_then(|o| o.asked),
         }
     }
@@ -272,8 +274,8 @@ impl Protocol for Chat {
                 }
             }
         }
-        if let Some(usage) = chunk.usage {
-            answer.usage = Some(usage.into());
+        if let Some(usage) = chunk.usage.as_ref().and_then(WireUsage::read) {
+            answer.usage = Some(usage);
         }
         Ok(false)
     }
@@ -296,7 +298,7 @@ impl Protocol for Chat {
             ));
         };
         let mut answer = Answer {
-            usage: completion.usage.map(Usage::from),
+            usage: completion.usage.as_ref().and_then(WireUsage::read),
             truncated: choice.finish_reason.as_deref() == Some("length"),
             ..Answer::default()
         };
@@ -308,8 +310,10 @@ impl Protocol for Chat {
                 .into_iter()
                 .enumerate()
             {
-                let index = call.index.unwrap_or(i as u64);
-                let entry = answer.call(index);
+                // A whole answer's calls are in its array's order; an
+                // `index` a server adds is not trusted (two alike would
+                // merge two calls).
+                let entry = answer.call(i as u64);
                 entry.id = call.id.unwrap_or_default();
                 if let Some(function) = call.function {
                     entry.name = function.name.unwrap_or_default();
@@ -338,7 +342,8 @@ fn add_fragment(answer: &mut Answer, call: WireCall) {
         let known = |id: &str| answer.calls.values().any(|c| c.id == id);
         match (last, call.id.as_deref()) {
             (None, _) => 0,
-            (Some(last), Some(id)) if !id.is_empty() && !known(id) => last + 1,
+            // An index is the server's number: at its largest, the last call.
+            (Some(last), Some(id)) if !id.is_empty() && !known(id) => last.saturating_add(1),
             (Some(last), _) => last,
         }
     });
@@ -365,8 +370,10 @@ fn add_fragment(answer: &mut Answer, call: WireCall) {
 struct WireChunk {
     #[serde(default)]
     choices: Vec<WireChoice>,
+    /// Read by [`WireUsage::read`]: a usage of any shape never fails the
+    /// chunk.
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -376,7 +383,7 @@ struct WireCompletion {
     #[serde(default)]
     choices: Vec<WireChoice>,
     #[serde(default)]
-    usage: Option<WireUsage>,
+    usage: Option<Value>,
     #[serde(default)]
     error: Option<Value>,
 }
@@ -421,18 +428,26 @@ struct WireFunction {
     arguments: Option<Value>,
 }
 
+/// A `usage` object. Usage is advisory: a count that is not a sensible
+/// number (see [`http::token_count`]) is read as missing.
 #[derive(Deserialize)]
-pub(super) struct WireUsage {
-    prompt_tokens: u64,
-    completion_tokens: u64,
+struct WireUsage {
+    #[serde(default, deserialize_with = "http::token_count")]
+    prompt_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "http::token_count")]
+    completion_tokens: Option<u64>,
 }
 
-impl From<WireUsage> for Usage {
-    fn from(u: WireUsage) -> Usage {
-        Usage {
-            prompt_tokens: u.prompt_tokens,
-            completion_tokens: u.completion_tokens,
-        }
+impl WireUsage {
+    /// The counts of a `usage` value, when both read as sensible numbers;
+    /// otherwise none, and core estimates both. Never an error: the answer
+    /// was shown already.
+    fn read(value: &Value) -> Option<Usage> {
+        let usage = WireUsage::deserialize(value).ok()?;
+        Some(Usage {
+            prompt_tokens: usage.prompt_tokens?,
+            completion_tokens: usage.completion_tokens?,
+        })
     }
 }
 

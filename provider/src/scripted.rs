@@ -9,7 +9,6 @@ use revolve_core::fixture::Answer;
 use revolve_core::{Reply, Request, ToolCall, Usage};
 
 use super::http;
-use super::openai::WireUsage;
 use super::{word_pieces, Provider, ProviderError};
 
 /// One reply of a [`Scripted`] provider.
@@ -216,6 +215,23 @@ impl Provider for Scripted {
 
     fn name(&self) -> &'static str {
         self.name
+    }
+}
+
+/// A script line's `usage`: both counts, strictly (a script is written by
+/// hand, and a mistake in it is worth saying).
+#[derive(Deserialize)]
+struct WireUsage {
+    prompt_tokens: u64,
+    completion_tokens: u64,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(u: WireUsage) -> Usage {
+        Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        }
     }
 }
 

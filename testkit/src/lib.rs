@@ -174,6 +174,14 @@ pub enum FakeReply {
         /// The pause between two keepalives.
         every: Duration,
     },
+    /// A response head sent one byte every `every`, without end (a header
+    /// line that never finishes), until the client closes the connection
+    /// or the server is dropped: a server that is never silent for long
+    /// and never gets to its answer.
+    TrickleHead {
+        /// The pause before each byte.
+        every: Duration,
+    },
     /// `200`, `text/event-stream`: a complete streamed answer of these
     /// text pieces that stopped at the request's length limit: its finish
     /// chunk says `"finish_reason": "length"` (Anthropic: `message_delta`

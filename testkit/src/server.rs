@@ -115,6 +115,7 @@ impl FakeReply {
             | FakeReply::Garbage(_)
             | FakeReply::Raw(_)
             | FakeReply::Hang
+            | FakeReply::TrickleHead { .. }
             | FakeReply::Endless { .. }
             | FakeReply::Keepalive { .. } => false,
         }
@@ -358,6 +359,28 @@ impl Shared {
                 stream.write_all(body.as_bytes())
             }
             FakeReply::Hang => self.stall(stream),
+            FakeReply::TrickleHead { every } => {
+                let head = b"HTTP/1.1 200 OK\r\nx-trickle: ";
+                for i in 0.. {
+                    let byte = head.get(i).copied().unwrap_or(b'a');
+                    let deadline = Instant::now() + every;
+                    while Instant::now() < deadline {
+                        if self.stop.load(Ordering::SeqCst) {
+                            return Ok(());
+                        }
+                        thread::sleep(POLL.min(every));
+                    }
+                    // A write error is the client hanging up: the end.
+                    if stream
+                        .write_all(&[byte])
+                        .and_then(|()| stream.flush())
+                        .is_err()
+                    {
+                        return Ok(());
+                    }
+                }
+                Ok(())
+            }
             FakeReply::Slow { chunks, every } => {
                 write_head(stream, 200, "text/event-stream", None, None)?;
                 self.text_start(stream)?;

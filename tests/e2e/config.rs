@@ -36,6 +36,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "api_key",
             "base_url",
             "confirm_costly",
+            "max_calls_per_answer",
             "max_repeated_calls",
             "max_tool_rounds",
             "model",

@@ -1340,7 +1340,7 @@ fn a_silent_server_times_out_and_a_slow_one_is_waited_for() {
     assert_one_line_failure(
         &env,
         &run,
-        &format!("no answer from {endpoint}: nothing received for 400 ms"),
+        &format!("no answer from {endpoint}: no response headers within 400 ms"),
     );
 
     let run = env.run(&[&args[..], &["--continue"]].concat(), "again?\n");

@@ -337,6 +337,9 @@ pub struct Settings {
     /// A turn ends after this many tool rounds ([`guard::MAX_TOOL_ROUNDS`]
     /// by default).
     pub max_tool_rounds: u32,
+    /// Only this many tool calls of one answer run; the rest get an error
+    /// result ([`crate::policy::MAX_CALLS_PER_ANSWER`] by default).
+    pub max_calls_per_answer: u32,
     /// Edits need no approval (`--allow-edits`, `allow_edits`).
     pub allow_edits: bool,
     /// Shell commands need no approval (`--allow-shell`, `allow_shell`).

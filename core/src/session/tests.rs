@@ -14,6 +14,7 @@ fn settings() -> Settings {
         prune_chars: compact::PRUNE_CHARS,
         repeat_limit: guard::REPEAT_LIMIT,
         max_tool_rounds: guard::MAX_TOOL_ROUNDS,
+        max_calls_per_answer: crate::policy::MAX_CALLS_PER_ANSWER,
         allow_edits: false,
         allow_shell: true,
         interactive: false,
@@ -278,6 +279,46 @@ fn the_tool_round_cap_ends_the_turn_and_go_on_resets_it() {
         now: datetime!(2026-12-02 10:05 UTC),
     });
     assert_eq!(kinds(&cmds), ["show"], "nothing to go on with");
+}
+
+#[test]
+fn only_the_first_calls_of_an_answer_run() {
+    let mut s = Session::start(
+        header(),
+        Settings {
+            max_calls_per_answer: 2,
+            ..settings()
+        },
+    )
+    .0;
+    user(&mut s, "work");
+    let calls = [
+        ("a", "read_file", r#"{"path":"1"}"#),
+        ("b", "read_file", r#"{"path":"2"}"#),
+        ("c", "read_file", r#"{"path":"3"}"#),
+        ("d", "read_file", r#"{"path":"4"}"#),
+    ];
+    let cmds = reply(&mut s, "", &calls);
+    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "a"));
+    let cmds = done(&mut s, "a", "x", None);
+    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "b"));
+    // The last two are refused, in order, and the next request goes out.
+    let cmds = done(&mut s, "b", "x", None);
+    assert_eq!(kinds(&cmds), ["result", "result", "result", "call"]);
+    let results: Vec<(&str, &str)> = s.state().messages[s.state().messages.len() - 2..]
+        .iter()
+        .map(|m| (m.tool_call_id.as_deref().unwrap_or(""), m.content.as_str()))
+        .collect();
+    for (id, (got, content)) in ["c", "d"].iter().zip(&results) {
+        assert_eq!(got, id);
+        assert!(
+            content.starts_with("error: not run: this answer made 4 tool calls"),
+            "{content}"
+        );
+    }
+    // A later answer has its own count.
+    let cmds = reply(&mut s, "", &[("e", "read_file", r#"{"path":"5"}"#)]);
+    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "e"));
 }
 
 #[test]

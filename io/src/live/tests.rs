@@ -184,6 +184,7 @@ impl World {
             spill_chars: 100_000,
             prune_chars: 50_000,
             max_tool_rounds: 10,
+            max_calls_per_answer: 64,
             repeat_limit: 3,
             allow_shell,
             allow_edits: false,

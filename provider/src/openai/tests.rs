@@ -788,3 +788,72 @@ fn openai_the_unstreamed_request_goes_on_a_new_connection() {
     );
     assert_eq!(server.connections(), 6);
 }
+
+#[test]
+fn openai_tool_call_indexes_are_keys_not_sizes() {
+    // An index of 10^9 allocates nothing, and one at u64::MAX followed by a
+    // call without an index does not overflow.
+    let max = u64::MAX;
+    let body = format!(
+        concat!(
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":1000000000,\"id\":\"a\",\"function\":{{\"name\":\"agent_info\"}}}}]}}}}]}}\n\n",
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"index\":{max},\"id\":\"b\",\"function\":{{\"name\":\"agent_info\"}}}}]}}}}]}}\n\n",
+            "data: {{\"choices\":[{{\"delta\":{{\"tool_calls\":[{{\"id\":\"c\",\"function\":{{\"name\":\"list_dir\"}}}}]}}}}]}}\n\n",
+            "data: [DONE]\n\n",
+        ),
+        max = max
+    );
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body)]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(
+        calls(&reply),
+        [("a", "agent_info", "{}"), ("b", "agent_info", "{}")]
+    );
+}
+
+#[test]
+fn openai_odd_usage_never_fails_the_answer() {
+    for usage in [
+        r#"{"prompt_tokens":null,"completion_tokens":1}"#,
+        r#"{"prompt_tokens":-3,"completion_tokens":1.5}"#,
+        r#""lots""#,
+    ] {
+        let body = format!(
+            "data: {{\"choices\":[{{\"delta\":{{\"content\":\"Hi\"}}}}]}}\n\ndata: {{\"choices\":[],\"usage\":{usage}}}\n\ndata: [DONE]\n\n"
+        );
+        let (_server, provider) = fake(vec![FakeReply::Garbage(body)]);
+        let reply = run(&provider).0.unwrap();
+        assert_eq!((reply.text.as_str(), reply.usage), ("Hi", None), "{usage}");
+    }
+    let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":7.0,\"completion_tokens\":2}}\n\ndata: [DONE]\n\n";
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body.into())]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(
+        reply.usage,
+        Some(Usage {
+            prompt_tokens: 7,
+            completion_tokens: 2
+        })
+    );
+}
+
+#[test]
+fn openai_json_answer_calls_keep_their_order_whatever_their_index() {
+    let body = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[
+            {"index":7,"id":"c1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"a\"}"}},
+            {"index":7,"id":"c2","type":"function","function":{"name":"list_dir","arguments":"{}"}}]},
+            "finish_reason":"tool_calls"}]}"#;
+    let (_server, provider) = fake(vec![FakeReply::Status {
+        code: 200,
+        body: body.into(),
+        retry_after: None,
+    }]);
+    let reply = run(&provider).0.unwrap();
+    assert_eq!(
+        calls(&reply),
+        [
+            ("c1", "read_file", r#"{"path":"a"}"#),
+            ("c2", "list_dir", "{}"),
+        ]
+    );
+}
