@@ -8,6 +8,7 @@ mod common;
 
 mod adversarial;
 mod audit;
+mod audit_shell;
 mod cli;
 mod compaction;
 mod completions;
