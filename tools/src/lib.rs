@@ -300,13 +300,10 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             match before {
                 Some(before) => {
                     let tracked = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root));
-                    outcome.changes = tracked.changes;
-                    if !tracked.notes.is_empty() {
-                        outcome.output.push_str(&format!(
-                            "\n[not tracked for rewind: {}]",
-                            tracked.notes.join("; ")
-                        ));
+                    if let Some(note) = tracked.note() {
+                        outcome.output.push_str(&note);
                     }
+                    outcome.changes = tracked.changes;
                 }
                 None => outcome.untracked = true,
             }

@@ -63,6 +63,24 @@ pub struct Tracked {
     pub notes: Vec<String>,
 }
 
+/// How many untracked changes a result names; the rest are counted.
+const NOTES_SHOWN: usize = 20; // not policy: a bound on one result line, as list_dir's
+
+impl Tracked {
+    /// The line a command's result ends with when something changed but
+    /// could not be tracked: `[not tracked for rewind: PATH: WHY; …]`.
+    pub fn note(&self) -> Option<String> {
+        if self.notes.is_empty() {
+            return None;
+        }
+        let mut line = self.notes[..self.notes.len().min(NOTES_SHOWN)].join("; ");
+        if self.notes.len() > NOTES_SHOWN {
+            line.push_str(&format!("; and {} more", self.notes.len() - NOTES_SHOWN));
+        }
+        Some(format!("\n[not tracked for rewind: {line}]"))
+    }
+}
+
 /// A repository's state before a command.
 pub struct Before {
     top: PathBuf,
@@ -512,4 +530,74 @@ fn read_capped(file: File, cap: usize) -> Option<Vec<u8>> {
     let mut bytes = Vec::new();
     file.take(cap as u64 + 1).read_to_end(&mut bytes).ok()?;
     (bytes.len() <= cap).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("revolve-track-{name}-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn kind(top: &Path, rel: &str) -> String {
+        match open_beneath(top, rel) {
+            Opened::Absent => "absent".into(),
+            Opened::Other(kind) => kind.into(),
+            Opened::File(_, stamp) => format!("file of {}", stamp.size),
+        }
+    }
+
+    #[test]
+    fn only_regular_files_beneath_the_top_open_and_no_link_is_followed() {
+        let top = dir("open");
+        std::fs::write(top.join("file"), "four").unwrap();
+        std::fs::create_dir(top.join("d")).unwrap();
+        std::fs::write(top.join("d/inner"), "in").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", top.join("zero")).unwrap();
+        std::os::unix::fs::symlink("file", top.join("link")).unwrap();
+        std::os::unix::fs::symlink("/dev", top.join("dev")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(top.join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(kind(&top, "file"), "file of 4");
+        assert_eq!(kind(&top, "d/inner"), "file of 2");
+        assert_eq!(kind(&top, "d"), "a directory");
+        assert_eq!(kind(&top, "zero"), "a symlink");
+        assert_eq!(kind(&top, "link"), "a symlink");
+        assert_eq!(kind(&top, "dev/zero"), "behind a symlink");
+        assert_eq!(kind(&top, "fifo"), "a FIFO");
+        assert_eq!(kind(&top, "gone"), "absent");
+        assert_eq!(kind(&top, "file/below"), "absent");
+        assert_eq!(kind(&top, "../file"), "outside the repository");
+        std::fs::remove_dir_all(&top).ok();
+    }
+
+    #[test]
+    fn a_read_stops_past_the_cap() {
+        let top = dir("cap");
+        std::fs::write(top.join("f"), "12345").unwrap();
+        let open = || match open_beneath(&top, "f") {
+            Opened::File(file, _) => file,
+            _ => panic!("a file"),
+        };
+        assert_eq!(read_capped(open(), 5).as_deref(), Some(&b"12345"[..]));
+        assert_eq!(read_capped(open(), 4), None);
+        std::fs::remove_dir_all(&top).ok();
+    }
+
+    #[test]
+    fn the_note_names_at_most_a_bound_of_paths() {
+        let mut tracked = Tracked::default();
+        assert_eq!(tracked.note(), None);
+        tracked.notes = (0..NOTES_SHOWN + 3).map(|i| format!("f{i}: why")).collect();
+        let note = tracked.note().unwrap();
+        assert!(note.starts_with("\n[not tracked for rewind: f0: why; f1: why"));
+        assert!(note.ends_with("; and 3 more]"), "{note}");
+    }
 }
