@@ -1,11 +1,17 @@
-//! The process group a `shell` command runs in, so that nothing it starts
-//! outlives it, nor revolve.
+//! The session and process group a `shell` command runs in, so that
+//! nothing it starts outlives it, nor revolve.
 //!
-//! * Each command runs in a group of its own, led by a *watchdog*: a tiny
-//!   `sh` that blocks reading a pipe only revolve holds the other end of.
-//!   When revolve ends in any way, SIGKILL included, the pipe closes and the
-//!   watchdog kills its whole group (`kill -9 0`), the command and its
-//!   background children with it.
+//! * Each command is the leader of a session of its own (`setsid` in the
+//!   child before `exec`), so its group is its own and it has no
+//!   controlling terminal: nothing it starts can join revolve's process
+//!   group (`setpgid` across sessions is refused), nor get the terminal's
+//!   Ctrl-C meant for revolve.
+//! * Before running the command, its `sh` starts a *watchdog* in the same
+//!   group: a background `read` of a pipe only revolve holds the other end
+//!   of. When revolve ends in any way, SIGKILL included, the pipe closes and
+//!   the watchdog kills its whole group (`kill -9 0`), the command and its
+//!   background children with it. The command itself does not get the
+//!   pipe: its stdin is `/dev/null`.
 //! * When the command ends (exit, timeout, Ctrl-C, too much output),
 //!   [`Group::kill`] kills the whole group: `sleep 1000 &` does not outlive
 //!   the command.
@@ -20,55 +26,78 @@
 use std::collections::BTreeSet;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::Mutex;
 
 use rustix::process::{kill_process_group, Pid, Signal};
 
-/// The groups of commands running now, in this process (tests run
-/// several at once): [`reap_escaped`] leaves their members alone.
+/// The sessions of commands running now, in this process (tests run
+/// several at once): [`reap_escaped`] leaves their members alone. Held
+/// while a command is spawned and while escaped children are looked for,
+/// so a command just started is never taken for one.
 static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 
-/// A process group for one command, led by its watchdog.
+/// What the command's `sh` runs first: the watchdog, reading the pipe on
+/// its stdin (kept as fd 3 for it alone), then the command (`$1`) with
+/// stdin `/dev/null`.
+const WRAPPER: &str =
+    "exec 3<&0 </dev/null; { read _ <&3; kill -9 0; } & exec 3<&-; exec sh -c \"$1\"";
+
+/// The command's session and group, watched.
 pub struct Group {
-    watchdog: Child,
+    /// The command's pid: its session's and group's id.
     id: i32,
+    /// The watchdog's pipe: closed, it kills the group.
+    watch: Option<ChildStdin>,
+}
+
+/// `sh -c script`, to be started by [`Group::spawn`]: the caller adds the
+/// directory, output pipes and environment.
+pub fn command(script: &str) -> Command {
+    let mut sh = Command::new("sh");
+    sh.arg("-c").arg(WRAPPER).arg("sh").arg(script);
+    sh
 }
 
 impl Group {
-    /// Starts the watchdog, leader of a new group. On Linux, also makes
-    /// this process a child subreaper (once).
-    pub fn start() -> io::Result<Group> {
+    /// Starts `command` (from [`command`]) as the leader of a new session,
+    /// its watchdog beside it. On Linux, also makes this process a child
+    /// subreaper (once).
+    pub fn spawn(mut command: Command) -> io::Result<(Group, Child)> {
         #[cfg(target_os = "linux")]
         become_subreaper();
-        let watchdog = Command::new("sh")
-            .arg("-c")
-            // `read` ends at EOF: when revolve has closed the pipe or died.
-            .arg("read _; kill -9 0")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .spawn()?;
-        let id = i32::try_from(watchdog.id()).map_err(io::Error::other)?;
-        RUNNING.lock().unwrap_or_else(|e| e.into_inner()).insert(id);
-        Ok(Group { watchdog, id })
+        command.stdin(Stdio::piped());
+        // SAFETY: between fork and exec only `setsid(2)` runs, a single
+        // system call that is async-signal-safe and allocates nothing.
+        unsafe {
+            command.pre_exec(|| {
+                rustix::process::setsid()?;
+                Ok(())
+            });
+        }
+        let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        let mut child = command.spawn()?;
+        let watch = child.stdin.take();
+        let Ok(id) = i32::try_from(child.id()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(io::Error::other("a pid out of range"));
+        };
+        running.insert(id);
+        Ok((Group { id, watch }, child))
     }
 
-    /// The group's id, for `Command::process_group`.
-    pub fn id(&self) -> i32 {
-        self.id
-    }
-
-    /// Kills every process of the group (SIGKILL) and reaps the watchdog.
-    /// The watchdog is alive until reaped here, so the group id cannot be
-    /// reused by another group meanwhile.
+    /// Kills every process of the group (SIGKILL). Call it before the
+    /// command is reaped (or while the watchdog lives), so the group id
+    /// cannot have been reused.
     pub fn kill(&mut self) {
+        if self.watch.is_none() {
+            return;
+        }
         if let Some(pid) = Pid::from_raw(self.id).filter(|_| self.id > 1) {
             let _ = kill_process_group(pid, Signal::KILL);
         }
-        let _ = self.watchdog.kill();
-        let _ = self.watchdog.wait();
+        self.watch = None;
         RUNNING
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -92,14 +121,15 @@ fn become_subreaper() {
 }
 
 /// Kills and reaps the children this process adopted that escaped their
-/// command's group: those in another session (`setsid`), or in a group
-/// that is neither this process's own nor a running command's. Children
-/// this process started itself share its group and session and are left
-/// alone. Their own children, adopted in turn, go in the next round.
+/// command's session or group: those in a session and group that are
+/// neither this process's own nor a running command's (a finished
+/// command's watchdog among them). Children this process started itself
+/// share its group and session and are left alone. Their own children, adopted in turn, go in the next round.
 pub fn reap_escaped() {
     #[cfg(target_os = "linux")]
     for _ in 0..16 {
-        let escaped = escaped_children();
+        let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
+        let escaped = escaped_children(&running);
         if escaped.is_empty() {
             break;
         }
@@ -111,7 +141,7 @@ pub fn reap_escaped() {
 }
 
 #[cfg(target_os = "linux")]
-fn escaped_children() -> Vec<Pid> {
+fn escaped_children(running: &BTreeSet<i32>) -> Vec<Pid> {
     // Group and session ids are read from `/proc/<pid>/stat`, not from
     // `getpgrp`/`getsid`/`getpgid`: those answer 0 when the leader lives
     // outside this PID namespace (a container), and rustix's wrappers take
@@ -119,7 +149,6 @@ fn escaped_children() -> Vec<Pid> {
     let Some(own) = group_and_session("self") else {
         return Vec::new();
     };
-    let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
         return Vec::new();
     };
@@ -138,7 +167,9 @@ fn escaped_children() -> Vec<Pid> {
         .filter(|&pid| {
             // A process that cannot be looked at (gone meanwhile) is left.
             group_and_session(&pid.to_string()).is_some_and(|(group, session)| {
-                session != own.1 || (group != own.0 && !running.contains(&group))
+                (session != own.1 || group != own.0)
+                    && !running.contains(&session)
+                    && !running.contains(&group)
             })
         })
         .filter_map(Pid::from_raw)

@@ -62,8 +62,9 @@
 //!
 //! Runs once the core allowed it (`session::approval`): `sh -c COMMAND`
 //! in the root, stdin
-//! null, in a process group of its own (`group::Group`: a watchdog kills it
-//! when revolve dies, even by SIGKILL); stdout and stderr are read by two
+//! null, in a session and process group of its own, with no controlling
+//! terminal (`group::Group`: a watchdog kills it when revolve dies, even
+//! by SIGKILL, and it cannot join revolve's group); stdout and stderr are read by two
 //! threads so a full pipe cannot block the child. `cancel` is polled about
 //! every 50 ms. On timeout (default 120 s, at most 3600), on `cancel()` or
 //! past 64 MiB of output on one stream the output says so, with what was
@@ -88,7 +89,7 @@
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 #[cfg(unix)]
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Component, Path, PathBuf};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -303,7 +304,11 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             let mut outcome = shell(&scope.root, session, command, *timeout_s, cancel);
             match before {
                 Some(before) => {
-                    outcome.changes = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root))
+                    let tracked = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root));
+                    if let Some(note) = tracked.note() {
+                        outcome.output.push_str(&note);
+                    }
+                    outcome.changes = tracked.changes;
                 }
                 None => outcome.untracked = true,
             }

@@ -1,5 +1,5 @@
-//! `shell`: `sh -c` in a process group of its own, bounded in time and
-//! output, its keys removed.
+//! `shell`: `sh -c` in a session and process group of its own (see
+//! [`group`]), bounded in time and output, its keys removed.
 
 use super::*;
 use crate::group::{self, Group};
@@ -26,25 +26,16 @@ pub(crate) fn shell(
     secs: u64,
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
-    let mut group = match Group::start() {
-        Ok(group) => group,
-        Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
-    };
-    let mut sh = std::process::Command::new("sh");
-    sh.arg("-c")
-        .arg(command)
-        .current_dir(root)
-        .stdin(Stdio::null())
+    let mut sh = group::command(command);
+    sh.current_dir(root)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(group.id())
         .env("REVOLVE_SESSION", session);
     for name in API_KEY_VARS {
         sh.env_remove(name);
     }
-    let spawned = sh.spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
+    let (mut group, mut child) = match Group::spawn(sh) {
+        Ok(started) => started,
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
     };
     let (done, drained) = mpsc::channel();

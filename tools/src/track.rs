@@ -3,40 +3,129 @@
 //!
 //! Before the command: the repository's state is taken without touching
 //! it or writing to it: `HEAD`, and every modified or untracked file `git
-//! status` reports, hashed and kept in memory (up to [`KEEP_CAP`] bytes in
-//! all), since git holds no copy of what they hold now. A clean tracked
-//! file's content is `HEAD`'s. (No `git stash create`: it needs a committer
-//! identity, which a fresh machine may not have.)
+//! status` reports, with its fingerprint (device, inode, size, mtime,
+//! ctime); those that fit are read once, hashed and kept in memory (up to
+//! [`KEEP_CAP`] bytes in all), since git holds no copy of what they hold
+//! now. A clean tracked file's content is `HEAD`'s. (No `git stash
+//! create`: it needs a committer identity, which a fresh machine may not
+//! have.) Initialized submodules (`.gitmodules`) are taken the same way,
+//! each as a repository of its own.
 //!
 //! After it: every file `git status` reports then or before, and every
 //! file that differs between the two `HEAD`s (a checkout, a reset),
-//! is compared with what it held; each one that changed is a
-//! [`Change`], both contents stored in the content store (the old one
-//! from memory or from git's objects).
+//! is compared with what it held; a file whose fingerprint did not change
+//! (and was not written in the second before it was taken, when a
+//! timestamp cannot tell two writes apart) is not read again. Each one
+//! that changed is a [`Change`], both contents stored in the content store
+//! (the old one from memory or from git's objects), its diff with the API
+//! keys replaced by `[key]` (the blobs hold the real bytes: a restore must
+//! give the user's file back exactly).
 //!
-//! Not tracked: files git ignores, anything outside the repository, and
-//! changes to reported files larger than what was kept. Outside a git
-//! repository nothing is tracked, and the user is told so once.
+//! Files are opened one folder at a time from the repository's top, never
+//! following a symlink, non-blocking, and only a regular file is read (its
+//! type taken from the open handle), at most [`KEEP_CAP`] bytes of it. So
+//! a FIFO, a device or a link (to `/dev/zero`, or out of the tree) is
+//! never read nor waited on.
+//!
+//! Not tracked, and said so in the command's result ([`Tracked::notes`]):
+//! a change to a file larger than what is kept, to or from something that
+//! is not a regular file (a symlink, a FIFO), and inside a nested
+//! repository that is not a submodule. Not tracked and not said: files git
+//! ignores, anything outside the repository. Outside a git repository
+//! nothing is tracked, and the user is told so once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::fs::File;
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::{Duration, SystemTime};
 
 use revolve_core::edit::Change;
+use rustix::fs::{Mode, OFlags};
 
 use crate::edit::{self, Blobs};
 use revolve_core::policy::KEEP_CAP;
 
+/// How recent a file's change may be for its fingerprint not to be
+/// trusted: file timestamps come from a coarse clock, so two writes within
+/// one tick look the same.
+const RACY: Duration = Duration::from_secs(2); // not policy: a timestamp's uncertainty, not a choice
+
+/// How deep submodules inside submodules are followed.
+const SUBMODULE_DEPTH: usize = 4; // not policy: a bound on recursion, not a choice
+
+/// What a command changed: the changes rewind can take back, and lines
+/// saying what changed but could not be tracked.
+#[derive(Default)]
+pub struct Tracked {
+    pub changes: Vec<Change>,
+    pub notes: Vec<String>,
+}
+
+/// How many untracked changes a result names; the rest are counted.
+const NOTES_SHOWN: usize = 20; // not policy: a bound on one result line, as list_dir's
+
+impl Tracked {
+    /// The line a command's result ends with when something changed but
+    /// could not be tracked: `[not tracked for rewind: PATH: WHY; …]`.
+    pub fn note(&self) -> Option<String> {
+        if self.notes.is_empty() {
+            return None;
+        }
+        let mut line = self.notes[..self.notes.len().min(NOTES_SHOWN)].join("; ");
+        if self.notes.len() > NOTES_SHOWN {
+            line.push_str(&format!("; and {} more", self.notes.len() - NOTES_SHOWN));
+        }
+        Some(format!("\n[not tracked for rewind: {line}]"))
+    }
+}
+
 /// A repository's state before a command.
 pub struct Before {
     top: PathBuf,
+    /// When the state was taken.
+    taken: SystemTime,
     /// `HEAD` then: the content of every tracked file not reported.
     head: Option<String>,
-    /// The files `git status` reported, with their hash then (`None`:
-    /// absent, as a deleted tracked file is).
-    dirty: BTreeMap<String, Option<String>>,
+    /// The files `git status` reported, as they were.
+    dirty: BTreeMap<String, Was>,
     /// The reported files' contents, by path (those that fit).
     kept: BTreeMap<String, Vec<u8>>,
+    /// The initialized submodules, taken on their own.
+    subs: Vec<Before>,
+}
+
+/// What a path held, as seen through a handle opened without following a
+/// link.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Was {
+    Absent,
+    /// Not a regular file (named), never read.
+    Other(&'static str),
+    /// A regular file: its fingerprint, and its hash when it was read
+    /// (`None`: too large to keep).
+    File {
+        stamp: Stamp,
+        hash: Option<String>,
+    },
+}
+
+/// What tells one version of a file from another without reading it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+/// A path opened: a regular file with its fingerprint, or what else it is.
+enum Opened {
+    Absent,
+    Other(&'static str),
+    File(File, Stamp),
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
@@ -80,35 +169,74 @@ fn status(top: &Path) -> Option<Vec<(String, bool)>> {
 impl Before {
     /// The state of the repository `dir` is in; `None` outside git.
     pub fn take(dir: &Path) -> Option<Before> {
+        Before::take_at(dir, 0)
+    }
+
+    fn take_at(dir: &Path, depth: usize) -> Option<Before> {
         let top = PathBuf::from(text(git(dir, &["rev-parse", "--show-toplevel"])?));
+        let taken = SystemTime::now();
         let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
         let mut dirty = BTreeMap::new();
         let mut kept = BTreeMap::new();
         let mut room = KEEP_CAP;
         for (path, _) in status(&top)? {
-            let full = top.join(&path);
-            let bytes = std::fs::read(&full).ok();
-            let hash = bytes.as_deref().map(edit::hash);
-            if let Some(bytes) = bytes {
-                if bytes.len() <= room {
-                    room -= bytes.len();
-                    kept.insert(path.clone(), bytes);
+            let was = match open_beneath(&top, &path) {
+                Opened::Absent => Was::Absent,
+                Opened::Other(kind) => Was::Other(kind),
+                Opened::File(file, stamp) => {
+                    // Read only what fits: a file past the cap is known
+                    // by its fingerprint alone.
+                    let mut hash = None;
+                    if stamp.size <= room as u64 {
+                        if let Some(bytes) = read_capped(file, room) {
+                            room -= bytes.len();
+                            hash = Some(edit::hash(&bytes));
+                            kept.insert(path.clone(), bytes);
+                        }
+                    }
+                    Was::File { stamp, hash }
+                }
+            };
+            dirty.insert(path, was);
+        }
+        let mut subs = Vec::new();
+        if depth < SUBMODULE_DEPTH {
+            for sub in submodules(&top) {
+                if let Some(before) = Before::take_at(&sub, depth + 1) {
+                    // An uninitialized submodule answers with the
+                    // superproject's top.
+                    if before.top != top {
+                        subs.push(before);
+                    }
                 }
             }
-            dirty.insert(path, hash);
         }
         Some(Before {
             top,
+            taken,
             head,
             dirty,
             kept,
+            subs,
         })
     }
 
-    /// What the command changed, each change's contents stored.
-    pub fn changes(self, blobs: &Blobs) -> Vec<Change> {
+    /// What the command changed, each change's contents stored, and what
+    /// changed but could not be tracked.
+    pub fn changes(self, blobs: &Blobs) -> Tracked {
+        let mut tracked = Tracked::default();
+        self.changes_into(blobs, &mut tracked);
+        tracked
+    }
+
+    fn changes_into(mut self, blobs: &Blobs, out: &mut Tracked) {
+        let subs = std::mem::take(&mut self.subs);
+        let sub_tops: BTreeSet<PathBuf> = subs.iter().map(|s| s.top.clone()).collect();
+        for sub in subs {
+            sub.changes_into(blobs, out);
+        }
         let Some(now) = status(&self.top) else {
-            return Vec::new();
+            return;
         };
         let mut paths: BTreeSet<String> = self.dirty.keys().cloned().collect();
         paths.extend(now.into_iter().map(|(p, _)| p));
@@ -124,25 +252,65 @@ impl Before {
                 }
             }
         }
-        let mut changes = Vec::new();
         for path in paths {
             let full = self.top.join(&path);
-            if full.is_dir() {
-                continue;
+            let was = self.dirty.get(&path);
+            let opened = open_beneath(&self.top, &path);
+            // Unchanged by its fingerprint: not read again.
+            if let (Some(Was::File { stamp, hash }), Opened::File(_, now)) = (was, &opened) {
+                if stamp == now && (hash.is_none() || !self.racy(stamp)) {
+                    continue;
+                }
             }
-            let after = std::fs::read(&full).ok();
-            let before = self.content_before(&path);
-            let before_hash = match self.dirty.get(&path) {
-                Some(hash) => hash.clone(),
-                None => before.as_deref().map(edit::hash),
+            let after = match opened {
+                Opened::Absent => Ok(None),
+                Opened::Other("a directory") => {
+                    // A submodule is taken on its own; another nested
+                    // repository is not tracked.
+                    let sub = self.top.join(path.trim_end_matches('/'));
+                    if !sub_tops.contains(&sub) && !self.is_submodule(&path) {
+                        out.notes.push(format!(
+                            "{}: a nested repository, whose changes are not tracked",
+                            path.trim_end_matches('/')
+                        ));
+                    } else if !sub_tops.contains(&sub) {
+                        out.notes.push(format!(
+                            "{path}: a submodule not checked out, whose changes are not tracked"
+                        ));
+                    }
+                    continue;
+                }
+                Opened::Other(kind) => {
+                    if was == Some(&Was::Other(kind)) {
+                        continue;
+                    }
+                    Err(format!("it is now {kind}"))
+                }
+                Opened::File(file, _) => read_capped(file, KEEP_CAP)
+                    .map(Some)
+                    .ok_or_else(|| format!("it is now over {} MiB", KEEP_CAP >> 20)),
             };
+            let before = match was {
+                Some(Was::Absent) => Ok(None),
+                Some(Was::Other(kind)) => Err(format!("it was {kind}")),
+                Some(Was::File { .. }) => self
+                    .kept
+                    .get(&path)
+                    .cloned()
+                    .map(Some)
+                    .ok_or_else(|| "it was too large to keep".to_owned()),
+                None => self.head_content(&path),
+            };
+            let (before, after) = match (before, after) {
+                (Ok(before), Ok(after)) => (before, after),
+                (Err(why), _) | (_, Err(why)) => {
+                    out.notes.push(format!("{path}: {why}"));
+                    continue;
+                }
+            };
+            let before_hash = before.as_deref().map(edit::hash);
             let after_hash = after.as_deref().map(edit::hash);
             if before_hash == after_hash {
-                continue;
-            }
-            // The old content must be restorable: else the change is not
-            // offered to rewind (an untracked file too large to keep).
-            if before_hash.is_some() && before.is_none() {
                 continue;
             }
             // Stored under the hashes just taken, not hashed again.
@@ -153,6 +321,8 @@ impl Before {
                     _ => Ok(()),
                 });
             if stored.is_err() {
+                out.notes
+                    .push(format!("{path}: its versions could not be stored"));
                 continue;
             }
             // As git names it: relative to the repository's top.
@@ -172,27 +342,262 @@ impl Before {
                         .unwrap_or_default(),
                 )
             };
-            changes.push(Change {
+            out.changes.push(Change {
                 path: full.to_string_lossy().into_owned(),
                 before: before_hash,
                 after: after_hash,
-                diff,
+                // The blobs hold the real bytes, to restore them exactly;
+                // what is logged and shown holds no key.
+                diff: crate::redact_keys(diff),
             });
         }
-        changes
     }
 
-    /// What `path` held before the command: kept in memory (a file git
-    /// reported), or `HEAD`'s (a clean tracked file), or nothing (it did
-    /// not exist, or was too large to keep).
-    fn content_before(&self, path: &str) -> Option<Vec<u8>> {
-        if let Some(bytes) = self.kept.get(path) {
-            return Some(bytes.clone());
+    /// Whether a fingerprint taken before the command is too recent to
+    /// tell a later write from it.
+    fn racy(&self, stamp: &Stamp) -> bool {
+        let taken = self
+            .taken
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let changed = stamp.mtime.0.max(stamp.ctime.0);
+        changed.saturating_add(RACY.as_secs() as i64) >= taken as i64
+    }
+
+    /// Whether `HEAD` holds `path` as a submodule.
+    fn is_submodule(&self, path: &str) -> bool {
+        self.head.as_ref().is_some_and(|head| {
+            entry(&self.top, head, path.trim_end_matches('/'))
+                .is_some_and(|(mode, _, _)| mode == "160000")
+        })
+    }
+
+    /// What a file git did not report held before the command: `HEAD`'s
+    /// (a clean tracked file), or nothing (it did not exist); an error
+    /// when that is not a file's content or is too large.
+    fn head_content(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
+        let Some(head) = &self.head else {
+            return Ok(None);
+        };
+        let Some((mode, object, size)) = entry(&self.top, head, path) else {
+            return Ok(None);
+        };
+        match mode.as_str() {
+            "120000" => return Err("it was a symlink".into()),
+            "160000" => return Err("it was a submodule".into()),
+            _ => {}
         }
-        if self.dirty.contains_key(path) {
-            return None;
+        if size > KEEP_CAP as u64 {
+            return Err(format!("it was over {} MiB", KEEP_CAP >> 20));
         }
-        let head = self.head.as_ref()?;
-        git(&self.top, &["cat-file", "blob", &format!("{head}:{path}")])
+        git(&self.top, &["cat-file", "blob", &object])
+            .map(Some)
+            .ok_or_else(|| "git did not give its old content".into())
+    }
+}
+
+/// The mode, object and size (0 for a submodule) of `path` in commit
+/// `head`; `None` when it holds no such path.
+fn entry(top: &Path, head: &str, path: &str) -> Option<(String, String, u64)> {
+    let out = git(top, &["ls-tree", "-z", "-l", head, "--", path])?;
+    let line = out.split(|&b| b == 0).next()?;
+    let line = String::from_utf8_lossy(line);
+    let (meta, _) = line.split_once('\t')?;
+    let mut fields = meta.split_whitespace();
+    let mode = fields.next()?.to_owned();
+    let _kind = fields.next()?;
+    let object = fields.next()?.to_owned();
+    let size = fields.next()?.parse().unwrap_or(0);
+    Some((mode, object, size))
+}
+
+/// The folders of the submodules `.gitmodules` names that are checked
+/// out (hold a `.git`).
+fn submodules(top: &Path) -> Vec<PathBuf> {
+    // `.gitmodules` must be a regular file before git reads it (a FIFO
+    // would block git).
+    if !matches!(open_beneath(top, ".gitmodules"), Opened::File(..)) {
+        return Vec::new();
+    }
+    let Some(out) = git(
+        top,
+        &[
+            "config",
+            "-z",
+            "--file",
+            ".gitmodules",
+            "--get-regexp",
+            r"^submodule\..*\.path$",
+        ],
+    ) else {
+        return Vec::new();
+    };
+    out.split(|&b| b == 0)
+        .filter_map(|entry| {
+            let entry = String::from_utf8_lossy(entry);
+            let (_, path) = entry.split_once('\n')?;
+            let inside = Path::new(path)
+                .components()
+                .all(|c| matches!(c, Component::Normal(_)));
+            let dir = top.join(path);
+            (inside && !path.is_empty() && dir.join(".git").symlink_metadata().is_ok())
+                .then_some(dir)
+        })
+        .collect()
+}
+
+/// Opens `rel` under `top` one folder at a time, following no symlink, so
+/// nothing outside the repository and nothing but a regular file is ever
+/// opened for reading; non-blocking, so a FIFO never waits.
+fn open_beneath(top: &Path, rel: &str) -> Opened {
+    let mut names = Vec::new();
+    for part in Path::new(rel).components() {
+        match part {
+            Component::Normal(name) => names.push(name),
+            _ => return Opened::Other("outside the repository"),
+        }
+    }
+    let Some((last, folders)) = names.split_last() else {
+        return Opened::Other("a directory");
+    };
+    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(mut dir) = rustix::fs::open(top, folder, Mode::empty()) else {
+        return Opened::Absent;
+    };
+    for name in folders {
+        match rustix::fs::openat(&dir, *name, folder | OFlags::NOFOLLOW, Mode::empty()) {
+            Ok(next) => dir = next,
+            Err(_) => {
+                // A folder swapped for a link is not walked through; a
+                // folder that is gone (or is now a file) holds nothing.
+                let link = rustix::fs::statat(&dir, *name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| {
+                        rustix::fs::FileType::from_raw_mode(st.st_mode)
+                            == rustix::fs::FileType::Symlink
+                    });
+                return if link {
+                    Opened::Other("behind a symlink")
+                } else {
+                    Opened::Absent
+                };
+            }
+        }
+    }
+    let flags =
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+    let fd = match rustix::fs::openat(&dir, *last, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT) | Err(rustix::io::Errno::NOTDIR) => return Opened::Absent,
+        Err(rustix::io::Errno::LOOP) => return Opened::Other("a symlink"),
+        Err(rustix::io::Errno::NXIO) => return Opened::Other("a socket"),
+        Err(_) => return Opened::Other("unreadable"),
+    };
+    let file = File::from(fd);
+    let Ok(meta) = file.metadata() else {
+        return Opened::Other("unreadable");
+    };
+    let kind = meta.file_type();
+    if !kind.is_file() {
+        return Opened::Other(if kind.is_dir() {
+            "a directory"
+        } else if kind.is_symlink() {
+            "a symlink"
+        } else {
+            use std::os::unix::fs::FileTypeExt;
+            if kind.is_fifo() {
+                "a FIFO"
+            } else if kind.is_char_device() || kind.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            }
+        });
+    }
+    use std::os::unix::fs::MetadataExt;
+    let stamp = Stamp {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+        ctime: (meta.ctime(), meta.ctime_nsec()),
+    };
+    Opened::File(file, stamp)
+}
+
+/// At most `cap` bytes of `file`; `None` when it holds more (or cannot be
+/// read).
+fn read_capped(file: File, cap: usize) -> Option<Vec<u8>> {
+    let mut bytes = Vec::new();
+    file.take(cap as u64 + 1).read_to_end(&mut bytes).ok()?;
+    (bytes.len() <= cap).then_some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("revolve-track-{name}-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn kind(top: &Path, rel: &str) -> String {
+        match open_beneath(top, rel) {
+            Opened::Absent => "absent".into(),
+            Opened::Other(kind) => kind.into(),
+            Opened::File(_, stamp) => format!("file of {}", stamp.size),
+        }
+    }
+
+    #[test]
+    fn only_regular_files_beneath_the_top_open_and_no_link_is_followed() {
+        let top = dir("open");
+        std::fs::write(top.join("file"), "four").unwrap();
+        std::fs::create_dir(top.join("d")).unwrap();
+        std::fs::write(top.join("d/inner"), "in").unwrap();
+        std::os::unix::fs::symlink("/dev/zero", top.join("zero")).unwrap();
+        std::os::unix::fs::symlink("file", top.join("link")).unwrap();
+        std::os::unix::fs::symlink("/dev", top.join("dev")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(top.join("fifo"))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(kind(&top, "file"), "file of 4");
+        assert_eq!(kind(&top, "d/inner"), "file of 2");
+        assert_eq!(kind(&top, "d"), "a directory");
+        assert_eq!(kind(&top, "zero"), "a symlink");
+        assert_eq!(kind(&top, "link"), "a symlink");
+        assert_eq!(kind(&top, "dev/zero"), "behind a symlink");
+        assert_eq!(kind(&top, "fifo"), "a FIFO");
+        assert_eq!(kind(&top, "gone"), "absent");
+        assert_eq!(kind(&top, "file/below"), "absent");
+        assert_eq!(kind(&top, "../file"), "outside the repository");
+        std::fs::remove_dir_all(&top).ok();
+    }
+
+    #[test]
+    fn a_read_stops_past_the_cap() {
+        let top = dir("cap");
+        std::fs::write(top.join("f"), "12345").unwrap();
+        let open = || match open_beneath(&top, "f") {
+            Opened::File(file, _) => file,
+            _ => panic!("a file"),
+        };
+        assert_eq!(read_capped(open(), 5).as_deref(), Some(&b"12345"[..]));
+        assert_eq!(read_capped(open(), 4), None);
+        std::fs::remove_dir_all(&top).ok();
+    }
+
+    #[test]
+    fn the_note_names_at_most_a_bound_of_paths() {
+        let mut tracked = Tracked::default();
+        assert_eq!(tracked.note(), None);
+        tracked.notes = (0..NOTES_SHOWN + 3).map(|i| format!("f{i}: why")).collect();
+        let note = tracked.note().unwrap();
+        assert!(note.starts_with("\n[not tracked for rewind: f0: why; f1: why"));
+        assert!(note.ends_with("; and 3 more]"), "{note}");
     }
 }
