@@ -8,6 +8,7 @@ mod common;
 
 mod adversarial;
 mod audit;
+mod audit_rewind;
 mod cli;
 mod compaction;
 mod completions;
