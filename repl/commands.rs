@@ -245,6 +245,15 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
         },
     )
     .map_err(|e| Error::at(path, "cannot read", e))?;
+    if state.pending_rewind.is_some() {
+        notes += 1;
+        if notes <= CHECK_LISTS {
+            note_lines.push_str(&format!(
+                "  record {records}: a rewind logged as planned but not as done (a run \
+                 stopped during it; the next start looks at its files and logs what it finds)\n"
+            ));
+        }
+    }
     let more = |n: usize, what: &str| {
         if n > CHECK_LISTS {
             format!("  … and {} more {what}\n", n - CHECK_LISTS)

@@ -31,6 +31,13 @@
 //! disk since revolve last wrote it is somebody else's work: the rewind is
 //! refused, naming it, unless forced.
 //!
+//! What a rewind may claim is decided here too, from what the shell finds
+//! on disk after restoring ([`settle`]): a file is restored only when it
+//! holds what the plan put back, and the turns that changed a file that
+//! was not restored stay in the conversation. The plan is logged first
+//! (`rewinding`), the outcome after (`rewound`), so a crash in between is
+//! settled at the next resume the same way.
+//!
 //! [`State::files`]: crate::State::files
 
 use std::collections::BTreeMap;
@@ -524,6 +531,102 @@ pub fn plan_undo(
     })
 }
 
+/// The `rewound` record a planned rewind (`planned`, logged as
+/// `rewinding`) may claim, given what each of its files holds now
+/// (`on_disk`, after the shell restored them or at the resume after a
+/// crash) and why a restore failed (`errors`, by path): only the files
+/// that hold what the plan put back, and only the turns none of whose
+/// edits touched a file that was not restored. The second value names
+/// each file not restored, with why.
+pub fn settle(
+    state: &State,
+    planned: &Rewound,
+    on_disk: &BTreeMap<String, Option<String>>,
+    errors: &BTreeMap<String, String>,
+    now: OffsetDateTime,
+) -> (Rewound, Vec<(String, String)>) {
+    let mut r = planned.clone();
+    r.at = now;
+    r.files.clear();
+    let mut failed = Vec::new();
+    for f in &planned.files {
+        let now_there = on_disk.get(&f.path).cloned().flatten();
+        if on_disk.contains_key(&f.path) && now_there == f.to {
+            r.files.push(f.clone());
+            continue;
+        }
+        let why = match errors.get(&f.path) {
+            Some(e) => e.clone(),
+            None if now_there == f.from => "not restored: it still holds what it held before \
+                 the rewind"
+                .to_owned(),
+            None => "not restored: it holds neither what it held before the rewind nor what \
+                 the rewind puts back"
+                .to_owned(),
+        };
+        failed.push((f.path.clone(), why));
+    }
+    if failed.is_empty() {
+        return (r, failed);
+    }
+    if r.undoes.is_some() {
+        // Part of a rewind taken back: the files that went back are
+        // logged as a rewind of files only, and the rewind stays standing.
+        r.undoes = None;
+        r.conversation = false;
+        r.turns = 0;
+        r.from = state.messages.len() as u64;
+        return (r, failed);
+    }
+    // Turns after the last one that changed a file not restored may still
+    // leave; that one and the ones before it stay.
+    let from = usize::try_from(planned.from).unwrap_or(usize::MAX);
+    let last_failed = state
+        .edits
+        .iter()
+        .filter(|e| !e.rewound && e.turn >= from)
+        .filter(|e| failed.iter().any(|(p, _)| *p == e.path))
+        .map(|e| e.turn)
+        .max();
+    let starts = turn_starts(state);
+    let kept_to = last_failed.unwrap_or(usize::MAX);
+    match starts.iter().position(|&s| s > kept_to && s >= from) {
+        Some(k) if last_failed.is_some() => {
+            r.from = starts[k] as u64;
+            r.turns = (starts.len() - k) as u64;
+        }
+        _ => {
+            r.from = state.messages.len() as u64;
+            r.turns = 0;
+            r.conversation = false;
+        }
+    }
+    (r, failed)
+}
+
+/// What a rewind could not do, for the user: each file not restored and
+/// why, and what stayed in the conversation.
+pub fn describe_failed(planned: &Rewound, done: &Rewound, failed: &[(String, String)]) -> String {
+    let mut out = format!("rewind: {} file(s) not restored:", failed.len());
+    for (path, why) in failed {
+        out.push_str(&format!("\n  {path}: {why}"));
+    }
+    if planned.undoes.is_some() {
+        out.push_str(
+            "\n  the rewind is not taken back: its turns stay out of the conversation, and the \
+             files that went back are logged as such",
+        );
+    } else if planned.conversation {
+        let kept = planned.turns.saturating_sub(done.turns);
+        out.push_str(&format!(
+            "\n  {kept} of the {} turn(s) stay in the conversation: they changed a file that \
+             was not restored",
+            planned.turns
+        ));
+    }
+    out
+}
+
 /// Every content hash a record names (an edit's before and after, a
 /// rewind's contents): what the content store must hold for the session
 /// to be rewound (`replay --check` looks).
@@ -535,7 +638,7 @@ pub fn hashes(record: &crate::Record) -> Vec<&str> {
             .chain(&e.after)
             .map(String::as_str)
             .collect(),
-        crate::Record::Rewound(r) => r
+        crate::Record::Rewound(r) | crate::Record::Rewinding(r) => r
             .files
             .iter()
             .flat_map(|f| f.from.iter().chain(&f.to))

@@ -160,6 +160,14 @@
 //! {"type":"rewound","at":"…","turns":1,"from":12,"conversation":true,"files":[{"path":"/home/me/src/app/src/a.rs","from":"sha256:41ab…","to":"sha256:9f2c…"}]}
 //! ```
 //!
+//! A rewind that restores files first logs its plan as `rewinding` (the
+//! same fields), then restores, then logs `rewound` with only the files
+//! found restored on disk (and, when some were not, only the turns none of
+//! whose files failed). A `rewinding` with no `rewound` after it is a
+//! rewind a crash cut short: the next resume looks at each file and logs
+//! the `rewound` of what it finds. Logs without `rewinding` (older ones,
+//! rewinds with no file) read as before.
+//!
 //! `resumed`, a later run picking the session up again (with the model and
 //! window it runs with from then on); `renamed`, a new name:
 //! ```json
@@ -252,6 +260,11 @@ pub enum Record {
     Edit(Edit),
     /// The outcome of writing an [`Edit`].
     Written(Written),
+    /// A rewind about to restore files: what it plans, logged before the
+    /// first file is touched. The `rewound` record that follows says what
+    /// was done; a `rewinding` with none after it is a rewind a crash cut
+    /// short, settled at the next resume.
+    Rewinding(Rewound),
     /// A rewind: turns taken back, files restored.
     Rewound(Rewound),
 }
@@ -711,6 +724,7 @@ impl Record {
             "edit" => Record::Edit(body(line)?),
             "written" => Record::Written(body(line)?),
             "rewound" => Record::Rewound(body(line)?),
+            "rewinding" => Record::Rewinding(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -755,7 +769,7 @@ impl Record {
             Record::Approved(r) => Some(r.at),
             Record::Edit(r) => Some(r.at),
             Record::Written(r) => Some(r.at),
-            Record::Rewound(r) => Some(r.at),
+            Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
         }
     }
 }

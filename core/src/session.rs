@@ -325,6 +325,12 @@ impl Session {
                 on_disk,
                 now,
             } => self.rewind(turns, scope, undo, force, &on_disk, now),
+            Input::Restored {
+                on_disk,
+                errors,
+                resumed,
+                now,
+            } => self.restored(&on_disk, &errors, resumed, now),
             Input::Rename { name, used, now } => match names::validate(&name, &used) {
                 Ok(()) => {
                     let renamed = Record::Renamed(Renamed {

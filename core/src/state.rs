@@ -89,6 +89,9 @@ pub struct State {
     pub wrote: BTreeMap<String, Option<String>>,
     /// An edit logged but not yet known to be written.
     pub pending_edit: Option<Edit>,
+    /// A rewind logged as `rewinding` with no `rewound` yet: a crash cut
+    /// it short, and the next resume settles it.
+    pub pending_rewind: Option<Rewound>,
     /// The rewinds, in order.
     pub rewinds: Vec<RewindEntry>,
     /// The user answered "always" to an edit: later ones are not asked.
@@ -354,7 +357,14 @@ impl State {
                     note = Some("a write of no pending edit".to_owned());
                 }
             },
+            Record::Rewinding(r) => {
+                if self.pending_rewind.is_some() {
+                    note = Some("a rewind while another waits to be settled".to_owned());
+                }
+                self.pending_rewind = Some(r.clone());
+            }
             Record::Rewound(r) => {
+                self.pending_rewind = None;
                 let broken = r.files.iter().find(|f| {
                     !r.forced && f.from.is_some() && f.from.as_ref() != self.files.get(&f.path)
                 });
@@ -410,6 +420,7 @@ impl State {
                 self.edits.clear();
                 self.wrote.clear();
                 self.pending_edit = None;
+                self.pending_rewind = None;
                 self.rewinds.clear();
             }
             Record::Continued(c) => {

@@ -314,7 +314,7 @@ pub fn transcript(records: &[Record]) -> String {
                     out.push_str(&format!("{lead}{line}\n"));
                 }
             }
-            Record::Context(_) | Record::Totals(_) | Record::Seen(_) => {}
+            Record::Context(_) | Record::Totals(_) | Record::Seen(_) | Record::Rewinding(_) => {}
         }
     }
     out

@@ -354,6 +354,7 @@ impl World {
                     inputs.push(Input::Wrote { id, error, now });
                 }
                 Command::Restore(files) => {
+                    let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
                     for f in files {
                         if let Some(old) = self.fs.get(&f.path) {
                             self.blobs.insert(hash(old), old.clone());
@@ -369,6 +370,20 @@ impl World {
                             }
                         }
                     }
+                    // The shell says what each file holds now.
+                    let on_disk = paths
+                        .into_iter()
+                        .map(|p| {
+                            let h = self.fs.get(&p).map(|b| hash(b));
+                            (p, h)
+                        })
+                        .collect();
+                    inputs.push(Input::Restored {
+                        on_disk,
+                        errors: Default::default(),
+                        resumed: false,
+                        now: self.now,
+                    });
                 }
                 Command::Sync | Command::Show(_) | Command::Refused(_) => {}
                 other => panic!("a command these runs never ask for: {other:?}"),

@@ -276,6 +276,7 @@ impl<F: Front> Live<F> {
         let mut live = Live::new(session, writer, claim, store, runtime, front);
         live.execute(cmds, &mut VecDeque::new())?;
         live.settle_pending_edit()?;
+        live.settle_pending_rewind()?;
         // Messages the log holds already (a crash after logging them) leave
         // the inbox; the others wait for the next turn.
         live.settle_inbox();
@@ -614,7 +615,7 @@ impl<F: Front> Live<F> {
                     content,
                     mode,
                 } => queue.push_back(self.write_edit(id, &path, &content, mode)),
-                Command::Restore(files) => self.restore(&files),
+                Command::Restore(files) => queue.push_back(self.restore(&files)),
                 Command::Ask { id, command } => {
                     let answer = self.front.ask_shell(&command);
                     queue.push_back(answered(id, answer));

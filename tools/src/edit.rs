@@ -238,8 +238,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<
 /// Puts each file back as a rewind decided: what it holds now is stored
 /// first (so nothing is lost, forced or not), then the content `to` is
 /// written (keeping the file's mode), or the file removed. Goes on past a
-/// failure; the errors, one per file.
-pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<String> {
+/// failure; the errors, one per file that failed, with its path (the
+/// caller hashes the files after, and core decides from what they hold).
+pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<(String, String)> {
     let mut errors = Vec::new();
     for f in files {
         let path = Path::new(&f.path);
@@ -265,7 +266,7 @@ pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<String> {
             }
         })();
         if let Err(e) = done {
-            errors.push(format!("cannot restore {}: {e}", f.path));
+            errors.push((f.path.clone(), format!("cannot restore it: {e}")));
         }
     }
     errors

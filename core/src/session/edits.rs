@@ -353,18 +353,63 @@ impl Session {
         };
         match planned {
             Err(why) => vec![Command::Refused(why)],
-            Ok(r) => {
-                let files = r.files.clone();
+            Ok(r) if r.files.is_empty() => {
                 let told = edit::describe(&r);
                 let mut cmds = self.append(vec![Record::Rewound(r)]);
                 cmds.push(Command::Sync);
-                if !files.is_empty() {
-                    cmds.push(Command::Restore(files));
-                }
                 cmds.push(Command::Show(told));
                 cmds
             }
+            // The plan is logged before any file is touched; what was done
+            // is logged when the shell says what the files hold
+            // (`restored`).
+            Ok(r) => {
+                let files = r.files.clone();
+                let mut cmds = self.append(vec![Record::Rewinding(r)]);
+                cmds.push(Command::Sync);
+                cmds.push(Command::Restore(files));
+                cmds
+            }
         }
+    }
+
+    /// The files of the pending rewind were restored, or a resume found
+    /// it unfinished: the `rewound` of what the files hold is logged and
+    /// told; files not restored are named, and (unless at a resume) the
+    /// rewind is refused so the command fails.
+    pub(super) fn restored(
+        &mut self,
+        on_disk: &BTreeMap<String, Option<String>>,
+        errors: &BTreeMap<String, String>,
+        resumed: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let Some(planned) = self.state.pending_rewind.clone() else {
+            return Vec::new();
+        };
+        let (done, failed) = edit::settle(&self.state, &planned, on_disk, errors, now);
+        let told = edit::describe(&done);
+        let mut cmds = self.append(vec![Record::Rewound(done.clone())]);
+        cmds.push(Command::Sync);
+        if resumed {
+            cmds.push(Command::Show(format!(
+                "revolve: the last run stopped during a rewind; what it had done is logged: {told}"
+            )));
+            if !failed.is_empty() {
+                cmds.push(Command::Show(format!(
+                    "revolve: {}",
+                    edit::describe_failed(&planned, &done, &failed)
+                )));
+            }
+            return cmds;
+        }
+        cmds.push(Command::Show(told));
+        if !failed.is_empty() {
+            cmds.push(Command::Refused(edit::describe_failed(
+                &planned, &done, &failed,
+            )));
+        }
+        cmds
     }
 }
 

@@ -194,6 +194,17 @@ pub enum Input {
         on_disk: std::collections::BTreeMap<String, Option<String>>,
         now: OffsetDateTime,
     },
+    /// The files of the rewind logged as `rewinding`
+    /// ([`State::pending_rewind`]) were restored ([`Command::Restore`]),
+    /// or, with `resumed`, a resume found it unfinished: what each of its
+    /// files holds now (`None`: not there) and why a restore failed, by
+    /// path. Core logs the `rewound` of what was done.
+    Restored {
+        on_disk: std::collections::BTreeMap<String, Option<String>>,
+        errors: std::collections::BTreeMap<String, String>,
+        resumed: bool,
+        now: OffsetDateTime,
+    },
 }
 
 /// One message from the inbox.
@@ -303,6 +314,7 @@ pub enum Command {
     },
     /// Put each file back to the content of hash `to` from the content
     /// store (`None`: remove it), storing what it holds first.
+    /// Answer with [`Input::Restored`], whatever happened.
     Restore(Vec<crate::record::Restore>),
     /// Ask the user whether the shell call `id` may run `command` (y, a,
     /// n); answer with [`Input::Answered`].

@@ -93,12 +93,36 @@ impl<F: Front> Live<F> {
         }
     }
 
-    /// [`revolve_core::Command::Restore`]: each file put back; failures
-    /// told, one line each.
-    pub(super) fn restore(&mut self, files: &[revolve_core::record::Restore]) {
-        for e in edit::restore(&self.blobs(), files) {
-            self.front.notice(&format!("revolve: rewind: {e}"));
+    /// [`revolve_core::Command::Restore`]: each file put back, then what
+    /// each holds looked at, for core to log what was done.
+    pub(super) fn restore(&mut self, files: &[revolve_core::record::Restore]) -> Input {
+        let errors = edit::restore(&self.blobs(), files).into_iter().collect();
+        Input::Restored {
+            on_disk: hashes_of(files),
+            errors,
+            resumed: false,
+            now: clock::now(),
         }
+    }
+
+    /// At a resume: a rewind the last run logged as planned but not as
+    /// done is looked at on disk, file by file, and what is found logged.
+    pub(super) fn settle_pending_rewind(&mut self) -> Result<(), Error> {
+        let Some(files) = self
+            .state()
+            .pending_rewind
+            .as_ref()
+            .map(|r| r.files.clone())
+        else {
+            return Ok(());
+        };
+        self.drive(Input::Restored {
+            on_disk: hashes_of(&files),
+            errors: BTreeMap::new(),
+            resumed: true,
+            now: clock::now(),
+        })
+        .map(|_| ())
     }
 
     /// At a resume: an edit the last run logged but did not see written is
@@ -147,6 +171,14 @@ fn on_disk(session: &Session) -> BTreeMap<String, Option<String>> {
             let hash = hash_now(&p);
             (p, hash)
         })
+        .collect()
+}
+
+/// What each file of a rewind holds now, by hash.
+fn hashes_of(files: &[revolve_core::record::Restore]) -> BTreeMap<String, Option<String>> {
+    files
+        .iter()
+        .map(|f| (f.path.clone(), hash_now(&f.path)))
         .collect()
 }
 
