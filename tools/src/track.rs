@@ -203,9 +203,10 @@ impl Before {
         if depth < SUBMODULE_DEPTH {
             for sub in submodules(&top) {
                 if let Some(before) = Before::take_at(&sub, depth + 1) {
-                    // An uninitialized submodule answers with the
-                    // superproject's top.
-                    if before.top != top {
+                    // Its own top, resolved by git, is the folder itself:
+                    // not the superproject's (not checked out), nor
+                    // another repository a symlink on the way leads to.
+                    if before.top == sub {
                         subs.push(before);
                     }
                 }
@@ -439,9 +440,12 @@ fn submodules(top: &Path) -> Vec<PathBuf> {
             let inside = Path::new(path)
                 .components()
                 .all(|c| matches!(c, Component::Normal(_)));
+            // A folder reached through no symlink, holding a `.git`.
+            let folder = inside
+                && !path.is_empty()
+                && matches!(open_beneath(top, path), Opened::Other("a directory"));
             let dir = top.join(path);
-            (inside && !path.is_empty() && dir.join(".git").symlink_metadata().is_ok())
-                .then_some(dir)
+            (folder && dir.join(".git").symlink_metadata().is_ok()).then_some(dir)
         })
         .collect()
 }
