@@ -502,7 +502,7 @@ fn settle<T>(
 /// The config file's settings, and whether it exists; a missing file is an
 /// empty config.
 fn read(path: &Path) -> Result<(File, bool), Error> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match revolve_io::regular::read_text(path, revolve_core::policy::OWN_FILE_CAP) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((File::default(), false)),
         Err(e) => return Err(Error::at(path, "cannot read the config file", e)),

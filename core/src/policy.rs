@@ -90,6 +90,18 @@ pub const KEEP_CAP: usize = 64 * 1024 * 1024;
 pub const EDIT_CAP: u64 = 256 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------
+// revolve's own files
+
+/// The largest config, goal or memory file read (a bigger one is an error
+/// naming it): they are a few kilobytes, and a name linked to a device must
+/// not be read without end.
+pub const OWN_FILE_CAP: u64 = 16 * 1024 * 1024;
+
+/// The largest session index or journal read: they grow with the number
+/// of sessions (about 300 bytes each), so this bounds reading, not users.
+pub const INDEX_CAP: u64 = 1024 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------
 // Model requests
 
 /// How long connecting (and resolving the host) may take.

@@ -2,7 +2,6 @@
 //! the memory files. What it holds and every decision about it are in
 //! `revolve_core::goal`; this module only reads and writes it.
 
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +23,7 @@ pub fn path(dir: &Path) -> PathBuf {
 /// [`io::ErrorKind::InvalidData`] error naming the file, line and column.
 pub fn load(dir: &Path) -> io::Result<Goals> {
     let path = path(dir);
-    let bytes = match fs::read(&path) {
+    let bytes = match crate::regular::read_whole(&path, revolve_core::policy::OWN_FILE_CAP) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Goals::default()),
         Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
@@ -79,6 +78,7 @@ pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use revolve_core::goal::{Ending, GoalCommand, Status};
     use time::macros::datetime;
 

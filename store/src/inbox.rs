@@ -94,7 +94,7 @@ impl Inbox {
             if !is_letter {
                 continue;
             }
-            let letter = std::fs::read(&path)
+            let letter = crate::regular::read_whole(&path, revolve_core::policy::OWN_FILE_CAP)
                 .ok()
                 .and_then(|b| serde_json::from_slice::<Letter>(&b).ok());
             match letter {
@@ -144,7 +144,8 @@ impl Inbox {
 
     /// The last number given (0 when none).
     fn last(&self) -> io::Result<u64> {
-        match std::fs::read_to_string(self.dir.join(".seq")) {
+        match crate::regular::read_text(&self.dir.join(".seq"), revolve_core::policy::OWN_FILE_CAP)
+        {
             Ok(text) => text.trim().parse().map_err(|_| {
                 io::Error::new(
                     io::ErrorKind::InvalidData,

@@ -96,7 +96,10 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
             if !name.ends_with(".md") {
                 continue;
             }
-            let bytes = match fs::read(dir.join(&name)) {
+            let bytes = match crate::regular::read_whole(
+                &dir.join(&name),
+                revolve_core::policy::OWN_FILE_CAP,
+            ) {
                 Ok(b) => b,
                 // Deleted between listing and reading: it is simply gone.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -427,7 +430,10 @@ fn build_snapshot(tmp: &Path, memory_dir: &Path, meta: &SnapshotMeta) -> io::Res
     for name in regular_files(memory_dir)? {
         // Read and written, not copied: a copy keeps the source's mode, and
         // every file revolve makes is private.
-        match fs::read(memory_dir.join(&name)) {
+        match crate::regular::read_whole(
+            &memory_dir.join(&name),
+            revolve_core::policy::OWN_FILE_CAP,
+        ) {
             Ok(bytes) => write_new(&files.join(&name), &bytes)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(e) => return Err(e),

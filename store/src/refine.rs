@@ -62,7 +62,11 @@ pub fn entries(state_root: &Path, dirs: &MemoryDirs) -> io::Result<Vec<Entry>> {
             if scope == Scope::Global && !out.iter().any(|e: &Entry| e.stamp == stamp) {
                 continue;
             }
-            let cfg = fs::read_to_string(entry.path().join("meta.cfg")).unwrap_or_default();
+            let cfg = crate::regular::read_text(
+                &entry.path().join("meta.cfg"),
+                revolve_core::policy::OWN_FILE_CAP,
+            )
+            .unwrap_or_default();
             if let Ok(meta) = SnapshotMeta::parse_cfg(&cfg) {
                 out.push(Entry { scope, stamp, meta });
             }
@@ -82,7 +86,10 @@ pub fn files(dir: &Path) -> io::Result<BTreeMap<String, Vec<u8>>> {
         if name.starts_with('.') || !entry.file_type().is_ok_and(|t| t.is_file()) {
             continue;
         }
-        out.insert(name, fs::read(entry.path())?);
+        out.insert(
+            name,
+            crate::regular::read_whole(&entry.path(), revolve_core::policy::OWN_FILE_CAP)?,
+        );
     }
     Ok(out)
 }

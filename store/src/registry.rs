@@ -142,7 +142,8 @@ fn scan(dir: &Path, remove_stale: bool) -> Vec<Running> {
                 }
             }
             Err(TryLockError::WouldBlock) => {
-                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let text = crate::regular::read_text(&path, revolve_core::policy::OWN_FILE_CAP)
+                    .unwrap_or_default();
                 if let Ok(r) = serde_json::from_str::<Running>(&text) {
                     out.push(r);
                 }
@@ -183,11 +184,12 @@ impl Journal {
     /// The journal of the running dir `dir`; an empty one when there is none
     /// (or it cannot be read).
     pub fn read(dir: &Path) -> Option<Journal> {
-        let bytes = match std::fs::read(dir.join(JOURNAL)) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Some(Journal::default()),
-            Err(_) => return None,
-        };
+        let bytes =
+            match crate::regular::read_whole(&dir.join(JOURNAL), revolve_core::policy::INDEX_CAP) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Some(Journal::default()),
+                Err(_) => return None,
+            };
         // Whole lines only: a claim being appended right now is read next
         // time (this listing started before it).
         let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);

@@ -38,6 +38,42 @@ pub fn read(path: &Path) -> io::Result<(File, Metadata)> {
     open(path, OpenOptions::new().read(true))
 }
 
+/// The whole of `path` if it is a regular file (see [`open`]) of at most
+/// `cap` bytes: a bigger one (or one that grows past `cap` while read) is
+/// an [`io::ErrorKind::InvalidData`] error, never read on. For revolve's
+/// own files (config, goal, memory, index): whatever a link or a swap put
+/// at their name, a start never waits on it nor reads without end.
+pub fn read_whole(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let (file, meta) = read(path)?;
+    let too_big = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("over {cap} bytes, more than such a file holds"),
+        )
+    };
+    if meta.len() > cap {
+        return Err(too_big());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(too_big());
+    }
+    Ok(bytes)
+}
+
+/// [`read_whole`] as text; bytes that are not UTF-8 are an
+/// [`io::ErrorKind::InvalidData`] error.
+pub fn read_text(path: &Path, cap: u64) -> io::Result<String> {
+    String::from_utf8(read_whole(path, cap)?).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 /// What a file that is not a regular one is, in a few words.
 fn kind(meta: &Metadata) -> &'static str {
     if meta.is_dir() {
@@ -88,6 +124,27 @@ mod tests {
                 refused(Path::new("/dev/null")),
                 "not a regular file (a character device)"
             );
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn read_whole_stops_at_its_cap_and_never_waits() {
+        let dir = std::env::temp_dir().join(format!("revolve-whole-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("file");
+        std::fs::write(&file, "12345").unwrap();
+        assert_eq!(read_whole(&file, 5).unwrap(), b"12345");
+        let err = read_whole(&file, 4).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(err.to_string(), "over 4 bytes, more than such a file holds");
+        #[cfg(unix)]
+        {
+            let zero = dir.join("zero");
+            std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+            let err = read_whole(&zero, 4).unwrap_err();
+            assert_eq!(err.to_string(), "not a regular file (a character device)");
         }
         std::fs::remove_dir_all(&dir).ok();
     }

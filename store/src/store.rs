@@ -186,7 +186,9 @@ impl Store {
         // here and then the names are looked at as they come: reading the
         // folder is most of a listing's time.
         let files = Files::read(&dir);
-        let bytes = std::fs::read(dir.join(index::FILE)).unwrap_or_default();
+        let bytes =
+            crate::regular::read_whole(&dir.join(index::FILE), revolve_core::policy::INDEX_CAP)
+                .unwrap_or_default();
         let mut index = Index::parse(&bytes).unwrap_or_default();
         // The files that may have changed since the cache was written, or
         // `None`: any may have.

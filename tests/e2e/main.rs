@@ -9,6 +9,7 @@ mod common;
 mod adversarial;
 mod audit;
 mod audit_provider;
+mod audit_reads;
 mod audit_rewind;
 mod audit_shell;
 mod cli;

@@ -25,7 +25,12 @@ use revolve_store::regular;
 
 /// The hash naming `bytes` in the content store.
 pub fn hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
+    hash_digest(Sha256::new_with_prefix(bytes))
+}
+
+/// The hash naming what `hasher` was fed.
+pub fn hash_digest(hasher: Sha256) -> String {
+    let digest = hasher.finalize();
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
     for b in digest {

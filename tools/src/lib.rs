@@ -277,22 +277,21 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             offset,
             limit,
         } => {
-            // A file read is seen (its whole content's hash), so it may be
-            // edited; the path is resolved once, for both.
+            // A file read is seen (its whole content's hash, taken as it
+            // is read), so it may be edited.
             let resolved = scope.resolve(path);
             let read = resolved
                 .as_ref()
                 .map_err(Clone::clone)
                 .and_then(|p| read_file(p, path, *offset, *limit));
-            let read_whole = read.is_ok();
-            let mut outcome = Outcome::from(read);
-            if let (Ok(p), true) = (&resolved, read_whole) {
-                outcome.seen = crate::edit::hash_of(p)
-                    .ok()
-                    .flatten()
-                    .map(|hash| (p.to_string_lossy().into_owned(), hash));
+            match (resolved, read) {
+                (Ok(p), Ok((text, hash))) => {
+                    let mut outcome = Outcome::text(text);
+                    outcome.seen = hash.map(|hash| (p.to_string_lossy().into_owned(), hash));
+                    outcome
+                }
+                (_, read) => Outcome::from(read.map(|(text, _)| text)),
             }
-            outcome
         }
         Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
