@@ -78,8 +78,8 @@ pub fn save(dir: &Path, goals: &Goals) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::fs;
     use revolve_core::goal::{Ending, GoalCommand, Status};
+    use std::fs;
     use time::macros::datetime;
 
     /// A fresh directory under the system temp dir (never HOME); it does not
