@@ -357,6 +357,15 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
         Ok(_) => {}
         Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
     }
+    if let Some(folder) = revolve_io::skills::global_folder(dirs) {
+        match revolve_io::skills::seed(&folder) {
+            Ok(seeded) if !seeded.is_empty() => {
+                eprintln!("seeded {} into {}", seeded.join(", "), folder.display())
+            }
+            Ok(_) => {}
+            Err(e) => eprintln!("revolve: cannot seed {}: {e}", folder.display()),
+        }
+    }
     match revolve_io::memory::ensure_project_dir(dirs) {
         Ok(Some(_)) => {
             if interactive {

@@ -153,6 +153,15 @@ pub struct MemoryFile {
 /// were read in. Each file appears whole under a `## memory/<scope>/<name>`
 /// header.
 pub fn prompt_block(files: &[MemoryFile]) -> Option<String> {
+    prompt_block_within(files, false)
+}
+
+/// [`prompt_block`], with every builtin document (`builtin: true` in its
+/// front matter) given by its description alone when `brief`: a small
+/// window cannot spare the ~1,500 tokens the five of them take whole, and
+/// each description says its habit in a sentence. A file the user adopted
+/// (the line removed) or wrote is always whole.
+pub fn prompt_block_within(files: &[MemoryFile], brief: bool) -> Option<String> {
     if files.is_empty() {
         return None;
     }
@@ -165,10 +174,33 @@ pub fn prompt_block(files: &[MemoryFile]) -> Option<String> {
         out.push('/');
         out.push_str(&file.name);
         out.push_str("\n\n");
-        out.push_str(file.content.trim_end());
+        match brief.then(|| builtin_description(&file.content)).flatten() {
+            Some(description) => {
+                out.push_str("(builtin habit, in brief for a small window) ");
+                out.push_str(description);
+            }
+            None => out.push_str(file.content.trim_end()),
+        }
         out.push('\n');
     }
     Some(out)
+}
+
+/// The `description` of a builtin document's front matter; `None` for a
+/// file without front matter, without `builtin: true` or without a
+/// description.
+fn builtin_description(content: &str) -> Option<&str> {
+    let front = content.strip_prefix("---\n")?.split_once("\n---")?.0;
+    let builtin = front.lines().any(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, v)| k.trim() == "builtin" && v.trim() == "true")
+    });
+    let description = front.lines().find_map(|l| {
+        l.split_once(':')
+            .filter(|(k, _)| k.trim() == "description")
+            .map(|(_, v)| v.trim())
+    })?;
+    (builtin && !description.is_empty()).then_some(description)
 }
 
 const PROMPT_INTRO: &str = "# Memory\n\n\
@@ -320,7 +352,17 @@ substitute as the thing requested.
 /// never written back, because it was seeded. Names come in [`BUILTIN`]
 /// order.
 pub fn to_seed(seeded: &[String], present: &[String]) -> Vec<&'static str> {
-    BUILTIN
+    to_seed_of(&BUILTIN, seeded, present)
+}
+
+/// [`to_seed`] of any list of shipped defaults `(name, content)`: the
+/// builtin skills are seeded the same way ([`crate::skills::BUILTIN`]).
+pub fn to_seed_of(
+    builtin: &[(&'static str, &'static str)],
+    seeded: &[String],
+    present: &[String],
+) -> Vec<&'static str> {
+    builtin
         .iter()
         .map(|(name, _)| *name)
         .filter(|name| !seeded.iter().any(|s| s == name) && !present.iter().any(|p| p == name))

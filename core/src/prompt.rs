@@ -13,6 +13,12 @@ use crate::skills::{self, Skill};
 pub const BASE: &str = "You are revolve, a coding agent working in the user's terminal. \
 Answer directly and concisely.";
 
+/// The window, in tokens, under which the builtin memory documents are
+/// given in brief: at 16k their ~1,500 tokens whole are a tenth of it, at
+/// 4k (Ollama's default) more than a third, which left a first turn no
+/// room beside the tools.
+pub const BRIEF_BELOW: u64 = 16_384;
+
 /// What the system prompt is built from besides the base: read fresh by
 /// the shell before every turn and after every tool, so a change made
 /// between requests (by a tool, by hand, by undo) reaches the next one.
@@ -28,14 +34,17 @@ pub struct Parts {
     pub skills: Vec<Skill>,
 }
 
-/// The system prompt for a session working in `cwd`: the base, then the
-/// project's instructions, then the memory files, then the skills, then
-/// the standing goal when one is active.
-pub fn system(cwd: &str, parts: &Parts) -> String {
+/// The system prompt for a session working in `cwd` with a `window` of
+/// tokens (0: not known): the base, then the project's instructions, then
+/// the memory files, then the skills, then the standing goal when one is
+/// active. Under [`BRIEF_BELOW`] tokens the builtin memory documents are
+/// given by their descriptions ([`memory::prompt_block_within`]).
+pub fn system(cwd: &str, parts: &Parts, window: u64) -> String {
+    let brief = window > 0 && window < BRIEF_BELOW;
     let mut prompt = format!("{BASE}\n\nWorking directory: {cwd}");
     for block in [
         instructions::prompt_block(&parts.instructions),
-        memory::prompt_block(&parts.memory),
+        memory::prompt_block_within(&parts.memory, brief),
         skills::prompt_block(&parts.skills),
         goal::prompt_block(&parts.goals),
     ]

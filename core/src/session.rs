@@ -428,6 +428,7 @@ impl Session {
         let system = prompt::system(
             self.state.header.as_ref().map_or("", |h| &h.cwd),
             &self.parts,
+            self.state.window,
         );
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));

@@ -20,6 +20,51 @@ pub const NAME_MAX: usize = 64;
 /// The longest description the format allows.
 pub const DESCRIPTION_MAX: usize = 1024;
 
+/// The skills that ship with the program, `(folder name, SKILL.md)`: the
+/// first start writes them into the global skill folder, as the builtin
+/// memory documents are seeded (each carries `builtin: true`, written only
+/// when absent, never written back once deleted). Two requests every
+/// repository gets again and again, each a command too: `/review` and
+/// `/commit`.
+pub const BUILTIN: [(&str, &str); 2] = [("review", REVIEW), ("commit", COMMIT)];
+
+const REVIEW: &str = "\
+---
+name: review
+description: Review uncommitted changes (or those named) for bugs before they are committed.
+builtin: true
+---
+Review these changes: $ARGUMENTS
+When none are named above, review the working tree's uncommitted changes (`git status`, \
+`git diff HEAD`).
+
+1. Read each changed hunk with enough of its file around it to judge it.
+2. Look for wrong behaviour, missed edge cases (empty, huge, concurrent, failing I/O), \
+swallowed errors, secrets or debug output left in, changed behaviour without a test, and names \
+or docs the change made untrue.
+3. Run the project's tests or checks when it has a quick command for them.
+4. Report findings most serious first, each as `path:line: what is wrong; what to do`. Say \
+plainly when nothing is worth changing. Do not edit files unless asked.
+";
+
+const COMMIT: &str = "\
+---
+name: commit
+description: Commit the current changes with a message in the repository's own style.
+builtin: true
+---
+Commit the current changes. $ARGUMENTS
+
+1. Look at `git status` and `git diff HEAD`; when nothing changed, say so and stop.
+2. Read `git log -n 10` for the repository's message style, and follow it.
+3. Leave out what should not be committed (build output, secrets, large binaries, changes \
+unrelated to the rest) and say what you left out.
+4. Write the message: a summary line of what changed and why, and a body only when the why is \
+not plain from it.
+5. Stage the files by name and commit. Never push, amend or rewrite history unless asked.
+6. Show the commit (`git log -1 --stat`).
+";
+
 /// One skill, as the prompt lists it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Skill {
@@ -109,9 +154,8 @@ pub fn prompt_block(skills: &[Skill]) -> Option<String> {
         return None;
     }
     let mut block = String::from(
-        "Skills: instructions for particular tasks, each in a folder. When a task matches a \
-         skill's description, call the skill tool with its name first and follow what it says; \
-         the files in its folder may be read with read_file.",
+        "Skills (when a task matches one, call the skill tool with its name and follow it; \
+         its folder's files are readable):",
     );
     for skill in skills {
         block.push_str(&format!(
@@ -155,6 +199,20 @@ pub fn unknown(skills: &[Skill], name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_builtin_skills_parse_are_marked_and_take_their_folders_name() {
+        for (folder, text) in BUILTIN {
+            let parsed = parse(text).unwrap_or_else(|e| panic!("{folder}: {e}"));
+            assert_eq!(parsed.name, folder);
+            assert!(text.contains("\nbuiltin: true\n"), "{folder}");
+            assert!(parsed.body.contains("$ARGUMENTS"), "{folder}");
+            assert!(
+                parsed.description.len() <= 100,
+                "{folder}: a short description"
+            );
+        }
+    }
 
     #[test]
     fn a_skill_md_parses_and_bad_front_matter_says_why() {

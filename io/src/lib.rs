@@ -39,6 +39,8 @@ pub mod interrupt;
 pub mod live;
 
 pub use revolve_provider as provider;
-pub use revolve_store::{files, goal, inbox, log, memory, paths, refine, registry, regular, store};
+pub use revolve_store::{
+    files, goal, inbox, log, memory, paths, refine, registry, regular, skills, store,
+};
 pub use revolve_tools as tools;
 pub use revolve_tools::edit;

@@ -15,7 +15,7 @@ use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
 use revolve_core::memory::{
-    to_seed, BadLabel, Label, MemoryFile, Scope, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE,
+    to_seed_of, BadLabel, Label, MemoryFile, Scope, SnapshotMeta, BUILTIN, PROJECT_MEMORY_TEMPLATE,
     SUBAGENTS_README,
 };
 
@@ -126,33 +126,48 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
 /// and gets its name, the others find it listed and get nothing. A start
 /// with nothing to seed takes no lock and writes nothing.
 pub fn seed(global: &Path) -> io::Result<Vec<String>> {
-    let seeded_path = global.join(SEEDED);
-    let listed = match fs::read_to_string(&seeded_path) {
+    seed_from(global, &BUILTIN, |dir, name| dir.join(name))
+}
+
+/// [`seed`] of any list of shipped defaults `(name, content)` into `dir`,
+/// each written at `file(dir, name)` (its folder made when missing); the
+/// builtin skills are seeded this way too.
+pub fn seed_from(
+    dir: &Path,
+    builtin: &[(&'static str, &'static str)],
+    file: fn(&Path, &str) -> PathBuf,
+) -> io::Result<Vec<String>> {
+    let seeded_path = dir.join(SEEDED);
+    let listed = match crate::regular::read_text(&seeded_path, revolve_core::policy::OWN_FILE_CAP) {
         Ok(s) => s,
         Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    if to_seed(&names_listed(&listed), &present(global)?).is_empty() {
+    if to_seed_of(builtin, &names_listed(&listed), &present(dir)?).is_empty() {
         return Ok(Vec::new());
     }
-    files::create_dir_all(global)?;
+    files::create_dir_all(dir)?;
     // Released when dropped, on return or when the process dies. Written
     // after it is read to its end, so what is added goes at the end.
     let lock = fsx::Lock::acquire(&seeded_path)?;
     let mut list = lock.file();
     let mut listed = String::new();
     list.read_to_string(&mut listed)?;
-    let names = to_seed(&names_listed(&listed), &present(global)?);
+    let names = to_seed_of(builtin, &names_listed(&listed), &present(dir)?);
     if names.is_empty() {
         return Ok(Vec::new());
     }
     for name in &names {
-        let content = BUILTIN
+        let content = builtin
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, c)| *c)
             .unwrap_or_default();
-        fsx::write_atomic(&global.join(name), content.as_bytes())?;
+        let path = file(dir, name);
+        if let Some(parent) = path.parent() {
+            files::create_dir_all(parent)?;
+        }
+        fsx::write_atomic(&path, content.as_bytes())?;
     }
     // Recorded after the files are written: a crash in between leaves a
     // file present but unlisted, which the next start also leaves alone.

@@ -23,10 +23,23 @@ pub fn folders(dirs: &MemoryDirs, cwd: &Path) -> Vec<PathBuf> {
             .join(".agents")
             .join("skills"),
     ];
-    if let Some(config) = dirs.global.parent() {
-        out.push(config.join("skills"));
-    }
+    out.extend(global_folder(dirs));
     out
+}
+
+/// The global skill folder: `skills/` beside the global memory folder.
+pub fn global_folder(dirs: &MemoryDirs) -> Option<PathBuf> {
+    dirs.global.parent().map(|config| config.join("skills"))
+}
+
+/// Writes the builtin skills (`revolve_core::skills::BUILTIN`) the global
+/// skill folder has not had yet, as the builtin memory documents are
+/// seeded (`.seeded` lists them; one deleted is never written back).
+/// Returns the names written.
+pub fn seed(folder: &Path) -> io::Result<Vec<String>> {
+    crate::memory::seed_from(folder, &skills::BUILTIN, |dir, name| {
+        dir.join(name).join(FILE)
+    })
 }
 
 /// The skills in `folders`, each name once, in folder order then by

@@ -275,16 +275,24 @@ impl TestEnv {
 
     /// The startup note a first start prints on stderr, in every mode: all
     /// the builtin memory documents seeded into the global memory under the
-    /// config root (the test dir holds no `.task-agent/` workspace).
+    /// config root (the test dir holds no `.task-agent/` workspace), then
+    /// the builtin skills into the global skill folder.
     pub fn seeded_note(&self) -> String {
-        let names: Vec<&str> = revolve_core::memory::BUILTIN
+        let memory: Vec<&str> = revolve_core::memory::BUILTIN
             .iter()
             .map(|(name, _)| *name)
             .collect();
+        let skills: Vec<&str> = revolve_core::skills::BUILTIN
+            .iter()
+            .map(|(name, _)| *name)
+            .collect();
+        let config = self.home.join(".config/task-agent");
         format!(
-            "seeded {} into {}\n",
-            names.join(", "),
-            self.home.join(".config/task-agent/memory").display()
+            "seeded {} into {}\nseeded {} into {}\n",
+            memory.join(", "),
+            config.join("memory").display(),
+            skills.join(", "),
+            config.join("skills").display()
         )
     }
 

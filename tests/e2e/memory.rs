@@ -465,14 +465,19 @@ fn first_starts_at_the_same_moment_seed_once_and_one_of_them_says_so() {
         for (name, content) in BUILTIN {
             assert_eq!(read(&global.join(name)), content, "round {round}: {name}");
         }
-        let notes: Vec<&str> = runs
+        // The memory documents and the skills each named by one process
+        // (not always the same one).
+        let mut notes: Vec<&str> = runs
             .iter()
             .flat_map(|r| r.stderr.lines())
             .filter(|l| l.starts_with("seeded "))
             .collect();
+        notes.sort_unstable();
+        let note = env.seeded_note();
+        let mut expected: Vec<&str> = note.lines().collect();
+        expected.sort_unstable();
         assert_eq!(
-            notes,
-            [env.seeded_note().trim_end()],
+            notes, expected,
             "round {round}: one process names them: {runs:?}"
         );
     }
@@ -1098,4 +1103,48 @@ fn system_prompt_snapshot() {
     insta::with_settings!({filters => env.filters()}, {
         insta::assert_snapshot!("system_prompt", system);
     });
+}
+
+/// Under a 16k window the builtin habits go in brief (their descriptions),
+/// so a first turn fits a 4k window beside the tools; at 16k and above,
+/// and for a file the user adopted, they go whole. Replay rebuilds both.
+#[test]
+fn a_small_window_gets_the_builtin_habits_in_brief() {
+    for (window, brief) in [("4096", true), ("16384", false)] {
+        let env = TestEnv::new("brief-habits");
+        let server = server(vec![FakeReply::text("Hi."), FakeReply::text("Hi.")]);
+        talk(&env, &server, &["--window", window], "hello\n");
+        // Adopted: the builtin line removed, so whole at any window.
+        let adopted = global(&env).join("read-before-edit.md");
+        let text = read(&adopted).replace("builtin: true\n", "");
+        write(&adopted, &text);
+        talk(
+            &env,
+            &server,
+            &["--window", window, "--continue"],
+            "again\n",
+        );
+        let prompts = systems(&server);
+        let first = &prompts[0];
+        assert_eq!(
+            first.contains(
+                "## memory/global/asking-the-user.md\n\n(builtin habit, in brief for a small \
+                 window) Decide the judgment calls yourself; ask the user only for what only \
+                 the user knows.\n"
+            ),
+            brief,
+            "window {window}: {first}"
+        );
+        assert_eq!(
+            !first.contains("# Asking the user"),
+            brief,
+            "window {window}"
+        );
+        assert!(
+            prompts[1].contains("# Read before you edit"),
+            "window {window}: adopted, whole: {}",
+            prompts[1]
+        );
+        assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
+    }
 }

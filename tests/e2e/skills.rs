@@ -122,7 +122,7 @@ fn skills_are_listed_read_through_the_tool_and_their_files_are_readable() {
     assert!(results[1].1.contains("1. bump"), "{}", results[1].1);
     assert_eq!(
         results[2].1,
-        "error: there is no skill 'nope'; the skills are: review, release"
+        "error: there is no skill 'nope'; the skills are: review, commit, release"
     );
     replays(&env, &server);
 }
@@ -161,5 +161,82 @@ fn a_skill_is_a_command_of_ones_own_and_bare_has_none() {
     let run = env.run(&["--base-url", &url, "--bare"], "/release 1.2.0\nhello\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert!(run.stderr.contains("unknown command /release"), "{run:?}");
-    assert!(!system(&server.requests()[0].body).contains("Skills:"));
+    let prompt = system(&server.requests()[0].body);
+    assert!(!prompt.contains("Skills ("), "{prompt}");
+    assert!(
+        !global_skills(&env).join(".seeded").exists()
+            && !global_skills(&env).join("commit").exists(),
+        "--bare seeds no skill"
+    );
+}
+
+/// The builtin skills (`/review`, `/commit`) are seeded as the builtin
+/// memory documents are: written at the first start with `builtin: true`,
+/// listed in `.seeded`, named once on stderr; an edited one is kept, a
+/// deleted one never written back; each is a command too.
+#[test]
+fn builtin_skills_are_seeded_once_and_never_written_back() {
+    let env = TestEnv::new("skill-builtin");
+    let server = FakeServer::start(vec![
+        FakeReply::text("Looks fine."),
+        FakeReply::text("Hi."),
+        FakeReply::text("Hi again."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url],
+        "/review the parser only
+",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stderr.starts_with(&env.seeded_note()), "{run:?}");
+    let folder = global_skills(&env);
+    assert_eq!(
+        std::fs::read_to_string(folder.join(".seeded")).unwrap(),
+        "review\ncommit\n"
+    );
+    for (name, text) in revolve_core::skills::BUILTIN {
+        let on_disk = std::fs::read_to_string(folder.join(name).join("SKILL.md")).unwrap();
+        assert_eq!(on_disk, text, "{name}");
+        assert!(on_disk.contains("\nbuiltin: true\n"), "{name}");
+    }
+    let prompt = system(&server.requests()[0].body);
+    assert!(
+        prompt.contains(&format!(
+            "\n- commit: Commit the current changes with a message in the repository's own \
+             style. ({})",
+            folder.join("commit").display()
+        )),
+        "{prompt}"
+    );
+    let sent = request_messages(&server.requests()[0].body);
+    let message = &sent.last().unwrap().1;
+    assert!(
+        message.starts_with("Review these changes: the parser only\n"),
+        "{message}"
+    );
+
+    // Edited, deleted: kept as they are, nothing written back, no note.
+    write(
+        &folder.join("review/SKILL.md"),
+        "---\nname: review\ndescription: Mine.\n---\nMine.\n",
+    );
+    std::fs::remove_dir_all(folder.join("commit")).unwrap();
+    for _ in 0..2 {
+        let run = env.run(&["--base-url", &url], "hello\n");
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(!run.stderr.contains("seeded"), "{run:?}");
+    }
+    assert!(
+        !folder.join("commit").exists(),
+        "a deleted skill is never written back"
+    );
+    assert_eq!(
+        std::fs::read_to_string(folder.join("review/SKILL.md")).unwrap(),
+        "---\nname: review\ndescription: Mine.\n---\nMine.\n"
+    );
+    let prompt = system(&server.requests()[2].body);
+    assert!(prompt.contains("\n- review: Mine. ("), "{prompt}");
+    assert!(!prompt.contains("- commit:"), "{prompt}");
 }

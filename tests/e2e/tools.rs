@@ -1881,9 +1881,13 @@ fn ctrl_c_during_a_retry_wait() {
     assert_eq!(run.code, Some(130), "{run:?}");
     assert_eq!(sent, 1, "not sent again");
     let lines = run.stderr_lines();
-    // The seeding note of a first start opens it.
-    let (note, rest) = lines.split_first().expect("stderr lines");
-    assert!(note.starts_with("seeded "), "{run:?}");
+    // The seeding notes of a first start (memory, skills) open it.
+    let seeded = lines
+        .iter()
+        .take_while(|l| l.starts_with("seeded "))
+        .count();
+    assert_eq!(seeded, 2, "{run:?}");
+    let rest = &lines[seeded..];
     let (last, before) = rest.split_last().map(|(l, b)| (*l, b.to_vec())).unwrap();
     assert_eq!(last, "revolve: interrupted", "{run:?}");
     // The notice (Ctrl-C was sent once it showed).

@@ -308,3 +308,40 @@ quickcheck! {
         !encode_value(&value).contains('\n') && decode_value(raw) == Ok(value)
     }
 }
+
+#[test]
+fn a_brief_block_gives_builtin_documents_by_their_description_only() {
+    let mut files: Vec<MemoryFile> = BUILTIN
+        .iter()
+        .map(|(name, content)| file(Scope::Global, name, content))
+        .collect();
+    // Adopted: the builtin line removed, so it stays whole.
+    files[0].content = files[0].content.replace("builtin: true\n", "");
+    files.push(file(
+        Scope::Project,
+        "build-commands.md",
+        "Run `cargo test --workspace`; CI also runs clippy with -D warnings.\n",
+    ));
+    let whole = prompt_block(&files).unwrap();
+    let brief = prompt_block_within(&files, true).unwrap();
+    assert_eq!(prompt_block_within(&files, false).unwrap(), whole);
+    assert!(
+        brief.len() * 2 < whole.len(),
+        "{} of {}",
+        brief.len(),
+        whole.len()
+    );
+    assert!(brief.contains(
+        "## memory/global/asking-the-user.md\n\n(builtin habit, in brief for a small window) \
+         Decide the judgment calls yourself; ask the user only for what only the user knows.\n"
+    ));
+    assert!(
+        brief.contains(files[0].content.trim_end()),
+        "adopted: whole"
+    );
+    assert!(
+        brief.contains("Run `cargo test --workspace`"),
+        "the user's own: whole"
+    );
+    assert!(!brief.contains("# Asking the user"));
+}
