@@ -6,8 +6,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rustyline::completion::{Completer, Pair};
 use rustyline::error::ReadlineError;
-use rustyline::DefaultEditor;
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::history::DefaultHistory;
+use rustyline::validate::Validator;
+use rustyline::{Editor, Helper};
 
 use revolve_core::guard;
 use revolve_core::view;
@@ -18,9 +23,58 @@ use crate::console::Live;
 use crate::error::Error;
 use crate::line;
 
+/// The line editor: rustyline, completing commands with Tab.
+type LineEditor = Editor<Commands, DefaultHistory>;
+
+/// Tab completion of `/` commands: the builtin ones and the skills of the
+/// session (read again before each prompt, as each turn reads them); the
+/// choice is `revolve_core::slash::complete`.
+#[derive(Default)]
+struct Commands {
+    skills: Vec<revolve_core::skills::Skill>,
+}
+
+impl Completer for Commands {
+    type Candidate = Pair;
+
+    /// A command completed is followed by a space, as a shell does, ready
+    /// for its arguments.
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _: &rustyline::Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let commands = revolve_core::slash::complete(line, pos, &self.skills);
+        let pairs = commands
+            .into_iter()
+            .map(|display| Pair {
+                replacement: format!("{display} "),
+                display,
+            })
+            .collect();
+        Ok((0, pairs))
+    }
+}
+
+impl Hinter for Commands {
+    type Hint = String;
+}
+
+impl Highlighter for Commands {}
+
+impl Validator for Commands {}
+
+impl Helper for Commands {}
+
 pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
-    let mut editor = DefaultEditor::new()
+    // As a shell completes: the common prefix, then the list on a second Tab.
+    let config = rustyline::Config::builder()
+        .completion_type(rustyline::CompletionType::List)
+        .build();
+    let mut editor = LineEditor::with_config(config)
         .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    editor.set_helper(Some(Commands::default()));
     live.front_mut().sink.allow_spinner();
     let history = live.history_path();
     editor.load_history(&history).ok();
@@ -46,6 +100,9 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
             .map_or(80, |(columns, _)| usize::from(columns));
         if let Some(row) = live.goal_row(width) {
             eprintln!("{}", dim(&row));
+        }
+        if let Some(commands) = editor.helper_mut() {
+            commands.skills = live.skills();
         }
         watcher.idle(true);
         let read = editor.readline("› ");
@@ -78,18 +135,14 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 
 /// One line in the REPL: a failed, interrupted or stopped turn is told and
 /// the session goes on.
-fn respond(live: &mut Live, line: &str, editor: &mut DefaultEditor) -> Result<Outcome, Error> {
+fn respond(live: &mut Live, line: &str, editor: &mut LineEditor) -> Result<Outcome, Error> {
     let outcome = line::handle(live, line)?;
     told(live, outcome, editor)
 }
 
 /// Tells how a turn ended. A turn stopped at its tool-round cap asks
 /// whether to go on, as often as the user says yes.
-fn told(
-    live: &mut Live,
-    mut outcome: Outcome,
-    editor: &mut DefaultEditor,
-) -> Result<Outcome, Error> {
+fn told(live: &mut Live, mut outcome: Outcome, editor: &mut LineEditor) -> Result<Outcome, Error> {
     loop {
         match &outcome {
             // Server and tool text can be in it: inert on a terminal.
@@ -115,7 +168,7 @@ fn told(
 }
 
 /// Messages from the inbox, shown and answered while the REPL is idle.
-fn respond_to_inbox(live: &mut Live, editor: &mut DefaultEditor) -> Result<(), Error> {
+fn respond_to_inbox(live: &mut Live, editor: &mut LineEditor) -> Result<(), Error> {
     let outcome = live.take_inbox(true)?;
     told(live, outcome, editor)?;
     Ok(())

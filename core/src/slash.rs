@@ -72,6 +72,35 @@ pub const BUILTIN: [&str; 11] = [
     "name", "status", "compact", "goal", "refine", "rewind", "help", "?", "quit", "exit", "q",
 ];
 
+/// What Tab completes at `pos` in `line`: while the line is one word
+/// starting with `/`, the commands (builtin, but for the one-letter
+/// aliases, and the skills that are commands) that start with it, each
+/// once, sorted; the word starts at 0.
+/// Anything else completes to nothing.
+pub fn complete(line: &str, pos: usize, skills: &[crate::skills::Skill]) -> Vec<String> {
+    let Some(word) = line.get(..pos).filter(|w| w.starts_with('/')) else {
+        return Vec::new();
+    };
+    if word.contains(char::is_whitespace) {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = BUILTIN
+        .iter()
+        .filter(|name| name.len() > 1)
+        .map(|name| format!("/{name}"))
+        .chain(
+            skills
+                .iter()
+                .filter(|s| !BUILTIN.contains(&s.name.as_str()))
+                .map(|s| format!("/{}", s.name)),
+        )
+        .filter(|c| c.starts_with(word))
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The `/help` lines for the commands of the user's own (skills by name
 /// and description), after [`HELP`]; a skill named like a builtin command
 /// is said to be no command.
@@ -148,6 +177,32 @@ mod tests {
                 word: "frob".into(),
                 arg: "x  y".into()
             })
+        );
+        let skill = |name: &str| crate::skills::Skill {
+            name: name.into(),
+            description: String::new(),
+            dir: String::new(),
+        };
+        let skills = [skill("review"), skill("release"), skill("status")];
+        assert_eq!(
+            complete("/re", 3, &skills),
+            ["/refine", "/release", "/review", "/rewind"]
+        );
+        assert_eq!(complete("/st", 3, &skills), ["/status"], "a builtin once");
+        assert_eq!(
+            complete("/q", 2, &skills),
+            ["/quit"],
+            "aliases are not offered"
+        );
+        assert!(
+            complete("/review x", 9, &skills).is_empty(),
+            "only the first word"
+        );
+        assert!(complete("review", 6, &skills).is_empty(), "not a command");
+        assert_eq!(
+            complete("/", 1, &[]).len(),
+            9,
+            "every builtin but the aliases ? and q"
         );
         for word in BUILTIN {
             assert!(

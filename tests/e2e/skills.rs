@@ -240,3 +240,38 @@ fn builtin_skills_are_seeded_once_and_never_written_back() {
     assert!(prompt.contains("\n- review: Mine. ("), "{prompt}");
     assert!(!prompt.contains("- commit:"), "{prompt}");
 }
+
+/// Tab at the prompt completes `/` commands, a skill's among them: `/rel`
+/// Tab becomes `/release `, and the line sends the skill; `/re` Tab Tab
+/// lists the builtin commands and the skills that start so.
+#[cfg(unix)]
+#[test]
+fn tab_completes_commands_and_skills_at_the_prompt() {
+    use std::time::Duration;
+    let env = TestEnv::new("skill-tab");
+    skills(&env);
+    let server = FakeServer::start(vec![FakeReply::text("Released.")]).unwrap();
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 100, &[]);
+    let within = Duration::from_secs(10);
+    term.wait_for("› ", within);
+    term.type_keys("/re\t\t");
+    term.wait_for_next("/review", within);
+    let listed = term.screen();
+    for name in ["/refine", "/release", "/review", "/rewind"] {
+        assert!(listed.contains(name), "{name}: {listed}");
+    }
+    // Clear the line (Ctrl-U), then complete one.
+    term.type_keys("\x15/rel\t1.2.0\r");
+    term.wait_until(within, "the prompt after the answer", |s| {
+        s.find("Released.").is_some_and(|i| s[i..].contains("› "))
+    });
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    let sent = request_messages(&server.requests()[0].body);
+    assert_eq!(
+        sent.last().unwrap().1,
+        "Release version 1.2.0: follow checklist.md."
+    );
+}
