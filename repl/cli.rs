@@ -80,6 +80,18 @@ pub struct Cli {
     #[arg(long)]
     pub allow_edits: bool,
 
+    /// The sandbox shell commands run in: read-only, workspace-write or off [default: workspace-write]
+    #[arg(long, value_name = "MODE", env = "REVOLVE_SANDBOX", value_parser = ["read-only", "workspace-write", "off"])]
+    pub sandbox: Option<String>,
+
+    /// Let sandboxed shell commands use the network (or sandbox_network in config.json)
+    #[arg(long)]
+    pub network: bool,
+
+    /// Let sandboxed shell commands write DIR too, as the working tree (or sandbox_writable in config.json)
+    #[arg(long, value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+
     /// Do not ask before a compaction or refinement of more than four model requests (or confirm_costly: false in config.json)
     #[arg(long)]
     pub yes: bool,

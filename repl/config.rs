@@ -118,6 +118,12 @@ pub struct Settings {
     pub allow_edits: Setting<bool>,
     /// Whether a costly compaction or refinement is asked about first.
     pub confirm_costly: Setting<bool>,
+    /// The sandbox of shell commands.
+    pub sandbox: Setting<revolve_core::sandbox::Mode>,
+    /// Whether sandboxed commands may use the network.
+    pub sandbox_network: Setting<bool>,
+    /// Folders sandboxed commands may write besides the tree (canonical).
+    pub sandbox_writable: Setting<Vec<String>>,
     /// `--script`, for the scripted provider.
     pub script: Option<PathBuf>,
     /// `--provider replay:FILE|NAME`: the recorded session answering.
@@ -238,6 +244,26 @@ impl Settings {
             false,
         );
         let confirm_costly = pick(yes.then_some(false), None, file.confirm_costly, true);
+        let sandbox = pick(
+            None,
+            None,
+            file.sandbox
+                .as_deref()
+                .map(revolve_core::sandbox::Mode::parse)
+                .transpose()
+                .map_err(bad)?,
+            revolve_core::sandbox::Mode::default(),
+        );
+        let sandbox_network = pick(None, None, file.sandbox_network, false);
+        let sandbox_writable = pick(
+            None,
+            None,
+            file.sandbox_writable
+                .map(|dirs| writable_dirs(&dirs))
+                .transpose()
+                .map_err(bad)?,
+            Vec::new(),
+        );
         let key = provider.value.key_vars().iter().find_map(|var| {
             std::env::var(var)
                 .ok()
@@ -260,11 +286,51 @@ impl Settings {
             allow_shell,
             allow_edits,
             confirm_costly,
+            sandbox,
+            sandbox_network,
+            sandbox_writable,
             script: args.script.clone(),
             replay,
             stall_timeout: args.stall_timeout,
             key,
         })
+    }
+
+    /// The sandbox flags of a run (`--sandbox`, or `REVOLVE_SANDBOX`;
+    /// `--network`; `--writable`) over what the config file said.
+    pub fn sandbox_flags(
+        &mut self,
+        mode: Option<&str>,
+        network: bool,
+        writable: &[PathBuf],
+        sources: &BTreeMap<String, Source>,
+    ) -> Result<(), Error> {
+        if let Some(text) = mode {
+            let value = revolve_core::sandbox::Mode::parse(text).map_err(Error::Usage)?;
+            let source = sources.get("sandbox").copied().unwrap_or(Source::Flag);
+            self.sandbox = revolve_core::config::Setting { value, source };
+        }
+        if network {
+            self.sandbox_network = revolve_core::config::Setting {
+                value: true,
+                source: Source::Flag,
+            };
+        }
+        if !writable.is_empty() {
+            let given: Vec<String> = writable
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            let mut value = self.sandbox_writable.value.clone();
+            value.extend(
+                writable_dirs(&given).map_err(|e| Error::Usage(format!("--writable: {e}")))?,
+            );
+            self.sandbox_writable = revolve_core::config::Setting {
+                value,
+                source: Source::Flag,
+            };
+        }
+        Ok(())
     }
 
     /// Asks the server for its context window when nobody gave one (no
@@ -421,6 +487,27 @@ impl Settings {
                 ),
             ),
             (
+                "sandbox",
+                (
+                    json!(self.sandbox.value.as_str()),
+                    self.sandbox.source.as_str(),
+                ),
+            ),
+            (
+                "sandbox_network",
+                (
+                    json!(self.sandbox_network.value),
+                    self.sandbox_network.source.as_str(),
+                ),
+            ),
+            (
+                "sandbox_writable",
+                (
+                    json!(self.sandbox_writable.value),
+                    self.sandbox_writable.source.as_str(),
+                ),
+            ),
+            (
                 "api_key",
                 match &self.key {
                     Some((var, _)) => (json!(var), "env"),
@@ -497,6 +584,22 @@ fn settle<T>(
         _ => (None, value),
     };
     pick(flag, env, file, default)
+}
+
+/// Folders a sandboxed command may write, made canonical: each must be an
+/// existing folder (a rule on a path that is not there protects nothing,
+/// and a typo should not pass unseen).
+fn writable_dirs(dirs: &[String]) -> Result<Vec<String>, String> {
+    dirs.iter()
+        .map(|dir| {
+            let path =
+                std::fs::canonicalize(dir).map_err(|e| format!("writable folder {dir}: {e}"))?;
+            if !path.is_dir() {
+                return Err(format!("writable folder {dir}: not a folder"));
+            }
+            Ok(path.to_string_lossy().into_owned())
+        })
+        .collect()
 }
 
 /// The config file's settings, and whether it exists; a missing file is an

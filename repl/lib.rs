@@ -94,6 +94,12 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             action: cli::ConfigAction::Show { json, model },
         }) => {
             let mut settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
+            settings.sandbox_flags(
+                cli.sandbox.as_deref(),
+                cli.network,
+                &cli.writable,
+                &cli.sources,
+            )?;
             if let Some(note) = settings.learn_window() {
                 eprintln!("{note}");
             }
@@ -189,6 +195,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         cli.yes,
         &cli.sources,
     )?;
+    settings.sandbox_flags(
+        cli.sandbox.as_deref(),
+        cli.network,
+        &cli.writable,
+        &cli.sources,
+    )?;
     // A new session's window, from the server when nobody gave one; a
     // resumed one keeps its own.
     if !resuming {
@@ -205,7 +217,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let dirs = memory.dirs.clone();
     let provider = provider(&settings, &store)?;
     let auto_refine = !cli.no_auto_refine;
-    let runtime = runtime(
+    let mut runtime = runtime(
         provider,
         &store,
         &settings,
@@ -213,6 +225,22 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         memory,
         auto_refine,
         granted,
+    );
+    // Without a terminal nobody sees a command run unsandboxed: that is
+    // refused where nothing can be enforced.
+    // `revolve send` from a command writes the project's inboxes: they
+    // are writable too (made now, since a rule needs a folder).
+    let mut writable = settings.sandbox_writable.value.clone();
+    let inboxes = store.roots.project(&store.project).join("inbox");
+    if revolve_io::files::create_dir_all(&inboxes).is_ok() {
+        writable.push(inboxes.to_string_lossy().into_owned());
+    }
+    (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
+        settings.sandbox.value,
+        settings.sandbox_network.value,
+        writable,
+        revolve_io::tools::sandbox::probe(),
+        stdin_tty,
     );
     let mut live = if resuming {
         if cli.name.is_some() {
@@ -416,6 +444,10 @@ fn runtime(
         allow_shell: settings.allow_shell.value,
         allow_edits: settings.allow_edits.value,
         granted,
+        // A chat sets the session's (see [`chat`]); nothing else runs
+        // commands.
+        sandbox: revolve_core::sandbox::Policy::off(),
+        sandbox_note: None,
     }
 }
 

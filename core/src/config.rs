@@ -155,6 +155,16 @@ pub struct File {
     /// asked about first at a terminal (`--yes` says no).
     #[serde(default)]
     pub confirm_costly: Option<bool>,
+    /// The sandbox of shell commands: `read-only`, `workspace-write` or
+    /// `off` (see [`crate::sandbox`]).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    /// Whether sandboxed shell commands may use the network.
+    #[serde(default)]
+    pub sandbox_network: Option<bool>,
+    /// Folders sandboxed shell commands may write besides the tree.
+    #[serde(default)]
+    pub sandbox_writable: Option<Vec<String>>,
 }
 
 /// Why a config file cannot be used: where in the text, and what.

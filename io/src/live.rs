@@ -87,6 +87,11 @@ pub struct Runtime {
     /// The working tree's identity when the run started (tools refuse a
     /// tree that is no longer the same directory).
     pub tree: Option<FileId>,
+    /// The sandbox shell commands run in.
+    pub sandbox: revolve_core::sandbox::Policy,
+    /// What to say about the sandbox before the first shell command, once
+    /// (what it cannot enforce here, or that it is off).
+    pub sandbox_note: Option<String>,
 }
 
 /// A session this process runs, shown and asked through `F`.

@@ -43,6 +43,9 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "provider",
             "prune_result_chars",
             "retries",
+            "sandbox",
+            "sandbox_network",
+            "sandbox_writable",
             "spill_result_chars",
             "window"
         ]

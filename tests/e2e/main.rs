@@ -31,6 +31,7 @@ mod real_server;
 mod recorded;
 mod refine;
 mod replay;
+mod sandbox;
 mod sessions;
 mod skills;
 mod stream_json;

@@ -600,7 +600,16 @@ fn a_change_made_by_another_tool_reaches_the_next_request() {
         call("call_1", "shell", json!({ "command": command })),
         FakeReply::text("Done."),
     ]);
-    talk(&env, &server, &["--allow-shell"], "switch to spaces\n");
+    // The sandbox lets the command write the memory folder only when
+    // told: --writable.
+    let global_dir = global(&env);
+    let writable = global_dir.to_str().unwrap();
+    talk(
+        &env,
+        &server,
+        &["--allow-shell", "--writable", writable],
+        "switch to spaces\n",
+    );
     assert_eq!(read(&style), "Use spaces.\n");
     let sent = systems(&server);
     assert!(sent[0].contains("## memory/global/style.md\n\nUse tabs.\n"));

@@ -118,6 +118,7 @@ mod grep;
 mod list;
 mod read;
 mod remember;
+pub mod sandbox;
 mod scope;
 mod shell;
 mod skill;
@@ -157,6 +158,8 @@ pub struct Context {
     /// The snapshot entries the call took before changing memory (the
     /// entry, and `project/NAME.md: created: …`), for the session's log.
     pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
+    /// The sandbox `shell` commands run in.
+    pub sandbox: revolve_core::sandbox::Policy,
 }
 
 /// A file's identity: its device and inode (on unix; elsewhere none is
@@ -300,7 +303,14 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             // What the command changes in its repository is found by
             // looking before and after (see [`crate::track`]).
             let before = crate::track::Before::take(&scope.root);
-            let mut outcome = shell(&scope.root, session, command, *timeout_s, cancel);
+            let mut outcome = shell(
+                &scope.root,
+                session,
+                command,
+                *timeout_s,
+                &ctx.sandbox,
+                cancel,
+            );
             match before {
                 Some(before) => {
                     let tracked = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root));

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::group::{self, Group};
+use revolve_core::sandbox::{Enforcement, Policy};
 
 /// How often the child, the clock and `cancel` are checked, at most.
 pub(crate) const SHELL_POLL: Duration = Duration::from_millis(50); // not policy: how often cancel is polled
@@ -18,12 +19,14 @@ pub(crate) enum Ending {
 
 /// Runs `sh -c command` in the tree, without the API keys, with
 /// `REVOLVE_SESSION` naming the session (so `revolve send` from it says who
-/// a message is from).
+/// a message is from), in the `sandbox` (with a `$TMPDIR` of its own,
+/// removed after it, when sandboxed).
 pub(crate) fn shell(
     root: &Path,
     session: &str,
     command: &str,
     secs: u64,
+    sandbox: &Policy,
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
     let mut sh = group::command(command);
@@ -34,6 +37,28 @@ pub(crate) fn shell(
     for name in API_KEY_VARS {
         sh.env_remove(name);
     }
+    // Held to the end: dropped, it removes the command's temp dir.
+    let _tmp = match &sandbox.enforcement {
+        Enforcement::Refused(why) => return Outcome::text(why.clone()),
+        Enforcement::Unsandboxed => None,
+        Enforcement::Sandboxed { close_network } => {
+            let tmp = match tempfile::Builder::new().prefix("revolve-tmp-").tempdir() {
+                Ok(tmp) => tmp,
+                Err(e) => {
+                    return Outcome::text(format!(
+                        "error: not run: cannot make the command's temp dir: {e}"
+                    ))
+                }
+            };
+            sh.env("TMPDIR", tmp.path());
+            if let Err(e) =
+                crate::sandbox::confine(&mut sh, sandbox, *close_network, root, tmp.path())
+            {
+                return Outcome::text(format!("error: not run: {e}"));
+            }
+            Some(tmp)
+        }
+    };
     let (mut group, mut child) = match Group::spawn(sh) {
         Ok(started) => started,
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
@@ -127,6 +152,10 @@ pub(crate) fn shell(
                 text.pop();
             }
         }
+    }
+    if let Some(note) = revolve_core::sandbox::refusal_note(sandbox, &text) {
+        text.push('\n');
+        text.push_str(&note);
     }
     if open > 0 {
         text.push_str(

@@ -195,6 +195,8 @@ impl World {
             auto_refine: false,
             confirm_costly: true,
             tree: revolve_tools::FileId::of(&self.cwd),
+            sandbox: revolve_core::sandbox::Policy::off(),
+            sandbox_note: None,
         }
     }
 

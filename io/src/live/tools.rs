@@ -33,6 +33,7 @@ impl<F: Front> Live<F> {
             messages: self.state().messages.len() as u64,
             now: clock::now(),
             snapshots: Default::default(),
+            sandbox: self.runtime.sandbox.clone(),
         }
     }
 
@@ -54,6 +55,11 @@ impl<F: Front> Live<F> {
             .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
         self.front.tool_call(&id, tool, &arguments);
         self.shown = Some(id.clone());
+        if matches!(tool, Tool::Shell { .. }) {
+            if let Some(note) = self.runtime.sandbox_note.take() {
+                eprintln!("revolve: {note}");
+            }
+        }
         let ctx = self.tool_context();
         let had_project_dir = self.runtime.memory.project_dir.exists();
         let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
