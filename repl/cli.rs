@@ -88,6 +88,14 @@ pub struct Cli {
     #[arg(long)]
     pub network: bool,
 
+    /// Run calls this permission rule takes without asking, e.g. 'shell(git status)', 'edit(src/**)' (or permissions.allow in config.json)
+    #[arg(long, value_name = "RULE")]
+    pub allow: Vec<String>,
+
+    /// Never run calls this permission rule takes, e.g. 'shell(rm *)'; deny wins over allow (or permissions.deny in config.json)
+    #[arg(long, value_name = "RULE")]
+    pub deny: Vec<String>,
+
     /// Let sandboxed shell commands write DIR too, as the working tree (or sandbox_writable in config.json)
     #[arg(long, value_name = "DIR")]
     pub writable: Vec<PathBuf>,

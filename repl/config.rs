@@ -124,6 +124,12 @@ pub struct Settings {
     pub sandbox_network: Setting<bool>,
     /// Folders sandboxed commands may write besides the tree (canonical).
     pub sandbox_writable: Setting<Vec<String>>,
+    /// The permission rules: the config file's, then the flags'.
+    pub rules: revolve_core::rules::Rules,
+    /// The rules as written, for `config show`: (allow, deny).
+    pub rule_texts: (Vec<String>, Vec<String>),
+    /// Whether a flag added rules (`config show` says where they came from).
+    rules_from_flags: bool,
     /// `--script`, for the scripted provider.
     pub script: Option<PathBuf>,
     /// `--provider replay:FILE|NAME`: the recorded session answering.
@@ -255,6 +261,10 @@ impl Settings {
             revolve_core::sandbox::Mode::default(),
         );
         let sandbox_network = pick(None, None, file.sandbox_network, false);
+        let permissions = file.permissions.unwrap_or_default();
+        let rules = revolve_core::rules::Rules::parse(&permissions.allow, &permissions.deny)
+            .map_err(bad)?;
+        let rule_texts = (permissions.allow, permissions.deny);
         let sandbox_writable = pick(
             None,
             None,
@@ -289,6 +299,9 @@ impl Settings {
             sandbox,
             sandbox_network,
             sandbox_writable,
+            rules,
+            rule_texts,
+            rules_from_flags: false,
             script: args.script.clone(),
             replay,
             stall_timeout: args.stall_timeout,
@@ -330,6 +343,19 @@ impl Settings {
                 source: Source::Flag,
             };
         }
+        Ok(())
+    }
+
+    /// The permission rules of the flags (`--allow`, `--deny`), added to
+    /// the config file's.
+    pub fn rule_flags(&mut self, allow: &[String], deny: &[String]) -> Result<(), Error> {
+        let (mut all_allow, mut all_deny) = self.rule_texts.clone();
+        all_allow.extend(allow.iter().cloned());
+        all_deny.extend(deny.iter().cloned());
+        self.rules =
+            revolve_core::rules::Rules::parse(&all_allow, &all_deny).map_err(Error::Usage)?;
+        self.rule_texts = (all_allow, all_deny);
+        self.rules_from_flags |= !allow.is_empty() || !deny.is_empty();
         Ok(())
     }
 
@@ -505,6 +531,19 @@ impl Settings {
                 (
                     json!(self.sandbox_writable.value),
                     self.sandbox_writable.source.as_str(),
+                ),
+            ),
+            (
+                "permissions",
+                (
+                    json!({"allow": self.rule_texts.0, "deny": self.rule_texts.1}),
+                    if self.rules_from_flags {
+                        "flag"
+                    } else if self.rule_texts.0.is_empty() && self.rule_texts.1.is_empty() {
+                        "default"
+                    } else {
+                        "config"
+                    },
                 ),
             ),
             (

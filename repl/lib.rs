@@ -100,6 +100,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 &cli.writable,
                 &cli.sources,
             )?;
+            settings.rule_flags(&cli.allow, &cli.deny)?;
             if let Some(note) = settings.learn_window() {
                 eprintln!("{note}");
             }
@@ -201,6 +202,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &cli.writable,
         &cli.sources,
     )?;
+    settings.rule_flags(&cli.allow, &cli.deny)?;
     // A new session's window, from the server when nobody gave one; a
     // resumed one keeps its own.
     if !resuming {
@@ -448,6 +450,7 @@ fn runtime(
         // commands.
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
+        rules: settings.rules.clone(),
     }
 }
 

@@ -132,6 +132,7 @@ struct Compaction {
 
 fn settings() -> Settings {
     Settings {
+        rules: Default::default(),
         spill_chars: revolve_core::session::SPILL_CHARS,
         spill_dir: "/state/spills/s".into(),
         prune_chars: compact::PRUNE_CHARS,

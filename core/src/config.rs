@@ -165,6 +165,20 @@ pub struct File {
     /// Folders sandboxed shell commands may write besides the tree.
     #[serde(default)]
     pub sandbox_writable: Option<Vec<String>>,
+    /// Permission rules (see [`crate::rules`]).
+    #[serde(default)]
+    pub permissions: Option<Permissions>,
+}
+
+/// The `permissions` of a config file: rules that allow a call without
+/// asking, and rules that deny it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Permissions {
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// Why a config file cannot be used: where in the text, and what.

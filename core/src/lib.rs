@@ -38,6 +38,7 @@ pub mod record;
 pub mod refine;
 pub mod request;
 pub mod retry;
+pub mod rules;
 pub mod sandbox;
 pub mod session;
 pub mod skills;

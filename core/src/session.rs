@@ -680,8 +680,8 @@ impl Session {
                         return cmds;
                     }
                     if let Tool::Shell { command, .. } = &tool {
-                        match self.shell_gate(&call.id, now) {
-                            approval::Gate::Run => {}
+                        match self.shell_gate(&call.id, command, now) {
+                            approval::Gate::Run(logged) => cmds.extend(logged),
                             approval::Gate::Ask => {
                                 cmds.push(Command::Ask {
                                     id: call.id,

@@ -272,6 +272,18 @@ pub fn transcript(records: &[Record]) -> String {
                 use crate::edit::Answer;
                 // A command can span lines; its record's line does not.
                 let path = a.path.replace('\n', " ");
+                if let Some(rule) = &a.rule {
+                    let (what, how) = match (a.tool.as_str(), a.answer) {
+                        ("shell", Answer::No) => (format!("the command `{path}`"), "denied"),
+                        ("shell", _) => (format!("the command `{path}`"), "allowed"),
+                        ("grant", Answer::No) => (format!("reading {path}"), "denied"),
+                        ("grant", _) => (format!("reading {path}"), "allowed"),
+                        (_, Answer::No) => (format!("the edit of {path}"), "denied"),
+                        (_, _) => (format!("the edit of {path}"), "allowed"),
+                    };
+                    out.push_str(&format!("── the rule {rule} {how} {what}\n"));
+                    continue;
+                }
                 let line = match (a.tool.as_str(), a.answer) {
                     ("shell", Answer::Always) => {
                         format!("allowed every shell command of this session from `{path}`")
@@ -582,6 +594,7 @@ mod tests {
                 path: path.into(),
                 answer,
                 tool: tool.into(),
+                rule: None,
             })
         };
         let shown = transcript(&[

@@ -188,6 +188,7 @@ fn header() -> Header {
 
 fn settings() -> Settings {
     Settings {
+        rules: Default::default(),
         spill_chars: 32_000,
         spill_dir: "/state/spills/s".into(),
         prune_chars: 100_000,

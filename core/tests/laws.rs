@@ -156,6 +156,7 @@ const MAX_TOOL_ROUNDS: u32 = 2;
 
 fn settings() -> Settings {
     Settings {
+        rules: Default::default(),
         spill_chars: 7_000,
         spill_dir: "/state/spills/s".into(),
         prune_chars: 100,

@@ -168,6 +168,7 @@ impl Server {
 
 fn settings() -> Settings {
     Settings {
+        rules: Default::default(),
         spill_chars: 32_000,
         spill_dir: "/state/spills/s".into(),
         prune_chars: 16_000,

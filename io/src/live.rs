@@ -92,6 +92,8 @@ pub struct Runtime {
     /// What to say about the sandbox before the first shell command, once
     /// (what it cannot enforce here, or that it is off).
     pub sandbox_note: Option<String>,
+    /// The permission rules.
+    pub rules: revolve_core::rules::Rules,
 }
 
 /// A session this process runs, shown and asked through `F`.
@@ -779,6 +781,7 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
     let project = project.canonicalize().unwrap_or(project);
     let spill_dir = project.join("spills").join(id);
     Settings {
+        rules: runtime.rules.clone(),
         spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),
         prune_chars: runtime.prune_chars,

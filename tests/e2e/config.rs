@@ -40,6 +40,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "max_repeated_calls",
             "max_tool_rounds",
             "model",
+            "permissions",
             "provider",
             "prune_result_chars",
             "retries",

@@ -27,6 +27,7 @@ mod json_schemas;
 mod memory;
 mod messages;
 mod models;
+mod permissions;
 mod real_server;
 mod recorded;
 mod refine;

@@ -29,6 +29,10 @@ pub struct Approved {
     /// (its path the one asked for); empty for an edit.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
+    /// The permission rule that decided, when a rule did (no one was
+    /// asked); `None` for the user's answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// A change of one file: its content before and after, by hash (both are

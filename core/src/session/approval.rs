@@ -15,11 +15,12 @@ use time::OffsetDateTime;
 use super::{Command, Session};
 use crate::edit::Answer;
 use crate::record::{Approved, Message, Record};
+use crate::rules::Verdict;
 
 /// What becomes of a shell call.
 pub(super) enum Gate {
-    /// It may run.
-    Run,
+    /// It may run (after these commands: the rule that allowed it logged).
+    Run(Vec<Command>),
     /// The user is asked first ([`Command::Ask`]).
     Ask,
     /// It is refused: its result is appended (these commands).
@@ -47,13 +48,44 @@ pub fn not_granted(path: &str) -> String {
 }
 
 impl Session {
-    /// Whether the shell call `id` may run `command` now.
-    pub(super) fn shell_gate(&mut self, id: &str, now: OffsetDateTime) -> Gate {
+    /// Whether the shell call `id` may run `command` now: a permission
+    /// rule decides first (a deny one over everything, logged with it),
+    /// then the flags, the user's "always", the user.
+    pub(super) fn shell_gate(&mut self, id: &str, command: &str, now: OffsetDateTime) -> Gate {
+        match self.settings.rules.decide("shell", command) {
+            Verdict::Deny(rule) => {
+                let mut cmds = self.append(vec![Record::Approved(Approved {
+                    at: now,
+                    call: id.to_owned(),
+                    path: command.to_owned(),
+                    answer: Answer::No,
+                    tool: "shell".to_owned(),
+                    rule: Some(rule.clone()),
+                })]);
+                cmds.extend(self.append(vec![Record::Message(Message::tool(
+                    now,
+                    id.to_owned(),
+                    crate::rules::denied(&rule),
+                ))]));
+                return Gate::Refused(cmds);
+            }
+            Verdict::Allow(rule) => {
+                return Gate::Run(self.append(vec![Record::Approved(Approved {
+                    at: now,
+                    call: id.to_owned(),
+                    path: command.to_owned(),
+                    answer: Answer::Yes,
+                    tool: "shell".to_owned(),
+                    rule: Some(rule),
+                })]));
+            }
+            Verdict::Silent => {}
+        }
         if self.settings.allow_shell
             || self.state.shell_always
             || self.allowed_call.take_if(|a| a == id).is_some()
         {
-            return Gate::Run;
+            return Gate::Run(Vec::new());
         }
         if self.settings.interactive {
             return Gate::Ask;
@@ -83,6 +115,21 @@ impl Session {
             .any(|g| std::path::Path::new(&path).starts_with(g));
         if up_front {
             return self.grant_result(id, path, true, now);
+        }
+        if let Verdict::Allow(rule) | Verdict::Deny(rule) =
+            self.settings.rules.decide("grant", &path)
+        {
+            let yes = self.settings.rules.decide("grant", &path) == Verdict::Allow(rule.clone());
+            let mut cmds = self.append(vec![Record::Approved(Approved {
+                at: now,
+                call: id.clone(),
+                path: path.clone(),
+                answer: if yes { Answer::Yes } else { Answer::No },
+                tool: GRANT.to_owned(),
+                rule: Some(rule),
+            })]);
+            cmds.extend(self.grant_result(id, path, yes, now));
+            return cmds;
         }
         if self.settings.interactive {
             let reason = self
@@ -140,6 +187,7 @@ impl Session {
                     path: path.clone(),
                     answer,
                     tool: GRANT.to_owned(),
+                    rule: None,
                 })]);
                 cmds.extend(self.grant_result(id, path, yes, now));
                 return cmds;
@@ -160,6 +208,7 @@ impl Session {
             path: command,
             answer,
             tool: "shell".to_owned(),
+            rule: None,
         })]);
         if answer == Answer::No {
             cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, REFUSED))]));

@@ -217,6 +217,7 @@ impl Session {
                 path: staged.path.clone(),
                 answer,
                 tool: String::new(),
+                rule: None,
             }));
             if answer == Answer::No {
                 let mut cmds = self.append(records);

@@ -359,6 +359,9 @@ pub struct Settings {
     /// A user at a terminal can be asked to approve an edit, a command or
     /// a grant.
     pub interactive: bool,
+    /// The permission rules (`--allow`, `--deny`, config `permissions`),
+    /// decided before anyone is asked ([`crate::rules`]).
+    pub rules: crate::rules::Rules,
     /// Paths the user granted up front (`--grant`), canonical: a
     /// `request_file_grant` of one, or of anything inside one, is granted
     /// without asking.

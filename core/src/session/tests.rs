@@ -9,6 +9,7 @@ use crate::request::Request;
 
 fn settings() -> Settings {
     Settings {
+        rules: Default::default(),
         spill_chars: 100,
         spill_dir: "/state/spills/s1".into(),
         prune_chars: compact::PRUNE_CHARS,
@@ -842,6 +843,7 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
         path: "/srv/notes.txt".into(),
         answer: crate::edit::Answer::Always,
         tool: approval::GRANT.into(),
+        rule: None,
     });
     let folded = State::fold(&[Record::Header(header()), always]);
     assert!(!folded.shell_always && !folded.edits_always);

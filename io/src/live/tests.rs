@@ -197,6 +197,7 @@ impl World {
             tree: revolve_tools::FileId::of(&self.cwd),
             sandbox: revolve_core::sandbox::Policy::off(),
             sandbox_note: None,
+            rules: Default::default(),
         }
     }
 

@@ -1,0 +1,378 @@
+//! Permission rules: `allow` and `deny` lists of `tool(pattern)` rules
+//! (config `permissions`, `--allow RULE`, `--deny RULE`), decided before a
+//! call would be asked about.
+//!
+//! * `shell(git status)`, `shell(cargo test *)`: the command, as one
+//!   whole; `*` matches any text.
+//! * `edit(src/**)`, `write(docs/*.md)`: the file, relative to the working
+//!   tree (or absolute outside it); `*` stays within a folder, `**` crosses
+//!   folders.
+//! * `grant(/usr/share/doc/**)`: the absolute path asked for.
+//! * `mcp__SERVER__TOOL` (no pattern), with `*` in the name.
+//!
+//! A deny rule wins over every allow rule. An allow rule matches a shell
+//! command only when the command is one simple command: a command holding
+//! a separator or a substitution (`;`, `&`, `|`, a newline, `` ` ``, `$(`,
+//! `<(`, `>(`) or a redirection (`<`, `>`) that the pattern does not
+//! spell out matches no allow rule, so `git status; rm -rf ~` does not ride
+//! on `shell(git status)`. A deny rule is checked against every simple
+//! command in it, so `echo; rm -rf ~` meets `shell(rm *)`.
+
+use globset::{Glob, GlobBuilder, GlobMatcher};
+
+/// What a rule holds back.
+#[derive(Clone, Debug)]
+pub struct Rule {
+    /// As written, for the log and messages.
+    pub text: String,
+    tool: Glob,
+    tool_matcher: GlobMatcher,
+    /// `None` for a rule of a whole tool (`mcp__s__t`).
+    pattern: Option<(String, GlobMatcher)>,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.text == other.text && self.tool == other.tool
+    }
+}
+
+impl Eq for Rule {}
+
+/// The tools a rule may name, besides `mcp__…` ones.
+pub const TOOLS: [&str; 4] = ["shell", "edit", "write", "grant"];
+
+/// The text a pattern never lets `*` match through in a shell command.
+const CONTROL: [&str; 10] = [";", "&", "|", "\n", "`", "$(", "<(", ">(", "<", ">"];
+
+impl Rule {
+    /// Parses `tool(pattern)` or `mcp__server__tool`; the error says what
+    /// is wrong.
+    pub fn parse(text: &str) -> Result<Rule, String> {
+        let text = text.trim();
+        let bad = |why: &str| format!("bad permission rule {text:?}: {why}");
+        let (tool, pattern) = match text.split_once('(') {
+            Some((tool, rest)) => {
+                let pattern = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| bad("it does not end with )"))?;
+                if pattern.trim().is_empty() {
+                    return Err(bad("its pattern is empty"));
+                }
+                (tool.trim(), Some(pattern.trim()))
+            }
+            None => (text, None),
+        };
+        let mcp = tool.starts_with("mcp__");
+        if !mcp && !TOOLS.contains(&tool) {
+            return Err(bad(
+                "name shell, edit, write, grant (with a pattern in parentheses) or an mcp__SERVER__TOOL",
+            ));
+        }
+        if !mcp && pattern.is_none() {
+            return Err(bad(
+                "give a pattern in parentheses, such as shell(git status)",
+            ));
+        }
+        let tool_glob = Glob::new(tool).map_err(|e| bad(&e.to_string()))?;
+        let pattern = match pattern {
+            None => None,
+            Some(p) => {
+                // A path pattern keeps `*` within a folder; a command
+                // pattern's `*` is any text.
+                let paths = tool != "shell";
+                let glob = GlobBuilder::new(p)
+                    .literal_separator(paths)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| bad(&e.to_string()))?;
+                Some((p.to_owned(), glob.compile_matcher()))
+            }
+        };
+        Ok(Rule {
+            text: text.to_owned(),
+            tool_matcher: tool_glob.compile_matcher(),
+            tool: tool_glob,
+            pattern,
+        })
+    }
+
+    /// Whether the rule is about `tool` and its pattern takes `subject`
+    /// whole.
+    fn takes(&self, tool: &str, subject: &str) -> bool {
+        if !self.tool_matcher.is_match(tool) {
+            return false;
+        }
+        match &self.pattern {
+            None => true,
+            Some((_, glob)) => glob.is_match(subject),
+        }
+    }
+
+    /// Whether this allow rule allows the shell `command`: one simple
+    /// command the pattern takes, with no control text the pattern does
+    /// not spell out.
+    fn allows_command(&self, command: &str) -> bool {
+        let pattern = self.pattern.as_ref().map_or("", |(p, _)| p.as_str());
+        let command = command.trim();
+        if CONTROL
+            .iter()
+            .any(|c| command.contains(c) && !pattern.contains(c))
+        {
+            return false;
+        }
+        self.takes("shell", command)
+    }
+}
+
+/// The rules of a session.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rules {
+    pub allow: Vec<Rule>,
+    pub deny: Vec<Rule>,
+}
+
+/// What the rules say of a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Allowed by this rule: it runs without asking.
+    Allow(String),
+    /// Denied by this rule: it does not run, nor is anyone asked.
+    Deny(String),
+    /// No rule speaks: asked, or allowed by a flag, as before.
+    Silent,
+}
+
+impl Rules {
+    /// Parses the `allow` and `deny` lists.
+    pub fn parse(allow: &[String], deny: &[String]) -> Result<Rules, String> {
+        let all = |list: &[String]| {
+            list.iter()
+                .map(|r| Rule::parse(r))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(Rules {
+            allow: all(allow)?,
+            deny: all(deny)?,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.allow.is_empty() && self.deny.is_empty()
+    }
+
+    /// What the rules say of a call of `tool` on `subject` (the command of
+    /// a `shell` call, the path of an `edit`, `write` or `grant`; empty for
+    /// an MCP tool). A deny rule wins.
+    pub fn decide(&self, tool: &str, subject: &str) -> Verdict {
+        let denied = if tool == "shell" {
+            let parts = simple_commands(subject);
+            self.deny
+                .iter()
+                .find(|r| parts.iter().any(|part| r.takes(tool, part)))
+        } else {
+            self.deny.iter().find(|r| r.takes(tool, subject))
+        };
+        if let Some(rule) = denied {
+            return Verdict::Deny(rule.text.clone());
+        }
+        let allowed = if tool == "shell" {
+            self.allow.iter().find(|r| r.allows_command(subject))
+        } else {
+            self.allow.iter().find(|r| r.takes(tool, subject))
+        };
+        match allowed {
+            Some(rule) => Verdict::Allow(rule.text.clone()),
+            None => Verdict::Silent,
+        }
+    }
+}
+
+/// The simple commands of a command line: split at every separator and
+/// substitution, each trimmed, the line itself among them.
+fn simple_commands(command: &str) -> Vec<&str> {
+    let mut parts = vec![command.trim()];
+    parts.extend(
+        command
+            .split([';', '&', '|', '\n', '`', '(', ')'])
+            .map(|p| p.trim().trim_start_matches('$').trim())
+            .filter(|p| !p.is_empty()),
+    );
+    parts
+}
+
+/// The result of a call a deny rule refused.
+pub fn denied(rule: &str) -> String {
+    format!("error: not run: the user's permission rule {rule} denies this call")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quickcheck::{quickcheck, TestResult};
+
+    fn rules(allow: &[&str], deny: &[&str]) -> Rules {
+        let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Rules::parse(&own(allow), &own(deny)).unwrap()
+    }
+
+    #[test]
+    fn rules_parse_and_say_what_is_wrong() {
+        for good in [
+            "shell(git status)",
+            "edit(src/**)",
+            "write(docs/*.md)",
+            "grant(/usr/share/doc/**)",
+            "mcp__git__*",
+        ] {
+            assert!(Rule::parse(good).is_ok(), "{good}");
+        }
+        for (bad, why) in [
+            ("shell", "give a pattern"),
+            ("shell(git status", "does not end with )"),
+            ("shell()", "pattern is empty"),
+            ("bash(ls)", "name shell, edit"),
+        ] {
+            let err = Rule::parse(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn shell_rules_take_one_simple_command() {
+        let r = rules(
+            &["shell(git status)", "shell(cargo test *)"],
+            &["shell(rm *)"],
+        );
+        assert_eq!(
+            r.decide("shell", "git status"),
+            Verdict::Allow("shell(git status)".into())
+        );
+        assert_eq!(
+            r.decide("shell", "  git status "),
+            Verdict::Allow("shell(git status)".into())
+        );
+        assert_eq!(
+            r.decide("shell", "cargo test -p core"),
+            Verdict::Allow("shell(cargo test *)".into())
+        );
+        for riding in [
+            "git status; touch x",
+            "git status && rm -rf ~",
+            "git status | sh",
+            "git status\ntouch x",
+            "cargo test $(rm -rf ~)",
+            "cargo test `rm -rf ~`",
+            "cargo test > /etc/passwd",
+            "git status &",
+        ] {
+            assert_ne!(
+                r.decide("shell", riding),
+                Verdict::Allow("shell(git status)".into()),
+                "{riding:?}"
+            );
+            assert!(
+                !matches!(r.decide("shell", riding), Verdict::Allow(_)),
+                "{riding:?}"
+            );
+        }
+        assert_eq!(r.decide("shell", "git log"), Verdict::Silent);
+        for denied in [
+            "rm -rf ~",
+            "echo hi; rm -rf ~",
+            "echo $(rm -rf ~)",
+            "true && rm x",
+        ] {
+            assert_eq!(
+                r.decide("shell", denied),
+                Verdict::Deny("shell(rm *)".into()),
+                "{denied:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn path_rules_keep_star_within_a_folder() {
+        let r = rules(
+            &[
+                "edit(src/**)",
+                "write(docs/*.md)",
+                "grant(/usr/share/doc/**)",
+            ],
+            &["edit(src/secret/**)"],
+        );
+        assert_eq!(
+            r.decide("edit", "src/a/b.rs"),
+            Verdict::Allow("edit(src/**)".into())
+        );
+        assert_eq!(
+            r.decide("edit", "src/secret/k.rs"),
+            Verdict::Deny("edit(src/secret/**)".into())
+        );
+        assert_eq!(
+            r.decide("write", "docs/a.md"),
+            Verdict::Allow("write(docs/*.md)".into())
+        );
+        assert_eq!(r.decide("write", "docs/deep/a.md"), Verdict::Silent);
+        assert_eq!(
+            r.decide("edit", "docs/a.md"),
+            Verdict::Silent,
+            "a rule is one tool's"
+        );
+        assert_eq!(
+            r.decide("grant", "/usr/share/doc/git/README"),
+            Verdict::Allow("grant(/usr/share/doc/**)".into())
+        );
+        let mcp = rules(&["mcp__git__*"], &["mcp__git__push"]);
+        assert_eq!(
+            mcp.decide("mcp__git__log", ""),
+            Verdict::Allow("mcp__git__*".into())
+        );
+        assert_eq!(
+            mcp.decide("mcp__git__push", ""),
+            Verdict::Deny("mcp__git__push".into())
+        );
+    }
+
+    /// Deny always wins: whatever allows a call, a deny rule taking it
+    /// denies it.
+    #[test]
+    fn deny_always_wins() {
+        fn law(command: String) -> TestResult {
+            if command.trim().is_empty() {
+                return TestResult::discard();
+            }
+            let word = command
+                .split_whitespace()
+                .next()
+                .unwrap_or("x")
+                .replace(['*', '?', '[', ']', '{', '}', '\\', '(', ')'], "");
+            if word.is_empty() {
+                return TestResult::discard();
+            }
+            let r = rules(&["shell(*)"], &[&format!("shell({word}*)")]);
+            TestResult::from_bool(
+                matches!(r.decide("shell", &command), Verdict::Deny(_))
+                    || !command.trim_start().starts_with(&word),
+            )
+        }
+        quickcheck(law as fn(String) -> TestResult);
+    }
+
+    /// An allow rule never lets a separator through: a command made of an
+    /// allowed one, a separator and anything is never allowed by it.
+    #[test]
+    fn an_allowed_command_never_carries_another() {
+        fn law(tail: String, sep: usize) -> TestResult {
+            if tail.trim().is_empty() {
+                // "git status\n" is git status alone.
+                return TestResult::discard();
+            }
+            let seps = [";", "&&", "||", "|", "\n", "&", "$(", "`"];
+            let command = format!("git status{}{tail}", seps[sep % seps.len()]);
+            let r = rules(&["shell(git status*)"], &[]);
+            TestResult::from_bool(!matches!(r.decide("shell", &command), Verdict::Allow(_)))
+        }
+        quickcheck(law as fn(String, usize) -> TestResult);
+    }
+}
