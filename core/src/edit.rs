@@ -8,8 +8,11 @@
 //!    canonical path, its bytes, their hash and its mode.
 //! 2. Core checks that this session read the file (or wrote it) and that
 //!    it did not change on disk since ([`State::files`] holds the hash it
-//!    last saw), computes the new content ([`replace`], [`keep_endings`])
-//!    and its [`diff`].
+//!    last saw), computes the new content from the model's text about the
+//!    file as it was shown it ([`View`]: keys as `[key]`, bytes that are
+//!    not UTF-8 as U+FFFD; every byte the model did not ask to change is
+//!    kept, see [`redact`] for the rules) and its diff ([`diff_bytes`]:
+//!    of the bytes, shown as the model sees them, its lines counted whole).
 //! 3. Unless edits are allowed already (`--allow-edits`, or the user's
 //!    "always"), the user is asked; without a terminal the edit is refused.
 //!    An answer the user gave is logged as `approved`.
@@ -48,7 +51,7 @@ use time::OffsetDateTime;
 use crate::record::{Restore, Rewound};
 use crate::state::State;
 
-mod redact;
+pub mod redact;
 pub use redact::{Keys, View, KEY_SHOWN};
 
 /// The longest diff an `edit` record keeps, in bytes; a longer one is cut

@@ -265,3 +265,41 @@ fn the_line_counts_of_a_huge_edit_are_of_the_whole_change() {
         "a replace_all of 1,000,000 lines took {took:?}"
     );
 }
+
+/// Item 11, on the path: a file reached through a path that is not UTF-8
+/// (here a symlink to `caf\xe9.txt`) is refused, not written as another
+/// file whose name has U+FFFD for the byte (the path decoded lossily).
+#[test]
+fn a_path_that_is_not_utf8_is_refused_not_written_as_another() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new("edit-latin1-path");
+    let real = env.cwd.join(OsStr::from_bytes(b"caf\xe9.txt"));
+    std::fs::write(&real, "old\n").unwrap();
+    std::os::unix::fs::symlink(&real, env.cwd.join("menu.txt")).unwrap();
+    let server = serve(vec![
+        call("c1", "read_file", json!({"path": "menu.txt"})),
+        call(
+            "c2",
+            "edit_file",
+            json!({"path": "menu.txt", "old_string": "old", "new_string": "new"}),
+        ),
+        FakeReply::text("Done."),
+    ]);
+    revolve_ok(&env, &server, &["-p", "edit the menu"]);
+    let edited = result_of(&server, "c2");
+    assert!(
+        edited.starts_with("error: menu.txt leads to ") && edited.contains("not UTF-8"),
+        "{edited}"
+    );
+    assert_eq!(std::fs::read_to_string(&real).unwrap(), "old\n");
+    let names: Vec<Vec<u8>> = std::fs::read_dir(&env.cwd)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().as_bytes().to_vec())
+        .collect();
+    assert_eq!(names.len(), 2, "only the file and the link: {names:?}");
+    assert!(
+        !names.contains(&"caf\u{fffd}.txt".as_bytes().to_vec()),
+        "a file named with U+FFFD was written"
+    );
+}
