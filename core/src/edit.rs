@@ -494,7 +494,8 @@ pub struct Change {
     pub before: Option<String>,
     /// The hash after; `None`: the command removed it.
     pub after: Option<String>,
-    pub diff: String,
+    /// Its lines counted whole (none for a binary file).
+    pub diff: Diff,
 }
 
 /// What is rewound.

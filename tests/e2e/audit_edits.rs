@@ -303,3 +303,83 @@ fn a_path_that_is_not_utf8_is_refused_not_written_as_another() {
         "a file named with U+FFFD was written"
     );
 }
+
+/// Runs git in the working directory, quietly; whether it succeeded.
+fn git(env: &TestEnv, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(&env.cwd)
+        .env("HOME", &env.home)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CEILING_DIRECTORIES", &env.root)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The same shapes in what shell tracking logs: a byte a command changed
+/// where the line looks the same decoded is a changed line, and the
+/// `(+A -R)` of a change whose diff is cut counts the whole change.
+#[test]
+fn a_shell_change_is_diffed_by_bytes_and_counted_whole() {
+    let env = TestEnv::new("shell-bytes");
+    if !git(&env, &["--version"]) {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    std::fs::write(env.cwd.join("menu.txt"), b"caf\xe9\n").unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &["config", "user.name", "Test"],
+        &["config", "user.email", "test@example.com"],
+        &["add", "menu.txt"],
+        &["commit", "-q", "-m", "start"],
+    ] {
+        assert!(git(&env, args), "git {args:?}");
+    }
+    let server = serve(vec![
+        call(
+            "c1",
+            "shell",
+            json!({"command": "printf 'caf\\350\\n' > menu.txt && seq 1 100000 > big.txt"}),
+        ),
+        FakeReply::text("Done."),
+    ]);
+    revolve_ok(&env, &server, &["--allow-shell", "-p", "go"]);
+    let edits: Vec<Value> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["type"] == "edit")
+        .collect();
+    let of = |name: &str| {
+        edits
+            .iter()
+            .find(|e| e["path"].as_str().unwrap().ends_with(name))
+            .unwrap_or_else(|| panic!("no edit of {name}: {edits:?}"))
+    };
+    let menu = of("menu.txt");
+    assert!(
+        menu["diff"]
+            .as_str()
+            .unwrap()
+            .contains("-caf\u{fffd}\n+caf\u{fffd}\n"),
+        "{menu}"
+    );
+    assert_eq!((&menu["added"], &menu["removed"]), (&json!(1), &json!(1)));
+    let big = of("big.txt");
+    assert!(big["diff"]
+        .as_str()
+        .unwrap()
+        .ends_with("in the content store]\n"));
+    assert_eq!(
+        (&big["added"], &big["removed"]),
+        (&json!(100_000), &json!(0))
+    );
+    let log = env.only_session();
+    let replay = env.ok(&["replay", log.to_str().unwrap()]);
+    assert!(
+        replay.stdout.contains("by shell (+100000 -0)"),
+        "{}",
+        replay.stdout
+    );
+}

@@ -53,9 +53,8 @@ pub struct Edit {
     #[serde(default)]
     pub diff: String,
     /// The lines the change adds and removes, counted from the whole
-    /// change (the diff may be cut); `None` in logs that predate them and
-    /// for a shell command's change: then counted from `diff`
-    /// (`edit::lines`).
+    /// change (the diff may be cut); `None` in logs that predate them:
+    /// then counted from `diff` (`edit::lines`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added: Option<usize>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

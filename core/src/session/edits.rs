@@ -72,9 +72,9 @@ impl Session {
                     by: "shell".to_owned(),
                     before: c.before,
                     after: c.after,
-                    diff: c.diff,
-                    added: None,
-                    removed: None,
+                    added: Some(c.diff.added),
+                    removed: Some(c.diff.removed),
+                    diff: c.diff.text,
                     written: true,
                 })
             })
