@@ -57,12 +57,17 @@ impl fmt::Debug for Keys {
 
 impl Keys {
     /// The keys among `values`; the longest first, so a key that holds
-    /// another is hidden whole.
+    /// another is hidden whole. A key with a line break in it is hidden
+    /// line by line too (a diff shows a file line by line).
     pub fn new(values: impl IntoIterator<Item = String>) -> Keys {
-        let mut keys: Vec<String> = values
-            .into_iter()
-            .filter(|k| k.len() >= REDACTED_KEY_MIN)
-            .collect();
+        let mut keys: Vec<String> = Vec::new();
+        for value in values {
+            if value.contains(['\n', '\r']) {
+                keys.extend(value.split(['\n', '\r']).map(str::to_owned));
+            }
+            keys.push(value);
+        }
+        keys.retain(|k| k.len() >= REDACTED_KEY_MIN);
         keys.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
         keys.dedup();
         Keys(keys)
@@ -354,6 +359,13 @@ mod tests {
         // A key holding another is hidden whole.
         let nested = Keys::new(["abcdefgh".to_owned(), "abcdefghijkl".to_owned()]);
         assert_eq!(nested.redact("x abcdefghijkl abcdefgh"), "x [key] [key]");
+        // A key over two lines, as a diff shows it.
+        let split = Keys::new(["first-half\nsecond-half".to_owned()]);
+        assert_eq!(split.redact("k=first-half\nsecond-half\n"), "k=[key]\n");
+        assert_eq!(
+            split.redact("+k=first-half\n+second-half\n"),
+            "+k=[key]\n+[key]\n"
+        );
     }
 
     #[test]
