@@ -157,13 +157,24 @@ struct Mark {
 #[derive(Clone, Debug)]
 pub struct View<'a> {
     original: &'a [u8],
-    text: String,
+    /// Borrowed when it is the bytes themselves (UTF-8, no key): a big
+    /// file is not copied.
+    text: Cow<'a, str>,
     marks: Vec<Mark>,
 }
 
 impl<'a> View<'a> {
     /// The view of `bytes`: what `read_file` shows of them.
     pub fn of(bytes: &'a [u8], keys: &Keys) -> View<'a> {
+        if let Ok(text) = std::str::from_utf8(bytes) {
+            if keys.spans(text).is_empty() {
+                return View {
+                    original: bytes,
+                    text: Cow::Borrowed(text),
+                    marks: Vec::new(),
+                };
+            }
+        }
         let mut text = String::with_capacity(bytes.len());
         let mut marks = Vec::new();
         let mut at = 0;
@@ -195,7 +206,7 @@ impl<'a> View<'a> {
         }
         View {
             original: bytes,
-            text,
+            text: Cow::Owned(text),
             marks,
         }
     }
