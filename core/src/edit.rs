@@ -8,8 +8,11 @@
 //!    canonical path, its bytes, their hash and its mode.
 //! 2. Core checks that this session read the file (or wrote it) and that
 //!    it did not change on disk since ([`State::files`] holds the hash it
-//!    last saw), computes the new content ([`replace`], [`keep_endings`])
-//!    and its [`diff`].
+//!    last saw), computes the new content from the model's text about the
+//!    file as it was shown it ([`View`]: keys as `[key]`, bytes that are
+//!    not UTF-8 as U+FFFD; every byte the model did not ask to change is
+//!    kept, see [`redact`] for the rules) and its diff ([`diff_bytes`]:
+//!    of the bytes, shown as the model sees them, its lines counted whole).
 //! 3. Unless edits are allowed already (`--allow-edits`, or the user's
 //!    "always"), the user is asked; without a terminal the edit is refused.
 //!    An answer the user gave is logged as `approved`.
@@ -48,6 +51,9 @@ use time::OffsetDateTime;
 use crate::record::{Restore, Rewound};
 use crate::state::State;
 
+pub mod redact;
+pub use redact::{Keys, View, KEY_SHOWN};
+
 /// The longest diff an `edit` record keeps, in bytes; a longer one is cut
 /// (the content store still holds both versions whole).
 pub const DIFF_CAP: usize = 256 * 1024;
@@ -58,8 +64,31 @@ pub use crate::state::{FileEdit, RewindEntry};
 /// `text` with `old` replaced by `new`: the one match, or every match with
 /// `all`. A file whose lines end in CRLF is matched with the model's LF
 /// text turned into CRLF, so its line endings stay. The error says how
-/// many matches there are and on which lines.
+/// many matches there are and on which lines. (An edit of a file goes
+/// through [`View::replace`], which keeps the bytes the view does not
+/// show.)
 pub fn replace(text: &str, old: &str, new: &str, all: bool, shown: &str) -> Result<String, String> {
+    let (starts, old, new) = matches(text, old, new, all, shown)?;
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for start in starts {
+        out.push_str(&text[last..start]);
+        out.push_str(&new);
+        last = start + old.len();
+    }
+    out.push_str(&text[last..]);
+    Ok(out)
+}
+
+/// Where `old` is replaced in `text` (see [`replace`]): the starts of the
+/// matches, and `old` and `new` as matched (CRLF for a CRLF file).
+pub(crate) fn matches(
+    text: &str,
+    old: &str,
+    new: &str,
+    all: bool,
+    shown: &str,
+) -> Result<(Vec<usize>, String, String), String> {
     if old.is_empty() {
         return Err(
             "error: edit_file: old_string is empty; to write a whole file use write_file".into(),
@@ -79,8 +108,8 @@ pub fn replace(text: &str, old: &str, new: &str, all: bool, shown: &str) -> Resu
             "error: edit_file: old_string is not in {shown}; read the file again and copy the \
              text exactly, whitespace included"
         )),
-        1 => Ok(text.replacen(old.as_str(), &new, 1)),
-        _ if all => Ok(text.replace(old.as_str(), &new)),
+        1 => Ok((starts, old, new)),
+        _ if all => Ok((starts, old, new)),
         n => {
             let lines: Vec<String> = starts
                 .iter()
@@ -131,174 +160,286 @@ pub const DIFF_LINES: usize = 20_000;
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
 
+/// The diff of an edit: its text, cut at [`DIFF_CAP`], and the lines it
+/// adds and removes, counted from the whole change (not from the cut
+/// text).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    pub text: String,
+    pub added: usize,
+    pub removed: usize,
+}
+
 /// The unified diff from `before` to `after` (3 lines of context), headed
 /// `a/PATH` and `b/PATH` (`/dev/null` for a file that did not exist); cut
 /// at [`DIFF_CAP`] bytes with a last line saying so. The lines both share
-/// at the start and at the end are set aside first (all but the context),
-/// so a small change of a big file costs little; a change spanning more
-/// than [`DIFF_LINES`] lines is shown as one block removed and added.
+/// at the start and at the end are set aside first, so a small change of
+/// a big file costs little; a change spanning more than [`DIFF_LINES`]
+/// lines is shown as one block removed and added. (Text without keys: see
+/// [`diff_bytes`].)
 pub fn diff(shown: &str, before: Option<&str>, after: &str) -> String {
     diff_within(shown, before, after, DIFF_LINES)
 }
 
 /// [`diff`], line by line up to `limit` lines.
 fn diff_within(shown: &str, before: Option<&str>, after: &str, limit: usize) -> String {
+    let before = before.map(str::as_bytes);
+    diff_bytes_within(shown, before, after.as_bytes(), &Keys::default(), limit).text
+}
+
+/// The diff of an edit from `before` to `after`, as [`diff`] writes it,
+/// of their bytes: a line is changed when a byte of it is, though it may
+/// look the same decoded. Each line is shown as the model sees the file
+/// ([`Keys::show`]: undecodable bytes as U+FFFD, `keys` as `[key]`).
+pub fn diff_bytes(shown: &str, before: Option<&[u8]>, after: &[u8], keys: &Keys) -> Diff {
+    diff_bytes_within(shown, before, after, keys, DIFF_LINES)
+}
+
+fn diff_bytes_within(
+    shown: &str,
+    before: Option<&[u8]>,
+    after: &[u8],
+    keys: &Keys,
+    limit: usize,
+) -> Diff {
     let old_name = if before.is_some() {
         format!("a/{shown}")
     } else {
         "/dev/null".to_owned()
     };
-    let old = before.unwrap_or("");
+    let old = before.unwrap_or(b"");
     if old == after {
-        return String::new();
+        return Diff::default();
     }
-    let cut = Cut::of(old, after);
-    let mut text = String::new();
-    let (old_mid, new_mid) = (cut.middle(old), cut.middle(after));
-    if lines(old_mid) + lines(new_mid) <= limit {
-        let (old_part, new_part) = (cut.part(old), cut.part(after));
-        let offset = lines(&old[..cut.from]);
-        let diff = similar::TextDiff::from_lines(old_part, new_part);
-        let mut unified = diff.unified_diff();
-        unified.context_radius(CONTEXT);
-        for hunk in unified.iter_hunks() {
-            let ops = hunk.ops();
-            let (first, last) = (ops[0], ops[ops.len() - 1]);
-            let olds = first.old_range().start..last.old_range().end;
-            let news = first.new_range().start..last.new_range().end;
-            // The hunk as similar writes it, under a header that counts
-            // the lines set aside.
-            let body = hunk.to_string();
-            let body = body.split_once('\n').map_or("", |(_, rest)| rest);
-            text.push_str(&format!(
-                "@@ -{} +{} @@\n{body}",
-                range(offset + olds.start, olds.len()),
-                range(offset + news.start, news.len())
-            ));
+    let old_lines: Vec<&[u8]> = line_ranges(old).into_iter().map(|r| &old[r]).collect();
+    let new_lines: Vec<&[u8]> = line_ranges(after).into_iter().map(|r| &after[r]).collect();
+    let ops = line_ops(&old_lines, &new_lines, limit);
+    let mut out = Diff::default();
+    for op in &ops {
+        let (tag, o, n) = op.as_tag_tuple();
+        if tag != similar::DiffTag::Equal {
+            out.removed += o.len();
+            out.added += n.len();
         }
-    } else {
-        let offset = lines(&old[..cut.from]);
-        let head: Vec<&str> = lines_of(&old[cut.from..cut.start]);
-        let tail: Vec<&str> = lines_of(&old[old.len() - cut.end..old.len() - cut.to]);
-        let (gone, come) = (lines_of(old_mid), lines_of(new_mid));
-        text.push_str(&format!(
+    }
+    let hunks = similar::group_diff_ops(ops, CONTEXT);
+    if hunks.is_empty() {
+        return out;
+    }
+    // Written whole up to the cap; past it, only measured.
+    let mut text = Capped::default();
+    text.push(&format!("--- {old_name}\n+++ b/{shown}\n"));
+    for hunk in hunks {
+        let (first, last) = (hunk[0], hunk[hunk.len() - 1]);
+        let olds = first.old_range().start..last.old_range().end;
+        let news = first.new_range().start..last.new_range().end;
+        text.push(&format!(
             "@@ -{} +{} @@\n",
-            range(offset, head.len() + gone.len() + tail.len()),
-            range(offset, head.len() + come.len() + tail.len())
+            range(olds.start, olds.len()),
+            range(news.start, news.len())
         ));
-        for (tag, part) in [(' ', &head), ('-', &gone), ('+', &come), (' ', &tail)] {
-            for line in part {
-                text.push(tag);
-                text.push_str(line);
-                if !line.ends_with(['\r', '\n']) {
-                    text.push_str("\n\\ No newline at end of file\n");
+        for op in hunk {
+            let (tag, o, n) = op.as_tag_tuple();
+            let parts: [(char, &[&[u8]]); 2] = match tag {
+                similar::DiffTag::Equal => [(' ', &old_lines[o]), ('+', &[])],
+                _ => [('-', &old_lines[o]), ('+', &new_lines[n])],
+            };
+            for (mark, lines) in parts {
+                for line in lines {
+                    let line = keys.show(line);
+                    text.push_line(mark, &line);
                 }
             }
         }
     }
-    if text.is_empty() {
-        return text;
-    }
-    let text = format!("--- {old_name}\n+++ b/{shown}\n{text}");
-    if text.len() <= DIFF_CAP {
-        return text;
-    }
-    let mut end = DIFF_CAP;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
-    format!(
-        "{}[… diff cut: {} more bytes; both versions are in the content store]\n",
-        &text[..end],
-        text.len() - end
-    )
+    out.text = text.finish();
+    out
 }
 
-/// Where two texts differ, in bytes, on line ends both share: `start` the
-/// length of the lines they begin with, `end` of those they end with, and
-/// `from` and `to` the same less [`CONTEXT`] lines (what the diff is of).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Cut {
-    from: usize,
-    start: usize,
-    end: usize,
-    to: usize,
+/// A diff's text, kept up to [`DIFF_CAP`] and cut there on a line end,
+/// with the length of what was cut.
+#[derive(Default)]
+struct Capped {
+    text: String,
+    /// Bytes past the cap, not kept.
+    more: usize,
 }
 
-impl Cut {
-    fn of(old: &str, new: &str) -> Cut {
-        let (o, n) = (old.as_bytes(), new.as_bytes());
-        let common = o.iter().zip(n).take_while(|(a, b)| a == b).count();
-        // A line end both share: after a '\n' (after a '\r' the next byte
-        // may differ, and makes the line end or not).
-        let after_newline = |bytes: &[u8], at: usize| {
-            bytes[..at]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |i| i + 1)
-        };
-        let start = after_newline(o, common);
-        let mut from = start;
-        for _ in 0..CONTEXT {
-            from = after_newline(o, from.saturating_sub(1));
-        }
-        // The shared end, not reaching into the shared start in either.
-        let room = o.len().min(n.len()) - start;
-        let same = o[o.len() - room..]
-            .iter()
-            .rev()
-            .zip(n[n.len() - room..].iter().rev())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let next_line = |at: usize| {
-            o[at..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(o.len(), |i| at + i + 1)
-        };
-        // Its first line end, inside it in both texts.
-        let mut to = match o[o.len() - same..].iter().position(|&b| b == b'\n') {
-            Some(i) => o.len() - same + i + 1,
-            None => o.len(),
-        };
-        let end = o.len() - to;
-        for _ in 0..CONTEXT {
-            to = next_line(to);
-        }
-        Cut {
-            from,
-            start,
-            end,
-            to: o.len() - to,
+impl Capped {
+    fn push(&mut self, piece: &str) {
+        if self.more > 0 || self.text.len() + piece.len() > DIFF_CAP + 1 {
+            self.more += piece.len();
+        } else {
+            self.text.push_str(piece);
         }
     }
 
-    /// What differs.
-    fn middle<'a>(&self, text: &'a str) -> &'a str {
-        &text[self.start..text.len() - self.end]
+    /// One line of a hunk: its mark, the line, and a note when it has no
+    /// line end (as `similar` writes it).
+    fn push_line(&mut self, mark: char, line: &str) {
+        let mut buf = [0; 4];
+        self.push(mark.encode_utf8(&mut buf));
+        self.push(line);
+        if !line.ends_with(['\r', '\n']) {
+            self.push("\n\\ No newline at end of file\n");
+        }
     }
 
-    /// What differs, with its context.
-    fn part<'a>(&self, text: &'a str) -> &'a str {
-        &text[self.from..text.len() - self.to]
+    fn finish(self) -> String {
+        let Capped { text, more } = self;
+        if more == 0 && text.len() <= DIFF_CAP {
+            return text;
+        }
+        let total = text.len() + more;
+        let mut end = DIFF_CAP.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let end = text[..end].rfind('\n').map_or(end, |i| i + 1);
+        format!(
+            "{}[… diff cut: {} more bytes; both versions are in the content store]\n",
+            &text[..end],
+            total - end
+        )
     }
 }
 
-/// The lines of `text` as the diff counts them (a line ends at `\n`,
-/// `\r\n` or a lone `\r`; the last may have no end).
-fn lines_of(text: &str) -> Vec<&str> {
-    similar::DiffableStr::tokenize_lines(text)
-}
-
-fn lines(text: &str) -> usize {
-    let b = text.as_bytes();
-    let ends = b
+/// The diff's operations on lines: the lines both share at the start and
+/// at the end set aside, the rest line by line (Myers, as `similar` does
+/// it) when it spans at most `limit` lines, else one block replaced.
+pub(crate) fn line_ops(old: &[&[u8]], new: &[&[u8]], limit: usize) -> Vec<similar::DiffOp> {
+    use similar::DiffOp;
+    let start = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let room = old.len().min(new.len()) - start;
+    let end = old[old.len() - room..]
         .iter()
-        .enumerate()
-        .filter(|&(i, &c)| c == b'\n' || (c == b'\r' && b.get(i + 1) != Some(&b'\n')))
+        .rev()
+        .zip(new[new.len() - room..].iter().rev())
+        .take_while(|(a, b)| a == b)
         .count();
-    ends + usize::from(!text.is_empty() && !text.ends_with(['\r', '\n']))
+    let (old_mid, new_mid) = (&old[start..old.len() - end], &new[start..new.len() - end]);
+    let mut ops = Vec::new();
+    if start > 0 {
+        ops.push(DiffOp::Equal {
+            old_index: 0,
+            new_index: 0,
+            len: start,
+        });
+    }
+    if old_mid.len() + new_mid.len() <= limit {
+        let shift = |op: DiffOp| match op {
+            DiffOp::Equal {
+                old_index,
+                new_index,
+                len,
+            } => DiffOp::Equal {
+                old_index: old_index + start,
+                new_index: new_index + start,
+                len,
+            },
+            DiffOp::Delete {
+                old_index,
+                old_len,
+                new_index,
+            } => DiffOp::Delete {
+                old_index: old_index + start,
+                old_len,
+                new_index: new_index + start,
+            },
+            DiffOp::Insert {
+                old_index,
+                new_index,
+                new_len,
+            } => DiffOp::Insert {
+                old_index: old_index + start,
+                new_index: new_index + start,
+                new_len,
+            },
+            DiffOp::Replace {
+                old_index,
+                old_len,
+                new_index,
+                new_len,
+            } => DiffOp::Replace {
+                old_index: old_index + start,
+                old_len,
+                new_index: new_index + start,
+                new_len,
+            },
+        };
+        ops.extend(
+            similar::capture_diff_slices(similar::Algorithm::Myers, old_mid, new_mid)
+                .into_iter()
+                .map(shift),
+        );
+    } else {
+        ops.push(match (old_mid.len(), new_mid.len()) {
+            (old_len, 0) => DiffOp::Delete {
+                old_index: start,
+                old_len,
+                new_index: start,
+            },
+            (0, new_len) => DiffOp::Insert {
+                old_index: start,
+                new_index: start,
+                new_len,
+            },
+            (old_len, new_len) => DiffOp::Replace {
+                old_index: start,
+                old_len,
+                new_index: start,
+                new_len,
+            },
+        });
+    }
+    if end > 0 {
+        ops.push(DiffOp::Equal {
+            old_index: old.len() - end,
+            new_index: new.len() - end,
+            len: end,
+        });
+    }
+    ops
+}
+
+/// Where the lines of `text` are, as the diff counts them (a line ends at
+/// `\n`, `\r\n` or a lone `\r`; the last may have no end).
+pub(crate) fn line_ranges(text: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < text.len() {
+        match text[i] {
+            b'\n' => {
+                out.push(start..i + 1);
+                start = i + 1;
+            }
+            b'\r' if text.get(i + 1) == Some(&b'\n') => {
+                i += 1;
+                out.push(start..i + 1);
+                start = i + 1;
+            }
+            b'\r' => {
+                out.push(start..i + 1);
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    if start < text.len() {
+        out.push(start..text.len());
+    }
+    out
+}
+
+/// The lines of `text` as the diff counts them.
+#[cfg(test)]
+fn lines_of(text: &str) -> Vec<&str> {
+    line_ranges(text.as_bytes())
+        .into_iter()
+        .map(|r| &text[r])
+        .collect()
 }
 
 /// A hunk header's range of `len` lines from line `start` (0-based), as
@@ -332,6 +473,16 @@ pub fn stat(diff: &str) -> (usize, usize) {
     (added, removed)
 }
 
+/// The lines an [`Edit`](crate::record::Edit) adds and removes: as
+/// counted when it was logged, else (an older log, a shell command's
+/// change) from its diff.
+pub fn lines(e: &crate::record::Edit) -> (usize, usize) {
+    match (e.added, e.removed) {
+        (Some(added), Some(removed)) => (added, removed),
+        _ => stat(&e.diff),
+    }
+}
+
 /// A change a `shell` command made to a file of the git repository it ran
 /// in, as the shell found it (both contents stored): logged as an `edit`
 /// by `shell`.
@@ -343,7 +494,8 @@ pub struct Change {
     pub before: Option<String>,
     /// The hash after; `None`: the command removed it.
     pub after: Option<String>,
-    pub diff: String,
+    /// Its lines counted whole (none for a binary file).
+    pub diff: Diff,
 }
 
 /// What is rewound.

@@ -295,7 +295,12 @@ impl Session {
                 now,
             } => self.tool_done(id, output, grant, now),
             Input::Seen { path, hash, now } => self.seen(path, hash, now),
-            Input::Opened { id, opened, now } => self.opened(id, opened, now),
+            Input::Opened {
+                id,
+                opened,
+                keys,
+                now,
+            } => self.opened(id, opened, &keys, now),
             Input::Staged {
                 id,
                 answer,

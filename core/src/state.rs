@@ -841,6 +841,8 @@ mod tests {
                 before: Some(before.into()),
                 after: Some("h2".into()),
                 diff: String::new(),
+                added: None,
+                removed: None,
                 written: false,
             })
         };

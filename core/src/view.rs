@@ -301,7 +301,7 @@ pub fn transcript(records: &[Record]) -> String {
                 out.push_str(&format!("── the user {line}\n"));
             }
             Record::Edit(e) => {
-                let (added, removed) = crate::edit::stat(&e.diff);
+                let (added, removed) = crate::edit::lines(e);
                 let what = match (&e.before, &e.after) {
                     (None, _) => "created",
                     (_, None) => "removed",

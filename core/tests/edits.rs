@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
-use revolve_core::edit::{self, Scope};
+use revolve_core::edit::{self, Keys, Scope};
 use revolve_core::record::{Header, Message, Record, Resumed, Role, ToolCall};
 use revolve_core::session::Opened;
 use revolve_core::tools::Tool;
@@ -322,6 +322,7 @@ impl World {
                             shown: path,
                             mode: Some(0o644),
                         }),
+                        keys: Keys::default(),
                         now,
                     });
                 }

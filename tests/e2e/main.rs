@@ -8,6 +8,7 @@ mod common;
 
 mod adversarial;
 mod audit;
+mod audit_edits;
 mod audit_provider;
 mod audit_reads;
 mod audit_rewind;

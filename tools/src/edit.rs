@@ -171,7 +171,7 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
                 ));
             }
             return Ok(Opened {
-                path: dir.join(name).to_string_lossy().into_owned(),
+                path: utf8(&dir.join(name), raw)?,
                 shown: raw.to_owned(),
                 content: None,
                 hash: None,
@@ -192,11 +192,22 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
     io::Read::read_to_end(&mut &file, &mut content)
         .map_err(|e| format!("error: cannot read {raw}: {e}"))?;
     Ok(Opened {
-        path: path.to_string_lossy().into_owned(),
+        path: utf8(&path, raw)?,
         shown: raw.to_owned(),
         hash: Some(hash(&content)),
         content: Some(content),
         mode: mode_of(&meta),
+    })
+}
+
+/// The path as core holds it, which must be the very path: one that is
+/// not UTF-8 would be written as another (its bytes decoded lossily).
+fn utf8(path: &Path, raw: &str) -> Result<String, String> {
+    path.to_str().map(str::to_owned).ok_or_else(|| {
+        format!(
+            "error: {raw} leads to {}, a path that is not UTF-8; edit it with shell",
+            path.display()
+        )
     })
 }
 

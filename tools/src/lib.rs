@@ -100,6 +100,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use revolve_core::config::API_KEY_VARS;
+use revolve_core::edit::Keys;
 use revolve_core::memory::{Label, Remembered};
 use revolve_core::tools::Tool;
 use time::OffsetDateTime;
@@ -134,8 +135,8 @@ use skill::*;
 
 use revolve_core::policy::{
     BINARY_PROBE, GREP_BYTES, GREP_FILE_MAX, GREP_LINES, GREP_LINE_CHARS, GREP_SKIP, GREP_TIME,
-    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, REDACTED_KEY_MIN, SHELL_DRAIN,
-    SHELL_MAX_TIMEOUT_S, SHELL_STREAM_CAP,
+    LIST_CAP, PATTERN_MAX, PATTERN_SIZE_MAX, READ_CAP, SHELL_DRAIN, SHELL_MAX_TIMEOUT_S,
+    SHELL_STREAM_CAP,
 };
 
 /// What the tools need to know about where they run.
@@ -245,22 +246,25 @@ pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> b
     outcome
 }
 
+/// The API keys of this process (core's `API_KEY_VARS`), as core hides
+/// them ([`Keys`]): from tool output here, and from what an edit shows.
+pub fn keys() -> Keys {
+    Keys::new(
+        API_KEY_VARS
+            .iter()
+            .filter_map(|name| std::env::var(name).ok()),
+    )
+}
+
 /// The API keys of this process, replaced by `[key]` wherever they appear:
 /// removing them from a command's environment is not enough, since a
 /// command can read its parent's (`/proc/$PPID/environ`), and whatever a
 /// tool returns is written to the session log.
-fn redact_keys(mut text: String) -> String {
-    for name in API_KEY_VARS {
-        if let Some(key) = std::env::var(name)
-            .ok()
-            .filter(|k| k.len() >= REDACTED_KEY_MIN)
-        {
-            if text.contains(&key) {
-                text = text.replace(&key, "[key]");
-            }
-        }
+fn redact_keys(text: String) -> String {
+    match keys().redact(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(hidden) => hidden,
     }
-    text
 }
 
 fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> bool) -> Outcome {

@@ -41,7 +41,7 @@ use std::path::{Component, Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
-use revolve_core::edit::Change;
+use revolve_core::edit::{Change, Diff};
 use rustix::fs::{Mode, OFlags};
 
 use crate::edit::{self, Blobs};
@@ -332,15 +332,18 @@ impl Before {
                 .iter()
                 .any(|c| c.as_ref().is_some_and(|c| c.contains(&0)))
             {
-                format!("binary file {shown} changed\n")
+                Diff {
+                    text: format!("binary file {shown} changed\n"),
+                    ..Diff::default()
+                }
             } else {
-                revolve_core::edit::diff(
+                // Of the bytes (a changed byte is a changed line), each
+                // line shown as read_file shows it, counted whole.
+                revolve_core::edit::diff_bytes(
                     shown,
-                    before.as_deref().map(String::from_utf8_lossy).as_deref(),
-                    &after
-                        .as_deref()
-                        .map(String::from_utf8_lossy)
-                        .unwrap_or_default(),
+                    before.as_deref(),
+                    after.as_deref().unwrap_or_default(),
+                    &crate::keys(),
                 )
             };
             out.changes.push(Change {
@@ -349,7 +352,10 @@ impl Before {
                 after: after_hash,
                 // The blobs hold the real bytes, to restore them exactly;
                 // what is logged and shown holds no key.
-                diff: crate::redact_keys(diff),
+                diff: Diff {
+                    text: crate::redact_keys(diff.text),
+                    ..diff
+                },
             });
         }
     }

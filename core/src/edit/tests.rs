@@ -209,3 +209,45 @@ quickcheck! {
         replace(&edited, &new, &old, false, "f").as_deref() == Ok(text.as_str())
     }
 }
+
+#[test]
+fn the_counts_are_of_the_whole_change_not_of_the_cut_diff() {
+    // Issue 27 item 14: a replace_all of every line of a big file said
+    // `+0 -11878`, counted from the diff cut at DIFF_CAP.
+    let old: String = (0..200_000).map(|i| format!("line {i}\n")).collect();
+    let new = old.replace("line", "row");
+    let d = diff_bytes("f", Some(old.as_bytes()), new.as_bytes(), &Keys::default());
+    assert!(d.text.ends_with("in the content store]\n"), "cut");
+    assert!(d.text.len() <= DIFF_CAP + 200);
+    assert_eq!((d.added, d.removed), (200_000, 200_000));
+    // Line by line too: one added, one removed, one changed.
+    let d = diff_bytes("f", Some(b"a\nb\nc\n"), b"a\nB\nc\nd\n", &Keys::default());
+    assert_eq!((d.added, d.removed), (2, 1));
+    assert_eq!(stat(&d.text), (2, 1));
+}
+
+#[test]
+fn a_diff_is_of_bytes_and_shows_lines_as_the_model_sees_them() {
+    let keys = Keys::new(["sk-secret-1234".to_owned()]);
+    // Issue 27 item 11: a byte changed where the decoded line looks the
+    // same is a changed line.
+    let d = diff_bytes("f", Some(b"caf\xe9\n"), "caf\u{fffd}\n".as_bytes(), &keys);
+    assert_eq!((d.added, d.removed), (1, 1), "{}", d.text);
+    assert!(
+        d.text.contains("-caf\u{fffd}\n+caf\u{fffd}\n"),
+        "{}",
+        d.text
+    );
+    // Issue 27 item 1: a key in a context line (or a changed one) is
+    // shown as [key].
+    let before = b"a\nk=sk-secret-1234\nb\n";
+    let after = b"a\nk=sk-secret-1234\nc\n";
+    let d = diff_bytes("f", Some(before), after, &keys);
+    assert!(!d.text.contains("secret"), "{}", d.text);
+    assert!(d.text.contains(" k=[key]\n-b\n+c\n"), "{}", d.text);
+    let d = diff_bytes("f", None, b"new sk-secret-1234\n", &keys);
+    assert_eq!(
+        d.text,
+        "--- /dev/null\n+++ b/f\n@@ -0,0 +1 @@\n+new [key]\n"
+    );
+}

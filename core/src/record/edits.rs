@@ -56,6 +56,13 @@ pub struct Edit {
     /// The unified diff, cut at [`crate::edit::DIFF_CAP`].
     #[serde(default)]
     pub diff: String,
+    /// The lines the change adds and removes, counted from the whole
+    /// change (the diff may be cut); `None` in logs that predate them:
+    /// then counted from `diff` (`edit::lines`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<usize>,
     /// Written already when logged (a shell command's change).
     #[serde(default, skip_serializing_if = "is_false")]
     pub written: bool,

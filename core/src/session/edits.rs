@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 use super::{Command, Session};
-use crate::edit::{self, Answer, Scope};
+use crate::edit::{self, Answer, Keys, Scope, View};
 use crate::record::{Approved, Edit, Record, Seen, Written};
 use crate::tools::{self, Tool};
 
@@ -35,7 +35,7 @@ pub(super) struct Staged {
     before: Option<String>,
     content: Vec<u8>,
     mode: Option<u32>,
-    diff: String,
+    diff: edit::Diff,
     asked: bool,
 }
 
@@ -72,7 +72,9 @@ impl Session {
                     by: "shell".to_owned(),
                     before: c.before,
                     after: c.after,
-                    diff: c.diff,
+                    added: Some(c.diff.added),
+                    removed: Some(c.diff.removed),
+                    diff: c.diff.text,
                     written: true,
                 })
             })
@@ -85,6 +87,7 @@ impl Session {
         &mut self,
         id: String,
         opened: Result<Opened, String>,
+        keys: &Keys,
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let Some(tool) = self.running_call(&id).map(tools::parse) else {
@@ -92,7 +95,7 @@ impl Session {
                 "ignored an opened file for tool call {id}, which is not running"
             ))];
         };
-        let decided = opened.and_then(|o| self.decide(&tool?, o));
+        let decided = opened.and_then(|o| self.decide(&tool?, o, keys));
         match decided {
             Ok(Decided::Unchanged(text)) | Err(text) => self.answer(id, text, now),
             Ok(Decided::Change(mut staged, before)) => {
@@ -102,7 +105,7 @@ impl Session {
                     path: staged.path.clone(),
                     before: before.zip(staged.before.clone()),
                     after: staged.content.clone(),
-                    diff: staged.diff.clone(),
+                    diff: staged.diff.text.clone(),
                     ask: staged.asked,
                 };
                 self.staged = Some(staged);
@@ -111,8 +114,11 @@ impl Session {
         }
     }
 
-    /// What an edit makes of the file, or why it is refused.
-    fn decide(&mut self, tool: &Tool, o: Opened) -> Result<Decided, String> {
+    /// What an edit makes of the file, or why it is refused. The model's
+    /// text is about the file as it was shown it (keys as `[key]`, bytes
+    /// that are not UTF-8 as U+FFFD): [`edit::View`] makes the bytes of
+    /// it, keeping every byte the model did not ask to change.
+    fn decide(&mut self, tool: &Tool, o: Opened, keys: &Keys) -> Result<Decided, String> {
         let name = tool.name();
         let shown = o.shown.clone();
         match (&o.content, self.state.files.get(&o.path)) {
@@ -148,15 +154,18 @@ impl Session {
                         "error: edit_file: no such file: {shown}; create it with write_file"
                     ));
                 };
-                let text = std::str::from_utf8(bytes).map_err(|_| {
-                    format!("error: edit_file: {shown} is not UTF-8 text; replace it whole with write_file")
-                })?;
-                edit::replace(text, old_string, new_string, *replace_all, &shown)?
+                View::of(bytes, keys).replace(old_string, new_string, *replace_all, &shown)?
             }
-            Tool::WriteFile { content, .. } => edit::keep_endings(o.content.as_deref(), content),
+            Tool::WriteFile { content, .. } => {
+                let content = edit::keep_endings(o.content.as_deref(), content);
+                match &o.content {
+                    Some(bytes) => View::of(bytes, keys).rewrite(&content),
+                    None => content.into_bytes(),
+                }
+            }
             _ => return Err(format!("error: {name} is no edit")),
         };
-        if o.content.as_deref() == Some(after.as_bytes()) {
+        if o.content.as_deref() == Some(after.as_slice()) {
             return Ok(Decided::Unchanged(format!(
                 "unchanged: {shown} already holds exactly that"
             )));
@@ -168,8 +177,7 @@ impl Session {
                  they are allowed with --allow-edits (or allow_edits in config.json)"
             ));
         }
-        let before_text = o.content.as_deref().map(String::from_utf8_lossy);
-        let diff = edit::diff(&shown, before_text.as_deref(), &after);
+        let diff = edit::diff_bytes(&shown, o.content.as_deref(), &after, keys);
         Ok(Decided::Change(
             Staged {
                 id: String::new(),
@@ -177,7 +185,7 @@ impl Session {
                 path: o.path,
                 shown,
                 before: o.hash,
-                content: after.into_bytes(),
+                content: after,
                 mode: o.mode,
                 diff,
                 asked: !allowed,
@@ -237,7 +245,9 @@ impl Session {
             by: staged.tool.to_owned(),
             before: staged.before.clone(),
             after: Some(after),
-            diff: staged.diff.clone(),
+            diff: staged.diff.text.clone(),
+            added: Some(staged.diff.added),
+            removed: Some(staged.diff.removed),
             written: false,
         }));
         let mut cmds = self.append(records);
@@ -276,7 +286,11 @@ impl Session {
                 staged.tool, staged.shown
             ),
             None => {
-                let (added, removed) = edit::stat(&staged.diff);
+                let edit::Diff {
+                    added,
+                    removed,
+                    text,
+                } = &staged.diff;
                 let what = if staged.before.is_none() {
                     "created"
                 } else {
@@ -285,7 +299,7 @@ impl Session {
                 format!(
                     "{what} {} (+{added} -{removed} lines)\n{}",
                     staged.shown,
-                    tools::head_tail(&staged.diff, "")
+                    tools::head_tail(text, "")
                 )
             }
         };

@@ -144,6 +144,11 @@ pub enum Input {
     Opened {
         id: String,
         opened: Result<Opened, String>,
+        /// The API keys of this process: what the model, the log and the
+        /// terminal are shown of the file hides them, and a `[key]` the
+        /// model writes back where the file held one stays the key
+        /// ([`crate::edit::View`]). Held for the edit only, never logged.
+        keys: crate::edit::Keys,
         now: OffsetDateTime,
     },
     /// A [`Command::Stage`] ran: the hash of the new content, the user's

@@ -32,6 +32,7 @@ impl<F: Front> Live<F> {
         Input::Opened {
             id,
             opened: edit::open(&ctx, grants, raw),
+            keys: revolve_tools::keys(),
             now: clock::now(),
         }
     }
