@@ -72,6 +72,10 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = revolve_core::policy::GOAL_RUN_TURNS, requires = "goal_run")]
     pub max_turns: u32,
 
+    /// Start planning: edits and writes refused, commands read-only (/plan off ends it)
+    #[arg(long)]
+    pub plan: bool,
+
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,

@@ -257,6 +257,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
     }
+    if cli.plan {
+        live.plan(true)?;
+    }
     if interactive && !cli.goal_run {
         return repl::run(&mut live, cli.prompt.as_deref());
     }

@@ -25,6 +25,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             other => return Ok(other),
         },
         Slash::Name(name) => return live.rename(name),
+        Slash::Plan(on) => return live.plan(on),
         Slash::Refine(RefineCommand::Run) => return live.refine(false),
         Slash::Rewind(RewindCommand::List) => {
             eprint!("{}", view::rewind_list(&turns(live.state())));

@@ -106,6 +106,12 @@
 //! {"type":"went_on","at":"2026-12-02T12:20:09Z"}
 //! ```
 //!
+//! `planning`, plan mode turned on or off (`--plan`, `/plan`, `/plan off`):
+//! while on, edits and writes are refused and commands run read-only.
+//! ```json
+//! {"type":"planning","at":"2026-12-02T12:21:00Z","on":true}
+//! ```
+//!
 //! `squeezed`, a tool result cut to a short head and tail so the request
 //! fits the window (the last way the window gives way, after pruning and
 //! keeping fewer turns): the message at that index, its whole text in `path`:
@@ -237,6 +243,8 @@ pub enum Record {
     Stopped(Stopped),
     /// A turn stopped at its tool-round cap goes on, as the user allowed.
     WentOn(WentOn),
+    /// The session began or ended planning (`--plan`, `/plan`, `/plan off`).
+    Planning(Planning),
     /// A tool result cut to head and tail so the request fits the window,
     /// the whole of it spilled to a file.
     Squeezed(Squeezed),
@@ -590,6 +598,15 @@ pub enum FixedKind {
     Message,
 }
 
+/// Plan mode turned on or off: while on, edits and writes are refused and
+/// commands run read-only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Planning {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub on: bool,
+}
+
 /// The user let a stopped turn go on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WentOn {
@@ -713,6 +730,7 @@ impl Record {
             "refined" => Record::Refined(body(line)?),
             "stopped" => Record::Stopped(body(line)?),
             "went_on" => Record::WentOn(body(line)?),
+            "planning" => Record::Planning(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "counted" => Record::Counted(body(line)?),
@@ -759,6 +777,7 @@ impl Record {
             Record::Refined(r) => Some(r.at),
             Record::Stopped(s) => Some(s.at),
             Record::WentOn(w) => Some(w.at),
+            Record::Planning(p) => Some(p.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Counted(c) => Some(c.at),

@@ -95,6 +95,27 @@ impl Policy {
     }
 }
 
+impl Policy {
+    /// This policy for a planning session's command: read-only where the
+    /// sandbox is enforced; refused where nothing could stop a write.
+    pub fn read_only(&self) -> Policy {
+        let enforcement = match &self.enforcement {
+            Enforcement::Sandboxed { .. } | Enforcement::Refused(_) => self.enforcement.clone(),
+            Enforcement::Unsandboxed => Enforcement::Refused(
+                "error: not run: this session is planning, so commands run read-only, and no \
+                 sandbox enforces that here (the sandbox is off, or this system has no \
+                 Landlock)"
+                    .to_owned(),
+            ),
+        };
+        Policy {
+            mode: Mode::ReadOnly,
+            enforcement,
+            ..self.clone()
+        }
+    }
+}
+
 /// The session's sandbox for `mode` on a platform with `support`, and the
 /// line to say once on stderr, if any. Without file rules a terminal user
 /// is told commands run unsandboxed; without a terminal they are refused
@@ -263,6 +284,18 @@ mod tests {
             assert_eq!(p.enforcement, Enforcement::Unsandboxed);
             assert!(note.is_some());
         }
+    }
+
+    #[test]
+    fn planning_is_read_only_or_refused() {
+        let (p, _) = policy(Mode::WorkspaceWrite, false, vec![], FULL, false);
+        let planning = p.read_only();
+        assert_eq!(planning.mode, Mode::ReadOnly);
+        assert_eq!(planning.enforcement, p.enforcement);
+        assert!(matches!(
+            Policy::off().read_only().enforcement,
+            Enforcement::Refused(ref why) if why.contains("planning")
+        ));
     }
 
     #[test]

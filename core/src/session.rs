@@ -43,6 +43,15 @@ mod protocol;
 pub use edits::Opened;
 pub use protocol::{Command, Delivery, Input, Reply, Settings, Usage, SPILL_CHARS};
 
+/// The result of an edit or a write while planning.
+pub const PLANNING_REFUSED: &str = "error: not run: this session is planning (the user's /plan): \
+edits and writes are refused; describe the change in your plan instead";
+
+/// What the system prompt says while planning.
+pub const PLANNING_PROMPT: &str = "Plan mode: the user wants a plan before any change. You may \
+read, search and run commands (read-only: they cannot write); edit_file and write_file are \
+refused. End with the plan: the steps, the files each touches, and how to check it.";
+
 /// A live session.
 #[derive(Clone, Debug)]
 pub struct Session {
@@ -238,6 +247,7 @@ impl Session {
                 self.compact(true, now)
             }
             Input::GoOn { now } => self.go_on(now),
+            Input::Plan { on, now } => self.plan(on, now),
             Input::ChangeMemory {
                 entry,
                 by,
@@ -430,11 +440,15 @@ impl Session {
     /// it changed, and a session near its window compacts first.
     fn request(&mut self, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
-        let system = prompt::system(
+        let mut system = prompt::system(
             self.state.header.as_ref().map_or("", |h| &h.cwd),
             &self.parts,
             self.state.window,
         );
+        if self.state.planning {
+            system.push_str("\n\n");
+            system.push_str(PLANNING_PROMPT);
+        }
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
@@ -676,6 +690,14 @@ impl Session {
                         .cloned()
                         .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
                         .collect();
+                    if tool.edit_path().is_some() && self.state.planning {
+                        cmds.extend(self.append(vec![Record::Message(Message::tool(
+                            now,
+                            call.id,
+                            PLANNING_REFUSED,
+                        ))]));
+                        continue;
+                    }
                     if let Some(path) = tool.edit_path() {
                         cmds.push(Command::Open {
                             id: call.id,
@@ -704,6 +726,7 @@ impl Session {
                         id: call.id,
                         tool,
                         grants,
+                        read_only: self.state.planning,
                     });
                     return cmds;
                 }
@@ -717,6 +740,34 @@ impl Session {
             return cmds;
         }
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// Plan mode turned on or off: logged when it changes, and told.
+    fn plan(&mut self, on: bool, now: OffsetDateTime) -> Vec<Command> {
+        if self.state.planning == on {
+            return vec![Command::Show(
+                if on {
+                    "already planning (/plan off ends it)"
+                } else {
+                    "not planning"
+                }
+                .to_owned(),
+            )];
+        }
+        let mut cmds = self.append(vec![Record::Planning(crate::record::Planning {
+            at: now,
+            on,
+        })]);
+        cmds.push(Command::Show(
+            if on {
+                "planning: the model may read, search and run commands read-only; edits and \
+                 writes are refused (/plan off ends it)"
+            } else {
+                "planning ended: edits and commands are as before"
+            }
+            .to_owned(),
+        ));
         cmds
     }
 

@@ -18,6 +18,8 @@ pub enum Slash {
     /// `/compact`: summarize the history before the last three turns into
     /// working notes and go on in a fresh file.
     Compact,
+    /// `/plan`, `/plan off`: plan mode on or off.
+    Plan(bool),
     /// `/help`: list the commands.
     Help,
     /// `/quit` or `/exit`: end the session.
@@ -62,14 +64,16 @@ pub const HELP: &str = "\
 /rewind list the turns with the files each changed; /rewind undo takes the last rewind back
 /goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
 /goal        show it with its progress notes; /goal pause|resume|done|clear
+/plan        plan first: edits refused, commands read-only; /plan off ends it
 /help        show this list
 /quit        end the session (Ctrl-D does the same)
 Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 11] = [
-    "name", "status", "compact", "goal", "refine", "rewind", "help", "?", "quit", "exit", "q",
+pub const BUILTIN: [&str; 12] = [
+    "name", "status", "compact", "goal", "refine", "rewind", "plan", "help", "?", "quit", "exit",
+    "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -152,6 +156,11 @@ pub fn parse(line: &str) -> Option<Slash> {
                 _ => Slash::Incomplete("/rewind takes a number of turns (1 or more), undo or list"),
             },
         },
+        "plan" => match arg {
+            "" | "on" => Slash::Plan(true),
+            "off" => Slash::Plan(false),
+            _ => Slash::Incomplete("/plan takes nothing (to start planning) or off"),
+        },
         "help" | "?" => Slash::Help,
         "quit" | "exit" | "q" => Slash::Quit,
         other => Slash::Other {
@@ -201,7 +210,7 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            9,
+            10,
             "every builtin but the aliases ? and q"
         );
         for word in BUILTIN {

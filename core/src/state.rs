@@ -99,6 +99,8 @@ pub struct State {
     /// The user answered "always" to a shell command: later ones are not
     /// asked.
     pub shell_always: bool,
+    /// Plan mode: edits and writes are refused, commands run read-only.
+    pub planning: bool,
 }
 
 /// An edit of a file, as the session's state holds it.
@@ -241,6 +243,7 @@ impl State {
                 }
                 self.awaiting = false;
             }
+            Record::Planning(p) => self.planning = p.on,
             Record::WentOn(_) => {
                 if self.awaiting || !self.open_calls.is_empty() {
                     note = Some("went on while a request was due".to_owned());

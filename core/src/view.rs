@@ -118,6 +118,9 @@ pub fn status(state: &State) -> String {
         tokens(t.last_context),
         tokens(state.window),
     );
+    if state.planning {
+        line.push_str(" · planning (/plan off ends it)");
+    }
     if compact::near(t.last_context, state.window) {
         line.push_str(&format!(
             " · compacts at {}",
@@ -234,6 +237,10 @@ pub fn transcript(records: &[Record]) -> String {
                 guard::describe(&s.reason)
             )),
             Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
+            Record::Planning(p) if p.on => out.push_str(
+                "── planning: edits and writes refused, commands read-only\n",
+            ),
+            Record::Planning(_) => out.push_str("── planning ended\n"),
             Record::MemoryChanged(m) => {
                 out.push_str(&format!(
                     "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",

@@ -334,6 +334,15 @@ impl<F: Front> Live<F> {
 
     /// Lets a turn stopped at its tool-round cap go on, for as many rounds
     /// again.
+    /// Plan mode on or off (`--plan`, `/plan`, `/plan off`): logged, and
+    /// told.
+    pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
+        self.drive(Input::Plan {
+            on,
+            now: clock::now(),
+        })
+    }
+
     pub fn go_on(&mut self) -> Result<Outcome, Error> {
         let parts = self.prompt_parts();
         self.drive(parts)?;
@@ -535,7 +544,12 @@ impl<F: Front> Live<F> {
                     .sync()
                     .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
                 Command::Call(request) => queue.push_back(self.call(request)?),
-                Command::RunTool { id, tool, grants } => self.run_tool(id, &tool, &grants, queue),
+                Command::RunTool {
+                    id,
+                    tool,
+                    grants,
+                    read_only,
+                } => self.run_tool(id, &tool, &grants, read_only, queue),
                 Command::Spill { path, content } => {
                     // The result still goes to the model (its head and tail);
                     // only the whole of it is lost.

@@ -188,3 +188,102 @@ fn a_grant_rule_grants_in_pipe_mode() {
     assert_eq!(results[1], "outside text\n", "{results:?}");
     assert_eq!(approved(&env)[0]["rule"], rule.as_str());
 }
+
+/// `--plan` (and `/plan`, `/plan off`): edits and writes are refused with
+/// a result saying the session is planning, commands run read-only (where
+/// the sandbox is enforced), the status row and the prompt say so, and the
+/// log holds when planning began and ended.
+#[test]
+fn planning_refuses_edits_and_runs_commands_read_only() {
+    let env = TestEnv::new("plan");
+    std::fs::write(env.cwd.join("a.txt"), "one\n").unwrap();
+    let (run, results) = run(
+        &env,
+        &[
+            ("read_file", json!({"path": "a.txt"})),
+            (
+                "edit_file",
+                json!({"path": "a.txt", "old_string": "one", "new_string": "two"}),
+            ),
+            ("write_file", json!({"path": "b.txt", "content": "new\n"})),
+            ("shell", json!({"command": "cat a.txt; touch c.txt"})),
+        ],
+        &["--plan", "--allow-edits", "--allow-shell"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("planning: the model may read"),
+        "{run:?}"
+    );
+    assert_eq!(results[0], "one\n");
+    for refused in &results[1..3] {
+        assert!(
+            refused.starts_with("error: not run: this session is planning"),
+            "{results:?}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("a.txt")).unwrap(),
+        "one\n"
+    );
+    assert!(!env.cwd.join("b.txt").exists());
+    assert!(results[3].contains("one"), "{results:?}");
+    if TestEnv::landlock() {
+        assert!(!env.cwd.join("c.txt").exists(), "{results:?}");
+        assert!(results[3].contains("sandbox (read-only)"), "{results:?}");
+    } else {
+        assert!(
+            results[3].starts_with("error: not run: this session is planning"),
+            "{results:?}"
+        );
+    }
+    let planning: Vec<Value> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["type"] == "planning")
+        .collect();
+    assert_eq!(planning.len(), 1);
+    assert_eq!(planning[0]["on"], true);
+    let replay = env.ok(&["replay"]);
+    assert!(
+        replay
+            .stdout
+            .contains("── planning: edits and writes refused"),
+        "{}",
+        replay.stdout
+    );
+    assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
+
+    // In the REPL's input: /plan off ends it, and the next edit runs.
+    let env = TestEnv::new("plan-off");
+    std::fs::write(env.cwd.join("a.txt"), "one\n").unwrap();
+    let script = env.root.join("script.jsonl");
+    let replies = [
+        json!({"text": "", "tool_calls": [{"name": "read_file", "arguments": {"path": "a.txt"}}]}),
+        json!({"text": "", "tool_calls": [{"name": "edit_file", "arguments": {"path": "a.txt", "old_string": "one", "new_string": "two"}}]}),
+        json!({"text": "Planned."}),
+        json!({"text": "", "tool_calls": [{"name": "edit_file", "arguments": {"path": "a.txt", "old_string": "one", "new_string": "two"}}]}),
+        json!({"text": "Done."}),
+    ];
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let run = env.run(
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--allow-edits",
+        ],
+        "/plan\nplan it\n/status\n/plan off\ndo it\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr.contains("· planning (/plan off ends it)"),
+        "{run:?}"
+    );
+    assert!(run.stderr.contains("planning ended"), "{run:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("a.txt")).unwrap(),
+        "two\n"
+    );
+}

@@ -104,6 +104,8 @@ pub enum Input {
     /// (the tool-round cap) go on: the request is sent, with as many tool
     /// rounds again.
     GoOn { now: OffsetDateTime },
+    /// Plan mode on or off (`--plan`, `/plan`, `/plan off`).
+    Plan { on: bool, now: OffsetDateTime },
     /// The model wrote the working notes a [`Command::Summarize`] asked
     /// for; `new_id` is the id of the file the session goes on in.
     Summarized {
@@ -260,6 +262,8 @@ pub enum Command {
         id: String,
         tool: Tool,
         grants: Vec<String>,
+        /// Plan mode: a command runs in the read-only sandbox.
+        read_only: bool,
     },
     /// Write `content` whole to the file at `path` (creating its folder)
     /// before executing the next command.

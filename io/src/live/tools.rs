@@ -45,6 +45,7 @@ impl<F: Front> Live<F> {
         id: String,
         tool: &Tool,
         grants: &[String],
+        read_only: bool,
         queue: &mut VecDeque<Input>,
     ) {
         let arguments = self
@@ -60,7 +61,10 @@ impl<F: Front> Live<F> {
                 eprintln!("revolve: {note}");
             }
         }
-        let ctx = self.tool_context();
+        let mut ctx = self.tool_context();
+        if read_only {
+            ctx.sandbox = ctx.sandbox.read_only();
+        }
         let had_project_dir = self.runtime.memory.project_dir.exists();
         let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
         // `remember` makes the project directory whole when there is none
