@@ -41,7 +41,11 @@ mod compaction;
 mod edits;
 mod protocol;
 pub use edits::Opened;
-pub use protocol::{Command, Delivery, Input, Reply, Settings, Usage, SPILL_CHARS};
+pub use protocol::{Command, Delivery, Input, Reply, Sandboxing, Settings, Usage, SPILL_CHARS};
+
+/// The `tool` of an `approved` record that answers whether a command the
+/// sandbox refused may run once outside it.
+pub const OUTSIDE: &str = "unsandboxed";
 
 /// The result of an edit or a write while planning.
 pub const PLANNING_REFUSED: &str = "error: not run: this session is planning (the user's /plan): \
@@ -93,6 +97,11 @@ pub struct Session {
     staged: Option<edits::Staged>,
     /// The shell call the user just allowed, which runs without asking.
     allowed_call: Option<String>,
+    /// The shell call the sandbox seems to have refused, and its output,
+    /// while the user is asked whether it may run once outside.
+    held_refusal: Option<(String, String)>,
+    /// The shell call the user let run outside the sandbox (asked once).
+    outside_call: Option<String>,
     /// The `request_file_grant` call the user is asked about, and the path
     /// (canonical) it asks for.
     asked_grant: Option<(String, String)>,
@@ -141,6 +150,8 @@ impl Session {
             inbox_waiting: false,
             staged: None,
             allowed_call: None,
+            held_refusal: None,
+            outside_call: None,
             asked_grant: None,
             told_untracked: false,
         }
@@ -248,6 +259,8 @@ impl Session {
             }
             Input::GoOn { now } => self.go_on(now),
             Input::Plan { on, now } => self.plan(on, now),
+            Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
+            Input::Outside { id, yes, now } => self.outside(id, yes, now),
             Input::ChangeMemory {
                 entry,
                 by,
@@ -726,7 +739,11 @@ impl Session {
                         id: call.id,
                         tool,
                         grants,
-                        read_only: self.state.planning,
+                        sandbox: if self.state.planning {
+                            Sandboxing::ReadOnly
+                        } else {
+                            Sandboxing::Session
+                        },
                     });
                     return cmds;
                 }
@@ -740,6 +757,71 @@ impl Session {
             return cmds;
         }
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// The shell call `id` reads as refused by the sandbox: a user at a
+    /// terminal is asked whether it may run once outside (not while
+    /// planning, and once per call); otherwise its output is its result.
+    fn sandbox_refused(&mut self, id: String, output: String, now: OffsetDateTime) -> Vec<Command> {
+        let command = self
+            .running_call(&id)
+            .and_then(|call| match tools::parse(call) {
+                Ok(Tool::Shell { command, .. }) => Some(command),
+                _ => None,
+            });
+        let again = self.outside_call.as_deref() == Some(id.as_str());
+        match command {
+            Some(command) if self.settings.interactive && !self.state.planning && !again => {
+                self.held_refusal = Some((id.clone(), output));
+                vec![Command::AskOutside { id, command }]
+            }
+            _ => self.tool_done(id, output, None, now),
+        }
+    }
+
+    /// The user answered whether the refused call `id` may run once
+    /// outside the sandbox: logged (an `approved` record of `unsandboxed`);
+    /// yes runs it again outside, no keeps the sandbox's result.
+    fn outside(&mut self, id: String, yes: bool, now: OffsetDateTime) -> Vec<Command> {
+        let Some((_, output)) = self.held_refusal.take_if(|(held, _)| *held == id) else {
+            return vec![Command::Show(format!(
+                "ignored an answer for tool call {id}, which is not waiting for one"
+            ))];
+        };
+        let Some(call) = self.running_call(&id).cloned() else {
+            return Vec::new();
+        };
+        let Ok(tool) = tools::parse(&call) else {
+            return self.tool_done(id, output, None, now);
+        };
+        let command = match &tool {
+            Tool::Shell { command, .. } => command.clone(),
+            _ => String::new(),
+        };
+        let mut cmds = self.append(vec![Record::Approved(crate::record::Approved {
+            at: now,
+            call: id.clone(),
+            path: command,
+            answer: if yes {
+                crate::edit::Answer::Yes
+            } else {
+                crate::edit::Answer::No
+            },
+            tool: OUTSIDE.to_owned(),
+            rule: None,
+        })]);
+        if !yes {
+            cmds.extend(self.tool_done(id, output, None, now));
+            return cmds;
+        }
+        self.outside_call = Some(id.clone());
+        cmds.push(Command::RunTool {
+            id,
+            tool,
+            grants: self.grants.iter().cloned().collect(),
+            sandbox: Sandboxing::Off,
+        });
         cmds
     }
 
@@ -814,6 +896,7 @@ impl Session {
     /// The shell tells the user, from the record.
     fn stop(&mut self, reason: StopReason, now: OffsetDateTime) -> Vec<Command> {
         self.asked_grant = None;
+        self.held_refusal = None;
         let text = guard::stopped_result(&reason);
         let mut records: Vec<Record> = self
             .state

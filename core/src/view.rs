@@ -292,6 +292,12 @@ pub fn transcript(records: &[Record]) -> String {
                     continue;
                 }
                 let line = match (a.tool.as_str(), a.answer) {
+                    ("unsandboxed", Answer::No) => {
+                        format!("kept the command `{path}` in the sandbox")
+                    }
+                    ("unsandboxed", _) => {
+                        format!("let the command `{path}` run once outside the sandbox")
+                    }
                     ("shell", Answer::Always) => {
                         format!("allowed every shell command of this session from `{path}`")
                     }

@@ -222,6 +222,7 @@ impl Run {
                 | Command::Restore(_)
                 | Command::Ask { .. }
                 | Command::AskGrant { .. }
+                | Command::AskOutside { .. }
                 | Command::Count(_)
                 | Command::Confirm(_) => {}
             }

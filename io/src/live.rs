@@ -548,8 +548,19 @@ impl<F: Front> Live<F> {
                     id,
                     tool,
                     grants,
-                    read_only,
-                } => self.run_tool(id, &tool, &grants, read_only, queue),
+                    sandbox,
+                } => self.run_tool(id, &tool, &grants, sandbox, queue),
+                Command::AskOutside { id, command } => {
+                    let yes = self.front.confirm(&format!(
+                        "the sandbox seems to have refused `{}`; run it once outside the sandbox? [y]es, [n]o: ",
+                        revolve_core::view::inert(&command)
+                    ));
+                    queue.push_back(Input::Outside {
+                        id,
+                        yes,
+                        now: clock::now(),
+                    });
+                }
                 Command::Spill { path, content } => {
                     // The result still goes to the model (its head and tail);
                     // only the whole of it is lost.

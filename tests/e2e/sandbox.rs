@@ -236,3 +236,69 @@ fn the_sandbox_settings_show_and_a_bad_mode_is_refused() {
         "{run:?}"
     );
 }
+
+/// At a terminal, a command the sandbox refused may run once outside it:
+/// `y` runs it again unsandboxed, `n` keeps the sandbox's result; both
+/// answers are logged and shown by replay.
+#[cfg(unix)]
+#[test]
+fn at_a_terminal_a_refused_command_may_run_once_outside() {
+    let probe = TestEnv::new("sandbox-outside-probe");
+    if !landlock(&probe) {
+        return;
+    }
+    let env = TestEnv::new("sandbox-outside");
+    let outside = env.root.join("outside-yes");
+    let kept = env.root.join("outside-no");
+    let call = |id: &str, path: &std::path::Path| revolve_testkit::FakeReply::ToolCalls {
+        text: String::new(),
+        calls: vec![(
+            id.to_owned(),
+            "shell".to_owned(),
+            json!({"command": format!("touch {}", path.display())}).to_string(),
+        )],
+        usage: Some((10, 1)),
+    };
+    let server = revolve_testkit::FakeServer::start(vec![
+        call("c1", &outside),
+        call("c2", &kept),
+        revolve_testkit::FakeReply::text("Done."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url, "--allow-shell"], 120, &[]);
+    let within = Duration::from_secs(10);
+    term.wait_for("› ", within);
+    term.type_keys("touch both\r");
+    term.wait_for("run it once outside the sandbox? [y]es, [n]o: ", within);
+    term.type_keys("y\r");
+    term.wait_for_n("run it once outside the sandbox? [y]es, [n]o: ", 2, within);
+    term.type_keys("n\r");
+    term.wait_until(within, "the prompt after the answer", |s| {
+        s.find("Done.").is_some_and(|i| s[i..].contains("› "))
+    });
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    assert!(outside.exists(), "yes ran it outside: {screen}");
+    assert!(!kept.exists(), "no kept it in: {screen}");
+    let approved: Vec<Value> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["type"] == "approved" && r["tool"] == "unsandboxed")
+        .collect();
+    let answers: Vec<&str> = approved
+        .iter()
+        .map(|a| a["answer"].as_str().unwrap())
+        .collect();
+    assert_eq!(answers, ["yes", "no"]);
+    let results = tool_results(&records(&env.only_session()));
+    assert!(results[0].1.starts_with("exit status: 0"), "{results:?}");
+    assert!(results[1].1.contains("Permission denied"), "{results:?}");
+    let replay = env.ok(&["replay"]);
+    assert!(
+        replay.stdout.contains("run once outside the sandbox"),
+        "{}",
+        replay.stdout
+    );
+    assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
+}

@@ -235,6 +235,8 @@ pub struct Outcome {
     pub changes: Vec<revolve_core::edit::Change>,
     /// A `shell` command ran outside git: its changes are not tracked.
     pub untracked: bool,
+    /// A `shell` command's output reads like the sandbox refused it.
+    pub sandbox_refused: bool,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -353,6 +355,7 @@ impl Outcome {
             seen: None,
             changes: Vec::new(),
             untracked: false,
+            sandbox_refused: false,
         }
     }
 

@@ -153,9 +153,10 @@ pub(crate) fn shell(
             }
         }
     }
-    if let Some(note) = revolve_core::sandbox::refusal_note(sandbox, &text) {
+    let refusal = revolve_core::sandbox::refusal_note(sandbox, &text);
+    if let Some(note) = &refusal {
         text.push('\n');
-        text.push_str(&note);
+        text.push_str(note);
     }
     if open > 0 {
         text.push_str(
@@ -165,6 +166,7 @@ pub(crate) fn shell(
     }
     Outcome {
         interrupted,
+        sandbox_refused: refusal.is_some(),
         ..Outcome::text(text)
     }
 }

@@ -106,6 +106,19 @@ pub enum Input {
     GoOn { now: OffsetDateTime },
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`).
     Plan { on: bool, now: OffsetDateTime },
+    /// The shell call `id` ended with output that reads like the sandbox
+    /// refused it (in place of its [`Input::ToolDone`]).
+    SandboxRefused {
+        id: String,
+        output: String,
+        now: OffsetDateTime,
+    },
+    /// The user's answer to a [`Command::AskOutside`].
+    Outside {
+        id: String,
+        yes: bool,
+        now: OffsetDateTime,
+    },
     /// The model wrote the working notes a [`Command::Summarize`] asked
     /// for; `new_id` is the id of the file the session goes on in.
     Summarized {
@@ -262,9 +275,13 @@ pub enum Command {
         id: String,
         tool: Tool,
         grants: Vec<String>,
-        /// Plan mode: a command runs in the read-only sandbox.
-        read_only: bool,
+        /// The sandbox a command runs in.
+        sandbox: Sandboxing,
     },
+    /// Ask the user whether the shell call `id`, whose `command` the
+    /// sandbox seems to have refused, may run once outside it; answer with
+    /// [`Input::Outside`].
+    AskOutside { id: String, command: String },
     /// Write `content` whole to the file at `path` (creating its folder)
     /// before executing the next command.
     Spill { path: String, content: String },
@@ -341,6 +358,17 @@ pub enum Command {
     Refused(String),
     /// Tell the user (stderr in pipe mode, the terminal in the REPL).
     Show(String),
+}
+
+/// The sandbox a tool's command runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sandboxing {
+    /// The session's (`--sandbox`).
+    Session,
+    /// Read-only (plan mode).
+    ReadOnly,
+    /// None: the user let this one command run outside it.
+    Off,
 }
 
 /// What a session needs to know that the log does not say.

@@ -106,6 +106,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Restore(_) => "restore",
             Command::Ask { .. } => "ask",
             Command::AskGrant { .. } => "ask-grant",
+            Command::AskOutside { .. } => "ask-outside",
             Command::Show(_) => "show",
             Command::Refused(_) => "refused",
         })

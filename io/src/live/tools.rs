@@ -45,7 +45,7 @@ impl<F: Front> Live<F> {
         id: String,
         tool: &Tool,
         grants: &[String],
-        read_only: bool,
+        sandbox: revolve_core::session::Sandboxing,
         queue: &mut VecDeque<Input>,
     ) {
         let arguments = self
@@ -62,8 +62,12 @@ impl<F: Front> Live<F> {
             }
         }
         let mut ctx = self.tool_context();
-        if read_only {
-            ctx.sandbox = ctx.sandbox.read_only();
+        match sandbox {
+            revolve_core::session::Sandboxing::Session => {}
+            revolve_core::session::Sandboxing::ReadOnly => ctx.sandbox = ctx.sandbox.read_only(),
+            revolve_core::session::Sandboxing::Off => {
+                ctx.sandbox = revolve_core::sandbox::Policy::off()
+            }
         }
         let had_project_dir = self.runtime.memory.project_dir.exists();
         let outcome = tools::run(tool, grants, &ctx, &interrupt::pending);
@@ -117,6 +121,14 @@ impl<F: Front> Live<F> {
             });
         }
         queue.push_back(self.prompt_parts());
+        if outcome.sandbox_refused {
+            queue.push_back(Input::SandboxRefused {
+                id,
+                output: outcome.output,
+                now: clock::now(),
+            });
+            return;
+        }
         queue.push_back(Input::ToolDone {
             id,
             output: outcome.output,
