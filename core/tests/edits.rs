@@ -320,6 +320,7 @@ impl World {
                             path: full,
                             shown: path,
                             mode: Some(0o644),
+                            ..Opened::default()
                         }),
                         now,
                     });

@@ -11,6 +11,7 @@ mod audit;
 mod audit_provider;
 mod audit_rewind;
 mod audit_shell;
+mod audit_write;
 mod cli;
 mod compaction;
 mod completions;
