@@ -628,4 +628,67 @@ mod tests {
         assert!(leftovers.is_empty());
         fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checked_write_refuses_a_file_that_changed_and_follows_no_swapped_folder() {
+        let dir = temp("checked");
+        let file = dir.join("a.txt");
+        fs::write(&file, "one\n").unwrap();
+        let seen = hash(b"one\n");
+        // Changed since it was seen: refused, unchanged.
+        fs::write(&file, "other\n").unwrap();
+        let e = write_checked(&file, b"mine\n", None, Expect::Holds(Some(&seen))).unwrap_err();
+        assert!(e.to_string().contains("read it again"), "{e}");
+        assert_eq!(fs::read(&file).unwrap(), b"other\n");
+        // Created since it was seen absent: refused too.
+        let e = write_checked(&file, b"mine\n", None, Expect::Holds(None)).unwrap_err();
+        assert!(e.to_string().contains("created meanwhile"), "{e}");
+        // As seen: written.
+        let now = hash(b"other\n");
+        write_checked(&file, b"mine\n", None, Expect::Holds(Some(&now))).unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"mine\n");
+        // A folder swapped for a symlink to elsewhere: the write fails
+        // and nothing lands there.
+        let sub = dir.join("sub");
+        let away = dir.join("away");
+        fs::create_dir_all(&away).unwrap();
+        std::os::unix::fs::symlink(&away, &sub).unwrap();
+        let e = write_checked(&sub.join("b.txt"), b"x", None, Expect::Holds(None)).unwrap_err();
+        assert!(e.to_string().contains("no longer the folder it was"), "{e}");
+        assert_eq!(fs::read_dir(&away).unwrap().count(), 0);
+        // Nor is a symlink at the file's own name written through.
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink(away.join("t.txt"), &link).unwrap();
+        assert!(write_checked(&link, b"x", None, Expect::Holds(None)).is_err());
+        assert_eq!(fs::read_dir(&away).unwrap().count(), 0);
+        let leftovers = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .count();
+        assert_eq!(leftovers, 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checked_write_keeps_the_owner_where_allowed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = temp("owner");
+        let file = dir.join("a.txt");
+        fs::write(&file, "one\n").unwrap();
+        if std::os::unix::fs::chown(&file, Some(4242), Some(4343)).is_err() {
+            println!("skipped: not allowed to give a file to another owner; run as root");
+            fs::remove_dir_all(&dir).unwrap();
+            return;
+        }
+        write_checked(&file, b"two\n", Some(0o640), Expect::Any).unwrap();
+        let meta = fs::metadata(&file).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid(), meta.mode() & 0o777),
+            (4242, 4343, 0o640)
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
 }
