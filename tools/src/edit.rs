@@ -37,6 +37,7 @@ use revolve_core::session::Opened;
 
 use crate::Context;
 use revolve_core::policy::EDIT_CAP;
+#[cfg(not(unix))]
 use revolve_store::regular;
 
 /// The hash naming `bytes` in the content store.
@@ -50,11 +51,13 @@ pub fn hash(bytes: &[u8]) -> String {
     out
 }
 
-/// The hash of what `path` holds now; `None` when there is no such file.
+/// The hash of what the canonical `path` holds now; `None` when there is
+/// no such file.
 pub fn hash_of(path: &Path) -> io::Result<Option<String>> {
     // A regular file only: whatever else is there (a FIFO) is an error,
-    // never waited on.
-    let (mut file, _) = match regular::read(path) {
+    // never waited on; and reached through no symlink (a folder swapped
+    // for one since the path was resolved leads nowhere else).
+    let (mut file, _) = match read_nofollow(path) {
         Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
