@@ -609,7 +609,15 @@ impl<F: Front> Live<F> {
                     after,
                     diff,
                     ask,
-                } => queue.push_back(self.stage_edit(id, &shown, before, &after, &diff, ask)),
+                    once,
+                } => queue.push_back(self.stage_edit(
+                    id,
+                    &shown,
+                    before,
+                    &after,
+                    &diff,
+                    ask.then_some(once),
+                )),
                 Command::Write {
                     id,
                     path,

@@ -166,9 +166,9 @@ fn at_a_terminal_a_write_outside_the_tree_is_asked_naming_it_outside() {
             p.display()
         )
     };
-    term.wait_for(&asked(&one), within);
+    term.wait_for(&format!("{} [y]es, [n]o: ", asked(&one)), within);
+    // "always" is not offered; typed anyway, it is a yes for this one only.
     term.type_keys("a\r");
-    // "always" outside the tree is a yes for this one only.
     term.wait_for(&asked(&two), within);
     term.type_keys("n\r");
     term.wait_for("Over to you.", within);

@@ -125,6 +125,7 @@ impl Session {
                     after: staged.content.clone(),
                     diff: staged.diff.clone(),
                     ask: staged.asked,
+                    once: staged.outside,
                 };
                 self.staged = Some(staged);
                 vec![cmd]

@@ -306,6 +306,9 @@ pub enum Command {
         after: Vec<u8>,
         diff: String,
         ask: bool,
+        /// Asked as this write only: "always" is not offered (a write
+        /// outside the working tree).
+        once: bool,
     },
     /// Write `content` to `path` atomically (temp file, rename), with
     /// `mode` when given (the file's own), relative to a folder handle

@@ -1157,12 +1157,14 @@ fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
     // At a terminal it is asked about, the question naming it outside.
     let (mut s, cmds) = write_opened(true, outside("/granted/k"));
     let asked = cmds.iter().find_map(|c| match c {
-        Command::Stage { shown, ask, .. } => Some((shown.clone(), *ask)),
+        Command::Stage {
+            shown, ask, once, ..
+        } => Some((shown.clone(), *ask, *once)),
         _ => None,
     });
     assert_eq!(
         asked,
-        Some(("/granted/k (outside the working tree)".into(), true))
+        Some(("/granted/k (outside the working tree)".into(), true, true))
     );
     // "always" there is a yes for this write only, logged as such.
     let cmds = s.handle(Input::Staged {

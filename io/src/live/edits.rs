@@ -45,14 +45,17 @@ impl<F: Front> Live<F> {
         before: Option<(Vec<u8>, String)>,
         after: &[u8],
         diff: &str,
-        ask: bool,
+        ask: Option<bool>,
     ) -> Input {
         let before = before.as_ref().map(|(b, h)| (b.as_slice(), h.as_str()));
         let (after, error) = match edit::stage(&self.blobs(), before, after) {
             Ok(hash) => (hash, None),
             Err(e) => (String::new(), Some(e.to_string())),
         };
-        let answer = (ask && error.is_none()).then(|| self.front.ask_edit(shown, diff));
+        // `ask`: Some(once) when the user is asked.
+        let answer = ask
+            .filter(|_| error.is_none())
+            .map(|once| self.front.ask_edit(shown, diff, once));
         // Ctrl-C while the diff was asked about ends the turn, whatever
         // was typed (as at a shell or grant question).
         if answer.is_some() && interrupt::take() {
