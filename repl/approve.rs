@@ -55,11 +55,13 @@ impl Approvals {
     }
 
     /// Shows the diff of an edit of `shown` and asks: this one, every edit
-    /// of the session, or no. End of input means no.
-    pub fn ask_edit(&self, shown: &str, diff: &str) -> Answer {
+    /// of the session (not offered when `once`), or no. End of input means
+    /// no.
+    pub fn ask_edit(&self, shown: &str, diff: &str, once: bool) -> Answer {
         eprintln!("{}", inert(diff.trim_end()));
+        let always = if once { "" } else { "[a]lways this session, " };
         ask(&format!(
-            "apply this change to {}? [y]es, [a]lways this session, [n]o: ",
+            "apply this change to {}? [y]es, {always}[n]o: ",
             inert(shown)
         ))
     }

@@ -101,8 +101,8 @@ impl Front for Console {
         self.approvals.ask_shell(command)
     }
 
-    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
-        self.approvals.ask_edit(path, diff)
+    fn ask_edit(&mut self, path: &str, diff: &str, once: bool) -> Answer {
+        self.approvals.ask_edit(path, diff, once)
     }
 
     fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool {

@@ -5,8 +5,13 @@
 //!
 //! 1. The session asks the shell to open the file ([`crate::Command::Open`]):
 //!    the shell confines the path as `read_file` does and answers with its
-//!    canonical path, its bytes, their hash and its mode.
-//! 2. Core checks that this session read the file (or wrote it) and that
+//!    canonical path, its bytes, their hash, its mode, its hard links, and
+//!    whether it is outside the working tree or in revolve's state folder.
+//! 2. Where it may be written is decided first: never in revolve's state
+//!    folder (session logs, spills, the content store); outside the working
+//!    tree (a read grant reached it) only with the user's yes at a terminal
+//!    to a question naming it as outside, whatever `--allow-edits` or an
+//!    earlier "always" says. Then core checks that this session read the file (or wrote it) and that
 //!    it did not change on disk since ([`State::files`] holds the hash it
 //!    last saw), computes the new content from the model's text about the
 //!    file as it was shown it ([`View`]: keys as `[key]`, bytes that are
@@ -20,6 +25,11 @@
 //!    under the state directory ([`crate::Command::Stage`]); then core logs
 //!    the `edit` record and only then asks for the write
 //!    ([`crate::Command::Write`]), whose outcome is logged as `written`.
+//!    The write carries the hash core expects the file to hold: the shell
+//!    checks it and replaces the file as one step under a lock, so a file
+//!    another session wrote meanwhile is refused, not overwritten. A file
+//!    with several hard links is replaced at its one name, and the result
+//!    says the other names keep the old content.
 //!    A crash between the two leaves an `edit` without `written`: the next
 //!    resume looks at the file and logs what it found.
 //!

@@ -305,6 +305,10 @@ pub fn transcript(records: &[Record]) -> String {
                     ("shell", Answer::No) => format!("refused the command `{path}`"),
                     ("grant", Answer::No) => format!("refused to let the session read {path}"),
                     ("grant", _) => format!("let the session read {path}"),
+                    ("outside", Answer::No) => {
+                        format!("refused the edit of {path}, outside the working tree")
+                    }
+                    ("outside", _) => format!("allowed the edit of {path}, outside the working tree"),
                     (_, Answer::Always) => {
                         format!("allowed every edit of this session from the edit of {path}")
                     }

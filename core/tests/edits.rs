@@ -321,6 +321,7 @@ impl World {
                             path: full,
                             shown: path,
                             mode: Some(0o644),
+                            ..Opened::default()
                         }),
                         keys: Keys::default(),
                         now,

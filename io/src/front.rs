@@ -71,10 +71,11 @@ pub trait Front {
     /// not. Asked only when [`Front::interactive`].
     fn ask_shell(&mut self, command: &str) -> Answer;
 
-    /// May the change shown by `diff` be made to `path` (as the model wrote
-    /// it): this once, every time this session, or not. Asked only when
-    /// [`Front::interactive`].
-    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer;
+    /// May the change shown by `diff` be made to `path` (as core names
+    /// it): this once, every time this session (unless `once`: a write
+    /// outside the working tree is allowed one at a time), or not. Asked
+    /// only when [`Front::interactive`].
+    fn ask_edit(&mut self, path: &str, diff: &str, once: bool) -> Answer;
 
     /// May the session read `path` (canonical, outside the working tree),
     /// for the model's `reason`: yes or no. Asked only when

@@ -636,17 +636,27 @@ impl<F: Front> Live<F> {
                 Command::Stage {
                     id,
                     path: _,
+                    shown,
                     before,
                     after,
                     diff,
                     ask,
-                } => queue.push_back(self.stage_edit(id, before, &after, &diff, ask)),
+                    once,
+                } => queue.push_back(self.stage_edit(
+                    id,
+                    &shown,
+                    before,
+                    &after,
+                    &diff,
+                    ask.then_some(once),
+                )),
                 Command::Write {
                     id,
                     path,
                     content,
                     mode,
-                } => queue.push_back(self.write_edit(id, &path, &content, mode)),
+                    expect,
+                } => queue.push_back(self.write_edit(id, &path, &content, mode, expect)),
                 Command::Restore(files) => queue.push_back(self.restore(&files)),
                 Command::Ask { id, command } => {
                     let answer = self.front.ask_shell(&command);

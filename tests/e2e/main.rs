@@ -13,6 +13,7 @@ mod audit_provider;
 mod audit_reads;
 mod audit_rewind;
 mod audit_shell;
+mod audit_write;
 mod cli;
 mod compaction;
 mod completions;

@@ -2,6 +2,22 @@
 //! `read_file` is), the content store that keeps every version an edit or
 //! a rewind replaced, atomic writes that keep a file's mode, and restores.
 //!
+//! # How a write lands
+//!
+//! The path an edit writes is the canonical one [`open`] found. On unix
+//! the write never goes by that path again: its folder is opened from `/`
+//! one component at a time, none followed if it is a symlink
+//! ([`at::open_dir`]), and the temp file is created, filled, given the
+//! file's mode and owner, and renamed over the file relative to that
+//! folder handle (`openat`, `renameat`): a folder swapped for a symlink
+//! meanwhile makes the write fail, never land elsewhere. Under an
+//! exclusive lock on that folder ([`write_checked`]), the file's content
+//! is hashed again and compared with what the session last saw, so two
+//! sessions writing one file cannot both be told their change was made.
+//! A file with several hard links is replaced at its one name (the
+//! others keep the old content); core tells the model and the user.
+//! Elsewhere the write is the plain temp file and rename by path.
+//!
 //! # The content store
 //!
 //! `<state>/blobs/<first two hex digits>/<sha256 hex>`, one file per
@@ -21,6 +37,7 @@ use revolve_core::session::Opened;
 
 use crate::Context;
 use revolve_core::policy::EDIT_CAP;
+#[cfg(not(unix))]
 use revolve_store::regular;
 
 /// The hash naming `bytes` in the content store.
@@ -39,11 +56,13 @@ pub fn hash_digest(hasher: Sha256) -> String {
     out
 }
 
-/// The hash of what `path` holds now; `None` when there is no such file.
+/// The hash of what the canonical `path` holds now; `None` when there is
+/// no such file.
 pub fn hash_of(path: &Path) -> io::Result<Option<String>> {
     // A regular file only: whatever else is there (a FIFO) is an error,
-    // never waited on.
-    let (mut file, _) = match regular::read(path) {
+    // never waited on; and reached through no symlink (a folder swapped
+    // for one since the path was resolved leads nowhere else).
+    let (mut file, _) = match read_nofollow(path) {
         Ok(opened) => opened,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e),
@@ -128,8 +147,19 @@ impl Blobs {
 
 /// Opens the file an edit names: confined like `read_file` (inside the
 /// working tree or a grant; `..` and symlinks resolved first), a regular
-/// file if it exists, its folder existing if it does not.
-pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, String> {
+/// file if it exists, its folder existing if it does not. Says whether it
+/// is outside the working tree or under `state` (revolve's own files):
+/// core decides what that allows.
+pub fn open(ctx: &Context, grants: &[String], raw: &str, state: &Path) -> Result<Opened, String> {
+    let mut opened = open_confined(ctx, grants, raw)?;
+    let path = Path::new(&opened.path);
+    let state = fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf());
+    opened.outside = !path.starts_with(&ctx.root);
+    opened.own = path.starts_with(&state);
+    Ok(opened)
+}
+
+fn open_confined(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, String> {
     crate::tree_unchanged(ctx)?;
     let scope = crate::Scope::new(&ctx.root, grants);
     let path = match scope.resolve(raw) {
@@ -173,15 +203,15 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
             return Ok(Opened {
                 path: utf8(&dir.join(name), raw)?,
                 shown: raw.to_owned(),
-                content: None,
-                hash: None,
-                mode: None,
+                ..Opened::default()
             });
         }
         Err(e) => return Err(e),
     };
+    // Read through the folder handle too: the file read is the one at the
+    // canonical path, whatever was swapped since it was resolved.
     let (file, meta) =
-        regular::read(&path).map_err(|e| format!("error: cannot open {raw}: {e}"))?;
+        read_nofollow(&path).map_err(|e| format!("error: cannot open {raw}: {e}"))?;
     if meta.len() > EDIT_CAP {
         return Err(format!(
             "error: {raw} is {} bytes; files over {EDIT_CAP} bytes are not edited",
@@ -197,6 +227,8 @@ pub fn open(ctx: &Context, grants: &[String], raw: &str) -> Result<Opened, Strin
         hash: Some(hash(&content)),
         content: Some(content),
         mode: mode_of(&meta),
+        links: links_of(&meta),
+        ..Opened::default()
     })
 }
 
@@ -209,6 +241,35 @@ fn utf8(path: &Path, raw: &str) -> Result<String, String> {
             path.display()
         )
     })
+}
+
+/// Opens the regular file at the canonical `path` without following a
+/// symlink anywhere on the way (on unix; elsewhere, by path).
+fn read_nofollow(path: &Path) -> io::Result<(fs::File, fs::Metadata)> {
+    #[cfg(unix)]
+    {
+        let (dir, name) = at::split(path)?;
+        let dir = at::open_dir(dir)?;
+        match at::open_file(&dir, name)? {
+            Some(file) => {
+                let meta = file.metadata()?;
+                Ok((file, meta))
+            }
+            None => Err(io::Error::new(io::ErrorKind::NotFound, "no such file")),
+        }
+    }
+    #[cfg(not(unix))]
+    regular::read(path)
+}
+
+#[cfg(unix)]
+fn links_of(meta: &fs::Metadata) -> u64 {
+    std::os::unix::fs::MetadataExt::nlink(meta)
+}
+
+#[cfg(not(unix))]
+fn links_of(_: &fs::Metadata) -> u64 {
+    1
 }
 
 #[cfg(unix)]
@@ -231,10 +292,61 @@ pub fn stage(blobs: &Blobs, before: Option<(&[u8], &str)>, after: &[u8]) -> io::
     blobs.put(after)
 }
 
+/// What a write expects to find at the file before replacing it.
+#[derive(Clone, Copy, Debug)]
+pub enum Expect<'a> {
+    /// Whatever is there (a rewind's restore, which checked before).
+    Any,
+    /// The content of this hash (`None`: no file), as the session last
+    /// saw it; else the write is refused and nothing changes.
+    Holds(Option<&'a str>),
+}
+
+/// Writes a user's file whole or not at all, with `mode` (the file's own,
+/// kept; 0644 for a new file) and its owner and group kept where allowed,
+/// relative to a folder handle no symlink swap redirects, and only if the
+/// file holds what `expect` says, checked under an exclusive lock on the
+/// folder held through the rename (see the module doc).
+pub fn write_checked(
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    expect: Expect<'_>,
+) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        at::write(path, bytes, mode, expect)
+    }
+    #[cfg(not(unix))]
+    {
+        if let Expect::Holds(want) = expect {
+            check(hash_of(path)?.as_deref(), want)?;
+        }
+        write_atomic(path, bytes, mode)
+    }
+}
+
+/// The error of a file that no longer holds what the session saw.
+fn check(now: Option<&str>, want: Option<&str>) -> io::Result<()> {
+    if now == want {
+        return Ok(());
+    }
+    let what = match (want, now) {
+        (None, _) => "it was created meanwhile (by another session or program)",
+        (Some(_), None) => "it was removed meanwhile (by another session or program)",
+        (Some(_), Some(_)) => {
+            "it changed on disk since this session read it (another session or program wrote it)"
+        }
+    };
+    Err(io::Error::other(format!(
+        "{what}; read it again before changing it"
+    )))
+}
+
 /// Writes a user's file whole or not at all ([`revolve_store::fsx`]: temp file
 /// beside it, fsynced, renamed over it, folder fsynced), with `mode` (the
 /// file's own, kept) or, for a new file, 0644 as an editor under the usual
-/// umask makes it.
+/// umask makes it. By path: [`write_checked`] is the edit's write.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> io::Result<()> {
     revolve_store::fsx::write_atomic_with(path, |file| {
         file.write_all(bytes)?;
@@ -263,7 +375,7 @@ pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<(String, String)> {
         let done = (|| -> io::Result<()> {
             // What is there now is stored first, and its mode kept: one
             // open of a regular file gives both (a FIFO is refused).
-            let mode = match regular::read(path) {
+            let mode = match read_nofollow(path) {
                 Ok((mut file, meta)) => {
                     let mut now = Vec::new();
                     file.read_to_end(&mut now)?;
@@ -274,8 +386,8 @@ pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<(String, String)> {
                 Err(e) => return Err(e),
             };
             match &f.to {
-                Some(hash) => write_atomic(path, &blobs.get(hash)?, mode),
-                None => match fs::remove_file(path) {
+                Some(hash) => write_checked(path, &blobs.get(hash)?, mode, Expect::Any),
+                None => match remove_nofollow(path) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
                     _ => Ok(()),
                 },
@@ -286,6 +398,179 @@ pub fn restore(blobs: &Blobs, files: &[Restore]) -> Vec<(String, String)> {
         }
     }
     errors
+}
+
+/// Removes the file at the canonical `path` through its folder handle
+/// (on unix), so a folder swapped for a symlink removes nothing elsewhere.
+fn remove_nofollow(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let (dir, name) = at::split(path)?;
+        let dir = at::open_dir(dir)?;
+        rustix::fs::unlinkat(&dir, name, rustix::fs::AtFlags::empty())?;
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    fs::remove_file(path)
+}
+
+/// Files reached through folder handles (`openat`), never by path.
+#[cfg(unix)]
+mod at {
+    use std::ffi::OsStr;
+    use std::fs::File;
+    use std::io::{self, Read, Write};
+    use std::os::fd::OwnedFd;
+    use std::path::{Component, Path};
+
+    use rustix::fs::{self as rfs, AtFlags, FileType, FlockOperation, Mode, OFlags};
+    use rustix::io::Errno;
+
+    use super::{check, hash, Expect};
+    use revolve_core::policy::{EDIT_CAP, NEW_FILE_MODE};
+
+    /// The folder and the name of a canonical absolute `path`.
+    pub(super) fn split(path: &Path) -> io::Result<(&Path, &OsStr)> {
+        match (path.parent(), path.file_name()) {
+            (Some(dir), Some(name)) if path.is_absolute() => Ok((dir, name)),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("not an absolute path to a file: {}", path.display()),
+            )),
+        }
+    }
+
+    /// Opens the folder `dir` (absolute, canonical) from `/`, one
+    /// component at a time, following no symlink: a component that is
+    /// one now (swapped since `dir` was resolved) is an error.
+    pub(super) fn open_dir(dir: &Path) -> io::Result<OwnedFd> {
+        let flags = OFlags::DIRECTORY | OFlags::RDONLY | OFlags::CLOEXEC;
+        let mut fd = rfs::open("/", flags, Mode::empty())?;
+        for part in dir.components() {
+            match part {
+                Component::RootDir => {}
+                Component::Normal(name) => {
+                    fd = rfs::openat(&fd, name, flags | OFlags::NOFOLLOW, Mode::empty()).map_err(
+                        |e| match e {
+                            Errno::LOOP | Errno::NOTDIR => io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                format!(
+                                    "{} is no longer the folder it was (a symlink or not a \
+                                     folder now); nothing was written",
+                                    dir.display()
+                                ),
+                            ),
+                            e => e.into(),
+                        },
+                    )?;
+                }
+                _ => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("not a canonical path: {}", dir.display()),
+                    ))
+                }
+            }
+        }
+        Ok(fd)
+    }
+
+    /// Opens `name` in `dir` for reading if it is a regular file, without
+    /// following a symlink or waiting on a FIFO; `None` if there is none.
+    pub(super) fn open_file(dir: &OwnedFd, name: &OsStr) -> io::Result<Option<File>> {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rfs::openat(dir, name, flags, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "not a regular file (a symlink)",
+                ))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let stat = rfs::fstat(&fd)?;
+        if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a regular file",
+            ));
+        }
+        Ok(Some(File::from(fd)))
+    }
+
+    /// [`super::write_checked`] on unix.
+    pub(super) fn write(
+        path: &Path,
+        bytes: &[u8],
+        mode: Option<u32>,
+        expect: Expect<'_>,
+    ) -> io::Result<()> {
+        let (dir_path, name) = split(path)?;
+        let dir = open_dir(dir_path)?;
+        // Held until `dir` is closed, after the rename: another revolve
+        // writing a file of this folder waits, then sees this content.
+        rfs::flock(&dir, FlockOperation::LockExclusive)?;
+        let now = open_file(&dir, name)?;
+        let owner = match &now {
+            Some(file) => Some(rfs::fstat(file)?),
+            None => None,
+        };
+        if let Expect::Holds(want) = expect {
+            let held = match now {
+                Some(file) => {
+                    // Larger than an edit may be: not what was seen.
+                    let mut content = Vec::new();
+                    file.take(EDIT_CAP + 1).read_to_end(&mut content)?;
+                    Some(hash(&content))
+                }
+                None => None,
+            };
+            check(held.as_deref(), want)?;
+        }
+        let tmp = temp_name(name);
+        let create =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rfs::openat(&dir, &tmp, create, Mode::from_raw_mode(0o600))?;
+        let mut file = File::from(fd);
+        let done = (|| -> io::Result<()> {
+            file.write_all(bytes)?;
+            if let Some(st) = &owner {
+                // Keep the owner and group where allowed: not root (or
+                // not a member of the group), the file stays the writer's.
+                match rfs::fchown(
+                    &file,
+                    Some(rustix::fs::Uid::from_raw(st.st_uid)),
+                    Some(rustix::fs::Gid::from_raw(st.st_gid)),
+                ) {
+                    Ok(()) | Err(Errno::PERM) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // After the chown, which clears set-id bits.
+            rfs::fchmod(
+                &file,
+                Mode::from_raw_mode(mode.unwrap_or(NEW_FILE_MODE) as _),
+            )?;
+            file.sync_all()?;
+            rfs::renameat(&dir, &tmp, &dir, name)?;
+            Ok(())
+        })();
+        if done.is_err() {
+            rfs::unlinkat(&dir, &tmp, AtFlags::empty()).ok();
+        }
+        done?;
+        // Best effort, as for revolve's own files.
+        rfs::fsync(&dir).ok();
+        Ok(())
+    }
+
+    /// A hidden temp name beside `name`, unique across processes.
+    fn temp_name(name: &OsStr) -> String {
+        let beside = revolve_store::fsx::temp_sibling(Path::new(name));
+        beside.to_string_lossy().into_owned()
+    }
 }
 
 #[cfg(test)]
@@ -360,6 +645,69 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checked_write_refuses_a_file_that_changed_and_follows_no_swapped_folder() {
+        let dir = temp("checked");
+        let file = dir.join("a.txt");
+        fs::write(&file, "one\n").unwrap();
+        let seen = hash(b"one\n");
+        // Changed since it was seen: refused, unchanged.
+        fs::write(&file, "other\n").unwrap();
+        let e = write_checked(&file, b"mine\n", None, Expect::Holds(Some(&seen))).unwrap_err();
+        assert!(e.to_string().contains("read it again"), "{e}");
+        assert_eq!(fs::read(&file).unwrap(), b"other\n");
+        // Created since it was seen absent: refused too.
+        let e = write_checked(&file, b"mine\n", None, Expect::Holds(None)).unwrap_err();
+        assert!(e.to_string().contains("created meanwhile"), "{e}");
+        // As seen: written.
+        let now = hash(b"other\n");
+        write_checked(&file, b"mine\n", None, Expect::Holds(Some(&now))).unwrap();
+        assert_eq!(fs::read(&file).unwrap(), b"mine\n");
+        // A folder swapped for a symlink to elsewhere: the write fails
+        // and nothing lands there.
+        let sub = dir.join("sub");
+        let away = dir.join("away");
+        fs::create_dir_all(&away).unwrap();
+        std::os::unix::fs::symlink(&away, &sub).unwrap();
+        let e = write_checked(&sub.join("b.txt"), b"x", None, Expect::Holds(None)).unwrap_err();
+        assert!(e.to_string().contains("no longer the folder it was"), "{e}");
+        assert_eq!(fs::read_dir(&away).unwrap().count(), 0);
+        // Nor is a symlink at the file's own name written through.
+        let link = dir.join("link.txt");
+        std::os::unix::fs::symlink(away.join("t.txt"), &link).unwrap();
+        assert!(write_checked(&link, b"x", None, Expect::Holds(None)).is_err());
+        assert_eq!(fs::read_dir(&away).unwrap().count(), 0);
+        let leftovers = fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .count();
+        assert_eq!(leftovers, 0);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_checked_write_keeps_the_owner_where_allowed() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = temp("owner");
+        let file = dir.join("a.txt");
+        fs::write(&file, "one\n").unwrap();
+        if std::os::unix::fs::chown(&file, Some(4242), Some(4343)).is_err() {
+            println!("skipped: not allowed to give a file to another owner; run as root");
+            fs::remove_dir_all(&dir).unwrap();
+            return;
+        }
+        write_checked(&file, b"two\n", Some(0o640), Expect::Any).unwrap();
+        let meta = fs::metadata(&file).unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid(), meta.mode() & 0o777),
+            (4242, 4343, 0o640)
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -26,7 +26,8 @@ pub struct Approved {
     pub path: String,
     pub answer: Answer,
     /// `shell` for a shell command, `grant` for a `request_file_grant`
-    /// (its path the one asked for); empty for an edit.
+    /// (its path the one asked for), `outside` for an edit of a file
+    /// outside the working tree (never "always"); empty for an edit.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
     /// The permission rule that decided, when a rule did (no one was

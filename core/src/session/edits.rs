@@ -10,8 +10,9 @@ use crate::edit::{self, Answer, Keys, Scope, View};
 use crate::record::{Approved, Edit, Record, Seen, Written};
 use crate::tools::{self, Tool};
 
-/// A file opened for an edit, as the shell found it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A file opened for an edit, as the shell found it: facts only; what
+/// they allow is decided here ([`Session::decide`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Opened {
     /// Canonical and absolute.
     pub path: String,
@@ -23,6 +24,15 @@ pub struct Opened {
     pub hash: Option<String>,
     /// The file's permission bits, kept when it is written.
     pub mode: Option<u32>,
+    /// Whether the path is outside the working tree (reached through a
+    /// read grant): written only when the user, at a terminal, says yes
+    /// to a question naming it as outside.
+    pub outside: bool,
+    /// Whether the path is in revolve's own state folder (session logs,
+    /// spilled output, the content store): never written by a tool.
+    pub own: bool,
+    /// How many names (hard links) the file has; 0 or 1 for one.
+    pub links: u64,
 }
 
 /// An edit between its stage and its write.
@@ -37,6 +47,11 @@ pub(super) struct Staged {
     mode: Option<u32>,
     diff: edit::Diff,
     asked: bool,
+    /// Outside the working tree (asked as such, never "always").
+    outside: bool,
+    /// The file's hard links when opened (more than one: the edit splits
+    /// them, and says so).
+    links: u64,
 }
 
 impl Session {
@@ -100,13 +115,20 @@ impl Session {
             Ok(Decided::Unchanged(text)) | Err(text) => self.answer(id, text, now),
             Ok(Decided::Change(mut staged, before)) => {
                 staged.id.clone_from(&id);
+                let shown = if staged.outside {
+                    format!("{} (outside the working tree)", staged.path)
+                } else {
+                    staged.shown.clone()
+                };
                 let cmd = Command::Stage {
                     id,
                     path: staged.path.clone(),
+                    shown,
                     before: before.zip(staged.before.clone()),
                     after: staged.content.clone(),
                     diff: staged.diff.text.clone(),
                     ask: staged.asked,
+                    once: staged.outside,
                 };
                 self.staged = Some(staged);
                 vec![cmd]
@@ -121,6 +143,21 @@ impl Session {
     fn decide(&mut self, tool: &Tool, o: Opened, keys: &Keys) -> Result<Decided, String> {
         let name = tool.name();
         let shown = o.shown.clone();
+        // Where a write may land (issue 27, item 6): a grant is for
+        // reading; revolve's own files are never written by a tool.
+        if o.own {
+            return Err(format!(
+                "error: {name}: {shown} is in revolve's own state folder (session logs, spilled \
+                 output, the content store); no tool writes there"
+            ));
+        }
+        if o.outside && !self.settings.interactive {
+            return Err(format!(
+                "error: {name}: {shown} is outside the working tree; a grant allows reading \
+                 only, and writing outside the tree needs the user's yes at a terminal \
+                 (--allow-edits covers the working tree only); nothing was written"
+            ));
+        }
         match (&o.content, self.state.files.get(&o.path)) {
             (Some(_), None) => {
                 return Err(format!(
@@ -170,7 +207,8 @@ impl Session {
                 "unchanged: {shown} already holds exactly that"
             )));
         }
-        let allowed = self.settings.allow_edits || self.state.edits_always;
+        // Outside the tree, only the user's answer to that question allows it.
+        let allowed = !o.outside && (self.settings.allow_edits || self.state.edits_always);
         if !allowed && !self.settings.interactive {
             return Err(format!(
                 "error: {name}: edits need the user's approval and there is no terminal to ask; \
@@ -189,6 +227,8 @@ impl Session {
                 mode: o.mode,
                 diff,
                 asked: !allowed,
+                outside: o.outside,
+                links: o.links,
             },
             o.content,
         ))
@@ -218,13 +258,18 @@ impl Session {
         }
         let mut records = Vec::new();
         if staged.asked {
-            let answer = answer.unwrap_or(Answer::No);
+            let mut answer = answer.unwrap_or(Answer::No);
+            // A write outside the tree is allowed once: "always" there is
+            // a yes, and never allows later edits.
+            if staged.outside && answer == Answer::Always {
+                answer = Answer::Yes;
+            }
             records.push(Record::Approved(Approved {
                 at: now,
                 call: id.clone(),
                 path: staged.path.clone(),
                 answer,
-                tool: String::new(),
+                tool: if staged.outside { "outside" } else { "" }.to_owned(),
                 rule: None,
             }));
             if answer == Answer::No {
@@ -256,6 +301,7 @@ impl Session {
             path: staged.path.clone(),
             content: std::mem::take(&mut staged.content),
             mode: staged.mode,
+            expect: staged.before.clone(),
         });
         self.staged = Some(staged);
         cmds
@@ -296,11 +342,16 @@ impl Session {
                 } else {
                     "changed"
                 };
-                format!(
+                let mut text = format!(
                     "{what} {} (+{added} -{removed} lines)\n{}",
                     staged.shown,
                     tools::head_tail(text, "")
-                )
+                );
+                if let Some(split) = split_links(&staged) {
+                    text = format!("{split}\n{text}");
+                    cmds.push(Command::Show(format!("revolve: {split}")));
+                }
+                text
             }
         };
         cmds.extend(self.answer(id, text, now));
@@ -426,6 +477,21 @@ impl Session {
         }
         cmds
     }
+}
+
+/// What a written edit of a hard-linked file tells: the write put a new
+/// file at this name (whole or not at all, as every edit), so the file's
+/// other names keep the old content.
+fn split_links(staged: &Staged) -> Option<String> {
+    (staged.links > 1).then(|| {
+        format!(
+            "note: {} had {} hard links; the edit wrote a new file at this name, and the \
+             other {} name(s) still hold the old content",
+            staged.shown,
+            staged.links,
+            staged.links - 1
+        )
+    })
 }
 
 enum Decided {

@@ -323,20 +323,30 @@ pub enum Command {
     Stage {
         id: String,
         path: String,
+        /// How the question names the file (the model's path, or the
+        /// canonical one marked as outside the working tree).
+        shown: String,
         /// The content before, with the hash the shell gave it when it
         /// opened the file (stored under it without hashing again).
         before: Option<(Vec<u8>, String)>,
         after: Vec<u8>,
         diff: String,
         ask: bool,
+        /// Asked as this write only: "always" is not offered (a write
+        /// outside the working tree).
+        once: bool,
     },
     /// Write `content` to `path` atomically (temp file, rename), with
-    /// `mode` when given (the file's own); answer with [`Input::Wrote`].
+    /// `mode` when given (the file's own), relative to a folder handle
+    /// that no symlink swap can redirect, and only if the file still
+    /// holds `expect` (`None`: still absent), checked and replaced under
+    /// a lock as one step; answer with [`Input::Wrote`].
     Write {
         id: String,
         path: String,
         content: Vec<u8>,
         mode: Option<u32>,
+        expect: Option<String>,
     },
     /// Put each file back to the content of hash `to` from the content
     /// store (`None`: remove it), storing what it holds first.

@@ -1122,3 +1122,81 @@ fn a_counted_record_is_read_back_and_calibrates_the_fold() {
     // The very request counted is its count, no margin.
     assert_eq!(compact::estimate(15_008, &folded.totals), 2_322);
 }
+
+/// A `write_file` of `path` in a session with `allow_edits`, at a
+/// terminal or not, opened as the shell found it; the commands after.
+fn write_opened(interactive: bool, opened: Opened) -> (Session, Vec<Command>) {
+    let settings = Settings {
+        allow_edits: true,
+        interactive,
+        ..settings()
+    };
+    let mut s = Session::start(header(), settings).0;
+    user(&mut s, "write it");
+    let args = format!(r#"{{"path":"{}","content":"x\n"}}"#, opened.shown);
+    let cmds = reply(&mut s, "", &[("w1", "write_file", &args)]);
+    assert_eq!(kinds(&cmds).last(), Some(&"open"));
+    let cmds = s.handle(Input::Opened {
+        id: "w1".into(),
+        opened: Ok(opened),
+        keys: Default::default(),
+        now: datetime!(2026-12-02 10:03 UTC),
+    });
+    (s, cmds)
+}
+
+#[test]
+fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
+    let outside = |path: &str| Opened {
+        path: path.into(),
+        shown: path.into(),
+        outside: true,
+        ..Opened::default()
+    };
+    // Without a terminal, --allow-edits does not reach outside the tree.
+    let (_, cmds) = write_opened(false, outside("/granted/k"));
+    let said = result_of(&cmds, "w1").unwrap();
+    assert!(said.contains("is outside the working tree"), "{said}");
+    assert!(!kinds(&cmds).contains(&"stage"));
+    // At a terminal it is asked about, the question naming it outside.
+    let (mut s, cmds) = write_opened(true, outside("/granted/k"));
+    let asked = cmds.iter().find_map(|c| match c {
+        Command::Stage {
+            shown, ask, once, ..
+        } => Some((shown.clone(), *ask, *once)),
+        _ => None,
+    });
+    assert_eq!(
+        asked,
+        Some(("/granted/k (outside the working tree)".into(), true, true))
+    );
+    // "always" there is a yes for this write only, logged as such.
+    let cmds = s.handle(Input::Staged {
+        id: "w1".into(),
+        answer: Some(crate::edit::Answer::Always),
+        after: "sha256:after".into(),
+        error: None,
+        now: datetime!(2026-12-02 10:04 UTC),
+    });
+    let approved = cmds.iter().find_map(|c| match c {
+        Command::Append(Record::Approved(a)) => Some(a.clone()),
+        _ => None,
+    });
+    let approved = approved.expect("an approved record");
+    assert_eq!(
+        (approved.answer, approved.tool.as_str()),
+        (crate::edit::Answer::Yes, "outside")
+    );
+    assert!(!s.state().edits_always);
+    // Revolve's own files: refused even at a terminal.
+    let own = Opened {
+        path: "/state/spills/s1/1.txt".into(),
+        shown: "/state/spills/s1/1.txt".into(),
+        outside: true,
+        own: true,
+        ..Opened::default()
+    };
+    let (_, cmds) = write_opened(true, own);
+    let said = result_of(&cmds, "w1").unwrap();
+    assert!(said.contains("revolve's own state folder"), "{said}");
+}

@@ -31,7 +31,7 @@ impl<F: Front> Live<F> {
         let ctx = self.tool_context();
         Input::Opened {
             id,
-            opened: edit::open(&ctx, grants, raw),
+            opened: edit::open(&ctx, grants, raw, &self.store.roots.state),
             keys: revolve_tools::keys(),
             now: clock::now(),
         }
@@ -42,22 +42,21 @@ impl<F: Front> Live<F> {
     pub(super) fn stage_edit(
         &mut self,
         id: String,
+        shown: &str,
         before: Option<(Vec<u8>, String)>,
         after: &[u8],
         diff: &str,
-        ask: bool,
+        ask: Option<bool>,
     ) -> Input {
         let before = before.as_ref().map(|(b, h)| (b.as_slice(), h.as_str()));
         let (after, error) = match edit::stage(&self.blobs(), before, after) {
             Ok(hash) => (hash, None),
             Err(e) => (String::new(), Some(e.to_string())),
         };
-        let shown = self
-            .awaited
-            .as_ref()
-            .and_then(|(_, t)| t.edit_path().map(str::to_owned))
-            .unwrap_or_default();
-        let answer = (ask && error.is_none()).then(|| self.front.ask_edit(&shown, diff));
+        // `ask`: Some(once) when the user is asked.
+        let answer = ask
+            .filter(|_| error.is_none())
+            .map(|once| self.front.ask_edit(shown, diff, once));
         // Ctrl-C while the diff was asked about ends the turn, whatever
         // was typed (as at a shell or grant question).
         if answer.is_some() && interrupt::take() {
@@ -76,15 +75,17 @@ impl<F: Front> Live<F> {
     }
 
     /// [`revolve_core::Command::Write`]: the file written whole or not at
-    /// all, with its mode.
+    /// all, with its mode and owner, if it still holds what core expects.
     pub(super) fn write_edit(
         &mut self,
         id: String,
         path: &str,
         content: &[u8],
         mode: Option<u32>,
+        expect: Option<String>,
     ) -> Input {
-        let error = edit::write_atomic(Path::new(path), content, mode)
+        let expect = edit::Expect::Holds(expect.as_deref());
+        let error = edit::write_checked(Path::new(path), content, mode, expect)
             .err()
             .map(|e| e.to_string());
         Input::Wrote {

@@ -121,7 +121,7 @@ impl Front for Recorder {
         self.events.push(format!("shell? {command}"));
         self.answer()
     }
-    fn ask_edit(&mut self, path: &str, diff: &str) -> Answer {
+    fn ask_edit(&mut self, path: &str, diff: &str, _once: bool) -> Answer {
         let changed = diff.lines().filter(|l| l.starts_with('+')).count();
         self.events
             .push(format!("edit? {path} ({changed} + lines)"));
