@@ -287,3 +287,74 @@ fn planning_refuses_edits_and_runs_commands_read_only() {
         "two\n"
     );
 }
+
+/// `edit(…)` and `write(…)` rules: an allowed edit runs in pipe mode
+/// without `--allow-edits`, the path taken relative to the tree (`*` within
+/// a folder); a deny rule refuses even with `--allow-edits`; each logged.
+#[test]
+fn edit_and_write_rules_decide_file_changes() {
+    let env = TestEnv::new("rules-edit");
+    std::fs::create_dir_all(env.cwd.join("src/deep")).unwrap();
+    std::fs::create_dir_all(env.cwd.join("secret")).unwrap();
+    std::fs::write(env.cwd.join("src/deep/a.rs"), "one\n").unwrap();
+    std::fs::write(env.cwd.join("b.txt"), "one\n").unwrap();
+    let edit = |path: &str| {
+        (
+            "edit_file",
+            json!({"path": path, "old_string": "one", "new_string": "two"}),
+        )
+    };
+    let (ran, results) = run(
+        &env,
+        &[
+            ("read_file", json!({"path": "src/deep/a.rs"})),
+            ("read_file", json!({"path": "b.txt"})),
+            edit("src/deep/a.rs"),
+            edit("b.txt"),
+            ("write_file", json!({"path": "docs.md", "content": "new\n"})),
+        ],
+        &["--allow", "edit(src/**)", "--allow", "write(*.md)"],
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert!(
+        results[2].starts_with("changed src/deep/a.rs"),
+        "{results:?}"
+    );
+    assert!(
+        results[3].contains("there is no terminal to ask"),
+        "{results:?}"
+    );
+    assert!(results[4].starts_with("created docs.md"), "{results:?}");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("src/deep/a.rs")).unwrap(),
+        "two\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("b.txt")).unwrap(),
+        "one\n"
+    );
+    let rules: Vec<String> = approved(&env)
+        .iter()
+        .map(|a| format!("{} {}", a["rule"].as_str().unwrap_or("-"), a["answer"]))
+        .collect();
+    assert_eq!(rules, ["edit(src/**) \"yes\"", "write(*.md) \"yes\""]);
+
+    let env = TestEnv::new("rules-edit-deny");
+    std::fs::create_dir_all(env.cwd.join("secret")).unwrap();
+    let (ran, results) = run(
+        &env,
+        &[(
+            "write_file",
+            json!({"path": "secret/k.txt", "content": "x\n"}),
+        )],
+        &["--allow-edits", "--deny", "write(secret/*)"],
+    );
+    assert_eq!(ran.code, Some(0), "{ran:?}");
+    assert_eq!(
+        results[0],
+        "error: not run: the user's permission rule write(secret/*) denies this call"
+    );
+    assert!(!env.cwd.join("secret/k.txt").exists());
+    assert_eq!(approved(&env)[0]["rule"], "write(secret/*)");
+    assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
+}

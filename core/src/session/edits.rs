@@ -8,6 +8,7 @@ use time::OffsetDateTime;
 use super::{Command, Session};
 use crate::edit::{self, Answer, Keys, Scope, View};
 use crate::record::{Approved, Edit, Record, Seen, Written};
+use crate::rules::Verdict;
 use crate::tools::{self, Tool};
 
 /// A file opened for an edit, as the shell found it: facts only; what
@@ -47,6 +48,8 @@ pub(super) struct Staged {
     mode: Option<u32>,
     diff: edit::Diff,
     asked: bool,
+    /// The permission rule that allowed it without asking.
+    rule: Option<String>,
     /// Outside the working tree (asked as such, never "always").
     outside: bool,
     /// The file's hard links when opened (more than one: the edit splits
@@ -113,6 +116,18 @@ impl Session {
         let decided = opened.and_then(|o| self.decide(&tool?, o, keys));
         match decided {
             Ok(Decided::Unchanged(text)) | Err(text) => self.answer(id, text, now),
+            Ok(Decided::Denied(rule, path, text)) => {
+                let mut cmds = self.append(vec![Record::Approved(Approved {
+                    at: now,
+                    call: id.clone(),
+                    path,
+                    answer: Answer::No,
+                    tool: String::new(),
+                    rule: Some(rule),
+                })]);
+                cmds.extend(self.answer(id, text, now));
+                cmds
+            }
             Ok(Decided::Change(mut staged, before)) => {
                 staged.id.clone_from(&id);
                 let shown = if staged.outside {
@@ -207,8 +222,29 @@ impl Session {
                 "unchanged: {shown} already holds exactly that"
             )));
         }
+        // A permission rule (`edit(…)`, `write(…)`) on the path relative
+        // to the tree (absolute outside it): a deny one refuses; an allow
+        // one allows it inside the tree.
+        let kind = if name == "edit_file" { "edit" } else { "write" };
+        let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
+        let subject = o
+            .path
+            .strip_prefix(cwd)
+            .and_then(|rest| rest.strip_prefix('/'))
+            .filter(|_| !cwd.is_empty() && !o.outside)
+            .unwrap_or(&o.path)
+            .to_owned();
+        let by_rule = match self.settings.rules.decide(kind, &subject) {
+            Verdict::Deny(rule) => {
+                let text = crate::rules::denied(&rule);
+                return Ok(Decided::Denied(rule, o.path, text));
+            }
+            Verdict::Allow(rule) if !o.outside => Some(rule),
+            _ => None,
+        };
         // Outside the tree, only the user's answer to that question allows it.
-        let allowed = !o.outside && (self.settings.allow_edits || self.state.edits_always);
+        let allowed = by_rule.is_some()
+            || !o.outside && (self.settings.allow_edits || self.state.edits_always);
         if !allowed && !self.settings.interactive {
             return Err(format!(
                 "error: {name}: edits need the user's approval and there is no terminal to ask; \
@@ -227,6 +263,7 @@ impl Session {
                 mode: o.mode,
                 diff,
                 asked: !allowed,
+                rule: by_rule,
                 outside: o.outside,
                 links: o.links,
             },
@@ -257,6 +294,16 @@ impl Session {
             return self.answer(id, text, now);
         }
         let mut records = Vec::new();
+        if let Some(rule) = staged.rule.take() {
+            records.push(Record::Approved(Approved {
+                at: now,
+                call: id.clone(),
+                path: staged.path.clone(),
+                answer: Answer::Yes,
+                tool: String::new(),
+                rule: Some(rule),
+            }));
+        }
         if staged.asked {
             let mut answer = answer.unwrap_or(Answer::No);
             // A write outside the tree is allowed once: "always" there is
@@ -496,6 +543,8 @@ fn split_links(staged: &Staged) -> Option<String> {
 
 enum Decided {
     Unchanged(String),
+    /// A permission rule denies it: the rule, the path, the result.
+    Denied(String, String, String),
     /// The change, and the content before it.
     Change(Staged, Option<Vec<u8>>),
 }
