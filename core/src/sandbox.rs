@@ -219,6 +219,33 @@ pub fn refusal_note(policy: &Policy, output: &str) -> Option<String> {
     ))
 }
 
+/// The Seatbelt profile (`sandbox-exec -p`, macOS) of a command that may
+/// write only `writable` (absolute, canonical folders) and the devices
+/// that stand for nothing, and reach no IP network when `close_network`.
+/// Everything else stays as the user may (reads, processes, IPC), as the
+/// Linux rules leave it.
+pub fn seatbelt_profile(writable: &[String], close_network: bool) -> String {
+    // SBPL strings are Scheme strings: a backslash and a quote escaped.
+    let quote = |path: &str| format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\""));
+    let mut profile = String::from("(version 1)\n(allow default)\n(deny file-write*)\n");
+    for device in ["/dev/null", "/dev/zero", "/dev/tty", "/dev/dtracehelper"] {
+        profile.push_str(&format!(
+            "(allow file-write* (literal {}))\n",
+            quote(device)
+        ));
+    }
+    for dir in writable {
+        profile.push_str(&format!("(allow file-write* (subpath {}))\n", quote(dir)));
+    }
+    if close_network {
+        profile.push_str(
+            "(deny network-outbound (remote ip))\n(deny network-inbound (local ip))\n\
+             (deny network-bind (local ip))\n",
+        );
+    }
+    profile
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,6 +311,24 @@ mod tests {
             assert_eq!(p.enforcement, Enforcement::Unsandboxed);
             assert!(note.is_some());
         }
+    }
+
+    #[test]
+    fn a_seatbelt_profile_denies_writes_but_where_allowed() {
+        let profile = seatbelt_profile(&["/Users/me/repo".into(), "/tmp/a \"b\\".into()], true);
+        assert_eq!(
+            profile,
+            "(version 1)\n(allow default)\n(deny file-write*)\n\
+             (allow file-write* (literal \"/dev/null\"))\n\
+             (allow file-write* (literal \"/dev/zero\"))\n\
+             (allow file-write* (literal \"/dev/tty\"))\n\
+             (allow file-write* (literal \"/dev/dtracehelper\"))\n\
+             (allow file-write* (subpath \"/Users/me/repo\"))\n\
+             (allow file-write* (subpath \"/tmp/a \\\"b\\\\\"))\n\
+             (deny network-outbound (remote ip))\n(deny network-inbound (local ip))\n\
+             (deny network-bind (local ip))\n"
+        );
+        assert!(!seatbelt_profile(&[], false).contains("network"));
     }
 
     #[test]

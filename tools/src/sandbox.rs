@@ -2,7 +2,8 @@
 //! `revolve_core::sandbox`'s). On Linux, Landlock (through the crate its
 //! maintainers publish): the rules are built before the fork, and the
 //! child restricts itself between fork and exec, a prctl and one system
-//! call. Elsewhere nothing is enforced yet, which [`probe`] says.
+//! call. On macOS, `sandbox-exec` with a generated profile (untested here).
+//! Elsewhere nothing is enforced, which [`probe`] says.
 
 use std::io;
 use std::path::Path;
@@ -17,8 +18,9 @@ pub fn probe() -> Support {
 
 /// Confines `command` as `policy` says: reads anywhere; writes `tmp`, and
 /// under `workspace-write` the tree `root` and the folders allowed; the
-/// network closed when `close_network`. An error means the rules could not
-/// be built: the command must not run.
+/// network closed when `close_network`. Call it on a command with nothing
+/// set but its program and arguments (on macOS it is wrapped whole). An
+/// error means the rules could not be built: the command must not run.
 pub(crate) fn confine(
     command: &mut Command,
     policy: &Policy,
@@ -131,7 +133,53 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
+/// macOS: the command runs under `sandbox-exec` with a generated Seatbelt
+/// profile (`revolve_core::sandbox::seatbelt_profile`). Not built or run by
+/// this project's CI (Linux only): untested.
+#[cfg(target_os = "macos")]
+mod imp {
+    use std::io;
+    use std::path::{Path, PathBuf};
+    use std::process::Command;
+
+    use revolve_core::sandbox::Support;
+
+    const SANDBOX_EXEC: &str = "/usr/bin/sandbox-exec";
+
+    pub(super) fn probe() -> Support {
+        let present = Path::new(SANDBOX_EXEC).exists();
+        Support {
+            files: present,
+            network: present,
+        }
+    }
+
+    /// Wraps `command` (nothing set on it but its program and arguments)
+    /// in `sandbox-exec -p PROFILE`.
+    pub(super) fn confine(
+        command: &mut Command,
+        writable: &[PathBuf],
+        close_network: bool,
+    ) -> io::Result<()> {
+        // Seatbelt sees real paths (/tmp is /private/tmp).
+        let writable: Vec<String> = writable
+            .iter()
+            .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        let profile = revolve_core::sandbox::seatbelt_profile(&writable, close_network);
+        let mut wrapped = Command::new(SANDBOX_EXEC);
+        wrapped
+            .arg("-p")
+            .arg(profile)
+            .arg(command.get_program())
+            .args(command.get_args());
+        *command = wrapped;
+        Ok(())
+    }
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
 mod imp {
     use std::io;
     use std::path::PathBuf;

@@ -30,15 +30,10 @@ pub(crate) fn shell(
     cancel: &dyn Fn() -> bool,
 ) -> Outcome {
     let mut sh = group::command(command);
-    sh.current_dir(root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("REVOLVE_SESSION", session);
-    for name in API_KEY_VARS {
-        sh.env_remove(name);
-    }
-    // Held to the end: dropped, it removes the command's temp dir.
-    let _tmp = match &sandbox.enforcement {
+    // Confined first, while nothing but the program is set on the command
+    // (on macOS it is wrapped whole). Held to the end: dropped, the temp
+    // dir is removed.
+    let tmp = match &sandbox.enforcement {
         Enforcement::Refused(why) => return Outcome::text(why.clone()),
         Enforcement::Unsandboxed => None,
         Enforcement::Sandboxed { close_network } => {
@@ -50,7 +45,6 @@ pub(crate) fn shell(
                     ))
                 }
             };
-            sh.env("TMPDIR", tmp.path());
             if let Err(e) =
                 crate::sandbox::confine(&mut sh, sandbox, *close_network, root, tmp.path())
             {
@@ -59,6 +53,16 @@ pub(crate) fn shell(
             Some(tmp)
         }
     };
+    sh.current_dir(root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("REVOLVE_SESSION", session);
+    if let Some(tmp) = &tmp {
+        sh.env("TMPDIR", tmp.path());
+    }
+    for name in API_KEY_VARS {
+        sh.env_remove(name);
+    }
     let (mut group, mut child) = match Group::spawn(sh) {
         Ok(started) => started,
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
