@@ -408,6 +408,11 @@ impl Settings {
         note
     }
 
+    /// The variable the API key was read from, if one was.
+    pub fn key_var(&self) -> Option<&'static str> {
+        self.key.as_ref().map(|(var, _)| *var)
+    }
+
     /// The API key, if one is set; a usage error when the provider at its
     /// base URL cannot work without one.
     pub fn needed_key(&self) -> Result<Option<String>, Error> {

@@ -568,7 +568,11 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
     let preset = settings.provider.value;
     let base = settings.base_url.value.clone();
     let key = settings.needed_key()?;
+    let key_var = settings.key_var();
     let retries = settings.retries.value;
+    if preset.wire().is_some() {
+        revolve_core::config::check_base_url(&base).map_err(Error::Usage)?;
+    }
     match preset.wire() {
         None => {
             let path = settings.script.as_ref().ok_or_else(|| {
@@ -580,7 +584,9 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
         }
         Some(revolve_core::request::Wire::OpenAi) => Ok(Arc::new(retrying(
             stall(
-                OpenAi::new(&base, key).with_counts(preset.counts_free()),
+                OpenAi::new(&base, key)
+                    .with_key_var(key_var)
+                    .with_counts(preset.counts_free()),
                 settings,
                 OpenAi::with_stall_timeout,
             ),
@@ -588,7 +594,7 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
         ))),
         Some(revolve_core::request::Wire::Anthropic) => Ok(Arc::new(retrying(
             stall(
-                Anthropic::new(&base, key),
+                Anthropic::new(&base, key).with_key_var(key_var),
                 settings,
                 Anthropic::with_stall_timeout,
             ),

@@ -358,6 +358,43 @@ pub const API_KEY_VARS: [&str; 4] = [
     "OPENROUTER_API_KEY",
 ];
 
+/// Whether a base URL can be used: `scheme://host[:port]/…`, with a port
+/// that is a number when a `:` is there (`http://localhost:/v1` is a typo
+/// that would otherwise fail later as a connection error). The error says
+/// what is wrong.
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(format!(
+            "--base-url {url}: give a scheme, as in http://localhost:11434/v1"
+        ));
+    };
+    if scheme != "http" && scheme != "https" {
+        return Err(format!(
+            "--base-url {url}: the scheme must be http or https"
+        ));
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    // An IPv6 host is in brackets; its colons are not a port's.
+    let port = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map(|(_, after)| after).unwrap_or(""),
+        None => host_port,
+    }
+    .split_once(':')
+    .map(|(_, port)| port);
+    let host = host_port.split(':').next().unwrap_or("");
+    if host.is_empty() {
+        return Err(format!("--base-url {url}: the host is empty"));
+    }
+    match port {
+        Some("") => Err(format!("--base-url {url}: the port after ':' is empty")),
+        Some(p) if p.parse::<u16>().is_err() => Err(format!(
+            "--base-url {url}: the port {p:?} is not a number from 0 to 65535"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `text` with the credentials of every URL in it hidden: the password of
 /// `https://user:pass@host/` becomes `***` (`https://user:***@host/`), and a
 /// user part without one, which may be a token, goes whole
@@ -667,6 +704,29 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_base_url_with_an_empty_port_is_refused() {
+        for good in [
+            "http://localhost:11434/v1",
+            "https://api.openai.com/v1",
+            "http://user:pass@host:8080",
+            "http://[::1]:8080/v1",
+            "http://host",
+        ] {
+            assert_eq!(check_base_url(good), Ok(()), "{good}");
+        }
+        for (bad, why) in [
+            ("http://localhost:/v1", "the port after ':' is empty"),
+            ("http://localhost:80x/v1", "is not a number"),
+            ("localhost:11434", "give a scheme"),
+            ("ftp://host", "http or https"),
+            ("http:///v1", "the host is empty"),
+        ] {
+            let err = check_base_url(bad).unwrap_err();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
 
     #[test]
     fn the_first_place_with_a_value_wins() {

@@ -20,6 +20,10 @@ pub struct Failure {
     /// ([`crate::overflow`]): the same request would fail again, whatever
     /// the status.
     pub overflow: bool,
+    /// A server on this machine refused the connection: nothing listens
+    /// there (Ollama or llama.cpp not started), and seconds of waiting
+    /// will not start it.
+    pub nobody_listens: bool,
 }
 
 /// How many times a request is sent again at most, unless the user says
@@ -33,13 +37,20 @@ pub const MAX_WAIT: Duration = Duration::from_secs(60);
 /// retried are 408, 409, 429, 5xx and 529 answers and broken connections,
 /// at most `retries` times, honouring `Retry-After` (capped at
 /// [`MAX_WAIT`]) and otherwise backing off 1, 2, 4, 8 s; never a context
-/// overflow, whatever its status.
+/// overflow, whatever its status, nor a refused connection to this machine
+/// (nothing listens there: the user must start the server).
 pub fn delay(attempt: u32, retries: u32, failure: &Failure) -> Option<Duration> {
     let retryable = match failure.status {
         Some(s) => matches!(s, 408 | 409 | 429 | 500..=599),
         None => failure.transient,
     };
-    if !retryable || failure.streamed || failure.overflow || attempt == 0 || attempt > retries {
+    if !retryable
+        || failure.streamed
+        || failure.overflow
+        || failure.nobody_listens
+        || attempt == 0
+        || attempt > retries
+    {
         return None;
     }
     let backoff = Duration::from_secs(1 << (attempt - 1).min(5));
@@ -110,5 +121,20 @@ mod tests {
         );
         assert_eq!(delay(1, MAX_RETRIES, &Failure::default()), None);
         assert_eq!(delay(1, 0, &busy), None, "--retries 0 sends once");
+    }
+
+    #[test]
+    fn a_server_on_this_machine_that_is_not_started_is_not_waited_for() {
+        let refused = Failure {
+            transient: true,
+            nobody_listens: true,
+            ..Failure::default()
+        };
+        assert_eq!(delay(1, MAX_RETRIES, &refused), None);
+        let remote = Failure {
+            nobody_listens: false,
+            ..refused
+        };
+        assert_eq!(delay(1, MAX_RETRIES, &remote), Some(Duration::from_secs(1)));
     }
 }

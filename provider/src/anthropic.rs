@@ -61,6 +61,14 @@ impl Anthropic {
         }
     }
 
+    /// The same provider, knowing which variable its key came from (for
+    /// the hint of a 401 or 403).
+    pub fn with_key_var(self, var: Option<&'static str>) -> Anthropic {
+        Anthropic {
+            http: self.http.with_key_var(var),
+        }
+    }
+
     /// The same provider with another stall timeout: the longest silence
     /// allowed while waiting for any byte of the answer.
     pub fn with_stall_timeout(self, stall: Duration) -> Anthropic {
@@ -692,7 +700,11 @@ mod tests {
         let err = run(&provider).0.unwrap_err();
         assert_eq!(
             err.message,
-            format!("HTTP 401 Unauthorized from {url}: invalid x-api-key [key]")
+            format!(
+                "HTTP 401 Unauthorized from {url}: the server refused the API key; check it, \
+                 and that --base-url {} is the server it is for: invalid x-api-key [key]",
+                server.url()
+            )
         );
     }
 

@@ -119,6 +119,8 @@ pub(super) struct Http {
     /// (`user:password`, and its base64 as in `Authorization: Basic`),
     /// scrubbed from every error.
     url_secrets: Vec<String>,
+    /// The variable the key came from, for the hint of a 401 or 403.
+    key_var: Option<&'static str>,
     stall: Duration,
     agent: Agent,
 }
@@ -137,6 +139,7 @@ impl Http {
             url_secrets,
             base_url: base_url.trim_end_matches('/').to_owned(),
             api_key: api_key.filter(|k| !k.is_empty()),
+            key_var: None,
             stall: STALL_TIMEOUT,
             agent: agent(STALL_TIMEOUT),
         }
@@ -152,6 +155,36 @@ impl Http {
 
     pub(super) fn stall(&self) -> Duration {
         self.stall
+    }
+
+    /// The same client, knowing which variable its key came from (for the
+    /// hint of a 401 or 403).
+    pub(super) fn with_key_var(self, var: Option<&'static str>) -> Http {
+        Http {
+            key_var: var,
+            ..self
+        }
+    }
+
+    /// What a 401 or 403 asks the user to check.
+    fn refused_key_hint(&self) -> String {
+        match (&self.api_key, self.key_var) {
+            (Some(_), Some(var)) => format!(
+                "the server refused the API key from {var}; check it, and that --base-url {} is \
+                 the server it is for",
+                self.base_url
+            ),
+            (Some(_), None) => format!(
+                "the server refused the API key; check it, and that --base-url {} is the server \
+                 it is for",
+                self.base_url
+            ),
+            (None, _) => format!(
+                "no API key was sent; set the provider's key variable (see `revolve config \
+                 show`), or check --base-url {}",
+                self.base_url
+            ),
+        }
     }
 
     pub(super) fn base_url(&self) -> &str {
@@ -361,6 +394,10 @@ impl Http {
             }
             let text = String::from_utf8_lossy(&bytes);
             let shown = excerpt(&text, ERROR_BODY_SHOWN);
+            if matches!(status.as_u16(), 401 | 403) {
+                // What to do first, the server's words after.
+                message.push_str(&format!(": {}", self.refused_key_hint()));
+            }
             if !shown.is_empty() {
                 message.push_str(": ");
                 message.push_str(&shown);
@@ -471,6 +508,21 @@ impl Http {
             // An invalid URL or header value (a key with a newline, say).
             ureq::Error::Http(_) | ureq::Error::BadUri(_) => {
                 ProviderError::new(format!("cannot send to {url}: {e}"), "")
+            }
+            ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused && loopback(url) => {
+                // Waiting will not start a server nobody started.
+                return ProviderError {
+                    nobody_listens: true,
+                    transient: true,
+                    ..ProviderError::new(
+                        format!(
+                            "cannot reach {url}: connection refused: nothing listens there; \
+                             start the model server (`ollama serve`, or llama.cpp's server) or \
+                             give another --base-url"
+                        ),
+                        "",
+                    )
+                };
             }
             _ => ProviderError::new(
                 format!("cannot reach {url}: {}", describe(e, self.stall)),
@@ -871,6 +923,21 @@ fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {
         .get(name)
         .map(|v| one_line(&String::from_utf8_lossy(v.as_bytes())))
         .unwrap_or_default()
+}
+
+/// Whether `url` names this machine (`localhost`, `127.x.x.x`, `::1`).
+fn loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Whether a connection failure may go away by itself: refused, reset,

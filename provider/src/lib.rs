@@ -199,6 +199,8 @@ pub struct ProviderError {
     /// The server said the request did not fit its context (read from its
     /// whole error body by [`revolve_core::overflow::recognise`]).
     pub overflow: Option<revolve_core::overflow::Overflow>,
+    /// A server on this machine refused the connection: not started.
+    pub nobody_listens: bool,
 }
 
 impl ProviderError {
@@ -230,6 +232,7 @@ impl ProviderError {
             transient: self.transient,
             streamed: !self.partial.is_empty(),
             overflow: self.overflow.is_some(),
+            nobody_listens: self.nobody_listens,
         }
     }
 }
@@ -454,7 +457,8 @@ mod tests {
                 retry_after: Some(3),
                 transient: false,
                 streamed: false,
-                overflow: false
+                overflow: false,
+                nobody_listens: false
             }
         );
         let cut = ProviderError::new("cut", "Hel").mark_transient();
@@ -596,8 +600,10 @@ mod tests {
         assert_eq!(requests[4].body, requests[2].body);
     }
 
+    /// Nothing listening on this machine is not a blip: the first refusal
+    /// is final, with the hint to start the server.
     #[test]
-    fn retrying_a_refused_connection() {
+    fn a_refused_local_connection_is_not_retried() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
@@ -610,13 +616,9 @@ mod tests {
             true
         });
         let err = run(&provider).0.unwrap_err();
-        assert!(err.transient);
-        assert_eq!(*sleeps.lock().unwrap(), MAX_RETRIES);
-        assert!(
-            err.message
-                .ends_with("connection refused (after 5 attempts)"),
-            "{err}"
-        );
+        assert!(err.transient && err.nobody_listens);
+        assert_eq!(*sleeps.lock().unwrap(), 0);
+        assert!(err.message.ends_with("or give another --base-url"), "{err}");
     }
 
     #[test]

@@ -52,6 +52,15 @@ impl OpenAi {
         }
     }
 
+    /// The same provider, knowing which variable its key came from (for
+    /// the hint of a 401 or 403).
+    pub fn with_key_var(self, var: Option<&'static str>) -> OpenAi {
+        OpenAi {
+            http: self.http.with_key_var(var),
+            ..self
+        }
+    }
+
     /// The same provider asking the server to count requests when the
     /// core wants a count (see [`Provider::count`]): for local servers,
     /// where it costs the user nothing.

@@ -24,6 +24,7 @@ mod faults;
 mod goals;
 mod guards;
 mod help;
+mod hints;
 mod instructions;
 mod json_schemas;
 mod memory;

@@ -277,7 +277,11 @@ fn a_closed_port_is_a_one_line_error() {
     assert_eq!(run.stdout, "");
     assert_eq!(
         run.stderr_past_seeding(&env),
-        format!("revolve: cannot reach {url}/chat/completions: connection refused\n")
+        format!(
+            "revolve: cannot reach {url}/chat/completions: connection refused: nothing listens \
+             there; start the model server (`ollama serve`, or llama.cpp's server) or give \
+             another --base-url\n"
+        )
     );
     let recs = records(&env.only_session());
     assert_eq!(messages(&recs), pairs(&[("user", "anyone there?")]));

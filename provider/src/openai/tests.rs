@@ -129,7 +129,11 @@ fn openai_http_error_names_status_and_url_not_the_key() {
     let err = run(&provider).0.unwrap_err();
     assert_eq!(
         err.to_string(),
-        format!("HTTP 401 Unauthorized from {url}: bad key [key]")
+        format!(
+            "HTTP 401 Unauthorized from {url}: the server refused the API key; check it, and \
+             that --base-url {} is the server it is for: bad key [key]",
+            server.url()
+        )
     );
 }
 
@@ -325,9 +329,13 @@ fn openai_connection_refused() {
     let err = result.unwrap_err();
     assert_eq!(
         err.message,
-        format!("cannot reach http://127.0.0.1:{port}/v1/chat/completions: connection refused")
+        format!(
+            "cannot reach http://127.0.0.1:{port}/v1/chat/completions: connection refused: \
+             nothing listens there; start the model server (`ollama serve`, or llama.cpp's \
+             server) or give another --base-url"
+        )
     );
-    assert!(err.transient && err.status.is_none());
+    assert!(err.transient && err.nobody_listens && err.status.is_none());
     assert!(pieces.is_empty());
 }
 
