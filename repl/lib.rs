@@ -586,6 +586,7 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
             stall(
                 OpenAi::new(&base, key)
                     .with_key_var(key_var)
+                    .with_name(preset.name())
                     .with_counts(preset.counts_free()),
                 settings,
                 OpenAi::with_stall_timeout,

@@ -24,7 +24,7 @@
 //!
 //! `header`, the first line of every file:
 //! ```json
-//! {"type":"header","version":2,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! {"type":"header","version":3,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
 //! ```
 //!
 //! `context`, the system prompt, written before the request that first uses it
@@ -198,7 +198,14 @@ pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 ///   `max_completion_tokens` for the `openai` preset), the room the
 ///   window keeps for it ([`crate::compact::room`]). A version-1 file
 ///   rebuilds its requests without it, as they were sent.
-pub const FORMAT_VERSION: u32 = 2;
+/// * 3: requests tell the prompt cache what stays: Anthropic's carry
+///   `cache_control` breakpoints, those of the `openai` preset a
+///   `prompt_cache_key` (the session's id). Older files rebuild theirs
+///   without, as they were sent.
+pub const FORMAT_VERSION: u32 = 3;
+
+/// The first version whose requests are marked for the prompt cache.
+pub const CACHE_VERSION: u32 = 3;
 
 /// The first version whose requests carry their answer's limit.
 pub const ANSWER_LIMIT_VERSION: u32 = 2;
@@ -329,7 +336,9 @@ pub struct Header {
     pub model: String,
     /// The declared context window, in tokens.
     pub window: u64,
-    /// Which wire protocol answered (`openai`, `scripted`, ...).
+    /// Which provider answered: its preset's name (`openai`, `ollama`,
+    /// `anthropic`, `scripted`, ...); every name but `anthropic` speaks
+    /// Chat Completions.
     #[serde(default)]
     pub provider: String,
     /// The id of the file this one continues after a compaction.

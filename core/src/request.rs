@@ -83,6 +83,50 @@ pub struct Request {
     pub seq: u64,
 }
 
+/// What the prompt cache is told: set from format version 3 on (see
+/// [`crate::record::CACHE_VERSION`]), so older files rebuild their
+/// requests as they were sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cache {
+    /// Anthropic: mark `cache_control` breakpoints (the tools, the system
+    /// prompt, the end of the history the previous request sent, and the
+    /// end of this one), so each request reads what the one before it
+    /// wrote. Nothing on the Chat Completions wire.
+    pub breakpoints: bool,
+    /// Chat Completions: `prompt_cache_key`, which OpenAI's API uses to
+    /// send a session's requests to the machines that hold its prefix.
+    /// Set only for the `openai` preset: other servers get nothing new.
+    pub key: Option<String>,
+}
+
+/// Everything a request carries besides its model, system prompt and
+/// history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    /// How long the answer may be, when the body says it.
+    pub limit: Option<AnswerLimit>,
+    /// Whether the tools are offered.
+    pub tools: bool,
+    /// What the prompt cache is told.
+    pub cache: Cache,
+}
+
+impl Shape {
+    /// Tools offered, the answer limited to `limit`, no cache marks.
+    pub fn limited(limit: Option<AnswerLimit>) -> Shape {
+        Shape {
+            limit,
+            tools: true,
+            cache: Cache::default(),
+        }
+    }
+}
+
+/// The mark of a cache breakpoint (Anthropic's only kind, five minutes).
+fn breakpoint() -> Value {
+    json!({"type": "ephemeral"})
+}
+
 impl Request {
     /// The request for this system prompt and history, leaving the
     /// answer's length to the server (Anthropic's to
@@ -92,7 +136,8 @@ impl Request {
     }
 
     /// The request for this system prompt and history, its answer limited
-    /// to `limit` when given (see [`AnswerLimit`]).
+    /// to `limit` when given (see [`AnswerLimit`]), nothing marked for the
+    /// cache: as version-2 logs were sent.
     pub fn limited(
         wire: Wire,
         model: &str,
@@ -100,7 +145,7 @@ impl Request {
         history: &[Message],
         limit: Option<AnswerLimit>,
     ) -> Request {
-        Request::assemble(wire, model, system, history, limit, true)
+        Request::shaped(wire, model, system, history, &Shape::limited(limit))
     }
 
     /// [`Request::limited`] offering no tools: a summary request whose
@@ -113,27 +158,31 @@ impl Request {
         history: &[Message],
         limit: Option<AnswerLimit>,
     ) -> Request {
-        Request::assemble(wire, model, system, history, limit, false)
+        let shape = Shape {
+            tools: false,
+            ..Shape::limited(limit)
+        };
+        Request::shaped(wire, model, system, history, &shape)
     }
 
-    fn assemble(
+    /// The request for this system prompt and history, in this shape.
+    pub fn shaped(
         wire: Wire,
         model: &str,
         system: Option<&str>,
         history: &[Message],
-        limit: Option<AnswerLimit>,
-        tools: bool,
+        shape: &Shape,
     ) -> Request {
         let mut body = match wire {
             Wire::OpenAi => openai(model, system, history),
             Wire::Anthropic => anthropic(model, system, history),
         };
-        if !tools {
+        if !shape.tools {
             if let Some(map) = body.as_object_mut() {
                 map.remove("tools");
             }
         }
-        if let Some(limit) = limit {
+        if let Some(limit) = shape.limit {
             body[limit.field] = json!(limit.tokens);
             // Requests of format version 2 (those that carry their limit)
             // give an answer that only calls tools empty text, not null:
@@ -143,6 +192,15 @@ impl Request {
                     m["content"] = json!("");
                 }
             }
+        }
+        match wire {
+            Wire::Anthropic if shape.cache.breakpoints => mark_breakpoints(&mut body),
+            Wire::OpenAi => {
+                if let Some(key) = &shape.cache.key {
+                    body["prompt_cache_key"] = json!(key);
+                }
+            }
+            Wire::Anthropic => {}
         }
         Request {
             model: model.to_owned(),
@@ -257,6 +315,35 @@ fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
         body["system"] = json!(system);
     }
     body
+}
+
+/// The four breakpoints the Messages API allows, on the parts that do not
+/// change from one request to the next: the last tool (so the tools are
+/// read from cache), the system prompt, the last block of the message
+/// that ended the previous request (the one before the latest answer, so
+/// this request reads what that one wrote, however many blocks the answer
+/// and its results added), and the last block of this request (so the
+/// next one reads it). Breakpoints on prefixes shorter than the model's
+/// least cacheable length are ignored by the server, not refused.
+fn mark_breakpoints(body: &mut Value) {
+    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
+        last["cache_control"] = breakpoint();
+    }
+    if let Some(system) = body.get("system").and_then(Value::as_str) {
+        body["system"] = json!([{"type": "text", "text": system, "cache_control": breakpoint()}]);
+    }
+    if let Some(messages) = body["messages"].as_array_mut() {
+        let n = messages.len();
+        let ends = [n.checked_sub(1), n.checked_sub(3)];
+        for i in ends.into_iter().flatten() {
+            if let Some(block) = messages[i]["content"]
+                .as_array_mut()
+                .and_then(|blocks| blocks.last_mut())
+            {
+                block["cache_control"] = breakpoint();
+            }
+        }
+    }
 }
 
 fn text_block(text: &str) -> Option<Value> {
@@ -396,5 +483,139 @@ mod content_tests {
         let new = body(Request::limited(Wire::OpenAi, "m", None, &history, limit));
         assert_eq!(new["messages"][1]["content"], "");
         assert_eq!(new["max_tokens"], 100);
+    }
+}
+
+#[cfg(test)]
+mod cache_tests {
+    use super::*;
+    use crate::record::ToolCall;
+    use quickcheck::quickcheck;
+    use time::macros::datetime;
+
+    fn marked() -> Shape {
+        Shape {
+            cache: Cache {
+                breakpoints: true,
+                key: Some("20261205-120000-abcdef".into()),
+            },
+            ..Shape::limited(Some(AnswerLimit::of("m", 100)))
+        }
+    }
+
+    /// A history of `turns` user messages, each answered by `calls` tool
+    /// calls and their results, then a text answer.
+    fn history(turns: u8, calls: u8) -> Vec<Message> {
+        let at = datetime!(2026-12-05 12:00 UTC);
+        let mut history = Vec::new();
+        for t in 0..turns {
+            history.push(Message::user(at, &format!("question {t}")));
+            let ids: Vec<String> = (0..calls).map(|c| format!("c{t}-{c}")).collect();
+            if !ids.is_empty() {
+                history.push(Message {
+                    tool_calls: ids
+                        .iter()
+                        .map(|id| ToolCall {
+                            id: id.clone(),
+                            name: "read_file".into(),
+                            arguments: r#"{"path":"a"}"#.into(),
+                        })
+                        .collect(),
+                    ..Message::assistant(at, "")
+                });
+                for id in &ids {
+                    history.push(Message::tool(at, id, "contents"));
+                }
+            }
+            history.push(Message::assistant(at, "answer"));
+        }
+        history.push(Message::user(at, "next"));
+        history
+    }
+
+    fn unmarked(mut value: Value) -> Value {
+        match &mut value {
+            Value::Object(map) => {
+                map.remove("cache_control");
+                for v in map.values_mut() {
+                    *v = unmarked(v.take());
+                }
+            }
+            Value::Array(items) => {
+                for v in items.iter_mut() {
+                    *v = unmarked(v.take());
+                }
+            }
+            _ => {}
+        }
+        value
+    }
+
+    #[test]
+    fn anthropic_marks_tools_system_and_both_ends() {
+        let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), &history(2, 2), &marked());
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        let mark = json!({"type": "ephemeral"});
+        assert_eq!(
+            v["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": mark}])
+        );
+        assert_eq!(
+            v["tools"].as_array().unwrap().last().unwrap()["cache_control"],
+            mark
+        );
+        let messages = v["messages"].as_array().unwrap();
+        let marked: Vec<usize> = (0..messages.len())
+            .filter(|&i| messages[i].to_string().contains("cache_control"))
+            .collect();
+        // user, assistant(calls), user(results), assistant, user(q1), ...:
+        // the last message, and the one before the latest answer.
+        assert_eq!(marked, [messages.len() - 3, messages.len() - 1]);
+        assert!(v.get("prompt_cache_key").is_none(), "not on this wire");
+    }
+
+    #[test]
+    fn openai_gets_the_key_and_no_marks() {
+        let r = Request::shaped(Wire::OpenAi, "m", Some("sys"), &history(1, 1), &marked());
+        let v: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(v["prompt_cache_key"], "20261205-120000-abcdef");
+        assert!(!r.body.contains("cache_control"));
+        let unmarked = Request::limited(Wire::OpenAi, "m", Some("sys"), &history(1, 1), None);
+        assert!(!unmarked.body.contains("prompt_cache_key"));
+    }
+
+    quickcheck! {
+        /// The Messages API refuses a fifth breakpoint: whatever the
+        /// history, a body carries at most four.
+        fn at_most_four_breakpoints(turns: u8, calls: u8, system: bool) -> bool {
+            let history = history(turns % 6, calls % 4);
+            let system = system.then_some("sys");
+            let r = Request::shaped(Wire::Anthropic, "c", system, &history, &marked());
+            r.body.matches("cache_control").count() <= 4
+        }
+
+        /// What the previous request sent begins this one unchanged
+        /// (tools, system prompt, its messages: the marks aside, which the
+        /// server does not count as content), and this one has a
+        /// breakpoint where the previous one ended, so it reads what that
+        /// one wrote however many blocks came between.
+        fn the_previous_request_begins_this_one(turns: u8, calls: u8) -> bool {
+            let history = history(turns % 6 + 1, calls % 4);
+            let previous = &history[..history.len() - 2];
+            let body = |h: &[Message]| -> Value {
+                let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), h, &marked());
+                serde_json::from_str(&r.body).unwrap()
+            };
+            let (old, new) = (body(previous), body(&history));
+            let ended = old["messages"].as_array().unwrap().len() - 1;
+            let read_there = new["messages"][ended].to_string().contains("cache_control");
+            let (old, new) = (unmarked(old), unmarked(new));
+            let old_messages = old["messages"].as_array().unwrap();
+            let new_messages = new["messages"].as_array().unwrap();
+            read_there
+                && old["tools"] == new["tools"]
+                && old["system"] == new["system"]
+                && new_messages[..old_messages.len()] == old_messages[..]
+        }
     }
 }

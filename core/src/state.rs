@@ -13,9 +13,9 @@ use time::OffsetDateTime;
 use crate::compact;
 use crate::record::{
     Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
-    FORMAT_VERSION,
+    CACHE_VERSION, FORMAT_VERSION,
 };
-use crate::request::{AnswerLimit, Request, Wire};
+use crate::request::{AnswerLimit, Cache, Request, Shape, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -599,14 +599,46 @@ impl State {
         })
     }
 
-    /// The request this state would send now.
-    pub fn request(&self) -> Request {
-        let request = Request::limited(
+    /// What the prompt cache is told, for files of a version that says
+    /// it on the wire; nothing for older files (rebuilt as they were
+    /// sent). The key is the file's id, only for the `openai` preset.
+    pub fn cache(&self) -> Cache {
+        match &self.header {
+            Some(h) if h.version >= CACHE_VERSION => Cache {
+                breakpoints: true,
+                key: (self.provider == "openai").then(|| h.id.clone()),
+            },
+            _ => Cache::default(),
+        }
+    }
+
+    /// The shape of this state's requests: the answer limited to `limit`,
+    /// the tools offered or not, the cache told what it is told.
+    pub fn shape(&self, limit: Option<AnswerLimit>, tools: bool) -> Shape {
+        Shape {
+            limit,
+            tools,
+            cache: self.cache(),
+        }
+    }
+
+    /// A request of this state for `system` and `history`, in `shape`.
+    pub fn request_of(&self, system: Option<&str>, history: &[Message], shape: &Shape) -> Request {
+        Request::shaped(
             Wire::of(&self.provider),
             &self.model,
+            system,
+            history,
+            shape,
+        )
+    }
+
+    /// The request this state would send now.
+    pub fn request(&self) -> Request {
+        let request = self.request_of(
             self.system.as_deref(),
             &self.messages,
-            self.answer_limit(),
+            &self.shape(self.answer_limit(), true),
         );
         Request {
             seq: self.totals.requests.saturating_add(1),
@@ -668,12 +700,10 @@ impl State {
             self.piece_at(upto),
             compact::piece_prompt(notes),
         ));
-        let request = self.numbered(Request::limited(
-            Wire::of(&self.provider),
-            &self.model,
+        let request = self.numbered(self.request_of(
             self.system.as_deref(),
             &history,
-            self.notes_limit(),
+            &self.shape(self.notes_limit(), true),
         ));
         let fits =
             |r: &Request| compact::fits(compact::estimate(r.body.len(), &self.totals), self.window);
@@ -690,12 +720,10 @@ impl State {
     /// A summary request of `blocks` as one transcript message, no tools.
     fn transcript_request(&self, blocks: &[String], upto: usize, notes: Option<&str>) -> Request {
         let text = compact::transcript_prompt(&blocks.concat(), notes);
-        self.numbered(Request::toolless(
-            Wire::of(&self.provider),
-            &self.model,
+        self.numbered(self.request_of(
             self.system.as_deref(),
             &[Message::user(self.piece_at(upto), text)],
-            self.notes_limit(),
+            &self.shape(self.notes_limit(), false),
         ))
     }
 

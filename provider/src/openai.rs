@@ -39,6 +39,9 @@ pub struct OpenAi {
     http: Http,
     /// Whether [`Provider::count`] asks the server (local servers only).
     counts: bool,
+    /// The preset it was made for (`openai`, `ollama`, ...), the name the
+    /// log keeps: the `openai` preset's requests carry a cache key.
+    name: &'static str,
 }
 
 impl OpenAi {
@@ -49,7 +52,13 @@ impl OpenAi {
         OpenAi {
             http: Http::new(base_url.into(), api_key),
             counts: false,
+            name: "openai",
         }
+    }
+
+    /// The same provider, named for the preset it serves.
+    pub fn with_name(self, name: &'static str) -> OpenAi {
+        OpenAi { name, ..self }
     }
 
     /// The same provider, knowing which variable its key came from (for
@@ -205,7 +214,7 @@ impl Provider for OpenAi {
     }
 
     fn name(&self) -> &'static str {
-        "openai"
+        self.name
     }
 }
 

@@ -454,6 +454,11 @@ pub struct FakeOptions {
     pub limit: Option<Limit>,
     /// Keep connections open between requests (see the crate doc).
     pub keep_alive: bool,
+    /// Anthropic only: a prompt cache that reads and writes at the
+    /// request's `cache_control` breakpoints as the API does, caching
+    /// prefixes of at least this many tokens, and reports it in the
+    /// usage of streamed answers (see [`cache`]).
+    pub prompt_cache: Option<u64>,
 }
 
 /// A running fake server; dropping it stops the server thread.
@@ -462,6 +467,7 @@ pub struct FakeServer {
     port: u16,
     requests: Arc<Mutex<Vec<Recorded>>>,
     connections: Arc<AtomicUsize>,
+    cached: Arc<Mutex<Vec<CacheUsage>>>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -509,6 +515,7 @@ impl FakeServer {
         let port = listener.local_addr()?.port();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let connections = Arc::new(AtomicUsize::new(0));
+        let cached = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
         let server = Server {
             listener,
@@ -519,6 +526,10 @@ impl FakeServer {
                 script: Mutex::new(Script { replies, served: 0 }),
                 requests: Arc::clone(&requests),
                 connections: Arc::clone(&connections),
+                cache: options
+                    .prompt_cache
+                    .map(|least| Mutex::new(PromptCache::new(least))),
+                cached: Arc::clone(&cached),
                 stop: Arc::clone(&stop),
             }),
         };
@@ -529,6 +540,7 @@ impl FakeServer {
             port,
             requests,
             connections,
+            cached,
             stop,
             thread: Some(thread),
         })
@@ -549,6 +561,12 @@ impl FakeServer {
         lock(&self.requests).clone()
     }
 
+    /// What the prompt cache reported for each request it answered, in
+    /// order (empty without [`FakeOptions::prompt_cache`]).
+    pub fn cache_usage(&self) -> Vec<CacheUsage> {
+        lock(&self.cached).clone()
+    }
+
     /// How many connections the server has accepted so far.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
@@ -565,8 +583,11 @@ impl Drop for FakeServer {
     }
 }
 
+pub mod cache;
 mod server;
 mod wire;
+
+pub use cache::{CacheUsage, PromptCache};
 
 use server::*;
 use wire::*;

@@ -27,6 +27,10 @@ pub(crate) struct Shared {
     pub(crate) script: Mutex<Script>,
     pub(crate) requests: Arc<Mutex<Vec<Recorded>>>,
     pub(crate) connections: Arc<AtomicUsize>,
+    /// Anthropic's prompt cache, when asked for.
+    pub(crate) cache: Option<Mutex<PromptCache>>,
+    /// What the cache reported, request by request.
+    pub(crate) cached: Arc<Mutex<Vec<CacheUsage>>>,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -132,6 +136,7 @@ impl Shared {
             stream,
             close: true,
             chunked: false,
+            cached: None,
         };
         let mut first = true;
         loop {
@@ -178,6 +183,21 @@ impl Shared {
     fn respond(&self, conn: &mut Conn, recorded: Recorded) -> io::Result<()> {
         let size = recorded.body.len() as u64;
         let asks = Asks::of(&recorded.body);
+        conn.cached = None;
+        if let (Some(cache), FakeProtocol::Anthropic) = (&self.cache, self.protocol) {
+            match lock(cache).usage(&recorded.body) {
+                Ok(usage) => {
+                    lock(&self.cached).push(usage);
+                    conn.cached = Some(usage);
+                }
+                Err(message) => {
+                    lock(&self.requests).push(recorded);
+                    let body = serde_json::json!({"type": "error", "error": {
+                        "type": "invalid_request_error", "message": message}});
+                    return write_status(conn, 400, &body.to_string(), None);
+                }
+            }
+        }
         lock(&self.requests).push(recorded);
         conn.close = !self.keep_alive;
         let mut prompt = None;

@@ -304,6 +304,7 @@ fn keeping(replies: Vec<FakeReply>, limit: Option<Limit>) -> FakeServer {
     let options = FakeOptions {
         limit,
         keep_alive: true,
+        ..FakeOptions::default()
     };
     FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options).unwrap()
 }

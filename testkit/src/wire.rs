@@ -62,6 +62,9 @@ pub(crate) struct Conn {
     pub(crate) close: bool,
     /// The answer's body goes out in chunks.
     pub(crate) chunked: bool,
+    /// What the prompt cache made of the request being answered: a
+    /// streamed Anthropic answer reports it as its usage.
+    pub(crate) cached: Option<CacheUsage>,
 }
 
 impl Conn {
@@ -208,7 +211,14 @@ pub(crate) fn anthropic_stream(
         "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
         "content": [], "stop_reason": null, "stop_sequence": null,
     });
-    if let Some((prompt, _)) = usage {
+    if let Some(cached) = stream.cached {
+        message["usage"] = json!({
+            "input_tokens": cached.input,
+            "cache_read_input_tokens": cached.read,
+            "cache_creation_input_tokens": cached.written,
+            "output_tokens": 1,
+        });
+    } else if let Some((prompt, _)) = usage {
         message["usage"] = json!({"input_tokens": prompt, "output_tokens": 1});
     }
     write_named(stream, "message_start", json!({"message": message}))?;

@@ -141,7 +141,8 @@ fn a_log_of_a_newer_version_is_read_but_never_written() {
     let env = TestEnv::new("newer-version");
     let log = one_turn(&env, "db");
     let text = std::fs::read_to_string(&log).unwrap();
-    let newer = text.replacen("\"version\":2,", "\"version\":7,", 1);
+    let current = format!("\"version\":{},", revolve_core::record::FORMAT_VERSION);
+    let newer = text.replacen(&current, "\"version\":17,", 1);
     assert_ne!(newer, text);
     std::fs::write(&log, &newer).unwrap();
 
@@ -152,9 +153,10 @@ fn a_log_of_a_newer_version_is_read_but_never_written() {
         assert_eq!(
             run.stderr,
             format!(
-                "revolve: {}: written by a newer revolve (log format version 7; this build \
-                 writes version 2): not appending to it (replay still reads it)\n",
-                log.display()
+                "revolve: {}: written by a newer revolve (log format version 17; this build \
+                 writes version {}): not appending to it (replay still reads it)\n",
+                log.display(),
+                revolve_core::record::FORMAT_VERSION
             ),
             "{how:?}"
         );

@@ -363,19 +363,33 @@ fn round_trip(wire: Wire) {
             assert_eq!(second["tools"][0]["function"]["name"], "read_file");
         }
         Wire::Anthropic => {
-            assert_eq!(second["system"], system);
+            // Four cache breakpoints: the last tool, the system prompt, the
+            // end of the previous request (the first message) and the end
+            // of this one.
+            let mark = json!({"type": "ephemeral"});
+            assert_eq!(
+                second["system"],
+                json!([{"type": "text", "text": system, "cache_control": mark}])
+            );
             assert_eq!(
                 second["messages"],
                 json!([
-                    {"role": "user", "content": [{"type": "text", "text": "what do my notes say?"}]},
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "what do my notes say?", "cache_control": mark}
+                    ]},
                     {"role": "assistant", "content": [
                         {"type": "tool_use", "id": id, "name": "read_file", "input": {"path": "notes.txt"}}
                     ]},
                     {"role": "user", "content": [
-                        {"type": "tool_result", "tool_use_id": id, "content": NOTES}
+                        {"type": "tool_result", "tool_use_id": id, "content": NOTES, "cache_control": mark}
                     ]},
                 ])
             );
+            let tools = second["tools"].as_array().unwrap();
+            assert_eq!(tools.last().unwrap()["cache_control"], mark);
+            assert!(tools[..tools.len() - 1]
+                .iter()
+                .all(|t| t.get("cache_control").is_none()));
             assert_eq!(second["max_tokens"], 12_800, "the room a 128k window keeps");
             assert_eq!(second["tools"][0]["name"], "read_file");
             assert_eq!(second["tools"][0]["input_schema"]["type"], "object");

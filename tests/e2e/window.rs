@@ -659,6 +659,7 @@ fn an_empty_stream_from_llama_cpp_python_is_an_overflow() {
             usage: false,
         }),
         keep_alive: true,
+        ..FakeOptions::default()
     };
     let server = FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options)
         .expect("start the fake server");

@@ -271,12 +271,10 @@ impl Session {
             .cloned()
             .into_iter()
             .collect();
-        let least = crate::request::Request::limited(
-            crate::request::Wire::of(&state.provider),
-            &state.model,
+        let least = state.request_of(
             state.system.as_deref(),
             &newest,
-            state.answer_limit(),
+            &state.shape(state.answer_limit(), true),
         );
         compact::estimate(least.body.len(), &state.totals)
     }
@@ -284,13 +282,7 @@ impl Session {
     pub(super) fn fixed_parts(&self) -> [FixedPart; 3] {
         let state = &self.state;
         let totals = &state.totals;
-        let empty = crate::request::Request::limited(
-            crate::request::Wire::of(&state.provider),
-            &state.model,
-            None,
-            &[],
-            state.answer_limit(),
-        );
+        let empty = state.request_of(None, &[], &state.shape(state.answer_limit(), true));
         let user = state
             .messages
             .iter()
@@ -521,12 +513,10 @@ impl Session {
         let estimate = {
             let mut history = vec![Message::user(now, compact::notes_message(&notes))];
             history.extend(kept.iter().cloned());
-            let next = crate::request::Request::limited(
-                crate::request::Wire::of(&self.state.provider),
-                &self.state.model,
+            let next = self.state.request_of(
                 self.state.system.as_deref(),
                 &history,
-                self.state.answer_limit(),
+                &self.state.shape(self.state.answer_limit(), true),
             );
             compact::estimate(next.body.len(), &self.state.totals)
         };

@@ -930,6 +930,39 @@ fn every_request_says_how_long_its_answer_may_be() {
 }
 
 #[test]
+fn requests_tell_the_prompt_cache_from_version_3_only_for_the_openai_preset() {
+    let body = |s: &mut Session| -> serde_json::Value {
+        let cmds = user(s, "hello");
+        serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap()
+    };
+    let mut s = small(4_096);
+    s.state.provider = "openai".into();
+    let id = s.state.header.as_ref().unwrap().id.clone();
+    assert_eq!(body(&mut s)["prompt_cache_key"], id.as_str());
+    // Other Chat Completions servers get nothing new.
+    let mut local = small(4_096);
+    local.state.provider = "ollama".into();
+    assert!(body(&mut local).get("prompt_cache_key").is_none());
+    // Anthropic's requests carry breakpoints.
+    let mut claude = small(4_096);
+    claude.state.provider = "anthropic".into();
+    assert!(body(&mut claude).to_string().contains("cache_control"));
+    // A version-2 file rebuilds its requests as they were sent: unmarked.
+    for provider in ["openai", "anthropic"] {
+        let mut old = small(4_096);
+        old.state.provider = provider.into();
+        if let Some(h) = old.state.header.as_mut() {
+            h.version = 2;
+        }
+        let text = body(&mut old).to_string();
+        assert!(
+            !text.contains("cache_control") && !text.contains("prompt_cache_key"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
 fn an_answer_larger_than_the_window_is_squeezed_and_the_turn_goes_on() {
     let (mut s, mut log) = Session::start(
         Header {

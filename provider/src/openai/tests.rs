@@ -776,6 +776,7 @@ fn openai_the_unstreamed_request_goes_on_a_new_connection() {
             usage: false,
         }),
         keep_alive: true,
+        ..FakeOptions::default()
     };
     let server = FakeServer::start_with_options(
         FakeProtocol::OpenAi,
