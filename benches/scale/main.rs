@@ -27,6 +27,9 @@
 //!    the compaction that must come first (in pieces), the number of
 //!    requests, the largest, whether any was refused, wall time and peak
 //!    RSS.
+//! 5. **The whole history in one request**: the same session resumed with
+//!    `--window 100000000`, so one request carries all of it (issue 29:
+//!    <= 0.5 s, peak RSS <= 1.5x the live history).
 //!
 //! `cargo build --release && cargo bench --bench scale`. Sizes scale with
 //! `REVOLVE_BENCH_SCALE` (`0.1` for a quick run); `REVOLVE_BENCH_ONLY=logs`,
@@ -54,7 +57,7 @@ use env::*;
 use logs::logs;
 use sessions::sessions;
 use startup::startup;
-use window::window;
+use window::{whole, window};
 
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -103,6 +106,9 @@ fn main() {
     }
     if config.runs("window") {
         window(&config, &bin, &scratch, &mut table);
+    }
+    if config.runs("whole") {
+        whole(&config, &bin, &scratch, &mut table);
     }
     drop(scratch);
     table.print(&config);

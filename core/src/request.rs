@@ -166,6 +166,12 @@ impl Request {
     }
 
     /// The request for this system prompt and history, in this shape.
+    ///
+    /// The body is written as it is sent: the JSON around the messages
+    /// (small), then each message serialized on its own straight into a
+    /// buffer of the exact size a first, counting pass found. No tree of
+    /// the whole history is built, and no buffer grows by doubling: the
+    /// history is copied once, into the body.
     pub fn shaped(
         wire: Wire,
         model: &str,
@@ -173,42 +179,33 @@ impl Request {
         history: &[Message],
         shape: &Shape,
     ) -> Request {
-        let mut body = match wire {
-            Wire::OpenAi => openai(model, system, history),
-            Wire::Anthropic => anthropic(model, system, history),
-        };
-        if !shape.tools {
-            if let Some(map) = body.as_object_mut() {
-                map.remove("tools");
-            }
-        }
-        if let Some(limit) = shape.limit {
-            body[limit.field] = json!(limit.tokens);
-            // Requests of format version 2 (those that carry their limit)
-            // give an answer that only calls tools empty text, not null:
-            // llama-cpp-python's server refuses null with a 500.
-            if let Some(messages) = body["messages"].as_array_mut() {
-                for m in messages.iter_mut().filter(|m| m["content"].is_null()) {
-                    m["content"] = json!("");
-                }
-            }
-        }
-        match wire {
-            Wire::Anthropic if shape.cache.breakpoints => mark_breakpoints(&mut body),
-            Wire::OpenAi => {
-                if let Some(key) = &shape.cache.key {
-                    body["prompt_cache_key"] = json!(key);
-                }
-            }
-            Wire::Anthropic => {}
-        }
+        let parts = Parts::of(wire, model, system, history, shape);
+        let mut count = Count(0);
+        parts.write(&mut count);
+        let mut body = Vec::with_capacity(count.0);
+        parts.write(&mut body);
         Request {
             model: model.to_owned(),
             wire,
-            body: body.to_string(),
+            // serde_json writes UTF-8 only.
+            body: String::from_utf8(body).unwrap_or_default(),
             messages: history.len(),
             seq: 0,
         }
+    }
+
+    /// The length in bytes of the body [`Request::shaped`] would build, by
+    /// a pass that counts and keeps nothing.
+    pub fn shaped_len(
+        wire: Wire,
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        shape: &Shape,
+    ) -> usize {
+        let mut count = Count(0);
+        Parts::of(wire, model, system, history, shape).write(&mut count);
+        count.0
     }
 
     /// A token estimate for this request when the provider gives no count:
@@ -219,129 +216,283 @@ impl Request {
     }
 }
 
-/// Chat Completions: the system prompt first, tool calls as `tool_calls`,
-/// results as `tool` messages.
-fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Value {
-    let mut messages = Vec::with_capacity(history.len() + 1);
-    if let Some(system) = system {
-        messages.push(json!({"role": "system", "content": system}));
-    }
-    for m in history {
-        messages.push(match m.role {
-            Role::User => json!({"role": "user", "content": m.model_text()}),
-            Role::Assistant if m.tool_calls.is_empty() => json!({"role": "assistant", "content": m.content}),
-            Role::Assistant => {
-                let calls: Vec<Value> = m
-                    .tool_calls
-                    .iter()
-                    .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
-                    .collect();
-                let content = if m.content.is_empty() { Value::Null } else { Value::from(m.content.as_str()) };
-                json!({"role": "assistant", "content": content, "tool_calls": calls})
-            }
-            Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}),
-        });
-    }
-    let tools: Vec<Value> = tools::definitions()
-        .into_iter()
-        .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
-        .collect();
-    json!({
-        "model": model,
-        "messages": messages,
-        "tools": tools,
-        "stream": true,
-        "stream_options": {"include_usage": true},
-    })
+/// A body in parts: the JSON before the messages' first element and after
+/// their last (keys sorted, as everywhere), and the messages, each turned
+/// into its element when it is written.
+struct Parts<'a> {
+    head: String,
+    tail: String,
+    elements: Elements<'a>,
 }
 
-/// Anthropic Messages: the system prompt apart, content blocks, tool results
-/// as `tool_result` blocks of a user message, and consecutive messages of one
-/// role merged (the API wants the roles to alternate).
-fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
-    let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in history {
-        let (role, blocks) = match m.role {
-            Role::User => (
-                "user",
-                text_block(&m.model_text()).into_iter().collect::<Vec<_>>(),
+/// The `messages` array's elements.
+enum Elements<'a> {
+    /// Chat Completions: the system prompt, then one element per message;
+    /// `limited` bodies (version 2 on) give a calling answer empty text.
+    OpenAi {
+        system: Option<&'a str>,
+        history: &'a [Message],
+        limited: bool,
+    },
+    /// Messages: runs of consecutive messages of one role, each one
+    /// element (indices into `history`); the elements at `marked` get a
+    /// cache breakpoint on their last block.
+    Anthropic {
+        history: &'a [Message],
+        groups: Vec<(&'static str, Vec<usize>)>,
+        marked: [Option<usize>; 2],
+    },
+}
+
+/// Counts what is written, keeping nothing.
+struct Count(usize);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where the messages go in the JSON around them.
+const PLACE: &str = r#""messages":[]"#;
+
+impl<'a> Parts<'a> {
+    fn of(
+        wire: Wire,
+        model: &str,
+        system: Option<&'a str>,
+        history: &'a [Message],
+        shape: &Shape,
+    ) -> Parts<'a> {
+        let (mut outer, elements) = match wire {
+            Wire::OpenAi => (
+                openai_outer(model, shape),
+                Elements::OpenAi {
+                    system,
+                    history,
+                    limited: shape.limit.is_some(),
+                },
             ),
-            Role::Tool => (
-                "user",
-                vec![
-                    json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
-                ],
-            ),
-            Role::Assistant => {
-                let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
-                blocks.extend(m.tool_calls.iter().map(|c| {
-                    // The API wants the input as an object; a model that wrote
-                    // something else gets an empty one (its result says why).
-                    let input = serde_json::from_str::<Value>(&c.arguments)
-                        .ok()
-                        .filter(Value::is_object)
-                        .unwrap_or_else(|| json!({}));
-                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
-                }));
-                ("assistant", blocks)
+            Wire::Anthropic => {
+                let groups = anthropic_groups(history);
+                let n = groups.len();
+                let marked = if shape.cache.breakpoints {
+                    [n.checked_sub(1), n.checked_sub(3)]
+                } else {
+                    [None, None]
+                };
+                let elements = Elements::Anthropic {
+                    history,
+                    groups,
+                    marked,
+                };
+                (anthropic_outer(model, system, shape), elements)
             }
         };
-        if blocks.is_empty() {
-            continue;
+        if let Some(limit) = shape.limit {
+            outer[limit.field] = json!(limit.tokens);
         }
-        match messages.last_mut() {
-            Some((last, existing)) if *last == role => existing.extend(blocks),
-            _ => messages.push((role, blocks)),
+        let outer = outer.to_string();
+        // Sorted keys put `messages` after only the answer's limit, a
+        // number: the first place is the body's own.
+        let at = outer
+            .find(PLACE)
+            .map_or(outer.len(), |i| i + PLACE.len() - 1);
+        Parts {
+            head: outer[..at].to_owned(),
+            tail: outer[at..].to_owned(),
+            elements,
         }
     }
-    let messages: Vec<Value> = messages
-        .into_iter()
-        .map(|(role, content)| json!({"role": role, "content": content}))
-        .collect();
-    let tools: Vec<Value> = tools::definitions()
-        .into_iter()
-        .map(
-            |d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}),
-        )
-        .collect();
+
+    /// Writes the body. Writing to memory cannot fail, nor can
+    /// serializing a JSON value, so errors are not expected; were one to
+    /// come, the body would be cut short and the server refuse it.
+    fn write(&self, w: &mut impl std::io::Write) {
+        let _ = self.try_write(w);
+    }
+
+    fn try_write(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
+        w.write_all(self.head.as_bytes())?;
+        let mut first = true;
+        let mut element = |value: &Value, w: &mut dyn std::io::Write| -> std::io::Result<()> {
+            if !std::mem::take(&mut first) {
+                w.write_all(b",")?;
+            }
+            serde_json::to_writer(w, value).map_err(std::io::Error::other)
+        };
+        match &self.elements {
+            Elements::OpenAi {
+                system,
+                history,
+                limited,
+            } => {
+                if let Some(system) = system {
+                    element(&json!({"role": "system", "content": system}), w)?;
+                }
+                for m in history.iter() {
+                    element(&openai_message(m, *limited), w)?;
+                }
+            }
+            Elements::Anthropic {
+                history,
+                groups,
+                marked,
+            } => {
+                for (i, (role, members)) in groups.iter().enumerate() {
+                    let mut blocks: Vec<Value> = members
+                        .iter()
+                        .flat_map(|&m| anthropic_blocks(&history[m]))
+                        .collect();
+                    if marked.contains(&Some(i)) {
+                        if let Some(last) = blocks.last_mut() {
+                            last["cache_control"] = breakpoint();
+                        }
+                    }
+                    element(&json!({"role": role, "content": blocks}), w)?;
+                }
+            }
+        }
+        w.write_all(self.tail.as_bytes())
+    }
+}
+
+/// Chat Completions around the messages: the system prompt goes first
+/// among them, tool calls as `tool_calls`, results as `tool` messages.
+fn openai_outer(model: &str, shape: &Shape) -> Value {
     let mut body = json!({
         "model": model,
-        "max_tokens": ANTHROPIC_MAX_TOKENS,
-        "messages": messages,
-        "tools": tools,
+        "messages": [],
         "stream": true,
+        "stream_options": {"include_usage": true},
     });
-    if let Some(system) = system {
-        body["system"] = json!(system);
+    if shape.tools {
+        let tools: Vec<Value> = tools::definitions()
+            .into_iter()
+            .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
+            .collect();
+        body["tools"] = Value::from(tools);
+    }
+    if let Some(key) = &shape.cache.key {
+        body["prompt_cache_key"] = json!(key);
     }
     body
 }
 
-/// The four breakpoints the Messages API allows, on the parts that do not
-/// change from one request to the next: the last tool (so the tools are
-/// read from cache), the system prompt, the last block of the message
-/// that ended the previous request (the one before the latest answer, so
-/// this request reads what that one wrote, however many blocks the answer
-/// and its results added), and the last block of this request (so the
-/// next one reads it). Breakpoints on prefixes shorter than the model's
-/// least cacheable length are ignored by the server, not refused.
-fn mark_breakpoints(body: &mut Value) {
-    if let Some(last) = body["tools"].as_array_mut().and_then(|t| t.last_mut()) {
-        last["cache_control"] = breakpoint();
+/// One message of the history on the Chat Completions wire.
+fn openai_message(m: &Message, limited: bool) -> Value {
+    match m.role {
+        Role::User => json!({"role": "user", "content": m.model_text()}),
+        Role::Assistant if m.tool_calls.is_empty() => {
+            json!({"role": "assistant", "content": m.content})
+        }
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .collect();
+            // Requests of format version 2 (those that carry their limit)
+            // give an answer that only calls tools empty text, not null:
+            // llama-cpp-python's server refuses null with a 500.
+            let content = match (m.content.is_empty(), limited) {
+                (true, false) => Value::Null,
+                _ => Value::from(m.content.as_str()),
+            };
+            json!({"role": "assistant", "content": content, "tool_calls": calls})
+        }
+        Role::Tool => {
+            json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        }
     }
-    if let Some(system) = body.get("system").and_then(Value::as_str) {
-        body["system"] = json!([{"type": "text", "text": system, "cache_control": breakpoint()}]);
-    }
-    if let Some(messages) = body["messages"].as_array_mut() {
-        let n = messages.len();
-        let ends = [n.checked_sub(1), n.checked_sub(3)];
-        for i in ends.into_iter().flatten() {
-            if let Some(block) = messages[i]["content"]
-                .as_array_mut()
-                .and_then(|blocks| blocks.last_mut())
-            {
-                block["cache_control"] = breakpoint();
+}
+
+/// Anthropic Messages around the messages: the system prompt apart (with
+/// a breakpoint, as blocks), the tools (the last with a breakpoint).
+fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
+    let mut body = json!({
+        "model": model,
+        "max_tokens": ANTHROPIC_MAX_TOKENS,
+        "messages": [],
+        "stream": true,
+    });
+    if shape.tools {
+        let mut tools: Vec<Value> = tools::definitions()
+            .into_iter()
+            .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}))
+            .collect();
+        if shape.cache.breakpoints {
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = breakpoint();
             }
+        }
+        body["tools"] = Value::from(tools);
+    }
+    match system {
+        Some(system) if shape.cache.breakpoints => {
+            body["system"] =
+                json!([{"type": "text", "text": system, "cache_control": breakpoint()}]);
+        }
+        Some(system) => body["system"] = json!(system),
+        None => {}
+    }
+    body
+}
+
+/// The runs of the history the Messages API gets as one message each:
+/// results are the user's, and consecutive messages of one role merge (the
+/// API wants the roles to alternate); a message with no block is left out.
+/// The four breakpoints the API allows go on the parts that do not change
+/// from one request to the next: the last tool, the system prompt, the
+/// last block of the run that ended the previous request (the one before
+/// the latest answer, so this request reads what that one wrote, however
+/// many blocks the answer and its results added), and the last block of
+/// this request (so the next one reads it). Breakpoints on prefixes
+/// shorter than the model's least cacheable length are ignored by the
+/// server, not refused.
+fn anthropic_groups(history: &[Message]) -> Vec<(&'static str, Vec<usize>)> {
+    let mut groups: Vec<(&'static str, Vec<usize>)> = Vec::new();
+    for (i, m) in history.iter().enumerate() {
+        let (role, empty) = match m.role {
+            Role::User => ("user", m.origin.is_none() && m.content.is_empty()),
+            Role::Tool => ("user", false),
+            Role::Assistant => ("assistant", m.content.is_empty() && m.tool_calls.is_empty()),
+        };
+        if empty {
+            continue;
+        }
+        match groups.last_mut() {
+            Some((last, members)) if *last == role => members.push(i),
+            _ => groups.push((role, vec![i])),
+        }
+    }
+    groups
+}
+
+/// One message's content blocks on the Messages wire.
+fn anthropic_blocks(m: &Message) -> Vec<Value> {
+    match m.role {
+        Role::User => text_block(&m.model_text()).into_iter().collect(),
+        Role::Tool => vec![
+            json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
+        ],
+        Role::Assistant => {
+            let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+            blocks.extend(m.tool_calls.iter().map(|c| {
+                // The API wants the input as an object; a model that wrote
+                // something else gets an empty one (its result says why).
+                let input = serde_json::from_str::<Value>(&c.arguments)
+                    .ok()
+                    .filter(Value::is_object)
+                    .unwrap_or_else(|| json!({}));
+                json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
+            }));
+            blocks
         }
     }
 }
@@ -616,6 +767,282 @@ mod cache_tests {
                 && old["tools"] == new["tools"]
                 && old["system"] == new["system"]
                 && new_messages[..old_messages.len()] == old_messages[..]
+        }
+    }
+}
+
+/// The builders as they were, a `serde_json::Value` tree of the whole
+/// body: the oracle the streaming [`Parts`] must match byte for byte.
+#[cfg(test)]
+mod oracle {
+    use super::*;
+
+    pub(super) fn shaped(
+        wire: Wire,
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        shape: &Shape,
+    ) -> String {
+        let mut body = match wire {
+            Wire::OpenAi => openai(model, system, history),
+            Wire::Anthropic => anthropic(model, system, history),
+        };
+        if !shape.tools {
+            if let Some(map) = body.as_object_mut() {
+                map.remove("tools");
+            }
+        }
+        if let Some(limit) = shape.limit {
+            body[limit.field] = json!(limit.tokens);
+            if let Some(messages) = body["messages"].as_array_mut() {
+                for m in messages.iter_mut().filter(|m| m["content"].is_null()) {
+                    m["content"] = json!("");
+                }
+            }
+        }
+        match wire {
+            Wire::Anthropic if shape.cache.breakpoints => mark_breakpoints(&mut body),
+            Wire::OpenAi => {
+                if let Some(key) = &shape.cache.key {
+                    body["prompt_cache_key"] = json!(key);
+                }
+            }
+            Wire::Anthropic => {}
+        }
+        body.to_string()
+    }
+
+    /// Chat Completions: the system prompt first, tool calls as `tool_calls`,
+    /// results as `tool` messages.
+    fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+        let mut messages = Vec::with_capacity(history.len() + 1);
+        if let Some(system) = system {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in history {
+            messages.push(match m.role {
+                Role::User => json!({"role": "user", "content": m.model_text()}),
+                Role::Assistant if m.tool_calls.is_empty() => json!({"role": "assistant", "content": m.content}),
+                Role::Assistant => {
+                    let calls: Vec<Value> = m
+                        .tool_calls
+                        .iter()
+                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                        .collect();
+                    let content = if m.content.is_empty() { Value::Null } else { Value::from(m.content.as_str()) };
+                    json!({"role": "assistant", "content": content, "tool_calls": calls})
+                }
+                Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}),
+            });
+        }
+        let tools: Vec<Value> = tools::definitions()
+            .into_iter()
+            .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
+            .collect();
+        json!({
+            "model": model,
+            "messages": messages,
+            "tools": tools,
+            "stream": true,
+            "stream_options": {"include_usage": true},
+        })
+    }
+
+    /// Anthropic Messages: the system prompt apart, content blocks, tool results
+    /// as `tool_result` blocks of a user message, and consecutive messages of one
+    /// role merged (the API wants the roles to alternate).
+    fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+        let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
+        for m in history {
+            let (role, blocks) = match m.role {
+                Role::User => (
+                    "user",
+                    text_block(&m.model_text()).into_iter().collect::<Vec<_>>(),
+                ),
+                Role::Tool => (
+                    "user",
+                    vec![
+                        json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
+                    ],
+                ),
+                Role::Assistant => {
+                    let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                    blocks.extend(m.tool_calls.iter().map(|c| {
+                        // The API wants the input as an object; a model that wrote
+                        // something else gets an empty one (its result says why).
+                        let input = serde_json::from_str::<Value>(&c.arguments)
+                            .ok()
+                            .filter(Value::is_object)
+                            .unwrap_or_else(|| json!({}));
+                        json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
+                    }));
+                    ("assistant", blocks)
+                }
+            };
+            if blocks.is_empty() {
+                continue;
+            }
+            match messages.last_mut() {
+                Some((last, existing)) if *last == role => existing.extend(blocks),
+                _ => messages.push((role, blocks)),
+            }
+        }
+        let messages: Vec<Value> = messages
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let tools: Vec<Value> = tools::definitions()
+            .into_iter()
+            .map(
+                |d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}),
+            )
+            .collect();
+        let mut body = json!({
+            "model": model,
+            "max_tokens": ANTHROPIC_MAX_TOKENS,
+            "messages": messages,
+            "tools": tools,
+            "stream": true,
+        });
+        if let Some(system) = system {
+            body["system"] = json!(system);
+        }
+        body
+    }
+
+    /// The four breakpoints the Messages API allows, on the parts that do not
+    /// change from one request to the next: the last tool (so the tools are
+    /// read from cache), the system prompt, the last block of the message
+    /// that ended the previous request (the one before the latest answer, so
+    /// this request reads what that one wrote, however many blocks the answer
+    /// and its results added), and the last block of this request (so the
+    /// next one reads it). Breakpoints on prefixes shorter than the model's
+    /// least cacheable length are ignored by the server, not refused.
+    fn mark_breakpoints(body: &mut Value) {
+        if let Some(last) = body
+            .get_mut("tools")
+            .and_then(Value::as_array_mut)
+            .and_then(|t| t.last_mut())
+        {
+            last["cache_control"] = breakpoint();
+        }
+        if let Some(system) = body.get("system").and_then(Value::as_str) {
+            body["system"] =
+                json!([{"type": "text", "text": system, "cache_control": breakpoint()}]);
+        }
+        if let Some(messages) = body["messages"].as_array_mut() {
+            let n = messages.len();
+            let ends = [n.checked_sub(1), n.checked_sub(3)];
+            for i in ends.into_iter().flatten() {
+                if let Some(block) = messages[i]["content"]
+                    .as_array_mut()
+                    .and_then(|blocks| blocks.last_mut())
+                {
+                    block["cache_control"] = breakpoint();
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+    use crate::record::{Origin, ToolCall};
+    use quickcheck::{quickcheck, Arbitrary, Gen};
+    use time::macros::datetime;
+
+    #[derive(Clone, Debug)]
+    struct History(Vec<Message>);
+
+    fn text(g: &mut Gen) -> String {
+        let pieces = [
+            "",
+            "a",
+            "hi there",
+            "\"q\"",
+            "line\nnext",
+            "tab\t",
+            "é ∑ 😀",
+            "\\",
+            "\u{1}",
+            "</x>",
+        ];
+        let n = usize::arbitrary(g) % 4;
+        (0..n).map(|_| *g.choose(&pieces).unwrap()).collect()
+    }
+
+    impl Arbitrary for History {
+        fn arbitrary(g: &mut Gen) -> History {
+            let at = datetime!(2026-12-05 13:00 UTC);
+            let n = usize::arbitrary(g) % 12;
+            let history = (0..n)
+                .map(|i| {
+                    let content = text(g);
+                    match u8::arbitrary(g) % 4 {
+                        0 => Message {
+                            origin: bool::arbitrary(g).then(|| Origin {
+                                from: "amber".into(),
+                                seq: 1,
+                            }),
+                            ..Message::user(at, &content)
+                        },
+                        1 => Message::assistant(at, &content),
+                        2 => Message {
+                            tool_calls: (0..u8::arbitrary(g) % 3)
+                                .map(|c| ToolCall {
+                                    id: format!("c{i}-{c}"),
+                                    name: "read_file".into(),
+                                    arguments: g
+                                        .choose(&[
+                                            r#"{"path":"a\"b"}"#,
+                                            "{}",
+                                            "not json",
+                                            "[1]",
+                                            "",
+                                        ])
+                                        .unwrap()
+                                        .to_string(),
+                                })
+                                .collect(),
+                            ..Message::assistant(at, &content)
+                        },
+                        _ => Message::tool(at, &format!("c{i}"), &content),
+                    }
+                })
+                .collect();
+            History(history)
+        }
+    }
+
+    quickcheck! {
+        /// Whatever the history, wire and shape, the body written in parts
+        /// is the body the whole tree gave, byte for byte, and its counted
+        /// length is its length.
+        fn parts_write_what_the_tree_gave(
+            history: History,
+            anthropic: bool,
+            system: bool,
+            limit: Option<u16>,
+            tools: bool,
+            breakpoints: bool,
+            key: bool
+        ) -> bool {
+            let wire = if anthropic { Wire::Anthropic } else { Wire::OpenAi };
+            let system = system.then_some("the \"system\"\nprompt");
+            let shape = Shape {
+                limit: limit.map(|t| AnswerLimit::of("m", u64::from(t))),
+                tools,
+                cache: Cache {
+                    breakpoints,
+                    key: key.then(|| "20261205-130000-abcdef".to_owned()),
+                },
+            };
+            let built = Request::shaped(wire, "m", system, &history.0, &shape);
+            let len = Request::shaped_len(wire, "m", system, &history.0, &shape);
+            built.body == oracle::shaped(wire, "m", system, &history.0, &shape)
+                && len == built.body.len()
         }
     }
 }

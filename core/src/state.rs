@@ -633,6 +633,18 @@ impl State {
         )
     }
 
+    /// The length in bytes of [`State::request`]'s body, counted without
+    /// building it.
+    pub fn request_len(&self) -> usize {
+        Request::shaped_len(
+            Wire::of(&self.provider),
+            &self.model,
+            self.system.as_deref(),
+            &self.messages,
+            &self.shape(self.answer_limit(), true),
+        )
+    }
+
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let request = self.request_of(

@@ -62,7 +62,7 @@ impl Session {
         let window = self.state.window;
         let mut cmds = Vec::new();
         // 1. Prune, oldest first, until the estimate fits.
-        let body = self.state.request().body.len();
+        let body = self.state.request_len();
         let mut saved = 0usize;
         let mut chosen = Vec::new();
         for (i, m) in self.state.messages.iter().enumerate() {
@@ -166,7 +166,7 @@ impl Session {
     /// fits, and each message cut (its index, spill path, whole text).
     fn squeezed(&self, keep: usize) -> (bool, Vec<(usize, String, String)>) {
         let (window, totals) = (self.state.window, &self.state.totals);
-        let mut body = self.state.request().body.len();
+        let mut body = self.state.request_len();
         let mut squeezed = Vec::new();
         for (i, m) in self.state.messages.iter().enumerate().rev() {
             if compact::fits(compact::estimate(body, totals), window) {
