@@ -115,7 +115,7 @@ pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(
                 let mut rebuild = state::Rebuild::default();
                 let skipped = each_noting(&file, |record| match mode {
                     ReplayMode::Requests => match rebuild.push(&record) {
-                        Some(request) => stdout.line(&request.body),
+                        Some(request) => stdout.body(&request.body),
                         None => true,
                     },
                     _ => stdout.write(&view::transcript(std::slice::from_ref(&record))),
@@ -166,9 +166,14 @@ impl Stdout {
         self.failed.is_none()
     }
 
-    /// Writes `text` and a newline.
-    fn line(&mut self, text: &str) -> bool {
-        self.write(text) && self.write("\n")
+    /// Writes a request's body as it is sent, and a newline.
+    fn body(&mut self, body: &revolve_core::request::Body) -> bool {
+        if self.failed.is_none() {
+            if let Err(e) = body.write_to(&mut self.writer) {
+                self.failed = Some(e);
+            }
+        }
+        self.write("\n")
     }
 
     /// Flushes, and turns a failure into the binary's error.
@@ -476,7 +481,7 @@ pub fn replay_against(
     let mut differ = 0;
     for (i, (mut request, recorded)) in requests.into_iter().zip(answers).enumerate() {
         if let Some(model) = &model {
-            request.body = revolve_core::request::with_model(&request.body, model);
+            request.body = request.body.with_model(model);
         }
         let new = match provider.complete(&request, &mut |_| {}) {
             Ok(reply) => Answer::Reply(reply),

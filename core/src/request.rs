@@ -5,6 +5,10 @@
 //! spoken by Ollama, llama.cpp, vLLM, OpenRouter, and read by the scripted
 //! provider) and Anthropic Messages.
 
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 
@@ -74,8 +78,8 @@ pub struct Request {
     pub wire: Wire,
     /// The exact body sent: one line of JSON (keys sorted, so the same
     /// history always gives the same bytes), streaming, with usage asked
-    /// for, offering every tool.
-    pub body: String,
+    /// for, offering every tool; written as it is sent (see [`Body`]).
+    pub body: Body,
     /// How many messages of the history it carries (system prompt excluded).
     pub messages: usize,
     /// Its number in the session, from 1 (a scripted provider answers
@@ -166,46 +170,22 @@ impl Request {
     }
 
     /// The request for this system prompt and history, in this shape.
-    ///
-    /// The body is written as it is sent: the JSON around the messages
-    /// (small), then each message serialized on its own straight into a
-    /// buffer of the exact size a first, counting pass found. No tree of
-    /// the whole history is built, and no buffer grows by doubling: the
-    /// history is copied once, into the body.
     pub fn shaped(
         wire: Wire,
         model: &str,
         system: Option<&str>,
-        history: &[Message],
+        history: impl Into<Shared>,
         shape: &Shape,
     ) -> Request {
-        let parts = Parts::of(wire, model, system, history, shape);
-        let mut count = Count(0);
-        parts.write(&mut count);
-        let mut body = Vec::with_capacity(count.0);
-        parts.write(&mut body);
+        let history = history.into();
+        let messages = history.get().len();
         Request {
             model: model.to_owned(),
             wire,
-            // serde_json writes UTF-8 only.
-            body: String::from_utf8(body).unwrap_or_default(),
-            messages: history.len(),
+            body: Body::of(wire, model, system, history, shape),
+            messages,
             seq: 0,
         }
-    }
-
-    /// The length in bytes of the body [`Request::shaped`] would build, by
-    /// a pass that counts and keeps nothing.
-    pub fn shaped_len(
-        wire: Wire,
-        model: &str,
-        system: Option<&str>,
-        history: &[Message],
-        shape: &Shape,
-    ) -> usize {
-        let mut count = Count(0);
-        Parts::of(wire, model, system, history, shape).write(&mut count);
-        count.0
     }
 
     /// A token estimate for this request when the provider gives no count:
@@ -216,44 +196,101 @@ impl Request {
     }
 }
 
-/// A body in parts: the JSON before the messages' first element and after
-/// their last (keys sorted, as everywhere), and the messages, each turned
-/// into its element when it is written.
-struct Parts<'a> {
+/// Messages a request carries: a prefix of a history it shares with the
+/// state (the turn's request copies nothing), or its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shared {
+    messages: Arc<Vec<Message>>,
+    upto: usize,
+}
+
+impl Shared {
+    /// The whole of `messages`, shared.
+    pub fn of(messages: &Arc<Vec<Message>>) -> Shared {
+        Shared {
+            messages: Arc::clone(messages),
+            upto: messages.len(),
+        }
+    }
+
+    fn get(&self) -> &[Message] {
+        &self.messages[..self.upto]
+    }
+}
+
+impl From<&[Message]> for Shared {
+    fn from(history: &[Message]) -> Shared {
+        Shared::from(history.to_vec())
+    }
+}
+
+impl From<&Vec<Message>> for Shared {
+    fn from(history: &Vec<Message>) -> Shared {
+        Shared::from(history.as_slice())
+    }
+}
+
+impl<const N: usize> From<&[Message; N]> for Shared {
+    fn from(history: &[Message; N]) -> Shared {
+        Shared::from(history.as_slice())
+    }
+}
+
+impl From<Vec<Message>> for Shared {
+    fn from(history: Vec<Message>) -> Shared {
+        let upto = history.len();
+        Shared {
+            messages: Arc::new(history),
+            upto,
+        }
+    }
+}
+
+/// A request's body, written when it is sent: the JSON before the
+/// messages' first element and after their last (small; keys sorted, as
+/// everywhere), and the messages, each turned into its element as it is
+/// written, straight into the connection. The whole body is never in
+/// memory: the history is the state's own. Its length is counted once,
+/// when it is made, by writing it to a counter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Body {
     head: String,
     tail: String,
-    elements: Elements<'a>,
+    elements: Elements,
+    len: usize,
 }
 
 /// The `messages` array's elements.
-enum Elements<'a> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Elements {
     /// Chat Completions: the system prompt, then one element per message;
     /// `limited` bodies (version 2 on) give a calling answer empty text.
     OpenAi {
-        system: Option<&'a str>,
-        history: &'a [Message],
+        system: Option<String>,
+        history: Shared,
         limited: bool,
     },
     /// Messages: runs of consecutive messages of one role, each one
-    /// element (indices into `history`); the elements at `marked` get a
-    /// cache breakpoint on their last block.
+    /// element; the runs numbered in `marked` get a cache breakpoint on
+    /// their last block.
     Anthropic {
-        history: &'a [Message],
-        groups: Vec<(&'static str, Vec<usize>)>,
+        history: Shared,
         marked: [Option<usize>; 2],
     },
+    /// None: a body given whole ([`Body::from`] a text).
+    Whole,
 }
 
 /// Counts what is written, keeping nothing.
 struct Count(usize);
 
-impl std::io::Write for Count {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+impl io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0 += buf.len();
         Ok(buf.len())
     }
 
-    fn flush(&mut self) -> std::io::Result<()> {
+    fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
 }
@@ -261,104 +298,315 @@ impl std::io::Write for Count {
 /// Where the messages go in the JSON around them.
 const PLACE: &str = r#""messages":[]"#;
 
-impl<'a> Parts<'a> {
-    fn of(
-        wire: Wire,
-        model: &str,
-        system: Option<&'a str>,
-        history: &'a [Message],
-        shape: &Shape,
-    ) -> Parts<'a> {
+impl Body {
+    fn of(wire: Wire, model: &str, system: Option<&str>, history: Shared, shape: &Shape) -> Body {
         let (mut outer, elements) = match wire {
             Wire::OpenAi => (
                 openai_outer(model, shape),
                 Elements::OpenAi {
-                    system,
+                    system: system.map(str::to_owned),
                     history,
                     limited: shape.limit.is_some(),
                 },
             ),
             Wire::Anthropic => {
-                let groups = anthropic_groups(history);
-                let n = groups.len();
+                let n = Runs::new(history.get(), [None, None]).count();
                 let marked = if shape.cache.breakpoints {
                     [n.checked_sub(1), n.checked_sub(3)]
                 } else {
                     [None, None]
                 };
-                let elements = Elements::Anthropic {
-                    history,
-                    groups,
-                    marked,
-                };
-                (anthropic_outer(model, system, shape), elements)
+                let outer = anthropic_outer(model, system, shape);
+                (outer, Elements::Anthropic { history, marked })
             }
         };
         if let Some(limit) = shape.limit {
             outer[limit.field] = json!(limit.tokens);
         }
+        Body::around(&outer, elements)
+    }
+
+    /// The body of `elements` in `outer` (which holds an empty `messages`).
+    fn around(outer: &Value, elements: Elements) -> Body {
         let outer = outer.to_string();
         // Sorted keys put `messages` after only the answer's limit, a
         // number: the first place is the body's own.
         let at = outer
             .find(PLACE)
             .map_or(outer.len(), |i| i + PLACE.len() - 1);
-        Parts {
+        let mut body = Body {
             head: outer[..at].to_owned(),
             tail: outer[at..].to_owned(),
             elements,
+            len: 0,
+        };
+        let mut count = Count(0);
+        // Writing to a counter cannot fail.
+        let _ = body.write_to(&mut count);
+        body.len = count.0;
+        body
+    }
+
+    /// The same body sent again to another model (`replay --against
+    /// --model`): its `model` replaced.
+    pub fn with_model(&self, model: &str) -> Body {
+        let outer = format!("{}{}", self.head, self.tail);
+        match serde_json::from_str::<Value>(&outer) {
+            Ok(mut value) if value.get("model").is_some() => {
+                value["model"] = Value::from(model);
+                Body::around(&value, self.elements.clone())
+            }
+            _ => self.clone(),
         }
     }
 
-    /// Writes the body. Writing to memory cannot fail, nor can
-    /// serializing a JSON value, so errors are not expected; were one to
-    /// come, the body would be cut short and the server refuse it.
-    fn write(&self, w: &mut impl std::io::Write) {
-        let _ = self.try_write(w);
+    /// Its length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
-    fn try_write(&self, w: &mut impl std::io::Write) -> std::io::Result<()> {
-        w.write_all(self.head.as_bytes())?;
-        let mut first = true;
-        let mut element = |value: &Value, w: &mut dyn std::io::Write| -> std::io::Result<()> {
-            if !std::mem::take(&mut first) {
-                w.write_all(b",")?;
-            }
-            serde_json::to_writer(w, value).map_err(std::io::Error::other)
-        };
+    /// Whether it has no byte (never, for a body made here).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Writes it to `w`, as [`Body::reader`] reads it.
+    pub fn write_to(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        io::copy(&mut self.reader(), w).map(drop)
+    }
+
+    /// A reader of its bytes: the part before the messages, then each
+    /// element as it is made, then the part after.
+    pub fn reader(&self) -> BodyReader<'_> {
+        BodyReader {
+            body: self,
+            elements: None,
+            stage: Stage::Head,
+            buf: Vec::new(),
+            at: 0,
+        }
+    }
+
+    /// The whole body in memory, for tests and the rare paths that must
+    /// edit it (a stream that came back empty is asked again unstreamed).
+    pub fn text(&self) -> String {
+        let mut bytes = Vec::with_capacity(self.len);
+        // Writing to memory cannot fail; serde_json writes UTF-8 only.
+        let _ = self.write_to(&mut bytes);
+        String::from_utf8(bytes).unwrap_or_default()
+    }
+
+    fn elements(&self) -> Box<dyn Iterator<Item = Value> + '_> {
         match &self.elements {
             Elements::OpenAi {
                 system,
                 history,
                 limited,
             } => {
-                if let Some(system) = system {
-                    element(&json!({"role": "system", "content": system}), w)?;
-                }
-                for m in history.iter() {
-                    element(&openai_message(m, *limited), w)?;
+                let system = system
+                    .as_deref()
+                    .map(|system| json!({"role": "system", "content": system}));
+                let limited = *limited;
+                Box::new(
+                    system.into_iter().chain(
+                        history
+                            .get()
+                            .iter()
+                            .map(move |m| openai_message(m, limited)),
+                    ),
+                )
+            }
+            Elements::Anthropic { history, marked } => Box::new(Runs::new(history.get(), *marked)),
+            Elements::Whole => Box::new(std::iter::empty()),
+        }
+    }
+}
+
+/// A body given whole: a fixture, or a body edited as text.
+impl From<String> for Body {
+    fn from(text: String) -> Body {
+        Body {
+            len: text.len(),
+            head: text,
+            tail: String::new(),
+            elements: Elements::Whole,
+        }
+    }
+}
+
+impl From<&str> for Body {
+    fn from(text: &str) -> Body {
+        Body::from(text.to_owned())
+    }
+}
+
+impl PartialEq<String> for Body {
+    fn eq(&self, other: &String) -> bool {
+        self.len == other.len() && self.text() == *other
+    }
+}
+
+impl PartialEq<Body> for String {
+    fn eq(&self, other: &Body) -> bool {
+        other == self
+    }
+}
+
+impl fmt::Display for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text())
+    }
+}
+
+impl Serialize for Body {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text())
+    }
+}
+
+/// Where a [`BodyReader`] is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Head,
+    Elements { first: bool },
+    Tail,
+    Done,
+}
+
+/// Reads a [`Body`], making each element when the one before is read.
+pub struct BodyReader<'a> {
+    body: &'a Body,
+    elements: Option<Box<dyn Iterator<Item = Value> + 'a>>,
+    stage: Stage,
+    buf: Vec<u8>,
+    at: usize,
+}
+
+impl BodyReader<'_> {
+    /// The next piece into `buf`; false at the end.
+    fn refill(&mut self) -> io::Result<bool> {
+        self.buf.clear();
+        self.at = 0;
+        match self.stage {
+            Stage::Head => {
+                self.buf.extend_from_slice(self.body.head.as_bytes());
+                self.stage = Stage::Elements { first: true };
+            }
+            Stage::Elements { first } => {
+                let body = self.body;
+                let next = self.elements.get_or_insert_with(|| body.elements()).next();
+                match next {
+                    Some(value) => {
+                        if !first {
+                            self.buf.push(b',');
+                        }
+                        serde_json::to_writer(&mut self.buf, &value).map_err(io::Error::other)?;
+                        self.stage = Stage::Elements { first: false };
+                    }
+                    None => {
+                        self.buf.extend_from_slice(self.body.tail.as_bytes());
+                        self.stage = Stage::Tail;
+                    }
                 }
             }
-            Elements::Anthropic {
-                history,
-                groups,
-                marked,
-            } => {
-                for (i, (role, members)) in groups.iter().enumerate() {
-                    let mut blocks: Vec<Value> = members
-                        .iter()
-                        .flat_map(|&m| anthropic_blocks(&history[m]))
-                        .collect();
-                    if marked.contains(&Some(i)) {
-                        if let Some(last) = blocks.last_mut() {
-                            last["cache_control"] = breakpoint();
-                        }
-                    }
-                    element(&json!({"role": role, "content": blocks}), w)?;
-                }
+            Stage::Tail => {
+                self.stage = Stage::Done;
+                return Ok(false);
+            }
+            Stage::Done => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+impl io::Read for BodyReader<'_> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.at == self.buf.len() {
+            if !self.refill()? {
+                return Ok(0);
             }
         }
-        w.write_all(self.tail.as_bytes())
+        let n = out.len().min(self.buf.len() - self.at);
+        out[..n].copy_from_slice(&self.buf[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// The runs of the history the Messages API gets as one message each:
+/// results are the user's, and consecutive messages of one role merge (the
+/// API wants the roles to alternate); a message with no block is left out.
+/// The runs numbered in `marked` get a breakpoint on their last block.
+///
+/// The four breakpoints the API allows go on the parts that do not change
+/// from one request to the next: the last tool, the system prompt, the
+/// last block of the run that ended the previous request (the one before
+/// the latest answer, so this request reads what that one wrote, however
+/// many blocks the answer and its results added), and the last block of
+/// this request (so the next one reads it). Breakpoints on prefixes
+/// shorter than the model's least cacheable length are ignored by the
+/// server, not refused.
+struct Runs<'a> {
+    history: &'a [Message],
+    next: usize,
+    run: usize,
+    marked: [Option<usize>; 2],
+}
+
+impl<'a> Runs<'a> {
+    fn new(history: &'a [Message], marked: [Option<usize>; 2]) -> Runs<'a> {
+        Runs {
+            history,
+            next: 0,
+            run: 0,
+            marked,
+        }
+    }
+
+    /// A message's role on the wire, `None` when it has no block.
+    fn role(m: &Message) -> Option<&'static str> {
+        match m.role {
+            Role::User if m.origin.is_none() && m.content.is_empty() => None,
+            Role::User | Role::Tool => Some("user"),
+            Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => None,
+            Role::Assistant => Some("assistant"),
+        }
+    }
+
+    /// The end of the run of `role` starting at `from`.
+    fn end(&self, from: usize, role: &str) -> usize {
+        let mut end = from;
+        while let Some(m) = self.history.get(end) {
+            match Runs::role(m) {
+                Some(r) if r != role => break,
+                _ => end += 1,
+            }
+        }
+        end
+    }
+}
+
+impl Iterator for Runs<'_> {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        let (start, role) = self.history[self.next..]
+            .iter()
+            .enumerate()
+            .find_map(|(i, m)| Runs::role(m).map(|r| (self.next + i, r)))?;
+        let end = self.end(start, role);
+        self.next = end;
+        let mut blocks: Vec<Value> = self.history[start..end]
+            .iter()
+            .flat_map(anthropic_blocks)
+            .collect();
+        if self.marked.contains(&Some(self.run)) {
+            if let Some(last) = blocks.last_mut() {
+                last["cache_control"] = breakpoint();
+            }
+        }
+        self.run += 1;
+        Some(json!({"role": role, "content": blocks}))
     }
 }
 
@@ -444,36 +692,6 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
     body
 }
 
-/// The runs of the history the Messages API gets as one message each:
-/// results are the user's, and consecutive messages of one role merge (the
-/// API wants the roles to alternate); a message with no block is left out.
-/// The four breakpoints the API allows go on the parts that do not change
-/// from one request to the next: the last tool, the system prompt, the
-/// last block of the run that ended the previous request (the one before
-/// the latest answer, so this request reads what that one wrote, however
-/// many blocks the answer and its results added), and the last block of
-/// this request (so the next one reads it). Breakpoints on prefixes
-/// shorter than the model's least cacheable length are ignored by the
-/// server, not refused.
-fn anthropic_groups(history: &[Message]) -> Vec<(&'static str, Vec<usize>)> {
-    let mut groups: Vec<(&'static str, Vec<usize>)> = Vec::new();
-    for (i, m) in history.iter().enumerate() {
-        let (role, empty) = match m.role {
-            Role::User => ("user", m.origin.is_none() && m.content.is_empty()),
-            Role::Tool => ("user", false),
-            Role::Assistant => ("assistant", m.content.is_empty() && m.tool_calls.is_empty()),
-        };
-        if empty {
-            continue;
-        }
-        match groups.last_mut() {
-            Some((last, members)) if *last == role => members.push(i),
-            _ => groups.push((role, vec![i])),
-        }
-    }
-    groups
-}
-
 /// One message's content blocks on the Messages wire.
 fn anthropic_blocks(m: &Message) -> Vec<Value> {
     match m.role {
@@ -499,19 +717,6 @@ fn anthropic_blocks(m: &Message) -> Vec<Value> {
 
 fn text_block(text: &str) -> Option<Value> {
     (!text.is_empty()).then(|| json!({"type": "text", "text": text}))
-}
-
-/// A request body sent again to another model (`replay --against
-/// --model`): the same body with its `model` replaced. A body without one
-/// is left as it is.
-pub fn with_model(body: &str, model: &str) -> String {
-    match serde_json::from_str::<Value>(body) {
-        Ok(mut value) if value.get("model").is_some() => {
-            value["model"] = Value::from(model);
-            value.to_string()
-        }
-        _ => body.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -542,8 +747,8 @@ mod tests {
     #[test]
     fn openai_body() {
         let r = Request::build(Wire::OpenAi, "m", Some("sys"), &history());
-        let v: Value = serde_json::from_str(&r.body).unwrap();
-        assert!(r.body.contains(r#""messages":[{"content":"sys","role":"system"},{"content":"hi","role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a\"}","name":"read_file"},"id":"c1","type":"function"}]},{"content":"contents","role":"tool","tool_call_id":"c1"}"#), "{}", r.body);
+        let v: Value = serde_json::from_str(&r.body.text()).unwrap();
+        assert!(r.body.text().contains(r#""messages":[{"content":"sys","role":"system"},{"content":"hi","role":"user"},{"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"a\"}","name":"read_file"},"id":"c1","type":"function"}]},{"content":"contents","role":"tool","tool_call_id":"c1"}"#), "{}", r.body);
         assert_eq!(v["model"], "m");
         assert_eq!(v["stream"], true);
         assert_eq!(v["stream_options"]["include_usage"], true);
@@ -554,7 +759,7 @@ mod tests {
     #[test]
     fn anthropic_body_alternates_roles() {
         let r = Request::build(Wire::Anthropic, "claude", Some("sys"), &history());
-        let v: Value = serde_json::from_str(&r.body).unwrap();
+        let v: Value = serde_json::from_str(&r.body.text()).unwrap();
         assert_eq!(
             (&v["model"], &v["max_tokens"], &v["system"]),
             (&json!("claude"), &json!(8192), &json!("sys"))
@@ -627,7 +832,7 @@ mod content_tests {
             },
             Message::tool(at, "c", "a.txt"),
         ];
-        let body = |r: Request| serde_json::from_str::<Value>(&r.body).unwrap();
+        let body = |r: Request| serde_json::from_str::<Value>(&r.body.text()).unwrap();
         let old = body(Request::build(Wire::OpenAi, "m", None, &history));
         assert!(old["messages"][1]["content"].is_null(), "version 1 as sent");
         let limit = Some(AnswerLimit::of("m", 100));
@@ -705,7 +910,7 @@ mod cache_tests {
     #[test]
     fn anthropic_marks_tools_system_and_both_ends() {
         let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), &history(2, 2), &marked());
-        let v: Value = serde_json::from_str(&r.body).unwrap();
+        let v: Value = serde_json::from_str(&r.body.text()).unwrap();
         let mark = json!({"type": "ephemeral"});
         assert_eq!(
             v["system"],
@@ -728,11 +933,11 @@ mod cache_tests {
     #[test]
     fn openai_gets_the_key_and_no_marks() {
         let r = Request::shaped(Wire::OpenAi, "m", Some("sys"), &history(1, 1), &marked());
-        let v: Value = serde_json::from_str(&r.body).unwrap();
+        let v: Value = serde_json::from_str(&r.body.text()).unwrap();
         assert_eq!(v["prompt_cache_key"], "20261205-120000-abcdef");
-        assert!(!r.body.contains("cache_control"));
+        assert!(!r.body.text().contains("cache_control"));
         let unmarked = Request::limited(Wire::OpenAi, "m", Some("sys"), &history(1, 1), None);
-        assert!(!unmarked.body.contains("prompt_cache_key"));
+        assert!(!unmarked.body.text().contains("prompt_cache_key"));
     }
 
     quickcheck! {
@@ -742,7 +947,7 @@ mod cache_tests {
             let history = history(turns % 6, calls % 4);
             let system = system.then_some("sys");
             let r = Request::shaped(Wire::Anthropic, "c", system, &history, &marked());
-            r.body.matches("cache_control").count() <= 4
+            r.body.text().matches("cache_control").count() <= 4
         }
 
         /// What the previous request sent begins this one unchanged
@@ -755,7 +960,7 @@ mod cache_tests {
             let previous = &history[..history.len() - 2];
             let body = |h: &[Message]| -> Value {
                 let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), h, &marked());
-                serde_json::from_str(&r.body).unwrap()
+                serde_json::from_str(&r.body.text()).unwrap()
             };
             let (old, new) = (body(previous), body(&history));
             let ended = old["messages"].as_array().unwrap().len() - 1;
@@ -1018,8 +1223,8 @@ mod streaming_tests {
 
     quickcheck! {
         /// Whatever the history, wire and shape, the body written in parts
-        /// is the body the whole tree gave, byte for byte, and its counted
-        /// length is its length.
+        /// is the body the whole tree gave, byte for byte, read or written,
+        /// and its counted length is its length.
         fn parts_write_what_the_tree_gave(
             history: History,
             anthropic: bool,
@@ -1040,9 +1245,12 @@ mod streaming_tests {
                 },
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
-            let len = Request::shaped_len(wire, "m", system, &history.0, &shape);
-            built.body == oracle::shaped(wire, "m", system, &history.0, &shape)
-                && len == built.body.len()
+            let text = built.body.text();
+            let mut read = Vec::new();
+            std::io::Read::read_to_end(&mut built.body.reader(), &mut read).unwrap();
+            text == oracle::shaped(wire, "m", system, &history.0, &shape)
+                && built.body.len() == text.len()
+                && read == text.as_bytes()
         }
     }
 }

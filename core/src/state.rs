@@ -6,6 +6,7 @@
 //! requests it sent.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use time::OffsetDateTime;
@@ -15,7 +16,7 @@ use crate::record::{
     Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
     CACHE_VERSION, FORMAT_VERSION,
 };
-use crate::request::{AnswerLimit, Cache, Request, Shape, Wire};
+use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -34,8 +35,9 @@ pub struct State {
     pub provider: String,
     /// The last system prompt written.
     pub system: Option<String>,
-    /// The conversation the model sees.
-    pub messages: Vec<Message>,
+    /// The conversation the model sees, shared with the requests made
+    /// of it (a change copies it only while a request still holds it).
+    pub messages: Arc<Vec<Message>>,
     /// The running totals, as last written.
     pub totals: Totals,
     /// The time of the last record that carries one.
@@ -219,7 +221,7 @@ impl State {
                         }
                     }
                 }
-                self.messages.push(m.clone());
+                Arc::make_mut(&mut self.messages).push(m.clone());
             }
             Record::Failed(_) => self.awaiting = false,
             // The request is due again, under the lowered window (or, in a
@@ -302,7 +304,7 @@ impl State {
                 for &i in &p.messages {
                     if let Some(m) = usize::try_from(i)
                         .ok()
-                        .and_then(|i| self.messages.get_mut(i))
+                        .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
                     {
                         if m.role == Role::Tool {
                             m.content = match usize::try_from(p.keep) {
@@ -384,7 +386,7 @@ impl State {
             Record::Squeezed(q) => {
                 match usize::try_from(q.message)
                     .ok()
-                    .and_then(|i| self.messages.get_mut(i))
+                    .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
                 {
                     Some(m) if m.role == Role::Tool => {
                         m.content = compact::squeeze(&m.content, &q.path, squeezed_keep(q));
@@ -409,10 +411,10 @@ impl State {
                 self.refined_at = c.refined_at;
                 self.turns_at_refine = c.turns_at_refine;
                 self.messages_at_refine = 0;
-                self.messages = Vec::with_capacity(c.kept.len() + 1);
-                self.messages
-                    .push(Message::user(c.at, compact::notes_message(&c.notes)));
-                self.messages.extend(c.kept.iter().cloned());
+                let mut messages = Vec::with_capacity(c.kept.len() + 1);
+                messages.push(Message::user(c.at, compact::notes_message(&c.notes)));
+                messages.extend(c.kept.iter().cloned());
+                self.messages = Arc::new(messages);
                 self.totals = c.totals.clone();
                 self.open_calls.clear();
                 self.awaiting = c.pending;
@@ -449,8 +451,11 @@ impl State {
         }
         let lost = std::mem::take(&mut self.open_calls);
         for call in &lost {
-            self.messages
-                .push(Message::tool(m.at, call.id.clone(), LOST_RESULT));
+            Arc::make_mut(&mut self.messages).push(Message::tool(
+                m.at,
+                call.id.clone(),
+                LOST_RESULT,
+            ));
         }
         self.repaired = self.repaired.saturating_add(lost.len() as u64);
         self.awaiting = true;
@@ -503,7 +508,7 @@ impl State {
         match r.undoes {
             None => {
                 if r.conversation && from <= self.messages.len() {
-                    entry.messages = self.messages.split_off(from);
+                    entry.messages = Arc::make_mut(&mut self.messages).split_off(from);
                     self.messages_at_refine = self.messages_at_refine.min(from);
                 } else if r.conversation {
                     note = Some("a rewind from past the end of the history".to_owned());
@@ -522,7 +527,7 @@ impl State {
                         undone.undone = true;
                         if undone.record.conversation {
                             if self.messages.len() == from {
-                                self.messages.append(&mut undone.messages);
+                                Arc::make_mut(&mut self.messages).append(&mut undone.messages);
                             } else {
                                 note = Some("a rewind taken back after later turns".to_owned());
                             }
@@ -623,7 +628,12 @@ impl State {
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
-    pub fn request_of(&self, system: Option<&str>, history: &[Message], shape: &Shape) -> Request {
+    pub fn request_of(
+        &self,
+        system: Option<&str>,
+        history: impl Into<Shared>,
+        shape: &Shape,
+    ) -> Request {
         Request::shaped(
             Wire::of(&self.provider),
             &self.model,
@@ -633,23 +643,17 @@ impl State {
         )
     }
 
-    /// The length in bytes of [`State::request`]'s body, counted without
-    /// building it.
+    /// The length in bytes of [`State::request`]'s body (counted, never
+    /// held whole).
     pub fn request_len(&self) -> usize {
-        Request::shaped_len(
-            Wire::of(&self.provider),
-            &self.model,
-            self.system.as_deref(),
-            &self.messages,
-            &self.shape(self.answer_limit(), true),
-        )
+        self.request().body.len()
     }
 
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let request = self.request_of(
             self.system.as_deref(),
-            &self.messages,
+            Shared::of(&self.messages),
             &self.shape(self.answer_limit(), true),
         );
         Request {
@@ -860,8 +864,10 @@ mod tests {
         ];
         let reqs = requests(&records);
         assert_eq!(reqs.len(), 2);
-        assert!(reqs[0].body.contains("\"one\"") && !reqs[0].body.contains("\"two\""));
-        assert!(reqs[1].body.contains("\"one\"") && reqs[1].body.contains("\"two\""));
+        assert!(
+            reqs[0].body.text().contains("\"one\"") && !reqs[0].body.text().contains("\"two\"")
+        );
+        assert!(reqs[1].body.text().contains("\"one\"") && reqs[1].body.text().contains("\"two\""));
     }
 
     #[test]

@@ -636,7 +636,7 @@ fn misbehaving_models_are_bounded() {
             }
             // Runs of identical calls, turn by turn.
             let mut run_of: Vec<&ToolCall> = Vec::new();
-            for m in &state.messages {
+            for m in state.messages.iter() {
                 match m.role {
                     Role::User => run_of.clear(),
                     Role::Assistant => {
@@ -975,7 +975,10 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
             assert!(compact::fits(tokens, window), "a piece of {tokens} tokens");
             if pieces.len() > 1 {
                 let last = notes_seen.last().expect("notes before a later piece");
-                assert!(req.body.contains(last), "a piece without the notes so far");
+                assert!(
+                    req.body.text().contains(last),
+                    "a piece without the notes so far"
+                );
             }
             sent.push(req);
             let notes = format!("Facts: piece {round} port 5432");

@@ -101,7 +101,7 @@ impl Server {
     }
 
     fn limit(request: &Request) -> u64 {
-        let body: serde_json::Value = serde_json::from_str(&request.body).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&request.body.text()).unwrap();
         body["max_tokens"]
             .as_u64()
             .or_else(|| body["max_completion_tokens"].as_u64())

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult, Testable};
 
-use revolve_core::record::Record;
+use revolve_core::record::{Message, Record};
 use revolve_core::request::Wire;
 use revolve_core::state::State;
 use revolve_core::view;
@@ -401,13 +401,8 @@ fn fuzz_provider(
         .collect();
     let server = serve(bodies.iter().cloned().map(FakeReply::Garbage).collect());
     let provider = make(server.url());
-    let request = Request {
-        model: "m".into(),
-        wire: Wire::OpenAi,
-        body: r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"stream":true}"#.into(),
-        messages: 1,
-        seq: 0,
-    };
+    let at = time::macros::datetime!(2026-12-05 12:00 UTC);
+    let request = Request::build(Wire::OpenAi, "m", None, &[Message::user(at, "hi")]);
     let mut replies = 0;
     let mut i = 0;
     while i < bodies.len() {

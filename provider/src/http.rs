@@ -41,6 +41,7 @@ use std::io::{ErrorKind, Read};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use revolve_core::request::Body;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
@@ -202,10 +203,10 @@ impl Http {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        body: &str,
+        body: &Body,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, ProviderError> {
-        self.send::<P>(url, headers, body, on_text, Ask::Streamed)
+        self.send::<P>(url, headers, Payload::Body(body), on_text, Ask::Streamed)
             .map_err(|error| self.scrub(error))
     }
 
@@ -347,7 +348,7 @@ impl Http {
         &self,
         url: &str,
         headers: &[(&str, String)],
-        sent: &str,
+        sent: Payload<'_>,
         on_text: &mut dyn FnMut(&str),
         ask: Ask,
     ) -> Result<Reply, ProviderError> {
@@ -368,7 +369,18 @@ impl Http {
         for (name, value) in headers {
             call = call.header(*name, value.as_str());
         }
-        let response = call.send(sent).map_err(|e| self.unsent(url, &e))?;
+        let response = match sent {
+            Payload::Text(text) => call.send(text),
+            // Written into the connection as it is read: the whole body is
+            // never in memory. Its length is known, so it goes out with a
+            // `Content-Length` (some servers refuse chunked requests).
+            Payload::Body(body) => {
+                let mut reader = body.reader();
+                call.header("content-length", body.len().to_string())
+                    .send(ureq::SendBody::from_reader(&mut reader))
+            }
+        }
+        .map_err(|e| self.unsent(url, &e))?;
 
         let status = response.status();
         let content_type = header(&response, "content-type").to_ascii_lowercase();
@@ -457,7 +469,7 @@ impl Http {
         streamed: Result<Reply, Stop>,
         url: &str,
         headers: &[(&str, String)],
-        sent: &str,
+        sent: Payload<'_>,
         on_text: &mut dyn FnMut(&str),
         ask: Ask,
     ) -> Result<Reply, ProviderError> {
@@ -466,13 +478,13 @@ impl Http {
             Err(Stop::Failed(error)) => Err(error),
             Err(Stop::Ended { error, empty }) => {
                 let again = match (empty, ask) {
-                    (true, Ask::Streamed) => P::unstreamed(sent),
+                    (true, Ask::Streamed) => P::unstreamed(&sent.text()),
                     _ => None,
                 };
                 let Some(again) = again else {
                     return Err(error);
                 };
-                self.send::<P>(url, headers, &again, on_text, Ask::Unstreamed)
+                self.send::<P>(url, headers, Payload::Text(&again), on_text, Ask::Unstreamed)
                     .map_err(|e| ProviderError {
                         message: format!(
                             "{} (sent again unstreamed: the stream had ended before {} with nothing in it)",
@@ -706,6 +718,23 @@ pub(super) fn unstreamed(body: &str, remove: &[&str]) -> Option<String> {
         object.remove(*key);
     }
     serde_json::to_string(&value).ok()
+}
+
+/// What a request sends: a body core made, written as it is sent, or a
+/// text (a body edited to ask again unstreamed).
+#[derive(Clone, Copy)]
+pub(super) enum Payload<'a> {
+    Body(&'a Body),
+    Text(&'a str),
+}
+
+impl Payload<'_> {
+    fn text(&self) -> Cow<'_, str> {
+        match self {
+            Payload::Body(body) => Cow::Owned(body.text()),
+            Payload::Text(text) => Cow::Borrowed(text),
+        }
+    }
 }
 
 /// An answer as it is put together: text, tool calls by index, usage.

@@ -408,7 +408,7 @@ mod testing {
         Request {
             model: "m".into(),
             wire: Wire::OpenAi,
-            body,
+            body: body.into(),
             messages: messages.len() - 1,
             seq: 0,
         }

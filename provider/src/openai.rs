@@ -193,7 +193,7 @@ impl Provider for OpenAi {
         if !self.counts {
             return None;
         }
-        let mut body: serde_json::Value = serde_json::from_str(&request.body).ok()?;
+        let mut body: serde_json::Value = serde_json::from_str(&request.body.text()).ok()?;
         let map = body.as_object_mut()?;
         map.insert("stream".into(), false.into());
         map.remove("stream_options");

@@ -188,7 +188,7 @@ impl Provider for Scripted {
         let script = self.path.display();
         let n = match usize::try_from(request.seq) {
             Ok(seq) if seq > 0 => seq,
-            _ => request_number(&request.body).map_err(|why| {
+            _ => request_number(&request.body.text()).map_err(|why| {
                 ProviderError::new(format!("the script {script} cannot answer: {why}"), "")
             })?,
         };

@@ -534,8 +534,8 @@ fn summarizing_moves_the_session_to_a_new_file() {
     let Command::Summarize(req) = &cmds[5] else {
         unreachable!()
     };
-    assert!(req.body.contains("question 0") && !req.body.contains("question 2"));
-    assert!(req.body.contains("Keep verbatim"));
+    assert!(req.body.text().contains("question 0") && !req.body.text().contains("question 2"));
+    assert!(req.body.text().contains("Keep verbatim"));
     assert!(s.busy());
     assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
     let now = datetime!(2026-12-02 10:05 UTC);
@@ -582,7 +582,9 @@ fn summarizing_moves_the_session_to_a_new_file() {
     let Command::Call(req) = &cmds[6] else {
         unreachable!()
     };
-    assert!(req.body.contains("Facts: port 5432") && !req.body.contains("question 1"));
+    assert!(
+        req.body.text().contains("Facts: port 5432") && !req.body.text().contains("question 1")
+    );
     assert_eq!(s.state().totals.turns, 5);
 }
 
@@ -916,7 +918,8 @@ fn call_request(cmds: &[Command]) -> Option<&Request> {
 fn every_request_says_how_long_its_answer_may_be() {
     let mut s = small(4_096);
     let cmds = user(&mut s, "hello");
-    let body: serde_json::Value = serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(&call_request(&cmds).unwrap().body.text()).unwrap();
     // The provider of the test header speaks Chat Completions.
     assert_eq!(body["max_tokens"], compact::room(4_096), "{body}");
     // A version-1 file rebuilds its requests as they were sent: no limit.
@@ -925,7 +928,8 @@ fn every_request_says_how_long_its_answer_may_be() {
         h.version = 1;
     }
     let cmds = user(&mut old, "hello");
-    let body: serde_json::Value = serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(&call_request(&cmds).unwrap().body.text()).unwrap();
     assert!(body.get("max_tokens").is_none(), "{body}");
 }
 
@@ -933,7 +937,7 @@ fn every_request_says_how_long_its_answer_may_be() {
 fn requests_tell_the_prompt_cache_from_version_3_only_for_the_openai_preset() {
     let body = |s: &mut Session| -> serde_json::Value {
         let cmds = user(s, "hello");
-        serde_json::from_str(&call_request(&cmds).unwrap().body).unwrap()
+        serde_json::from_str(&call_request(&cmds).unwrap().body.text()).unwrap()
     };
     let mut s = small(4_096);
     s.state.provider = "openai".into();
@@ -992,7 +996,7 @@ fn an_answer_larger_than_the_window_is_squeezed_and_the_turn_goes_on() {
         compact::estimate(call.body.len(), &s.state.totals),
         4_096
     ));
-    assert!(call.body.contains("to fit the context window"));
+    assert!(call.body.text().contains("to fit the context window"));
     // The log has the call whole; folding it cuts the call the same way.
     let records: Vec<Record> = log
         .into_iter()

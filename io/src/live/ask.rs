@@ -86,6 +86,10 @@ impl<F: Front> Live<F> {
             let result = provider.complete(&request, &mut |t| {
                 text.send(Event::Text(t.to_owned())).ok();
             });
+            // Let go of the history it shares with the state before the
+            // state hears of the answer, which it then appends without a
+            // copy.
+            drop(request);
             tx.send(Event::Done(result)).ok();
         });
         let mut partial = String::new();

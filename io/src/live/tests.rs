@@ -251,9 +251,9 @@ fn the_log_folds_into_the_live_state_and_the_requests_sent() {
     assert_eq!(&State::fold(&logged), live.state());
     let rebuilt: Vec<String> = revolve_core::state::requests(&logged)
         .into_iter()
-        .map(|r| r.body)
+        .map(|r| r.body.text())
         .collect();
-    let sent: Vec<String> = model.sent().into_iter().map(|r| r.body).collect();
+    let sent: Vec<String> = model.sent().into_iter().map(|r| r.body.text()).collect();
     assert_eq!(sent.len(), 3);
     assert_eq!(rebuilt, sent);
     assert!(sent[1].contains("the port is 8080"), "{}", sent[1]);
@@ -320,7 +320,7 @@ fn a_shell_command_is_asked_at_a_terminal_and_the_answer_logged() {
     // The model is told, and the fold agrees with what ran.
     let told = "error: the user did not allow this command";
     assert!(
-        model.sent()[1].body.contains(told),
+        model.sent()[1].body.text().contains(told),
         "{}",
         model.sent()[1].body
     );
@@ -426,7 +426,7 @@ fn a_resumed_session_goes_on_from_its_log() {
     assert_eq!(live.state().messages, before.messages);
     live.turn("two").unwrap();
     let sent = model.sent();
-    assert!(sent[1].body.contains("First."), "{}", sent[1].body);
+    assert!(sent[1].body.text().contains("First."), "{}", sent[1].body);
     assert_eq!(&State::fold(&records(&path)), live.state());
 }
 

@@ -558,10 +558,10 @@ fn openai_finish_reason_length_marks_the_reply_truncated() {
 /// A request of `chars` characters of user text, as core builds it.
 fn sized(chars: usize) -> Request {
     let mut req = request(&["x"]);
-    let mut body: Value = serde_json::from_str(&req.body).unwrap();
+    let mut body: Value = serde_json::from_str(&req.body.text()).unwrap();
     body["messages"][1]["content"] = Value::from("word ".repeat(chars / 5));
     body["stream_options"] = serde_json::json!({"include_usage": true});
-    req.body = body.to_string();
+    req.body = body.to_string().into();
     req
 }
 
