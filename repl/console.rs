@@ -33,6 +33,20 @@ impl Console {
     }
 }
 
+/// Starts the run's output: an `init` event in stream-json.
+pub fn begin(live: &mut Live) {
+    let state = live.state();
+    let (id, name, model) = (
+        state.id().to_owned(),
+        state.name.clone(),
+        state.model.clone(),
+    );
+    let cwd = live.store().cwd.to_string_lossy().into_owned();
+    live.front_mut()
+        .sink
+        .init(&id, name.as_deref(), &model, &cwd);
+}
+
 /// Ends the run's output: a `done` or `error` event in stream-json.
 pub fn end(live: &mut Live, result: &Result<(), Error>) {
     let state = live.state();

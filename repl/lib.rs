@@ -19,6 +19,7 @@ mod messages;
 mod models;
 pub mod output;
 mod repl;
+mod sessions;
 mod stdin;
 
 use std::io::IsTerminal;
@@ -188,6 +189,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         ));
     }
     let resuming = cli.r#continue || cli.resume.is_some();
+    if cli.print && !cli.goal_run && cli.prompt.is_none() && !stdin::has_input(stdin_tty) {
+        return Err(Error::Usage(
+            "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)".into(),
+        ));
+    }
     let mut settings = Settings::resolve(
         &store.roots.config,
         &cli.model,
@@ -250,7 +256,14 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
                 "--name names a new session; use /name to rename a resumed one".into(),
             ));
         }
-        Live::resume(store, cli.resume.as_deref(), runtime, front, true)?
+        // Without the REPL, one line about the past, not the transcript.
+        let mut live = Live::resume(store, cli.resume.as_deref(), runtime, front, interactive)?;
+        if interactive && !cli.goal_run {
+            live.address()?;
+        } else {
+            eprintln!("{}", sessions::resumed_line(live.state()));
+        }
+        live
     } else {
         Live::start(store, runtime, front, cli.name.clone(), interactive)?
     };
@@ -261,14 +274,21 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         live.plan(true)?;
     }
     if interactive && !cli.goal_run {
-        return repl::run(&mut live, cli.prompt.as_deref());
+        let result = repl::run(&mut live, cli.prompt.as_deref());
+        let address = sessions::address(live.state());
+        if !live.close() {
+            eprintln!("{}", sessions::exit_hint(&address));
+        }
+        return result;
     }
+    console::begin(&mut live);
     let result = if cli.goal_run {
         goal_run(&mut live, cli.max_turns)
     } else {
         piped(&mut live, cli.prompt, stdin_tty)
     };
     console::end(&mut live, &result);
+    live.close();
     result
 }
 
@@ -303,7 +323,8 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
 /// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it. It
 /// counts the tool rounds its turns took as well as the turns (said once
 /// there were any); a turn that reaches `--max-tool-rounds`, or repeats a
-/// call, ends the run with exit 1.
+/// call, ends the run with exit 1; a run that stops without the goal
+/// proposed met ends with exit 3.
 fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
     let mut turns = 0;
     let mut rounds: u64 = 0;
@@ -332,7 +353,10 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
             }
             revolve_core::goal::RunStep::Stop(why) => {
                 eprintln!("── goal run ends: {why}{}", told(rounds, "in all"));
-                return Ok(());
+                if revolve_core::goal::run_met(&live.goals()?) {
+                    return Ok(());
+                }
+                return Err(Error::GoalNotMet(why));
             }
         }
     }

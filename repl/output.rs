@@ -7,6 +7,7 @@
 //! Each line is one object, `"type"` first, the other keys sorted:
 //!
 //! ```json
+//! {"type":"init","cwd":"/home/me/project","model":"gpt-4o-mini","name":null,"session":"20261202-100000-1a2b3c"}
 //! {"type":"text","text":"The answer, a piece"}
 //! {"type":"tool_call","arguments":{"path":"src/main.rs"},"id":"call_1","name":"read_file"}
 //! {"type":"tool_result","id":"call_1","interrupted":false,"name":"read_file","output":"fn main() {…"}
@@ -15,6 +16,8 @@
 //! {"type":"error","code":1,"message":"HTTP 500 … from http://…"}
 //! ```
 //!
+//! `init` comes first, once the session is open (a new or a resumed one):
+//! its id, name, model and working directory, before any turn runs.
 //! `text` events are the answer's pieces as they stream (concatenated they
 //! are the answer); `arguments` are the model's JSON (a string when it was
 //! not JSON); `output` is the whole result the tool gave, before any spill
@@ -200,6 +203,17 @@ impl Sink {
                 json!({"turns": totals.turns,
                               "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
                               "context": totals.last_context, "requests": totals.requests}),
+            );
+        }
+    }
+
+    /// The session is open: the first event in JSON, naming it (nothing in
+    /// text).
+    pub fn init(&mut self, session: &str, name: Option<&str>, model: &str, cwd: &str) {
+        if self.format == Format::StreamJson {
+            self.event(
+                "init",
+                json!({"session": session, "name": name, "model": model, "cwd": cwd}),
             );
         }
     }

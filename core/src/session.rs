@@ -364,6 +364,7 @@ impl Session {
                     let renamed = Record::Renamed(Renamed {
                         at: now,
                         name: name.clone(),
+                        generated: false,
                     });
                     let mut cmds = self.append(vec![renamed]);
                     cmds.push(Command::Show(format!("this session is now named '{name}'")));
@@ -373,6 +374,22 @@ impl Session {
                     "cannot name this session '{name}': {why}"
                 ))],
             },
+            Input::Address { used, now } => {
+                if self.state().name.is_some() {
+                    return Vec::new();
+                }
+                let name = names::allocate(&used);
+                let renamed = Record::Renamed(Renamed {
+                    at: now,
+                    name: name.clone(),
+                    generated: true,
+                });
+                let mut cmds = self.append(vec![renamed]);
+                cmds.push(Command::Show(format!(
+                    "this session has no name: it is '{name}' now, for revolve send and attach"
+                )));
+                cmds
+            }
         }
     }
 

@@ -535,6 +535,16 @@ pub struct Summary {
     pub continued: Option<String>,
 }
 
+/// The line `revolve sessions` ends with when it left unnamed sessions
+/// out: how many, and how to list them (nothing when none was).
+pub fn left_out(unnamed: usize) -> String {
+    match unnamed {
+        0 => String::new(),
+        1 => "1 unnamed session not shown: revolve sessions --all lists it\n".to_owned(),
+        n => format!("{n} unnamed sessions not shown: revolve sessions --all lists them\n"),
+    }
+}
+
 /// Whether `revolve sessions` (`--all` with `all`) shows a session file:
 /// named ones (any with `all`), and not a file a compaction continued.
 pub fn shown(named: bool, continued: bool, all: bool) -> bool {
