@@ -113,6 +113,10 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
 
+    /// When to use colour and render answers as Markdown: on a terminal (auto), always, never; NO_COLOR turns auto off
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::render::Choice::Auto)]
+    pub color: crate::render::Choice,
+
     /// How a run without the REPL prints: text, or one JSON event per line
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = crate::output::Format::Text)]
     pub output_format: crate::output::Format,

@@ -14,10 +14,12 @@ mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+mod highlight;
 mod line;
 mod messages;
 mod models;
 pub mod output;
+pub mod render;
 mod repl;
 mod sessions;
 mod stdin;
@@ -51,6 +53,7 @@ fn subcommand_settings(
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    render::choose(cli.color);
     if let Some(Sub::Completions { shell }) = cli.command {
         return completions(shell);
     }

@@ -62,11 +62,19 @@ pub struct Sink {
     /// A `tool_result` event held until its record is in the log: the
     /// call's id and the event's line.
     held: Option<(String, String)>,
+    /// The answer's Markdown renderer, when stdout gets colour (text only).
+    markdown: Option<crate::render::Markdown>,
+    /// Whether stderr gets colour (tool lines dim).
+    colour_err: bool,
 }
 
 impl Sink {
     /// A sink writing to this process's stdout and stderr.
     pub fn new(format: Format) -> Sink {
+        let markdown = format == Format::Text && crate::render::stdout();
+        if markdown {
+            crate::highlight::warm();
+        }
         Sink {
             format,
             tty: std::io::stdout().is_terminal(),
@@ -74,6 +82,8 @@ impl Sink {
             spinner: false,
             drawn: None,
             held: None,
+            markdown: markdown.then(crate::render::Markdown::default),
+            colour_err: crate::render::stderr(),
         }
     }
 
@@ -132,7 +142,15 @@ impl Sink {
                 } else {
                     Cow::Borrowed(text)
                 };
-                self.write(&text);
+                match &mut self.markdown {
+                    Some(markdown) => {
+                        let lines = markdown.push(&text);
+                        if !lines.is_empty() {
+                            self.write(&lines);
+                        }
+                    }
+                    None => self.write(&text),
+                }
             }
             Format::StreamJson => self.event("text", json!({"text": text})),
         }
@@ -140,6 +158,13 @@ impl Sink {
 
     /// The answer ended after `shown`: text ends it with a newline.
     pub fn answer_end(&mut self, shown: &str) {
+        if let Some(markdown) = &mut self.markdown {
+            let rest = markdown.finish();
+            if !rest.is_empty() {
+                self.write(&rest);
+            }
+            return;
+        }
         if self.format == Format::Text && !shown.is_empty() && !shown.ends_with('\n') {
             self.write("\n");
         }
@@ -150,7 +175,10 @@ impl Sink {
     pub fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
         self.stop_waiting();
         match self.format {
-            Format::Text => eprintln!("{}", view::tool_line(tool)),
+            Format::Text => eprintln!(
+                "{}",
+                crate::render::dim(&view::tool_line(tool), self.colour_err)
+            ),
             Format::StreamJson => self.event("tool_call", call_fields(id, tool.name(), arguments)),
         }
     }

@@ -146,7 +146,10 @@ fn told(live: &mut Live, mut outcome: Outcome, editor: &mut LineEditor) -> Resul
     loop {
         match &outcome {
             // Server and tool text can be in it: inert on a terminal.
-            Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
+            Outcome::Failed(why) => {
+                let line = format!("revolve: {}", view::inert(why));
+                eprintln!("{}", crate::render::error(&line, crate::render::stderr()));
+            }
             Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
             Outcome::Stopped(reason) => {
                 eprintln!("revolve: {}", view::inert(&guard::describe(reason)));
@@ -241,14 +244,7 @@ impl Watcher {
     }
 }
 
-/// Dimmed when stderr is a terminal, unless NO_COLOR is set
-/// (https://no-color.org).
+/// Dimmed when stderr gets colour (see [`crate::render`]).
 fn dim(text: &str) -> String {
-    use std::io::IsTerminal;
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if no_color || !std::io::stderr().is_terminal() {
-        text.to_owned()
-    } else {
-        format!("\x1b[2m{text}\x1b[0m")
-    }
+    crate::render::dim(text, crate::render::stderr())
 }

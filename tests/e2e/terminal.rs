@@ -151,3 +151,52 @@ fn a_spinner_shows_while_the_repl_waits_and_never_in_pipe_mode() {
     assert!(shown.contains("Slow answer."), "{shown:?}");
     assert!(!shown.contains("waiting"), "{shown:?}");
 }
+
+/// An answer with a heading, emphasis, a list, a table and a fenced block.
+const MARKDOWN: &str = "# Plan\n\nSome **bold** and `code`.\n\n- first\n- second\n\n| name | size |\n|------|-----:|\n| a.rs | 12 |\n| longer.rs | 3 |\n\n```rust\nfn main() {}\n```\nDone.";
+
+/// The screen with each escape shown as `␛`, so a snapshot reads.
+fn visible(screen: &str) -> String {
+    screen.replace('\u{1b}', "␛").replace('\r', "")
+}
+
+#[test]
+fn an_answer_renders_as_markdown_on_a_terminal() {
+    let env = TestEnv::new("term-markdown");
+    let script = script_file(&env, &[MARKDOWN]);
+    let args = ["--provider", "scripted", "--script", &script, "-p", "hi"];
+    let shown = on_a_terminal(&env, &args, "", &[]);
+    let at = shown.find("Plan").expect("the heading");
+    let answer = &shown[shown[..at].rfind('\n').map_or(0, |n| n + 1)..];
+    insta::assert_snapshot!(visible(answer));
+    // Rendered: no raw markers left.
+    for raw in ["# Plan", "**bold**", "|------|", "- first"] {
+        assert!(!shown.contains(raw), "{raw:?} in {shown:?}");
+    }
+}
+
+#[test]
+fn piped_never_and_no_color_answers_stay_as_they_came() {
+    let env = TestEnv::new("term-plain");
+    let script = script_file(&env, &[MARKDOWN]);
+    let args = ["--provider", "scripted", "--script", &script, "-p", "hi"];
+    // Piped: byte for byte the answer (and its final newline), as before.
+    let run = env.run(&args, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, format!("{MARKDOWN}\n"));
+    // --color always colours even a pipe.
+    let mut always = args.to_vec();
+    always.extend(["--color", "always"]);
+    let run = env.run(&always, "");
+    assert!(run.stdout.contains("\u{1b}[1m"), "{run:?}");
+    assert!(!run.stdout.contains("# Plan"), "{run:?}");
+    // On a terminal, --color never and NO_COLOR keep the text as it came.
+    let mut never = args.to_vec();
+    never.extend(["--color", "never"]);
+    for (args, vars) in [(&never[..], &[][..]), (&args[..], &[("NO_COLOR", "1")][..])] {
+        let shown = on_a_terminal(&env, args, "", vars);
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        let text = shown.replace("\r\n", "\n");
+        assert!(text.contains(MARKDOWN), "{text:?}");
+    }
+}
