@@ -26,7 +26,7 @@ SIGTERM or SIGHUP.";
 #[derive(Debug, Parser)]
 #[command(
     name = "revolve",
-    version,
+    version = env!("REVOLVE_VERSION"),
     about,
     args_conflicts_with_subcommands = true,
     after_help = EXAMPLES
@@ -340,6 +340,9 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Print the manual page (roff), from the same definitions as --help
+    #[command(after_help = "Example:\n  revolve man > ~/.local/share/man/man1/revolve.1")]
+    Man,
     /// Print a shell completion script
     #[command(
         after_help = "Example:\n  revolve completions bash > ~/.local/share/bash-completion/completions/revolve"

@@ -57,6 +57,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     if let Some(Sub::Completions { shell }) = cli.command {
         return completions(shell);
     }
+    if let Some(Sub::Man) = cli.command {
+        return man();
+    }
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
     let store = Store::open(&cwd).map_err(Error::Runtime)?;
@@ -151,6 +154,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Some(Sub::Init) => commands::init(&store),
         Some(Sub::Completions { shell }) => completions(shell),
+        Some(Sub::Man) => man(),
         Some(Sub::Memory { action }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             recover(&store, &dirs);
@@ -181,6 +185,15 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
         &mut script,
     );
     error::out(&String::from_utf8_lossy(&script))
+}
+
+/// `revolve man`: the manual page, roff on stdout.
+fn man() -> Result<(), Error> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut page)
+        .map_err(|e| Error::Runtime(format!("cannot render the manual page: {e}")))?;
+    error::out(&String::from_utf8_lossy(&page))
 }
 
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {

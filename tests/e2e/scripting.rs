@@ -39,3 +39,23 @@ fn a_subcommands_help_lists_only_its_own_flags() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
 }
+
+#[test]
+fn version_names_the_commit_and_man_prints_the_manual() {
+    let env = TestEnv::new("version-man");
+    let version = env.ok(&["--version"]).stdout;
+    let inside_git = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(crate::common::repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    match inside_git {
+        Some(commit) => assert!(version.contains(&format!("({commit}")), "{version}"),
+        None => assert!(version.starts_with("revolve "), "{version}"),
+    }
+    let man = env.ok(&["man"]).stdout;
+    assert!(man.contains(".TH revolve 1"), "{man}");
+    assert!(man.contains("\\-\\-goal\\-run"), "{man}");
+}
