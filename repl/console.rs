@@ -21,6 +21,9 @@ pub type Live = revolve_io::live::Live<Console>;
 pub struct Console {
     pub sink: Sink,
     pub approvals: Approvals,
+    /// Where the session's window came from, for `/status` (`flag`,
+    /// `server`, `the session's`, …; empty when not told).
+    pub window_source: String,
 }
 
 impl Console {
@@ -29,6 +32,7 @@ impl Console {
         Console {
             sink: Sink::new(format),
             approvals,
+            window_source: String::new(),
         }
     }
 }

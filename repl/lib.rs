@@ -286,6 +286,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
     }
+    live.front_mut().window_source = if resuming && !settings.window.source.overrides_resumed() {
+        "the session's log".to_owned()
+    } else {
+        settings.window.source.as_str().to_owned()
+    };
     if cli.plan {
         live.plan(true)?;
     }

@@ -136,7 +136,8 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 /// One line in the REPL: a failed, interrupted or stopped turn is told and
 /// the session goes on.
 fn respond(live: &mut Live, line: &str, editor: &mut LineEditor) -> Result<Outcome, Error> {
-    let outcome = line::handle(live, line)?;
+    let line = line::attached(live, line);
+    let outcome = line::handle(live, &line)?;
     told(live, outcome, editor)
 }
 

@@ -111,8 +111,9 @@ pub fn status(state: &State) -> String {
         .checked_div(u128::from(state.window))
         .unwrap_or(0);
     let in_out = if t.in_out_estimated { "~" } else { "" };
+    let model = &state.model;
     let mut line = format!(
-        "{name} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
+        "{name} · {model} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),

@@ -812,6 +812,17 @@ impl<F: Front> Live<F> {
         parts.instructions.iter().map(|f| f.path.clone()).collect()
     }
 
+    /// The memory files the prompt carries now, as `scope/name`
+    /// (`global/verify-before-commit.md`), global first.
+    pub fn memory_files(&self) -> Vec<String> {
+        let parts = self.session.parts();
+        parts
+            .memory
+            .iter()
+            .map(|f| format!("{}/{}", f.scope.as_str(), f.name))
+            .collect()
+    }
+
     /// What the next system prompt is built from, read now: the project's
     /// instructions, memory files and the goal (none with `--bare`). A file
     /// that cannot be read is left out and said so (once), never fatal.

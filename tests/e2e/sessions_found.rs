@@ -237,3 +237,52 @@ fn a_resume_without_the_repl_shows_one_line_of_the_past() {
         "one line, no transcript"
     );
 }
+
+#[test]
+fn the_repl_attaches_an_at_path_whole_and_says_what_it_could_not() {
+    let env = TestEnv::new("found-attach");
+    std::fs::write(env.cwd.join("notes.txt"), "the port is 5433\n").unwrap();
+    let script = script_file(&env, &["Seen."]);
+    let args = ["--provider", "scripted", "--script", &script];
+    let shown = repl(
+        &env,
+        &args,
+        &["explain @notes.txt and @missing.rs\r", "/quit\r"],
+    );
+    assert!(shown.contains("attached notes.txt"), "{shown:?}");
+    assert!(shown.contains("not attached: @missing.rs"), "{shown:?}");
+    let file = env.only_session();
+    let user = common::messages(&common::records(&file))
+        .into_iter()
+        .find(|(role, _)| role == "user")
+        .expect("the user's message")
+        .1;
+    assert!(
+        user.starts_with("explain @notes.txt and @missing.rs\n\n<file path=\"notes.txt\">\n"),
+        "{user}"
+    );
+    assert!(user.contains("the port is 5433"), "{user}");
+    assert!(user.ends_with("</file>"), "{user}");
+}
+
+#[test]
+fn the_status_row_names_the_model() {
+    let env = TestEnv::new("found-status");
+    let script = script_file(&env, &["Hello."]);
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--model",
+        "tiny-model",
+    ];
+    let shown = repl(&env, &args, &["/status\r", "/quit\r"]);
+    assert!(shown.contains("amber · tiny-model · 0 turns"), "{shown:?}");
+    assert!(
+        shown
+            .contains("model tiny-model · provider scripted · window 128000 tokens (from default)"),
+        "{shown:?}"
+    );
+    assert!(shown.contains("session file "), "{shown:?}");
+}

@@ -384,11 +384,19 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "A.\nB.\n");
+    let lines = run.stderr_lines_past_seeding(&env);
+    let session = env.only_session();
+    // /status: the row (naming the model), the model and where its window
+    // came from, the session file, the files the prompt carries (issue 32).
     assert_eq!(
-        run.stderr_lines_past_seeding(&env),
+        lines,
         [
             "unknown command /frob; /help lists them",
-            "(unnamed) · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
+            "(unnamed) · gpt-4o-mini · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
+            "model gpt-4o-mini · provider openai · window 128000 tokens (from default)",
+            &format!("session file {}", session.display()),
+            "memory: global/asking-the-user.md, global/read-before-edit.md, global/task-discipline.md, \
+             global/verify-before-commit.md, global/worktree-isolation.md, project/project.md",
             "project instructions: none",
         ]
     );
