@@ -200,3 +200,25 @@ fn piped_never_and_no_color_answers_stay_as_they_came() {
         assert!(text.contains(MARKDOWN), "{text:?}");
     }
 }
+
+#[test]
+fn tab_completes_command_arguments_and_at_paths() {
+    let env = TestEnv::new("term-tab");
+    std::fs::write(env.cwd.join("notes.txt"), "five\n").unwrap();
+    let script = script_file(&env, &["Seen."]);
+    let args = ["--provider", "scripted", "--script", &script];
+    let mut term = env.terminal(&args, 80, &[]);
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("/goal pa\t");
+    term.wait_for_next("use", Duration::from_secs(10));
+    // Cleared (Ctrl-U), then a path of the tree.
+    term.type_keys("\u{15}read @no\t");
+    term.wait_for_next("tes.txt", Duration::from_secs(10));
+    term.type_keys("\r");
+    term.wait_for_next("Seen.", Duration::from_secs(20));
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("/quit\r");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    assert!(shown.contains("attached notes.txt"), "{shown:?}");
+}
