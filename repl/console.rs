@@ -87,6 +87,14 @@ impl Front for Console {
         self.sink.stop_waiting();
     }
 
+    fn watch(&self) -> revolve_io::tools::Watch {
+        if self.sink.live_view() {
+            crate::progress::command_view(crate::progress::columns())
+        } else {
+            revolve_io::tools::Watch::default()
+        }
+    }
+
     fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
         self.sink.tool_call(id, tool, arguments);
     }

@@ -19,6 +19,7 @@ mod line;
 mod messages;
 mod models;
 pub mod output;
+mod progress;
 pub mod render;
 mod repl;
 mod sessions;
@@ -690,13 +691,9 @@ fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
     Retrying::new(inner, notice)
         .with_retries(retries)
         .with_sleep(|wait| {
-            let deadline = std::time::Instant::now() + wait;
-            while std::time::Instant::now() < deadline {
-                if revolve_io::interrupt::pending() || revolve_io::interrupt::abandoned() {
-                    return false;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(25).min(wait));
-            }
-            true
+            // Counted down on a terminal (progress::countdown).
+            progress::countdown(wait, std::io::stderr().is_terminal(), || {
+                revolve_io::interrupt::pending() || revolve_io::interrupt::abandoned()
+            })
         })
 }

@@ -94,6 +94,12 @@ impl Sink {
         self.spinner = self.format == Format::Text && std::io::stderr().is_terminal();
     }
 
+    /// Whether a running command's live view may show on stderr: text on
+    /// a terminal.
+    pub fn live_view(&self) -> bool {
+        self.format == Format::Text && std::io::stderr().is_terminal()
+    }
+
     /// Still waiting for the first token after `elapsed`: the waiting line
     /// is drawn again when it changed.
     pub fn waiting(&mut self, elapsed: Duration) {

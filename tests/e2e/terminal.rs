@@ -222,3 +222,76 @@ fn tab_completes_command_arguments_and_at_paths() {
     assert!(ok, "{shown:?}");
     assert!(shown.contains("attached notes.txt"), "{shown:?}");
 }
+
+#[test]
+fn a_running_command_shows_its_time_and_last_lines_then_folds_away() {
+    let env = TestEnv::new("term-live");
+    let command = "for i in 1 2 3 4; do echo step $i; sleep 0.3; done";
+    let script = env.root.join("replies.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            serde_json::json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": command}}]}),
+            serde_json::json!({"text": "Ran."}),
+        ),
+    )
+    .unwrap();
+    let script = script.to_string_lossy().into_owned();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--allow-shell",
+        "--sandbox",
+        "off",
+    ];
+    let shown = typing(
+        &env,
+        &args,
+        &[("go\n", "\u{203a} "), ("/quit\n", "\u{203a} ")],
+        &[],
+    );
+    // While it ran: its time and its latest lines, dim.
+    assert!(shown.contains("\u{1b}[2m  … running "), "{shown:?}");
+    assert!(shown.contains("\u{1b}[2m  │ step 2\u{1b}[0m"), "{shown:?}");
+    // Folded away (up over the view, cleared) before the answer.
+    let at = shown.find("Ran.").expect("the answer");
+    let before = &shown[..at];
+    let last_view = before.rfind("running").expect("a view");
+    assert!(
+        before[last_view..].contains("F\u{1b}[J"),
+        "not folded: {shown:?}"
+    );
+
+    // Piped: nothing of it.
+    let run = env.run(&args, "go\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(!run.stderr.contains("running"), "{run:?}");
+    assert_eq!(run.stdout, "Ran.\n");
+}
+
+#[test]
+fn a_retry_counts_down_on_a_terminal() {
+    let server = FakeServer::start(vec![
+        FakeReply::Status {
+            code: 503,
+            body: "busy".into(),
+            retry_after: Some(1),
+        },
+        FakeReply::text("Back."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("term-retry");
+    let url = server.url();
+    let shown = on_a_terminal(
+        &env,
+        &["--base-url", &url],
+        "hi\n/quit\n",
+        &[("REVOLVE_RETRIES", "1")],
+    );
+    assert!(shown.contains("retrying in 0."), "{shown:?}");
+    let at = shown.find("Back.").expect("the answer");
+    assert!(!shown[at..].contains("retrying in"), "{shown:?}");
+}

@@ -1093,6 +1093,19 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
     assert!(s.busy());
     let cmds = s.handle(Input::Confirmed { yes: true, now });
     assert!(kinds(&cmds).contains(&"summarize"), "{:?}", kinds(&cmds));
+    // Each piece says which it is, of about how many (issue 32).
+    let said: Vec<&String> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Show(text) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("compaction: piece 1 of about ")),
+        "{said:?}"
+    );
     // No: nothing is summarized; the turn goes on as far as it fits.
     let mut s = grown();
     user(&mut s, "next");

@@ -34,6 +34,7 @@ impl<F: Front> Live<F> {
             now: clock::now(),
             snapshots: Default::default(),
             sandbox: self.runtime.sandbox.clone(),
+            watch: self.front.watch(),
         }
     }
 
