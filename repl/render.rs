@@ -80,15 +80,16 @@ const GREEN: &str = "\x1b[32m";
 const YELLOW: &str = "\x1b[33m";
 const MAGENTA: &str = "\x1b[35m";
 const CYAN: &str = "\x1b[36m";
+const ERROR: &str = "\x1b[1;31m";
 
 /// `text` dimmed when `on` (tool lines, the status row).
 pub fn dim(text: &str, on: bool) -> String {
     paint(text, DIM, on)
 }
 
-/// `text` in red when `on` (errors).
+/// `text` in bold red when `on` (errors).
 pub fn error(text: &str, on: bool) -> String {
-    paint(text, RED, on)
+    paint(text, ERROR, on)
 }
 
 fn paint(text: &str, style: &str, on: bool) -> String {

@@ -1006,6 +1006,10 @@ fn goal_rows(screen: &str) -> Vec<String> {
             continue;
         };
         let text = rest.split("\x1b[0m").next().unwrap_or_default();
+        // A tool line is dim too (issue 32): not a row.
+        if text.starts_with('\u{2192}') {
+            continue;
+        }
         if text.starts_with("goal") {
             *rows.last_mut().expect("a status line before the goal row") = text.to_owned();
         } else {
