@@ -46,6 +46,7 @@ fn main() {
         messages: 0,
         now: common::base_time(),
         snapshots: Default::default(),
+        watch: Default::default(),
         sandbox: revolve_core::sandbox::Policy::off(),
     };
     for (what, pattern) in [

@@ -50,6 +50,7 @@ fn main() {
         messages: 0,
         now: common::base_time(),
         snapshots: Default::default(),
+        watch: Default::default(),
         sandbox: policy,
     };
     let plain = ctx(Policy::off());

@@ -58,7 +58,8 @@ impl Approvals {
     /// of the session (not offered when `once`), or no. End of input means
     /// no.
     pub fn ask_edit(&self, shown: &str, diff: &str, once: bool) -> Answer {
-        eprintln!("{}", inert(diff.trim_end()));
+        let diff = inert(diff.trim_end());
+        eprintln!("{}", crate::render::diff(&diff, crate::render::stderr()));
         let always = if once { "" } else { "[a]lways this session, " };
         ask(&format!(
             "apply this change to {}? [y]es, {always}[n]o: ",

@@ -19,13 +19,14 @@ Examples:
 
 Settings: flag > environment > ~/.config/task-agent/config.json > default
 (revolve config show). Exit codes: 0 success, 1 runtime error, 2 usage error,
-130 interrupted, 143 stopped by SIGTERM or SIGHUP.";
+3 --goal-run stopped without the goal met, 130 interrupted, 143 stopped by
+SIGTERM or SIGHUP.";
 
 /// A terminal agent whose state outlives the process.
 #[derive(Debug, Parser)]
 #[command(
     name = "revolve",
-    version,
+    version = env!("REVOLVE_VERSION"),
     about,
     args_conflicts_with_subcommands = true,
     after_help = EXAMPLES
@@ -64,7 +65,7 @@ pub struct Cli {
     #[arg(long, env = "REVOLVE_NO_AUTO_REFINE", value_parser = clap::builder::BoolishValueParser::new())]
     pub no_auto_refine: bool,
 
-    /// Keep taking turns toward the standing goal until the model proposes it met
+    /// Keep taking turns toward the standing goal until the model proposes it met (exit 3 when it stops otherwise)
     #[arg(long, conflicts_with = "prompt")]
     pub goal_run: bool,
 
@@ -111,6 +112,10 @@ pub struct Cli {
     /// Let the session read PATH (a file or a folder) outside the working tree
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
+
+    /// When to use colour and render answers as Markdown: on a terminal (auto), always, never; NO_COLOR turns auto off
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::render::Choice::Auto)]
+    pub color: crate::render::Choice,
 
     /// How a run without the REPL prints: text, or one JSON event per line
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = crate::output::Format::Text)]
@@ -290,6 +295,7 @@ pub enum Sub {
     /// Compact a session that is not running: prune, then summarize all but
     /// its last three turns into working notes
     #[command(after_help = "Example:\n  revolve compact db   compact the session named db now")]
+    #[command(mut_args(|a| only_for_a_session(a, COMPACT_FLAGS)))]
     Compact {
         /// A name or id of this directory's sessions, or a file [default: the latest]
         #[arg(value_name = "NAME|ID|FILE")]
@@ -326,6 +332,7 @@ pub enum Sub {
     #[command(
         after_help = "Example:\n  revolve models --provider ollama   the models a local Ollama has pulled"
     )]
+    #[command(mut_args(|a| only_for_a_session(a, MODELS_FLAGS)))]
     Models {
         /// Print JSON: the provider, the base URL and the models
         #[arg(long)]
@@ -333,6 +340,9 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
+    /// Print the manual page (roff), from the same definitions as --help
+    #[command(after_help = "Example:\n  revolve man > ~/.local/share/man/man1/revolve.1")]
+    Man,
     /// Print a shell completion script
     #[command(
         after_help = "Example:\n  revolve completions bash > ~/.local/share/bash-completion/completions/revolve"
@@ -353,6 +363,7 @@ pub enum Sub {
     #[command(
         after_help = "Examples:\n  revolve replay db --requests   every request the session db sent, rebuilt from its log\n  revolve replay db --against anthropic   the recorded requests sent again, each answer diffed"
     )]
+    #[command(mut_args(|a| only_for_a_session(a, REPLAY_FLAGS)))]
     Replay {
         /// A session file, or a name or id of this directory's sessions
         /// [default: the latest]
@@ -418,6 +429,48 @@ pub enum MemoryAction {
         after_help = "Example:\n  revolve memory show | less   what every request carries as memory"
     )]
     Show,
+}
+
+/// The [`ModelArgs`] a subcommand's help shows; the others tune a running
+/// session (its window, spills, tool rounds) and are hidden there (still
+/// accepted, so a shell alias with them keeps working).
+const MODELS_FLAGS: &[&str] = &["provider", "base_url", "retries", "stall_timeout", "script"];
+/// See [`MODELS_FLAGS`]: `revolve compact` asks a model and prunes.
+const COMPACT_FLAGS: &[&str] = &[
+    "provider",
+    "base_url",
+    "model",
+    "retries",
+    "stall_timeout",
+    "prune_result_chars",
+    "script",
+];
+/// See [`MODELS_FLAGS`]: `revolve replay --against` asks a model.
+const REPLAY_FLAGS: &[&str] = &["base_url", "model", "retries", "stall_timeout", "script"];
+
+/// Hides a [`ModelArgs`] flag that is not in `shown`; other arguments are
+/// left as they are.
+fn only_for_a_session(arg: clap::Arg, shown: &[&str]) -> clap::Arg {
+    const TUNING: &[&str] = &[
+        "provider",
+        "base_url",
+        "model",
+        "window",
+        "retries",
+        "prune_result_chars",
+        "spill_result_chars",
+        "stall_timeout",
+        "max_tool_rounds",
+        "max_calls_per_answer",
+        "max_repeated_calls",
+        "script",
+    ];
+    let id = arg.get_id().as_str();
+    if TUNING.contains(&id) && !shown.contains(&id) {
+        arg.hide(true)
+    } else {
+        arg
+    }
 }
 
 /// A positive number of seconds, fractions allowed (`0.5`).

@@ -11,9 +11,17 @@ use revolve_core::policy::CHECK_LISTS;
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let mut unlisted = Unlisted::default();
+    // Unnamed sessions left out, counted as the listing decides.
+    let unnamed = std::cell::Cell::new(0usize);
     let list = store
         .list_noting(
-            |named, continued| view::shown(named, continued, all),
+            |named, continued| {
+                let shown = view::shown(named, continued, all);
+                if !shown && !continued {
+                    unnamed.set(unnamed.get() + 1);
+                }
+                shown
+            },
             &mut unlisted,
         )
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
@@ -24,10 +32,14 @@ pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
             serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
         format!("{text}\n")
     } else if list.is_empty() && !all {
-        "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n"
-            .to_owned()
-    } else {
+        format!(
+            "no named sessions in this directory\n{}",
+            view::left_out(unnamed.get())
+        )
+    } else if all {
         view::listing(&list)
+    } else {
+        format!("{}{}", view::listing(&list), view::left_out(unnamed.get()))
     };
     // The process ends after this: freeing a hundred thousand summaries
     // one by one would take longer than printing them.

@@ -21,6 +21,9 @@ pub type Live = revolve_io::live::Live<Console>;
 pub struct Console {
     pub sink: Sink,
     pub approvals: Approvals,
+    /// Where the session's window came from, for `/status` (`flag`,
+    /// `server`, `the session's`, …; empty when not told).
+    pub window_source: String,
 }
 
 impl Console {
@@ -29,8 +32,23 @@ impl Console {
         Console {
             sink: Sink::new(format),
             approvals,
+            window_source: String::new(),
         }
     }
+}
+
+/// Starts the run's output: an `init` event in stream-json.
+pub fn begin(live: &mut Live) {
+    let state = live.state();
+    let (id, name, model) = (
+        state.id().to_owned(),
+        state.name.clone(),
+        state.model.clone(),
+    );
+    let cwd = live.store().cwd.to_string_lossy().into_owned();
+    live.front_mut()
+        .sink
+        .init(&id, name.as_deref(), &model, &cwd);
 }
 
 /// Ends the run's output: a `done` or `error` event in stream-json.
@@ -67,6 +85,14 @@ impl Front for Console {
 
     fn stop_waiting(&mut self) {
         self.sink.stop_waiting();
+    }
+
+    fn watch(&self) -> revolve_io::tools::Watch {
+        if self.sink.live_view() {
+            crate::progress::command_view(crate::progress::columns())
+        } else {
+            revolve_io::tools::Watch::default()
+        }
     }
 
     fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {

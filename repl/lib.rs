@@ -14,11 +14,15 @@ mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+mod highlight;
 mod line;
 mod messages;
 mod models;
 pub mod output;
+mod progress;
+pub mod render;
 mod repl;
+mod sessions;
 mod stdin;
 
 use std::io::IsTerminal;
@@ -50,8 +54,12 @@ fn subcommand_settings(
 
 /// Runs revolve with a parsed command line.
 pub fn run(cli: Cli) -> Result<(), Error> {
+    render::choose(cli.color);
     if let Some(Sub::Completions { shell }) = cli.command {
         return completions(shell);
+    }
+    if let Some(Sub::Man) = cli.command {
+        return man();
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
@@ -147,6 +155,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
         }
         Some(Sub::Init) => commands::init(&store),
         Some(Sub::Completions { shell }) => completions(shell),
+        Some(Sub::Man) => man(),
         Some(Sub::Memory { action }) => {
             let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
             recover(&store, &dirs);
@@ -179,6 +188,15 @@ fn completions(shell: clap_complete::Shell) -> Result<(), Error> {
     error::out(&String::from_utf8_lossy(&script))
 }
 
+/// `revolve man`: the manual page, roff on stdout.
+fn man() -> Result<(), Error> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+        .render(&mut page)
+        .map_err(|e| Error::Runtime(format!("cannot render the manual page: {e}")))?;
+    error::out(&String::from_utf8_lossy(&page))
+}
+
 fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
@@ -188,6 +206,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         ));
     }
     let resuming = cli.r#continue || cli.resume.is_some();
+    if cli.print && !cli.goal_run && cli.prompt.is_none() && !stdin::has_input(stdin_tty) {
+        return Err(Error::Usage(
+            "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)".into(),
+        ));
+    }
     let mut settings = Settings::resolve(
         &store.roots.config,
         &cli.model,
@@ -250,25 +273,44 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
                 "--name names a new session; use /name to rename a resumed one".into(),
             ));
         }
-        Live::resume(store, cli.resume.as_deref(), runtime, front, true)?
+        // Without the REPL, one line about the past, not the transcript.
+        let mut live = Live::resume(store, cli.resume.as_deref(), runtime, front, interactive)?;
+        if interactive && !cli.goal_run {
+            live.address()?;
+        } else {
+            eprintln!("{}", sessions::resumed_line(live.state()));
+        }
+        live
     } else {
         Live::start(store, runtime, front, cli.name.clone(), interactive)?
     };
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
     }
+    live.front_mut().window_source = if resuming && !settings.window.source.overrides_resumed() {
+        "the session's log".to_owned()
+    } else {
+        settings.window.source.as_str().to_owned()
+    };
     if cli.plan {
         live.plan(true)?;
     }
     if interactive && !cli.goal_run {
-        return repl::run(&mut live, cli.prompt.as_deref());
+        let result = repl::run(&mut live, cli.prompt.as_deref());
+        let address = sessions::address(live.state());
+        if !live.close() {
+            eprintln!("{}", sessions::exit_hint(&address));
+        }
+        return result;
     }
+    console::begin(&mut live);
     let result = if cli.goal_run {
         goal_run(&mut live, cli.max_turns)
     } else {
         piped(&mut live, cli.prompt, stdin_tty)
     };
     console::end(&mut live, &result);
+    live.close();
     result
 }
 
@@ -303,7 +345,8 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
 /// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it. It
 /// counts the tool rounds its turns took as well as the turns (said once
 /// there were any); a turn that reaches `--max-tool-rounds`, or repeats a
-/// call, ends the run with exit 1.
+/// call, ends the run with exit 1; a run that stops without the goal
+/// proposed met ends with exit 3.
 fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
     let mut turns = 0;
     let mut rounds: u64 = 0;
@@ -332,7 +375,10 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
             }
             revolve_core::goal::RunStep::Stop(why) => {
                 eprintln!("── goal run ends: {why}{}", told(rounds, "in all"));
-                return Ok(());
+                if revolve_core::goal::run_met(&live.goals()?) {
+                    return Ok(());
+                }
+                return Err(Error::GoalNotMet(why));
             }
         }
     }
@@ -646,13 +692,9 @@ fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
     Retrying::new(inner, notice)
         .with_retries(retries)
         .with_sleep(|wait| {
-            let deadline = std::time::Instant::now() + wait;
-            while std::time::Instant::now() < deadline {
-                if revolve_io::interrupt::pending() || revolve_io::interrupt::abandoned() {
-                    return false;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(25).min(wait));
-            }
-            true
+            // Counted down on a terminal (progress::countdown).
+            progress::countdown(wait, std::io::stderr().is_terminal(), || {
+                revolve_io::interrupt::pending() || revolve_io::interrupt::abandoned()
+            })
         })
 }

@@ -53,10 +53,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Ok(text) => eprintln!("{text}"),
             Err(e) => eprintln!("{e}"),
         },
-        Slash::Status => {
-            eprintln!("{}", view::status(live.state()));
-            eprintln!("{}", view::instructions(&live.instructions()));
-        }
+        Slash::Status => eprint!("{}", status(live)),
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));
@@ -73,4 +70,56 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         }
     }
     Ok(Outcome::Done)
+}
+
+/// `/status`: the status row, then the model and where its window came
+/// from, the session file, and the files the prompt carries.
+fn status(live: &Live) -> String {
+    let state = live.state();
+    let source = &live.front().window_source;
+    let source = if source.is_empty() {
+        String::new()
+    } else {
+        format!(" (from {source})")
+    };
+    let memory = live.memory_files();
+    let memory = if memory.is_empty() {
+        "memory: none".to_owned()
+    } else {
+        format!("memory: {}", memory.join(", "))
+    };
+    let provider = if state.provider.is_empty() {
+        "(not recorded)"
+    } else {
+        state.provider.as_str()
+    };
+    format!(
+        "{}\nmodel {} · provider {provider} · window {} tokens{source}\nsession file {}\n{memory}\n{}\n",
+        view::status(state),
+        state.model,
+        state.window,
+        live.path().display(),
+        view::instructions(&live.instructions()),
+    )
+}
+
+/// The REPL's line with the files its `@path` words name attached (see
+/// [`revolve_core::attach`]); a mention that cannot be read is said on
+/// stderr and left as text. A slash command is left as it is. (Only in
+/// the REPL: a piped log's `@param` is text.)
+pub fn attached(live: &Live, text: &str) -> String {
+    if slash::parse(text).is_some() {
+        return text.to_owned();
+    }
+    let mut files = Vec::new();
+    for path in revolve_core::attach::mentions(text) {
+        match live.read_for_attachment(&path) {
+            Ok(content) => {
+                eprintln!("attached {path}");
+                files.push((path, content));
+            }
+            Err(why) => eprintln!("not attached: @{path}: {}", view::inert(&why)),
+        }
+    }
+    revolve_core::attach::message(text, &files)
 }

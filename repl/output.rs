@@ -7,6 +7,7 @@
 //! Each line is one object, `"type"` first, the other keys sorted:
 //!
 //! ```json
+//! {"type":"init","cwd":"/home/me/project","model":"gpt-4o-mini","name":null,"session":"20261202-100000-1a2b3c"}
 //! {"type":"text","text":"The answer, a piece"}
 //! {"type":"tool_call","arguments":{"path":"src/main.rs"},"id":"call_1","name":"read_file"}
 //! {"type":"tool_result","id":"call_1","interrupted":false,"name":"read_file","output":"fn main() {…"}
@@ -15,6 +16,8 @@
 //! {"type":"error","code":1,"message":"HTTP 500 … from http://…"}
 //! ```
 //!
+//! `init` comes first, once the session is open (a new or a resumed one):
+//! its id, name, model and working directory, before any turn runs.
 //! `text` events are the answer's pieces as they stream (concatenated they
 //! are the answer); `arguments` are the model's JSON (a string when it was
 //! not JSON); `output` is the whole result the tool gave, before any spill
@@ -59,11 +62,19 @@ pub struct Sink {
     /// A `tool_result` event held until its record is in the log: the
     /// call's id and the event's line.
     held: Option<(String, String)>,
+    /// The answer's Markdown renderer, when stdout gets colour (text only).
+    markdown: Option<crate::render::Markdown>,
+    /// Whether stderr gets colour (tool lines dim).
+    colour_err: bool,
 }
 
 impl Sink {
     /// A sink writing to this process's stdout and stderr.
     pub fn new(format: Format) -> Sink {
+        let markdown = format == Format::Text && crate::render::stdout();
+        if markdown {
+            crate::highlight::warm();
+        }
         Sink {
             format,
             tty: std::io::stdout().is_terminal(),
@@ -71,6 +82,8 @@ impl Sink {
             spinner: false,
             drawn: None,
             held: None,
+            markdown: markdown.then(crate::render::Markdown::default),
+            colour_err: crate::render::stderr(),
         }
     }
 
@@ -79,6 +92,12 @@ impl Sink {
     /// asks; pipe mode never does).
     pub fn allow_spinner(&mut self) {
         self.spinner = self.format == Format::Text && std::io::stderr().is_terminal();
+    }
+
+    /// Whether a running command's live view may show on stderr: text on
+    /// a terminal.
+    pub fn live_view(&self) -> bool {
+        self.format == Format::Text && std::io::stderr().is_terminal()
     }
 
     /// Still waiting for the first token after `elapsed`: the waiting line
@@ -129,7 +148,15 @@ impl Sink {
                 } else {
                     Cow::Borrowed(text)
                 };
-                self.write(&text);
+                match &mut self.markdown {
+                    Some(markdown) => {
+                        let lines = markdown.push(&text);
+                        if !lines.is_empty() {
+                            self.write(&lines);
+                        }
+                    }
+                    None => self.write(&text),
+                }
             }
             Format::StreamJson => self.event("text", json!({"text": text})),
         }
@@ -137,6 +164,13 @@ impl Sink {
 
     /// The answer ended after `shown`: text ends it with a newline.
     pub fn answer_end(&mut self, shown: &str) {
+        if let Some(markdown) = &mut self.markdown {
+            let rest = markdown.finish();
+            if !rest.is_empty() {
+                self.write(&rest);
+            }
+            return;
+        }
         if self.format == Format::Text && !shown.is_empty() && !shown.ends_with('\n') {
             self.write("\n");
         }
@@ -147,7 +181,10 @@ impl Sink {
     pub fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
         self.stop_waiting();
         match self.format {
-            Format::Text => eprintln!("{}", view::tool_line(tool)),
+            Format::Text => eprintln!(
+                "{}",
+                crate::render::dim(&view::tool_line(tool), self.colour_err)
+            ),
             Format::StreamJson => self.event("tool_call", call_fields(id, tool.name(), arguments)),
         }
     }
@@ -200,6 +237,17 @@ impl Sink {
                 json!({"turns": totals.turns,
                               "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
                               "context": totals.last_context, "requests": totals.requests}),
+            );
+        }
+    }
+
+    /// The session is open: the first event in JSON, naming it (nothing in
+    /// text).
+    pub fn init(&mut self, session: &str, name: Option<&str>, model: &str, cwd: &str) {
+        if self.format == Format::StreamJson {
+            self.event(
+                "init",
+                json!({"session": session, "name": name, "model": model, "cwd": cwd}),
             );
         }
     }

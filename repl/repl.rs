@@ -45,6 +45,19 @@ impl Completer for Commands {
         pos: usize,
         _: &rustyline::Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
+        if let Some((start, words)) = revolve_core::slash::complete_argument(line, pos) {
+            let pairs = words
+                .into_iter()
+                .map(|w| Pair {
+                    replacement: format!("{w} "),
+                    display: w,
+                })
+                .collect();
+            return Ok((start, pairs));
+        }
+        if let Some((start, pairs)) = at_path(line, pos) {
+            return Ok((start, pairs));
+        }
         let commands = revolve_core::slash::complete(line, pos, &self.skills);
         let pairs = commands
             .into_iter()
@@ -55,6 +68,44 @@ impl Completer for Commands {
             .collect();
         Ok((0, pairs))
     }
+}
+
+/// Tab in an `@path` word: the entries of the working tree's folder it
+/// names that start with what is typed (folders end with `/`); nothing
+/// outside the tree (an absolute path or `..`).
+fn at_path(line: &str, pos: usize) -> Option<(usize, Vec<Pair>)> {
+    let before = line.get(..pos)?;
+    let start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    let typed = before[start..].strip_prefix('@')?;
+    if typed.starts_with('/') || typed.split('/').any(|part| part == "..") {
+        return None;
+    }
+    let (dir, prefix) = match typed.rfind('/') {
+        Some(i) => (&typed[..=i], &typed[i + 1..]),
+        None => ("", typed),
+    };
+    let folder = if dir.is_empty() { "." } else { dir };
+    let mut pairs: Vec<Pair> = std::fs::read_dir(folder)
+        .ok()?
+        .filter_map(Result::ok)
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            if !name.starts_with(prefix) || (name.starts_with('.') && !prefix.starts_with('.')) {
+                return None;
+            }
+            let slash = if entry.file_type().ok()?.is_dir() {
+                "/"
+            } else {
+                ""
+            };
+            Some(Pair {
+                display: format!("{name}{slash}"),
+                replacement: format!("@{dir}{name}{slash}"),
+            })
+        })
+        .collect();
+    pairs.sort_by(|a, b| a.display.cmp(&b.display));
+    Some((start, pairs))
 }
 
 impl Hinter for Commands {
@@ -136,7 +187,8 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
 /// One line in the REPL: a failed, interrupted or stopped turn is told and
 /// the session goes on.
 fn respond(live: &mut Live, line: &str, editor: &mut LineEditor) -> Result<Outcome, Error> {
-    let outcome = line::handle(live, line)?;
+    let line = line::attached(live, line);
+    let outcome = line::handle(live, &line)?;
     told(live, outcome, editor)
 }
 
@@ -146,7 +198,10 @@ fn told(live: &mut Live, mut outcome: Outcome, editor: &mut LineEditor) -> Resul
     loop {
         match &outcome {
             // Server and tool text can be in it: inert on a terminal.
-            Outcome::Failed(why) => eprintln!("revolve: {}", view::inert(why)),
+            Outcome::Failed(why) => {
+                let line = format!("revolve: {}", view::inert(why));
+                eprintln!("{}", crate::render::error(&line, crate::render::stderr()));
+            }
             Outcome::Interrupted => eprintln!("interrupted; the turn is logged as such"),
             Outcome::Stopped(reason) => {
                 eprintln!("revolve: {}", view::inert(&guard::describe(reason)));
@@ -241,14 +296,7 @@ impl Watcher {
     }
 }
 
-/// Dimmed when stderr is a terminal, unless NO_COLOR is set
-/// (https://no-color.org).
+/// Dimmed when stderr gets colour (see [`crate::render`]).
 fn dim(text: &str) -> String {
-    use std::io::IsTerminal;
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    if no_color || !std::io::stderr().is_terminal() {
-        text.to_owned()
-    } else {
-        format!("\x1b[2m{text}\x1b[0m")
-    }
+    crate::render::dim(text, crate::render::stderr())
 }

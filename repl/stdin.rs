@@ -50,3 +50,16 @@ fn decode(bytes: Vec<u8>) -> String {
         }
     }
 }
+
+/// Whether stdin has something to read: not a terminal, and not at its end
+/// (waits for the first byte, which stays buffered for [`lines`] and
+/// [`read_all`]). A read error counts as input: reading it later says why.
+pub fn has_input(tty: bool) -> bool {
+    if tty {
+        return false;
+    }
+    std::io::stdin()
+        .lock()
+        .fill_buf()
+        .map_or(true, |buf| !buf.is_empty())
+}

@@ -312,6 +312,7 @@ pub(crate) fn write_big_log(path: &Path, target: u64) -> io::Result<Shape> {
             w.append(&Record::Renamed(Renamed {
                 at,
                 name: "login-bug".into(),
+                generated: false,
             }))?;
             totals.name = Some("login-bug".into());
             totals.named = true;

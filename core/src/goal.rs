@@ -457,6 +457,16 @@ pub fn run_step(goals: &Goals, turns: u32, max_turns: u32) -> RunStep {
     }
 }
 
+/// Whether a goal run that stopped reached what it runs for: the model
+/// proposed the goal met (only the user ends it). Any other stop (the
+/// turns taken, a paused or missing goal) is a run that did not.
+pub fn run_met(goals: &Goals) -> bool {
+    goals
+        .current
+        .as_ref()
+        .is_some_and(|g| g.met_proposed.is_some())
+}
+
 /// The goal section of the system prompt: `Some` only while a goal is
 /// current and active. It carries the objective as standing intent, the last
 /// [`PROMPT_NOTES`] notes oldest first, a met proposal if there is one, and

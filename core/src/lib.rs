@@ -22,6 +22,7 @@
 //!   config file.
 //! * [`view`]: the status line, transcripts and listings.
 
+pub mod attach;
 pub mod compact;
 pub mod config;
 pub mod edit;

@@ -138,13 +138,20 @@ pub fn pick<'a>(needle: &str, sessions: &'a [Summary]) -> Result<&'a Summary, Pi
     }
 }
 
-/// The most recently active session, for `--continue`.
+/// The most recently active session that took a turn, for `--continue`
+/// (an empty session, opened and left, is skipped: the work is in the one
+/// before); the most recent of all when none took one.
 pub fn latest(sessions: &[Summary]) -> Option<&Summary> {
-    sessions.iter().max_by(|a, b| {
+    let newest = |a: &&Summary, b: &&Summary| {
         a.last_activity
             .cmp(&b.last_activity)
             .then_with(|| a.id.cmp(&b.id))
-    })
+    };
+    sessions
+        .iter()
+        .filter(|s| s.turns > 0)
+        .max_by(newest)
+        .or_else(|| sessions.iter().max_by(newest))
 }
 
 /// Whether a new session the user did not name gets a generated name:
@@ -207,5 +214,32 @@ mod tests {
             let used: BTreeSet<String> = WORDS[..n].iter().map(|w| w.to_string()).collect();
             allocate(&used) == WORDS[n]
         }
+    }
+
+    fn summary(id: &str, turns: u64, minute: u8) -> Summary {
+        let at =
+            time::macros::datetime!(2026-12-02 10:00 UTC) + time::Duration::minutes(minute.into());
+        Summary {
+            id: id.into(),
+            name: None,
+            named: false,
+            started: at,
+            turns,
+            last_activity: at,
+            path: format!("{id}.jsonl"),
+            continued: None,
+        }
+    }
+
+    #[test]
+    fn latest_skips_sessions_without_a_turn() {
+        let work = summary("a", 3, 1);
+        let empty = summary("b", 0, 2);
+        let sessions = [work.clone(), empty.clone()];
+        assert_eq!(latest(&sessions).map(|s| s.id.as_str()), Some("a"));
+        // With none that took a turn, the newest of all.
+        let none = [summary("c", 0, 1), empty];
+        assert_eq!(latest(&none).map(|s| s.id.as_str()), Some("b"));
+        assert!(latest(&[]).is_none());
     }
 }

@@ -212,3 +212,14 @@ pub const ANSWER_BYTES_PER_CALL: usize = 64;
 /// How much of a server's `Retry-After` header a failure line shows, in
 /// characters (seconds or an HTTP date fit; the header may be any length).
 pub const RETRY_AFTER_SHOWN: usize = 40;
+
+// ---------------------------------------------------------------------------
+// terminal (issue 32): live progress
+
+/// A wait shows its progress on a terminal once it took this long (a
+/// running command's elapsed time and last lines): a quick one stays
+/// silent.
+pub const PROGRESS_AFTER_MS: u64 = 500;
+
+/// How many of a running command's last output lines its live view shows.
+pub const PROGRESS_LINES: usize = 3;

@@ -530,12 +530,16 @@ pub struct Resumed {
     pub provider: String,
 }
 
-/// The session's new name; a rename always makes a session named.
+/// The session's new name. A rename the user asked for makes a session
+/// named (listed); a `generated` one (an unnamed session resumed in the
+/// REPL, given an address) keeps it unlisted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Renamed {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     pub name: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generated: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

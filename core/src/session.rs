@@ -88,6 +88,9 @@ pub struct Session {
     keep_turns: usize,
     /// The body size of the request in flight, for the calibration.
     in_flight_bytes: usize,
+    /// A summary in pieces: the pieces asked for so far, and about how
+    /// many it takes (said as "piece k of about n").
+    pieces: (u64, u64),
     /// Whether the request due now was refused as too large once already.
     overflow_retried: bool,
     /// Whether messages taken from the inbox wait for the next user line's
@@ -145,6 +148,7 @@ impl Session {
             costly: None,
             keep_turns: compact::KEEP_TURNS,
             in_flight_bytes: 0,
+            pieces: (0, 0),
             overflow_retried: false,
             parts: prompt::Parts::default(),
             inbox_waiting: false,
@@ -364,6 +368,7 @@ impl Session {
                     let renamed = Record::Renamed(Renamed {
                         at: now,
                         name: name.clone(),
+                        generated: false,
                     });
                     let mut cmds = self.append(vec![renamed]);
                     cmds.push(Command::Show(format!("this session is now named '{name}'")));
@@ -373,6 +378,22 @@ impl Session {
                     "cannot name this session '{name}': {why}"
                 ))],
             },
+            Input::Address { used, now } => {
+                if self.state().name.is_some() {
+                    return Vec::new();
+                }
+                let name = names::allocate(&used);
+                let renamed = Record::Renamed(Renamed {
+                    at: now,
+                    name: name.clone(),
+                    generated: true,
+                });
+                let mut cmds = self.append(vec![renamed]);
+                cmds.push(Command::Show(format!(
+                    "this session has no name: it is '{name}' now, for revolve send and attach"
+                )));
+                cmds
+            }
         }
     }
 

@@ -105,6 +105,35 @@ pub fn complete(line: &str, pos: usize, skills: &[crate::skills::Skill]) -> Vec<
     out
 }
 
+/// The words a builtin command takes after it, for Tab.
+const ARGUMENTS: [(&str, &[&str]); 4] = [
+    ("goal", &["pause", "resume", "done", "clear"]),
+    ("refine", &["history", "undo"]),
+    ("rewind", &["list", "undo"]),
+    ("plan", &["off"]),
+];
+
+/// What Tab completes in a command's argument at `pos`: where the word
+/// being typed starts, and the words the builtin command takes that start
+/// with it (`/goal pa` → `pause`). Nothing past the first argument, nor
+/// outside a builtin command.
+pub fn complete_argument(line: &str, pos: usize) -> Option<(usize, Vec<String>)> {
+    let before = line.get(..pos)?.strip_prefix('/')?;
+    let (command, arg) = before.split_once(' ')?;
+    if arg.contains(char::is_whitespace) {
+        return None;
+    }
+    let start = pos - arg.len();
+    let (_, words) = ARGUMENTS.iter().find(|(c, _)| *c == command)?;
+    let mut out: Vec<String> = words
+        .iter()
+        .filter(|w| w.starts_with(arg))
+        .map(|w| (*w).to_owned())
+        .collect();
+    out.sort();
+    Some((start, out))
+}
+
 /// The `/help` lines for the commands of the user's own (skills by name
 /// and description), after [`HELP`]; a skill named like a builtin command
 /// is said to be no command.
@@ -219,5 +248,20 @@ mod tests {
                 "{word}"
             );
         }
+    }
+
+    #[test]
+    fn arguments_complete_to_the_words_a_command_takes() {
+        assert_eq!(
+            complete_argument("/goal p", 7),
+            Some((6, vec!["pause".to_owned()]))
+        );
+        assert_eq!(
+            complete_argument("/rewind ", 8),
+            Some((8, vec!["list".to_owned(), "undo".to_owned()]))
+        );
+        assert_eq!(complete_argument("/goal ship it", 13), None);
+        assert_eq!(complete_argument("/status x", 9), None);
+        assert_eq!(complete_argument("hello /goal p", 13), None);
     }
 }

@@ -298,7 +298,7 @@ impl State {
             }
             Record::Renamed(r) => {
                 self.name = Some(r.name.clone());
-                self.named = true;
+                self.named = !r.generated;
             }
             Record::Pruned(p) => {
                 for &i in &p.messages {
@@ -922,7 +922,8 @@ mod tests {
         assert!(s2
             .apply(&Record::Renamed(Renamed {
                 at,
-                name: "db".into()
+                name: "db".into(),
+                generated: false,
             }))
             .is_none());
         assert_eq!((s2.name.as_deref(), s2.named), (Some("db"), true));

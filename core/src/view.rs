@@ -111,8 +111,9 @@ pub fn status(state: &State) -> String {
         .checked_div(u128::from(state.window))
         .unwrap_or(0);
     let in_out = if t.in_out_estimated { "~" } else { "" };
+    let model = &state.model;
     let mut line = format!(
-        "{name} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
+        "{name} · {model} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
@@ -533,6 +534,16 @@ pub struct Summary {
     /// a file is not listed, and resuming it resumes the newest of the chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continued: Option<String>,
+}
+
+/// The line `revolve sessions` ends with when it left unnamed sessions
+/// out: how many, and how to list them (nothing when none was).
+pub fn left_out(unnamed: usize) -> String {
+    match unnamed {
+        0 => String::new(),
+        1 => "1 unnamed session not shown: revolve sessions --all lists it\n".to_owned(),
+        n => format!("{n} unnamed sessions not shown: revolve sessions --all lists them\n"),
+    }
 }
 
 /// Whether `revolve sessions` (`--all` with `all`) shows a session file:

@@ -796,7 +796,11 @@ impl Arbitrary for AnyRecord {
                 window: u64::arbitrary(g),
                 provider: s(g),
             }),
-            _ => Record::Renamed(Renamed { at, name: s(g) }),
+            _ => Record::Renamed(Renamed {
+                at,
+                name: s(g),
+                generated: bool::arbitrary(g),
+            }),
         })
     }
 }

@@ -1,5 +1,6 @@
 //! Why a run stopped, and the exit code each reason has: 0 success,
-//! 1 runtime error, 2 usage error, 130 interrupted, 143 stopped by SIGTERM
+//! 1 runtime error, 2 usage error, 3 a goal run ended without the goal
+//! met, 130 interrupted, 143 stopped by SIGTERM
 //! or SIGHUP mid-turn. The binary turns one into a stderr line and exits
 //! with its code.
 
@@ -19,6 +20,9 @@ pub enum Error {
     /// SIGTERM or SIGHUP arrived during a turn, which was logged as
     /// interrupted (exit 143).
     Terminated,
+    /// `--goal-run` stopped without the goal proposed met: a turn limit,
+    /// a paused or missing goal; the text says why (exit 3).
+    GoalNotMet(String),
 }
 
 impl Error {
@@ -30,6 +34,7 @@ impl Error {
             Error::Interrupted => 130,
             Error::BrokenPipe => 0,
             Error::Terminated => 143,
+            Error::GoalNotMet(_) => 3,
         }
     }
 
@@ -43,6 +48,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+            Error::GoalNotMet(why) => write!(f, "the goal run ended without the goal met: {why}"),
             Error::Interrupted => f.write_str("interrupted"),
             Error::BrokenPipe => f.write_str("stdout closed"),
             Error::Terminated => {

@@ -39,6 +39,12 @@ pub trait Front {
     /// The wait for the model is over.
     fn stop_waiting(&mut self) {}
 
+    /// Who watches a `shell` command while it runs (see
+    /// [`revolve_tools::Watch`]): nobody, unless the front shows it.
+    fn watch(&self) -> revolve_tools::Watch {
+        revolve_tools::Watch::default()
+    }
+
     /// A tool is about to run; `arguments` is the JSON text the model
     /// wrote.
     fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str);

@@ -475,6 +475,55 @@ impl<F: Front> Live<F> {
         Ok(outcome)
     }
 
+    /// Gives an unnamed session (a piped one resumed in the REPL) a
+    /// generated name, under the naming lock, so `revolve send` and
+    /// `revolve attach` can address it (the core picks the name; it stays
+    /// unlisted). A session with a name is left as it is.
+    pub fn address(&mut self) -> Result<Outcome, Error> {
+        if self.state().name.is_some() {
+            return Ok(Outcome::Done);
+        }
+        let _naming = self
+            .store
+            .naming()
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let used = self
+            .store
+            .names_in_use()
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let outcome = self.drive(Input::Address {
+            used: used.into_iter().collect(),
+            now: clock::now(),
+        })?;
+        self.inbox = inbox_of(&self.store, self.state().name.as_deref());
+        let entry = self
+            .store
+            .running_entry(self.state().id(), self.state().name.clone());
+        self.claim
+            .update(&entry)
+            .map_err(|e| Error::Runtime(e.to_string()))?;
+        Ok(outcome)
+    }
+
+    /// Ends the session; one this run started that never got a message
+    /// leaves no file, so its name is free again and `--continue` finds
+    /// the session before it. Returns whether the file was removed.
+    pub fn close(self) -> bool {
+        let state = self.state();
+        let unused = state.messages.is_empty() && state.resumes == 0 && state.continued.is_none();
+        if !unused {
+            return false;
+        }
+        // Under the naming lock, before the claim goes: no new session
+        // sees the name free while the file is still there, nor the
+        // reverse.
+        let naming = self.store.naming().ok();
+        let removed = std::fs::remove_file(self.writer.path()).is_ok();
+        drop(self);
+        drop(naming);
+        removed
+    }
+
     /// The store the session is kept in.
     pub fn store(&self) -> &Store {
         &self.store
@@ -761,6 +810,17 @@ impl<F: Front> Live<F> {
     pub fn instructions(&self) -> Vec<String> {
         let parts = self.session.parts();
         parts.instructions.iter().map(|f| f.path.clone()).collect()
+    }
+
+    /// The memory files the prompt carries now, as `scope/name`
+    /// (`global/verify-before-commit.md`), global first.
+    pub fn memory_files(&self) -> Vec<String> {
+        let parts = self.session.parts();
+        parts
+            .memory
+            .iter()
+            .map(|f| format!("{}/{}", f.scope.as_str(), f.name))
+            .collect()
     }
 
     /// What the next system prompt is built from, read now: the project's

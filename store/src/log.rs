@@ -353,7 +353,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
                 }
             }
             Some(Ok(Record::Renamed(r))) => {
-                name.get_or_insert((Some(r.name), true));
+                name.get_or_insert((Some(r.name), !r.generated));
             }
             _ => {}
         }
@@ -516,6 +516,7 @@ mod tests {
         w.append(&Record::Renamed(Renamed {
             at,
             name: "db".into(),
+            generated: false,
         }))
         .unwrap();
         for i in 0..200 {
@@ -533,6 +534,7 @@ mod tests {
         w.append(&Record::Renamed(Renamed {
             at,
             name: "api".into(),
+            generated: false,
         }))
         .unwrap();
         let (h, s) = summary(&path).unwrap().unwrap();

@@ -569,7 +569,13 @@ fn a_tool_result_event_is_shown_only_after_it_is_logged() {
                 .to_owned()
         })
         .collect();
-    assert_eq!(types, ["text", "tool_call", "error"], "{}", run.stderr);
+    // `init` first (issue 32).
+    assert_eq!(
+        types,
+        ["init", "text", "tool_call", "error"],
+        "{}",
+        run.stderr
+    );
 
     // Logged, it is shown, in its place.
     let env = TestEnv::new("result-logged");
@@ -600,7 +606,15 @@ fn a_tool_result_event_is_shown_only_after_it_is_logged() {
         .collect();
     assert_eq!(
         types,
-        ["text", "tool_call", "tool_result", "text", "totals", "done"],
+        [
+            "init",
+            "text",
+            "tool_call",
+            "tool_result",
+            "text",
+            "totals",
+            "done"
+        ],
         "{run:?}"
     );
 }

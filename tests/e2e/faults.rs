@@ -793,14 +793,21 @@ fn sessions_started_together_get_distinct_names() {
         racers.wait_all(Duration::from_secs(60), |out, _| {
             String::from_utf8_lossy(out).contains('\u{203a}')
         });
+        // Read while they all run: a session left without a message
+        // leaves no file (issue 32).
+        let names = header_names(&env);
         for (code, shown, _) in racers.finish(Duration::from_secs(30)) {
             assert_eq!(code, Some(0), "{shown}");
             assert!(!shown.contains("panicked"), "{shown}");
         }
-        let names = header_names(&env);
         assert_eq!(names.len(), n, "one log each: {names:?}");
         let distinct: BTreeSet<String> = names.iter().flatten().cloned().collect();
         assert_eq!(distinct.len(), n, "distinct names: {names:?}");
+        assert_eq!(
+            header_names(&env),
+            Vec::<Option<String>>::new(),
+            "empty sessions leave no file"
+        );
     }
 }
 

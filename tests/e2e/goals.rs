@@ -784,7 +784,8 @@ fn goal_run_goes_on_once_the_user_withdraws_the_proposal() {
         FakeReply::text("never"),
     ]);
     let run = revolve(&env, &second, &["--goal-run", "--max-turns", "1"], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    // Stopped at its turns without the goal proposed met: exit 3 (issue 32).
+    assert_eq!(run.code, Some(3), "{run:?}");
     assert_eq!(run.stdout, "More work.\n");
     let block = block(&bodies(&second)[0]).unwrap();
     assert!(
@@ -835,7 +836,14 @@ fn goal_run_takes_exactly_max_turns_ordinary_turns() {
             .collect(),
     );
     let run = revolve(&env, &server, &["--goal-run", "--max-turns", "3"], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    // The goal not met: exit 3, said on stderr's last line (issue 32).
+    assert_eq!(run.code, Some(3), "{run:?}");
+    assert!(
+        run.stderr.ends_with(
+            "revolve: the goal run ended without the goal met: 3 turns taken, the most asked for\n"
+        ),
+        "{run:?}"
+    );
     assert_eq!(run.stdout, "step 1\nstep 2\nstep 3\n");
     assert_eq!(
         run_lines(&run),
@@ -886,17 +894,22 @@ fn goal_run_without_an_active_goal_stops_at_once() {
     let env = TestEnv::new("goal-run-none");
     let server = serve(vec![FakeReply::text("never sent")]);
     let run = revolve(&env, &server, &["--goal-run"], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.code, Some(3), "{run:?}");
     assert_eq!(run.stdout, "");
     assert_eq!(
         run.stderr_past_seeding(&env),
-        "── goal run ends: no goal is set; set one with /goal or revolve goal\n"
+        "── goal run ends: no goal is set; set one with /goal or revolve goal\n\
+         revolve: the goal run ended without the goal met: no goal is set; set one with /goal or revolve goal\n"
     );
     assert_eq!(goal(&env, &["ship it"]).code, Some(0));
     assert_eq!(goal(&env, &["pause"]).code, Some(0));
     let run = revolve(&env, &server, &["--goal-run", "--max-turns", "2"], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
-    assert_eq!(run.stderr, "── goal run ends: the goal is paused\n");
+    assert_eq!(run.code, Some(3), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        "── goal run ends: the goal is paused\n\
+         revolve: the goal run ended without the goal met: the goal is paused\n"
+    );
     assert!(server.requests().is_empty(), "no turn taken");
     for file in env.session_files() {
         let recs = records(&file);
@@ -993,6 +1006,10 @@ fn goal_rows(screen: &str) -> Vec<String> {
             continue;
         };
         let text = rest.split("\x1b[0m").next().unwrap_or_default();
+        // A tool line is dim too (issue 32): not a row.
+        if text.starts_with('\u{2192}') {
+            continue;
+        }
         if text.starts_with("goal") {
             *rows.last_mut().expect("a status line before the goal row") = text.to_owned();
         } else {

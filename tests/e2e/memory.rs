@@ -355,7 +355,7 @@ fn the_seeding_note_names_exactly_what_was_seeded_in_every_mode() {
         let run = talk(&piped, &server, args, "hello\n");
         assert_eq!(run.stderr, piped.seeded_note(), "{mode}");
         if mode == "stream" {
-            assert!(run.stdout.starts_with("{\"type\":\"text\""), "{run:?}");
+            assert!(run.stdout.starts_with("{\"type\":\"init\""), "{run:?}");
         } else {
             assert_eq!(run.stdout, "Quiet.\n", "{mode}");
         }

@@ -42,7 +42,7 @@ fn named_sessions_are_listed_and_resumed_by_name() {
     let listed = env.ok(&["sessions"]);
     assert_eq!(
         listed.stdout,
-        "no named sessions in this directory (revolve sessions --all shows unnamed ones too)\n"
+        "no named sessions in this directory\n1 unnamed session not shown: revolve sessions --all lists it\n"
     );
     let unnamed = env.only_session();
 
@@ -59,9 +59,13 @@ fn named_sessions_are_listed_and_resumed_by_name() {
 
     let table = env.ok(&["sessions"]).stdout;
     let rows: Vec<&str> = table.lines().collect();
-    assert_eq!(rows.len(), 2, "a heading and one row: {table}");
+    assert_eq!(rows.len(), 3, "a heading, one row, the unnamed: {table}");
     assert!(rows[0].starts_with("NAME "), "{table}");
     assert!(rows[1].starts_with("db "), "{table}");
+    assert_eq!(
+        rows[2],
+        "1 unnamed session not shown: revolve sessions --all lists it"
+    );
 
     let table = env.ok(&["sessions", "--all"]).stdout;
     let mut first_words: Vec<&str> = table

@@ -52,9 +52,22 @@ fn a_turn_with_a_tool_streams_events() {
         "tool lines are events, not stderr; the seeding note stays"
     );
     let events = events(&run.stdout);
+    // First the session, before any turn (issue 32).
+    let init = &events[0];
+    assert_eq!(
+        (&init["type"], &init["session"], &init["model"]),
+        (
+            &"init".into(),
+            &events.last().unwrap()["session"],
+            &"gpt-4o-mini".into()
+        )
+    );
+    assert_eq!(init["cwd"], env.cwd.to_string_lossy().as_ref());
+    assert_eq!(init["name"], serde_json::Value::Null);
     assert_eq!(
         types(&events),
         [
+            "init",
             "text",
             "tool_call",
             "tool_result",
@@ -66,7 +79,7 @@ fn a_turn_with_a_tool_streams_events() {
             "done"
         ]
     );
-    let call = &events[1];
+    let call = &events[2];
     assert_eq!(
         (&call["id"], &call["name"], &call["arguments"]),
         (
@@ -75,7 +88,7 @@ fn a_turn_with_a_tool_streams_events() {
             &serde_json::json!({"path": "."})
         )
     );
-    let result = &events[2];
+    let result = &events[3];
     assert_eq!(
         (&result["id"], &result["name"]),
         (&"c1".into(), &"list_dir".into())
@@ -91,13 +104,13 @@ fn a_turn_with_a_tool_streams_events() {
         .map(|e| e["text"].as_str().unwrap())
         .collect();
     assert_eq!(text, "Looking.It holds one file.");
-    let totals = &events[7];
+    let totals = &events[8];
     for key in ["turns", "tokens_in", "tokens_out", "context", "requests"] {
         assert!(totals[key].is_u64(), "{key}: {totals}");
     }
     assert_eq!(totals["turns"], 1);
     assert_eq!(totals["requests"], 2);
-    let done = &events[8];
+    let done = &events[9];
     assert!(
         done["session"].is_string() && done["log"].is_string(),
         "{done}"
@@ -188,9 +201,13 @@ fn each_line_is_a_turn_with_its_totals_and_one_done() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     let events = events(&run.stdout);
-    assert_eq!(types(&events), ["text", "totals", "text", "totals", "done"]);
-    assert_eq!(events[3]["turns"], 2);
-    assert_eq!(events[4]["name"], "s");
+    assert_eq!(
+        types(&events),
+        ["init", "text", "totals", "text", "totals", "done"]
+    );
+    assert_eq!(events[4]["turns"], 2);
+    assert_eq!(events[5]["name"], "s");
+    assert_eq!(events[0]["name"], "s", "init names the session");
 }
 
 #[test]
@@ -216,8 +233,8 @@ fn a_failed_turn_ends_with_an_error_event() {
     );
     assert_eq!(run.code, Some(1), "{run:?}");
     let events = events(&run.stdout);
-    assert_eq!(types(&events), ["totals", "error"]);
-    let error = &events[1];
+    assert_eq!(types(&events), ["init", "totals", "error"]);
+    let error = &events[2];
     assert_eq!(error["code"], 1);
     assert!(
         error["message"].as_str().unwrap().contains("HTTP 500"),

@@ -56,9 +56,13 @@ fn two_piped_turns_then_a_continued_third() {
     let run = env.run(&["--base-url", &url, "--continue"], "three\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Answer three.\n");
-    // The resumed conversation is shown again, on stderr only.
-    for shown in ["> one", "Answer one.", "> two", "Answer two, longer."] {
-        assert!(run.stderr.contains(shown), "{shown:?} not in {run:?}");
+    // Without the REPL, one line of the past on stderr (issue 32); the
+    // transcript is replay's.
+    assert!(run.stderr.starts_with("resumed "), "{run:?}");
+    assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
+    let shown = env.ok(&["replay"]).stdout;
+    for line in ["> one", "Answer one.", "> two", "Answer two, longer."] {
+        assert!(shown.contains(line), "{line:?} not in {shown:?}");
     }
 
     let requests = server.requests();
@@ -203,7 +207,8 @@ fn an_http_error_fails_the_turn_and_the_next_run_goes_on() {
     let run = env.run(&["--base-url", &url, "--continue"], "again\n");
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "Back again.\n");
-    assert!(run.stderr.contains("! failed: "), "{run:?}");
+    let shown = env.ok(&["replay"]).stdout;
+    assert!(shown.contains("! failed: "), "{shown:?}");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
@@ -252,7 +257,8 @@ fn a_cut_stream_keeps_the_partial_answer() {
     // The kept partial answer is part of the history the model gets next.
     let run = env.run(&["--base-url", &url, "--continue"], "go on\n");
     assert_eq!(run.code, Some(0), "{run:?}");
-    assert!(run.stderr.contains("Partial answer [cut short]"), "{run:?}");
+    let shown = env.ok(&["replay"]).stdout;
+    assert!(shown.contains("Partial answer [cut short]"), "{shown:?}");
     assert_eq!(
         request_messages(&server.requests()[1].body),
         pairs(&[
@@ -378,11 +384,19 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
     );
     assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "A.\nB.\n");
+    let lines = run.stderr_lines_past_seeding(&env);
+    let session = env.only_session();
+    // /status: the row (naming the model), the model and where its window
+    // came from, the session file, the files the prompt carries (issue 32).
     assert_eq!(
-        run.stderr_lines_past_seeding(&env),
+        lines,
         [
             "unknown command /frob; /help lists them",
-            "(unnamed) · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
+            "(unnamed) · gpt-4o-mini · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
+            "model gpt-4o-mini · provider openai · window 128000 tokens (from default)",
+            &format!("session file {}", session.display()),
+            "memory: global/asking-the-user.md, global/read-before-edit.md, global/task-discipline.md, \
+             global/verify-before-commit.md, global/worktree-isolation.md, project/project.md",
             "project instructions: none",
         ]
     );

@@ -287,6 +287,11 @@ fn a_session_grown_large_resumed_small_is_summarized_in_pieces() {
         .expect("the pieces' notes are logged");
     let pieces = old.iter().filter(|r| r["type"] == "compacting").count();
     assert!(pieces >= 2, "{pieces} pieces");
+    // Each said on stderr as "piece k of about n" (issue 32).
+    assert!(
+        run.stderr.contains("compaction: piece 2 of about "),
+        "{run:?}"
+    );
     // Each later piece's request carries the notes so far.
     let summaries: Vec<String> = server
         .requests()

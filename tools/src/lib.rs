@@ -161,6 +161,43 @@ pub struct Context {
     pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
     /// The sandbox `shell` commands run in.
     pub sandbox: revolve_core::sandbox::Policy,
+    /// Who watches a `shell` command as it runs (nobody by default).
+    pub watch: Watch,
+}
+
+/// Someone watching a running `shell` command: told, as often as the
+/// command is polled, how long it has run and the end of what it wrote so
+/// far (stdout and stderr as they came), and told once when it ended. How
+/// and when it is shown is the watcher's business.
+#[derive(Clone, Default)]
+pub struct Watch(pub Option<std::sync::Arc<WatchFn>>);
+
+/// What a [`Watch`] calls: `Some((elapsed, tail))` while the command runs,
+/// `None` once it ended.
+pub type WatchFn = dyn Fn(Option<(std::time::Duration, &str)>) + Send + Sync;
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Watch(watched)"
+        } else {
+            "Watch(none)"
+        })
+    }
+}
+
+impl Watch {
+    fn tick(&self, elapsed: std::time::Duration, tail: &str) {
+        if let Some(watch) = &self.0 {
+            watch(Some((elapsed, tail)));
+        }
+    }
+
+    fn end(&self) {
+        if let Some(watch) = &self.0 {
+            watch(None);
+        }
+    }
 }
 
 /// A file's identity: its device and inode (on unix; elsewhere none is
@@ -316,6 +353,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
                 *timeout_s,
                 &ctx.sandbox,
                 cancel,
+                &ctx.watch,
             );
             match before {
                 Some(before) => {

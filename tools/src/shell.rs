@@ -8,6 +8,9 @@ use revolve_core::sandbox::{Enforcement, Policy};
 /// How often the child, the clock and `cancel` are checked, at most.
 pub(crate) const SHELL_POLL: Duration = Duration::from_millis(50); // not policy: how often cancel is polled
 
+/// How much of a command's latest output a watcher is given.
+const TAIL_BYTES: usize = 4096; // not policy: enough for a few lines on screen
+
 /// How a command ended.
 pub(crate) enum Ending {
     Exited(ExitStatus),
@@ -28,6 +31,7 @@ pub(crate) fn shell(
     secs: u64,
     sandbox: &Policy,
     cancel: &dyn Fn() -> bool,
+    watch: &Watch,
 ) -> Outcome {
     let mut sh = group::command(command);
     // Confined first, while nothing but the program is set on the command
@@ -68,8 +72,10 @@ pub(crate) fn shell(
         Err(e) => return Outcome::text(format!("error: cannot start sh: {e}")),
     };
     let (done, drained) = mpsc::channel();
-    let stdout = Capture::start(child.stdout.take(), done.clone());
-    let stderr = Capture::start(child.stderr.take(), done);
+    // The end of both streams as they came, for the watcher.
+    let tail: Arc<Mutex<Vec<u8>>> = Arc::default();
+    let stdout = Capture::start(child.stdout.take(), done.clone(), tail.clone());
+    let stderr = Capture::start(child.stderr.take(), done, tail.clone());
     let (stdout, stderr) = match (stdout, stderr) {
         (Ok(out), Ok(err)) => (out, err),
         (Err(e), _) | (_, Err(e)) => {
@@ -95,11 +101,16 @@ pub(crate) fn shell(
         if stdout.overflowed() || stderr.overflowed() {
             break Ending::TooMuch;
         }
+        if watch.0.is_some() {
+            let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+            watch.tick(started.elapsed(), &String::from_utf8_lossy(&tail));
+        }
         thread::sleep(pause);
         pause = (pause * 2).min(SHELL_POLL);
     };
     // However it ended, nothing it started outlives it.
     end(&mut group, &mut child);
+    watch.end();
 
     // Both readers end at EOF, unless a background process keeps a pipe.
     let deadline = Instant::now() + SHELL_DRAIN;
@@ -183,9 +194,12 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
+    /// Reads `pipe` on a thread of its own; what it reads also goes to the
+    /// end of `tail`, which keeps its last [`TAIL_BYTES`].
     pub(crate) fn start(
         pipe: Option<impl Read + Send + 'static>,
         done: mpsc::Sender<()>,
+        tail: Arc<Mutex<Vec<u8>>>,
     ) -> io::Result<Capture> {
         let capture = Capture {
             buf: Arc::default(),
@@ -211,6 +225,13 @@ impl Capture {
                         };
                         if stop.load(Ordering::SeqCst) {
                             break;
+                        }
+                        {
+                            let mut tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+                            let kept = &chunk[n.saturating_sub(TAIL_BYTES)..n];
+                            tail.extend_from_slice(kept);
+                            let over = tail.len().saturating_sub(TAIL_BYTES);
+                            tail.drain(..over);
                         }
                         let mut buf = buf.lock().unwrap_or_else(|e| e.into_inner());
                         let room = SHELL_STREAM_CAP - buf.len();

@@ -459,3 +459,9 @@ fn any_run_keeps_the_invariants() {
         .tests(500)
         .quickcheck(prop as fn(Vec<Op>, u8) -> bool);
 }
+
+#[test]
+fn a_run_met_its_goal_only_when_the_model_proposed_it_met() {
+    let met: Vec<bool> = FIXTURES.iter().map(|f| run_met(&goals(*f))).collect();
+    assert_eq!(met, [false, false, false, true, true]);
+}

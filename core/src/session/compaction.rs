@@ -380,6 +380,7 @@ impl Session {
                 None => cmds.push(Command::Show(line)),
             }
         }
+        self.pieces = (0, requests);
         let first = self.next_piece(cut, 0, now)?;
         cmds.push(Command::Show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
@@ -423,8 +424,10 @@ impl Session {
             from: from as u64,
             upto: if upto == cut { 0 } else { upto as u64 },
         })]);
+        self.pieces.0 += 1;
+        let (k, n) = (self.pieces.0, self.pieces.1.max(self.pieces.0));
         cmds.push(Command::Show(format!(
-            "compaction: summarizing messages {}..{upto} of {cut}",
+            "compaction: piece {k} of about {n}: summarizing messages {}..{upto} of {cut}",
             from + 1
         )));
         self.estimate = compact::estimate(request.body.len(), &self.state.totals);

@@ -135,6 +135,14 @@ pub enum Input {
         used: BTreeSet<String>,
         now: OffsetDateTime,
     },
+    /// An unnamed session resumed in the REPL needs an address (for `revolve
+    /// send` and `revolve attach`): it gets a generated name, the first one
+    /// not in `used`, which keeps it unlisted. A session with a name is left
+    /// as it is.
+    Address {
+        used: BTreeSet<String>,
+        now: OffsetDateTime,
+    },
     /// Messages found in the session's inbox (`revolve send`, `revolve
     /// attach`), in any order. Those taken already (numbered at or below
     /// [`Totals::delivered`]) are dropped; the rest become user messages

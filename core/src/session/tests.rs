@@ -1130,6 +1130,19 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
     assert!(s.busy());
     let cmds = s.handle(Input::Confirmed { yes: true, now });
     assert!(kinds(&cmds).contains(&"summarize"), "{:?}", kinds(&cmds));
+    // Each piece says which it is, of about how many (issue 32).
+    let said: Vec<&String> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Show(text) => Some(text),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("compaction: piece 1 of about ")),
+        "{said:?}"
+    );
     // No: nothing is summarized; the turn goes on as far as it fits.
     let mut s = grown();
     user(&mut s, "next");
@@ -1236,4 +1249,36 @@ fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
     let (_, cmds) = write_opened(true, own);
     let said = result_of(&cmds, "w1").unwrap();
     assert!(said.contains("revolve's own state folder"), "{said}");
+}
+
+#[test]
+fn an_unnamed_session_gets_an_address_that_stays_unlisted() {
+    let now = datetime!(2026-12-02 10:01 UTC);
+    let unnamed = Header {
+        name: None,
+        named: false,
+        ..header()
+    };
+    let mut s = Session::start(unnamed, settings()).0;
+    assert_eq!(s.state().name, None);
+    let used = BTreeSet::from(["amber".to_owned()]);
+    let cmds = s.handle(Input::Address {
+        used: used.clone(),
+        now,
+    });
+    assert_eq!(kinds(&cmds), ["other", "show"]);
+    assert_eq!(s.state().name.as_deref(), Some("birch"));
+    assert!(!s.state().named, "a generated name is not listed");
+    // A session with a name keeps it.
+    assert!(s.handle(Input::Address { used, now }).is_empty());
+    assert_eq!(s.state().name.as_deref(), Some("birch"));
+    // The fold gives the same.
+    let records: Vec<Record> = cmds
+        .iter()
+        .filter_map(|c| match c {
+            Command::Append(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(&records[..], [Record::Renamed(r)] if r.generated));
 }

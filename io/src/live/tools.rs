@@ -34,6 +34,26 @@ impl<F: Front> Live<F> {
             now: clock::now(),
             snapshots: Default::default(),
             sandbox: self.runtime.sandbox.clone(),
+            watch: self.front.watch(),
+        }
+    }
+
+    /// The file `path` names read as `read_file` reads it (the working tree
+    /// and the `--grant` paths only), for an `@path` in the user's line;
+    /// the error the model would get when it cannot be.
+    pub fn read_for_attachment(&self, path: &str) -> Result<String, String> {
+        let tool = Tool::ReadFile {
+            path: path.to_owned(),
+            offset: None,
+            limit: None,
+        };
+        let outcome = tools::run(&tool, &self.runtime.granted, &self.tool_context(), &|| {
+            false
+        });
+        if outcome.output.starts_with("error:") {
+            Err(outcome.output)
+        } else {
+            Ok(outcome.output)
         }
     }
 

@@ -1,0 +1,165 @@
+//! Live progress on a terminal's stderr: a running `shell` command's
+//! elapsed time and its last output lines, redrawn in place below its tool
+//! line and folded away when it ends. Shown only once the command ran
+//! [`PROGRESS_AFTER_MS`]; never on a pipe (the caller asks only when
+//! stderr is a terminal), and never on stdout.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use revolve_core::policy::{PROGRESS_AFTER_MS, PROGRESS_LINES};
+use revolve_core::view;
+use revolve_io::tools::Watch;
+use unicode_width::UnicodeWidthChar;
+
+/// How often the view is drawn again, at most.
+const REDRAW: Duration = Duration::from_millis(100); // not policy: a redraw rate
+
+/// What the view has on screen.
+#[derive(Default)]
+struct Drawn {
+    /// Lines drawn (to erase before the next drawing).
+    lines: usize,
+    /// When it was last drawn.
+    at: Option<Instant>,
+}
+
+/// A [`Watch`] drawing a running command's view on stderr, `columns` wide.
+pub fn command_view(columns: usize) -> Watch {
+    let drawn = Mutex::new(Drawn::default());
+    Watch(Some(Arc::new(move |tick| {
+        let mut drawn = drawn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut err = std::io::stderr().lock();
+        match tick {
+            Some((elapsed, tail)) => {
+                if elapsed < Duration::from_millis(PROGRESS_AFTER_MS)
+                    || drawn.at.is_some_and(|at| at.elapsed() < REDRAW)
+                {
+                    return;
+                }
+                let block = view_lines(elapsed, tail, columns);
+                let _ = write!(err, "{}{block}", erase(drawn.lines));
+                let _ = err.flush();
+                drawn.lines = block.lines().count();
+                drawn.at = Some(Instant::now());
+            }
+            None => {
+                if drawn.lines > 0 {
+                    let _ = write!(err, "{}", erase(drawn.lines));
+                    let _ = err.flush();
+                }
+                *drawn = Drawn::default();
+            }
+        }
+    })))
+}
+
+/// Waits `wait` before a retry, unless `stop` says to give up (returns
+/// false then). On a terminal's stderr the time left counts down in place
+/// and is cleared when the wait ends.
+pub fn countdown(wait: Duration, tty: bool, stop: impl Fn() -> bool) -> bool {
+    let deadline = Instant::now() + wait;
+    let mut shown = None;
+    let mut err = std::io::stderr();
+    let finished = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break true;
+        }
+        if stop() {
+            break false;
+        }
+        let tenths = left.as_millis() / 100;
+        if tty && shown != Some(tenths) {
+            let _ = write!(
+                err,
+                "\r\x1b[2m  retrying in {:.1}s\x1b[0m\x1b[K",
+                left.as_secs_f64()
+            );
+            let _ = err.flush();
+            shown = Some(tenths);
+        }
+        std::thread::sleep(POLL.min(left));
+    };
+    if shown.is_some() {
+        let _ = write!(err, "\r\x1b[K");
+        let _ = err.flush();
+    }
+    finished
+}
+
+/// How often a countdown looks at the clock and at Ctrl-C.
+const POLL: Duration = Duration::from_millis(25); // not policy: a poll interval
+
+/// The terminal's width: `COLUMNS` when set, else 80.
+pub fn columns() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .filter(|c| *c > 10)
+        .unwrap_or(80) // not policy: the classic terminal width
+}
+
+/// Moves up over `lines` drawn lines and clears from there down.
+fn erase(lines: usize) -> String {
+    if lines == 0 {
+        String::new()
+    } else {
+        format!("\x1b[{lines}F\x1b[J")
+    }
+}
+
+/// The view: the time the command has run, then its last output lines
+/// (inert, cut to `columns`), dim.
+fn view_lines(elapsed: Duration, tail: &str, columns: usize) -> String {
+    let mut out = format!("\x1b[2m  … running {:.1}s\x1b[0m\n", elapsed.as_secs_f64());
+    let lines: Vec<&str> = tail
+        .lines()
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    for line in &lines[lines.len().saturating_sub(PROGRESS_LINES)..] {
+        let line = view::inert(line);
+        out.push_str(&format!(
+            "\x1b[2m  │ {}\x1b[0m\n",
+            cut(&line, columns.saturating_sub(5))
+        ));
+    }
+    out
+}
+
+/// `text` cut to `width` columns.
+fn cut(text: &str, width: usize) -> String {
+    let mut used = 0;
+    let mut out = String::new();
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_view_shows_time_and_the_last_lines_cut() {
+        let tail = "one\ntwo\n\nthree\rTHREE\nfour is a long line indeed\n";
+        let shown = view_lines(Duration::from_millis(2_345), tail, 20);
+        assert_eq!(
+            shown,
+            "\x1b[2m  … running 2.3s\x1b[0m\n\
+             \x1b[2m  │ two\x1b[0m\n\
+             \x1b[2m  │ THREE\x1b[0m\n\
+             \x1b[2m  │ four is a long \x1b[0m\n"
+        );
+        assert_eq!(erase(0), "");
+        assert_eq!(erase(3), "\x1b[3F\x1b[J");
+    }
+}
