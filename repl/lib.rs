@@ -15,6 +15,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 mod line;
+mod mcp;
 mod messages;
 mod models;
 pub mod output;
@@ -90,6 +91,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             models::list(&settings, json)
         }
+        Some(Sub::Mcp { action }) => match action {
+            cli::McpAction::List { json } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                mcp::list(&store, &settings, json)
+            }
+            cli::McpAction::Approve => mcp::approve_command(&store),
+        },
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
@@ -203,6 +212,21 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &cli.sources,
     )?;
     settings.rule_flags(&cli.allow, &cli.deny)?;
+    settings.mcp_flag(cli.allow_mcp);
+    // The MCP servers start now, in parallel with the rest of the start
+    // and the first prompt; a replayed session runs none (its calls are
+    // answered from its log).
+    let (hub, notes) = if settings.replay.is_some() {
+        (None, Vec::new())
+    } else {
+        let (servers, mut notes) = mcp::servers(&store, &settings, true);
+        let (hub, started) = mcp::start(&store, &servers);
+        notes.extend(started);
+        (hub, notes)
+    };
+    for note in notes {
+        eprintln!("{note}");
+    }
     // A new session's window, from the server when nobody gave one; a
     // resumed one keeps its own.
     if !resuming {
@@ -237,6 +261,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if revolve_io::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
+    runtime.mcp = revolve_io::live::Mcp {
+        hub,
+        allow: settings.allow_mcp.value,
+        timeout_s: settings.mcp_timeout_s.value,
+    };
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -454,6 +483,7 @@ fn runtime(
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
         rules: settings.rules.clone(),
+        mcp: Default::default(),
     }
 }
 

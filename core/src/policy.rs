@@ -212,3 +212,36 @@ pub const ANSWER_BYTES_PER_CALL: usize = 64;
 /// How much of a server's `Retry-After` header a failure line shows, in
 /// characters (seconds or an HTTP date fit; the header may be any length).
 pub const RETRY_AFTER_SHOWN: usize = 40;
+
+// ---------------------------------------------------------------------------
+// MCP servers (issue 30)
+
+/// How long one MCP tool call may take, in seconds, unless config
+/// `mcp_timeout_s` says: then it gets an `error:` result and the session
+/// goes on.
+pub const MCP_TIMEOUT_S: u64 = 60;
+
+/// How long a server may take to start (spawn or connect, `initialize`,
+/// `tools/list`), in seconds, before it counts as failed.
+pub const MCP_START_TIMEOUT_S: u64 = 30;
+
+/// How long the first request waits for servers still starting, in
+/// milliseconds: the servers start in parallel with the first prompt, and
+/// one still starting after this joins a later request (a new tool list).
+pub const MCP_START_WAIT_MS: u64 = 10_000;
+
+/// The largest input schema of an MCP tool offered as it is, in bytes of
+/// JSON: a larger one is offered as a bare `{"type":"object"}` and its
+/// description says so, so one server cannot fill the window with schemas.
+pub const MCP_SCHEMA_BYTES: usize = 8192;
+
+/// The longest description of an MCP tool offered, in characters (cut
+/// beyond, with `…`).
+pub const MCP_DESCRIPTION_CHARS: usize = 1024;
+
+/// The longest tool name offered (`mcp__SERVER__TOOL`), in characters: the
+/// providers' limit (OpenAI's is 64).
+pub const MCP_NAME_CHARS: usize = 64;
+
+/// How many pages of `tools/list` are read from one server at most.
+pub const MCP_LIST_PAGES: usize = 100;

@@ -275,6 +275,18 @@ pub enum Record {
     Rewinding(Rewound),
     /// A rewind: turns taken back, files restored.
     Rewound(Rewound),
+    /// The MCP tools offered from now on (issue 30), whenever the list
+    /// changes: every later request offers them after revolve's own.
+    McpTools(McpTools),
+}
+
+/// `mcp_tools`: the MCP server tools offered from now on (an empty list:
+/// none any more). Written when the list differs from the last one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpTools {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub tools: Vec<crate::mcp::McpTool>,
 }
 
 /// A change of the memory this session made: the snapshot entry taken
@@ -789,6 +801,7 @@ impl Record {
             Record::Edit(r) => Some(r.at),
             Record::Written(r) => Some(r.at),
             Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
+            Record::McpTools(r) => Some(r.at),
         }
     }
 }

@@ -101,6 +101,10 @@ pub struct State {
     pub shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
     pub planning: bool,
+    /// The MCP tools offered now (the last `mcp_tools` record).
+    pub mcp_tools: Vec<crate::mcp::McpTool>,
+    /// The MCP tools the user answered "always" for.
+    pub mcp_always: std::collections::BTreeSet<String>,
 }
 
 /// An edit of a file, as the session's state holds it.
@@ -244,6 +248,7 @@ impl State {
                 self.awaiting = false;
             }
             Record::Planning(p) => self.planning = p.on,
+            Record::McpTools(r) => self.mcp_tools = r.tools.clone(),
             Record::WentOn(_) => {
                 if self.awaiting || !self.open_calls.is_empty() {
                     note = Some("went on while a request was due".to_owned());
@@ -326,6 +331,9 @@ impl State {
                     match r.tool.as_str() {
                         "shell" => self.shell_always = true,
                         "" => self.edits_always = true,
+                        tool if crate::mcp::is_mcp(tool) => {
+                            self.mcp_always.insert(tool.to_owned());
+                        }
                         _ => {}
                     }
                 }
@@ -608,6 +616,7 @@ impl State {
             &self.messages,
             self.answer_limit(),
         );
+        let request = crate::mcp::offer(request, &self.mcp_tools);
         Request {
             seq: self.totals.requests.saturating_add(1),
             ..request
