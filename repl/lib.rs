@@ -213,10 +213,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     )?;
     settings.rule_flags(&cli.allow, &cli.deny)?;
     settings.mcp_flag(cli.allow_mcp);
+    let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
     // answered from its log).
-    let (hub, notes) = if settings.replay.is_some() {
+    let (hub, notes) = if let Some(source) = &settings.replay {
+        recorded = Some(mcp::recorded(&store, source)?);
         (None, Vec::new())
     } else {
         let (servers, mut notes) = mcp::servers(&store, &settings, true);
@@ -265,6 +267,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         hub,
         allow: settings.allow_mcp.value,
         timeout_s: settings.mcp_timeout_s.value,
+        recorded,
     };
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,

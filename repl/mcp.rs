@@ -308,3 +308,15 @@ pub fn approve_command(store: &Store) -> Result<(), Error> {
         names.join(", ")
     ))
 }
+
+/// What the MCP servers of the recorded session `source` (its whole
+/// chain) gave, for `--provider replay:NAME`.
+pub fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded, Error> {
+    let found = store.find(Some(source))?;
+    let mut records = Vec::new();
+    for file in store.chain(&store.head(&found)) {
+        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        records.extend(read.records);
+    }
+    Ok(core_mcp::Recorded::of(&records))
+}

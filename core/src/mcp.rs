@@ -401,6 +401,70 @@ pub fn offer(request: Request, tools: &[McpTool]) -> Request {
     }
 }
 
+/// What a recorded session's MCP servers gave, for a re-run with
+/// `--provider replay:NAME` and no server running: the tool lists offered,
+/// each with the number of user messages before it, and the result of
+/// every MCP call, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Recorded {
+    pub lists: Vec<(usize, Vec<McpTool>)>,
+    pub results: Vec<String>,
+    /// How many results were given back already.
+    pub given: usize,
+}
+
+impl Recorded {
+    /// Reads them from a session's records (its whole chain).
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a crate::record::Record>) -> Recorded {
+        use crate::record::{Record, Role};
+        let mut out = Recorded::default();
+        let mut users = 0;
+        let mut calls: BTreeMap<String, String> = BTreeMap::new();
+        for record in records {
+            match record {
+                Record::McpTools(t) => out.lists.push((users, t.tools.clone())),
+                Record::Message(m) if m.role == Role::User => users += 1,
+                Record::Message(m) if m.role == Role::Assistant => {
+                    for c in &m.tool_calls {
+                        calls.insert(c.id.clone(), c.name.clone());
+                    }
+                }
+                Record::Message(m) if m.role == Role::Tool => {
+                    let name = m.tool_call_id.as_ref().and_then(|id| calls.get(id));
+                    if name.is_some_and(|n| is_mcp(n)) {
+                        out.results.push(m.content.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The list offered before the turn that follows `users` user
+    /// messages.
+    pub fn list(&self, users: usize) -> Vec<McpTool> {
+        self.lists
+            .iter()
+            .rev()
+            .find(|(before, _)| *before <= users)
+            .map(|(_, list)| list.clone())
+            .unwrap_or_default()
+    }
+
+    /// The next recorded result, or an error result when the recording
+    /// holds no more.
+    pub fn next_result(&mut self) -> String {
+        self.given += 1;
+        self.results
+            .get(self.given - 1)
+            .cloned()
+            .unwrap_or_else(|| {
+                "error: the recorded session holds no result for this MCP call".to_owned()
+            })
+    }
+}
+
 /// The text the model gets from a `tools/call` result: each text item, a
 /// line for each image, audio or resource, the structured content when
 /// there is nothing else; `error:` first when the server says the call

@@ -755,6 +755,7 @@ impl Record {
             "written" => Record::Written(body(line)?),
             "rewound" => Record::Rewound(body(line)?),
             "rewinding" => Record::Rewinding(body(line)?),
+            "mcp_tools" => Record::McpTools(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;

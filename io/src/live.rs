@@ -107,6 +107,9 @@ pub struct Mcp {
     pub allow: bool,
     /// Seconds a call may take (`mcp_timeout_s`).
     pub timeout_s: u64,
+    /// A replayed session's recorded lists and results, given back in
+    /// place of servers (`--provider replay:NAME`).
+    pub recorded: Option<revolve_core::mcp::Recorded>,
 }
 
 impl Default for Mcp {
@@ -115,6 +118,7 @@ impl Default for Mcp {
             hub: None,
             allow: false,
             timeout_s: revolve_core::policy::MCP_TIMEOUT_S,
+            recorded: None,
         }
     }
 }

@@ -15,6 +15,20 @@ impl<F: Front> Live<F> {
     /// Tells the core which MCP tools the servers offer now (it logs the
     /// list when it changed), and the user of servers that failed.
     pub(super) fn offer_mcp(&mut self) -> Result<(), Error> {
+        if let Some(recorded) = &self.runtime.mcp.recorded {
+            let users = self
+                .state()
+                .messages
+                .iter()
+                .filter(|m| m.role == revolve_core::Role::User)
+                .count();
+            let tools = recorded.list(users);
+            self.drive(Input::McpTools {
+                tools,
+                now: clock::now(),
+            })?;
+            return Ok(());
+        }
         let Some(hub) = self.runtime.mcp.hub.clone() else {
             return Ok(());
         };
@@ -49,6 +63,14 @@ impl<F: Front> Live<F> {
             revolve_core::view::inert(&revolve_core::mcp::question(&name, arguments))
         ));
         self.shown = Some(id.clone());
+        if let Some(recorded) = self.runtime.mcp.recorded.as_mut() {
+            return Input::ToolDone {
+                id,
+                output: recorded.next_result(),
+                grant: None,
+                now: clock::now(),
+            };
+        }
         let (outcome, secrets) = match &self.runtime.mcp.hub {
             Some(hub) => (
                 hub.call(server, tool, arguments, Duration::from_secs(timeout_s)),
