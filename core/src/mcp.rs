@@ -682,6 +682,25 @@ mod tests {
     }
 
     #[test]
+    fn the_record_reads_back_as_written() {
+        let tools = offered(&[(
+            "s".into(),
+            vec![Listed {
+                name: "t".into(),
+                description: Some("d".into()),
+                input_schema: json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+            }],
+        )]);
+        let record = crate::record::Record::McpTools(crate::record::McpTools {
+            at: time::macros::datetime!(2026-12-05 10:00 UTC),
+            tools,
+        });
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(line.starts_with(r#"{"type":"mcp_tools","#), "{line}");
+        assert_eq!(crate::record::Record::parse_line(&line).unwrap(), record);
+    }
+
+    #[test]
     fn results_read_as_text_with_a_line_per_image_or_resource() {
         let r = json!({"content": [
             {"type": "text", "text": "hello"},

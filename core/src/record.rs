@@ -180,6 +180,13 @@
 //! {"type":"resumed","at":"2026-12-02T11:00:00Z","model":"gpt-4o-mini","window":128000,"provider":"openai"}
 //! {"type":"renamed","at":"2026-12-02T11:00:05Z","name":"login-bug"}
 //! ```
+//!
+//! `mcp_tools`, the MCP server tools offered from the next request on
+//! (written before a turn whenever the list changes; an empty list: none
+//! any more), after revolve's own tools in that order:
+//! ```json
+//! {"type":"mcp_tools","at":"2026-12-05T10:00:00Z","tools":[{"name":"mcp__git__log","server":"git","tool":"log","description":"Show the log.","input_schema":{"type":"object"}}]}
+//! ```
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;

@@ -434,6 +434,54 @@ fn replay_rebuilds_the_requests_and_reruns_offline() {
     assert_eq!(results[0].1, "echo: one");
 }
 
+/// At a terminal the project file is asked about (and remembered), and so
+/// is each call, as a shell command is.
+#[test]
+fn at_a_terminal_the_project_file_and_each_call_are_asked_about() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcp-terminal");
+    std::fs::write(
+        env.cwd.join(".mcp.json"),
+        json!({"mcpServers": {"proj": fake_server(&[])}}).to_string(),
+    )
+    .unwrap();
+    let script = env.root.join("script.jsonl");
+    let replies = [
+        json!({"text": "", "tool_calls": [{"name": "mcp__proj__echo", "arguments": {"text": "tty"}}]}),
+        json!({"text": "Done."}),
+    ];
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        script.to_str().unwrap(),
+        "-p",
+        "go",
+    ];
+    let mut term = env.terminal(&args, 100, &[]);
+    term.wait_for_next("start them", Duration::from_secs(20));
+    term.type_keys("y\n");
+    term.wait_for_next("run `mcp__proj__echo", Duration::from_secs(20));
+    term.type_keys("y\n");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    assert!(shown.contains("Done."), "{shown:?}");
+    assert_eq!(results(&env), ["echo: tty"]);
+    // Remembered: a piped run starts the server without asking.
+    let piped = run(
+        &env,
+        &[("mcp__proj__echo", json!({"text": "pipe"}))],
+        &["--allow-mcp"],
+        &[],
+    );
+    assert!(!piped.stderr.contains("not approved"), "{piped:?}");
+    assert_eq!(results(&env), ["echo: pipe"]);
+}
+
 // ---------------------------------------------------------------------------
 // The real servers (.ci/mcp-servers installs them)
 

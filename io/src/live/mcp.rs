@@ -62,7 +62,10 @@ impl<F: Front> Live<F> {
             "→ {}",
             revolve_core::view::inert(&revolve_core::mcp::question(&name, arguments))
         ));
-        self.shown = Some(id.clone());
+        // Not marked shown: once its result is logged the front gets the
+        // call and its result as one not run through the tools (a
+        // `tool_call` and a `tool_result` event in stream-json; nothing
+        // more in text, where the line above said it).
         if let Some(recorded) = self.runtime.mcp.recorded.as_mut() {
             return Input::ToolDone {
                 id,
