@@ -345,7 +345,7 @@ pub enum Sub {
         /// The shell to complete in
         shell: clap_complete::Shell,
     },
-    /// The MCP servers: list them with their tools, or approve the project's .mcp.json
+    /// List the MCP servers with their tools, or approve the project's .mcp.json
     #[command(
         after_help = "Examples:\n  revolve mcp list   each server, where it is configured, its state and tools\n  revolve mcp approve   let this repository's .mcp.json start its servers"
     )]
@@ -393,12 +393,18 @@ pub enum Sub {
 #[derive(Debug, Subcommand)]
 pub enum McpAction {
     /// Start each configured server and print where it is configured, its state and its tools
+    #[command(
+        after_help = "Example:\n  revolve mcp list --json   the servers and their tools as JSON"
+    )]
     List {
         /// Print JSON
         #[arg(long)]
         json: bool,
     },
     /// Approve this repository's .mcp.json as it is now (remembered by its hash)
+    #[command(
+        after_help = "Example:\n  revolve mcp approve   after reading .mcp.json: its servers start from the next session on"
+    )]
     Approve,
 }
 

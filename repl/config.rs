@@ -138,6 +138,9 @@ pub struct Settings {
     pub stall_timeout: Option<std::time::Duration>,
     /// The MCP servers of `mcp_servers` (values not expanded).
     pub mcp_servers: Vec<revolve_core::mcp::Server>,
+    /// The project's `.mcp.json`, its servers and whether it is approved,
+    /// for `config show` (set by the caller, which knows the project).
+    pub mcp_project: Option<(String, Vec<revolve_core::mcp::Server>, bool)>,
     /// Seconds an MCP tool call may take.
     pub mcp_timeout_s: Setting<u64>,
     /// Whether MCP tool calls run without asking.
@@ -324,6 +327,7 @@ impl Settings {
             replay,
             stall_timeout: args.stall_timeout,
             mcp_servers,
+            mcp_project: None,
             mcp_timeout_s,
             allow_mcp,
             key,
@@ -613,7 +617,20 @@ impl Settings {
                 },
             ),
         ];
-        rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect()
+        let mut rows: Vec<_> = rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect();
+        if let Some((file, servers, approved)) = &self.mcp_project {
+            let described: serde_json::Map<_, _> = servers
+                .iter()
+                .map(|s| (s.name.clone(), json!(revolve_core::mcp::describe(s))))
+                .collect();
+            rows.push((
+                "mcp_project_servers",
+                json!({"file": file, "approved": approved, "servers": described}),
+                // A config file too: the project's.
+                "config",
+            ));
+        }
+        rows
     }
 }
 

@@ -110,6 +110,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 &cli.sources,
             )?;
             settings.rule_flags(&cli.allow, &cli.deny)?;
+            settings.mcp_flag(cli.allow_mcp);
+            settings.mcp_project = mcp::read_project(&store)?
+                .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
             if let Some(note) = settings.learn_window() {
                 eprintln!("{note}");
             }

@@ -333,7 +333,21 @@ fn a_project_mcp_json_starts_nothing_until_approved_and_again_when_changed() {
         "{list:?}"
     );
 
+    let shown = |env: &TestEnv| -> Value {
+        let show = env.ok(&["config", "show", "--json"]);
+        serde_json::from_str::<Value>(&show.stdout).unwrap()["settings"]["mcp_project_servers"]
+            .clone()
+    };
+    let before = shown(&env);
+    assert_eq!(before["source"], "config");
+    assert_eq!(before["value"]["approved"], false);
+    assert!(before["value"]["servers"]["proj"]
+        .as_str()
+        .unwrap()
+        .starts_with("stdio: python3 "));
+
     let approved = env.ok(&["mcp", "approve"]);
+    assert_eq!(shown(&env)["value"]["approved"], true);
     assert!(approved.stdout.starts_with("approved "), "{approved:?}");
     let ran = run(&env, &call, &["--allow-mcp"], &[]);
     assert!(!ran.stderr.contains("not approved"), "{ran:?}");
