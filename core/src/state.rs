@@ -677,12 +677,16 @@ impl State {
             self.piece_at(upto),
             compact::piece_prompt(notes),
         ));
-        let request = self.numbered(Request::limited(
-            Wire::of(&self.provider),
-            &self.model,
-            self.system.as_deref(),
-            &history,
-            self.notes_limit(),
+        // The MCP tools too, so the piece shares the turn's prefix.
+        let request = self.numbered(crate::mcp::offer(
+            Request::limited(
+                Wire::of(&self.provider),
+                &self.model,
+                self.system.as_deref(),
+                &history,
+                self.notes_limit(),
+            ),
+            &self.mcp_tools,
         ));
         let fits =
             |r: &Request| compact::fits(compact::estimate(r.body.len(), &self.totals), self.window);

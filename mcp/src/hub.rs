@@ -181,7 +181,19 @@ impl Hub {
                 _ => "it is still starting".to_owned(),
             });
         };
-        match client.call(tool, arguments, timeout) {
+        let mut called = client.call(tool, arguments.clone(), timeout);
+        // An HTTP server that forgot the session (a 404) or restarted is
+        // connected to again, once, and asked again.
+        if matches!(called, Err(Error::Gone(_)))
+            && matches!(s.spec.server.transport, Kind::Http { .. })
+        {
+            called = connect(&s.spec, timeout).and_then(|mut fresh| {
+                let result = fresh.call(tool, arguments, timeout);
+                s.client = Some(fresh);
+                result
+            });
+        }
+        match called {
             Ok(result) => Ok(result),
             Err(e @ Error::Gone(_)) => {
                 s.client = None;

@@ -496,6 +496,64 @@ fn at_a_terminal_the_project_file_and_each_call_are_asked_about() {
     assert_eq!(results(&env), ["echo: pipe"]);
 }
 
+/// Streamable HTTP against a server of our own: JSON and SSE answers, the
+/// session id and protocol version sent back, and a forgotten session
+/// (404) initialized again.
+#[test]
+fn http_answers_in_json_and_sse_and_a_lost_session_is_begun_again() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcp-http");
+    let port = free_port();
+    let log = env.root.join("http.log");
+    let _server = Server(
+        Command::new("python3")
+            .arg(repo().join("tests/e2e/mcp/fake_http.py"))
+            .arg(port.to_string())
+            .arg(&log)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_port(port);
+    configure(
+        &env,
+        json!({"web": {"type": "http", "url": format!("http://127.0.0.1:{port}/mcp"),
+               "headers": {"Authorization": "Bearer ${MCP_TEST_TOKEN}"}}}),
+        json!({}),
+    );
+    let run = run(
+        &env,
+        &[("mcp__web__hello", json!({"who": "http"}))],
+        &["--allow-mcp"],
+        &[("MCP_TEST_TOKEN", TOKEN)],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(results(&env), ["hello, http"]);
+    let seen = std::fs::read_to_string(&log).unwrap();
+    let seen: Vec<&str> = seen.lines().collect();
+    let version = revolve_mcp_version();
+    assert_eq!(
+        seen,
+        [
+            "initialize None None".to_owned(),
+            format!("notifications/initialized s1 {version}"),
+            format!("tools/list s1 {version}"),
+            format!("tools/call s1 {version}"),
+            "initialize None None".to_owned(),
+            format!("notifications/initialized s2 {version}"),
+            format!("tools/call s2 {version}"),
+        ]
+    );
+}
+
+/// The protocol version revolve asks for (the fake servers agree to it).
+fn revolve_mcp_version() -> &'static str {
+    revolve_io::mcp::VERSIONS[0]
+}
+
 // ---------------------------------------------------------------------------
 // The real servers (.ci/mcp-servers installs them)
 

@@ -271,12 +271,16 @@ impl Session {
             .cloned()
             .into_iter()
             .collect();
-        let least = crate::request::Request::limited(
-            crate::request::Wire::of(&state.provider),
-            &state.model,
-            state.system.as_deref(),
-            &newest,
-            state.answer_limit(),
+        // The MCP tools offered are as fixed as revolve's own.
+        let least = crate::mcp::offer(
+            crate::request::Request::limited(
+                crate::request::Wire::of(&state.provider),
+                &state.model,
+                state.system.as_deref(),
+                &newest,
+                state.answer_limit(),
+            ),
+            &state.mcp_tools,
         );
         compact::estimate(least.body.len(), &state.totals)
     }
@@ -284,12 +288,15 @@ impl Session {
     pub(super) fn fixed_parts(&self) -> [FixedPart; 3] {
         let state = &self.state;
         let totals = &state.totals;
-        let empty = crate::request::Request::limited(
-            crate::request::Wire::of(&state.provider),
-            &state.model,
-            None,
-            &[],
-            state.answer_limit(),
+        let empty = crate::mcp::offer(
+            crate::request::Request::limited(
+                crate::request::Wire::of(&state.provider),
+                &state.model,
+                None,
+                &[],
+                state.answer_limit(),
+            ),
+            &state.mcp_tools,
         );
         let user = state
             .messages
