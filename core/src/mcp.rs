@@ -26,7 +26,6 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::policy;
@@ -297,19 +296,7 @@ pub struct Listed {
     pub input_schema: Value,
 }
 
-/// A server tool as it is offered to the model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpTool {
-    /// The name the model calls: `mcp__SERVER__TOOL`.
-    pub name: String,
-    /// The server's name.
-    pub server: String,
-    /// The tool's name on its server.
-    pub tool: String,
-    pub description: String,
-    /// The input schema offered (see [`policy::MCP_SCHEMA_BYTES`]).
-    pub input_schema: Value,
-}
+pub use crate::record::McpTool;
 
 /// The name a server's tool is offered as: `mcp__SERVER__TOOL`, other
 /// characters than letters, digits, `_` and `-` turned into `_`, cut to

@@ -293,7 +293,21 @@ pub enum Record {
 pub struct McpTools {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
-    pub tools: Vec<crate::mcp::McpTool>,
+    pub tools: Vec<McpTool>,
+}
+
+/// A server tool as it is offered to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The name the model calls: `mcp__SERVER__TOOL`.
+    pub name: String,
+    /// The server's name.
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    pub description: String,
+    /// The input schema offered (see [`crate::policy::MCP_SCHEMA_BYTES`]).
+    pub input_schema: serde_json::Value,
 }
 
 /// A change of the memory this session made: the snapshot entry taken
