@@ -102,8 +102,10 @@ pub struct State {
     /// Plan mode: edits and writes are refused, commands run read-only.
     pub planning: bool,
     /// The MCP tools offered now (the last `mcp_tools` record).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp_tools: Vec<crate::mcp::McpTool>,
     /// The MCP tools the user answered "always" for.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub mcp_always: std::collections::BTreeSet<String>,
 }
 
