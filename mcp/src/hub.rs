@@ -195,6 +195,13 @@ impl Hub {
         }
         match called {
             Ok(result) => Ok(result),
+            // The server answered, refusing: an error result for the
+            // model, nothing for the user.
+            Err(Error::Rpc { code, message }) => Ok(serde_json::json!({
+                "content": [{"type": "text",
+                             "text": format!("the server refused the call ({code}): {message}")}],
+                "isError": true,
+            })),
             Err(e @ Error::Gone(_)) => {
                 s.client = None;
                 s.status = Status::Failed(e.to_string());

@@ -147,6 +147,7 @@ fn a_call_an_error_result_and_a_secret_that_never_reaches_the_log() {
             "mcp__fake__echo",
             "mcp__fake__env",
             "mcp__fake__fail",
+            "mcp__fake__grow",
             "mcp__fake__slow"
         ]]
     );
@@ -377,7 +378,7 @@ fn mcp_list_and_config_show_name_each_server() {
     assert_eq!(servers[0]["name"], "fake");
     assert_eq!(servers[0]["origin"], "config.json");
     assert!(servers[0]["state"].as_str().unwrap().starts_with("ready"));
-    assert_eq!(servers[0]["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(servers[0]["tools"].as_array().unwrap().len(), 7);
     assert_eq!(servers[1]["name"], "web");
     assert!(
         servers[1]["state"].as_str().unwrap().starts_with("failed"),
@@ -446,6 +447,51 @@ fn replay_rebuilds_the_requests_and_reruns_offline() {
         .unwrap();
     let results = tool_results(&records(newest));
     assert_eq!(results[0].1, "echo: one");
+}
+
+/// A server that says its tools changed is listed again before the next
+/// turn, and the new list is logged.
+#[test]
+fn a_changed_tool_list_is_offered_from_the_next_turn() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcp-changed");
+    configure(&env, json!({"fake": fake_server(&[])}), json!({}));
+    let script = env.root.join("script.jsonl");
+    let replies = [
+        json!({"text": "", "tool_calls": [{"name": "mcp__fake__grow", "arguments": {}}]}),
+        json!({"text": "First."}),
+        json!({"text": "", "tool_calls": [{"name": "mcp__fake__extra", "arguments": {}}]}),
+        json!({"text": "Second."}),
+    ];
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let run = env.run(
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--allow-mcp",
+        ],
+        "one\ntwo\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "First.\nSecond.\n");
+    let lists = offered(&env);
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert!(!lists[0].contains(&"mcp__fake__extra".to_owned()));
+    assert!(lists[1].contains(&"mcp__fake__extra".to_owned()));
+    let results = results(&env);
+    assert_eq!(results[0], "grown");
+    // Offered and called: the fake does not know it and refuses, which
+    // the model reads as an error result (and the user is not told).
+    assert_eq!(
+        results[1],
+        "error: the server refused the call (-32602): no such tool"
+    );
+    assert!(!run.stderr.contains("revolve: MCP server"), "{run:?}");
 }
 
 /// At a terminal the project file is asked about (and remembered), and so

@@ -3,7 +3,8 @@
 
 Tools: echo (its text back), fail (an error result), slow (sleeps
 `seconds`), crash (exits in the middle of the call), env (the value of
-the variable `name`), big (`n` characters). With --bad-version it answers
+the variable `name`), big (`n` characters), grow (adds the tool extra and
+sends notifications/tools/list_changed). With --bad-version it answers
 initialize with a version nobody speaks; with --exit-at-start it exits
 before reading anything.
 """
@@ -25,6 +26,8 @@ TOOLS = [
     {"name": "crash", "description": "Exits mid-call.", "inputSchema": {"type": "object"}},
     {"name": "env", "description": "A variable's value.",
      "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
+    {"name": "grow", "description": "Adds the tool extra and says the list changed.",
+     "inputSchema": {"type": "object"}},
     {"name": "big", "description": "Much text.",
      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}},
 ]
@@ -72,6 +75,10 @@ for line in sys.stdin:
             os._exit(1)
         elif name == "env":
             send({"jsonrpc": "2.0", "id": mid, "result": result(os.environ.get(args.get("name", ""), "(unset)"))})
+        elif name == "grow":
+            TOOLS.append({"name": "extra", "description": "Added later.", "inputSchema": {"type": "object"}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            send({"jsonrpc": "2.0", "id": mid, "result": result("grown")})
         elif name == "big":
             send({"jsonrpc": "2.0", "id": mid, "result": result("b" * int(args.get("n", 100000)))})
         else:
