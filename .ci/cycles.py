@@ -3,7 +3,7 @@
 `crate::name` paths in its code (comments and unit tests left out) name
 the modules a top-level module uses; a pair that use each other fails."""
 import re,os,glob,sys
-crates={'core':'core/src','store':'store/src','tools':'tools/src','provider':'provider/src','io':'io/src','testkit':'testkit/src','repl':'repl'}
+crates={'core':'core/src','store':'store/src','tools':'tools/src','provider':'provider/src','io':'io/src','mcp':'mcp/src','testkit':'testkit/src','repl':'repl'}
 bad=0
 for c,root in crates.items():
     mods={}

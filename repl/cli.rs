@@ -85,6 +85,10 @@ pub struct Cli {
     #[arg(long)]
     pub allow_edits: bool,
 
+    /// Let the model call MCP server tools without asking (needed without a terminal; or allow_mcp in config.json)
+    #[arg(long)]
+    pub allow_mcp: bool,
+
     /// The sandbox shell commands run in: read-only, workspace-write or off [default: workspace-write]
     #[arg(long, value_name = "MODE", env = "REVOLVE_SANDBOX", value_parser = ["read-only", "workspace-write", "off"])]
     pub sandbox: Option<String>,
@@ -351,6 +355,14 @@ pub enum Sub {
         /// The shell to complete in
         shell: clap_complete::Shell,
     },
+    /// List the MCP servers with their tools, or approve the project's .mcp.json
+    #[command(
+        after_help = "Examples:\n  revolve mcp list   each server, where it is configured, its state and tools\n  revolve mcp approve   let this repository's .mcp.json start its servers"
+    )]
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Show the settings in force and where each came from (file: <config>/config.json)
     #[command(
         after_help = "Example:\n  revolve config show --provider ollama   what a run with this flag would use"
@@ -386,6 +398,25 @@ pub enum Sub {
         #[command(flatten)]
         model: ModelArgs,
     },
+}
+
+/// `revolve mcp …`.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Start each configured server and print where it is configured, its state and its tools
+    #[command(
+        after_help = "Example:\n  revolve mcp list --json   the servers and their tools as JSON"
+    )]
+    List {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve this repository's .mcp.json as it is now (remembered by its hash)
+    #[command(
+        after_help = "Example:\n  revolve mcp approve   after reading .mcp.json: its servers start from the next session on"
+    )]
+    Approve,
 }
 
 /// `revolve config …`.

@@ -136,6 +136,15 @@ pub struct Settings {
     pub replay: Option<String>,
     /// `--stall-timeout`: the longest silence of the server.
     pub stall_timeout: Option<std::time::Duration>,
+    /// The MCP servers of `mcp_servers` (values not expanded).
+    pub mcp_servers: Vec<revolve_core::mcp::Server>,
+    /// The project's `.mcp.json`, its servers and whether it is approved,
+    /// for `config show` (set by the caller, which knows the project).
+    pub mcp_project: Option<(String, Vec<revolve_core::mcp::Server>, bool)>,
+    /// Seconds an MCP tool call may take.
+    pub mcp_timeout_s: Setting<u64>,
+    /// Whether MCP tool calls run without asking.
+    pub allow_mcp: Setting<bool>,
     /// The API key and the variable it came from.
     key: Option<(&'static str, String)>,
 }
@@ -274,6 +283,18 @@ impl Settings {
                 .map_err(bad)?,
             Vec::new(),
         );
+        let mcp_servers = match &file.mcp_servers {
+            Some(map) => revolve_core::mcp::parse_servers(map, &revolve_core::mcp::Origin::Config)
+                .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?,
+            None => Vec::new(),
+        };
+        let mcp_timeout_s = pick(
+            None,
+            None,
+            file.mcp_timeout_s.filter(|&t| t > 0),
+            revolve_core::policy::MCP_TIMEOUT_S,
+        );
+        let allow_mcp = pick(None, None, file.allow_mcp, false);
         let key = provider.value.key_vars().iter().find_map(|var| {
             std::env::var(var)
                 .ok()
@@ -305,8 +326,22 @@ impl Settings {
             script: args.script.clone(),
             replay,
             stall_timeout: args.stall_timeout,
+            mcp_servers,
+            mcp_project: None,
+            mcp_timeout_s,
+            allow_mcp,
             key,
         })
+    }
+
+    /// `--allow-mcp` over what the config file said.
+    pub fn mcp_flag(&mut self, allow: bool) {
+        if allow {
+            self.allow_mcp = revolve_core::config::Setting {
+                value: true,
+                source: Source::Flag,
+            };
+        }
     }
 
     /// The sandbox flags of a run (`--sandbox`, or `REVOLVE_SANDBOX`;
@@ -552,6 +587,29 @@ impl Settings {
                 ),
             ),
             (
+                "allow_mcp",
+                (json!(self.allow_mcp.value), self.allow_mcp.source.as_str()),
+            ),
+            (
+                "mcp_timeout_s",
+                n(self.mcp_timeout_s.value, self.mcp_timeout_s.source),
+            ),
+            (
+                "mcp_servers",
+                (
+                    json!(self
+                        .mcp_servers
+                        .iter()
+                        .map(|s| (s.name.clone(), json!(revolve_core::mcp::describe(s))))
+                        .collect::<serde_json::Map<_, _>>()),
+                    if self.mcp_servers.is_empty() {
+                        "default"
+                    } else {
+                        "config"
+                    },
+                ),
+            ),
+            (
                 "api_key",
                 match &self.key {
                     Some((var, _)) => (json!(var), "env"),
@@ -559,7 +617,20 @@ impl Settings {
                 },
             ),
         ];
-        rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect()
+        let mut rows: Vec<_> = rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect();
+        if let Some((file, servers, approved)) = &self.mcp_project {
+            let described: serde_json::Map<_, _> = servers
+                .iter()
+                .map(|s| (s.name.clone(), json!(revolve_core::mcp::describe(s))))
+                .collect();
+            rows.push((
+                "mcp_project_servers",
+                json!({"file": file, "approved": approved, "servers": described}),
+                // A config file too: the project's.
+                "config",
+            ));
+        }
+        rows
     }
 }
 

@@ -16,6 +16,7 @@ pub mod console;
 pub mod error;
 mod highlight;
 mod line;
+mod mcp;
 mod messages;
 mod models;
 pub mod output;
@@ -98,6 +99,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
             models::list(&settings, json)
         }
+        Some(Sub::Mcp { action }) => match action {
+            cli::McpAction::List { json } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                mcp::list(&store, &settings, json)
+            }
+            cli::McpAction::Approve => mcp::approve_command(&store),
+        },
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, model },
         }) => {
@@ -109,6 +118,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 &cli.sources,
             )?;
             settings.rule_flags(&cli.allow, &cli.deny)?;
+            settings.mcp_flag(cli.allow_mcp);
+            settings.mcp_project = mcp::read_project(&store)?
+                .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
             if let Some(note) = settings.learn_window() {
                 eprintln!("{note}");
             }
@@ -226,6 +238,23 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         &cli.sources,
     )?;
     settings.rule_flags(&cli.allow, &cli.deny)?;
+    settings.mcp_flag(cli.allow_mcp);
+    let mut recorded = None;
+    // The MCP servers start now, in parallel with the rest of the start
+    // and the first prompt; a replayed session runs none (its calls are
+    // answered from its log).
+    let (hub, notes) = if let Some(source) = &settings.replay {
+        recorded = Some(mcp::recorded(&store, source)?);
+        (None, Vec::new())
+    } else {
+        let (servers, mut notes) = mcp::servers(&store, &settings, true);
+        let (hub, started) = mcp::start(&store, &servers);
+        notes.extend(started);
+        (hub, notes)
+    };
+    for note in notes {
+        eprintln!("{note}");
+    }
     // A new session's window, from the server when nobody gave one; a
     // resumed one keeps its own.
     if !resuming {
@@ -260,6 +289,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if revolve_io::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
+    runtime.mcp = revolve_io::live::Mcp {
+        hub,
+        allow: settings.allow_mcp.value,
+        timeout_s: settings.mcp_timeout_s.value,
+        recorded,
+    };
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -500,6 +535,7 @@ fn runtime(
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
         rules: settings.rules.clone(),
+        mcp: Default::default(),
     }
 }
 

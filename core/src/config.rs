@@ -168,6 +168,16 @@ pub struct File {
     /// Permission rules (see [`crate::rules`]).
     #[serde(default)]
     pub permissions: Option<Permissions>,
+    /// MCP servers: NAME to `{"command", "args", "env"}` or `{"type":
+    /// "http", "url", "headers"}` (see [`crate::mcp`]).
+    #[serde(default)]
+    pub mcp_servers: Option<serde_json::Value>,
+    /// Seconds an MCP tool call may take.
+    #[serde(default)]
+    pub mcp_timeout_s: Option<u64>,
+    /// Whether MCP tool calls run without asking.
+    #[serde(default)]
+    pub allow_mcp: Option<bool>,
 }
 
 /// The `permissions` of a config file: rules that allow a call without

@@ -30,6 +30,7 @@ pub mod fixture;
 pub mod goal;
 pub mod guard;
 pub mod instructions;
+pub mod mcp;
 pub mod memory;
 pub mod names;
 pub mod overflow;

@@ -223,3 +223,35 @@ pub const PROGRESS_AFTER_MS: u64 = 500;
 
 /// How many of a running command's last output lines its live view shows.
 pub const PROGRESS_LINES: usize = 3;
+
+// MCP servers (issue 30)
+
+/// How long one MCP tool call may take, in seconds, unless config
+/// `mcp_timeout_s` says: then it gets an `error:` result and the session
+/// goes on.
+pub const MCP_TIMEOUT_S: u64 = 60;
+
+/// How long a server may take to start (spawn or connect, `initialize`,
+/// `tools/list`), in seconds, before it counts as failed.
+pub const MCP_START_TIMEOUT_S: u64 = 30;
+
+/// How long the first request waits for servers still starting, in
+/// milliseconds: the servers start in parallel with the first prompt, and
+/// one still starting after this joins a later request (a new tool list).
+pub const MCP_START_WAIT_MS: u64 = 10_000;
+
+/// The largest input schema of an MCP tool offered as it is, in bytes of
+/// JSON: a larger one is offered as a bare `{"type":"object"}` and its
+/// description says so, so one server cannot fill the window with schemas.
+pub const MCP_SCHEMA_BYTES: usize = 8192;
+
+/// The longest description of an MCP tool offered, in characters (cut
+/// beyond, with `…`).
+pub const MCP_DESCRIPTION_CHARS: usize = 1024;
+
+/// The longest tool name offered (`mcp__SERVER__TOOL`), in characters: the
+/// providers' limit (OpenAI's is 64).
+pub const MCP_NAME_CHARS: usize = 64;
+
+/// How many pages of `tools/list` are read from one server at most.
+pub const MCP_LIST_PAGES: usize = 100;

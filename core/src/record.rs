@@ -180,6 +180,13 @@
 //! {"type":"resumed","at":"2026-12-02T11:00:00Z","model":"gpt-4o-mini","window":128000,"provider":"openai"}
 //! {"type":"renamed","at":"2026-12-02T11:00:05Z","name":"login-bug"}
 //! ```
+//!
+//! `mcp_tools`, the MCP server tools offered from the next request on
+//! (written before a turn whenever the list changes; an empty list: none
+//! any more), after revolve's own tools in that order:
+//! ```json
+//! {"type":"mcp_tools","at":"2026-12-05T10:00:00Z","tools":[{"name":"mcp__git__log","server":"git","tool":"log","description":"Show the log.","input_schema":{"type":"object"}}]}
+//! ```
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -282,6 +289,32 @@ pub enum Record {
     Rewinding(Rewound),
     /// A rewind: turns taken back, files restored.
     Rewound(Rewound),
+    /// The MCP tools offered from now on (issue 30), whenever the list
+    /// changes: every later request offers them after revolve's own.
+    McpTools(McpTools),
+}
+
+/// `mcp_tools`: the MCP server tools offered from now on (an empty list:
+/// none any more). Written when the list differs from the last one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpTools {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub tools: Vec<McpTool>,
+}
+
+/// A server tool as it is offered to the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The name the model calls: `mcp__SERVER__TOOL`.
+    pub name: String,
+    /// The server's name.
+    pub server: String,
+    /// The tool's name on its server.
+    pub tool: String,
+    pub description: String,
+    /// The input schema offered (see [`crate::policy::MCP_SCHEMA_BYTES`]).
+    pub input_schema: serde_json::Value,
 }
 
 /// A change of the memory this session made: the snapshot entry taken
@@ -756,6 +789,7 @@ impl Record {
             "written" => Record::Written(body(line)?),
             "rewound" => Record::Rewound(body(line)?),
             "rewinding" => Record::Rewinding(body(line)?),
+            "mcp_tools" => Record::McpTools(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -802,6 +836,7 @@ impl Record {
             Record::Edit(r) => Some(r.at),
             Record::Written(r) => Some(r.at),
             Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
+            Record::McpTools(r) => Some(r.at),
         }
     }
 }

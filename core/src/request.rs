@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::record::{Message, Role};
+use crate::record::{McpTool, Message, Role};
 use crate::tools;
 
 /// The wire protocol of a provider.
@@ -113,6 +113,9 @@ pub struct Shape {
     pub tools: bool,
     /// What the prompt cache is told.
     pub cache: Cache,
+    /// The MCP servers' tools, offered after revolve's own when the tools
+    /// are (see [`crate::mcp`]).
+    pub mcp: Vec<McpTool>,
 }
 
 impl Shape {
@@ -122,6 +125,7 @@ impl Shape {
             limit,
             tools: true,
             cache: Cache::default(),
+            mcp: Vec::new(),
         }
     }
 }
@@ -620,10 +624,14 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
         "stream_options": {"include_usage": true},
     });
     if shape.tools {
-        let tools: Vec<Value> = tools::definitions()
+        let mut tools: Vec<Value> = tools::definitions()
             .into_iter()
             .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
             .collect();
+        tools.extend(shape.mcp.iter().map(|t| {
+            json!({"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.input_schema}})
+        }));
         body["tools"] = Value::from(tools);
     }
     if let Some(key) = &shape.cache.key {
@@ -674,6 +682,9 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
             .into_iter()
             .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}))
             .collect();
+        tools.extend(shape.mcp.iter().map(|t| {
+            json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
+        }));
         if shape.cache.breakpoints {
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = breakpoint();
@@ -1243,6 +1254,7 @@ mod streaming_tests {
                     breakpoints,
                     key: key.then(|| "20261205-130000-abcdef".to_owned()),
                 },
+                mcp: Vec::new(),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

@@ -349,6 +349,17 @@ impl Session {
                 ))]
             }
             Input::Found { hash, now } => self.found(hash, now),
+            Input::McpTools { tools, now } => {
+                // Between turns only: a request in flight was sent with
+                // the list standing, and replay rebuilds it with that one.
+                if tools == self.state.mcp_tools || self.busy() {
+                    return Vec::new();
+                }
+                self.append(vec![Record::McpTools(crate::record::McpTools {
+                    at: now,
+                    tools,
+                })])
+            }
             Input::Rewind {
                 turns,
                 scope,
@@ -696,6 +707,26 @@ impl Session {
                 Verdict::Stop(reason) => {
                     cmds.extend(self.stop(reason, now));
                     return cmds;
+                }
+            }
+            if crate::mcp::is_mcp(&call.name) {
+                match self.mcp_gate(&call, now) {
+                    approval::Gate::Run(logged) => {
+                        cmds.extend(logged);
+                        cmds.push(self.call_mcp(&call));
+                        return cmds;
+                    }
+                    approval::Gate::Ask => {
+                        cmds.push(Command::Ask {
+                            command: crate::mcp::question(&call.name, &call.arguments),
+                            id: call.id,
+                        });
+                        return cmds;
+                    }
+                    approval::Gate::Refused(refused) => {
+                        cmds.extend(refused);
+                        continue;
+                    }
                 }
             }
             match tools::parse(&call) {

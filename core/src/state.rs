@@ -103,6 +103,12 @@ pub struct State {
     pub shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
     pub planning: bool,
+    /// The MCP tools offered now (the last `mcp_tools` record).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mcp_tools: Vec<crate::mcp::McpTool>,
+    /// The MCP tools the user answered "always" for.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub mcp_always: std::collections::BTreeSet<String>,
 }
 
 /// An edit of a file, as the session's state holds it.
@@ -246,6 +252,7 @@ impl State {
                 self.awaiting = false;
             }
             Record::Planning(p) => self.planning = p.on,
+            Record::McpTools(r) => self.mcp_tools = r.tools.clone(),
             Record::WentOn(_) => {
                 if self.awaiting || !self.open_calls.is_empty() {
                     note = Some("went on while a request was due".to_owned());
@@ -328,6 +335,9 @@ impl State {
                     match r.tool.as_str() {
                         "shell" => self.shell_always = true,
                         "" => self.edits_always = true,
+                        tool if crate::mcp::is_mcp(tool) => {
+                            self.mcp_always.insert(tool.to_owned());
+                        }
                         _ => {}
                     }
                 }
@@ -624,6 +634,13 @@ impl State {
             limit,
             tools,
             cache: self.cache(),
+            // The MCP tools offered are as fixed as revolve's own, so a
+            // summary piece shares the turn's prefix too.
+            mcp: if tools {
+                self.mcp_tools.clone()
+            } else {
+                Vec::new()
+            },
         }
     }
 

@@ -242,6 +242,10 @@ pub fn transcript(records: &[Record]) -> String {
                 "── planning: edits and writes refused, commands read-only\n",
             ),
             Record::Planning(_) => out.push_str("── planning ended\n"),
+            Record::McpTools(t) => {
+                let names: Vec<&str> = t.tools.iter().map(|t| t.name.as_str()).collect();
+                out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));
+            }
             Record::MemoryChanged(m) => {
                 out.push_str(&format!(
                     "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",

@@ -203,6 +203,8 @@ fn settings() -> Settings {
         bare: false,
         counts: false,
         confirm_costly: false,
+        allow_mcp: false,
+        mcp_timeout_s: 60,
     }
 }
 

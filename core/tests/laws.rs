@@ -172,6 +172,8 @@ fn settings() -> Settings {
         bare: false,
         counts: false,
         confirm_costly: false,
+        allow_mcp: false,
+        mcp_timeout_s: 60,
     }
 }
 
@@ -209,7 +211,9 @@ impl Run {
                     self.summarizing = true;
                 }
                 Command::StartFile(h) => self.files.push(vec![Record::Header(h)]),
-                Command::RunTool { id, .. } => self.running = Some(id),
+                Command::RunTool { id, .. } | Command::CallMcp { id, .. } => {
+                    self.running = Some(id)
+                }
                 Command::Spill { path, .. } => self.spilled.push(path),
                 Command::Sync
                 | Command::Show(_)

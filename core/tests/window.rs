@@ -183,6 +183,8 @@ fn settings() -> Settings {
         bare: true,
         counts: true,
         confirm_costly: false,
+        allow_mcp: false,
+        mcp_timeout_s: 60,
     }
 }
 

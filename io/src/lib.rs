@@ -38,6 +38,7 @@ pub mod interrupt;
 #[cfg(unix)]
 pub mod live;
 
+pub use revolve_mcp as mcp;
 pub use revolve_provider as provider;
 pub use revolve_store::{
     files, goal, inbox, log, memory, paths, refine, registry, regular, skills, store,

@@ -30,6 +30,7 @@ use crate::{clock, interrupt};
 
 mod ask;
 mod edits;
+mod mcp;
 mod refine;
 mod tools;
 
@@ -94,6 +95,32 @@ pub struct Runtime {
     pub sandbox_note: Option<String>,
     /// The permission rules.
     pub rules: revolve_core::rules::Rules,
+    /// The MCP servers and how their calls run.
+    pub mcp: Mcp,
+}
+
+/// The MCP servers of a session (none by default).
+pub struct Mcp {
+    /// The servers, started (in parallel with the first prompt).
+    pub hub: Option<Arc<revolve_mcp::Hub>>,
+    /// Calls run without asking (`--allow-mcp`, `allow_mcp`).
+    pub allow: bool,
+    /// Seconds a call may take (`mcp_timeout_s`).
+    pub timeout_s: u64,
+    /// A replayed session's recorded lists and results, given back in
+    /// place of servers (`--provider replay:NAME`).
+    pub recorded: Option<revolve_core::mcp::Recorded>,
+}
+
+impl Default for Mcp {
+    fn default() -> Mcp {
+        Mcp {
+            hub: None,
+            allow: false,
+            timeout_s: revolve_core::policy::MCP_TIMEOUT_S,
+            recorded: None,
+        }
+    }
 }
 
 /// A session this process runs, shown and asked through `F`.
@@ -417,6 +444,7 @@ impl<F: Front> Live<F> {
     pub fn turn(&mut self, text: &str) -> Result<Outcome, Error> {
         let parts = self.prompt_parts();
         self.drive(parts)?;
+        self.offer_mcp()?;
         // Messages delivered meanwhile go out with this turn.
         self.take_inbox(false)?;
         let outcome = self.drive(Input::User {
@@ -711,6 +739,13 @@ impl<F: Front> Live<F> {
                     let answer = self.front.ask_shell(&command);
                     queue.push_back(answered(id, answer));
                 }
+                Command::CallMcp {
+                    id,
+                    server,
+                    tool,
+                    arguments,
+                    timeout_s,
+                } => queue.push_back(self.call_mcp(id, &server, &tool, &arguments, timeout_s)),
                 Command::AskGrant { id, path, reason } => {
                     let yes = self.front.ask_grant(&path, reason.as_deref());
                     let answer = if yes { Answer::Yes } else { Answer::No };
@@ -891,6 +926,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         bare: runtime.bare,
         counts: runtime.provider.counts(),
         confirm_costly: runtime.confirm_costly && interactive,
+        allow_mcp: runtime.mcp.allow,
+        mcp_timeout_s: runtime.mcp.timeout_s,
     }
 }
 

@@ -32,6 +32,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
         names,
         [
             "allow_edits",
+            "allow_mcp",
             "allow_shell",
             "api_key",
             "base_url",
@@ -39,6 +40,8 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "max_calls_per_answer",
             "max_repeated_calls",
             "max_tool_rounds",
+            "mcp_servers",
+            "mcp_timeout_s",
             "model",
             "permissions",
             "provider",

@@ -27,6 +27,7 @@ mod help;
 mod hints;
 mod instructions;
 mod json_schemas;
+mod mcp;
 mod memory;
 mod messages;
 mod models;

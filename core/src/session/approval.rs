@@ -99,6 +99,71 @@ impl Session {
         Gate::Refused(cmds)
     }
 
+    /// Whether the MCP call may run now: a tool not offered gets its
+    /// error at once; then the rules, `--allow-mcp`, the user's "always"
+    /// for this tool, the user, as for a shell command.
+    pub(super) fn mcp_gate(&mut self, call: &crate::record::ToolCall, now: OffsetDateTime) -> Gate {
+        let id = call.id.clone();
+        let result = |s: &mut Session, text: String| {
+            s.append(vec![Record::Message(Message::tool(now, id.clone(), text))])
+        };
+        if !self.state.mcp_tools.iter().any(|t| t.name == call.name) {
+            let text = crate::mcp::unknown(&call.name, &self.state.mcp_tools);
+            return Gate::Refused(result(self, text));
+        }
+        let approved = |answer: Answer, rule: Option<String>| {
+            Record::Approved(Approved {
+                at: now,
+                call: call.id.clone(),
+                path: String::new(),
+                answer,
+                tool: call.name.clone(),
+                rule,
+            })
+        };
+        match self.settings.rules.decide(&call.name, "") {
+            Verdict::Deny(rule) => {
+                let mut cmds = self.append(vec![approved(Answer::No, Some(rule.clone()))]);
+                cmds.extend(result(self, crate::rules::denied(&rule)));
+                return Gate::Refused(cmds);
+            }
+            Verdict::Allow(rule) => {
+                return Gate::Run(self.append(vec![approved(Answer::Yes, Some(rule))]));
+            }
+            Verdict::Silent => {}
+        }
+        if self.settings.allow_mcp
+            || self.state.mcp_always.contains(&call.name)
+            || self.allowed_call.take_if(|a| *a == call.id).is_some()
+        {
+            return Gate::Run(Vec::new());
+        }
+        if self.settings.interactive {
+            return Gate::Ask;
+        }
+        let mut cmds = vec![Command::Show(crate::mcp::NO_TERMINAL.to_owned())];
+        cmds.extend(result(self, crate::mcp::REFUSED.to_owned()));
+        Gate::Refused(cmds)
+    }
+
+    /// The command that calls the offered MCP tool of `call`.
+    pub(super) fn call_mcp(&self, call: &crate::record::ToolCall) -> Command {
+        let (server, tool) = self
+            .state
+            .mcp_tools
+            .iter()
+            .find(|t| t.name == call.name)
+            .map(|t| (t.server.clone(), t.tool.clone()))
+            .unwrap_or_default();
+        Command::CallMcp {
+            id: call.id.clone(),
+            server,
+            tool,
+            arguments: call.arguments.clone(),
+            timeout_s: self.settings.mcp_timeout_s,
+        }
+    }
+
     /// The `request_file_grant` call `id` asks for `path` (canonical):
     /// granted when a `--grant` path holds it, asked about at a terminal,
     /// refused without one.
@@ -198,20 +263,23 @@ impl Session {
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];
         };
-        let command = match crate::tools::parse(call) {
-            Ok(crate::tools::Tool::Shell { command, .. }) => command,
-            _ => String::new(),
+        let mcp = crate::mcp::is_mcp(&call.name);
+        let (tool, command) = match crate::tools::parse(call) {
+            _ if mcp => (call.name.clone(), String::new()),
+            Ok(crate::tools::Tool::Shell { command, .. }) => ("shell".to_owned(), command),
+            _ => ("shell".to_owned(), String::new()),
         };
         let mut cmds = self.append(vec![Record::Approved(Approved {
             at: now,
             call: id.clone(),
             path: command,
             answer,
-            tool: "shell".to_owned(),
+            tool,
             rule: None,
         })]);
         if answer == Answer::No {
-            cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, REFUSED))]));
+            let refused = if mcp { crate::mcp::REFUSED } else { REFUSED };
+            cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, refused))]));
         } else {
             self.allowed_call = Some(id);
         }

@@ -186,6 +186,13 @@ pub enum Input {
     /// A `shell` call ran outside a git repository: what it changed is not
     /// tracked (the user is told once a run). Sent before its `ToolDone`.
     Untracked,
+    /// The MCP tools the servers offer now (see [`crate::mcp::offered`]),
+    /// sent before a user turn: logged as an `mcp_tools` record when the
+    /// list changed.
+    McpTools {
+        tools: Vec<crate::mcp::McpTool>,
+        now: OffsetDateTime,
+    },
     /// What the `shell` call `id` changed in its git repository: sent
     /// before its `ToolDone`, logged as `edit` records by `shell`.
     ShellChanged {
@@ -363,6 +370,17 @@ pub enum Command {
     /// Ask the user whether the shell call `id` may run `command` (y, a,
     /// n); answer with [`Input::Answered`].
     Ask { id: String, command: String },
+    /// Call `tool` of the MCP server `server` with `arguments` (the JSON
+    /// text the model wrote) for call `id`, waiting at most `timeout_s`
+    /// seconds; answer with [`Input::ToolDone`] (the text of
+    /// [`crate::mcp::result_text`], or of [`crate::mcp::failed`]).
+    CallMcp {
+        id: String,
+        server: String,
+        tool: String,
+        arguments: String,
+        timeout_s: u64,
+    },
     /// Ask the user whether the session may read `path` (canonical), for
     /// `request_file_grant` call `id` (y, n); answer with
     /// [`Input::Answered`].
@@ -435,6 +453,10 @@ pub struct Settings {
     /// than [`crate::compact::COSTLY_REQUESTS`] requests (not `--yes`,
     /// not `"confirm_costly": false`).
     pub confirm_costly: bool,
+    /// MCP tool calls need no approval (`--allow-mcp`, `allow_mcp`).
+    pub allow_mcp: bool,
+    /// Seconds an MCP tool call may take (`mcp_timeout_s`).
+    pub mcp_timeout_s: u64,
 }
 
 /// The default of `spill-result-chars`.

@@ -24,6 +24,8 @@ fn settings() -> Settings {
         bare: false,
         counts: false,
         confirm_costly: false,
+        allow_mcp: false,
+        mcp_timeout_s: 60,
     }
 }
 
@@ -105,6 +107,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Write { .. } => "write",
             Command::Restore(_) => "restore",
             Command::Ask { .. } => "ask",
+            Command::CallMcp { .. } => "call-mcp",
             Command::AskGrant { .. } => "ask-grant",
             Command::AskOutside { .. } => "ask-outside",
             Command::Show(_) => "show",
@@ -1281,4 +1284,177 @@ fn an_unnamed_session_gets_an_address_that_stays_unlisted() {
         })
         .collect();
     assert!(matches!(&records[..], [Record::Renamed(r)] if r.generated));
+}
+
+fn mcp_session(settings: Settings) -> Session {
+    let mut s = Session::start(header(), settings).0;
+    let tools = crate::mcp::offered(&[(
+        "ev".into(),
+        vec![crate::mcp::Listed {
+            name: "echo".into(),
+            description: Some("echoes".into()),
+            input_schema: serde_json::json!({"type": "object"}),
+        }],
+    )]);
+    let now = datetime!(2026-12-02 10:00 UTC);
+    let cmds = s.handle(Input::McpTools {
+        tools: tools.clone(),
+        now,
+    });
+    assert!(matches!(&cmds[..], [Command::Append(Record::McpTools(_))]));
+    // The same list again is not logged again.
+    assert!(s.handle(Input::McpTools { tools, now }).is_empty());
+    s
+}
+
+#[test]
+fn mcp_tools_are_offered_and_called_when_allowed() {
+    let mut s = mcp_session(Settings {
+        allow_mcp: true,
+        ..settings()
+    });
+    let cmds = user(&mut s, "echo");
+    let Some(Command::Call(request)) = cmds.last() else {
+        panic!("{:?}", kinds(&cmds))
+    };
+    assert!(
+        request.body.text().contains("\"name\":\"mcp__ev__echo\""),
+        "{}",
+        request.body
+    );
+    let cmds = reply(
+        &mut s,
+        "",
+        &[("c1", "mcp__ev__echo", r#"{"message":"hi"}"#)],
+    );
+    match cmds.last() {
+        Some(Command::CallMcp {
+            server,
+            tool,
+            arguments,
+            timeout_s,
+            ..
+        }) => {
+            assert_eq!((server.as_str(), tool.as_str()), ("ev", "echo"));
+            assert_eq!(
+                (arguments.as_str(), *timeout_s),
+                (r#"{"message":"hi"}"#, 60)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let cmds = done(&mut s, "c1", &"y".repeat(500), None);
+    // Through the same spill as every result.
+    assert!(kinds(&cmds).contains(&"spill"), "{:?}", kinds(&cmds));
+}
+
+#[test]
+fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
+    // Pipe mode, no flag: refused, the user told which flag allows it.
+    let mut s = mcp_session(settings());
+    user(&mut s, "echo");
+    let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
+    assert!(cmds
+        .iter()
+        .any(|c| matches!(c, Command::Show(t) if t.contains("--allow-mcp"))));
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Append(Record::Message(m)) if m.content == crate::mcp::REFUSED)));
+    // A terminal: asked; "always" is remembered for the tool.
+    let mut s = mcp_session(Settings {
+        interactive: true,
+        ..settings()
+    });
+    user(&mut s, "echo");
+    let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
+    assert!(
+        matches!(cmds.last(), Some(Command::Ask { command, .. }) if command == "mcp__ev__echo")
+    );
+    let cmds = s.handle(Input::Answered {
+        id: "c1".into(),
+        answer: crate::edit::Answer::Always,
+        now: datetime!(2026-12-02 10:03 UTC),
+    });
+    assert!(
+        matches!(cmds.last(), Some(Command::CallMcp { .. })),
+        "{:?}",
+        kinds(&cmds)
+    );
+    assert!(s.state().mcp_always.contains("mcp__ev__echo"));
+    // A rule: allowed in pipe mode, logged with the rule; a deny rule wins.
+    let rules = crate::rules::Rules::parse(&["mcp__ev__*".into()], &[]).unwrap();
+    let mut s = mcp_session(Settings {
+        rules,
+        ..settings()
+    });
+    user(&mut s, "echo");
+    let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Append(Record::Approved(a)) if a.rule.as_deref() == Some("mcp__ev__*"))));
+    assert!(matches!(cmds.last(), Some(Command::CallMcp { .. })));
+    let rules = crate::rules::Rules::parse(&[], &["mcp__ev__echo".into()]).unwrap();
+    let mut s = mcp_session(Settings {
+        rules,
+        allow_mcp: true,
+        ..settings()
+    });
+    user(&mut s, "echo");
+    let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
+    assert!(!cmds.iter().any(|c| matches!(c, Command::CallMcp { .. })));
+    // A tool no server offers is an error result, never a call.
+    let cmds = reply(&mut s, "", &[("c2", "mcp__ev__nope", "{}")]);
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Append(Record::Message(m)) if m.content.contains("no tool named \"mcp__ev__nope\""))));
+}
+
+#[test]
+fn the_offered_mcp_tools_are_rebuilt_by_replay() {
+    let mut s = mcp_session(Settings {
+        allow_mcp: true,
+        ..settings()
+    });
+    let mut records = vec![Record::Header(header())];
+    let mut sent = Vec::new();
+    let mut take = |cmds: Vec<Command>, records: &mut Vec<Record>| {
+        for c in cmds {
+            match c {
+                Command::Append(r) => records.push(r),
+                Command::Call(r) => sent.push(r.body.text()),
+                _ => {}
+            }
+        }
+    };
+    records.push(Record::McpTools(crate::record::McpTools {
+        at: datetime!(2026-12-02 10:00 UTC),
+        tools: s.state().mcp_tools.clone(),
+    }));
+    take(user(&mut s, "echo"), &mut records);
+    take(
+        reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]),
+        &mut records,
+    );
+    take(done(&mut s, "c1", "hi", None), &mut records);
+    // Not while a request is in flight.
+    let none = s.handle(Input::McpTools {
+        tools: Vec::new(),
+        now: datetime!(2026-12-02 10:04 UTC),
+    });
+    assert!(none.is_empty());
+    take(reply(&mut s, "done", &[]), &mut records);
+    // The list changes: a record, and the next request offers no MCP tool.
+    take(
+        s.handle(Input::McpTools {
+            tools: Vec::new(),
+            now: datetime!(2026-12-02 10:04 UTC),
+        }),
+        &mut records,
+    );
+    take(user(&mut s, "again"), &mut records);
+    take(reply(&mut s, "ok", &[]), &mut records);
+    let rebuilt: Vec<String> = crate::state::requests(&records)
+        .into_iter()
+        .map(|r| r.body.text())
+        .collect();
+    assert!(rebuilt == sent, "the rebuilt requests differ");
+    let offers = |b: &String| b.contains(r#""description":"echoes""#);
+    assert!(offers(&sent[0]) && offers(&sent[1]) && !offers(&sent[2]));
 }

@@ -198,6 +198,7 @@ impl World {
             sandbox: revolve_core::sandbox::Policy::off(),
             sandbox_note: None,
             rules: Default::default(),
+            mcp: Default::default(),
         }
     }
 

@@ -1,0 +1,111 @@
+//! MCP servers in a running session: their tools offered before each
+//! turn (the first turn waits for servers still starting, up to a bound),
+//! their calls passed on with the core's timeout.
+
+use std::time::Duration;
+
+use revolve_core::Input;
+
+use super::Live;
+use crate::clock;
+use crate::error::Error;
+use crate::front::Front;
+
+impl<F: Front> Live<F> {
+    /// Tells the core which MCP tools the servers offer now (it logs the
+    /// list when it changed), and the user of servers that failed.
+    pub(super) fn offer_mcp(&mut self) -> Result<(), Error> {
+        if let Some(recorded) = &self.runtime.mcp.recorded {
+            let users = self
+                .state()
+                .messages
+                .iter()
+                .filter(|m| m.role == revolve_core::Role::User)
+                .count();
+            let tools = recorded.list(users);
+            self.drive(Input::McpTools {
+                tools,
+                now: clock::now(),
+            })?;
+            return Ok(());
+        }
+        let Some(hub) = self.runtime.mcp.hub.clone() else {
+            return Ok(());
+        };
+        hub.wait(Duration::from_millis(
+            revolve_core::policy::MCP_START_WAIT_MS,
+        ));
+        let listed = hub.tools(Duration::from_secs(self.runtime.mcp.timeout_s));
+        for line in hub.take_failures() {
+            self.front.notice(&line);
+        }
+        let tools = revolve_core::mcp::offered(&listed);
+        self.drive(Input::McpTools {
+            tools,
+            now: clock::now(),
+        })?;
+        Ok(())
+    }
+
+    /// Runs the MCP call `id`; its result (or the error the model gets,
+    /// with one line for the user) as the input.
+    pub(super) fn call_mcp(
+        &mut self,
+        id: String,
+        server: &str,
+        tool: &str,
+        arguments: &str,
+        timeout_s: u64,
+    ) -> Input {
+        let name = revolve_core::mcp::tool_name(server, tool);
+        self.front.notice(&format!(
+            "→ {}",
+            revolve_core::view::inert(&revolve_core::mcp::question(&name, arguments))
+        ));
+        // Not marked shown: once its result is logged the front gets the
+        // call and its result as one not run through the tools (a
+        // `tool_call` and a `tool_result` event in stream-json; nothing
+        // more in text, where the line above said it).
+        if let Some(recorded) = self.runtime.mcp.recorded.as_mut() {
+            return Input::ToolDone {
+                id,
+                output: recorded.next_result(),
+                grant: None,
+                now: clock::now(),
+            };
+        }
+        let (outcome, secrets) = match &self.runtime.mcp.hub {
+            Some(hub) => (
+                hub.call(server, tool, arguments, Duration::from_secs(timeout_s)),
+                hub.secrets(),
+            ),
+            None => (
+                Err("no MCP server runs in this session".to_owned()),
+                Vec::new(),
+            ),
+        };
+        let output = match outcome {
+            Ok(result) => revolve_core::mcp::result_text(&result),
+            Err(why) => {
+                let (result, line) = revolve_core::mcp::failed(server, tool, &why);
+                self.front.notice(&line);
+                result
+            }
+        };
+        // Keys are hidden as in every tool's output: the API keys and the
+        // values the servers' configuration took from variables.
+        let keys = revolve_core::edit::Keys::new(
+            revolve_core::config::API_KEY_VARS
+                .iter()
+                .filter_map(|name| std::env::var(name).ok())
+                .chain(secrets),
+        );
+        let output = keys.redact(&output).into_owned();
+        Input::ToolDone {
+            id,
+            output,
+            grant: None,
+            now: clock::now(),
+        }
+    }
+}

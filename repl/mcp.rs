@@ -1,0 +1,322 @@
+//! MCP servers from the command line's side: which are configured (the
+//! config file's `mcp_servers`, and the repository's `.mcp.json` once
+//! approved), starting them, `revolve mcp list` and `revolve mcp approve`.
+//!
+//! A project file is approved by the hash of its content, kept in
+//! `<state>/mcp-approved.json` (path to SHA-256): a changed file is asked
+//! about again, so a pull cannot slip a new command in.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use revolve_core::mcp::{self as core_mcp, Origin, Server};
+use revolve_io::mcp::{Hub, Spec, Status};
+use revolve_io::store::Store;
+use serde_json::json;
+
+use crate::config::Settings;
+use crate::error::{out, Error};
+
+/// The name of a project's MCP file, at the repository's root.
+pub const PROJECT_FILE: &str = ".mcp.json";
+
+/// The project's `.mcp.json`: in the working directory or a folder above
+/// it, up to the repository's root.
+pub fn project_file(store: &Store) -> Option<PathBuf> {
+    let root = &store.project.key;
+    let mut dir = Some(store.cwd.as_path());
+    while let Some(d) = dir {
+        let file = d.join(PROJECT_FILE);
+        if file.is_file() {
+            return Some(file);
+        }
+        if d == root.as_path() || !d.starts_with(root) {
+            break;
+        }
+        dir = d.parent();
+    }
+    None
+}
+
+/// A project file read: its path, content's hash, servers, and whether it
+/// is approved as it is.
+pub struct ProjectFile {
+    pub path: PathBuf,
+    pub hash: String,
+    pub servers: Vec<Server>,
+    pub approved: bool,
+}
+
+/// Reads the project file, if there is one.
+pub fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> {
+    let Some(path) = project_file(store) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
+    let servers =
+        core_mcp::parse_project_file(&text, &path.to_string_lossy()).map_err(Error::Usage)?;
+    let hash = revolve_io::edit::hash(text.as_bytes());
+    let approved = approvals(store)
+        .get(&key(&path))
+        .is_some_and(|h| *h == hash);
+    Ok(Some(ProjectFile {
+        path,
+        hash,
+        servers,
+        approved,
+    }))
+}
+
+fn approvals_path(store: &Store) -> PathBuf {
+    store.roots.state.join("mcp-approved.json")
+}
+
+fn key(path: &Path) -> String {
+    path.canonicalize()
+        .unwrap_or_else(|_| path.to_owned())
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn approvals(store: &Store) -> BTreeMap<String, String> {
+    std::fs::read_to_string(approvals_path(store))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Remembers the project file as approved with this content.
+fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
+    let mut all = approvals(store);
+    all.insert(key(&file.path), file.hash.clone());
+    let path = approvals_path(store);
+    if let Some(dir) = path.parent() {
+        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+    }
+    let text = serde_json::to_string_pretty(&all).map_err(|e| Error::Runtime(e.to_string()))?;
+    let temp = path.with_extension("json.tmp");
+    std::fs::write(&temp, text.as_bytes())
+        .and_then(|()| std::fs::rename(&temp, &path))
+        .map_err(|e| Error::at(&path, "cannot write", e))
+}
+
+/// The servers a run starts: the config file's, and the project file's
+/// when approved (asked at a terminal when `ask`; otherwise a line says
+/// how to approve it). Lines for the user come back with them.
+pub fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Server>, Vec<String>) {
+    let mut notes = Vec::new();
+    let project = match read_project(store) {
+        Ok(Some(file)) if !file.servers.is_empty() => {
+            if !file.approved && ask && std::io::stdin().is_terminal() {
+                if ask_approval(&file) {
+                    if let Err(e) = approve(store, &file) {
+                        notes.push(format!("revolve: {e}"));
+                    }
+                    file.servers
+                } else {
+                    notes.push(format!(
+                        "revolve: the MCP servers of {} are not started",
+                        file.path.display()
+                    ));
+                    Vec::new()
+                }
+            } else if !file.approved {
+                let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
+                notes.push(format!(
+                    "revolve: {} configures MCP servers ({}) that were not approved, so they are not \
+                     started: run `revolve mcp approve` to approve the file as it is",
+                    file.path.display(),
+                    names.join(", ")
+                ));
+                Vec::new()
+            } else {
+                file.servers
+            }
+        }
+        Ok(_) => Vec::new(),
+        Err(e) => {
+            notes.push(format!("revolve: {e}"));
+            Vec::new()
+        }
+    };
+    (
+        core_mcp::merge(settings.mcp_servers.clone(), project),
+        notes,
+    )
+}
+
+/// Asks at the terminal whether the project file's servers may start.
+fn ask_approval(file: &ProjectFile) -> bool {
+    let mut err = std::io::stderr();
+    let _ = writeln!(
+        err,
+        "{} configures MCP servers, which run as programs of yours:",
+        file.path.display()
+    );
+    for s in &file.servers {
+        let _ = writeln!(err, "  {}  {}", s.name, core_mcp::describe(s));
+    }
+    let _ = write!(
+        err,
+        "start them (remembered until the file changes)? [y]es, [n]o: "
+    );
+    let _ = err.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    matches!(line.trim(), "y" | "Y" | "yes")
+}
+
+/// Starts `servers` now, each on a thread (values expanded from the
+/// environment); `None` when there are none. A server whose values name
+/// an unset variable is not started, and said.
+pub fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String>) {
+    if servers.is_empty() {
+        return (None, Vec::new());
+    }
+    let lookup = |var: &str| std::env::var(var).ok();
+    let logs = store.roots.project(&store.project).join("mcp");
+    let mut notes = Vec::new();
+    let mut specs = Vec::new();
+    for server in servers {
+        match core_mcp::expanded(server, &lookup) {
+            Ok(expanded) => specs.push(Spec {
+                secrets: core_mcp::secrets(server, &lookup),
+                stderr_log: logs.join(format!("{}.stderr.log", server.name)),
+                cwd: store.cwd.clone(),
+                hidden: revolve_core::config::API_KEY_VARS.to_vec(),
+                server: expanded,
+            }),
+            Err(why) => notes.push(format!(
+                "revolve: {why} ({}); the server is not started",
+                server.origin
+            )),
+        }
+    }
+    let hub = Hub::start(
+        specs,
+        Duration::from_secs(revolve_core::policy::MCP_START_TIMEOUT_S),
+    );
+    (Some(Arc::new(hub)), notes)
+}
+
+/// A server as `mcp list` shows it: its state and its tools (offered name,
+/// description).
+type Row = (Server, String, Vec<(String, String)>);
+
+/// `revolve mcp list [--json]`: every server started and waited for.
+pub fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error> {
+    let (servers, _) = servers(store, settings, false);
+    let project = read_project(store)?;
+    let (hub, notes) = start(store, &servers);
+    for n in notes {
+        eprintln!("{n}");
+    }
+    let mut rows: Vec<Row> = Vec::new();
+    if let Some(hub) = &hub {
+        hub.wait(Duration::from_secs(
+            revolve_core::policy::MCP_START_TIMEOUT_S,
+        ));
+        for (server, status) in hub.statuses() {
+            let (state, tools) = match status {
+                Status::Starting => ("starting".to_owned(), Vec::new()),
+                Status::Failed(why) => (format!("failed: {why}"), Vec::new()),
+                Status::Ready { tools, info, .. } => (
+                    format!("ready ({info})"),
+                    tools
+                        .iter()
+                        .map(|t| {
+                            (
+                                core_mcp::tool_name(&server.name, &t.name),
+                                t.description.clone().unwrap_or_default(),
+                            )
+                        })
+                        .collect(),
+                ),
+            };
+            rows.push((server, state, tools));
+        }
+    }
+    // A project's servers not approved are listed, not started.
+    if let Some(file) = project.filter(|f| !f.approved) {
+        for s in file.servers {
+            if !rows.iter().any(|(r, _, _)| r.name == s.name) {
+                rows.push((
+                    s,
+                    "not approved (revolve mcp approve)".to_owned(),
+                    Vec::new(),
+                ));
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.0.name.cmp(&b.0.name));
+    if json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(s, state, tools)| {
+                json!({
+                    "name": s.name,
+                    "origin": s.origin.to_string(),
+                    "transport": core_mcp::describe(s),
+                    "state": state,
+                    "tools": tools.iter().map(|(n, d)| json!({"name": n, "description": d})).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        return out(&format!("{}\n", json!(list)));
+    }
+    if rows.is_empty() {
+        return out(&format!(
+            "no MCP servers: add mcp_servers to {} or a {PROJECT_FILE} at the repository's root\n",
+            settings.file.display()
+        ));
+    }
+    let mut text = String::new();
+    for (s, state, tools) in &rows {
+        let origin = match &s.origin {
+            Origin::Config => "config.json".to_owned(),
+            Origin::Project(p) => p.clone(),
+        };
+        text.push_str(&format!(
+            "{}  {}  [{origin}]  {state}\n",
+            s.name,
+            core_mcp::describe(s)
+        ));
+        for (name, description) in tools {
+            let first = description.lines().next().unwrap_or("");
+            let first: String = first.chars().take(100).collect(); // not policy: a listing's width
+            text.push_str(&format!("  {name}  {first}\n"));
+        }
+    }
+    out(&text)
+}
+
+/// `revolve mcp approve`: approves the project file as it is now.
+pub fn approve_command(store: &Store) -> Result<(), Error> {
+    let Some(file) = read_project(store)? else {
+        return Err(Error::Usage(format!(
+            "no {PROJECT_FILE} here or above, up to the repository's root"
+        )));
+    };
+    approve(store, &file)?;
+    let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
+    out(&format!(
+        "approved {} ({}): its servers start with the next session\n",
+        file.path.display(),
+        names.join(", ")
+    ))
+}
+
+/// What the MCP servers of the recorded session `source` (its whole
+/// chain) gave, for `--provider replay:NAME`.
+pub fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded, Error> {
+    let found = store.find(Some(source))?;
+    let mut records = Vec::new();
+    for file in store.chain(&store.head(&found)) {
+        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        records.extend(read.records);
+    }
+    Ok(core_mcp::Recorded::of(&records))
+}
