@@ -876,7 +876,7 @@ mod cache_tests {
         let at = datetime!(2026-12-05 12:00 UTC);
         let mut history = Vec::new();
         for t in 0..turns {
-            history.push(Message::user(at, &format!("question {t}")));
+            history.push(Message::user(at, format!("question {t}")));
             let ids: Vec<String> = (0..calls).map(|c| format!("c{t}-{c}")).collect();
             if !ids.is_empty() {
                 history.push(Message {
@@ -920,7 +920,7 @@ mod cache_tests {
 
     #[test]
     fn anthropic_marks_tools_system_and_both_ends() {
-        let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), &history(2, 2), &marked());
+        let r = Request::shaped(Wire::Anthropic, "c", Some("sys"), history(2, 2), &marked());
         let v: Value = serde_json::from_str(&r.body.text()).unwrap();
         let mark = json!({"type": "ephemeral"});
         assert_eq!(
@@ -943,7 +943,7 @@ mod cache_tests {
 
     #[test]
     fn openai_gets_the_key_and_no_marks() {
-        let r = Request::shaped(Wire::OpenAi, "m", Some("sys"), &history(1, 1), &marked());
+        let r = Request::shaped(Wire::OpenAi, "m", Some("sys"), history(1, 1), &marked());
         let v: Value = serde_json::from_str(&r.body.text()).unwrap();
         assert_eq!(v["prompt_cache_key"], "20261205-120000-abcdef");
         assert!(!r.body.text().contains("cache_control"));
@@ -1224,7 +1224,7 @@ mod streaming_tests {
                                 .collect(),
                             ..Message::assistant(at, &content)
                         },
-                        _ => Message::tool(at, &format!("c{i}"), &content),
+                        _ => Message::tool(at, format!("c{i}"), &content),
                     }
                 })
                 .collect();
