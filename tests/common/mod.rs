@@ -835,3 +835,43 @@ fn chunks(mut out: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
     });
     rx
 }
+
+/// Reaps the child `pid` if it has ended (`wait4` with `WNOHANG`): its exit
+/// status and its peak resident memory in KiB (`ru_maxrss`, the kernel's
+/// own high-water mark for that process alone, unlike
+/// `getrusage(RUSAGE_CHILDREN)`, which is the largest of every child waited
+/// for). `None` while it runs. std's `Child` offers no resource usage, nor
+/// nix a `wait4`: this is the libc crate's binding, which nix re-exports.
+#[cfg(unix)]
+pub fn reap_measured(pid: u32) -> Option<(std::process::ExitStatus, u64)> {
+    use nix::libc;
+    use std::os::unix::process::ExitStatusExt;
+    let mut status = 0;
+    // SAFETY: an all-zero `rusage` is a valid value (plain integers).
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `wait4` writes only the two out-parameters, which are valid
+    // for writes and live across the call.
+    let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, libc::WNOHANG, &mut usage) };
+    assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
+    if r == 0 {
+        return None;
+    }
+    // `ru_maxrss` is in kilobytes on Linux, in bytes on macOS.
+    let maxrss = u64::try_from(usage.ru_maxrss).unwrap_or(0);
+    #[cfg(target_os = "macos")]
+    let maxrss = maxrss / 1024;
+    Some((std::process::ExitStatus::from_raw(status), maxrss))
+}
+
+/// This process's own peak resident memory so far, in KiB
+/// (`getrusage(RUSAGE_SELF)`).
+#[cfg(unix)]
+pub fn own_peak_kib() -> u64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let maxrss = u64::try_from(usage.max_rss()).unwrap_or(0);
+    // Kilobytes on Linux, bytes on macOS.
+    #[cfg(target_os = "macos")]
+    let maxrss = maxrss / 1024;
+    maxrss
+}
