@@ -8,6 +8,7 @@ use revolve_io::live::Outcome;
 use crate::commands;
 use crate::console::Live;
 use crate::error::Error;
+use crate::messages;
 
 /// Handles one line: a slash command or a user turn. A command that fails
 /// is told on stderr and the session goes on; only the session's own
@@ -57,6 +58,21 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));
+        }
+        Slash::HelpOn(name) => eprint!("{}", slash::help_on(&name, &live.skills())),
+        Slash::Send { to, text } => {
+            let own = live.state().name.as_deref();
+            if Some(to.as_str()) == own {
+                eprintln!("/send {to}: that is this session; /send is for another one");
+            } else {
+                let from = own.unwrap_or("send");
+                match messages::running(live.store(), &to)
+                    .and_then(|_| messages::queue(live.store(), &to, from, &text))
+                {
+                    Ok(said) => eprintln!("{said}"),
+                    Err(e) => eprintln!("revolve: /send: {e}"),
+                }
+            }
         }
         Slash::Incomplete(why) => eprintln!("{why}"),
         Slash::Other { word, arg } => {

@@ -75,12 +75,35 @@ pub fn send(
         .or_else(|| std::env::var("REVOLVE_SESSION").ok())
         .filter(|f| !f.trim().is_empty())
         .unwrap_or_else(|| "send".to_owned());
+    eprintln!("{}", queue(store, name, &from, text)?);
+    Ok(())
+}
+
+/// Queues `text` from `from` in the inbox of `name`, a session of this
+/// directory found running; says what was done (`revolve send` and the
+/// REPL's `/send`).
+pub fn queue(store: &Store, name: &str, from: &str, text: &str) -> Result<String, Error> {
     let inbox = Inbox::of(&store.roots, &store.project, &store.cwd, name);
     let seq = inbox
-        .send(&from, text, clock::now())
+        .send(from, text, clock::now())
         .map_err(|e| Error::at(inbox.dir(), "cannot queue the message in", e))?;
-    eprintln!("queued for {name} (message {seq}); it takes it before its next turn");
-    Ok(())
+    Ok(format!(
+        "queued for {name} (message {seq}); it takes it before its next turn"
+    ))
+}
+
+/// The names of this directory's running sessions but `own` (the
+/// addresses the REPL's `/send` completes), sorted.
+pub fn others(store: &Store, own: Option<&str>) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .running()
+        .into_iter()
+        .filter_map(|r| r.name)
+        .filter(|n| Some(n.as_str()) != own)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// How often attach looks for new lines and checks the session still runs.

@@ -27,11 +27,16 @@ use crate::line;
 type LineEditor = Editor<Commands, DefaultHistory>;
 
 /// Tab completion of `/` commands: the builtin ones and the skills of the
-/// session (read again before each prompt, as each turn reads them); the
-/// choice is `revolve_core::slash::complete`.
+/// session (read again before each prompt, as each turn reads them), and
+/// their arguments where they are words or names: the other running
+/// sessions of this directory (read on each Tab), skills and commands. The
+/// choice is `revolve_core::slash::complete` and `complete_argument`.
 #[derive(Default)]
 struct Commands {
     skills: Vec<revolve_core::skills::Skill>,
+    /// Where the running sessions are found, and this session's own name
+    /// (never offered to `/send`).
+    sessions: Option<(revolve_io::store::Store, Option<String>)>,
 }
 
 impl Completer for Commands {
@@ -45,29 +50,36 @@ impl Completer for Commands {
         pos: usize,
         _: &rustyline::Context<'_>,
     ) -> rustyline::Result<(usize, Vec<Pair>)> {
-        if let Some((start, words)) = revolve_core::slash::complete_argument(line, pos) {
-            let pairs = words
-                .into_iter()
-                .map(|w| Pair {
-                    replacement: format!("{w} "),
-                    display: w,
-                })
-                .collect();
-            return Ok((start, pairs));
+        let sessions = match &self.sessions {
+            Some((store, own)) if line.starts_with('/') => {
+                crate::messages::others(store, own.as_deref())
+            }
+            _ => Vec::new(),
+        };
+        let names = revolve_core::slash::Names {
+            sessions: &sessions,
+            skills: &self.skills,
+        };
+        if let Some((start, words)) = revolve_core::slash::complete_argument(line, pos, names) {
+            return Ok((start, spaced(words)));
         }
         if let Some((start, pairs)) = at_path(line, pos) {
             return Ok((start, pairs));
         }
         let commands = revolve_core::slash::complete(line, pos, &self.skills);
-        let pairs = commands
-            .into_iter()
-            .map(|display| Pair {
-                replacement: format!("{display} "),
-                display,
-            })
-            .collect();
-        Ok((0, pairs))
+        Ok((0, spaced(commands)))
     }
+}
+
+/// Candidates that are whole words: each followed by a space once chosen.
+fn spaced(words: Vec<String>) -> Vec<Pair> {
+    words
+        .into_iter()
+        .map(|display| Pair {
+            replacement: format!("{display} "),
+            display,
+        })
+        .collect()
 }
 
 /// Tab in an `@path` word: the entries of the working tree's folder it
@@ -154,6 +166,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         }
         if let Some(commands) = editor.helper_mut() {
             commands.skills = live.skills();
+            commands.sessions = Some((live.store().clone(), live.state().name.clone()));
         }
         watcher.idle(true);
         let read = editor.readline("› ");
@@ -299,4 +312,57 @@ impl Watcher {
 /// Dimmed when stderr gets colour (see [`crate::render`]).
 fn dim(text: &str) -> String {
     crate::render::dim(text, crate::render::stderr())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn skill(name: &str) -> revolve_core::skills::Skill {
+        revolve_core::skills::Skill {
+            name: name.into(),
+            description: format!("the {name} skill"),
+            dir: format!("/skills/{name}"),
+        }
+    }
+
+    /// What Tab offers at the end of `line`: where the replacement starts
+    /// and each candidate's replacement.
+    fn tab(commands: &Commands, line: &str) -> (usize, Vec<String>) {
+        let history = DefaultHistory::new();
+        let (start, pairs) = commands
+            .complete(line, line.len(), &rustyline::Context::new(&history))
+            .unwrap();
+        (start, pairs.into_iter().map(|p| p.replacement).collect())
+    }
+
+    #[test]
+    fn tab_completes_commands_then_their_words_and_names() {
+        let commands = Commands {
+            skills: vec![skill("review"), skill("release")],
+            sessions: None,
+        };
+        assert_eq!(
+            tab(&commands, "/rel"),
+            (0, vec!["/release ".to_owned()]),
+            "a skill is a command"
+        );
+        assert_eq!(tab(&commands, "/goal pa"), (6, vec!["pause ".to_owned()]));
+        assert_eq!(
+            tab(&commands, "/help re"),
+            (
+                6,
+                vec![
+                    "refine ".to_owned(),
+                    "release ".to_owned(),
+                    "review ".to_owned(),
+                    "rewind ".to_owned()
+                ]
+            ),
+            "skills and builtins by name"
+        );
+        // No store to look in: no session to offer.
+        assert_eq!(tab(&commands, "/send b"), (6, vec![]));
+        assert_eq!(tab(&commands, "plain words"), (0, vec![]));
+    }
 }

@@ -22,6 +22,11 @@ pub enum Slash {
     Plan(bool),
     /// `/help`: list the commands.
     Help,
+    /// `/help NAME`: what one command (builtin or skill) does.
+    HelpOn(String),
+    /// `/send NAME TEXT`: queue a message for another running session of
+    /// this directory, as `revolve send` does.
+    Send { to: String, text: String },
     /// `/quit` or `/exit`: end the session.
     Quit,
     /// Anything else starting with `/`: a command of the user's own (a
@@ -65,15 +70,16 @@ pub const HELP: &str = "\
 /goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
 /goal        show it with its progress notes; /goal pause|resume|done|clear
 /plan        plan first: edits refused, commands read-only; /plan off ends it
-/help        show this list
+/send NAME TEXT   queue a message for another running session of this directory
+/help        show this list; /help NAME shows one command (builtin or skill)
 /quit        end the session (Ctrl-D does the same)
 Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 12] = [
-    "name", "status", "compact", "goal", "refine", "rewind", "plan", "help", "?", "quit", "exit",
-    "q",
+pub const BUILTIN: [&str; 13] = [
+    "name", "status", "compact", "goal", "refine", "rewind", "plan", "send", "help", "?", "quit",
+    "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -105,33 +111,87 @@ pub fn complete(line: &str, pos: usize, skills: &[crate::skills::Skill]) -> Vec<
     out
 }
 
-/// The words a builtin command takes after it, for Tab.
-const ARGUMENTS: [(&str, &[&str]); 4] = [
-    ("goal", &["pause", "resume", "done", "clear"]),
-    ("refine", &["history", "undo"]),
-    ("rewind", &["list", "undo"]),
-    ("plan", &["off"]),
+/// The names Tab can offer in a command's argument, gathered by the shell
+/// (core reads no directory).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Names<'a> {
+    /// The other running sessions of this directory, by name (the
+    /// addresses `/send` takes).
+    pub sessions: &'a [String],
+    /// The session's skills (`/help` takes their names).
+    pub skills: &'a [crate::skills::Skill],
+}
+
+/// What a builtin command's first argument is, for Tab.
+enum Takes {
+    /// One of these words.
+    Words(&'static [&'static str]),
+    /// The name of another running session.
+    Session,
+    /// The name of a command: a builtin (but for the one-letter aliases)
+    /// or a skill.
+    Command,
+}
+
+/// The builtin commands whose first argument Tab completes.
+const ARGUMENTS: [(&str, Takes); 6] = [
+    ("goal", Takes::Words(&["pause", "resume", "done", "clear"])),
+    ("refine", Takes::Words(&["history", "undo"])),
+    ("rewind", Takes::Words(&["list", "undo"])),
+    ("plan", Takes::Words(&["off"])),
+    ("send", Takes::Session),
+    ("help", Takes::Command),
 ];
 
 /// What Tab completes in a command's argument at `pos`: where the word
-/// being typed starts, and the words the builtin command takes that start
-/// with it (`/goal pa` → `pause`). Nothing past the first argument, nor
-/// outside a builtin command.
-pub fn complete_argument(line: &str, pos: usize) -> Option<(usize, Vec<String>)> {
+/// being typed starts, and the words or names the builtin command takes
+/// that start with it (`/goal pa` → `pause`, `/send bi` → `birch`, `/help
+/// rev` → `review`), each once, sorted. Nothing past the first argument,
+/// nor outside a builtin command.
+pub fn complete_argument(line: &str, pos: usize, names: Names<'_>) -> Option<(usize, Vec<String>)> {
     let before = line.get(..pos)?.strip_prefix('/')?;
     let (command, arg) = before.split_once(' ')?;
     if arg.contains(char::is_whitespace) {
         return None;
     }
     let start = pos - arg.len();
-    let (_, words) = ARGUMENTS.iter().find(|(c, _)| *c == command)?;
-    let mut out: Vec<String> = words
-        .iter()
-        .filter(|w| w.starts_with(arg))
-        .map(|w| (*w).to_owned())
-        .collect();
+    let (_, takes) = ARGUMENTS.iter().find(|(c, _)| *c == command)?;
+    let offered: Vec<String> = match takes {
+        Takes::Words(words) => words.iter().map(|w| (*w).to_owned()).collect(),
+        Takes::Session => names.sessions.to_vec(),
+        Takes::Command => complete("/", 1, names.skills)
+            .into_iter()
+            .map(|c| c.trim_start_matches('/').to_owned())
+            .collect(),
+    };
+    let mut out: Vec<String> = offered.into_iter().filter(|w| w.starts_with(arg)).collect();
     out.sort();
+    out.dedup();
     Some((start, out))
+}
+
+/// What `/help NAME` prints: the [`HELP`] lines of a builtin command, a
+/// skill's name and description, or that there is no such command.
+pub fn help_on(name: &str, skills: &[crate::skills::Skill]) -> String {
+    let name = name.trim_start_matches('/');
+    if BUILTIN.contains(&name) {
+        let word = format!("/{name}");
+        let lines: Vec<&str> = HELP
+            .lines()
+            .filter(|l| l.split_whitespace().any(|w| w == word))
+            .collect();
+        if !lines.is_empty() {
+            return format!("{}\n", lines.join("\n"));
+        }
+        return format!("/{name} is a builtin command; /help lists them all\n");
+    }
+    match skills.iter().find(|s| s.name == name) {
+        Some(skill) => format!(
+            "/{name}   {} (a skill: {}/SKILL.md; /{name} ARGS sends it with ARGS)\n",
+            skill.description, skill.dir
+        ),
+        None => format!("unknown command /{name}; /help lists them\n"),
+    }
 }
 
 /// The `/help` lines for the commands of the user's own (skills by name
@@ -190,7 +250,17 @@ pub fn parse(line: &str) -> Option<Slash> {
             "off" => Slash::Plan(false),
             _ => Slash::Incomplete("/plan takes nothing (to start planning) or off"),
         },
-        "help" | "?" => Slash::Help,
+        "send" => match arg.split_once(char::is_whitespace) {
+            Some((to, text)) if !text.trim().is_empty() => Slash::Send {
+                to: to.to_owned(),
+                text: text.trim().to_owned(),
+            },
+            _ => Slash::Incomplete(
+                "/send needs a session and a message, e.g. /send birch the tests pass now",
+            ),
+        },
+        "help" | "?" if arg.is_empty() => Slash::Help,
+        "help" | "?" => Slash::HelpOn(arg.to_owned()),
         "quit" | "exit" | "q" => Slash::Quit,
         other => Slash::Other {
             word: other.to_owned(),
@@ -239,8 +309,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            10,
-            "every builtin but the aliases ? and q"
+            11,
+            "every builtin but the aliases ? and q (ten, and /send since issue 32)"
         );
         for word in BUILTIN {
             assert!(
@@ -252,16 +322,118 @@ mod tests {
 
     #[test]
     fn arguments_complete_to_the_words_a_command_takes() {
+        let none = Names::default();
         assert_eq!(
-            complete_argument("/goal p", 7),
+            complete_argument("/goal p", 7, none),
             Some((6, vec!["pause".to_owned()]))
         );
         assert_eq!(
-            complete_argument("/rewind ", 8),
+            complete_argument("/rewind ", 8, none),
             Some((8, vec!["list".to_owned(), "undo".to_owned()]))
         );
-        assert_eq!(complete_argument("/goal ship it", 13), None);
-        assert_eq!(complete_argument("/status x", 9), None);
-        assert_eq!(complete_argument("hello /goal p", 13), None);
+        assert_eq!(complete_argument("/goal ship it", 13, none), None);
+        assert_eq!(complete_argument("/status x", 9, none), None);
+        assert_eq!(complete_argument("hello /goal p", 13, none), None);
+    }
+
+    fn skill(name: &str, description: &str) -> crate::skills::Skill {
+        crate::skills::Skill {
+            name: name.into(),
+            description: description.into(),
+            dir: format!("/skills/{name}"),
+        }
+    }
+
+    #[test]
+    fn send_completes_the_running_sessions_by_name() {
+        let sessions = ["birch".to_owned(), "cedar".to_owned(), "beech".to_owned()];
+        let names = Names {
+            sessions: &sessions,
+            skills: &[],
+        };
+        assert_eq!(
+            complete_argument("/send b", 7, names),
+            Some((6, vec!["beech".to_owned(), "birch".to_owned()]))
+        );
+        assert_eq!(
+            complete_argument("/send ", 6, names),
+            Some((
+                6,
+                vec!["beech".to_owned(), "birch".to_owned(), "cedar".to_owned()]
+            ))
+        );
+        // The message is text: nothing past the name.
+        assert_eq!(complete_argument("/send birch t", 13, names), None);
+        // No other session running: nothing to offer.
+        assert_eq!(
+            complete_argument("/send b", 7, Names::default()),
+            Some((6, vec![]))
+        );
+    }
+
+    #[test]
+    fn help_completes_commands_and_skills_by_name() {
+        let skills = [
+            skill("review", "review a diff"),
+            skill("status", "shadowed"),
+        ];
+        let names = Names {
+            sessions: &[],
+            skills: &skills,
+        };
+        assert_eq!(
+            complete_argument("/help re", 8, names),
+            Some((
+                6,
+                vec![
+                    "refine".to_owned(),
+                    "review".to_owned(),
+                    "rewind".to_owned()
+                ]
+            ))
+        );
+        // A skill named like a builtin is offered once, aliases never.
+        assert_eq!(
+            complete_argument("/help st", 8, names),
+            Some((6, vec!["status".to_owned()]))
+        );
+        assert_eq!(
+            complete_argument("/help q", 7, names),
+            Some((6, vec!["quit".to_owned()]))
+        );
+    }
+
+    #[test]
+    fn help_on_one_command() {
+        let skills = [skill("review", "review a diff")];
+        assert_eq!(
+            help_on("rewind", &skills),
+            "/rewind [N]  take back the last N turns (default 1): their file edits and the conversation\n\
+             /rewind list the turns with the files each changed; /rewind undo takes the last rewind back\n"
+        );
+        assert_eq!(
+            help_on("/review", &skills),
+            "/review   review a diff (a skill: /skills/review/SKILL.md; /review ARGS sends it with ARGS)\n"
+        );
+        assert_eq!(
+            help_on("frob", &skills),
+            "unknown command /frob; /help lists them\n"
+        );
+        assert!(help_on("q", &skills).contains("/q is a builtin command"));
+    }
+
+    #[test]
+    fn send_and_help_parse() {
+        assert_eq!(
+            parse("/send birch  the tests pass "),
+            Some(Slash::Send {
+                to: "birch".into(),
+                text: "the tests pass".into()
+            })
+        );
+        assert!(matches!(parse("/send birch"), Some(Slash::Incomplete(_))));
+        assert!(matches!(parse("/send"), Some(Slash::Incomplete(_))));
+        assert_eq!(parse("/help"), Some(Slash::Help));
+        assert_eq!(parse("/help review"), Some(Slash::HelpOn("review".into())));
     }
 }

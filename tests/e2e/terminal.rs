@@ -295,3 +295,48 @@ fn a_retry_counts_down_on_a_terminal() {
     let at = shown.find("Back.").expect("the answer");
     assert!(!shown[at..].contains("retrying in"), "{shown:?}");
 }
+
+#[test]
+fn tab_completes_sessions_for_send_and_commands_for_help() {
+    let env = TestEnv::new("term-tab-names");
+    let skill = env.home.join(".config/task-agent/skills/review");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: review\ndescription: review the diff\n---\nReview it.\n",
+    )
+    .unwrap();
+    let script = script_file(&env, &["Seen.", "Seen."]);
+    let args = ["--provider", "scripted", "--script", &script];
+    // birch runs, idle in its REPL.
+    let mut named = args.to_vec();
+    named.extend(["-n", "birch"]);
+    let mut birch = env.terminal(&named, 80, &[]);
+    birch.wait_for_next("\u{203a} ", Duration::from_secs(20));
+
+    let mut term = env.terminal(&args, 80, &[]);
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    // A running session's name, after /send (not this session's own).
+    term.type_keys("/send bi\t");
+    term.wait_for_next("rch", Duration::from_secs(10));
+    term.type_keys("the tests pass\r");
+    term.wait_for_next("queued for birch (message 1)", Duration::from_secs(10));
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    // A skill's name, after /help.
+    term.type_keys("/help rev\t");
+    term.wait_for_next("iew", Duration::from_secs(10));
+    term.type_keys("\r");
+    term.wait_for_next("review the diff (a skill:", Duration::from_secs(10));
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("/quit\r");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+
+    // birch took the message and answered it.
+    birch.wait_for_next("Seen.", Duration::from_secs(20));
+    birch.wait_for_n("\u{203a} ", 2, Duration::from_secs(20));
+    birch.type_keys("/quit\r");
+    let (ok, shown) = birch.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    assert!(shown.contains("the tests pass"), "{shown:?}");
+}
