@@ -226,6 +226,7 @@ fn compaction(window: u64) -> Compaction {
                             usage: Some(Usage {
                                 prompt_tokens: asked,
                                 completion_tokens: (notes.len() / 4) as u64,
+                                ..Default::default()
                             }),
                             ..Reply::default()
                         },

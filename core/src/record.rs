@@ -64,6 +64,9 @@
 //! ```json
 //! {"type":"totals","at":"2026-12-02T10:26:12Z","tokens_in":812,"tokens_out":40,"turns":1,"last_context":852,"estimated":false,"name":"amber"}
 //! ```
+//! `tokens_cached` and `tokens_cache_written`, the part of `tokens_in` the
+//! provider read from and wrote to its prompt cache, are there only once
+//! it reported some (a log without them read them as 0).
 //!
 //! `pruned`, a compaction's first step: the tool results at these indices
 //! of the history were cut to head and tail in place (folding repeats the cut);
@@ -515,6 +518,12 @@ pub struct Totals {
     pub tokens_in: u64,
     #[serde(default)]
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the provider read from its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_cached: u64,
+    /// Of `tokens_in`, those the provider wrote to its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_cache_written: u64,
     #[serde(default)]
     pub turns: u64,
     /// The size of the context at the last answer, in tokens.

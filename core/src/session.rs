@@ -646,6 +646,7 @@ impl Session {
         let usage = reply.usage.unwrap_or(Usage {
             prompt_tokens: self.estimate,
             completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
+            ..Usage::default()
         });
         let last_context = usage.prompt_tokens.saturating_add(usage.completion_tokens);
         let counted = reply.usage.is_some();
@@ -1114,6 +1115,10 @@ impl Session {
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
+            tokens_cache_written: before
+                .tokens_cache_written
+                .saturating_add(usage.cache_write_tokens),
             turns: before.turns.saturating_add(u64::from(ends_turn)),
             last_context,
             estimated,

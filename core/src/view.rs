@@ -97,7 +97,7 @@ pub fn instructions(paths: &[String]) -> String {
 
 /// The status line shown before each prompt.
 ///
-/// `amber · 3 turns · 12.3k in / 1.1k out · context 4.1k of 128k (3%)`
+/// `amber · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 128k (3%)`
 pub fn status(state: &State) -> String {
     let t = &state.totals;
     let name = state.name.as_deref().unwrap_or("(unnamed)");
@@ -112,8 +112,15 @@ pub fn status(state: &State) -> String {
         .unwrap_or(0);
     let in_out = if t.in_out_estimated { "~" } else { "" };
     let model = &state.model;
+    // The part of the input read from the provider's prompt cache, when
+    // it reported one.
+    let cached = if t.tokens_cached > 0 {
+        format!(" ({} cached)", tokens(t.tokens_cached))
+    } else {
+        String::new()
+    };
     let mut line = format!(
-        "{name} · {model} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
+        "{name} · {model} · {turns} · {in_out}{} in{cached} / {in_out}{} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
@@ -614,7 +621,34 @@ pub fn listing(sessions: &[Summary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Message;
+    use crate::record::{Message, Totals};
+
+    #[test]
+    fn the_status_says_the_cached_input_when_there_is_some() {
+        let mut state = State {
+            name: Some("amber".into()),
+            model: "claude-sonnet-4-6".into(),
+            window: 200_000,
+            ..State::default()
+        };
+        state.totals = Totals {
+            tokens_in: 12_300,
+            tokens_out: 1_100,
+            turns: 3,
+            last_context: 4_100,
+            ..Totals::default()
+        };
+        let plain = status(&state);
+        assert_eq!(
+            plain,
+            "amber · claude-sonnet-4-6 · 3 turns · 12.3k in / 1.1k out · context 4.1k of 200k (2%)"
+        );
+        state.totals.tokens_cached = 9_800;
+        assert_eq!(
+            status(&state),
+            "amber · claude-sonnet-4-6 · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 200k (2%)"
+        );
+    }
 
     #[test]
     fn an_answer_is_told_as_what_it_allowed() {

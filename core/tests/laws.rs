@@ -270,6 +270,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                 let usage = usage.map(|(p, c)| Usage {
                     prompt_tokens: p.into(),
                     completion_tokens: c.into(),
+                    ..Default::default()
                 });
                 let tool_calls = calls
                     .iter()
@@ -372,6 +373,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                     let usage = Some(Usage {
                         prompt_tokens: 9,
                         completion_tokens: 3,
+                        ..Default::default()
                     });
                     Input::Summarized {
                         reply: Reply {
@@ -783,6 +785,8 @@ impl Arbitrary for AnyRecord {
                 at: Some(at),
                 tokens_in: u64::arbitrary(g),
                 tokens_out: u64::arbitrary(g),
+                tokens_cached: u64::arbitrary(g),
+                tokens_cache_written: u64::arbitrary(g),
                 turns: u64::arbitrary(g),
                 last_context: u64::arbitrary(g),
                 estimated: bool::arbitrary(g),

@@ -158,6 +158,7 @@ impl Server {
                 usage: self.usage.then_some(Usage {
                     prompt_tokens: tokens,
                     completion_tokens: completion,
+                    ..Default::default()
                 }),
                 truncated,
             },

@@ -18,6 +18,7 @@ mod cli;
 mod compaction;
 mod completions;
 mod config;
+mod cost;
 mod edit_kills;
 mod edits;
 mod faults;

@@ -527,6 +527,10 @@ impl Session {
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
+            tokens_cache_written: before
+                .tokens_cache_written
+                .saturating_add(usage.cache_write_tokens),
             last_context: estimate,
             estimated: true,
             ..before.clone()

@@ -269,8 +269,16 @@ pub struct Reply {
 /// Token counts of one request, as the provider reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// All input tokens, the cached ones included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those read from the provider's prompt cache
+    /// (Anthropic's `cache_read_input_tokens`, OpenAI's
+    /// `prompt_tokens_details.cached_tokens`).
+    pub cache_read_tokens: u64,
+    /// Of `prompt_tokens`, those written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`; OpenAI does not report them).
+    pub cache_write_tokens: u64,
 }
 
 /// Something the shell must do.

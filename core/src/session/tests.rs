@@ -52,6 +52,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
     let usage = Some(Usage {
         prompt_tokens: 10,
         completion_tokens: 2,
+        ..Default::default()
     });
     s.handle(Input::Reply {
         reply: Reply {
@@ -481,6 +482,7 @@ fn long_session(turns: usize, context: u64) -> Session {
         let usage = Some(Usage {
             prompt_tokens: read,
             completion_tokens: 0,
+            ..Default::default()
         });
         let reply = Reply {
             truncated: false,
