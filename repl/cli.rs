@@ -144,11 +144,11 @@ pub struct ModelArgs {
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: the provider's, e.g. gpt-4o-mini]
+    /// The model to ask [default: the provider's, e.g. gpt-5.6-terra]
     #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
     pub model: Option<String>,
 
-    /// The declared context window in tokens [default: 128000]
+    /// The declared context window in tokens [default: the server's or the model table's, else 128000]
     #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW")]
     pub window: Option<u64>,
 

@@ -108,6 +108,8 @@ pub struct Settings {
     pub base_url: Setting<String>,
     pub model: Setting<String>,
     pub window: Setting<u64>,
+    /// The known models: the shipped table and the config file's `models`.
+    pub models: revolve_core::models::Table,
     pub retries: Setting<u32>,
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
@@ -194,6 +196,20 @@ impl Settings {
             file.window,
             config::DEFAULT_WINDOW,
         );
+        let models = revolve_core::models::Table::shipped()
+            .with(file.models.as_ref().unwrap_or(&BTreeMap::new()));
+        // Nobody gave a window: the table's, for a model it knows (a local
+        // server that says its own still wins, in `learn_window`).
+        let known = models
+            .find(provider.value.name(), &model.value)
+            .and_then(|(_, m)| m.window);
+        let window = match known {
+            Some(value) if window.source == Source::Default => Setting {
+                value,
+                source: Source::Table,
+            },
+            _ => window,
+        };
         let retries = settle(
             sources,
             "retries",
@@ -308,6 +324,7 @@ impl Settings {
             base_url,
             model,
             window,
+            models,
             retries,
             spill_result_chars,
             prune_result_chars,
@@ -406,7 +423,9 @@ impl Settings {
             return None;
         }
         let probe = self.provider.value.window_probe()?;
-        let given = (self.window.source != Source::Default).then_some(self.window.value);
+        // The table's window is a default still: the server knows better.
+        let given = (!matches!(self.window.source, Source::Default | Source::Table))
+            .then_some(self.window.value);
         let key = self.key.as_ref().map(|(_, k)| k.clone());
         let server = revolve_io::provider::OpenAi::new(&self.base_url.value, key);
         // Where the window comes from: the server, or (Ollama saying
@@ -495,6 +514,20 @@ impl Settings {
             ),
             ("model", s(&self.model)),
             ("window", n(self.window.value, self.window.source)),
+            ("models", {
+                let configured: Vec<&str> = self
+                    .models
+                    .iter()
+                    .filter(|(_, m)| m.configured)
+                    .map(|(name, _)| name)
+                    .collect();
+                let source = if configured.is_empty() {
+                    Source::Default
+                } else {
+                    Source::Config
+                };
+                (json!(configured), source.as_str())
+            }),
             ("retries", n(self.retries.value.into(), self.retries.source)),
             (
                 "spill_result_chars",

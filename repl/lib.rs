@@ -29,6 +29,7 @@ mod stdin;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use revolve_core::config::Source;
 use revolve_io::memory::MemoryDirs;
 use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
@@ -322,10 +323,12 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
     }
-    live.front_mut().window_source = if resuming && !settings.window.source.overrides_resumed() {
-        "the session's log".to_owned()
-    } else {
-        settings.window.source.as_str().to_owned()
+    live.front_mut().window_source = match settings.window.source {
+        Source::Table if !resuming || settings.model.source.overrides_resumed() => {
+            "the model table".to_owned()
+        }
+        source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
+        source => source.as_str().to_owned(),
     };
     if cli.plan {
         live.plan(true)?;
@@ -521,7 +524,12 @@ fn runtime(
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
-        window: chosen(settings.window.source).then_some(settings.window.value),
+        // A model given for this run brings its window from the table,
+        // resumed or not.
+        window: (chosen(settings.window.source)
+            || (settings.window.source == Source::Table
+                && settings.model.source.overrides_resumed()))
+        .then_some(settings.window.value),
         spill_chars: settings.spill_result_chars.value,
         prune_chars: settings.prune_result_chars.value,
         max_tool_rounds: settings.max_tool_rounds.value,

@@ -24,7 +24,7 @@
 //!
 //! `header`, the first line of every file:
 //! ```json
-//! {"type":"header","version":3,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! {"type":"header","version":4,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
 //! ```
 //!
 //! `context`, the system prompt, written before the request that first uses it
@@ -212,13 +212,20 @@ pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 ///   `cache_control` breakpoints, those of the `openai` preset a
 ///   `prompt_cache_key` (the session's id). Older files rebuild theirs
 ///   without, as they were sent.
-pub const FORMAT_VERSION: u32 = 3;
+/// * 4: the point releases of OpenAI's reasoning models (`gpt-5.4-mini`,
+///   `gpt-5.6-terra`, …) say their answer's limit as
+///   `max_completion_tokens`, as `gpt-5` does; older files rebuild theirs
+///   with `max_tokens`, as they were sent.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The first version whose requests are marked for the prompt cache.
 pub const CACHE_VERSION: u32 = 3;
 
 /// The first version whose requests carry their answer's limit.
 pub const ANSWER_LIMIT_VERSION: u32 = 2;
+
+/// The first version whose `gpt-5.N` models say `max_completion_tokens`.
+pub const POINT_RELEASE_VERSION: u32 = 4;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -54,12 +54,22 @@ pub struct AnswerLimit {
 }
 
 impl AnswerLimit {
-    /// The limit of `tokens` for a model.
+    /// The limit of `tokens` for a model, in a log of this build's format.
     pub fn of(model: &str, tokens: u64) -> AnswerLimit {
+        AnswerLimit::of_version(model, tokens, crate::record::FORMAT_VERSION)
+    }
+
+    /// The limit of `tokens` for a model, as a log of format `version`
+    /// wrote it: before [`crate::record::POINT_RELEASE_VERSION`], the
+    /// `gpt-5.N` point releases were not known as reasoning models.
+    pub fn of_version(model: &str, tokens: u64, version: u32) -> AnswerLimit {
         let name = model.rsplit('/').next().unwrap_or(model);
-        let reasoning = ["o1", "o3", "o4", "gpt-5"]
-            .iter()
-            .any(|family| name == *family || name.starts_with(&format!("{family}-")));
+        let point = version >= crate::record::POINT_RELEASE_VERSION;
+        let reasoning = ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
+            name == *family
+                || name.starts_with(&format!("{family}-"))
+                || (point && *family == "gpt-5" && name.starts_with("gpt-5."))
+        });
         let field = if reasoning {
             "max_completion_tokens"
         } else {
@@ -802,6 +812,8 @@ mod limit_tests {
             "gpt-5",
             "gpt-5-mini",
             "openai/o3",
+            "gpt-5.4-mini",
+            "openai/gpt-5.6-terra",
         ] {
             assert_eq!(
                 AnswerLimit::of(model, 9).field,
@@ -809,6 +821,15 @@ mod limit_tests {
                 "{model}"
             );
         }
+        // A log of version 3 rebuilds them as they were sent.
+        assert_eq!(
+            AnswerLimit::of_version("gpt-5.4-mini", 9, 3).field,
+            "max_tokens"
+        );
+        assert_eq!(
+            AnswerLimit::of_version("gpt-5-mini", 9, 3).field,
+            "max_completion_tokens"
+        );
         for model in [
             "gpt-4o-mini",
             "smollm2",

@@ -601,7 +601,7 @@ impl State {
     pub fn answer_limit(&self) -> Option<AnswerLimit> {
         let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
         (version >= ANSWER_LIMIT_VERSION && self.window > 0)
-            .then(|| AnswerLimit::of(&self.model, compact::room(self.window)))
+            .then(|| AnswerLimit::of_version(&self.model, compact::room(self.window), version))
     }
 
     /// How long the notes of a summary request may be: half the answer's

@@ -107,3 +107,108 @@ fn no_cache_fields_where_nothing_was_cached() {
     assert!(last.get("tokens_cached").is_none(), "{last}");
     assert!(last.get("tokens_cache_written").is_none(), "{last}");
 }
+
+/// Writes the config file.
+fn write_config(env: &TestEnv, text: &str) {
+    let dir = env.home.join(".config/task-agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), text).unwrap();
+}
+
+/// `config show --json`'s window: its value and where it came from.
+fn shown_window(env: &TestEnv, args: &[&str]) -> (Value, String) {
+    let mut all = vec!["config", "show", "--json"];
+    all.extend_from_slice(args);
+    let run = env.run(&all, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let w = &doc["settings"]["window"];
+    (w["value"].clone(), w["source"].as_str().unwrap().to_owned())
+}
+
+/// A known model's window replaces the 128k default, a flag or the config
+/// file's `window` still win, and the config file's `models` adds a model
+/// or changes a shipped one; a mistyped key in it is an error naming it.
+#[test]
+fn a_known_models_window_replaces_the_default() {
+    let env = TestEnv::new("cost-window");
+    let anthropic = ["--provider", "anthropic"];
+    assert_eq!(
+        shown_window(
+            &env,
+            &[&anthropic[..], &["--model", "claude-sonnet-4-5"]].concat()
+        ),
+        (200_000.into(), "table".into())
+    );
+    assert_eq!(
+        shown_window(&env, &["--model", "never-heard-of-it"]),
+        (128_000.into(), "default".into())
+    );
+    assert_eq!(
+        shown_window(&env, &["--model", "gpt-4o-mini", "--window", "50000"]),
+        (50_000.into(), "flag".into())
+    );
+    write_config(
+        &env,
+        r#"{"models": {"my-local": {"window": 65536}, "gpt-4o-mini": {"window": 100000}}}"#,
+    );
+    assert_eq!(
+        shown_window(&env, &["--model", "my-local"]),
+        (65_536.into(), "table".into())
+    );
+    assert_eq!(
+        shown_window(&env, &["--model", "gpt-4o-mini"]),
+        (100_000.into(), "table".into())
+    );
+    let run = env.run(&["config", "show"], "");
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>()
+                == ["models", r#"["gpt-4o-mini","my-local"]"#, "config"]),
+        "{run:?}"
+    );
+    // The session's header says the window it ran with.
+    let server = FakeServer::start(vec![answer("Hi.", 1)]).unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "--model", "my-local"], "hello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(records(&env.only_session())[0]["window"], 65_536);
+
+    write_config(&env, r#"{"models": {"my-local": {"windw": 65536}}}"#);
+    let run = env.run(&["config", "show"], "");
+    assert_eq!(run.code, Some(2), "{run:?}");
+    assert!(
+        run.stderr.contains("windw") && run.stderr.contains("config.json"),
+        "{run:?}"
+    );
+}
+
+/// `revolve models` gives the window and prices of the models the table
+/// knows, and nothing more for the others.
+#[test]
+fn models_shows_windows_and_prices() {
+    let ids = vec![
+        "gpt-5.4-mini".to_owned(),
+        "ft:something-of-mine".to_owned(),
+        "gpt-4o-mini".to_owned(),
+    ];
+    let server =
+        FakeServer::start(vec![FakeReply::Models(ids.clone()), FakeReply::Models(ids)]).unwrap();
+    let env = TestEnv::new("cost-models");
+    let url = server.url();
+    let vars = [("OPENAI_API_KEY", "sk-test")];
+    let run = env.run_env(&["models", "--base-url", &url], "", &vars);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    insta::assert_snapshot!("models_with_prices", run.stdout);
+    let run = env.run_env(&["models", "--json", "--base-url", &url], "", &vars);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let mini = &doc["models"][0];
+    assert_eq!(mini["window"], 272_000, "{doc}");
+    assert_eq!(mini["prices"]["cached_input"], 0.075, "{doc}");
+    assert_eq!(mini["prices"]["output"], 4.5, "{doc}");
+    assert_eq!(
+        doc["models"][1],
+        serde_json::json!({"id": "ft:something-of-mine"})
+    );
+}
