@@ -183,6 +183,15 @@ pub struct ModelArgs {
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
     pub script: Option<PathBuf>,
+
+    /// Stop before a request expected to bring the session's cost past USD (e.g. 0.50)
+    #[arg(long, value_name = "USD", env = "REVOLVE_MAX_COST", value_parser = usd)]
+    pub max_cost: Option<u64>,
+}
+
+/// `--max-cost`: dollars as nano-dollars.
+fn usd(text: &str) -> Result<u64, String> {
+    revolve_core::models::parse_dollars(text)
 }
 
 /// The `--provider` parser: [`ProviderChoice::parse`], with the presets as

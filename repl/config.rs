@@ -110,6 +110,8 @@ pub struct Settings {
     pub window: Setting<u64>,
     /// The known models: the shipped table and the config file's `models`.
     pub models: revolve_core::models::Table,
+    /// `--max-cost` (`max_cost`), in nano-dollars.
+    pub max_cost: Setting<Option<u64>>,
     pub retries: Setting<u32>,
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
@@ -210,6 +212,19 @@ impl Settings {
             },
             _ => window,
         };
+        let max_cost = settle(
+            sources,
+            "max_cost",
+            args.max_cost.map(Some),
+            file.max_cost
+                .as_ref()
+                .map(|n| revolve_core::models::parse_dollars(&n.to_string()).map(Some))
+                .transpose()
+                .map_err(|e| {
+                    Error::Usage(format!("bad config file {}: max_cost: {e}", path.display()))
+                })?,
+            None,
+        );
         let retries = settle(
             sources,
             "retries",
@@ -325,6 +340,7 @@ impl Settings {
             model,
             window,
             models,
+            max_cost,
             retries,
             spill_result_chars,
             prune_result_chars,
@@ -528,6 +544,13 @@ impl Settings {
                 };
                 (json!(configured), source.as_str())
             }),
+            (
+                "max_cost",
+                (
+                    json!(self.max_cost.value.map(revolve_core::models::dollars_text)),
+                    self.max_cost.source.as_str(),
+                ),
+            ),
             ("retries", n(self.retries.value.into(), self.retries.source)),
             (
                 "spill_result_chars",

@@ -330,6 +330,13 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
         source => source.as_str().to_owned(),
     };
+    if settings.max_cost.value.is_some() && live.prices().is_none() {
+        eprintln!(
+            "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
+             (add them under \"models\" in config.json)",
+            live.state().model
+        );
+    }
     if cli.plan {
         live.plan(true)?;
     }
@@ -544,6 +551,8 @@ fn runtime(
         sandbox_note: None,
         rules: settings.rules.clone(),
         mcp: Default::default(),
+        models: settings.models.clone(),
+        max_cost: settings.max_cost.value,
     }
 }
 

@@ -54,6 +54,10 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Err(e) => eprintln!("{e}"),
         },
         Slash::Status => eprint!("{}", status(live)),
+        Slash::Cost => eprint!(
+            "{}",
+            view::cost(live.state(), live.prices(), live.max_cost())
+        ),
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));

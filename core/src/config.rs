@@ -33,7 +33,8 @@
 //!   "max_repeated_calls": 3,
 //!   "allow_shell": false,
 //!   "allow_edits": false,
-//!   "models": {"llama3.2": {"window": 32768, "input": 0, "output": 0}}
+//!   "models": {"llama3.2": {"window": 32768, "input": 0, "output": 0}},
+//!   "max_cost": 2.5
 //! }
 //! ```
 //!
@@ -194,6 +195,9 @@ pub struct File {
     /// "cached_input", "cache_write", "output"}` (see [`crate::models`]).
     #[serde(default)]
     pub models: Option<std::collections::BTreeMap<String, crate::models::Entry>>,
+    /// `--max-cost`: US dollars a piped or goal-run session may spend.
+    #[serde(default)]
+    pub max_cost: Option<serde_json::Number>,
 }
 
 /// The `permissions` of a config file: rules that allow a call without

@@ -86,12 +86,37 @@ impl Prices {
         let written = tokens.written.min(tokens.input - cached);
         let plain = tokens.input - cached - written;
         // Pico-dollars: micro-dollars per million tokens is pico per token.
-        let pico = u128::from(plain) * u128::from(self.input)
-            + u128::from(cached) * u128::from(self.cached_input)
-            + u128::from(written) * u128::from(self.cache_write)
-            + u128::from(tokens.output) * u128::from(self.output);
-        u64::try_from((pico + 500) / 1000).unwrap_or(u64::MAX)
+        let pico = [
+            (plain, self.input),
+            (cached, self.cached_input),
+            (written, self.cache_write),
+            (tokens.output, self.output),
+        ]
+        .iter()
+        .fold(0u128, |sum, &(n, price)| {
+            sum.saturating_add(u128::from(n) * u128::from(price))
+        });
+        u64::try_from(pico.saturating_add(500) / 1000).unwrap_or(u64::MAX)
     }
+}
+
+/// What a request is expected to cost before it goes out, for
+/// `--max-cost`: its `input` tokens (the estimate of its body) at the full
+/// input price, as if none were read from a prompt cache, and an answer as
+/// long as the session's `mean_answer` so far, at least
+/// [`crate::policy::EXPECTED_ANSWER_TOKENS`] and at most the request's
+/// `limit`, at the output price. Not the whole answer limit: that would
+/// weigh every request at up to 32,000 output tokens, far more than
+/// answers run, and stop a budget long before it is spent; a cached
+/// prefix makes the real input cheaper, so the input errs high instead.
+pub fn expected_cost(prices: &Prices, input: u64, mean_answer: u64, limit: Option<u64>) -> Nanos {
+    let answer = mean_answer.max(crate::policy::EXPECTED_ANSWER_TOKENS);
+    let answer = limit.map_or(answer, |l| answer.min(l));
+    prices.cost(Tokens {
+        input,
+        output: answer,
+        ..Tokens::default()
+    })
 }
 
 /// An entry as the JSON writes it (the shipped table and a config file's
@@ -263,15 +288,44 @@ impl Table {
     }
 }
 
+/// Dollars written as a decimal number (`0.5`, `12`, `$3.25`) as
+/// nano-dollars, exactly; more than nine decimals, a sign or anything else
+/// is an error that says what is expected.
+pub fn parse_dollars(text: &str) -> Result<Nanos, String> {
+    let bad = || format!("{text:?} is not an amount of US dollars (e.g. 0.50)");
+    let digits = text.trim().trim_start_matches('$');
+    let (whole, frac) = digits.split_once('.').unwrap_or((digits, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if (whole.is_empty() && frac.is_empty())
+        || !all_digits(whole)
+        || !all_digits(frac)
+        || frac.len() > 9
+    {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
+    let frac: u64 = format!("{frac:0<9}").parse().map_err(|_| bad())?;
+    whole
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(frac))
+        .ok_or_else(bad)
+}
+
 /// An amount as dollars for people: `$0.0123` below ten dollars, `$12.34`
-/// from there.
+/// from there, and `<$0.0001` for an amount that would round to nothing.
 pub fn dollars_text(nanos: Nanos) -> String {
-    if nanos < 10_000_000_000 {
+    if nanos > 0 && nanos < 50_000 {
+        "<$0.0001".to_owned()
+    } else if nanos < 10_000_000_000 {
         // Tenths of a thousandth of a dollar, rounded.
-        let units = (nanos + 50_000) / 100_000;
+        let units = nanos.saturating_add(50_000) / 100_000;
         format!("${}.{:04}", units / 10_000, units % 10_000)
     } else {
-        let cents = (nanos + 5_000_000) / 10_000_000;
+        let cents = nanos.saturating_add(5_000_000) / 10_000_000;
         format!("${}.{:02}", cents / 100, cents % 100)
     }
 }
@@ -415,12 +469,32 @@ mod tests {
     }
 
     #[test]
+    fn dollars_parse_exactly() {
+        assert_eq!(parse_dollars("0.50"), Ok(500_000_000));
+        assert_eq!(parse_dollars("$12"), Ok(12_000_000_000));
+        assert_eq!(parse_dollars(".000000001"), Ok(1));
+        for bad in [
+            "",
+            ".",
+            "-1",
+            "1e3",
+            "0.0000000001",
+            "abc",
+            "99999999999999",
+        ] {
+            assert!(parse_dollars(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn money_and_prices_read_as_dollars() {
         assert_eq!(dollars_text(0), "$0.0000");
-        assert_eq!(dollars_text(1_065), "$0.0000");
+        assert_eq!(dollars_text(1_065), "<$0.0001");
+        assert_eq!(dollars_text(50_000), "$0.0001");
         assert_eq!(dollars_text(12_340_000), "$0.0123");
         assert_eq!(dollars_text(9_999_990_000), "$10.0000");
         assert_eq!(dollars_text(18_000_000_000), "$18.00");
+        assert_eq!(dollars_text(u64::MAX), "$18446744073.70", "saturated, no overflow");
         assert_eq!(price_text(2_500_000), "$2.5");
         assert_eq!(price_text(75_000), "$0.075");
         assert_eq!(price_text(15_000_000), "$15");

@@ -66,7 +66,9 @@
 //! ```
 //! `tokens_cached` and `tokens_cache_written`, the part of `tokens_in` the
 //! provider read from and wrote to its prompt cache, are there only once
-//! it reported some (a log without them read them as 0).
+//! it reported some (a log without them read them as 0); so is `cost`, in
+//! nano-dollars at the prices of the table of known models, and
+//! `unpriced`, true once a request had no known price.
 //!
 //! `pruned`, a compaction's first step: the tool results at these indices
 //! of the history were cut to head and tail in place (folding repeats the cut);
@@ -531,6 +533,13 @@ pub struct Totals {
     /// Of `tokens_in`, those the provider wrote to its prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub tokens_cache_written: u64,
+    /// What the requests counted so far cost, in nano-dollars, at the
+    /// prices of the table of known models (see [`crate::models`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost: u64,
+    /// Whether some request had no known price (and is not in `cost`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unpriced: bool,
     #[serde(default)]
     pub turns: u64,
     /// The size of the context at the last answer, in tokens.
@@ -646,6 +655,9 @@ pub enum StopReason {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         largest: Option<(FixedKind, u64)>,
     },
+    /// The next request was expected to bring the session's cost from
+    /// `spent` to `expected`, past `max` (`--max-cost`); nano-dollars.
+    Budget { spent: u64, expected: u64, max: u64 },
 }
 
 /// A part of every request that no compaction can shrink.

@@ -577,8 +577,46 @@ impl Session {
         self.stop_counted = false;
         self.costly = None;
         self.keep_turns = compact::KEEP_TURNS;
+        if let Some(reason) = self.over_budget(estimate) {
+            cmds.extend(self.stop(reason, now));
+            return cmds;
+        }
         cmds.push(Command::Call(request));
         cmds
+    }
+
+    /// The prices of the model this session asks, when the table knows
+    /// them; none for the offline providers (scripted, replay), whose
+    /// answers cost nothing.
+    pub fn prices(&self) -> Option<crate::models::Prices> {
+        if self.offline() {
+            return None;
+        }
+        self.settings
+            .models
+            .find(&self.state.provider, &self.state.model)
+            .and_then(|(_, m)| m.prices)
+    }
+
+    /// Why a request of about `input` tokens may not go out: with
+    /// `--max-cost` and known prices, when it is expected to bring the
+    /// session's cost past the limit (see [`crate::models::expected_cost`]).
+    /// The shell asks it before each request it sends itself (a
+    /// refinement's).
+    pub fn over_budget(&self, input: u64) -> Option<StopReason> {
+        let max = self.settings.max_cost?;
+        let prices = self.prices()?;
+        let t = &self.state.totals;
+        let mean = t.tokens_out.checked_div(t.requests).unwrap_or(0);
+        let limit = self.state.answer_limit().map(|l| l.tokens);
+        let expected = t
+            .cost
+            .saturating_add(crate::models::expected_cost(&prices, input, mean, limit));
+        (expected > max).then_some(StopReason::Budget {
+            spent: t.cost,
+            expected,
+            max,
+        })
     }
 
     /// The user answered whether a costly compaction may run: yes runs it
@@ -1110,8 +1148,11 @@ impl Session {
         now: OffsetDateTime,
     ) -> Record {
         let before = &self.state.totals;
+        let (cost, unpriced) = self.cost_after(usage);
         let usage = usage.unwrap_or_default();
         Record::Totals(Totals {
+            cost,
+            unpriced,
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
@@ -1130,6 +1171,35 @@ impl Session {
             cal_tokens: before.cal_tokens,
             in_out_estimated: before.in_out_estimated,
         })
+    }
+
+    /// The session's cost and whether some request was unpriced, once an
+    /// answer with `usage` (none: estimated, or nothing counted) is in.
+    fn cost_after(&self, usage: Option<Usage>) -> (u64, bool) {
+        let before = &self.state.totals;
+        let Some(u) = usage.filter(|u| *u != Usage::default()) else {
+            return (before.cost, before.unpriced);
+        };
+        match self.prices() {
+            Some(prices) => {
+                let tokens = crate::models::Tokens {
+                    input: u.prompt_tokens,
+                    cached: u.cache_read_tokens,
+                    written: u.cache_write_tokens,
+                    output: u.completion_tokens,
+                };
+                (
+                    before.cost.saturating_add(prices.cost(tokens)),
+                    before.unpriced,
+                )
+            }
+            None => (before.cost, before.unpriced || !self.offline()),
+        }
+    }
+
+    /// Whether answers come from a file, offline (no price to know).
+    fn offline(&self) -> bool {
+        matches!(self.state.provider.as_str(), "scripted" | "replay")
     }
 
     /// The tool call `id`, when it is the one running now (the first still

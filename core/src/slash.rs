@@ -8,6 +8,8 @@ pub enum Slash {
     Name(String),
     /// `/status`: show the status line.
     Status,
+    /// `/cost`: the session's tokens and what they cost.
+    Cost,
     /// `/refine`, `/refine history [--diff]`, `/refine undo`.
     Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
@@ -57,6 +59,7 @@ pub enum RewindCommand {
 pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
+/cost        show the tokens sent and received and what they cost, where prices are known
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
 /refine history [--diff]   the memory changes, newest first; /refine undo takes one back
@@ -71,9 +74,9 @@ Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 12] = [
-    "name", "status", "compact", "goal", "refine", "rewind", "plan", "help", "?", "quit", "exit",
-    "q",
+pub const BUILTIN: [&str; 13] = [
+    "name", "status", "cost", "compact", "goal", "refine", "rewind", "plan", "help", "?", "quit",
+    "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -167,6 +170,7 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" if arg.is_empty() => Slash::Incomplete("/name needs a name, e.g. /name login-bug"),
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
+        "cost" => Slash::Cost,
         "compact" => Slash::Compact,
         "goal" => Slash::Goal(arg.to_owned()),
         "refine" => match arg {
@@ -239,7 +243,7 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            10,
+            11,
             "every builtin but the aliases ? and q"
         );
         for word in BUILTIN {

@@ -126,6 +126,12 @@ pub fn status(state: &State) -> String {
         tokens(t.last_context),
         tokens(state.window),
     );
+    if t.cost > 0 {
+        line.push_str(&format!(
+            " · {in_out}{}",
+            crate::models::dollars_text(t.cost)
+        ));
+    }
     if state.planning {
         line.push_str(" · planning (/plan off ends it)");
     }
@@ -136,6 +142,71 @@ pub fn status(state: &State) -> String {
         ));
     }
     line
+}
+
+/// What `/cost` prints: the tokens in (cached and written to the cache),
+/// out, and the money they cost at `prices` (the session model's, when the
+/// table knows them), then the `--max-cost` limit if there is one.
+///
+/// ```text
+/// tokens: 12300 in (9800 read from the cache, 1200 written to it), 1100 out, 5 requests
+/// cost: $0.0123 at the prices of claude-sonnet-5 (per million tokens: $2 in, $0.2 cached, $2.5 cache write, $10 out)
+/// limit: $5.0000 (--max-cost)
+/// ```
+pub fn cost(state: &State, prices: Option<crate::models::Prices>, max_cost: Option<u64>) -> String {
+    use crate::models::{dollars_text, price_text};
+    let t = &state.totals;
+    let approx = if t.in_out_estimated { "~" } else { "" };
+    let mut cache = Vec::new();
+    if t.tokens_cached > 0 {
+        cache.push(format!("{} read from the cache", t.tokens_cached));
+    }
+    if t.tokens_cache_written > 0 {
+        cache.push(format!("{} written to it", t.tokens_cache_written));
+    }
+    let cache = if cache.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", cache.join(", "))
+    };
+    let requests = if t.requests == 1 {
+        "1 request".to_owned()
+    } else {
+        format!("{} requests", t.requests)
+    };
+    let mut out = format!(
+        "tokens: {approx}{} in{cache}, {approx}{} out, {requests}\n",
+        t.tokens_in, t.tokens_out
+    );
+    match prices {
+        Some(p) => {
+            // A cache write priced as plain input is not worth a word.
+            let write = if p.cache_write == p.input {
+                String::new()
+            } else {
+                format!(", {} cache write", price_text(p.cache_write))
+            };
+            out.push_str(&format!(
+                "cost: {approx}{} at the prices of {} (per million tokens: {} in, {} cached{write}, {} out)\n",
+                dollars_text(t.cost),
+                state.model,
+                price_text(p.input),
+                price_text(p.cached_input),
+                price_text(p.output)
+            ))
+        }
+        None => out.push_str(&format!(
+            "cost: not known: the table of known models has no prices for {} (add them under \"models\" in config.json)\n",
+            state.model
+        )),
+    }
+    if t.unpriced && prices.is_some() {
+        out.push_str("  (some requests had no known price and are not in it)\n");
+    }
+    if let Some(max) = max_cost {
+        out.push_str(&format!("limit: {} (--max-cost)\n", dollars_text(max)));
+    }
+    out
 }
 
 /// A session's conversation as text, the way `replay` and a resume show it.

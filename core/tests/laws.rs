@@ -174,6 +174,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 
@@ -787,6 +789,8 @@ impl Arbitrary for AnyRecord {
                 tokens_out: u64::arbitrary(g),
                 tokens_cached: u64::arbitrary(g),
                 tokens_cache_written: u64::arbitrary(g),
+                cost: u64::arbitrary(g),
+                unpriced: bool::arbitrary(g),
                 turns: u64::arbitrary(g),
                 last_context: u64::arbitrary(g),
                 estimated: bool::arbitrary(g),

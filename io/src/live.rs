@@ -97,6 +97,10 @@ pub struct Runtime {
     pub rules: revolve_core::rules::Rules,
     /// The MCP servers and how their calls run.
     pub mcp: Mcp,
+    /// The known models, for the prices the cost is counted by.
+    pub models: revolve_core::models::Table,
+    /// `--max-cost`, in nano-dollars.
+    pub max_cost: Option<u64>,
 }
 
 /// The MCP servers of a session (none by default).
@@ -320,6 +324,16 @@ impl<F: Front> Live<F> {
     /// The folded state of the session.
     pub fn state(&self) -> &State {
         self.session.state()
+    }
+
+    /// The prices of the session's model, when the table knows them.
+    pub fn prices(&self) -> Option<revolve_core::models::Prices> {
+        self.session.prices()
+    }
+
+    /// `--max-cost`, in nano-dollars.
+    pub fn max_cost(&self) -> Option<u64> {
+        self.runtime.max_cost
     }
 
     /// Records whether this run created the project directory (which it
@@ -928,6 +942,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         confirm_costly: runtime.confirm_costly && interactive,
         allow_mcp: runtime.mcp.allow,
         mcp_timeout_s: runtime.mcp.timeout_s,
+        models: runtime.models.clone(),
+        max_cost: runtime.max_cost,
     }
 }
 

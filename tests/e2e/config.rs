@@ -38,6 +38,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "base_url",
             "confirm_costly",
             "max_calls_per_answer",
+            "max_cost",
             "max_repeated_calls",
             "max_tool_rounds",
             "mcp_servers",

@@ -212,3 +212,141 @@ fn models_shows_windows_and_prices() {
         serde_json::json!({"id": "ft:something-of-mine"})
     );
 }
+
+/// An OpenAI stream of `text` whose usage says `prompt` tokens, `cached` of
+/// them read from the prompt cache, and `completion` out.
+fn openai_cached(text: &str, prompt: u64, cached: u64, completion: u64) -> FakeReply {
+    let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "choices": [
+        {"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    let usage = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                  "total_tokens": prompt + completion,
+                  "prompt_tokens_details": {"cached_tokens": cached}}});
+    FakeReply::Garbage(format!(
+        "data: {chunk}\n\ndata: {usage}\n\ndata: [DONE]\n\n"
+    ))
+}
+
+/// `/cost` says the tokens in, cached and out, and what they cost at the
+/// model's prices from the table; the totals keep the cost, and the
+/// status row shows it.
+#[test]
+fn cost_says_tokens_and_money_at_a_known_models_prices() {
+    let env = TestEnv::new("cost-slash");
+    let server = FakeServer::start(vec![
+        openai_cached("One.", 2006, 1920, 300),
+        openai_cached("Two.", 2006, 1920, 300),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-5.4-mini",
+            "--max-cost",
+            "5",
+        ],
+        "one\ntwo\n/cost\n/status\n",
+        &[("OPENAI_API_KEY", "sk-test")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let shown: String = run
+        .stderr_lines()
+        .into_iter()
+        .filter(|l| {
+            ["tokens:", "cost:", "limit:"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    insta::assert_snapshot!("cost_gpt_5_4_mini", shown);
+    // Per request: 86 plain input tokens at $0.75/M, 1920 cached at
+    // $0.075/M and 300 out at $4.5/M: 1,558,500 nano-dollars.
+    let last = totals(&env).pop().unwrap();
+    assert_eq!(last["cost"], 2 * 1_558_500, "{last}");
+    assert!(
+        run.stderr_lines()
+            .iter()
+            .any(|l| l.starts_with("(unnamed) · gpt-5.4-mini · 2 turns")
+                && l.ends_with(" · $0.0031")),
+        "{run:?}"
+    );
+}
+
+/// `--max-cost` stops a goal run before the request expected to pass it:
+/// one line says so, the exit is 1, the stop is logged as its own reason,
+/// and the log replays.
+#[test]
+fn max_cost_stops_a_goal_run_before_the_request_that_would_pass_it() {
+    let env = TestEnv::new("cost-max");
+    // Input free, output $1000 a million (a tenth of a cent a token): each
+    // answer below costs $0.50, and a request is expected to bring an
+    // answer of at least 1,024 tokens ($1.024).
+    write_config(
+        &env,
+        r#"{"models": {"pricey": {"window": 100000, "input": 0, "output": 1000}}}"#,
+    );
+    assert_eq!(env.run(&["goal", "finish the work"], "").code, Some(0));
+    let reply = |text: &str| FakeReply::Stream {
+        chunks: vec![text.into()],
+        usage: Some((100, 500)),
+    };
+    let server = FakeServer::start(vec![
+        reply("Step one."),
+        reply("Step two."),
+        reply("never sent"),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--base-url",
+            &url,
+            "--model",
+            "pricey",
+            "--goal-run",
+            "--max-turns",
+            "5",
+            "--max-cost",
+            "2",
+        ],
+        "",
+        &[("OPENAI_API_KEY", "sk-test")],
+    );
+    // $0 + $1.024 and $0.50 + $1.024 fit under $2; $1.00 + $1.024 does not.
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(server.requests().len(), 2, "{run:?}");
+    assert_eq!(run.stdout, "Step one.\nStep two.\n");
+    assert!(
+        run.stderr_lines().contains(
+            &"revolve: stopped before a request: the session has cost $1.0000 and the next \
+              request would bring it to about $2.0240, past --max-cost $2.0000 (raise \
+              --max-cost, or max_cost in config.json)"
+        ),
+        "{run:?}"
+    );
+    let recs = records(&env.only_session());
+    let stopped = recs.iter().rfind(|r| r["type"] == "stopped").unwrap();
+    assert_eq!(
+        (
+            &stopped["reason"],
+            &stopped["spent"],
+            &stopped["expected"],
+            &stopped["max"]
+        ),
+        (
+            &"budget".into(),
+            &1_000_000_000u64.into(),
+            &2_024_000_000u64.into(),
+            &2_000_000_000u64.into()
+        ),
+        "{stopped}"
+    );
+    assert!(!recs.iter().any(|r| r["type"] == "failed"), "not a failure");
+    let log = env.only_session();
+    let check = env.run(&["replay", log.to_str().unwrap(), "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+}

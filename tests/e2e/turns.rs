@@ -392,7 +392,7 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
         lines,
         [
             "unknown command /frob; /help lists them",
-            "(unnamed) · gpt-5.6-terra · 1 turn · 10 in / 1 out · context 11 of 922k (0%)",
+            "(unnamed) · gpt-5.6-terra · 1 turn · 10 in / 1 out · context 11 of 922k (0%) · <$0.0001",
             "model gpt-5.6-terra · provider openai · window 922000 tokens (from the model table)",
             &format!("session file {}", session.display()),
             "memory: global/asking-the-user.md, global/read-before-edit.md, global/task-discipline.md, \

@@ -465,6 +465,12 @@ pub struct Settings {
     pub allow_mcp: bool,
     /// Seconds an MCP tool call may take (`mcp_timeout_s`).
     pub mcp_timeout_s: u64,
+    /// The known models, whose prices the totals count the cost by.
+    pub models: crate::models::Table,
+    /// `--max-cost`, in nano-dollars: no request goes out that is expected
+    /// to bring the session's cost past it (see
+    /// [`crate::models::expected_cost`]).
+    pub max_cost: Option<u64>,
 }
 
 /// The default of `spill-result-chars`.
