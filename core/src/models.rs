@@ -494,7 +494,11 @@ mod tests {
         assert_eq!(dollars_text(12_340_000), "$0.0123");
         assert_eq!(dollars_text(9_999_990_000), "$10.0000");
         assert_eq!(dollars_text(18_000_000_000), "$18.00");
-        assert_eq!(dollars_text(u64::MAX), "$18446744073.70", "saturated, no overflow");
+        assert_eq!(
+            dollars_text(u64::MAX),
+            "$18446744073.70",
+            "saturated, no overflow"
+        );
         assert_eq!(price_text(2_500_000), "$2.5");
         assert_eq!(price_text(75_000), "$0.075");
         assert_eq!(price_text(15_000_000), "$15");

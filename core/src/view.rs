@@ -600,6 +600,37 @@ impl TranscriptTail {
     }
 }
 
+/// What a session has spent, from its last totals: the tokens in (of them
+/// read from a prompt cache) and out, and the money, in nano-dollars,
+/// where the model's prices are known (absent otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Spent {
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_cached: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nano_usd: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Spent {
+    /// What the totals say.
+    pub fn of(t: &crate::record::Totals) -> Spent {
+        Spent {
+            tokens_in: t.tokens_in,
+            tokens_cached: t.tokens_cached,
+            tokens_out: t.tokens_out,
+            cost_nano_usd: t.cost,
+        }
+    }
+}
+
 /// One session as `revolve sessions` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Summary {
@@ -616,6 +647,9 @@ pub struct Summary {
     /// a file is not listed, and resuming it resumes the newest of the chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continued: Option<String>,
+    /// What it spent (`revolve sessions --json` says it).
+    #[serde(flatten, default)]
+    pub spent: Spent,
 }
 
 /// The line `revolve sessions` ends with when it left unnamed sessions
@@ -769,6 +803,7 @@ mod tests {
             last_activity: at + time::Duration::minutes(minutes),
             path: String::new(),
             continued: None,
+            spent: Spent::default(),
         };
         let sessions = [
             summary(Some("amber"), "20261202-100059-a1b2c3", 3, 5),

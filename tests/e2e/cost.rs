@@ -247,6 +247,8 @@ fn cost_says_tokens_and_money_at_a_known_models_prices() {
             "gpt-5.4-mini",
             "--max-cost",
             "5",
+            "--name",
+            "spend",
         ],
         "one\ntwo\n/cost\n/status\n",
         &[("OPENAI_API_KEY", "sk-test")],
@@ -270,10 +272,34 @@ fn cost_says_tokens_and_money_at_a_known_models_prices() {
     assert!(
         run.stderr_lines()
             .iter()
-            .any(|l| l.starts_with("(unnamed) · gpt-5.4-mini · 2 turns")
-                && l.ends_with(" · $0.0031")),
+            .any(|l| l.starts_with("spend · gpt-5.4-mini · 2 turns") && l.ends_with(" · $0.0031")),
         "{run:?}"
     );
+    // `revolve sessions --json` says the same, from the file and then
+    // from the listing cache.
+    for _ in 0..2 {
+        let listed = env.run(&["sessions", "--json"], "");
+        assert_eq!(listed.code, Some(0), "{listed:?}");
+        let doc: Value = serde_json::from_str(&listed.stdout).unwrap();
+        let s = &doc[0];
+        assert_eq!(
+            (
+                &s["name"],
+                &s["tokens_in"],
+                &s["tokens_cached"],
+                &s["tokens_out"],
+                &s["cost_nano_usd"]
+            ),
+            (
+                &"spend".into(),
+                &4012.into(),
+                &3840.into(),
+                &600.into(),
+                &3_117_000.into()
+            ),
+            "{doc}"
+        );
+    }
 }
 
 /// `--max-cost` stops a goal run before the request expected to pass it:
