@@ -54,6 +54,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Err(e) => eprintln!("{e}"),
         },
         Slash::Status => eprint!("{}", status(live)),
+        Slash::Model(model) => return live.switch_model(&model),
         Slash::Cost => eprint!(
             "{}",
             view::cost(live.state(), live.prices(), live.max_cost())

@@ -59,6 +59,13 @@
 //! `{"type":"interrupted","at":"…","unsent":true}`: the request those
 //! results were due for never went out.
 //!
+//! `model_changed`, `/model NAME` between turns: the requests after it ask
+//! that model, declaring that window (a build before format 4 skips the
+//! line):
+//! ```json
+//! {"type":"model_changed","at":"2026-12-02T10:30:00Z","model":"claude-opus-5","window":1000000}
+//! ```
+//!
 //! `totals`, the running totals after each turn (cumulative, so the last one
 //! wins):
 //! ```json
@@ -271,6 +278,9 @@ pub enum Record {
     WentOn(WentOn),
     /// The session began or ended planning (`--plan`, `/plan`, `/plan off`).
     Planning(Planning),
+    /// `/model NAME`: the requests after it ask another model, with its
+    /// window.
+    ModelChanged(ModelChanged),
     /// A tool result cut to head and tail so the request fits the window,
     /// the whole of it spilled to a file.
     Squeezed(Squeezed),
@@ -681,6 +691,15 @@ pub struct Planning {
     pub on: bool,
 }
 
+/// `/model NAME`: the model the requests after it ask, and its window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChanged {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub model: String,
+    pub window: u64,
+}
+
 /// The user let a stopped turn go on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WentOn {
@@ -805,6 +824,7 @@ impl Record {
             "stopped" => Record::Stopped(body(line)?),
             "went_on" => Record::WentOn(body(line)?),
             "planning" => Record::Planning(body(line)?),
+            "model_changed" => Record::ModelChanged(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "counted" => Record::Counted(body(line)?),
@@ -853,6 +873,7 @@ impl Record {
             Record::Stopped(s) => Some(s.at),
             Record::WentOn(w) => Some(w.at),
             Record::Planning(p) => Some(p.at),
+            Record::ModelChanged(m) => Some(m.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Counted(c) => Some(c.at),

@@ -263,6 +263,7 @@ impl Session {
             }
             Input::GoOn { now } => self.go_on(now),
             Input::Plan { on, now } => self.plan(on, now),
+            Input::Model { model, now } => self.switch_model(model, now),
             Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
             Input::ChangeMemory {
@@ -913,6 +914,47 @@ impl Session {
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
         });
+        cmds
+    }
+
+    /// `/model NAME` between turns: logged as a `model_changed` record, so
+    /// the requests after it (live and rebuilt) ask that model, with the
+    /// table's window for it, else the window the session had.
+    fn switch_model(&mut self, model: String, now: OffsetDateTime) -> Vec<Command> {
+        let model = model.trim().to_owned();
+        if self.busy() {
+            return vec![Command::Show(
+                "/model waits for the turn in flight to end".into(),
+            )];
+        }
+        if model.is_empty() || model.chars().any(char::is_whitespace) {
+            return vec![Command::Show(format!(
+                "/model takes one model name; the session asks {}",
+                self.state.model
+            ))];
+        }
+        if model == self.state.model {
+            return vec![Command::Show(format!("already asking {model}"))];
+        }
+        let known = self
+            .settings
+            .models
+            .find(&self.state.provider, &model)
+            .and_then(|(_, m)| m.window);
+        let window = known.unwrap_or(self.state.window);
+        let mut cmds = self.append(vec![Record::ModelChanged(crate::record::ModelChanged {
+            at: now,
+            model: model.clone(),
+            window,
+        })]);
+        let from = if known.is_some() {
+            "the model table"
+        } else {
+            "the session's, as the model table does not know it"
+        };
+        cmds.push(Command::Show(format!(
+            "model {model} from the next request on; window {window} tokens ({from})"
+        )));
         cmds
     }
 

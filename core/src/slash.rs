@@ -10,6 +10,8 @@ pub enum Slash {
     Status,
     /// `/cost`: the session's tokens and what they cost.
     Cost,
+    /// `/model NAME`: ask another model from the next request on.
+    Model(String),
     /// `/refine`, `/refine history [--diff]`, `/refine undo`.
     Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
@@ -60,6 +62,7 @@ pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /cost        show the tokens sent and received and what they cost, where prices are known
+/model NAME  ask another model from the next request on (with its window from the model table)
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
 /refine history [--diff]   the memory changes, newest first; /refine undo takes one back
@@ -74,9 +77,9 @@ Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 13] = [
-    "name", "status", "cost", "compact", "goal", "refine", "rewind", "plan", "help", "?", "quit",
-    "exit", "q",
+pub const BUILTIN: [&str; 14] = [
+    "name", "status", "cost", "model", "compact", "goal", "refine", "rewind", "plan", "help", "?",
+    "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -171,6 +174,10 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
         "cost" => Slash::Cost,
+        "model" if arg.is_empty() => {
+            Slash::Incomplete("/model needs a model name, e.g. /model gpt-5.4-mini")
+        }
+        "model" => Slash::Model(arg.to_owned()),
         "compact" => Slash::Compact,
         "goal" => Slash::Goal(arg.to_owned()),
         "refine" => match arg {
@@ -243,7 +250,7 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            11,
+            12,
             "every builtin but the aliases ? and q"
         );
         for word in BUILTIN {

@@ -252,6 +252,10 @@ impl State {
                 self.awaiting = false;
             }
             Record::Planning(p) => self.planning = p.on,
+            Record::ModelChanged(m) => {
+                self.model = m.model.clone();
+                self.window = m.window;
+            }
             Record::McpTools(r) => self.mcp_tools = r.tools.clone(),
             Record::WentOn(_) => {
                 if self.awaiting || !self.open_calls.is_empty() {

@@ -320,6 +320,11 @@ pub fn transcript(records: &[Record]) -> String {
                 "── planning: edits and writes refused, commands read-only\n",
             ),
             Record::Planning(_) => out.push_str("── planning ended\n"),
+            Record::ModelChanged(m) => out.push_str(&format!(
+                "── model {} (window {})\n",
+                m.model,
+                tokens(m.window)
+            )),
             Record::McpTools(t) => {
                 let names: Vec<&str> = t.tools.iter().map(|t| t.name.as_str()).collect();
                 out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));

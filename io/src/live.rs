@@ -377,6 +377,14 @@ impl<F: Front> Live<F> {
     /// again.
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`): logged, and
     /// told.
+    /// `/model NAME`.
+    pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
+        self.drive(Input::Model {
+            model: model.to_owned(),
+            now: clock::now(),
+        })
+    }
+
     pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
         self.drive(Input::Plan {
             on,

@@ -376,3 +376,67 @@ fn max_cost_stops_a_goal_run_before_the_request_that_would_pass_it() {
     let check = env.run(&["replay", log.to_str().unwrap(), "--check"], "");
     assert_eq!(check.code, Some(0), "{check:?}");
 }
+
+/// `/model NAME` between turns: the next request asks that model with the
+/// table's window for it (its answer limit follows), the switch is a
+/// `model_changed` record, and `replay --requests` rebuilds the bodies the
+/// server received, byte for byte, before the switch and after it; a
+/// resume keeps the new model.
+#[test]
+fn model_switches_mid_session_and_replays_exactly() {
+    let env = TestEnv::new("cost-model");
+    let server = FakeServer::start(vec![
+        answer("One.", 1),
+        answer("Two.", 1),
+        answer("Three.", 1),
+    ])
+    .unwrap();
+    let url = server.url();
+    let vars = [("OPENAI_API_KEY", "sk-test")];
+    let run = env.run_env(
+        &["--base-url", &url],
+        "one\n/model gpt-4o-mini\ntwo\n",
+        &vars,
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr_lines().contains(
+            &"model gpt-4o-mini from the next request on; window 128000 tokens (the model table)"
+        ),
+        "{run:?}"
+    );
+    let bodies: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_str(&r.body).unwrap())
+        .collect();
+    assert_eq!(
+        (&bodies[0]["model"], &bodies[0]["max_completion_tokens"]),
+        (&"gpt-5.6-terra".into(), &32_000.into())
+    );
+    assert_eq!(
+        (&bodies[1]["model"], &bodies[1]["max_tokens"]),
+        (&"gpt-4o-mini".into(), &12_800.into()),
+        "the room of gpt-4o-mini's 128k window"
+    );
+    let recs = records(&env.only_session());
+    let changed = recs.iter().find(|r| r["type"] == "model_changed").unwrap();
+    assert_eq!(
+        (&changed["model"], &changed["window"]),
+        (&"gpt-4o-mini".into(), &128_000.into())
+    );
+    let sent = || -> String {
+        server
+            .requests()
+            .iter()
+            .map(|r| format!("{}\n", r.body))
+            .collect()
+    };
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent());
+    // A resumed run asks the model the session switched to.
+    let run = env.run_env(&["--base-url", &url, "-c"], "three\n", &vars);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let third: Value = serde_json::from_str(&server.requests()[2].body).unwrap();
+    assert_eq!(third["model"], "gpt-4o-mini");
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent());
+}

@@ -106,6 +106,9 @@ pub enum Input {
     GoOn { now: OffsetDateTime },
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`).
     Plan { on: bool, now: OffsetDateTime },
+    /// `/model NAME`: ask `model` from the next request on, with its
+    /// window from the table of known models (else the current one).
+    Model { model: String, now: OffsetDateTime },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]).
     SandboxRefused {

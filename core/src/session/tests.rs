@@ -1462,3 +1462,44 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
     let offers = |b: &String| b.contains(r#""description":"echoes""#);
     assert!(offers(&sent[0]) && offers(&sent[1]) && !offers(&sent[2]));
 }
+
+#[test]
+fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
+    let mut s = start();
+    let window = s.state().window;
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let cmds = s.handle(Input::Model {
+        model: "my-model".into(),
+        now,
+    });
+    assert!(matches!(
+        &cmds[0],
+        Command::Append(Record::ModelChanged(m)) if m.model == "my-model" && m.window == window
+    ));
+    assert_eq!(s.state().model, "my-model");
+    // The same model again, or no name: nothing logged.
+    for model in ["my-model", " ", "two words"] {
+        let cmds = s.handle(Input::Model {
+            model: model.into(),
+            now,
+        });
+        assert!(
+            cmds.iter().all(|c| matches!(c, Command::Show(_))),
+            "{model}: {cmds:?}"
+        );
+    }
+    // A known model brings its window.
+    let mut s = Session::start(
+        header(),
+        Settings {
+            models: crate::models::Table::shipped(),
+            ..settings()
+        },
+    )
+    .0;
+    s.handle(Input::Model {
+        model: "claude-sonnet-4-5".into(),
+        now,
+    });
+    assert_eq!(s.state().window, 200_000);
+}
