@@ -77,6 +77,10 @@ pub struct Cli {
     #[arg(long)]
     pub plan: bool,
 
+    /// How hard a reasoning model thinks: OpenAI's reasoning_effort (config "effort"; /effort changes it)
+    #[arg(long, value_name = "LEVEL", env = "REVOLVE_EFFORT", value_parser = ["low", "medium", "high"])]
+    pub effort: Option<String>,
+
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,

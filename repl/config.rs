@@ -112,6 +112,9 @@ pub struct Settings {
     pub models: revolve_core::models::Table,
     /// `--max-cost` (`max_cost`), in nano-dollars.
     pub max_cost: Setting<Option<u64>>,
+    /// The config file's `effort` (the flag is the caller's, see
+    /// [`Settings::effort_flag`]).
+    pub effort: Setting<Option<revolve_core::models::Effort>>,
     pub retries: Setting<u32>,
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
@@ -225,6 +228,7 @@ impl Settings {
                 })?,
             None,
         );
+        let effort = pick(None, None, file.effort.map(Some), None);
         let retries = settle(
             sources,
             "retries",
@@ -341,6 +345,7 @@ impl Settings {
             window,
             models,
             max_cost,
+            effort,
             retries,
             spill_result_chars,
             prune_result_chars,
@@ -365,6 +370,17 @@ impl Settings {
             allow_mcp,
             key,
         })
+    }
+
+    /// `--effort` (or `REVOLVE_EFFORT`) over what the config file said.
+    pub fn effort_flag(&mut self, text: Option<&str>, sources: &BTreeMap<String, Source>) {
+        if let Some(effort) = text.and_then(|t| revolve_core::models::Effort::parse(t).ok()) {
+            let source = sources.get("effort").copied().unwrap_or(Source::Flag);
+            self.effort = Setting {
+                value: Some(effort),
+                source,
+            };
+        }
     }
 
     /// `--allow-mcp` over what the config file said.
@@ -549,6 +565,13 @@ impl Settings {
                 (
                     json!(self.max_cost.value.map(revolve_core::models::dollars_text)),
                     self.max_cost.source.as_str(),
+                ),
+            ),
+            (
+                "effort",
+                (
+                    json!(self.effort.value.map(|e| e.as_str())),
+                    self.effort.source.as_str(),
                 ),
             ),
             ("retries", n(self.retries.value.into(), self.retries.source)),

@@ -120,6 +120,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             )?;
             settings.rule_flags(&cli.allow, &cli.deny)?;
             settings.mcp_flag(cli.allow_mcp);
+            settings.effort_flag(cli.effort.as_deref(), &cli.sources);
             settings.mcp_project = mcp::read_project(&store)?
                 .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
             if let Some(note) = settings.learn_window() {
@@ -240,6 +241,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     )?;
     settings.rule_flags(&cli.allow, &cli.deny)?;
     settings.mcp_flag(cli.allow_mcp);
+    settings.effort_flag(cli.effort.as_deref(), &cli.sources);
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -339,6 +341,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     }
     if cli.plan {
         live.plan(true)?;
+    }
+    // The effort given for this run (a flag, the variable or the config
+    // file), logged when it changes what the session asks.
+    if settings.effort.value.is_some() {
+        live.set_effort(settings.effort.value)?;
     }
     if interactive && !cli.goal_run {
         let result = repl::run(&mut live, cli.prompt.as_deref());

@@ -34,7 +34,8 @@
 //!   "allow_shell": false,
 //!   "allow_edits": false,
 //!   "models": {"llama3.2": {"window": 32768, "input": 0, "output": 0}},
-//!   "max_cost": 2.5
+//!   "max_cost": 2.5,
+//!   "effort": "high"
 //! }
 //! ```
 //!
@@ -198,6 +199,9 @@ pub struct File {
     /// `--max-cost`: US dollars a piped or goal-run session may spend.
     #[serde(default)]
     pub max_cost: Option<serde_json::Number>,
+    /// `--effort`: how hard a reasoning model thinks.
+    #[serde(default)]
+    pub effort: Option<crate::models::Effort>,
 }
 
 /// The `permissions` of a config file: rules that allow a call without

@@ -29,6 +29,36 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+/// How hard a reasoning model thinks before it answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+}
+
+impl Effort {
+    /// `low`, `medium` or `high`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+
+    /// The effort named `text`; the error says which names there are.
+    pub fn parse(text: &str) -> Result<Effort, String> {
+        match text.trim() {
+            "low" => Ok(Effort::Low),
+            "medium" => Ok(Effort::Medium),
+            "high" => Ok(Effort::High),
+            other => Err(format!("effort {other:?}: give low, medium or high")),
+        }
+    }
+}
+
 /// The shipped table, as JSON.
 const SHIPPED: &str = include_str!("../models/models.json");
 

@@ -66,6 +66,12 @@
 //! {"type":"model_changed","at":"2026-12-02T10:30:00Z","model":"claude-opus-5","window":1000000}
 //! ```
 //!
+//! `effort`, `--effort` or `/effort`: the reasoning effort the requests
+//! after it ask (`reasoning_effort` on the Chat Completions wire):
+//! ```json
+//! {"type":"effort","at":"2026-12-02T10:30:00Z","effort":"high"}
+//! ```
+//!
 //! `totals`, the running totals after each turn (cumulative, so the last one
 //! wins):
 //! ```json
@@ -281,6 +287,9 @@ pub enum Record {
     /// `/model NAME`: the requests after it ask another model, with its
     /// window.
     ModelChanged(ModelChanged),
+    /// `--effort`, `/effort`: the reasoning effort the requests after it
+    /// ask.
+    Effort(EffortChanged),
     /// A tool result cut to head and tail so the request fits the window,
     /// the whole of it spilled to a file.
     Squeezed(Squeezed),
@@ -700,6 +709,16 @@ pub struct ModelChanged {
     pub window: u64,
 }
 
+/// `--effort`, `/effort`: the reasoning effort of the requests after it
+/// (none: the model's default).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffortChanged {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    #[serde(default)]
+    pub effort: Option<crate::models::Effort>,
+}
+
 /// The user let a stopped turn go on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WentOn {
@@ -825,6 +844,7 @@ impl Record {
             "went_on" => Record::WentOn(body(line)?),
             "planning" => Record::Planning(body(line)?),
             "model_changed" => Record::ModelChanged(body(line)?),
+            "effort" => Record::Effort(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "counted" => Record::Counted(body(line)?),
@@ -874,6 +894,7 @@ impl Record {
             Record::WentOn(w) => Some(w.at),
             Record::Planning(p) => Some(p.at),
             Record::ModelChanged(m) => Some(m.at),
+            Record::Effort(e) => Some(e.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Counted(c) => Some(c.at),

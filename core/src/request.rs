@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::models::Effort;
 use crate::record::{McpTool, Message, Role};
 use crate::tools;
 
@@ -126,6 +127,9 @@ pub struct Shape {
     /// The MCP servers' tools, offered after revolve's own when the tools
     /// are (see [`crate::mcp`]).
     pub mcp: Vec<McpTool>,
+    /// How hard a reasoning model thinks (`--effort`, `/effort`): OpenAI's
+    /// `reasoning_effort` on the Chat Completions wire.
+    pub effort: Option<Effort>,
 }
 
 impl Shape {
@@ -136,6 +140,7 @@ impl Shape {
             tools: true,
             cache: Cache::default(),
             mcp: Vec::new(),
+            effort: None,
         }
     }
 }
@@ -647,6 +652,9 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
     if let Some(key) = &shape.cache.key {
         body["prompt_cache_key"] = json!(key);
     }
+    if let Some(effort) = shape.effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     body
 }
 
@@ -802,6 +810,25 @@ mod tests {
 #[cfg(test)]
 mod limit_tests {
     use super::*;
+
+    #[test]
+    fn effort_is_reasoning_effort_on_the_chat_completions_wire_only() {
+        let msgs = [Message::user(
+            time::macros::datetime!(2026-12-05 10:00 UTC),
+            "hi",
+        )];
+        let shape = Shape {
+            effort: Some(Effort::High),
+            ..Shape::limited(None)
+        };
+        let openai = Request::shaped(Wire::OpenAi, "o3", None, &msgs[..], &shape);
+        let body: Value = serde_json::from_str(&openai.body.text()).unwrap();
+        assert_eq!(body["reasoning_effort"], "high");
+        let anthropic = Request::shaped(Wire::Anthropic, "claude", None, &msgs[..], &shape);
+        assert!(!anthropic.body.text().contains("effort"));
+        assert_eq!(Effort::parse("medium"), Ok(Effort::Medium));
+        assert!(Effort::parse("max").is_err());
+    }
 
     #[test]
     fn reasoning_models_get_the_newer_name() {
@@ -1044,6 +1071,9 @@ mod oracle {
                 if let Some(key) = &shape.cache.key {
                     body["prompt_cache_key"] = json!(key);
                 }
+                if let Some(effort) = shape.effort {
+                    body["reasoning_effort"] = json!(effort.as_str());
+                }
             }
             Wire::Anthropic => {}
         }
@@ -1263,9 +1293,10 @@ mod streaming_tests {
             system: bool,
             limit: Option<u16>,
             tools: bool,
-            breakpoints: bool,
-            key: bool
+            cache: (bool, bool),
+            effort: Option<u8>
         ) -> bool {
+            let (breakpoints, key) = cache;
             let wire = if anthropic { Wire::Anthropic } else { Wire::OpenAi };
             let system = system.then_some("the \"system\"\nprompt");
             let shape = Shape {
@@ -1276,6 +1307,7 @@ mod streaming_tests {
                     key: key.then(|| "20261205-130000-abcdef".to_owned()),
                 },
                 mcp: Vec::new(),
+                effort: effort.map(|e| [Effort::Low, Effort::Medium, Effort::High][usize::from(e % 3)]),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

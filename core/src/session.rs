@@ -264,6 +264,7 @@ impl Session {
             Input::GoOn { now } => self.go_on(now),
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
+            Input::Effort { effort, now } => self.set_effort(effort, now),
             Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
             Input::ChangeMemory {
@@ -954,6 +955,32 @@ impl Session {
         };
         cmds.push(Command::Show(format!(
             "model {model} from the next request on; window {window} tokens ({from})"
+        )));
+        cmds
+    }
+
+    /// The reasoning effort from the next request on: logged as an
+    /// `effort` record when it changes, so replay rebuilds the requests.
+    fn set_effort(
+        &mut self,
+        effort: Option<crate::models::Effort>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let named = effort.map_or("the model's default", |e| e.as_str());
+        if self.state.effort == effort {
+            return vec![Command::Show(format!("effort: {named}"))];
+        }
+        if self.busy() {
+            return vec![Command::Show(
+                "/effort waits for the turn in flight to end".into(),
+            )];
+        }
+        let mut cmds = self.append(vec![Record::Effort(crate::record::EffortChanged {
+            at: now,
+            effort,
+        })]);
+        cmds.push(Command::Show(format!(
+            "effort: {named} from the next request on"
         )));
         cmds
     }

@@ -12,6 +12,9 @@ pub enum Slash {
     Cost,
     /// `/model NAME`: ask another model from the next request on.
     Model(String),
+    /// `/effort [low|medium|high|default]`: the reasoning effort (shown
+    /// without an argument).
+    Effort(String),
     /// `/refine`, `/refine history [--diff]`, `/refine undo`.
     Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
@@ -63,6 +66,7 @@ pub const HELP: &str = "\
 /status      show the session, turns, tokens and context reading
 /cost        show the tokens sent and received and what they cost, where prices are known
 /model NAME  ask another model from the next request on (with its window from the model table)
+/effort LEVEL  low, medium, high or default: how hard a reasoning model thinks
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
 /refine history [--diff]   the memory changes, newest first; /refine undo takes one back
@@ -77,9 +81,9 @@ Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 14] = [
-    "name", "status", "cost", "model", "compact", "goal", "refine", "rewind", "plan", "help", "?",
-    "quit", "exit", "q",
+pub const BUILTIN: [&str; 15] = [
+    "name", "status", "cost", "model", "effort", "compact", "goal", "refine", "rewind", "plan",
+    "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -178,6 +182,7 @@ pub fn parse(line: &str) -> Option<Slash> {
             Slash::Incomplete("/model needs a model name, e.g. /model gpt-5.4-mini")
         }
         "model" => Slash::Model(arg.to_owned()),
+        "effort" => Slash::Effort(arg.to_owned()),
         "compact" => Slash::Compact,
         "goal" => Slash::Goal(arg.to_owned()),
         "refine" => match arg {
@@ -250,7 +255,7 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            12,
+            13,
             "every builtin but the aliases ? and q"
         );
         for word in BUILTIN {

@@ -103,6 +103,9 @@ pub struct State {
     pub shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
     pub planning: bool,
+    /// The reasoning effort the requests ask (the last `effort` record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<crate::models::Effort>,
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp_tools: Vec<crate::mcp::McpTool>,
@@ -252,6 +255,7 @@ impl State {
                 self.awaiting = false;
             }
             Record::Planning(p) => self.planning = p.on,
+            Record::Effort(e) => self.effort = e.effort,
             Record::ModelChanged(m) => {
                 self.model = m.model.clone();
                 self.window = m.window;
@@ -645,6 +649,7 @@ impl State {
             } else {
                 Vec::new()
             },
+            effort: self.effort,
         }
     }
 

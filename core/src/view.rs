@@ -320,6 +320,10 @@ pub fn transcript(records: &[Record]) -> String {
                 "── planning: edits and writes refused, commands read-only\n",
             ),
             Record::Planning(_) => out.push_str("── planning ended\n"),
+            Record::Effort(e) => out.push_str(&format!(
+                "── effort {}\n",
+                e.effort.map_or("default", |e| e.as_str())
+            )),
             Record::ModelChanged(m) => out.push_str(&format!(
                 "── model {} (window {})\n",
                 m.model,

@@ -377,6 +377,17 @@ impl<F: Front> Live<F> {
     /// again.
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`): logged, and
     /// told.
+    /// `--effort`, `/effort`.
+    pub fn set_effort(
+        &mut self,
+        effort: Option<revolve_core::models::Effort>,
+    ) -> Result<Outcome, Error> {
+        self.drive(Input::Effort {
+            effort,
+            now: clock::now(),
+        })
+    }
+
     /// `/model NAME`.
     pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
         self.drive(Input::Model {

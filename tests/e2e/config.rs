@@ -37,6 +37,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "api_key",
             "base_url",
             "confirm_costly",
+            "effort",
             "max_calls_per_answer",
             "max_cost",
             "max_repeated_calls",

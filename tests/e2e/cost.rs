@@ -440,3 +440,49 @@ fn model_switches_mid_session_and_replays_exactly() {
     assert_eq!(third["model"], "gpt-4o-mini");
     assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent());
 }
+
+/// `--effort` and `/effort` set OpenAI's `reasoning_effort` from the next
+/// request on, logged as `effort` records so replay rebuilds the bodies
+/// exactly; config `effort` is the default, `/effort default` drops it.
+#[test]
+fn effort_sets_reasoning_effort_and_replays_exactly() {
+    let env = TestEnv::new("cost-effort");
+    let server = FakeServer::start(vec![
+        answer("One.", 1),
+        answer("Two.", 1),
+        answer("Three.", 1),
+        answer("Four.", 1),
+    ])
+    .unwrap();
+    let url = server.url();
+    let vars = [("OPENAI_API_KEY", "sk-test")];
+    let run = env.run_env(
+        &["--base-url", &url, "--effort", "high"],
+        "one\n/effort low\ntwo\n/effort default\nthree\n/effort extreme\n",
+        &vars,
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr_lines()
+            .contains(&"/effort \"extreme\": give low, medium or high"),
+        "{run:?}"
+    );
+    let efforts: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| serde_json::from_str::<Value>(&r.body).unwrap()["reasoning_effort"].clone())
+        .collect();
+    assert_eq!(efforts, [Value::from("high"), "low".into(), Value::Null]);
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+    // The config file's effort, for a new session.
+    write_config(&env, r#"{"effort": "medium"}"#);
+    let run = env.run_env(&["--base-url", &url, "-p", "four"], "", &vars);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let fourth: Value = serde_json::from_str(&server.requests()[3].body).unwrap();
+    assert_eq!(fourth["reasoning_effort"], "medium");
+}

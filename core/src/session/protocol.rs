@@ -109,6 +109,12 @@ pub enum Input {
     /// `/model NAME`: ask `model` from the next request on, with its
     /// window from the table of known models (else the current one).
     Model { model: String, now: OffsetDateTime },
+    /// `--effort`, `/effort`: the reasoning effort from the next request
+    /// on (logged only when it changes).
+    Effort {
+        effort: Option<crate::models::Effort>,
+        now: OffsetDateTime,
+    },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]).
     SandboxRefused {
