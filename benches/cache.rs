@@ -5,7 +5,8 @@
 //! 20-block look-back, 1024 tokens least). The figures are the server's own
 //! counts: the share of input tokens read from cache, written to it, and
 //! the bill relative to no caching at Anthropic's multipliers (a read costs
-//! 0.1 of an input token, a write 1.25). Run without `--bench` it is a smoke
+//! 0.1 of an input token, a write 1.25), and revolve's own totals from its
+//! log, which must say the same. Run without `--bench` it is a smoke
 //! run of 3 turns.
 
 mod common;
@@ -113,4 +114,46 @@ fn main() {
         "  requests after the first that read from cache: {hits} of {}",
         usages.len() - 1
     );
+    // revolve's own totals, from its log: the same counts, as it kept them.
+    let totals = last_totals(&home.join(".local/state"));
+    let read = |key: &str| totals[key].as_u64().unwrap_or(0);
+    println!(
+        "  revolve's totals: {} input tokens, {} read from cache ({:.1}%), {} written",
+        read("tokens_in"),
+        read("tokens_cached"),
+        100.0 * read("tokens_cached") as f64 / read("tokens_in").max(1) as f64,
+        read("tokens_cache_written"),
+    );
+    assert_eq!(
+        (
+            read("tokens_in"),
+            read("tokens_cached"),
+            read("tokens_cache_written")
+        ),
+        (sum.total(), sum.read, sum.written),
+        "revolve's totals are the server's counts"
+    );
+}
+
+/// The last `totals` record of the one session log under `state`.
+fn last_totals(state: &std::path::Path) -> serde_json::Value {
+    let mut dirs = vec![state.to_path_buf()];
+    let mut last = None;
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).expect("the state folder").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "jsonl")
+                && path.parent().is_some_and(|p| p.ends_with("sessions"))
+            {
+                let text = std::fs::read_to_string(&path).expect("the log");
+                last = text
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .rfind(|r| r["type"] == "totals");
+            }
+        }
+    }
+    last.expect("a totals record in the session log")
 }

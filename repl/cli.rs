@@ -77,6 +77,10 @@ pub struct Cli {
     #[arg(long)]
     pub plan: bool,
 
+    /// How hard a reasoning model thinks: OpenAI's reasoning_effort (config "effort"; /effort changes it)
+    #[arg(long, value_name = "LEVEL", env = "REVOLVE_EFFORT", value_parser = ["low", "medium", "high"])]
+    pub effort: Option<String>,
+
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,
@@ -144,11 +148,11 @@ pub struct ModelArgs {
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: the provider's, e.g. gpt-4o-mini]
+    /// The model to ask [default: the provider's, e.g. gpt-5.6-terra]
     #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
     pub model: Option<String>,
 
-    /// The declared context window in tokens [default: 128000]
+    /// The declared context window in tokens [default: the server's or the model table's, else 128000]
     #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW")]
     pub window: Option<u64>,
 
@@ -183,6 +187,15 @@ pub struct ModelArgs {
     /// Replies for the scripted provider: a JSONL file, one reply a line
     #[arg(long, value_name = "FILE", env = "REVOLVE_SCRIPT")]
     pub script: Option<PathBuf>,
+
+    /// Stop before a request expected to bring the session's cost past USD (e.g. 0.50)
+    #[arg(long, value_name = "USD", env = "REVOLVE_MAX_COST", value_parser = usd)]
+    pub max_cost: Option<u64>,
+}
+
+/// `--max-cost`: dollars as nano-dollars.
+fn usd(text: &str) -> Result<u64, String> {
+    revolve_core::models::parse_dollars(text)
 }
 
 /// The `--provider` parser: [`ProviderChoice::parse`], with the presets as

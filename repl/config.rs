@@ -108,6 +108,13 @@ pub struct Settings {
     pub base_url: Setting<String>,
     pub model: Setting<String>,
     pub window: Setting<u64>,
+    /// The known models: the shipped table and the config file's `models`.
+    pub models: revolve_core::models::Table,
+    /// `--max-cost` (`max_cost`), in nano-dollars.
+    pub max_cost: Setting<Option<u64>>,
+    /// The config file's `effort` (the flag is the caller's, see
+    /// [`Settings::effort_flag`]).
+    pub effort: Setting<Option<revolve_core::models::Effort>>,
     pub retries: Setting<u32>,
     pub spill_result_chars: Setting<usize>,
     pub prune_result_chars: Setting<usize>,
@@ -194,6 +201,34 @@ impl Settings {
             file.window,
             config::DEFAULT_WINDOW,
         );
+        let models = revolve_core::models::Table::shipped()
+            .with(file.models.as_ref().unwrap_or(&BTreeMap::new()));
+        // Nobody gave a window: the table's, for a model it knows (a local
+        // server that says its own still wins, in `learn_window`).
+        let known = models
+            .find(provider.value.name(), &model.value)
+            .and_then(|(_, m)| m.window);
+        let window = match known {
+            Some(value) if window.source == Source::Default => Setting {
+                value,
+                source: Source::Table,
+            },
+            _ => window,
+        };
+        let max_cost = settle(
+            sources,
+            "max_cost",
+            args.max_cost.map(Some),
+            file.max_cost
+                .as_ref()
+                .map(|n| revolve_core::models::parse_dollars(&n.to_string()).map(Some))
+                .transpose()
+                .map_err(|e| {
+                    Error::Usage(format!("bad config file {}: max_cost: {e}", path.display()))
+                })?,
+            None,
+        );
+        let effort = pick(None, None, file.effort.map(Some), None);
         let retries = settle(
             sources,
             "retries",
@@ -308,6 +343,9 @@ impl Settings {
             base_url,
             model,
             window,
+            models,
+            max_cost,
+            effort,
             retries,
             spill_result_chars,
             prune_result_chars,
@@ -332,6 +370,17 @@ impl Settings {
             allow_mcp,
             key,
         })
+    }
+
+    /// `--effort` (or `REVOLVE_EFFORT`) over what the config file said.
+    pub fn effort_flag(&mut self, text: Option<&str>, sources: &BTreeMap<String, Source>) {
+        if let Some(effort) = text.and_then(|t| revolve_core::models::Effort::parse(t).ok()) {
+            let source = sources.get("effort").copied().unwrap_or(Source::Flag);
+            self.effort = Setting {
+                value: Some(effort),
+                source,
+            };
+        }
     }
 
     /// `--allow-mcp` over what the config file said.
@@ -406,7 +455,9 @@ impl Settings {
             return None;
         }
         let probe = self.provider.value.window_probe()?;
-        let given = (self.window.source != Source::Default).then_some(self.window.value);
+        // The table's window is a default still: the server knows better.
+        let given = (!matches!(self.window.source, Source::Default | Source::Table))
+            .then_some(self.window.value);
         let key = self.key.as_ref().map(|(_, k)| k.clone());
         let server = revolve_io::provider::OpenAi::new(&self.base_url.value, key);
         // Where the window comes from: the server, or (Ollama saying
@@ -495,6 +546,34 @@ impl Settings {
             ),
             ("model", s(&self.model)),
             ("window", n(self.window.value, self.window.source)),
+            ("models", {
+                let configured: Vec<&str> = self
+                    .models
+                    .iter()
+                    .filter(|(_, m)| m.configured)
+                    .map(|(name, _)| name)
+                    .collect();
+                let source = if configured.is_empty() {
+                    Source::Default
+                } else {
+                    Source::Config
+                };
+                (json!(configured), source.as_str())
+            }),
+            (
+                "max_cost",
+                (
+                    json!(self.max_cost.value.map(revolve_core::models::dollars_text)),
+                    self.max_cost.source.as_str(),
+                ),
+            ),
+            (
+                "effort",
+                (
+                    json!(self.effort.value.map(|e| e.as_str())),
+                    self.effort.source.as_str(),
+                ),
+            ),
             ("retries", n(self.retries.value.into(), self.retries.source)),
             (
                 "spill_result_chars",

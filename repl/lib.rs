@@ -29,6 +29,7 @@ mod stdin;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+use revolve_core::config::Source;
 use revolve_io::memory::MemoryDirs;
 use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
 use revolve_io::store::Store;
@@ -119,6 +120,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             )?;
             settings.rule_flags(&cli.allow, &cli.deny)?;
             settings.mcp_flag(cli.allow_mcp);
+            settings.effort_flag(cli.effort.as_deref(), &cli.sources);
             settings.mcp_project = mcp::read_project(&store)?
                 .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
             if let Some(note) = settings.learn_window() {
@@ -239,6 +241,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     )?;
     settings.rule_flags(&cli.allow, &cli.deny)?;
     settings.mcp_flag(cli.allow_mcp);
+    settings.effort_flag(cli.effort.as_deref(), &cli.sources);
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -322,13 +325,27 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if !cli.bare {
         live.set_created_project_dir(prepare(&dirs, interactive));
     }
-    live.front_mut().window_source = if resuming && !settings.window.source.overrides_resumed() {
-        "the session's log".to_owned()
-    } else {
-        settings.window.source.as_str().to_owned()
+    live.front_mut().window_source = match settings.window.source {
+        Source::Table if !resuming || settings.model.source.overrides_resumed() => {
+            "the model table".to_owned()
+        }
+        source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
+        source => source.as_str().to_owned(),
     };
+    if settings.max_cost.value.is_some() && live.prices().is_none() {
+        eprintln!(
+            "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
+             (add them under \"models\" in config.json)",
+            live.state().model
+        );
+    }
     if cli.plan {
         live.plan(true)?;
+    }
+    // The effort given for this run (a flag, the variable or the config
+    // file), logged when it changes what the session asks.
+    if settings.effort.value.is_some() {
+        live.set_effort(settings.effort.value)?;
     }
     if interactive && !cli.goal_run {
         let result = repl::run(&mut live, cli.prompt.as_deref());
@@ -521,7 +538,12 @@ fn runtime(
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
-        window: chosen(settings.window.source).then_some(settings.window.value),
+        // A model given for this run brings its window from the table,
+        // resumed or not.
+        window: (chosen(settings.window.source)
+            || (settings.window.source == Source::Table
+                && settings.model.source.overrides_resumed()))
+        .then_some(settings.window.value),
         spill_chars: settings.spill_result_chars.value,
         prune_chars: settings.prune_result_chars.value,
         max_tool_rounds: settings.max_tool_rounds.value,
@@ -536,6 +558,8 @@ fn runtime(
         sandbox_note: None,
         rules: settings.rules.clone(),
         mcp: Default::default(),
+        models: settings.models.clone(),
+        max_cost: settings.max_cost.value,
     }
 }
 

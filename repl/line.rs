@@ -55,6 +55,24 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Err(e) => eprintln!("{e}"),
         },
         Slash::Status => eprint!("{}", status(live)),
+        Slash::Model(model) => return live.switch_model(&model),
+        Slash::Effort(arg) => match arg.as_str() {
+            "" => eprintln!(
+                "effort: {}",
+                live.state()
+                    .effort
+                    .map_or("the model's default", |e| e.as_str())
+            ),
+            "default" => return live.set_effort(None),
+            text => match revolve_core::models::Effort::parse(text) {
+                Ok(effort) => return live.set_effort(Some(effort)),
+                Err(e) => eprintln!("/{e}"),
+            },
+        },
+        Slash::Cost => eprint!(
+            "{}",
+            view::cost(live.state(), live.prices(), live.max_cost())
+        ),
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));

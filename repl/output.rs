@@ -22,7 +22,10 @@
 //! are the answer); `arguments` are the model's JSON (a string when it was
 //! not JSON); `output` is the whole result the tool gave, before any spill
 //! (a call that did not run, refused or repeated or not a tool, has both
-//! events too, its `output` the error the model got); `totals` follows every turn that ended; the last line is `done`, or
+//! events too, its `output` the error the model got); `totals` follows every turn that ended
+//! (with `tokens_cached` and `tokens_cache_written`, the input tokens the
+//! provider read from and wrote to its prompt cache, when it reported
+//! any); the last line is `done`, or
 //! `error` with the exit code when the run failed.
 
 use std::borrow::Cow;
@@ -232,12 +235,19 @@ impl Sink {
     /// A turn ended with these totals (a `totals` event in JSON).
     pub fn totals(&mut self, totals: &Totals) {
         if self.format == Format::StreamJson {
-            self.event(
-                "totals",
-                json!({"turns": totals.turns,
+            let mut event = json!({"turns": totals.turns,
                               "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
-                              "context": totals.last_context, "requests": totals.requests}),
-            );
+                              "context": totals.last_context, "requests": totals.requests});
+            // The prompt cache's counts, when the provider reported any.
+            for (key, n) in [
+                ("tokens_cached", totals.tokens_cached),
+                ("tokens_cache_written", totals.tokens_cache_written),
+            ] {
+                if n > 0 {
+                    event[key] = n.into();
+                }
+            }
+            self.event("totals", event);
         }
     }
 

@@ -149,6 +149,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 
@@ -226,6 +228,7 @@ fn compaction(window: u64) -> Compaction {
                             usage: Some(Usage {
                                 prompt_tokens: asked,
                                 completion_tokens: (notes.len() / 4) as u64,
+                                ..Default::default()
                             }),
                             ..Reply::default()
                         },

@@ -3,7 +3,10 @@
 //! Every setting is taken from the first place that has it: a flag on the
 //! command line, its environment variable, the config file
 //! (`<config>/config.json`, read by the shell and parsed by [`File::parse`]),
-//! then the default. [`pick`] makes that choice; the shell reads the four
+//! then the default. The window has two more places before its default: a
+//! local server that says its context size ([`Source::Server`]), then the
+//! model's entry in the table of known models ([`Source::Table`], see
+//! [`crate::models`]). [`pick`] makes that choice; the shell reads the four
 //! places and passes them in, and shows the result with its [`Source`]
 //! (`revolve config show`).
 //!
@@ -29,9 +32,15 @@
 //!   "max_calls_per_answer": 64,
 //!   "max_repeated_calls": 3,
 //!   "allow_shell": false,
-//!   "allow_edits": false
+//!   "allow_edits": false,
+//!   "models": {"llama3.2": {"window": 32768, "input": 0, "output": 0}},
+//!   "max_cost": 2.5,
+//!   "effort": "high"
 //! }
 //! ```
+//!
+//! `models` adds models to the table of known models or changes fields of
+//! shipped ones (see [`crate::models`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -43,7 +52,8 @@ use crate::request::Wire;
 /// The config file's name under the config root.
 pub const FILE_NAME: &str = "config.json";
 
-/// The default declared context window, in tokens.
+/// The declared context window, in tokens, of a model nobody knows the
+/// window of (not in the table of known models, no server that says).
 pub const DEFAULT_WINDOW: u64 = 128_000;
 
 /// Where a setting's value came from.
@@ -58,18 +68,21 @@ pub enum Source {
     Config,
     /// The model server said (its context size, asked at start).
     Server,
+    /// The model's entry in the table of known models.
+    Table,
     /// Nobody said: the default.
     Default,
 }
 
 impl Source {
-    /// `flag`, `env`, `config` or `default`.
+    /// `flag`, `env`, `config`, `server`, `table` or `default`.
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Flag => "flag",
             Source::Env => "env",
             Source::Config => "config",
             Source::Server => "server",
+            Source::Table => "table",
             Source::Default => "default",
         }
     }
@@ -178,6 +191,17 @@ pub struct File {
     /// Whether MCP tool calls run without asking.
     #[serde(default)]
     pub allow_mcp: Option<bool>,
+    /// Models added to the table of known models, or fields of shipped
+    /// ones changed: NAME to `{"window", "max_output", "input",
+    /// "cached_input", "cache_write", "output"}` (see [`crate::models`]).
+    #[serde(default)]
+    pub models: Option<std::collections::BTreeMap<String, crate::models::Entry>>,
+    /// `--max-cost`: US dollars a piped or goal-run session may spend.
+    #[serde(default)]
+    pub max_cost: Option<serde_json::Number>,
+    /// `--effort`: how hard a reasoning model thinks.
+    #[serde(default)]
+    pub effort: Option<crate::models::Effort>,
 }
 
 /// The `permissions` of a config file: rules that allow a call without
@@ -321,16 +345,19 @@ impl Preset {
         }
     }
 
-    /// The model asked when none is given.
+    /// The model asked when none is given: for the hosted APIs, current
+    /// models of the table of known models ([`crate::models`]).
     pub const fn model(self) -> &'static str {
         match self {
-            Preset::Openai | Preset::Scripted => "gpt-4o-mini",
-            Preset::Anthropic => "claude-sonnet-4-5",
+            // The scripted provider's sessions name the same model, so a
+            // recorded session replayed offline rebuilds the same requests.
+            Preset::Openai | Preset::Scripted => "gpt-5.6-terra",
+            Preset::Anthropic => "claude-sonnet-5",
             Preset::Ollama => "llama3.2",
             // llama.cpp's server answers with the model it loaded, whatever
             // the request names.
             Preset::Llamacpp => "default",
-            Preset::Openrouter => "openai/gpt-4o-mini",
+            Preset::Openrouter => "openai/gpt-5.6-terra",
         }
     }
 

@@ -8,7 +8,7 @@
 //! does not hold (a refinement's answer) comes back as
 //! [`Answer::NotRecorded`], which keeps every later answer in its place.
 
-use crate::record::{Record, Role};
+use crate::record::{Record, Role, Totals};
 use crate::session::{Reply, Usage};
 use crate::state::State;
 
@@ -88,7 +88,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
     // A cut-short answer waiting for the record that says why.
     let mut cut: Option<usize> = None;
     for record in records {
-        let before = (state.totals.tokens_in, state.totals.tokens_out);
+        let before = state.totals.clone();
         let answers = state.answers(record);
         match record {
             Record::Message(m) if answers && m.role == Role::Assistant && m.partial => {
@@ -138,10 +138,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
             }
             Record::Compacted(c) => {
                 if let Some(i) = summary.take() {
-                    let usage = Usage {
-                        prompt_tokens: c.totals.tokens_in.saturating_sub(before.0),
-                        completion_tokens: c.totals.tokens_out.saturating_sub(before.1),
-                    };
+                    let usage = usage_between(&before, &c.totals);
                     out[i] = Answer::Reply(Reply {
                         text: c.notes.clone(),
                         tool_calls: Vec::new(),
@@ -174,10 +171,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                 if let Some(i) = usage_of.take() {
                     if let Answer::Reply(reply) = &mut out[i] {
                         if !t.estimated {
-                            reply.usage = Some(Usage {
-                                prompt_tokens: t.tokens_in.saturating_sub(before.0),
-                                completion_tokens: t.tokens_out.saturating_sub(before.1),
-                            });
+                            reply.usage = Some(usage_between(&before, t));
                         }
                     }
                 }
@@ -189,6 +183,18 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
     out
 }
 
+/// The counts one answer added, from the totals before and after it.
+fn usage_between(before: &Totals, after: &Totals) -> Usage {
+    Usage {
+        prompt_tokens: after.tokens_in.saturating_sub(before.tokens_in),
+        completion_tokens: after.tokens_out.saturating_sub(before.tokens_out),
+        cache_read_tokens: after.tokens_cached.saturating_sub(before.tokens_cached),
+        cache_write_tokens: after
+            .tokens_cache_written
+            .saturating_sub(before.tokens_cache_written),
+    }
+}
+
 fn set_error(answer: &mut Answer, why: &str) {
     if let Answer::Failed { error, .. } = answer {
         *error = why.to_owned();
@@ -198,7 +204,7 @@ fn set_error(answer: &mut Answer, why: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Failed, Header, Message, ToolCall, Totals};
+    use crate::record::{Failed, Header, Message, ToolCall};
     use time::macros::datetime;
 
     fn header() -> Record {
@@ -257,7 +263,8 @@ mod tests {
                     tool_calls: vec![call],
                     usage: Some(Usage {
                         prompt_tokens: 10,
-                        completion_tokens: 2
+                        completion_tokens: 2,
+                        ..Default::default()
                     }),
                 }),
                 Answer::Reply(Reply {
@@ -266,7 +273,8 @@ mod tests {
                     tool_calls: vec![],
                     usage: Some(Usage {
                         prompt_tokens: 15,
-                        completion_tokens: 3
+                        completion_tokens: 3,
+                        ..Default::default()
                     }),
                 }),
                 Answer::Failed {

@@ -110,6 +110,17 @@ pub fn describe(reason: &StopReason) -> String {
             }
             line
         }
+        StopReason::Budget {
+            spent,
+            expected,
+            max,
+        } => format!(
+            "stopped before a request: the session has cost {} and the next request would bring \
+             it to about {}, past --max-cost {} (raise --max-cost, or max_cost in config.json)",
+            crate::models::dollars_text(*spent),
+            crate::models::dollars_text(*expected),
+            crate::models::dollars_text(*max)
+        ),
     }
 }
 
@@ -166,7 +177,9 @@ pub fn go_on_question(reason: &StopReason) -> Option<String> {
         StopReason::ToolRounds { limit } => {
             Some(format!("go on for up to {limit} more tool rounds? [y/N] "))
         }
-        StopReason::Repeated { .. } | StopReason::TooLarge { .. } => None,
+        StopReason::Repeated { .. } | StopReason::TooLarge { .. } | StopReason::Budget { .. } => {
+            None
+        }
     }
 }
 
@@ -181,6 +194,9 @@ pub fn stopped_result(reason: &StopReason) -> String {
         }
         StopReason::TooLarge { .. } => {
             "error: not run: the turn was stopped; its request does not fit the window".to_owned()
+        }
+        StopReason::Budget { .. } => {
+            "error: not run: the turn was stopped at the session's cost limit".to_owned()
         }
     }
 }

@@ -20,6 +20,7 @@
 //! * [`names`]: generated session names.
 //! * [`config`]: where each setting comes from, provider presets, the
 //!   config file.
+//! * [`models`]: the known models' windows and prices, as data.
 //! * [`view`]: the status line, transcripts and listings.
 
 pub mod attach;
@@ -32,6 +33,7 @@ pub mod guard;
 pub mod instructions;
 pub mod mcp;
 pub mod memory;
+pub mod models;
 pub mod names;
 pub mod overflow;
 pub mod policy;

@@ -228,6 +228,7 @@ mod tests {
             last_activity: at,
             path: format!("{id}.jsonl"),
             continued: None,
+            spent: Default::default(),
         }
     }
 

@@ -255,3 +255,8 @@ pub const MCP_NAME_CHARS: usize = 64;
 
 /// How many pages of `tools/list` are read from one server at most.
 pub const MCP_LIST_PAGES: usize = 100;
+
+/// The answer a request is expected to bring, in tokens, at least, when
+/// `--max-cost` weighs it before it goes out (see
+/// [`crate::models::expected_cost`]).
+pub const EXPECTED_ANSWER_TOKENS: u64 = 1_024;

@@ -24,7 +24,7 @@
 //!
 //! `header`, the first line of every file:
 //! ```json
-//! {"type":"header","version":3,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! {"type":"header","version":4,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
 //! ```
 //!
 //! `context`, the system prompt, written before the request that first uses it
@@ -59,11 +59,29 @@
 //! `{"type":"interrupted","at":"…","unsent":true}`: the request those
 //! results were due for never went out.
 //!
+//! `model_changed`, `/model NAME` between turns: the requests after it ask
+//! that model, declaring that window (a build before format 4 skips the
+//! line):
+//! ```json
+//! {"type":"model_changed","at":"2026-12-02T10:30:00Z","model":"claude-opus-5","window":1000000}
+//! ```
+//!
+//! `effort`, `--effort` or `/effort`: the reasoning effort the requests
+//! after it ask (`reasoning_effort` on the Chat Completions wire):
+//! ```json
+//! {"type":"effort","at":"2026-12-02T10:30:00Z","effort":"high"}
+//! ```
+//!
 //! `totals`, the running totals after each turn (cumulative, so the last one
 //! wins):
 //! ```json
 //! {"type":"totals","at":"2026-12-02T10:26:12Z","tokens_in":812,"tokens_out":40,"turns":1,"last_context":852,"estimated":false,"name":"amber"}
 //! ```
+//! `tokens_cached` and `tokens_cache_written`, the part of `tokens_in` the
+//! provider read from and wrote to its prompt cache, are there only once
+//! it reported some (a log without them read them as 0); so is `cost`, in
+//! nano-dollars at the prices of the table of known models, and
+//! `unpriced`, true once a request had no known price.
 //!
 //! `pruned`, a compaction's first step: the tool results at these indices
 //! of the history were cut to head and tail in place (folding repeats the cut);
@@ -209,13 +227,20 @@ pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 ///   `cache_control` breakpoints, those of the `openai` preset a
 ///   `prompt_cache_key` (the session's id). Older files rebuild theirs
 ///   without, as they were sent.
-pub const FORMAT_VERSION: u32 = 3;
+/// * 4: the point releases of OpenAI's reasoning models (`gpt-5.4-mini`,
+///   `gpt-5.6-terra`, …) say their answer's limit as
+///   `max_completion_tokens`, as `gpt-5` does; older files rebuild theirs
+///   with `max_tokens`, as they were sent.
+pub const FORMAT_VERSION: u32 = 4;
 
 /// The first version whose requests are marked for the prompt cache.
 pub const CACHE_VERSION: u32 = 3;
 
 /// The first version whose requests carry their answer's limit.
 pub const ANSWER_LIMIT_VERSION: u32 = 2;
+
+/// The first version whose `gpt-5.N` models say `max_completion_tokens`.
+pub const POINT_RELEASE_VERSION: u32 = 4;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -259,6 +284,12 @@ pub enum Record {
     WentOn(WentOn),
     /// The session began or ended planning (`--plan`, `/plan`, `/plan off`).
     Planning(Planning),
+    /// `/model NAME`: the requests after it ask another model, with its
+    /// window.
+    ModelChanged(ModelChanged),
+    /// `--effort`, `/effort`: the reasoning effort the requests after it
+    /// ask.
+    Effort(EffortChanged),
     /// A tool result cut to head and tail so the request fits the window,
     /// the whole of it spilled to a file.
     Squeezed(Squeezed),
@@ -515,6 +546,19 @@ pub struct Totals {
     pub tokens_in: u64,
     #[serde(default)]
     pub tokens_out: u64,
+    /// Of `tokens_in`, those the provider read from its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_cached: u64,
+    /// Of `tokens_in`, those the provider wrote to its prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tokens_cache_written: u64,
+    /// What the requests counted so far cost, in nano-dollars, at the
+    /// prices of the table of known models (see [`crate::models`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost: u64,
+    /// Whether some request had no known price (and is not in `cost`).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub unpriced: bool,
     #[serde(default)]
     pub turns: u64,
     /// The size of the context at the last answer, in tokens.
@@ -630,6 +674,9 @@ pub enum StopReason {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         largest: Option<(FixedKind, u64)>,
     },
+    /// The next request was expected to bring the session's cost from
+    /// `spent` to `expected`, past `max` (`--max-cost`); nano-dollars.
+    Budget { spent: u64, expected: u64, max: u64 },
 }
 
 /// A part of every request that no compaction can shrink.
@@ -651,6 +698,25 @@ pub struct Planning {
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     pub on: bool,
+}
+
+/// `/model NAME`: the model the requests after it ask, and its window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelChanged {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    pub model: String,
+    pub window: u64,
+}
+
+/// `--effort`, `/effort`: the reasoning effort of the requests after it
+/// (none: the model's default).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffortChanged {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    #[serde(default)]
+    pub effort: Option<crate::models::Effort>,
 }
 
 /// The user let a stopped turn go on.
@@ -777,6 +843,8 @@ impl Record {
             "stopped" => Record::Stopped(body(line)?),
             "went_on" => Record::WentOn(body(line)?),
             "planning" => Record::Planning(body(line)?),
+            "model_changed" => Record::ModelChanged(body(line)?),
+            "effort" => Record::Effort(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "counted" => Record::Counted(body(line)?),
@@ -825,6 +893,8 @@ impl Record {
             Record::Stopped(s) => Some(s.at),
             Record::WentOn(w) => Some(w.at),
             Record::Planning(p) => Some(p.at),
+            Record::ModelChanged(m) => Some(m.at),
+            Record::Effort(e) => Some(e.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Counted(c) => Some(c.at),

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use crate::models::Effort;
 use crate::record::{McpTool, Message, Role};
 use crate::tools;
 
@@ -54,12 +55,22 @@ pub struct AnswerLimit {
 }
 
 impl AnswerLimit {
-    /// The limit of `tokens` for a model.
+    /// The limit of `tokens` for a model, in a log of this build's format.
     pub fn of(model: &str, tokens: u64) -> AnswerLimit {
+        AnswerLimit::of_version(model, tokens, crate::record::FORMAT_VERSION)
+    }
+
+    /// The limit of `tokens` for a model, as a log of format `version`
+    /// wrote it: before [`crate::record::POINT_RELEASE_VERSION`], the
+    /// `gpt-5.N` point releases were not known as reasoning models.
+    pub fn of_version(model: &str, tokens: u64, version: u32) -> AnswerLimit {
         let name = model.rsplit('/').next().unwrap_or(model);
-        let reasoning = ["o1", "o3", "o4", "gpt-5"]
-            .iter()
-            .any(|family| name == *family || name.starts_with(&format!("{family}-")));
+        let point = version >= crate::record::POINT_RELEASE_VERSION;
+        let reasoning = ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
+            name == *family
+                || name.starts_with(&format!("{family}-"))
+                || (point && *family == "gpt-5" && name.starts_with("gpt-5."))
+        });
         let field = if reasoning {
             "max_completion_tokens"
         } else {
@@ -116,6 +127,9 @@ pub struct Shape {
     /// The MCP servers' tools, offered after revolve's own when the tools
     /// are (see [`crate::mcp`]).
     pub mcp: Vec<McpTool>,
+    /// How hard a reasoning model thinks (`--effort`, `/effort`): OpenAI's
+    /// `reasoning_effort` on the Chat Completions wire.
+    pub effort: Option<Effort>,
 }
 
 impl Shape {
@@ -126,6 +140,7 @@ impl Shape {
             tools: true,
             cache: Cache::default(),
             mcp: Vec::new(),
+            effort: None,
         }
     }
 }
@@ -637,6 +652,9 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
     if let Some(key) = &shape.cache.key {
         body["prompt_cache_key"] = json!(key);
     }
+    if let Some(effort) = shape.effort {
+        body["reasoning_effort"] = json!(effort.as_str());
+    }
     body
 }
 
@@ -794,6 +812,25 @@ mod limit_tests {
     use super::*;
 
     #[test]
+    fn effort_is_reasoning_effort_on_the_chat_completions_wire_only() {
+        let msgs = [Message::user(
+            time::macros::datetime!(2026-12-05 10:00 UTC),
+            "hi",
+        )];
+        let shape = Shape {
+            effort: Some(Effort::High),
+            ..Shape::limited(None)
+        };
+        let openai = Request::shaped(Wire::OpenAi, "o3", None, &msgs[..], &shape);
+        let body: Value = serde_json::from_str(&openai.body.text()).unwrap();
+        assert_eq!(body["reasoning_effort"], "high");
+        let anthropic = Request::shaped(Wire::Anthropic, "claude", None, &msgs[..], &shape);
+        assert!(!anthropic.body.text().contains("effort"));
+        assert_eq!(Effort::parse("medium"), Ok(Effort::Medium));
+        assert!(Effort::parse("max").is_err());
+    }
+
+    #[test]
     fn reasoning_models_get_the_newer_name() {
         for model in [
             "o1",
@@ -802,6 +839,8 @@ mod limit_tests {
             "gpt-5",
             "gpt-5-mini",
             "openai/o3",
+            "gpt-5.4-mini",
+            "openai/gpt-5.6-terra",
         ] {
             assert_eq!(
                 AnswerLimit::of(model, 9).field,
@@ -809,6 +848,15 @@ mod limit_tests {
                 "{model}"
             );
         }
+        // A log of version 3 rebuilds them as they were sent.
+        assert_eq!(
+            AnswerLimit::of_version("gpt-5.4-mini", 9, 3).field,
+            "max_tokens"
+        );
+        assert_eq!(
+            AnswerLimit::of_version("gpt-5-mini", 9, 3).field,
+            "max_completion_tokens"
+        );
         for model in [
             "gpt-4o-mini",
             "smollm2",
@@ -1022,6 +1070,9 @@ mod oracle {
             Wire::OpenAi => {
                 if let Some(key) = &shape.cache.key {
                     body["prompt_cache_key"] = json!(key);
+                }
+                if let Some(effort) = shape.effort {
+                    body["reasoning_effort"] = json!(effort.as_str());
                 }
             }
             Wire::Anthropic => {}
@@ -1242,9 +1293,10 @@ mod streaming_tests {
             system: bool,
             limit: Option<u16>,
             tools: bool,
-            breakpoints: bool,
-            key: bool
+            cache: (bool, bool),
+            effort: Option<u8>
         ) -> bool {
+            let (breakpoints, key) = cache;
             let wire = if anthropic { Wire::Anthropic } else { Wire::OpenAi };
             let system = system.then_some("the \"system\"\nprompt");
             let shape = Shape {
@@ -1255,6 +1307,7 @@ mod streaming_tests {
                     key: key.then(|| "20261205-130000-abcdef".to_owned()),
                 },
                 mcp: Vec::new(),
+                effort: effort.map(|e| [Effort::Low, Effort::Medium, Effort::High][usize::from(e % 3)]),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

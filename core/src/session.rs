@@ -263,6 +263,8 @@ impl Session {
             }
             Input::GoOn { now } => self.go_on(now),
             Input::Plan { on, now } => self.plan(on, now),
+            Input::Model { model, now } => self.switch_model(model, now),
+            Input::Effort { effort, now } => self.set_effort(effort, now),
             Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
             Input::ChangeMemory {
@@ -577,8 +579,46 @@ impl Session {
         self.stop_counted = false;
         self.costly = None;
         self.keep_turns = compact::KEEP_TURNS;
+        if let Some(reason) = self.over_budget(estimate) {
+            cmds.extend(self.stop(reason, now));
+            return cmds;
+        }
         cmds.push(Command::Call(request));
         cmds
+    }
+
+    /// The prices of the model this session asks, when the table knows
+    /// them; none for the offline providers (scripted, replay), whose
+    /// answers cost nothing.
+    pub fn prices(&self) -> Option<crate::models::Prices> {
+        if self.offline() {
+            return None;
+        }
+        self.settings
+            .models
+            .find(&self.state.provider, &self.state.model)
+            .and_then(|(_, m)| m.prices)
+    }
+
+    /// Why a request of about `input` tokens may not go out: with
+    /// `--max-cost` and known prices, when it is expected to bring the
+    /// session's cost past the limit (see [`crate::models::expected_cost`]).
+    /// The shell asks it before each request it sends itself (a
+    /// refinement's).
+    pub fn over_budget(&self, input: u64) -> Option<StopReason> {
+        let max = self.settings.max_cost?;
+        let prices = self.prices()?;
+        let t = &self.state.totals;
+        let mean = t.tokens_out.checked_div(t.requests).unwrap_or(0);
+        let limit = self.state.answer_limit().map(|l| l.tokens);
+        let expected = t
+            .cost
+            .saturating_add(crate::models::expected_cost(&prices, input, mean, limit));
+        (expected > max).then_some(StopReason::Budget {
+            spent: t.cost,
+            expected,
+            max,
+        })
     }
 
     /// The user answered whether a costly compaction may run: yes runs it
@@ -646,6 +686,7 @@ impl Session {
         let usage = reply.usage.unwrap_or(Usage {
             prompt_tokens: self.estimate,
             completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
+            ..Usage::default()
         });
         let last_context = usage.prompt_tokens.saturating_add(usage.completion_tokens);
         let counted = reply.usage.is_some();
@@ -874,6 +915,73 @@ impl Session {
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
         });
+        cmds
+    }
+
+    /// `/model NAME` between turns: logged as a `model_changed` record, so
+    /// the requests after it (live and rebuilt) ask that model, with the
+    /// table's window for it, else the window the session had.
+    fn switch_model(&mut self, model: String, now: OffsetDateTime) -> Vec<Command> {
+        let model = model.trim().to_owned();
+        if self.busy() {
+            return vec![Command::Show(
+                "/model waits for the turn in flight to end".into(),
+            )];
+        }
+        if model.is_empty() || model.chars().any(char::is_whitespace) {
+            return vec![Command::Show(format!(
+                "/model takes one model name; the session asks {}",
+                self.state.model
+            ))];
+        }
+        if model == self.state.model {
+            return vec![Command::Show(format!("already asking {model}"))];
+        }
+        let known = self
+            .settings
+            .models
+            .find(&self.state.provider, &model)
+            .and_then(|(_, m)| m.window);
+        let window = known.unwrap_or(self.state.window);
+        let mut cmds = self.append(vec![Record::ModelChanged(crate::record::ModelChanged {
+            at: now,
+            model: model.clone(),
+            window,
+        })]);
+        let from = if known.is_some() {
+            "the model table"
+        } else {
+            "the session's, as the model table does not know it"
+        };
+        cmds.push(Command::Show(format!(
+            "model {model} from the next request on; window {window} tokens ({from})"
+        )));
+        cmds
+    }
+
+    /// The reasoning effort from the next request on: logged as an
+    /// `effort` record when it changes, so replay rebuilds the requests.
+    fn set_effort(
+        &mut self,
+        effort: Option<crate::models::Effort>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let named = effort.map_or("the model's default", |e| e.as_str());
+        if self.state.effort == effort {
+            return vec![Command::Show(format!("effort: {named}"))];
+        }
+        if self.busy() {
+            return vec![Command::Show(
+                "/effort waits for the turn in flight to end".into(),
+            )];
+        }
+        let mut cmds = self.append(vec![Record::Effort(crate::record::EffortChanged {
+            at: now,
+            effort,
+        })]);
+        cmds.push(Command::Show(format!(
+            "effort: {named} from the next request on"
+        )));
         cmds
     }
 
@@ -1109,11 +1217,18 @@ impl Session {
         now: OffsetDateTime,
     ) -> Record {
         let before = &self.state.totals;
+        let (cost, unpriced) = self.cost_after(usage);
         let usage = usage.unwrap_or_default();
         Record::Totals(Totals {
+            cost,
+            unpriced,
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
+            tokens_cache_written: before
+                .tokens_cache_written
+                .saturating_add(usage.cache_write_tokens),
             turns: before.turns.saturating_add(u64::from(ends_turn)),
             last_context,
             estimated,
@@ -1125,6 +1240,35 @@ impl Session {
             cal_tokens: before.cal_tokens,
             in_out_estimated: before.in_out_estimated,
         })
+    }
+
+    /// The session's cost and whether some request was unpriced, once an
+    /// answer with `usage` (none: estimated, or nothing counted) is in.
+    fn cost_after(&self, usage: Option<Usage>) -> (u64, bool) {
+        let before = &self.state.totals;
+        let Some(u) = usage.filter(|u| *u != Usage::default()) else {
+            return (before.cost, before.unpriced);
+        };
+        match self.prices() {
+            Some(prices) => {
+                let tokens = crate::models::Tokens {
+                    input: u.prompt_tokens,
+                    cached: u.cache_read_tokens,
+                    written: u.cache_write_tokens,
+                    output: u.completion_tokens,
+                };
+                (
+                    before.cost.saturating_add(prices.cost(tokens)),
+                    before.unpriced,
+                )
+            }
+            None => (before.cost, before.unpriced || !self.offline()),
+        }
+    }
+
+    /// Whether answers come from a file, offline (no price to know).
+    fn offline(&self) -> bool {
+        matches!(self.state.provider.as_str(), "scripted" | "replay")
     }
 
     /// The tool call `id`, when it is the one running now (the first still

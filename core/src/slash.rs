@@ -8,6 +8,13 @@ pub enum Slash {
     Name(String),
     /// `/status`: show the status line.
     Status,
+    /// `/cost`: the session's tokens and what they cost.
+    Cost,
+    /// `/model NAME`: ask another model from the next request on.
+    Model(String),
+    /// `/effort [low|medium|high|default]`: the reasoning effort (shown
+    /// without an argument).
+    Effort(String),
     /// `/refine`, `/refine history [--diff]`, `/refine undo`.
     Refine(RefineCommand),
     /// `/goal [TEXT|done|pause|resume|clear]`: the standing goal.
@@ -62,6 +69,9 @@ pub enum RewindCommand {
 pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
+/cost        show the tokens sent and received and what they cost, where prices are known
+/model NAME  ask another model from the next request on (with its window from the model table)
+/effort LEVEL  low, medium, high or default: how hard a reasoning model thinks
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
 /refine history [--diff]   the memory changes, newest first; /refine undo takes one back
@@ -77,9 +87,9 @@ Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 13] = [
-    "name", "status", "compact", "goal", "refine", "rewind", "plan", "send", "help", "?", "quit",
-    "exit", "q",
+pub const BUILTIN: [&str; 16] = [
+    "name", "status", "cost", "model", "effort", "compact", "goal", "refine", "rewind", "plan",
+    "send", "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -227,6 +237,12 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" if arg.is_empty() => Slash::Incomplete("/name needs a name, e.g. /name login-bug"),
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
+        "cost" => Slash::Cost,
+        "model" if arg.is_empty() => {
+            Slash::Incomplete("/model needs a model name, e.g. /model gpt-5.4-mini")
+        }
+        "model" => Slash::Model(arg.to_owned()),
+        "effort" => Slash::Effort(arg.to_owned()),
         "compact" => Slash::Compact,
         "goal" => Slash::Goal(arg.to_owned()),
         "refine" => match arg {
@@ -309,8 +325,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            11,
-            "every builtin but the aliases ? and q (ten, and /send since issue 32)"
+            14,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29)"
         );
         for word in BUILTIN {
             assert!(

@@ -103,6 +103,9 @@ pub struct State {
     pub shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
     pub planning: bool,
+    /// The reasoning effort the requests ask (the last `effort` record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effort: Option<crate::models::Effort>,
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mcp_tools: Vec<crate::mcp::McpTool>,
@@ -252,6 +255,11 @@ impl State {
                 self.awaiting = false;
             }
             Record::Planning(p) => self.planning = p.on,
+            Record::Effort(e) => self.effort = e.effort,
+            Record::ModelChanged(m) => {
+                self.model = m.model.clone();
+                self.window = m.window;
+            }
             Record::McpTools(r) => self.mcp_tools = r.tools.clone(),
             Record::WentOn(_) => {
                 if self.awaiting || !self.open_calls.is_empty() {
@@ -601,7 +609,7 @@ impl State {
     pub fn answer_limit(&self) -> Option<AnswerLimit> {
         let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
         (version >= ANSWER_LIMIT_VERSION && self.window > 0)
-            .then(|| AnswerLimit::of(&self.model, compact::room(self.window)))
+            .then(|| AnswerLimit::of_version(&self.model, compact::room(self.window), version))
     }
 
     /// How long the notes of a summary request may be: half the answer's
@@ -641,6 +649,7 @@ impl State {
             } else {
                 Vec::new()
             },
+            effort: self.effort,
         }
     }
 

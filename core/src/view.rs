@@ -97,7 +97,7 @@ pub fn instructions(paths: &[String]) -> String {
 
 /// The status line shown before each prompt.
 ///
-/// `amber · 3 turns · 12.3k in / 1.1k out · context 4.1k of 128k (3%)`
+/// `amber · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 128k (3%)`
 pub fn status(state: &State) -> String {
     let t = &state.totals;
     let name = state.name.as_deref().unwrap_or("(unnamed)");
@@ -112,13 +112,26 @@ pub fn status(state: &State) -> String {
         .unwrap_or(0);
     let in_out = if t.in_out_estimated { "~" } else { "" };
     let model = &state.model;
+    // The part of the input read from the provider's prompt cache, when
+    // it reported one.
+    let cached = if t.tokens_cached > 0 {
+        format!(" ({} cached)", tokens(t.tokens_cached))
+    } else {
+        String::new()
+    };
     let mut line = format!(
-        "{name} · {model} · {turns} · {in_out}{} in / {in_out}{} out · context {approx}{} of {} ({pct}%)",
+        "{name} · {model} · {turns} · {in_out}{} in{cached} / {in_out}{} out · context {approx}{} of {} ({pct}%)",
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
         tokens(state.window),
     );
+    if t.cost > 0 {
+        line.push_str(&format!(
+            " · {in_out}{}",
+            crate::models::dollars_text(t.cost)
+        ));
+    }
     if state.planning {
         line.push_str(" · planning (/plan off ends it)");
     }
@@ -129,6 +142,71 @@ pub fn status(state: &State) -> String {
         ));
     }
     line
+}
+
+/// What `/cost` prints: the tokens in (cached and written to the cache),
+/// out, and the money they cost at `prices` (the session model's, when the
+/// table knows them), then the `--max-cost` limit if there is one.
+///
+/// ```text
+/// tokens: 12300 in (9800 read from the cache, 1200 written to it), 1100 out, 5 requests
+/// cost: $0.0123 at the prices of claude-sonnet-5 (per million tokens: $2 in, $0.2 cached, $2.5 cache write, $10 out)
+/// limit: $5.0000 (--max-cost)
+/// ```
+pub fn cost(state: &State, prices: Option<crate::models::Prices>, max_cost: Option<u64>) -> String {
+    use crate::models::{dollars_text, price_text};
+    let t = &state.totals;
+    let approx = if t.in_out_estimated { "~" } else { "" };
+    let mut cache = Vec::new();
+    if t.tokens_cached > 0 {
+        cache.push(format!("{} read from the cache", t.tokens_cached));
+    }
+    if t.tokens_cache_written > 0 {
+        cache.push(format!("{} written to it", t.tokens_cache_written));
+    }
+    let cache = if cache.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", cache.join(", "))
+    };
+    let requests = if t.requests == 1 {
+        "1 request".to_owned()
+    } else {
+        format!("{} requests", t.requests)
+    };
+    let mut out = format!(
+        "tokens: {approx}{} in{cache}, {approx}{} out, {requests}\n",
+        t.tokens_in, t.tokens_out
+    );
+    match prices {
+        Some(p) => {
+            // A cache write priced as plain input is not worth a word.
+            let write = if p.cache_write == p.input {
+                String::new()
+            } else {
+                format!(", {} cache write", price_text(p.cache_write))
+            };
+            out.push_str(&format!(
+                "cost: {approx}{} at the prices of {} (per million tokens: {} in, {} cached{write}, {} out)\n",
+                dollars_text(t.cost),
+                state.model,
+                price_text(p.input),
+                price_text(p.cached_input),
+                price_text(p.output)
+            ))
+        }
+        None => out.push_str(&format!(
+            "cost: not known: the table of known models has no prices for {} (add them under \"models\" in config.json)\n",
+            state.model
+        )),
+    }
+    if t.unpriced && prices.is_some() {
+        out.push_str("  (some requests had no known price and are not in it)\n");
+    }
+    if let Some(max) = max_cost {
+        out.push_str(&format!("limit: {} (--max-cost)\n", dollars_text(max)));
+    }
+    out
 }
 
 /// A session's conversation as text, the way `replay` and a resume show it.
@@ -242,6 +320,15 @@ pub fn transcript(records: &[Record]) -> String {
                 "── planning: edits and writes refused, commands read-only\n",
             ),
             Record::Planning(_) => out.push_str("── planning ended\n"),
+            Record::Effort(e) => out.push_str(&format!(
+                "── effort {}\n",
+                e.effort.map_or("default", |e| e.as_str())
+            )),
+            Record::ModelChanged(m) => out.push_str(&format!(
+                "── model {} (window {})\n",
+                m.model,
+                tokens(m.window)
+            )),
             Record::McpTools(t) => {
                 let names: Vec<&str> = t.tools.iter().map(|t| t.name.as_str()).collect();
                 out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));
@@ -522,6 +609,37 @@ impl TranscriptTail {
     }
 }
 
+/// What a session has spent, from its last totals: the tokens in (of them
+/// read from a prompt cache) and out, and the money, in nano-dollars,
+/// where the model's prices are known (absent otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Spent {
+    #[serde(default)]
+    pub tokens_in: u64,
+    #[serde(default)]
+    pub tokens_cached: u64,
+    #[serde(default)]
+    pub tokens_out: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nano_usd: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Spent {
+    /// What the totals say.
+    pub fn of(t: &crate::record::Totals) -> Spent {
+        Spent {
+            tokens_in: t.tokens_in,
+            tokens_cached: t.tokens_cached,
+            tokens_out: t.tokens_out,
+            cost_nano_usd: t.cost,
+        }
+    }
+}
+
 /// One session as `revolve sessions` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Summary {
@@ -538,6 +656,9 @@ pub struct Summary {
     /// a file is not listed, and resuming it resumes the newest of the chain.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continued: Option<String>,
+    /// What it spent (`revolve sessions --json` says it).
+    #[serde(flatten, default)]
+    pub spent: Spent,
 }
 
 /// The line `revolve sessions` ends with when it left unnamed sessions
@@ -614,7 +735,34 @@ pub fn listing(sessions: &[Summary]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::Message;
+    use crate::record::{Message, Totals};
+
+    #[test]
+    fn the_status_says_the_cached_input_when_there_is_some() {
+        let mut state = State {
+            name: Some("amber".into()),
+            model: "claude-sonnet-4-6".into(),
+            window: 200_000,
+            ..State::default()
+        };
+        state.totals = Totals {
+            tokens_in: 12_300,
+            tokens_out: 1_100,
+            turns: 3,
+            last_context: 4_100,
+            ..Totals::default()
+        };
+        let plain = status(&state);
+        assert_eq!(
+            plain,
+            "amber · claude-sonnet-4-6 · 3 turns · 12.3k in / 1.1k out · context 4.1k of 200k (2%)"
+        );
+        state.totals.tokens_cached = 9_800;
+        assert_eq!(
+            status(&state),
+            "amber · claude-sonnet-4-6 · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 200k (2%)"
+        );
+    }
 
     #[test]
     fn an_answer_is_told_as_what_it_allowed() {
@@ -664,6 +812,7 @@ mod tests {
             last_activity: at + time::Duration::minutes(minutes),
             path: String::new(),
             continued: None,
+            spent: Spent::default(),
         };
         let sessions = [
             summary(Some("amber"), "20261202-100059-a1b2c3", 3, 5),

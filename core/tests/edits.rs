@@ -205,6 +205,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 

@@ -174,6 +174,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 
@@ -270,6 +272,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                 let usage = usage.map(|(p, c)| Usage {
                     prompt_tokens: p.into(),
                     completion_tokens: c.into(),
+                    ..Default::default()
                 });
                 let tool_calls = calls
                     .iter()
@@ -372,6 +375,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                     let usage = Some(Usage {
                         prompt_tokens: 9,
                         completion_tokens: 3,
+                        ..Default::default()
                     });
                     Input::Summarized {
                         reply: Reply {
@@ -783,6 +787,10 @@ impl Arbitrary for AnyRecord {
                 at: Some(at),
                 tokens_in: u64::arbitrary(g),
                 tokens_out: u64::arbitrary(g),
+                tokens_cached: u64::arbitrary(g),
+                tokens_cache_written: u64::arbitrary(g),
+                cost: u64::arbitrary(g),
+                unpriced: bool::arbitrary(g),
                 turns: u64::arbitrary(g),
                 last_context: u64::arbitrary(g),
                 estimated: bool::arbitrary(g),

@@ -158,6 +158,7 @@ impl Server {
                 usage: self.usage.then_some(Usage {
                     prompt_tokens: tokens,
                     completion_tokens: completion,
+                    ..Default::default()
                 }),
                 truncated,
             },
@@ -185,6 +186,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 

@@ -97,6 +97,10 @@ pub struct Runtime {
     pub rules: revolve_core::rules::Rules,
     /// The MCP servers and how their calls run.
     pub mcp: Mcp,
+    /// The known models, for the prices the cost is counted by.
+    pub models: revolve_core::models::Table,
+    /// `--max-cost`, in nano-dollars.
+    pub max_cost: Option<u64>,
 }
 
 /// The MCP servers of a session (none by default).
@@ -322,6 +326,16 @@ impl<F: Front> Live<F> {
         self.session.state()
     }
 
+    /// The prices of the session's model, when the table knows them.
+    pub fn prices(&self) -> Option<revolve_core::models::Prices> {
+        self.session.prices()
+    }
+
+    /// `--max-cost`, in nano-dollars.
+    pub fn max_cost(&self) -> Option<u64> {
+        self.runtime.max_cost
+    }
+
     /// Records whether this run created the project directory (which it
     /// does once the session is open), for `agent_info`.
     pub fn set_created_project_dir(&mut self, created: bool) {
@@ -363,6 +377,25 @@ impl<F: Front> Live<F> {
     /// again.
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`): logged, and
     /// told.
+    /// `--effort`, `/effort`.
+    pub fn set_effort(
+        &mut self,
+        effort: Option<revolve_core::models::Effort>,
+    ) -> Result<Outcome, Error> {
+        self.drive(Input::Effort {
+            effort,
+            now: clock::now(),
+        })
+    }
+
+    /// `/model NAME`.
+    pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
+        self.drive(Input::Model {
+            model: model.to_owned(),
+            now: clock::now(),
+        })
+    }
+
     pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
         self.drive(Input::Plan {
             on,
@@ -928,6 +961,8 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         confirm_costly: runtime.confirm_costly && interactive,
         allow_mcp: runtime.mcp.allow,
         mcp_timeout_s: runtime.mcp.timeout_s,
+        models: runtime.models.clone(),
+        max_cost: runtime.max_cost,
     }
 }
 

@@ -25,7 +25,8 @@
 //! ends empty is asked again with `"stream": false` (see the `http`
 //! module). Usage: prompt tokens are `input_tokens` plus
 //! `cache_creation_input_tokens` and `cache_read_input_tokens`; completion
-//! tokens are `output_tokens`.
+//! tokens are `output_tokens`; the cache counts are kept apart too, as
+//! [`Usage::cache_read_tokens`] and [`Usage::cache_write_tokens`].
 
 use std::fmt;
 use std::time::Duration;
@@ -389,6 +390,8 @@ impl WireUsage {
                 .flatten()
                 .fold(0u64, |a, b| a.saturating_add(*b)),
             completion_tokens: self.output_tokens.unwrap_or(0),
+            cache_read_tokens: self.cache_read_input_tokens.unwrap_or(0),
+            cache_write_tokens: self.cache_creation_input_tokens.unwrap_or(0),
         })
     }
 }
@@ -458,7 +461,8 @@ mod tests {
             reply.usage,
             Some(Usage {
                 prompt_tokens: 10,
-                completion_tokens: 2
+                completion_tokens: 2,
+                ..Default::default()
             })
         );
 
@@ -558,7 +562,9 @@ mod tests {
             reply.usage,
             Some(Usage {
                 prompt_tokens: 123,
-                completion_tokens: 9
+                completion_tokens: 9,
+                cache_read_tokens: 20,
+                cache_write_tokens: 100,
             })
         );
     }
@@ -746,7 +752,8 @@ mod tests {
             reply.usage,
             Some(Usage {
                 prompt_tokens: 5,
-                completion_tokens: 2
+                completion_tokens: 2,
+                ..Default::default()
             })
         );
 

@@ -454,6 +454,16 @@ struct WireUsage {
     prompt_tokens: Option<u64>,
     #[serde(default, deserialize_with = "http::token_count")]
     completion_tokens: Option<u64>,
+    /// `cached_tokens`: the prompt tokens read from the prompt cache.
+    #[serde(default, deserialize_with = "http::lenient")]
+    prompt_tokens_details: Option<WireDetails>,
+}
+
+/// `usage.prompt_tokens_details`.
+#[derive(Deserialize)]
+struct WireDetails {
+    #[serde(default, deserialize_with = "http::token_count")]
+    cached_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -462,9 +472,18 @@ impl WireUsage {
     /// was shown already.
     fn read(value: &Value) -> Option<Usage> {
         let usage = WireUsage::deserialize(value).ok()?;
+        let prompt_tokens = usage.prompt_tokens?;
+        // Part of the prompt, so never more than it.
+        let cached = usage
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .unwrap_or(0)
+            .min(prompt_tokens);
         Some(Usage {
-            prompt_tokens: usage.prompt_tokens?,
+            prompt_tokens,
             completion_tokens: usage.completion_tokens?,
+            cache_read_tokens: cached,
+            cache_write_tokens: 0,
         })
     }
 }

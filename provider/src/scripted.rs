@@ -224,6 +224,12 @@ impl Provider for Scripted {
 struct WireUsage {
     prompt_tokens: u64,
     completion_tokens: u64,
+    /// Of the prompt tokens, those read from a prompt cache.
+    #[serde(default)]
+    cache_read_tokens: u64,
+    /// Of the prompt tokens, those written to a prompt cache.
+    #[serde(default)]
+    cache_write_tokens: u64,
 }
 
 impl From<WireUsage> for Usage {
@@ -231,6 +237,8 @@ impl From<WireUsage> for Usage {
         Usage {
             prompt_tokens: u.prompt_tokens,
             completion_tokens: u.completion_tokens,
+            cache_read_tokens: u.cache_read_tokens,
+            cache_write_tokens: u.cache_write_tokens,
         }
     }
 }
@@ -317,7 +325,8 @@ mod tests {
             reply.usage,
             Some(Usage {
                 prompt_tokens: 1,
-                completion_tokens: 2
+                completion_tokens: 2,
+                ..Default::default()
             })
         );
         assert_eq!(pieces, ["Hello", " there,", " you."]);

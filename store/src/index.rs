@@ -14,7 +14,9 @@
 //!     str file, u64 len, i64 mtime (ns), u8 has a row (0/1), and then the row:
 //!     u32 cwd (an index into cwds), u8 flags (1 named, 2 has a name,
 //!     4 has continued, 8 the id is not the file's stem), i64 started (unix s),
-//!     u64 turns, then str name, str continued, str id, each when flagged
+//!     u64 turns, u64 tokens in, u64 of them cached, u64 tokens out,
+//!     u64 cost (nano-dollars), then str name, str continued, str id, each
+//!     when flagged
 //! str: u32 length, then that many bytes of UTF-8
 //! ```
 //!
@@ -30,7 +32,7 @@ pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
 pub const LEGACY_FILE: &str = ".index.json";
 const MAGIC: &[u8] = b"revolve listing cache\0";
-const VERSION: u32 = 6; // not policy: the cache format's version
+const VERSION: u32 = 7; // not policy: the cache format's version
 
 /// What says a file is unchanged: its size and modification time (ns).
 pub type Stamp = (u64, i64);
@@ -73,6 +75,8 @@ pub struct Row<'a> {
     pub started: i64,
     pub turns: u64,
     pub continued: Option<Cow<'a, str>>,
+    /// What the session spent, from its last totals.
+    pub spent: revolve_core::view::Spent,
 }
 
 /// The JSON head after the magic bytes and the version.
@@ -180,6 +184,10 @@ impl Entry<'_> {
         );
         out.extend_from_slice(&row.started.to_le_bytes());
         out.extend_from_slice(&row.turns.to_le_bytes());
+        let s = &row.spent;
+        for n in [s.tokens_in, s.tokens_cached, s.tokens_out, s.cost_nano_usd] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
         for s in [row.name.as_deref(), row.continued.as_deref()]
             .into_iter()
             .flatten()
@@ -242,6 +250,12 @@ impl<'a> Reader<'a> {
                     return None;
                 }
                 let (started, turns) = (self.i64()?, self.u64()?);
+                let spent = revolve_core::view::Spent {
+                    tokens_in: self.u64()?,
+                    tokens_cached: self.u64()?,
+                    tokens_out: self.u64()?,
+                    cost_nano_usd: self.u64()?,
+                };
                 let mut optional = |bit: u8| match flags & bit {
                     0 => Some(None),
                     _ => self.str().map(|s| Some(Cow::Borrowed(s))),
@@ -260,6 +274,7 @@ impl<'a> Reader<'a> {
                     started,
                     turns,
                     continued,
+                    spent,
                 })
             }
             _ => return None,
@@ -297,6 +312,12 @@ mod tests {
             started: 1_764_670_500,
             turns: 3,
             continued: continued.map(|c| Cow::Owned(c.to_owned())),
+            spent: revolve_core::view::Spent {
+                tokens_in: 812,
+                tokens_cached: 512,
+                tokens_out: 40,
+                cost_nano_usd: 1_558_500,
+            },
         }
     }
 
@@ -328,7 +349,7 @@ mod tests {
         // By hand, as the module documents it.
         let head = br#"{"journal":"epoch 1-2-3","offset":812,"volatile":["a"],"cwds":["/src/app","/src/a\tb"],"entries":2}"#;
         let mut expected = b"revolve listing cache\0".to_vec();
-        expected.extend(6u32.to_le_bytes());
+        expected.extend(7u32.to_le_bytes());
         expected.extend((head.len() as u32).to_le_bytes());
         expected.extend(head);
         let str = |out: &mut Vec<u8>, s: &str| {
@@ -343,6 +364,9 @@ mod tests {
         expected.extend([NAMED | HAS_NAME]);
         expected.extend(1_764_670_500i64.to_le_bytes());
         expected.extend(3u64.to_le_bytes());
+        for n in [812u64, 512, 40, 1_558_500] {
+            expected.extend(n.to_le_bytes());
+        }
         str(&mut expected, "amber");
         str(&mut expected, "copy.jsonl");
         expected.extend(17u64.to_le_bytes());
@@ -432,6 +456,12 @@ mod tests {
                     started,
                     turns,
                     continued: continued.map(Cow::Owned),
+                    spent: revolve_core::view::Spent {
+                        tokens_in: turns.wrapping_mul(7),
+                        tokens_cached: turns / 2,
+                        tokens_out: turns.rotate_left(3),
+                        cost_nano_usd: turns ^ 0x55,
+                    },
                 }),
             }).collect();
             let written = index(entries);

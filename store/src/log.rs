@@ -322,6 +322,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         last_activity: header.started,
         path: path.to_string_lossy().into_owned(),
         continued: None,
+        spent: Default::default(),
     };
     if let Ok(modified) = meta.modified() {
         summary.last_activity = modified.into();
@@ -347,6 +348,9 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         }
         match std::str::from_utf8(line).ok().map(Record::parse_line) {
             Some(Ok(Record::Totals(t))) => {
+                if turns.is_none() {
+                    summary.spent = revolve_core::view::Spent::of(&t);
+                }
                 turns.get_or_insert(t.turns);
                 if name.is_none() && t.name.is_some() {
                     name = Some((t.name, t.named));

@@ -682,6 +682,7 @@ fn row_of(cwd: usize, s: &Summary) -> Row<'static> {
         started: s.started.unix_timestamp(),
         turns: s.turns,
         continued: s.continued.clone().map(Cow::Owned),
+        spent: s.spent,
     }
 }
 
@@ -699,6 +700,7 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
         last_activity,
         path,
         continued: row.continued.as_ref().map(|c| c.to_string()),
+        spent: row.spent,
     })
 }
 

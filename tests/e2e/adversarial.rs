@@ -214,7 +214,13 @@ fn enormous_arguments_are_answered() {
     let server = serve(vec![calls(&list), FakeReply::text("Done.")]);
     let started = Instant::now();
     let run = env.run(
-        &["--base-url", &server.url(), "--allow-shell"],
+        &[
+            "--base-url",
+            &server.url(),
+            "--allow-shell",
+            "--window",
+            "128000",
+        ],
         "try big things\n",
     );
     assert!(

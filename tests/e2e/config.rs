@@ -37,12 +37,15 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "api_key",
             "base_url",
             "confirm_costly",
+            "effort",
             "max_calls_per_answer",
+            "max_cost",
             "max_repeated_calls",
             "max_tool_rounds",
             "mcp_servers",
             "mcp_timeout_s",
             "model",
+            "models",
             "permissions",
             "provider",
             "prune_result_chars",
@@ -57,7 +60,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
     for (name, setting) in settings {
         let source = setting["source"].as_str().expect("a source string");
         assert!(
-            ["flag", "env", "config", "default"].contains(&source),
+            ["flag", "env", "config", "table", "default"].contains(&source),
             "{name}: {setting}"
         );
         assert!(setting.get("value").is_some(), "{name}: {setting}");
@@ -78,7 +81,7 @@ fn flag_beats_env_beats_config_beats_default() {
     assert_eq!(doc["file_found"], false);
     assert_eq!(
         setting(&doc, "model"),
-        ("gpt-4o-mini".into(), "default".into())
+        ("gpt-5.6-terra".into(), "default".into())
     );
 
     write_config(

@@ -19,6 +19,7 @@ mod compaction;
 mod completions;
 mod config;
 mod docs;
+mod cost;
 mod edit_kills;
 mod edits;
 mod faults;

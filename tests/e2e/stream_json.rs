@@ -59,7 +59,7 @@ fn a_turn_with_a_tool_streams_events() {
         (
             &"init".into(),
             &events.last().unwrap()["session"],
-            &"gpt-4o-mini".into()
+            &"gpt-5.6-terra".into()
         )
     );
     assert_eq!(init["cwd"], env.cwd.to_string_lossy().as_ref());

@@ -390,7 +390,10 @@ fn round_trip(wire: Wire) {
             assert!(tools[..tools.len() - 1]
                 .iter()
                 .all(|t| t.get("cache_control").is_none()));
-            assert_eq!(second["max_tokens"], 12_800, "the room a 128k window keeps");
+            assert_eq!(
+                second["max_tokens"], 32_000,
+                "the room the default model's 1M window (from the model table) keeps: the cap"
+            );
             assert_eq!(second["tools"][0]["name"], "read_file");
             assert_eq!(second["tools"][0]["input_schema"]["type"], "object");
         }

@@ -87,7 +87,7 @@ fn two_piped_turns_then_a_continued_third() {
     ]);
     assert_eq!(request_messages(&requests[2].body), conversation);
     let body: Value = serde_json::from_str(&requests[2].body).unwrap();
-    assert_eq!(body["model"], "gpt-4o-mini");
+    assert_eq!(body["model"], "gpt-5.6-terra");
     assert_eq!(body["stream"], true);
     assert_eq!(body["messages"][0]["role"], "system");
 
@@ -125,7 +125,7 @@ fn two_piped_turns_then_a_continued_third() {
     assert_eq!(totals["tokens_out"], 24);
     assert_eq!(totals["last_context"], 309);
     assert_eq!(totals["estimated"], false);
-    assert_eq!(last_of(&recs, "resumed")["model"], "gpt-4o-mini");
+    assert_eq!(last_of(&recs, "resumed")["model"], "gpt-5.6-terra");
 }
 
 #[test]
@@ -392,8 +392,8 @@ fn blank_lines_are_not_turns_and_slash_lines_are_commands() {
         lines,
         [
             "unknown command /frob; /help lists them",
-            "(unnamed) · gpt-4o-mini · 1 turn · 10 in / 1 out · context 11 of 128k (0%)",
-            "model gpt-4o-mini · provider openai · window 128000 tokens (from default)",
+            "(unnamed) · gpt-5.6-terra · 1 turn · 10 in / 1 out · context 11 of 922k (0%) · <$0.0001",
+            "model gpt-5.6-terra · provider openai · window 922000 tokens (from the model table)",
             &format!("session file {}", session.display()),
             "memory: global/asking-the-user.md, global/read-before-edit.md, global/task-discipline.md, \
              global/verify-before-commit.md, global/worktree-isolation.md, project/project.md",

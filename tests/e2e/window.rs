@@ -416,7 +416,7 @@ fn the_window_is_learned_from_the_server() {
         ),
         (
             "openrouter",
-            json(json!({"data": [{"id": "openai/gpt-4o-mini", "context_length": 64000}]})),
+            json(json!({"data": [{"id": "openai/gpt-5.6-terra", "context_length": 64000}]})),
             "/v1/models",
             64000,
         ),

@@ -336,6 +336,10 @@ impl Session {
     fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
         let mut cmds = Vec::new();
         let text = compact::estimate(self.state.text_bytes(0..cut), &self.state.totals);
+        // The summary's requests count toward --max-cost like any other.
+        if let Some(reason) = self.over_budget(text) {
+            return Some(self.stop(reason, now));
+        }
         let whole = compact::fits(text, self.state.window)
             .then(|| self.state.whole_piece(0, cut, None))
             .flatten()
@@ -523,10 +527,17 @@ impl Session {
             );
             compact::estimate(next.body.len(), &self.state.totals)
         };
+        let (cost, unpriced) = self.cost_after(Some(usage));
         let totals = Totals {
+            cost,
+            unpriced,
             at: Some(now),
             tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
             tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
+            tokens_cache_written: before
+                .tokens_cache_written
+                .saturating_add(usage.cache_write_tokens),
             last_context: estimate,
             estimated: true,
             ..before.clone()

@@ -106,6 +106,15 @@ pub enum Input {
     GoOn { now: OffsetDateTime },
     /// Plan mode on or off (`--plan`, `/plan`, `/plan off`).
     Plan { on: bool, now: OffsetDateTime },
+    /// `/model NAME`: ask `model` from the next request on, with its
+    /// window from the table of known models (else the current one).
+    Model { model: String, now: OffsetDateTime },
+    /// `--effort`, `/effort`: the reasoning effort from the next request
+    /// on (logged only when it changes).
+    Effort {
+        effort: Option<crate::models::Effort>,
+        now: OffsetDateTime,
+    },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]).
     SandboxRefused {
@@ -269,8 +278,16 @@ pub struct Reply {
 /// Token counts of one request, as the provider reported them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
+    /// All input tokens, the cached ones included.
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, those read from the provider's prompt cache
+    /// (Anthropic's `cache_read_input_tokens`, OpenAI's
+    /// `prompt_tokens_details.cached_tokens`).
+    pub cache_read_tokens: u64,
+    /// Of `prompt_tokens`, those written to the prompt cache (Anthropic's
+    /// `cache_creation_input_tokens`; OpenAI does not report them).
+    pub cache_write_tokens: u64,
 }
 
 /// Something the shell must do.
@@ -457,6 +474,12 @@ pub struct Settings {
     pub allow_mcp: bool,
     /// Seconds an MCP tool call may take (`mcp_timeout_s`).
     pub mcp_timeout_s: u64,
+    /// The known models, whose prices the totals count the cost by.
+    pub models: crate::models::Table,
+    /// `--max-cost`, in nano-dollars: no request goes out that is expected
+    /// to bring the session's cost past it (see
+    /// [`crate::models::expected_cost`]).
+    pub max_cost: Option<u64>,
 }
 
 /// The default of `spill-result-chars`.

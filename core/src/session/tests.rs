@@ -26,6 +26,8 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        models: Default::default(),
+        max_cost: None,
     }
 }
 
@@ -52,6 +54,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
     let usage = Some(Usage {
         prompt_tokens: 10,
         completion_tokens: 2,
+        ..Default::default()
     });
     s.handle(Input::Reply {
         reply: Reply {
@@ -481,6 +484,7 @@ fn long_session(turns: usize, context: u64) -> Session {
         let usage = Some(Usage {
             prompt_tokens: read,
             completion_tokens: 0,
+            ..Default::default()
         });
         let reply = Reply {
             truncated: false,
@@ -1457,4 +1461,45 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
     assert!(rebuilt == sent, "the rebuilt requests differ");
     let offers = |b: &String| b.contains(r#""description":"echoes""#);
     assert!(offers(&sent[0]) && offers(&sent[1]) && !offers(&sent[2]));
+}
+
+#[test]
+fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
+    let mut s = start();
+    let window = s.state().window;
+    let now = datetime!(2026-12-02 10:05 UTC);
+    let cmds = s.handle(Input::Model {
+        model: "my-model".into(),
+        now,
+    });
+    assert!(matches!(
+        &cmds[0],
+        Command::Append(Record::ModelChanged(m)) if m.model == "my-model" && m.window == window
+    ));
+    assert_eq!(s.state().model, "my-model");
+    // The same model again, or no name: nothing logged.
+    for model in ["my-model", " ", "two words"] {
+        let cmds = s.handle(Input::Model {
+            model: model.into(),
+            now,
+        });
+        assert!(
+            cmds.iter().all(|c| matches!(c, Command::Show(_))),
+            "{model}: {cmds:?}"
+        );
+    }
+    // A known model brings its window.
+    let mut s = Session::start(
+        header(),
+        Settings {
+            models: crate::models::Table::shipped(),
+            ..settings()
+        },
+    )
+    .0;
+    s.handle(Input::Model {
+        model: "claude-sonnet-4-5".into(),
+        now,
+    });
+    assert_eq!(s.state().window, 200_000);
 }

@@ -122,6 +122,17 @@ impl<F: Front> Live<F> {
             let text = refine::piece_text(&blocks[range], budget);
             let request =
                 refine::piece_request(wire, &model, &text, (k + 1, of), &current, clock::now());
+            // A refinement's requests count toward --max-cost too: the
+            // core decides whether this one may go out.
+            let tokens =
+                revolve_core::compact::estimate(request.body.len(), &self.session.state().totals);
+            if let Some(reason) = self.session.over_budget(tokens) {
+                self.front.notice(&format!(
+                    "{what}: {}; memory unchanged",
+                    revolve_core::guard::describe(&reason)
+                ));
+                return Ok((None, sent));
+            }
             // Numbered like every request of the session (the `refined`
             // record counts them).
             sent += 1;

@@ -199,6 +199,8 @@ impl World {
             sandbox_note: None,
             rules: Default::default(),
             mcp: Default::default(),
+            models: Default::default(),
+            max_cost: None,
         }
     }
 

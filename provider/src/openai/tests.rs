@@ -25,7 +25,8 @@ fn openai_streams_text_and_usage_and_sends_the_body_verbatim() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 10,
-            completion_tokens: 3
+            completion_tokens: 3,
+            ..Default::default()
         })
     );
     assert_eq!(pieces, ["Hello", " big", " world"]);
@@ -84,7 +85,8 @@ fn openai_reads_a_json_answer() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 5,
-            completion_tokens: 2
+            completion_tokens: 2,
+            ..Default::default()
         })
     );
     assert_eq!(pieces, ["Whole answer"]);
@@ -356,7 +358,8 @@ fn openai_ignores_events_without_content() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 3,
-            completion_tokens: 1
+            completion_tokens: 1,
+            ..Default::default()
         })
     );
 }
@@ -403,7 +406,8 @@ fn openai_streams_tool_calls_in_fragments() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 10,
-            completion_tokens: 3
+            completion_tokens: 3,
+            ..Default::default()
         })
     );
 }
@@ -485,7 +489,8 @@ fn openai_reads_tool_calls_of_a_json_answer() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 7,
-            completion_tokens: 4
+            completion_tokens: 4,
+            ..Default::default()
         })
     );
 }
@@ -841,9 +846,51 @@ fn openai_odd_usage_never_fails_the_answer() {
         reply.usage,
         Some(Usage {
             prompt_tokens: 7,
-            completion_tokens: 2
+            completion_tokens: 2,
+            ..Default::default()
         })
     );
+}
+
+#[test]
+fn openai_usage_reads_the_cached_prompt_tokens() {
+    // Streamed: the usage chunk's `prompt_tokens_details.cached_tokens`.
+    let body = "data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":2006,\"completion_tokens\":300,\"prompt_tokens_details\":{\"cached_tokens\":1920,\"audio_tokens\":0}}}\n\ndata: [DONE]\n\n";
+    let (_server, provider) = fake(vec![FakeReply::Garbage(body.into())]);
+    let want = Usage {
+        prompt_tokens: 2006,
+        completion_tokens: 300,
+        cache_read_tokens: 1920,
+        cache_write_tokens: 0,
+    };
+    assert_eq!(run(&provider).0.unwrap().usage, Some(want));
+    // A whole answer, and details that make no sense: the counts stay,
+    // the cached part is never more than the prompt, and odd details are none.
+    for (details, cached) in [
+        (r#"{"cached_tokens":1920}"#, 1920),
+        (r#"{"cached_tokens":99999}"#, 2006),
+        (r#"{"cached_tokens":"many"}"#, 0),
+        (r#""odd""#, 0),
+        ("null", 0),
+    ] {
+        let body = format!(
+            r#"{{"choices":[{{"index":0,"message":{{"role":"assistant","content":"Hi"}},"finish_reason":"stop"}}],"usage":{{"prompt_tokens":2006,"completion_tokens":300,"prompt_tokens_details":{details}}}}}"#
+        );
+        let (_server, provider) = fake(vec![FakeReply::Status {
+            code: 200,
+            body,
+            retry_after: None,
+        }]);
+        let usage = run(&provider).0.unwrap().usage;
+        assert_eq!(
+            usage,
+            Some(Usage {
+                cache_read_tokens: cached,
+                ..want
+            }),
+            "{details}"
+        );
+    }
 }
 
 #[test]
