@@ -34,6 +34,8 @@ type LineEditor = Editor<Commands, DefaultHistory>;
 #[derive(Default)]
 struct Commands {
     skills: Vec<revolve_core::skills::Skill>,
+    /// The known models' names (`/model` takes them).
+    models: Vec<String>,
     /// Where the running sessions are found, and this session's own name
     /// (never offered to `/send`).
     sessions: Option<(revolve_io::store::Store, Option<String>)>,
@@ -59,6 +61,7 @@ impl Completer for Commands {
         let names = revolve_core::slash::Names {
             sessions: &sessions,
             skills: &self.skills,
+            models: &self.models,
         };
         if let Some((start, words)) = revolve_core::slash::complete_argument(line, pos, names) {
             return Ok((start, spaced(words)));
@@ -166,6 +169,9 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         }
         if let Some(commands) = editor.helper_mut() {
             commands.skills = live.skills();
+            if commands.models.is_empty() {
+                commands.models = live.models().iter().map(|(n, _)| n.to_owned()).collect();
+            }
             commands.sessions = Some((live.store().clone(), live.state().name.clone()));
         }
         watcher.idle(true);
@@ -340,6 +346,7 @@ mod tests {
     fn tab_completes_commands_then_their_words_and_names() {
         let commands = Commands {
             skills: vec![skill("review"), skill("release")],
+            models: vec!["gpt-5.4-mini".to_owned(), "claude-sonnet-5".to_owned()],
             sessions: None,
         };
         assert_eq!(
@@ -363,6 +370,12 @@ mod tests {
         );
         // No store to look in: no session to offer.
         assert_eq!(tab(&commands, "/send b"), (6, vec![]));
+        assert_eq!(
+            tab(&commands, "/model claude"),
+            (7, vec!["claude-sonnet-5 ".to_owned()]),
+            "the known models by name"
+        );
+        assert_eq!(tab(&commands, "/effort h"), (8, vec!["high ".to_owned()]));
         assert_eq!(tab(&commands, "plain words"), (0, vec![]));
     }
 }

@@ -130,6 +130,8 @@ pub struct Names<'a> {
     pub sessions: &'a [String],
     /// The session's skills (`/help` takes their names).
     pub skills: &'a [crate::skills::Skill],
+    /// The known models' names (`/model` takes them).
+    pub models: &'a [String],
 }
 
 /// What a builtin command's first argument is, for Tab.
@@ -138,19 +140,26 @@ enum Takes {
     Words(&'static [&'static str]),
     /// The name of another running session.
     Session,
+    /// The name of a known model.
+    Model,
     /// The name of a command: a builtin (but for the one-letter aliases)
     /// or a skill.
     Command,
 }
 
 /// The builtin commands whose first argument Tab completes.
-const ARGUMENTS: [(&str, Takes); 6] = [
+const ARGUMENTS: [(&str, Takes); 8] = [
     ("goal", Takes::Words(&["pause", "resume", "done", "clear"])),
     ("refine", Takes::Words(&["history", "undo"])),
     ("rewind", Takes::Words(&["list", "undo"])),
     ("plan", Takes::Words(&["off"])),
     ("send", Takes::Session),
     ("help", Takes::Command),
+    ("model", Takes::Model),
+    (
+        "effort",
+        Takes::Words(&["low", "medium", "high", "default"]),
+    ),
 ];
 
 /// What Tab completes in a command's argument at `pos`: where the word
@@ -169,6 +178,7 @@ pub fn complete_argument(line: &str, pos: usize, names: Names<'_>) -> Option<(us
     let offered: Vec<String> = match takes {
         Takes::Words(words) => words.iter().map(|w| (*w).to_owned()).collect(),
         Takes::Session => names.sessions.to_vec(),
+        Takes::Model => names.models.to_vec(),
         Takes::Command => complete("/", 1, names.skills)
             .into_iter()
             .map(|c| c.trim_start_matches('/').to_owned())
@@ -366,6 +376,7 @@ mod tests {
         let names = Names {
             sessions: &sessions,
             skills: &[],
+            models: &[],
         };
         assert_eq!(
             complete_argument("/send b", 7, names),
@@ -388,6 +399,39 @@ mod tests {
     }
 
     #[test]
+    fn model_completes_known_models_and_effort_its_levels() {
+        let models = [
+            "gpt-5.4-mini".to_owned(),
+            "gpt-5.6-terra".to_owned(),
+            "claude-sonnet-5".to_owned(),
+        ];
+        let names = || Names {
+            sessions: &[],
+            skills: &[],
+            models: &models,
+        };
+        assert_eq!(
+            complete_argument("/model gpt-5", 12, names()),
+            Some((
+                7,
+                vec!["gpt-5.4-mini".to_owned(), "gpt-5.6-terra".to_owned()]
+            ))
+        );
+        assert_eq!(
+            complete_argument("/effort ", 8, names()),
+            Some((
+                8,
+                vec![
+                    "default".to_owned(),
+                    "high".to_owned(),
+                    "low".to_owned(),
+                    "medium".to_owned()
+                ]
+            ))
+        );
+    }
+
+    #[test]
     fn help_completes_commands_and_skills_by_name() {
         let skills = [
             skill("review", "review a diff"),
@@ -396,6 +440,7 @@ mod tests {
         let names = Names {
             sessions: &[],
             skills: &skills,
+            models: &[],
         };
         assert_eq!(
             complete_argument("/help re", 8, names),

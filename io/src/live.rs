@@ -585,6 +585,11 @@ impl<F: Front> Live<F> {
         removed
     }
 
+    /// The known models: the shipped table and the config file's.
+    pub fn models(&self) -> &revolve_core::models::Table {
+        &self.runtime.models
+    }
+
     /// The store the session is kept in.
     pub fn store(&self) -> &Store {
         &self.store
