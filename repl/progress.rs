@@ -30,29 +30,43 @@ pub fn command_view(columns: usize) -> Watch {
     let drawn = Mutex::new(Drawn::default());
     Watch(Some(Arc::new(move |tick| {
         let mut drawn = drawn.lock().unwrap_or_else(|e| e.into_inner());
-        let mut err = std::io::stderr().lock();
+        if let Some(bytes) = drawn.step(tick, Instant::now(), columns) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{bytes}");
+            let _ = err.flush();
+        }
+    })))
+}
+
+impl Drawn {
+    /// What to write for one tick at `now`: nothing (too early, or drawn
+    /// less than [`REDRAW`] ago), a new view over the one on screen, or,
+    /// when the command ended (`None`), the erase that folds it away.
+    fn step(
+        &mut self,
+        tick: Option<(Duration, &str)>,
+        now: Instant,
+        columns: usize,
+    ) -> Option<String> {
         match tick {
             Some((elapsed, tail)) => {
                 if elapsed < Duration::from_millis(PROGRESS_AFTER_MS)
-                    || drawn.at.is_some_and(|at| at.elapsed() < REDRAW)
+                    || self.at.is_some_and(|at| now.duration_since(at) < REDRAW)
                 {
-                    return;
+                    return None;
                 }
                 let block = view_lines(elapsed, tail, columns);
-                let _ = write!(err, "{}{block}", erase(drawn.lines));
-                let _ = err.flush();
-                drawn.lines = block.lines().count();
-                drawn.at = Some(Instant::now());
+                let bytes = format!("{}{block}", erase(self.lines));
+                self.lines = block.lines().count();
+                self.at = Some(now);
+                Some(bytes)
             }
             None => {
-                if drawn.lines > 0 {
-                    let _ = write!(err, "{}", erase(drawn.lines));
-                    let _ = err.flush();
-                }
-                *drawn = Drawn::default();
+                let lines = std::mem::take(self).lines;
+                (lines > 0).then(|| erase(lines))
             }
         }
-    })))
+    }
 }
 
 /// Waits `wait` before a retry, unless `stop` says to give up (returns
@@ -161,5 +175,43 @@ mod tests {
         );
         assert_eq!(erase(0), "");
         assert_eq!(erase(3), "\x1b[3F\x1b[J");
+    }
+
+    /// The bytes a whole `cargo test` run writes to the terminal, the clock
+    /// pinned: nothing before half a second, a redraw at most every 100 ms,
+    /// each erasing exactly the lines before it, and the view folded away
+    /// at the end (escapes shown as `⎋`).
+    #[test]
+    fn a_running_command_draws_redraws_and_folds_away() {
+        let start = Instant::now();
+        let mut drawn = Drawn::default();
+        let output = [
+            "   Compiling revolve v0.1.0\n",
+            "   Compiling revolve v0.1.0\n    Finished `test` profile\n     Running unittests\n",
+            "    Finished `test` profile\n     Running unittests\ntest a ... ok\ntest b ... ok\n",
+        ];
+        let ticks: [(u64, Option<&str>); 7] = [
+            (200, Some(output[0])),
+            (600, Some(output[0])),
+            (650, Some(output[1])),
+            (720, Some(output[1])),
+            (1_900, Some(output[2])),
+            (1_950, Some(output[2])),
+            (2_000, None),
+        ];
+        let mut screen = String::new();
+        for (ms, tail) in ticks {
+            let elapsed = Duration::from_millis(ms);
+            let written = drawn.step(tail.map(|t| (elapsed, t)), start + elapsed, 60);
+            screen.push_str(&format!(
+                "at {ms} ms: {}\n",
+                match written {
+                    None => "(nothing)".to_owned(),
+                    Some(bytes) => format!("{:?}", bytes.replace('\x1b', "⎋")),
+                }
+            ));
+        }
+        insta::assert_snapshot!(screen);
+        assert_eq!(drawn.lines, 0, "nothing is left on screen");
     }
 }
