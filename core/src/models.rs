@@ -39,6 +39,9 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// Every level, lowest first.
+    pub const ALL: [Effort; 3] = [Effort::Low, Effort::Medium, Effort::High];
+
     /// `low`, `medium` or `high`.
     pub const fn as_str(self) -> &'static str {
         match self {

@@ -142,6 +142,8 @@ enum Takes {
     Session,
     /// The name of a known model.
     Model,
+    /// An effort level, or `default`.
+    Effort,
     /// The name of a command: a builtin (but for the one-letter aliases)
     /// or a skill.
     Command,
@@ -156,10 +158,7 @@ const ARGUMENTS: [(&str, Takes); 8] = [
     ("send", Takes::Session),
     ("help", Takes::Command),
     ("model", Takes::Model),
-    (
-        "effort",
-        Takes::Words(&["low", "medium", "high", "default"]),
-    ),
+    ("effort", Takes::Effort),
 ];
 
 /// What Tab completes in a command's argument at `pos`: where the word
@@ -179,6 +178,11 @@ pub fn complete_argument(line: &str, pos: usize, names: Names<'_>) -> Option<(us
         Takes::Words(words) => words.iter().map(|w| (*w).to_owned()).collect(),
         Takes::Session => names.sessions.to_vec(),
         Takes::Model => names.models.to_vec(),
+        Takes::Effort => crate::models::Effort::ALL
+            .iter()
+            .map(|e| e.as_str().to_owned())
+            .chain(["default".to_owned()])
+            .collect(),
         Takes::Command => complete("/", 1, names.skills)
             .into_iter()
             .map(|c| c.trim_start_matches('/').to_owned())
