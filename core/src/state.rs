@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 use crate::compact;
 use crate::record::{
     Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
-    CACHE_VERSION, FORMAT_VERSION,
+    CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
 use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Wire};
 
@@ -650,7 +650,20 @@ impl State {
                 Vec::new()
             },
             effort: self.effort,
+            thinking: self.thinking(),
         }
+    }
+
+    /// Anthropic's thinking budget at this state's effort, for files of a
+    /// version whose requests think ([`THINKING_VERSION`]); none on the
+    /// Chat Completions wire, without an effort, or for older files
+    /// (rebuilt as they were sent).
+    pub fn thinking(&self) -> Option<u64> {
+        let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
+        let anthropic = Wire::of(&self.provider) == Wire::Anthropic;
+        self.effort
+            .filter(|_| anthropic && version >= THINKING_VERSION)
+            .map(crate::models::Effort::thinking_budget)
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
