@@ -888,6 +888,41 @@ mod tests {
 
     use crate::record::test_header as header;
 
+    /// The effort thinks on the Anthropic wire from format 5 on; a
+    /// format-4 log (whose requests sent nothing for it there) and the
+    /// Chat Completions wire rebuild without it; no effort, no thinking.
+    #[test]
+    fn thinking_at_an_effort_on_anthropic_from_format_5() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let fold = |version: u32, provider: &str, effort: Option<crate::models::Effort>| {
+            State::fold(&[
+                Record::Header(Header {
+                    version,
+                    provider: provider.into(),
+                    ..header()
+                }),
+                Record::Effort(crate::record::EffortChanged { at, effort }),
+            ])
+        };
+        let high = Some(crate::models::Effort::High);
+        assert_eq!(
+            fold(FORMAT_VERSION, "anthropic", high).thinking(),
+            Some(24_576)
+        );
+        assert_eq!(
+            fold(THINKING_VERSION, "anthropic", high)
+                .shape(None, true)
+                .thinking,
+            Some(24_576)
+        );
+        assert_eq!(
+            fold(THINKING_VERSION - 1, "anthropic", high).thinking(),
+            None
+        );
+        assert_eq!(fold(FORMAT_VERSION, "openai", high).thinking(), None);
+        assert_eq!(fold(FORMAT_VERSION, "anthropic", None).thinking(), None);
+    }
+
     #[test]
     fn requests_are_rebuilt_before_each_answer() {
         let at = datetime!(2026-12-02 10:01 UTC);
