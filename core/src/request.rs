@@ -130,16 +130,87 @@ pub struct Shape {
     /// How hard a reasoning model thinks (`--effort`, `/effort`): OpenAI's
     /// `reasoning_effort` on the Chat Completions wire.
     pub effort: Option<Effort>,
-    /// Anthropic's extended thinking, in tokens of budget (see
-    /// [`Effort::thinking_budget`]): the body asks
-    /// `"thinking": {"type": "enabled", "budget_tokens": N}`, its
-    /// `max_tokens` is raised by N (thinking counts towards it, and the
-    /// API wants the budget below it: the answer keeps the room it had),
-    /// and the assistant messages' thinking blocks go back before their
-    /// text and tool calls, as the API requires while tools are used.
-    /// Without it, thinking blocks are not sent. Nothing on the Chat
-    /// Completions wire.
-    pub thinking: Option<u64>,
+    /// Anthropic's extended thinking (see [`Think`]): the body asks it,
+    /// its `max_tokens` is raised by the effort's budget (thinking counts
+    /// towards it, and the API wants a budget below it: the answer keeps
+    /// the room it had), and the assistant messages' thinking blocks go
+    /// back before their text and tool calls, as the API requires while
+    /// tools are used. Without it, thinking blocks are not sent. Nothing
+    /// on the Chat Completions wire.
+    pub thinking: Option<Think>,
+}
+
+/// How an Anthropic request thinks at an effort, decided by the model (not
+/// the provider, so a recorded session replayed through `--provider
+/// replay:NAME` sends the same bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Think {
+    /// `"thinking": {"type": "enabled", "budget_tokens": N}`, N from
+    /// [`Effort::thinking_budget`]: the manual mode, the only one of the
+    /// models before Claude 4.6 (and of names that are not Claude's).
+    Budget(u64),
+    /// `"thinking": {"type": "adaptive"}` and `"output_config":
+    /// {"effort": LEVEL}`: Claude 4.6 and later, where the model decides
+    /// how much to think at that effort (from Opus 4.7 on, a budget is
+    /// refused with a 400; on 4.6 it is deprecated).
+    Adaptive(Effort),
+}
+
+impl Think {
+    /// How `model` thinks at `effort`.
+    pub fn of(model: &str, effort: Effort) -> Think {
+        if adaptive(model) {
+            Think::Adaptive(effort)
+        } else {
+            Think::Budget(effort.thinking_budget())
+        }
+    }
+
+    /// The tokens `max_tokens` is raised by.
+    pub fn budget(self) -> u64 {
+        match self {
+            Think::Budget(n) => n,
+            Think::Adaptive(effort) => effort.thinking_budget(),
+        }
+    }
+
+    /// The body's fields.
+    fn write(self, body: &mut Value) {
+        match self {
+            Think::Budget(n) => {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": n});
+            }
+            Think::Adaptive(effort) => {
+                body["thinking"] = json!({"type": "adaptive"});
+                body["output_config"] = json!({"effort": effort.as_str()});
+            }
+        }
+    }
+}
+
+/// Whether a model thinks adaptively: a Claude model named
+/// `claude-FAMILY-MAJOR[-MINOR][-DATE]` of version 4.6 or later. Older
+/// names (`claude-3-7-sonnet-…`, `claude-sonnet-4-5`, `claude-opus-4-…`)
+/// and other names think on a budget.
+fn adaptive(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let Some(rest) = name.strip_prefix("claude-") else {
+        return false;
+    };
+    let mut parts = rest.split('-');
+    let family = parts.next().unwrap_or("");
+    if family.is_empty() || family.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    let number = |p: Option<&str>| {
+        p.filter(|p| (1..=2).contains(&p.len()))
+            .and_then(|p| p.parse::<u32>().ok())
+    };
+    let Some(major) = number(parts.next()) else {
+        return false;
+    };
+    let minor = number(parts.next()).unwrap_or(0);
+    (major, minor) >= (4, 6)
 }
 
 impl Shape {
@@ -363,11 +434,11 @@ impl Body {
         if let Some(limit) = shape.limit {
             outer[limit.field] = json!(limit.tokens);
         }
-        if let (Wire::Anthropic, Some(budget)) = (wire, shape.thinking) {
+        if let (Wire::Anthropic, Some(think)) = (wire, shape.thinking) {
             let answer = shape
                 .limit
                 .map_or(u64::from(ANTHROPIC_MAX_TOKENS), |l| l.tokens);
-            outer["max_tokens"] = json!(answer.saturating_add(budget));
+            outer["max_tokens"] = json!(answer.saturating_add(think.budget()));
         }
         Body::around(&outer, elements)
     }
@@ -751,8 +822,8 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
         Some(system) => body["system"] = json!(system),
         None => {}
     }
-    if let Some(budget) = shape.thinking {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    if let Some(think) = shape.thinking {
+        think.write(&mut body);
     }
     body
 }
@@ -891,10 +962,9 @@ mod limit_tests {
             },
             Message::tool(at, "toolu_1", "a.rs"),
         ];
-        let budget = Effort::High.thinking_budget();
         let shape = Shape {
             effort: Some(Effort::High),
-            thinking: Some(budget),
+            thinking: Some(Think::of("claude", Effort::High)),
             ..Shape::limited(Some(AnswerLimit::of("claude", 20_000)))
         };
         let body: Value = serde_json::from_str(
@@ -933,6 +1003,40 @@ mod limit_tests {
         let openai = Request::shaped(Wire::OpenAi, "o3", None, &msgs[..], &shape);
         assert!(!openai.body.text().contains("thinking"));
         assert!(!openai.body.text().contains("signature"));
+        // Claude 4.6 and later think adaptively at the effort.
+        let adaptive_shape = Shape {
+            thinking: Some(Think::of("claude-sonnet-5", Effort::Low)),
+            ..shape.clone()
+        };
+        let request = Request::shaped(
+            Wire::Anthropic,
+            "claude-sonnet-5",
+            None,
+            &msgs[..],
+            &adaptive_shape,
+        );
+        let body: Value = serde_json::from_str(&request.body.text()).unwrap();
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "low"}));
+        assert_eq!(body["max_tokens"], 20_000 + 2_048);
+        assert_eq!(body["messages"][1]["content"][0]["type"], "thinking");
+        // Which models think adaptively.
+        for (model, yes) in [
+            ("claude-sonnet-5", true),
+            ("claude-opus-4-7", true),
+            ("claude-sonnet-4-6", true),
+            ("claude-haiku-5-5", true),
+            ("claude-mythos-5-1", true),
+            ("anthropic/claude-opus-4-8", true),
+            ("claude-sonnet-4-5", false),
+            ("claude-sonnet-4-5-20250929", false),
+            ("claude-opus-4-20250514", false),
+            ("claude-3-7-sonnet-20250219", false),
+            ("claude", false),
+            ("m", false),
+        ] {
+            assert_eq!(adaptive(model), yes, "{model}");
+        }
         // Every level is within the API's bounds.
         for e in [Effort::Low, Effort::Medium, Effort::High] {
             assert!(e.thinking_budget() >= 1_024, "{e:?}");
@@ -1205,12 +1309,20 @@ mod oracle {
             }
             Wire::Anthropic => {}
         }
-        if let (Wire::Anthropic, Some(budget)) = (wire, shape.thinking) {
-            let answer = shape
-                .limit
-                .map_or(u64::from(ANTHROPIC_MAX_TOKENS), |l| l.tokens);
-            body["max_tokens"] = json!(answer + budget);
-            body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+        let answer = shape
+            .limit
+            .map_or(u64::from(ANTHROPIC_MAX_TOKENS), |l| l.tokens);
+        match (wire, shape.thinking) {
+            (Wire::Anthropic, Some(Think::Budget(budget))) => {
+                body["max_tokens"] = json!(answer + budget);
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            }
+            (Wire::Anthropic, Some(Think::Adaptive(effort))) => {
+                body["max_tokens"] = json!(answer + effort.thinking_budget());
+                body["thinking"] = json!({"type": "adaptive"});
+                body["output_config"] = json!({"effort": effort.as_str()});
+            }
+            _ => {}
         }
         body.to_string()
     }
@@ -1473,7 +1585,10 @@ mod streaming_tests {
                 },
                 mcp: Vec::new(),
                 effort: effort.map(|e| [Effort::Low, Effort::Medium, Effort::High][usize::from(e % 3)]),
-                thinking: thinking.map(u64::from),
+                thinking: thinking.map(|t| match t % 2 {
+                    0 => Think::Budget(u64::from(t)),
+                    _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
+                }),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

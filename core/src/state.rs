@@ -16,7 +16,7 @@ use crate::record::{
     Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
     CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
-use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Wire};
+use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -654,16 +654,16 @@ impl State {
         }
     }
 
-    /// Anthropic's thinking budget at this state's effort, for files of a
-    /// version whose requests think ([`THINKING_VERSION`]); none on the
-    /// Chat Completions wire, without an effort, or for older files
-    /// (rebuilt as they were sent).
-    pub fn thinking(&self) -> Option<u64> {
+    /// How this state's Anthropic requests think at its effort
+    /// ([`Think::of`] its model), for files of a version whose requests
+    /// think ([`THINKING_VERSION`]); none on the Chat Completions wire,
+    /// without an effort, or for older files (rebuilt as they were sent).
+    pub fn thinking(&self) -> Option<Think> {
         let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
         let anthropic = Wire::of(&self.provider) == Wire::Anthropic;
         self.effort
             .filter(|_| anthropic && version >= THINKING_VERSION)
-            .map(crate::models::Effort::thinking_budget)
+            .map(|effort| Think::of(&self.model, effort))
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
@@ -907,13 +907,13 @@ mod tests {
         let high = Some(crate::models::Effort::High);
         assert_eq!(
             fold(FORMAT_VERSION, "anthropic", high).thinking(),
-            Some(24_576)
+            Some(Think::Budget(24_576))
         );
         assert_eq!(
             fold(THINKING_VERSION, "anthropic", high)
                 .shape(None, true)
                 .thinking,
-            Some(24_576)
+            Some(Think::Budget(24_576))
         );
         assert_eq!(
             fold(THINKING_VERSION - 1, "anthropic", high).thinking(),

@@ -525,9 +525,12 @@ fn replay_equals_live() {
 #[test]
 fn replay_equals_live_with_thinking() {
     fn prop(ops: Vec<Op>) -> bool {
+        // A model that thinks adaptively, until a restart names "m" (which
+        // thinks on a budget).
         let header = Header {
             version: FORMAT_VERSION,
             provider: "anthropic".into(),
+            model: "claude-sonnet-5".into(),
             ..header()
         };
         let run = run_as(&ops, header, &[8_000, 6_000]);

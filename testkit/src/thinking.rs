@@ -3,8 +3,10 @@
 //! use"):
 //!
 //! * A request turns it on with `"thinking": {"type": "enabled",
-//!   "budget_tokens": N}`: N must be at least 1,024 and below
-//!   `max_tokens`, else `400`.
+//!   "budget_tokens": N}` (N must be at least 1,024 and below
+//!   `max_tokens`, else `400`), or with `{"type": "adaptive"}` (Claude
+//!   4.6 and later; how much to think is the model's, at
+//!   `output_config.effort`).
 //! * An answer that thinks begins with a `thinking` block: its text comes
 //!   as `thinking_delta`s, then its `signature` as one `signature_delta`
 //!   just before the block's stop.
@@ -48,17 +50,22 @@ pub fn check(body: &str, thoughts: &[Thought]) -> Result<(), String> {
     let Ok(body) = serde_json::from_str::<Value>(body) else {
         return Ok(());
     };
-    let Some(asked) = body.get("thinking").filter(|t| t["type"] == "enabled") else {
+    let Some(asked) = body
+        .get("thinking")
+        .filter(|t| t["type"] == "enabled" || t["type"] == "adaptive")
+    else {
         return Ok(());
     };
     let budget = asked["budget_tokens"].as_u64().unwrap_or(0);
-    if budget < MIN_BUDGET {
+    if asked["type"] == "adaptive" {
+        // No budget to check.
+    } else if budget < MIN_BUDGET {
         return Err(format!(
             "thinking.enabled.budget_tokens: Input should be greater than or equal to {MIN_BUDGET}"
         ));
     }
     let max_tokens = body["max_tokens"].as_u64().unwrap_or(0);
-    if max_tokens <= budget {
+    if asked["type"] == "enabled" && max_tokens <= budget {
         return Err(format!(
             "`max_tokens` must be greater than `thinking.budget_tokens`. Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking#max-tokens-and-context-window-size ({max_tokens} <= {budget})"
         ));
@@ -142,7 +149,23 @@ mod tests {
         // Thinking off: nothing is checked.
         let off =
             body(json!({"type": "text", "text": "hi"})).replace("\"enabled\"", "\"disabled\"");
-        assert_eq!(check(&off, &[thought]), Ok(()));
+        assert_eq!(check(&off, std::slice::from_ref(&thought)), Ok(()));
+        // Adaptive thinking is checked the same, without a budget.
+        let adaptive = |first: Value| {
+            body(first).replace(
+                r#"{"budget_tokens":2048,"type":"enabled"}"#,
+                r#"{"type":"adaptive"}"#,
+            )
+        };
+        let text = json!({"type": "text", "text": "hi"});
+        assert!(adaptive(text.clone()).contains("adaptive"));
+        assert!(check(&adaptive(text), std::slice::from_ref(&thought)).is_err());
+        let good =
+            json!({"type": "thinking", "thinking": "Look first.", "signature": thought.signature});
+        assert_eq!(
+            check(&adaptive(good), std::slice::from_ref(&thought)),
+            Ok(())
+        );
         // The budget's bounds.
         let low = body(json!({})).replace("2048", "512");
         assert!(check(&low, &[])
