@@ -75,8 +75,9 @@
 //!
 //! `effort`, `--effort` or `/effort`: the reasoning effort the requests
 //! after it ask (`reasoning_effort` on the Chat Completions wire; on the
-//! Messages wire, from format 5, extended thinking with the effort's
-//! budget, see [`crate::models::Effort::thinking_budget`]):
+//! Messages wire, from format 5, extended thinking, adaptive at that
+//! effort or on its budget as the model takes it, see
+//! [`crate::request::Think`]):
 //! ```json
 //! {"type":"effort","at":"2026-12-02T10:30:00Z","effort":"high"}
 //! ```
@@ -241,9 +242,10 @@ pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 ///   `max_completion_tokens`, as `gpt-5` does; older files rebuild theirs
 ///   with `max_tokens`, as they were sent.
 /// * 5: with an effort set, Anthropic requests turn on extended thinking
-///   (`thinking` with the effort's budget, `max_tokens` raised by it) and
-///   send back the thinking blocks assistant messages keep; older files
-///   rebuild theirs without, as they were sent.
+///   (`thinking`, adaptive or with the effort's budget as the model takes
+///   it, `max_tokens` raised by the budget; see [`crate::request::Think`])
+///   and send back the thinking blocks assistant messages keep; older
+///   files rebuild theirs without, as they were sent.
 pub const FORMAT_VERSION: u32 = 5;
 
 /// The first version whose requests are marked for the prompt cache.
