@@ -77,7 +77,7 @@ pub struct Cli {
     #[arg(long)]
     pub plan: bool,
 
-    /// How hard a reasoning model thinks: OpenAI's reasoning_effort (config "effort"; /effort changes it)
+    /// How hard a reasoning model thinks: OpenAI's reasoning_effort, Anthropic's thinking budget (config "effort"; /effort changes it)
     #[arg(long, value_name = "LEVEL", env = "REVOLVE_EFFORT", value_parser = ["low", "medium", "high"])]
     pub effort: Option<String>,
 

@@ -105,6 +105,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                     tool_calls: m.tool_calls.clone(),
                     usage: None,
                     truncated: m.truncated,
+                    thinking: m.thinking.clone(),
                 }));
             }
             Record::Failed(f) => match cut.take() {
@@ -144,6 +145,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                         tool_calls: Vec::new(),
                         usage: (usage != Usage::default()).then_some(usage),
                         truncated: false,
+                        thinking: Vec::new(),
                     });
                 }
             }
@@ -154,6 +156,7 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                         tool_calls: Vec::new(),
                         usage: None,
                         truncated: false,
+                        thinking: Vec::new(),
                     });
                 }
             }
@@ -258,6 +261,7 @@ mod tests {
             got,
             vec![
                 Answer::Reply(Reply {
+                    thinking: Vec::new(),
                     truncated: false,
                     text: "looking".into(),
                     tool_calls: vec![call],
@@ -268,6 +272,7 @@ mod tests {
                     }),
                 }),
                 Answer::Reply(Reply {
+                    thinking: Vec::new(),
                     truncated: false,
                     text: "two files".into(),
                     tool_calls: vec![],

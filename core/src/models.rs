@@ -51,6 +51,17 @@ impl Effort {
         }
     }
 
+    /// Anthropic's extended-thinking budget at this effort, in tokens
+    /// ([`crate::policy::THINKING_BUDGETS`]).
+    pub const fn thinking_budget(self) -> u64 {
+        let [low, medium, high] = crate::policy::THINKING_BUDGETS;
+        match self {
+            Effort::Low => low,
+            Effort::Medium => medium,
+            Effort::High => high,
+        }
+    }
+
     /// The effort named `text`; the error says which names there are.
     pub fn parse(text: &str) -> Result<Effort, String> {
         match text.trim() {

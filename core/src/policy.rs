@@ -260,3 +260,19 @@ pub const MCP_LIST_PAGES: usize = 100;
 /// `--max-cost` weighs it before it goes out (see
 /// [`crate::models::expected_cost`]).
 pub const EXPECTED_ANSWER_TOKENS: u64 = 1_024;
+
+// ---------------------------------------------------------------------------
+// reasoning effort
+
+/// Anthropic's extended-thinking budget of each `--effort` level, in tokens
+/// (low, medium, high; see [`crate::models::Effort::thinking_budget`]):
+/// `budget_tokens` for the models that think on a budget, and what
+/// `max_tokens` is raised by for every model that thinks (adaptive ones
+/// included; see [`crate::request::Think`]). The API takes a budget of at
+/// least 1,024 and wants it below `max_tokens`, which the request raises
+/// by it (see [`crate::request::Shape::thinking`]); Anthropic's guidance is to start
+/// at the minimum and go up, 16k and more for hard work. With the largest
+/// answer room (32,000, [`crate::compact::room`]) the high level asks
+/// `max_tokens` 56,576, inside the 64,000 the oldest Claude models of the
+/// table ([`crate::models`]) may write.
+pub const THINKING_BUDGETS: [u64; 3] = [2_048, 8_192, 24_576];

@@ -24,7 +24,7 @@
 //!
 //! `header`, the first line of every file:
 //! ```json
-//! {"type":"header","version":4,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
+//! {"type":"header","version":5,"id":"20261202-102606-1a2b3c","name":"amber","named":false,"cwd":"/home/me/src/app","project":"/home/me/src/app","started":"2026-12-02T10:26:06Z","model":"gpt-4o-mini","window":128000,"provider":"openai","continues":null}
 //! ```
 //!
 //! `context`, the system prompt, written before the request that first uses it
@@ -66,8 +66,18 @@
 //! {"type":"model_changed","at":"2026-12-02T10:30:00Z","model":"claude-opus-5","window":1000000}
 //! ```
 //!
+//! An Anthropic answer given while thinking was on keeps its thinking
+//! blocks (`thinking` with its `signature`, or `redacted_thinking` with
+//! its `data`), which the requests after it send back unchanged:
+//! ```json
+//! {"type":"message","at":"2026-12-02T10:26:13Z","role":"assistant","content":"","tool_calls":[{"id":"toolu_1","name":"list_dir","arguments":"{\"path\":\".\"}"}],"thinking":[{"type":"thinking","thinking":"Look first.","signature":"EqQB…"}]}
+//! ```
+//!
 //! `effort`, `--effort` or `/effort`: the reasoning effort the requests
-//! after it ask (`reasoning_effort` on the Chat Completions wire):
+//! after it ask (`reasoning_effort` on the Chat Completions wire; on the
+//! Messages wire, from format 5, extended thinking, adaptive at that
+//! effort or on its budget as the model takes it, see
+//! [`crate::request::Think`]):
 //! ```json
 //! {"type":"effort","at":"2026-12-02T10:30:00Z","effort":"high"}
 //! ```
@@ -231,7 +241,12 @@ pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
 ///   `gpt-5.6-terra`, …) say their answer's limit as
 ///   `max_completion_tokens`, as `gpt-5` does; older files rebuild theirs
 ///   with `max_tokens`, as they were sent.
-pub const FORMAT_VERSION: u32 = 4;
+/// * 5: with an effort set, Anthropic requests turn on extended thinking
+///   (`thinking`, adaptive or with the effort's budget as the model takes
+///   it, `max_tokens` raised by the budget; see [`crate::request::Think`])
+///   and send back the thinking blocks assistant messages keep; older
+///   files rebuild theirs without, as they were sent.
+pub const FORMAT_VERSION: u32 = 5;
 
 /// The first version whose requests are marked for the prompt cache.
 pub const CACHE_VERSION: u32 = 3;
@@ -241,6 +256,9 @@ pub const ANSWER_LIMIT_VERSION: u32 = 2;
 
 /// The first version whose `gpt-5.N` models say `max_completion_tokens`.
 pub const POINT_RELEASE_VERSION: u32 = 4;
+
+/// The first version whose Anthropic requests think at an effort.
+pub const THINKING_VERSION: u32 = 5;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -442,6 +460,24 @@ pub struct Message {
     /// `revolve attach`): who sent it, and its place in the inbox.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<Origin>,
+    /// The thinking blocks an assistant message began with (Anthropic's
+    /// extended thinking), as the server sent them: sent back unchanged,
+    /// before the message's text and tool calls, while thinking is on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<Thinking>,
+}
+
+/// A thinking block of an answer, as Anthropic's Messages API sends it and
+/// wants it back: the text with the `signature` that vouches for it, or a
+/// `redacted_thinking` block whose `data` is encrypted. The field names
+/// are the API's, so a block is written to the wire as it is logged.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Thinking {
+    /// The model's reasoning, readable.
+    Thinking { thinking: String, signature: String },
+    /// Reasoning the server encrypted.
+    RedactedThinking { data: String },
 }
 
 /// Where a delivered message came from.
@@ -495,6 +531,7 @@ impl Message {
             partial: false,
             truncated: false,
             origin: None,
+            thinking: Vec::new(),
         }
     }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::models::Effort;
-use crate::record::{McpTool, Message, Role};
+use crate::record::{McpTool, Message, Role, Thinking};
 use crate::tools;
 
 /// The wire protocol of a provider.
@@ -130,6 +130,87 @@ pub struct Shape {
     /// How hard a reasoning model thinks (`--effort`, `/effort`): OpenAI's
     /// `reasoning_effort` on the Chat Completions wire.
     pub effort: Option<Effort>,
+    /// Anthropic's extended thinking (see [`Think`]): the body asks it,
+    /// its `max_tokens` is raised by the effort's budget (thinking counts
+    /// towards it, and the API wants a budget below it: the answer keeps
+    /// the room it had), and the assistant messages' thinking blocks go
+    /// back before their text and tool calls, as the API requires while
+    /// tools are used. Without it, thinking blocks are not sent. Nothing
+    /// on the Chat Completions wire.
+    pub thinking: Option<Think>,
+}
+
+/// How an Anthropic request thinks at an effort, decided by the model (not
+/// the provider, so a recorded session replayed through `--provider
+/// replay:NAME` sends the same bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Think {
+    /// `"thinking": {"type": "enabled", "budget_tokens": N}`, N from
+    /// [`Effort::thinking_budget`]: the manual mode, the only one of the
+    /// models before Claude 4.6 (and of names that are not Claude's).
+    Budget(u64),
+    /// `"thinking": {"type": "adaptive"}` and `"output_config":
+    /// {"effort": LEVEL}`: Claude 4.6 and later, where the model decides
+    /// how much to think at that effort (from Opus 4.7 on, a budget is
+    /// refused with a 400; on 4.6 it is deprecated).
+    Adaptive(Effort),
+}
+
+impl Think {
+    /// How `model` thinks at `effort`.
+    pub fn of(model: &str, effort: Effort) -> Think {
+        if adaptive(model) {
+            Think::Adaptive(effort)
+        } else {
+            Think::Budget(effort.thinking_budget())
+        }
+    }
+
+    /// The tokens `max_tokens` is raised by.
+    pub fn budget(self) -> u64 {
+        match self {
+            Think::Budget(n) => n,
+            Think::Adaptive(effort) => effort.thinking_budget(),
+        }
+    }
+
+    /// The body's fields.
+    fn write(self, body: &mut Value) {
+        match self {
+            Think::Budget(n) => {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": n});
+            }
+            Think::Adaptive(effort) => {
+                body["thinking"] = json!({"type": "adaptive"});
+                body["output_config"] = json!({"effort": effort.as_str()});
+            }
+        }
+    }
+}
+
+/// Whether a model thinks adaptively: a Claude model named
+/// `claude-FAMILY-MAJOR[-MINOR][-DATE]` of version 4.6 or later. Older
+/// names (`claude-3-7-sonnet-…`, `claude-sonnet-4-5`, `claude-opus-4-…`)
+/// and other names think on a budget.
+fn adaptive(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    let Some(rest) = name.strip_prefix("claude-") else {
+        return false;
+    };
+    let mut parts = rest.split('-');
+    let family = parts.next().unwrap_or("");
+    if family.is_empty() || family.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    let number = |p: Option<&str>| {
+        p.filter(|p| (1..=2).contains(&p.len()))
+            .and_then(|p| p.parse::<u32>().ok())
+    };
+    let Some(major) = number(parts.next()) else {
+        return false;
+    };
+    let minor = number(parts.next()).unwrap_or(0);
+    (major, minor) >= (4, 6)
 }
 
 impl Shape {
@@ -141,6 +222,7 @@ impl Shape {
             cache: Cache::default(),
             mcp: Vec::new(),
             effort: None,
+            thinking: None,
         }
     }
 }
@@ -291,10 +373,12 @@ enum Elements {
     },
     /// Messages: runs of consecutive messages of one role, each one
     /// element; the runs numbered in `marked` get a cache breakpoint on
-    /// their last block.
+    /// their last block; with `thinking`, assistant messages begin with
+    /// their thinking blocks.
     Anthropic {
         history: Shared,
         marked: [Option<usize>; 2],
+        thinking: bool,
     },
     /// None: a body given whole ([`Body::from`] a text).
     Whole,
@@ -329,18 +413,32 @@ impl Body {
                 },
             ),
             Wire::Anthropic => {
-                let n = Runs::new(history.get(), [None, None]).count();
+                let n = Runs::new(history.get(), [None, None], false).count();
                 let marked = if shape.cache.breakpoints {
                     [n.checked_sub(1), n.checked_sub(3)]
                 } else {
                     [None, None]
                 };
                 let outer = anthropic_outer(model, system, shape);
-                (outer, Elements::Anthropic { history, marked })
+                let thinking = shape.thinking.is_some();
+                (
+                    outer,
+                    Elements::Anthropic {
+                        history,
+                        marked,
+                        thinking,
+                    },
+                )
             }
         };
         if let Some(limit) = shape.limit {
             outer[limit.field] = json!(limit.tokens);
+        }
+        if let (Wire::Anthropic, Some(think)) = (wire, shape.thinking) {
+            let answer = shape
+                .limit
+                .map_or(u64::from(ANTHROPIC_MAX_TOKENS), |l| l.tokens);
+            outer["max_tokens"] = json!(answer.saturating_add(think.budget()));
         }
         Body::around(&outer, elements)
     }
@@ -435,7 +533,11 @@ impl Body {
                     ),
                 )
             }
-            Elements::Anthropic { history, marked } => Box::new(Runs::new(history.get(), *marked)),
+            Elements::Anthropic {
+                history,
+                marked,
+                thinking,
+            } => Box::new(Runs::new(history.get(), *marked, *thinking)),
             Elements::Whole => Box::new(std::iter::empty()),
         }
     }
@@ -570,15 +672,17 @@ struct Runs<'a> {
     next: usize,
     run: usize,
     marked: [Option<usize>; 2],
+    thinking: bool,
 }
 
 impl<'a> Runs<'a> {
-    fn new(history: &'a [Message], marked: [Option<usize>; 2]) -> Runs<'a> {
+    fn new(history: &'a [Message], marked: [Option<usize>; 2], thinking: bool) -> Runs<'a> {
         Runs {
             history,
             next: 0,
             run: 0,
             marked,
+            thinking,
         }
     }
 
@@ -617,7 +721,7 @@ impl Iterator for Runs<'_> {
         self.next = end;
         let mut blocks: Vec<Value> = self.history[start..end]
             .iter()
-            .flat_map(anthropic_blocks)
+            .flat_map(|m| anthropic_blocks(m, self.thinking))
             .collect();
         if self.marked.contains(&Some(self.run)) {
             if let Some(last) = blocks.last_mut() {
@@ -718,18 +822,29 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
         Some(system) => body["system"] = json!(system),
         None => {}
     }
+    if let Some(think) = shape.thinking {
+        think.write(&mut body);
+    }
     body
 }
 
-/// One message's content blocks on the Messages wire.
-fn anthropic_blocks(m: &Message) -> Vec<Value> {
+/// One message's content blocks on the Messages wire; with `thinking`, an
+/// assistant message's thinking blocks first, exactly as they came.
+fn anthropic_blocks(m: &Message, thinking: bool) -> Vec<Value> {
     match m.role {
         Role::User => text_block(&m.model_text()).into_iter().collect(),
         Role::Tool => vec![
             json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
         ],
+        // An answer of thinking alone has no element (see `Runs::role`).
+        Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
-            let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+            let mut blocks: Vec<Value> = if thinking {
+                m.thinking.iter().map(thinking_block).collect()
+            } else {
+                Vec::new()
+            };
+            blocks.extend(text_block(&m.content));
             blocks.extend(m.tool_calls.iter().map(|c| {
                 // The API wants the input as an object; a model that wrote
                 // something else gets an empty one (its result says why).
@@ -741,6 +856,17 @@ fn anthropic_blocks(m: &Message) -> Vec<Value> {
             }));
             blocks
         }
+    }
+}
+
+/// A thinking block as the API sent it (its field names are the log's).
+fn thinking_block(t: &Thinking) -> Value {
+    match t {
+        Thinking::Thinking {
+            thinking,
+            signature,
+        } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+        Thinking::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
     }
 }
 
@@ -810,6 +936,112 @@ mod tests {
 #[cfg(test)]
 mod limit_tests {
     use super::*;
+
+    #[test]
+    fn thinking_asks_its_budget_raises_max_tokens_and_sends_blocks_back() {
+        let at = time::macros::datetime!(2026-12-05 10:00 UTC);
+        let call = crate::record::ToolCall {
+            id: "toolu_1".into(),
+            name: "list_dir".into(),
+            arguments: r#"{"path":"."}"#.into(),
+        };
+        let msgs = [
+            Message::user(at, "look"),
+            Message {
+                tool_calls: vec![call],
+                thinking: vec![
+                    Thinking::Thinking {
+                        thinking: "Look first.".into(),
+                        signature: "c2ln".into(),
+                    },
+                    Thinking::RedactedThinking {
+                        data: "ZW5j".into(),
+                    },
+                ],
+                ..Message::assistant(at, "")
+            },
+            Message::tool(at, "toolu_1", "a.rs"),
+        ];
+        let shape = Shape {
+            effort: Some(Effort::High),
+            thinking: Some(Think::of("claude", Effort::High)),
+            ..Shape::limited(Some(AnswerLimit::of("claude", 20_000)))
+        };
+        let body: Value = serde_json::from_str(
+            &Request::shaped(Wire::Anthropic, "claude", None, &msgs[..], &shape)
+                .body
+                .text(),
+        )
+        .unwrap();
+        assert_eq!(
+            body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 24_576})
+        );
+        // The answer keeps its room; the budget is below max_tokens.
+        assert_eq!(body["max_tokens"], 20_000 + 24_576);
+        assert!(body.get("temperature").is_none());
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([
+                {"type": "thinking", "thinking": "Look first.", "signature": "c2ln"},
+                {"type": "redacted_thinking", "data": "ZW5j"},
+                {"type": "tool_use", "id": "toolu_1", "name": "list_dir", "input": {"path": "."}},
+            ])
+        );
+        // Thinking off: no budget, and the blocks are not sent.
+        let off = Request::shaped(
+            Wire::Anthropic,
+            "claude",
+            None,
+            &msgs[..],
+            &Shape::limited(Some(AnswerLimit::of("claude", 20_000))),
+        );
+        let text = off.body.text();
+        assert!(!text.contains("thinking"), "{text}");
+        assert!(text.contains(r#""max_tokens":20000"#), "{text}");
+        // The Chat Completions wire gets nothing of it.
+        let openai = Request::shaped(Wire::OpenAi, "o3", None, &msgs[..], &shape);
+        assert!(!openai.body.text().contains("thinking"));
+        assert!(!openai.body.text().contains("signature"));
+        // Claude 4.6 and later think adaptively at the effort.
+        let adaptive_shape = Shape {
+            thinking: Some(Think::of("claude-sonnet-5", Effort::Low)),
+            ..shape.clone()
+        };
+        let request = Request::shaped(
+            Wire::Anthropic,
+            "claude-sonnet-5",
+            None,
+            &msgs[..],
+            &adaptive_shape,
+        );
+        let body: Value = serde_json::from_str(&request.body.text()).unwrap();
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "low"}));
+        assert_eq!(body["max_tokens"], 20_000 + 2_048);
+        assert_eq!(body["messages"][1]["content"][0]["type"], "thinking");
+        // Which models think adaptively.
+        for (model, yes) in [
+            ("claude-sonnet-5", true),
+            ("claude-opus-4-7", true),
+            ("claude-sonnet-4-6", true),
+            ("claude-haiku-5-5", true),
+            ("claude-mythos-5-1", true),
+            ("anthropic/claude-opus-4-8", true),
+            ("claude-sonnet-4-5", false),
+            ("claude-sonnet-4-5-20250929", false),
+            ("claude-opus-4-20250514", false),
+            ("claude-3-7-sonnet-20250219", false),
+            ("claude", false),
+            ("m", false),
+        ] {
+            assert_eq!(adaptive(model), yes, "{model}");
+        }
+        // Every level is within the API's bounds.
+        for e in [Effort::Low, Effort::Medium, Effort::High] {
+            assert!(e.thinking_budget() >= 1_024, "{e:?}");
+        }
+    }
 
     #[test]
     fn effort_is_reasoning_effort_on_the_chat_completions_wire_only() {
@@ -1050,7 +1282,7 @@ mod oracle {
     ) -> String {
         let mut body = match wire {
             Wire::OpenAi => openai(model, system, history),
-            Wire::Anthropic => anthropic(model, system, history),
+            Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
         };
         if !shape.tools {
             if let Some(map) = body.as_object_mut() {
@@ -1076,6 +1308,21 @@ mod oracle {
                 }
             }
             Wire::Anthropic => {}
+        }
+        let answer = shape
+            .limit
+            .map_or(u64::from(ANTHROPIC_MAX_TOKENS), |l| l.tokens);
+        match (wire, shape.thinking) {
+            (Wire::Anthropic, Some(Think::Budget(budget))) => {
+                body["max_tokens"] = json!(answer + budget);
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+            }
+            (Wire::Anthropic, Some(Think::Adaptive(effort))) => {
+                body["max_tokens"] = json!(answer + effort.thinking_budget());
+                body["thinking"] = json!({"type": "adaptive"});
+                body["output_config"] = json!({"effort": effort.as_str()});
+            }
+            _ => {}
         }
         body.to_string()
     }
@@ -1119,7 +1366,7 @@ mod oracle {
     /// Anthropic Messages: the system prompt apart, content blocks, tool results
     /// as `tool_result` blocks of a user message, and consecutive messages of one
     /// role merged (the API wants the roles to alternate).
-    fn anthropic(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+    fn anthropic(model: &str, system: Option<&str>, history: &[Message], thinking: bool) -> Value {
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
         for m in history {
             let (role, blocks) = match m.role {
@@ -1134,7 +1381,13 @@ mod oracle {
                     ],
                 ),
                 Role::Assistant => {
-                    let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                    let mut blocks: Vec<Value> = Vec::new();
+                    if thinking {
+                        for t in &m.thinking {
+                            blocks.push(serde_json::to_value(t).unwrap());
+                        }
+                    }
+                    blocks.extend(text_block(&m.content));
                     blocks.extend(m.tool_calls.iter().map(|c| {
                         // The API wants the input as an object; a model that wrote
                         // something else gets an empty one (its result says why).
@@ -1144,6 +1397,9 @@ mod oracle {
                             .unwrap_or_else(|| json!({}));
                         json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
                     }));
+                    if m.content.is_empty() && m.tool_calls.is_empty() {
+                        blocks.clear();
+                    }
                     ("assistant", blocks)
                 }
             };
@@ -1216,7 +1472,7 @@ mod oracle {
 #[cfg(test)]
 mod streaming_tests {
     use super::*;
-    use crate::record::{Origin, ToolCall};
+    use crate::record::{Origin, Thinking, ToolCall};
     use quickcheck::{quickcheck, Arbitrary, Gen};
     use time::macros::datetime;
 
@@ -1240,6 +1496,22 @@ mod streaming_tests {
         (0..n).map(|_| *g.choose(&pieces).unwrap()).collect()
     }
 
+    /// The thinking blocks an assistant message may begin with.
+    fn thinking(g: &mut Gen) -> Vec<Thinking> {
+        (0..u8::arbitrary(g) % 3)
+            .map(|_| {
+                if bool::arbitrary(g) {
+                    Thinking::Thinking {
+                        thinking: text(g),
+                        signature: text(g),
+                    }
+                } else {
+                    Thinking::RedactedThinking { data: text(g) }
+                }
+            })
+            .collect()
+    }
+
     impl Arbitrary for History {
         fn arbitrary(g: &mut Gen) -> History {
             let at = datetime!(2026-12-05 13:00 UTC);
@@ -1255,8 +1527,12 @@ mod streaming_tests {
                             }),
                             ..Message::user(at, &content)
                         },
-                        1 => Message::assistant(at, &content),
+                        1 => Message {
+                            thinking: thinking(g),
+                            ..Message::assistant(at, &content)
+                        },
                         2 => Message {
+                            thinking: thinking(g),
                             tool_calls: (0..u8::arbitrary(g) % 3)
                                 .map(|c| ToolCall {
                                     id: format!("c{i}-{c}"),
@@ -1294,9 +1570,10 @@ mod streaming_tests {
             limit: Option<u16>,
             tools: bool,
             cache: (bool, bool),
-            effort: Option<u8>
+            reasoning: (Option<u8>, Option<u16>)
         ) -> bool {
             let (breakpoints, key) = cache;
+            let (effort, thinking) = reasoning;
             let wire = if anthropic { Wire::Anthropic } else { Wire::OpenAi };
             let system = system.then_some("the \"system\"\nprompt");
             let shape = Shape {
@@ -1308,6 +1585,10 @@ mod streaming_tests {
                 },
                 mcp: Vec::new(),
                 effort: effort.map(|e| [Effort::Low, Effort::Medium, Effort::High][usize::from(e % 3)]),
+                thinking: thinking.map(|t| match t % 2 {
+                    0 => Think::Budget(u64::from(t)),
+                    _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
+                }),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

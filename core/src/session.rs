@@ -694,6 +694,7 @@ impl Session {
         let answer = Message {
             tool_calls: reply.tool_calls,
             truncated: reply.truncated,
+            thinking: reply.thinking,
             ..Message::assistant(now, reply.text)
         };
         // The totals after the answer, which counts as a request.

@@ -14,9 +14,9 @@ use time::OffsetDateTime;
 use crate::compact;
 use crate::record::{
     Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
-    CACHE_VERSION, FORMAT_VERSION,
+    CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
-use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Wire};
+use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -650,7 +650,20 @@ impl State {
                 Vec::new()
             },
             effort: self.effort,
+            thinking: self.thinking(),
         }
+    }
+
+    /// How this state's Anthropic requests think at its effort
+    /// ([`Think::of`] its model), for files of a version whose requests
+    /// think ([`THINKING_VERSION`]); none on the Chat Completions wire,
+    /// without an effort, or for older files (rebuilt as they were sent).
+    pub fn thinking(&self) -> Option<Think> {
+        let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
+        let anthropic = Wire::of(&self.provider) == Wire::Anthropic;
+        self.effort
+            .filter(|_| anthropic && version >= THINKING_VERSION)
+            .map(|effort| Think::of(&self.model, effort))
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
@@ -874,6 +887,41 @@ mod tests {
     use time::macros::datetime;
 
     use crate::record::test_header as header;
+
+    /// The effort thinks on the Anthropic wire from format 5 on; a
+    /// format-4 log (whose requests sent nothing for it there) and the
+    /// Chat Completions wire rebuild without it; no effort, no thinking.
+    #[test]
+    fn thinking_at_an_effort_on_anthropic_from_format_5() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let fold = |version: u32, provider: &str, effort: Option<crate::models::Effort>| {
+            State::fold(&[
+                Record::Header(Header {
+                    version,
+                    provider: provider.into(),
+                    ..header()
+                }),
+                Record::Effort(crate::record::EffortChanged { at, effort }),
+            ])
+        };
+        let high = Some(crate::models::Effort::High);
+        assert_eq!(
+            fold(FORMAT_VERSION, "anthropic", high).thinking(),
+            Some(Think::Budget(24_576))
+        );
+        assert_eq!(
+            fold(THINKING_VERSION, "anthropic", high)
+                .shape(None, true)
+                .thinking,
+            Some(Think::Budget(24_576))
+        );
+        assert_eq!(
+            fold(THINKING_VERSION - 1, "anthropic", high).thinking(),
+            None
+        );
+        assert_eq!(fold(FORMAT_VERSION, "openai", high).thinking(), None);
+        assert_eq!(fold(FORMAT_VERSION, "anthropic", None).thinking(), None);
+    }
 
     #[test]
     fn requests_are_rebuilt_before_each_answer() {

@@ -236,6 +236,9 @@ pub fn transcript(records: &[Record]) -> String {
                         }
                     }
                     Role::Assistant => {
+                        if !m.thinking.is_empty() {
+                            out.push_str(&format!("── {}\n", thought(&m.thinking)));
+                        }
                         if !m.content.is_empty() || m.tool_calls.is_empty() {
                             out.push_str(&format!("{}{cut}\n", m.content));
                         }
@@ -732,10 +735,56 @@ pub fn listing(sessions: &[Summary]) -> String {
     out
 }
 
+/// The one line a transcript gives an answer's thinking (its text stays
+/// in the log, not shown): how much there was, and how many blocks the
+/// server encrypted.
+pub fn thought(blocks: &[crate::record::Thinking]) -> String {
+    use crate::record::Thinking;
+    let chars: usize = blocks
+        .iter()
+        .map(|b| match b {
+            Thinking::Thinking { thinking, .. } => thinking.chars().count(),
+            Thinking::RedactedThinking { .. } => 0,
+        })
+        .sum();
+    let redacted = blocks
+        .iter()
+        .filter(|b| matches!(b, Thinking::RedactedThinking { .. }))
+        .count();
+    match redacted {
+        0 => format!("thought ({chars} chars, kept in the log)"),
+        n => format!(
+            "thought ({chars} chars and {n} redacted block{}, kept in the log)",
+            if n == 1 { "" } else { "s" }
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Message, Totals};
+    use crate::record::{Message, Thinking, Totals};
+
+    #[test]
+    fn a_transcript_says_an_answer_thought_without_its_text() {
+        let at = time::macros::datetime!(2026-12-05 10:00 UTC);
+        let m = Message {
+            thinking: vec![
+                Thinking::Thinking {
+                    thinking: "Look first.".into(),
+                    signature: "c2ln".into(),
+                },
+                Thinking::RedactedThinking {
+                    data: "ZW5j".into(),
+                },
+            ],
+            ..Message::assistant(at, "Done.")
+        };
+        assert_eq!(
+            transcript(&[Record::Message(m)]),
+            "── thought (11 chars and 1 redacted block, kept in the log)\nDone.\n"
+        );
+    }
 
     #[test]
     fn the_status_says_the_cached_input_when_there_is_some() {

@@ -455,6 +455,7 @@ impl World {
         for round in rounds {
             let tool_calls = round.iter().map(|c| self.call(c)).collect();
             self.script.push_back(Reply {
+                thinking: Vec::new(),
                 truncated: false,
                 text: String::new(),
                 tool_calls,

@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use revolve_core::compact::{self, Plan};
+use revolve_core::models::Effort;
 use revolve_core::record::{
-    Context, Failed, Header, Interrupted, Message, Record, Renamed, Resumed, Role, ToolCall, Totals,
+    Context, Failed, Header, Interrupted, Message, Record, Renamed, Resumed, Role, Thinking,
+    ToolCall, Totals, FORMAT_VERSION,
 };
 use revolve_core::state::{requests, State};
 use revolve_core::{Command, Delivery, Input, Reply, Request, Session, Settings, Usage};
@@ -18,8 +20,11 @@ use time::{Duration, OffsetDateTime};
 #[derive(Clone, Debug)]
 enum Op {
     User(String),
-    /// The model answers with text and up to three tool calls (some bad).
-    Reply(String, Vec<u8>, Option<(u16, u16)>),
+    /// The model answers with text and up to three tool calls (some bad),
+    /// after up to two thinking blocks (Anthropic's extended thinking).
+    Reply(String, Vec<u8>, Option<(u16, u16)>, u8),
+    /// `/effort`: none, low, medium or high.
+    Effort(u8),
     /// The tool in flight finishes; `big` 0: spilled, 1: long (prunable),
     /// else short.
     ToolDone {
@@ -97,7 +102,8 @@ impl Arbitrary for Op {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
-        match u8::arbitrary(g) % 21 {
+        match u8::arbitrary(g) % 22 {
+            21 => Op::Effort(u8::arbitrary(g) % 4),
             20 => Op::GoOn,
             18..=19 => Op::Inbox {
                 new: u8::arbitrary(g) % 3,
@@ -115,6 +121,7 @@ impl Arbitrary for Op {
                         Vec::new()
                     },
                     Option::arbitrary(g),
+                    u8::arbitrary(g) % 3,
                 )
             }
             7..=9 => Op::ToolDone {
@@ -251,7 +258,13 @@ fn run(ops: &[Op]) -> Run {
 /// [`run`] under a declared `window`, with the two long tool outputs this
 /// many characters long.
 fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
-    let (session, cmds) = Session::start(Header { window, ..header() }, settings());
+    run_as(ops, Header { window, ..header() }, long)
+}
+
+/// [`run_in`] of a session that starts with this header.
+fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
+    let window = header.window;
+    let (session, cmds) = Session::start(header, settings());
     let mut run = Run {
         session,
         files: vec![Vec::new()],
@@ -268,7 +281,27 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
         now += Duration::seconds(1);
         let input = match op.clone() {
             Op::User(text) => Input::User { text, now },
-            Op::Reply(text, calls, usage) => {
+            Op::Effort(n) => Input::Effort {
+                effort: [
+                    None,
+                    Some(Effort::Low),
+                    Some(Effort::Medium),
+                    Some(Effort::High),
+                ][usize::from(n % 4)],
+                now,
+            },
+            Op::Reply(text, calls, usage, thinking) => {
+                let thinking = (0..thinking)
+                    .map(|k| match k {
+                        0 => Thinking::Thinking {
+                            thinking: format!("think {i} \"{text}\""),
+                            signature: format!("sig{i}=="),
+                        },
+                        _ => Thinking::RedactedThinking {
+                            data: format!("data{i}/+"),
+                        },
+                    })
+                    .collect();
                 let usage = usage.map(|(p, c)| Usage {
                     prompt_tokens: p.into(),
                     completion_tokens: c.into(),
@@ -288,6 +321,7 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
                     .collect();
                 Input::Reply {
                     reply: Reply {
+                        thinking,
                         truncated: false,
                         text,
                         tool_calls,
@@ -471,6 +505,42 @@ fn replay_equals_live() {
         for (i, r) in run.sent.iter().enumerate() {
             assert_eq!(r.seq, i as u64 + 1, "request {i} is numbered");
         }
+        let sent = &run.sent[..run.sent.len() - in_flight];
+        assert!(
+            rebuilt == sent,
+            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
+            rebuilt.len(),
+            sent.len()
+        );
+        true
+    }
+    QuickCheck::new()
+        .tests(400)
+        .quickcheck(prop as fn(Vec<Op>) -> bool);
+}
+
+/// [`replay_equals_live`] for an Anthropic session of this build's format,
+/// whose effort turns extended thinking on and off and whose answers bring
+/// thinking blocks: the bodies rebuilt carry them exactly as sent.
+#[test]
+fn replay_equals_live_with_thinking() {
+    fn prop(ops: Vec<Op>) -> bool {
+        // A model that thinks adaptively, until a restart names "m" (which
+        // thinks on a budget).
+        let header = Header {
+            version: FORMAT_VERSION,
+            provider: "anthropic".into(),
+            model: "claude-sonnet-5".into(),
+            ..header()
+        };
+        let run = run_as(&ops, header, &[8_000, 6_000]);
+        assert!(
+            &State::fold(run.log()) == run.session.state(),
+            "the fold differs from the live state"
+        );
+        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
+        let state = run.session.state();
+        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
         let sent = &run.sent[..run.sent.len() - in_flight];
         assert!(
             rebuilt == sent,
@@ -768,6 +838,7 @@ impl Arbitrary for AnyRecord {
             }),
             1 => Record::Context(Context { at, system: s(g) }),
             2 => Record::Message(Message {
+                thinking: Vec::new(),
                 at,
                 role,
                 content: s(g),

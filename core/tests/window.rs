@@ -153,6 +153,7 @@ impl Server {
         let completion = (text.len() as u64).div_ceil(self.bytes_per_token);
         Input::Reply {
             reply: Reply {
+                thinking: Vec::new(),
                 text,
                 tool_calls,
                 usage: self.usage.then_some(Usage {

@@ -5,12 +5,16 @@
 //!
 //! * `message_start`: `message.usage` holds the input tokens (and the cache
 //!   tokens, which count as input here);
-//! * `content_block_start`: a `text` block, or a `tool_use` block with the
-//!   call's `id` and `name`; other blocks (thinking, server tools) are
-//!   skipped;
+//! * `content_block_start`: a `text` block, a `tool_use` block with the
+//!   call's `id` and `name`, or (extended thinking, `--effort`) a
+//!   `thinking` block or a `redacted_thinking` block with its `data`;
+//!   other blocks (server tools) are skipped;
 //! * `content_block_delta`: a `text_delta` is text, shown at once; an
 //!   `input_json_delta` brings a `partial_json` fragment of its block's
-//!   arguments;
+//!   arguments; a `thinking_delta` brings thinking text and a
+//!   `signature_delta` its block's signature (just before the block's
+//!   stop). Thinking is kept in the answer ([`Reply::thinking`]), to be
+//!   sent back unchanged, and not shown;
 //! * `content_block_stop`, `ping`: nothing to do;
 //! * `message_delta`: `usage.output_tokens` (a running total), and
 //!   `delta.stop_reason`: `max_tokens` marks the reply
@@ -20,8 +24,8 @@
 //! * `error`: fails the request with its `error.message`.
 //!
 //! Unknown events are ignored, as the API asks. A non-streamed answer is one
-//! `message` object whose `content` array holds the text and `tool_use`
-//! blocks, truncated when its `stop_reason` is `max_tokens`. A stream that
+//! `message` object whose `content` array holds the text, thinking and
+//! `tool_use` blocks, truncated when its `stop_reason` is `max_tokens`. A stream that
 //! ends empty is asked again with `"stream": false` (see the `http`
 //! module). Usage: prompt tokens are `input_tokens` plus
 //! `cache_creation_input_tokens` and `cache_read_input_tokens`; completion
@@ -34,6 +38,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use revolve_core::record::Thinking;
 use revolve_core::{Reply, Request, Usage};
 
 use super::http::{self, Answer, Http, Protocol};
@@ -207,6 +212,20 @@ impl Protocol for Messages {
                         .map(|i| i.to_string())
                         .unwrap_or_default();
                 }
+                WireBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    let block = Thinking::Thinking {
+                        thinking,
+                        signature,
+                    };
+                    self.answer.thinking.insert(index, block);
+                }
+                WireBlock::RedactedThinking { data } => {
+                    let block = Thinking::RedactedThinking { data };
+                    self.answer.thinking.insert(index, block);
+                }
                 WireBlock::Other => {}
             },
             WireEvent::ContentBlockDelta { index, delta } => match delta {
@@ -214,6 +233,20 @@ impl Protocol for Messages {
                 WireDelta::InputJsonDelta { partial_json } => {
                     if let Some(call) = self.answer.calls.get_mut(&index) {
                         call.arguments.push_str(&partial_json);
+                    }
+                }
+                WireDelta::ThinkingDelta { thinking: piece } => {
+                    if let Some(Thinking::Thinking { thinking, .. }) =
+                        self.answer.thinking.get_mut(&index)
+                    {
+                        thinking.push_str(&piece);
+                    }
+                }
+                WireDelta::SignatureDelta { signature: piece } => {
+                    if let Some(Thinking::Thinking { signature, .. }) =
+                        self.answer.thinking.get_mut(&index)
+                    {
+                        signature.push_str(&piece);
                     }
                 }
                 WireDelta::Other => {}
@@ -261,6 +294,20 @@ impl Protocol for Messages {
                     call.id = id;
                     call.name = name;
                     call.arguments = input.as_ref().map(http::arguments_text).unwrap_or_default();
+                }
+                WireBlock::Thinking {
+                    thinking,
+                    signature,
+                } => {
+                    let block = Thinking::Thinking {
+                        thinking,
+                        signature,
+                    };
+                    answer.thinking.insert(index as u64, block);
+                }
+                WireBlock::RedactedThinking { data } => {
+                    let block = Thinking::RedactedThinking { data };
+                    answer.thinking.insert(index as u64, block);
                 }
                 WireBlock::Other => {}
             }
@@ -331,6 +378,16 @@ enum WireBlock {
         #[serde(default)]
         input: Option<Value>,
     },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+        #[serde(default)]
+        signature: String,
+    },
+    RedactedThinking {
+        #[serde(default)]
+        data: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -343,6 +400,12 @@ enum WireDelta {
     },
     InputJsonDelta {
         partial_json: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    SignatureDelta {
+        signature: String,
     },
     #[serde(other)]
     Other,
@@ -567,6 +630,71 @@ mod tests {
                 cache_write_tokens: 100,
             })
         );
+    }
+
+    #[test]
+    fn anthropic_thinking_blocks_are_kept_whole_and_not_shown() {
+        let start = r#"{"type":"message_start","message":{"usage":{"input_tokens":3}}}"#;
+        let (_server, provider) = fake(vec![garbage(&[
+            ("message_start", start),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Look "}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"first."}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB=="}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":0}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"ZW5j"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":1}"#,
+            ),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_1","name":"list_dir","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\".\"}"}}"#,
+            ),
+            (
+                "content_block_stop",
+                r#"{"type":"content_block_stop","index":2}"#,
+            ),
+            ("message_stop", r#"{"type":"message_stop"}"#),
+        ])]);
+        let (reply, pieces) = run(&provider);
+        let reply = reply.unwrap();
+        assert!(pieces.is_empty(), "{pieces:?}");
+        assert_eq!(
+            reply.thinking,
+            [
+                Thinking::Thinking {
+                    thinking: "Look first.".into(),
+                    signature: "EqQB==".into(),
+                },
+                Thinking::RedactedThinking {
+                    data: "ZW5j".into()
+                },
+            ]
+        );
+        assert_eq!(calls(&reply), [("toolu_1", "list_dir", r#"{"path":"."}"#)]);
     }
 
     #[test]

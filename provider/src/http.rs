@@ -41,6 +41,7 @@ use std::io::{ErrorKind, Read};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use revolve_core::record::Thinking;
 use revolve_core::request::Body;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
@@ -748,6 +749,9 @@ pub(super) struct Answer {
     pub usage: Option<Usage>,
     /// The answer stopped at the request's length limit.
     pub truncated: bool,
+    /// Anthropic's thinking blocks so far, by their index in the answer:
+    /// kept, not shown.
+    pub thinking: BTreeMap<u64, Thinking>,
 }
 
 impl Answer {
@@ -763,9 +767,20 @@ impl Answer {
     /// arguments, and [`ANSWER_BYTES_PER_CALL`] for each call besides, so
     /// that a flood of empty calls (each a new `index`) is bounded too.
     pub fn size(&self) -> usize {
-        self.calls.values().fold(self.text.len(), |n, c| {
-            n + ANSWER_BYTES_PER_CALL + c.id.len() + c.name.len() + c.arguments.len()
-        })
+        let thinking = self.thinking.values().fold(0, |n, t| {
+            n + match t {
+                Thinking::Thinking {
+                    thinking,
+                    signature,
+                } => thinking.len() + signature.len(),
+                Thinking::RedactedThinking { data } => data.len(),
+            }
+        });
+        self.calls
+            .values()
+            .fold(self.text.len() + thinking, |n, c| {
+                n + ANSWER_BYTES_PER_CALL + c.id.len() + c.name.len() + c.arguments.len()
+            })
     }
 
     /// The call at `index`, made on first use.
@@ -807,6 +822,7 @@ impl Answer {
             })
             .collect();
         Reply {
+            thinking: std::mem::take(&mut self.thinking).into_values().collect(),
             truncated: self.truncated,
             text: std::mem::take(&mut self.text),
             tool_calls,

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use revolve_core::fixture::Answer;
+use revolve_core::record::Thinking;
 use revolve_core::{Reply, Request, ToolCall, Usage};
 
 use super::http;
@@ -26,6 +27,9 @@ pub struct ScriptedReply {
     /// The reply stopped at the request's length limit
     /// ([`Reply::truncated`]).
     pub truncated: bool,
+    /// The thinking blocks the reply began with ([`Reply::thinking`]):
+    /// a recorded session's, given again so its requests are rebuilt.
+    pub thinking: Vec<Thinking>,
 }
 
 /// A provider that answers from a script: each model request of a session
@@ -113,6 +117,7 @@ impl Scripted {
                 })
                 .collect();
             replies.push(ScriptedReply {
+                thinking: Vec::new(),
                 text: wire.text.unwrap_or_default(),
                 tool_calls,
                 usage: wire.usage.map(Usage::from),
@@ -149,6 +154,7 @@ impl Scripted {
                     usage: reply.usage,
                     error: None,
                     truncated: reply.truncated,
+                    thinking: reply.thinking,
                 },
                 Answer::Failed { partial, error } => ScriptedReply {
                     text: partial,
@@ -209,6 +215,7 @@ impl Provider for Scripted {
                 text: reply.text.clone(),
                 tool_calls: reply.tool_calls.clone(),
                 usage: reply.usage,
+                thinking: reply.thinking.clone(),
             }),
         }
     }

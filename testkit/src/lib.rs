@@ -23,6 +23,9 @@
 //!   stop) when there is text, a `tool_use` block per call (start with id
 //!   and name, an empty and then two or more `input_json_delta` pieces,
 //!   stop), `message_delta` (stop reason, output tokens), `message_stop`.
+//!   A [`FakeReply::Thinks`] begins with a `thinking` block (its text in
+//!   `thinking_delta` pieces, then a `signature_delta`), and the server
+//!   plays the API's rules for sending it back (see [`thinking`]).
 //!
 //! A cut or stalled stream stops after its text pieces, in the middle of the
 //! text block. An answer cut at its length limit ([`FakeReply::Length`],
@@ -207,6 +210,18 @@ pub enum FakeReply {
         /// The text of every chunk, such as `" blah"`.
         piece: String,
     },
+    /// Anthropic: `reply` (a [`FakeReply::Stream`] or
+    /// [`FakeReply::ToolCalls`]) after a `thinking` block of this text,
+    /// streamed as `thinking_delta` pieces and a `signature_delta` (see
+    /// [`thinking`]); the server remembers the block and refuses a later
+    /// request that does not send it back, unchanged, before the calls.
+    /// OpenAI: `reply` alone.
+    Thinks {
+        /// The thinking text.
+        thinking: String,
+        /// The answer after it.
+        reply: Box<FakeReply>,
+    },
 }
 
 /// The most pieces a [`FakeReply::Rambles`] sends when neither the request
@@ -374,6 +389,10 @@ pub(crate) fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
             chunks,
             usage: count(usage),
         },
+        FakeReply::Thinks { thinking, reply } => FakeReply::Thinks {
+            thinking,
+            reply: Box::new(counted(*reply, prompt, usage)),
+        },
         other => other,
     }
 }
@@ -409,6 +428,14 @@ impl FakeReply {
                 })
                 .collect(),
             usage: Some((10, calls.len() as u64)),
+        }
+    }
+
+    /// `reply` after a thinking block of `thinking` ([`FakeReply::Thinks`]).
+    pub fn thinks(thinking: &str, reply: FakeReply) -> FakeReply {
+        FakeReply::Thinks {
+            thinking: thinking.to_owned(),
+            reply: Box::new(reply),
         }
     }
 }
@@ -530,6 +557,7 @@ impl FakeServer {
                     .prompt_cache
                     .map(|least| Mutex::new(PromptCache::new(least))),
                 cached: Arc::clone(&cached),
+                thoughts: Mutex::new(Vec::new()),
                 stop: Arc::clone(&stop),
             }),
         };
@@ -585,6 +613,7 @@ impl Drop for FakeServer {
 
 pub mod cache;
 mod server;
+pub mod thinking;
 mod wire;
 
 pub use cache::{CacheUsage, PromptCache};

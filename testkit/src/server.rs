@@ -31,6 +31,8 @@ pub(crate) struct Shared {
     pub(crate) cache: Option<Mutex<PromptCache>>,
     /// What the cache reported, request by request.
     pub(crate) cached: Arc<Mutex<Vec<CacheUsage>>>,
+    /// The thinking blocks answered so far (Anthropic).
+    pub(crate) thoughts: Mutex<Vec<thinking::Thought>>,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -113,7 +115,7 @@ impl FakeReply {
             | FakeReply::Slow { .. }
             | FakeReply::Length { .. }
             | FakeReply::Rambles { .. } => true,
-            FakeReply::Delayed(_, reply) => reply.keeps_alive(),
+            FakeReply::Delayed(_, reply) | FakeReply::Thinks { reply, .. } => reply.keeps_alive(),
             FakeReply::CutAfter { .. }
             | FakeReply::Stall { .. }
             | FakeReply::Garbage(_)
@@ -137,6 +139,7 @@ impl Shared {
             close: true,
             chunked: false,
             cached: None,
+            thinking: None,
         };
         let mut first = true;
         loop {
@@ -184,6 +187,15 @@ impl Shared {
         let size = recorded.body.len() as u64;
         let asks = Asks::of(&recorded.body);
         conn.cached = None;
+        conn.thinking = None;
+        if self.protocol == FakeProtocol::Anthropic {
+            if let Err(message) = thinking::check(&recorded.body, &lock(&self.thoughts)) {
+                lock(&self.requests).push(recorded);
+                let body = serde_json::json!({"type": "error", "error": {
+                    "type": "invalid_request_error", "message": message}});
+                return write_status(conn, 400, &body.to_string(), None);
+            }
+        }
         if let (Some(cache), FakeProtocol::Anthropic) = (&self.cache, self.protocol) {
             match lock(cache).usage(&recorded.body) {
                 Ok(usage) => {
@@ -290,6 +302,23 @@ impl Shared {
             word_pieces(text).into_iter().map(str::to_owned).collect()
         };
         match reply {
+            FakeReply::Thinks { thinking, reply } => {
+                if self.protocol == FakeProtocol::Anthropic {
+                    let calls = match reply.as_ref() {
+                        FakeReply::ToolCalls { calls, .. } => {
+                            calls.iter().map(|(id, _, _)| id.clone()).collect()
+                        }
+                        _ => Vec::new(),
+                    };
+                    lock(&self.thoughts).push(thinking::Thought {
+                        signature: thinking::signature(&thinking),
+                        thinking: thinking.clone(),
+                        calls,
+                    });
+                    stream.thinking = Some(thinking);
+                }
+                self.answer(stream, *reply)
+            }
             FakeReply::Stream { chunks, usage } => {
                 self.stream(stream, &chunks, &[], usage, End::Stop)
             }

@@ -540,3 +540,67 @@ fn a_rambling_model_stops_at_the_length_limit() {
     assert_eq!(delta.1["usage"]["output_tokens"], 3);
     assert_eq!(all.last().unwrap().0.as_deref(), Some("message_stop"));
 }
+
+/// A thinking answer streams its block (text pieces, then the signature)
+/// before the call; a follow-up whose calling message lacks the block is
+/// refused with the API's 400, and one that sends it back unchanged gets
+/// the next reply.
+#[test]
+fn anthropic_thinking_streams_and_must_come_back() {
+    let call = [("toolu_1", "read_file", r#"{"path":"notes.txt"}"#)];
+    let server = FakeServer::start_anthropic(vec![
+        FakeReply::thinks("The notes first.", FakeReply::tool_calls("", &call)),
+        FakeReply::text("Port 5432."),
+    ])
+    .unwrap();
+    let first = json!({"model": "m", "max_tokens": 4096, "stream": true,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "look"}]});
+    let answer = exchange(&server, &post(&first.to_string()));
+    let events = events(&answer);
+    let signature = thinking::signature("The notes first.");
+    assert_eq!(
+        events[1].1["content_block"],
+        json!({"type": "thinking", "thinking": ""})
+    );
+    let deltas: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|(_, d)| d["index"] == 0 && d["type"] == "content_block_delta")
+        .map(|(_, d)| &d["delta"])
+        .collect();
+    let text: String = deltas
+        .iter()
+        .filter_map(|d| d["thinking"].as_str())
+        .collect();
+    assert_eq!(text, "The notes first.");
+    assert_eq!(
+        deltas.last().unwrap(),
+        &&json!({"type": "signature_delta", "signature": signature})
+    );
+    let block = json!({"type": "thinking", "thinking": "The notes first.", "signature": signature});
+    let use_ = json!({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "notes.txt"}});
+    let result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "port"}]});
+    let mut follow = first.clone();
+    follow["messages"] = json!([
+        {"role": "user", "content": "look"},
+        {"role": "assistant", "content": [use_]},
+        result,
+    ]);
+    let refused = exchange(&server, &post(&follow.to_string()));
+    assert!(refused.starts_with("HTTP/1.1 400"), "{refused}");
+    let error: serde_json::Value =
+        serde_json::from_str(refused.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(error["type"], "error");
+    assert_eq!(error["error"]["type"], "invalid_request_error");
+    assert!(
+        error["error"]["message"].as_str().unwrap().starts_with(
+            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`."
+        ),
+        "{error}"
+    );
+    follow["messages"][1]["content"] = json!([block, use_]);
+    let answered = exchange(&server, &post(&follow.to_string()));
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(answered.contains("Port"), "{answered}");
+    assert_eq!(server.requests().len(), 3);
+}

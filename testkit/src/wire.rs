@@ -65,6 +65,8 @@ pub(crate) struct Conn {
     /// What the prompt cache made of the request being answered: a
     /// streamed Anthropic answer reports it as its usage.
     pub(crate) cached: Option<CacheUsage>,
+    /// The thinking block a streamed Anthropic answer begins with.
+    pub(crate) thinking: Option<String>,
 }
 
 impl Conn {
@@ -223,12 +225,37 @@ pub(crate) fn anthropic_stream(
     }
     write_named(stream, "message_start", json!({"message": message}))?;
     let mut index = 0;
+    if let Some(thinking) = stream.thinking.take() {
+        let block = json!({"type": "thinking", "thinking": ""});
+        write_named(
+            stream,
+            "content_block_start",
+            json!({"index": 0, "content_block": block}),
+        )?;
+        for piece in word_pieces(&thinking) {
+            let delta = json!({"type": "thinking_delta", "thinking": piece});
+            write_named(
+                stream,
+                "content_block_delta",
+                json!({"index": 0, "delta": delta}),
+            )?;
+        }
+        let delta =
+            json!({"type": "signature_delta", "signature": crate::thinking::signature(&thinking)});
+        write_named(
+            stream,
+            "content_block_delta",
+            json!({"index": 0, "delta": delta}),
+        )?;
+        write_named(stream, "content_block_stop", json!({"index": 0}))?;
+        index = 1;
+    }
     if !chunks.is_empty() {
         let block = json!({"type": "text", "text": ""});
         write_named(
             stream,
             "content_block_start",
-            json!({"index": 0, "content_block": block}),
+            json!({"index": index, "content_block": block}),
         )?;
         write_named(stream, "ping", json!({}))?;
         for piece in chunks {
@@ -236,7 +263,7 @@ pub(crate) fn anthropic_stream(
             write_named(
                 stream,
                 "content_block_delta",
-                json!({"index": 0, "delta": delta}),
+                json!({"index": index, "delta": delta}),
             )?;
         }
     }
@@ -244,8 +271,8 @@ pub(crate) fn anthropic_stream(
         return Ok(());
     }
     if !chunks.is_empty() {
-        write_named(stream, "content_block_stop", json!({"index": 0}))?;
-        index = 1;
+        write_named(stream, "content_block_stop", json!({"index": index}))?;
+        index += 1;
     }
     for (id, name, arguments) in calls {
         let block = json!({"type": "tool_use", "id": id, "name": name, "input": {}});

@@ -486,3 +486,147 @@ fn effort_sets_reasoning_effort_and_replays_exactly() {
     let fourth: Value = serde_json::from_str(&server.requests()[3].body).unwrap();
     assert_eq!(fourth["reasoning_effort"], "medium");
 }
+
+/// `--effort high` against Anthropic turns on extended thinking: both
+/// requests of the default model (Claude 4.6 or later) think adaptively at
+/// effort high, with `max_tokens` raised by the high budget; the
+/// thinking the fake streamed (text and signature) is kept in the log,
+/// not shown, and sent back unchanged before the tool call (the fake
+/// refuses the follow-up otherwise, as the API does); `/effort default`
+/// turns it off; `replay --requests` rebuilds every body the fake got.
+#[test]
+fn effort_thinks_on_anthropic_and_sends_the_thinking_back() {
+    let env = TestEnv::new("cost-thinking");
+    std::fs::write(env.cwd.join("notes.txt"), "port 5432\n").unwrap();
+    let call = [("toolu_1", "read_file", r#"{"path":"notes.txt"}"#)];
+    let server = FakeServer::start_anthropic(vec![
+        FakeReply::thinks("The notes first.", FakeReply::tool_calls("", &call)),
+        FakeReply::thinks(
+            "Port 5432, said plainly.",
+            FakeReply::text("It says port 5432."),
+        ),
+        FakeReply::text("You are welcome."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--effort",
+            "high",
+        ],
+        "what do my notes say?\n/effort default\nthanks\n",
+        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("It says port 5432."), "{run:?}");
+    assert!(
+        !run.stdout.contains("notes first"),
+        "thinking is not shown: {run:?}"
+    );
+    assert!(
+        !run.stderr.contains("notes first"),
+        "thinking is not shown: {run:?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "{requests:?}");
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_str(&r.body).unwrap())
+        .collect();
+    let budget = revolve_core::models::Effort::High.thinking_budget();
+    for body in &bodies[..2] {
+        assert_eq!(body["thinking"], serde_json::json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], serde_json::json!({"effort": "high"}));
+        assert_eq!(body["max_tokens"], 32_000 + budget, "the room, raised");
+        assert!(body.get("temperature").is_none());
+    }
+    let signature = revolve_testkit::thinking::signature("The notes first.");
+    assert_eq!(
+        bodies[1]["messages"][1]["content"][0],
+        serde_json::json!({"type": "thinking", "thinking": "The notes first.", "signature": signature})
+    );
+    // Thinking off: no budget, no blocks sent back, the old limit.
+    assert!(bodies[2].get("thinking").is_none());
+    assert!(bodies[2].get("output_config").is_none());
+    assert!(!requests[2].body.contains("\"signature\""));
+    assert!(!requests[2].body.contains("notes first"));
+    assert_eq!(bodies[2]["max_tokens"], 32_000);
+    // The log keeps the blocks with their messages.
+    let kept: Vec<Value> = records(&env.only_session())
+        .into_iter()
+        .filter(|r| r["role"] == "assistant")
+        .map(|r| r["thinking"].clone())
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            serde_json::json!([{"type": "thinking", "thinking": "The notes first.", "signature": signature}]),
+            serde_json::json!([{"type": "thinking", "thinking": "Port 5432, said plainly.",
+                "signature": revolve_testkit::thinking::signature("Port 5432, said plainly.")}]),
+            Value::Null,
+        ]
+    );
+    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+    // The follow-up, its system prompt and tools aside.
+    let mut second = bodies[1].clone();
+    second["system"] = Value::from("[SYSTEM]");
+    second["tools"] = Value::from("[TOOLS]");
+    let shown = serde_json::to_string_pretty(&second).unwrap();
+    insta::with_settings!({filters => env.filters()}, {
+        insta::assert_snapshot!("anthropic_thinking_follow_up", shown);
+    });
+}
+
+/// A model before Claude 4.6 (`--model claude-sonnet-4-5`, a 200k window)
+/// thinks on a budget: `--effort medium` asks 8,192 tokens of it, above
+/// the 1,024 the API needs and below `max_tokens` (the room, 20,000,
+/// raised by it); the follow-up sends the thinking back and is accepted,
+/// and replay rebuilds both bodies.
+#[test]
+fn effort_thinks_on_a_budget_before_claude_4_6() {
+    let env = TestEnv::new("cost-thinking-budget");
+    std::fs::write(env.cwd.join("notes.txt"), "port 5432\n").unwrap();
+    let call = [("toolu_1", "read_file", r#"{"path":"notes.txt"}"#)];
+    let server = FakeServer::start_anthropic(vec![
+        FakeReply::thinks("The notes first.", FakeReply::tool_calls("", &call)),
+        FakeReply::text("It says port 5432."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run_env(
+        &[
+            "--provider",
+            "anthropic",
+            "--base-url",
+            &url,
+            "--model",
+            "claude-sonnet-4-5",
+            "--effort",
+            "medium",
+        ],
+        "what do my notes say?\n",
+        &[("ANTHROPIC_API_KEY", "sk-ant-test")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("It says port 5432."), "{run:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    for r in &requests {
+        let body: Value = serde_json::from_str(&r.body).unwrap();
+        assert_eq!(
+            body["thinking"],
+            serde_json::json!({"type": "enabled", "budget_tokens": 8_192})
+        );
+        assert!(body.get("output_config").is_none());
+        assert_eq!(body["max_tokens"], 20_000 + 8_192);
+    }
+    let second: Value = serde_json::from_str(&requests[1].body).unwrap();
+    assert_eq!(second["messages"][1]["content"][0]["type"], "thinking");
+    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+}

@@ -273,6 +273,9 @@ pub struct Reply {
     /// (`finish_reason: "length"`, Anthropic's `stop_reason: "max_tokens"`):
     /// kept as it came, and the turn says it was cut.
     pub truncated: bool,
+    /// The thinking blocks the answer began with (Anthropic's extended
+    /// thinking), kept with the message to be sent back.
+    pub thinking: Vec<crate::record::Thinking>,
 }
 
 /// Token counts of one request, as the provider reported them.

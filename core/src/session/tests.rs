@@ -58,6 +58,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
     });
     s.handle(Input::Reply {
         reply: Reply {
+            thinking: Vec::new(),
             truncated: false,
             text: text.into(),
             tool_calls,
@@ -487,6 +488,7 @@ fn long_session(turns: usize, context: u64) -> Session {
             ..Default::default()
         });
         let reply = Reply {
+            thinking: Vec::new(),
             truncated: false,
             text: format!("answer {i}"),
             tool_calls: Vec::new(),
@@ -619,6 +621,7 @@ fn notes_that_call_a_tool_are_no_notes() {
         arguments: "{}".into(),
     };
     let reply = Reply {
+        thinking: Vec::new(),
         truncated: false,
         text: "let me check".into(),
         tool_calls: vec![call],

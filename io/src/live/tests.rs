@@ -212,6 +212,7 @@ impl World {
 
 fn call(id: &str, name: &str, arguments: &str) -> Reply {
     Reply {
+        thinking: Vec::new(),
         truncated: false,
         text: String::new(),
         tool_calls: vec![ToolCall {
