@@ -74,9 +74,9 @@
 //! | [`Input::Counted`] | `execute` | answer to `Count` | `Append` of `counted`, then `Call` or a compaction |
 //! | [`Input::Confirmed`] | `execute` | answer to `Confirm` | the compaction (yes) or `Show` and the `Call` uncompacted (no) |
 //! | [`Input::Reply`] | `Live::call` | answer to `Call` | `Append` of the answer, then the first tool's command (`RunTool`, `Open`, `Ask`, `CallMcp`), the next `Call`, or `Sync` at the turn's end |
-//! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial text and `failed`, `Sync` (ignored when no request is in flight) |
+//! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
 //! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
-//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | results for the open calls, `Append` of `interrupted`, `Sync` |
+//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show` |
 //! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp` | `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
 //! | [`Input::Refined`] | `Live::refine` | after a refinement ran, after its `ChangeMemory` | `Append` of `refined`, `Sync` |
