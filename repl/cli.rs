@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use revolve_core::config::{Preset, ProviderChoice, Source};
+use revolve_core::config::{self, Preset, ProviderChoice, Source};
 
 /// The top level's examples.
 const EXAMPLES: &str = "\
@@ -93,8 +93,8 @@ pub struct Cli {
     #[arg(long)]
     pub allow_mcp: bool,
 
-    /// The sandbox shell commands run in: read-only, workspace-write or off [default: workspace-write]
-    #[arg(long, value_name = "MODE", env = "REVOLVE_SANDBOX", value_parser = ["read-only", "workspace-write", "off"])]
+    #[arg(long, value_name = "MODE", env = "REVOLVE_SANDBOX", value_parser = ["read-only", "workspace-write", "off"],
+        help = defaulted("The sandbox shell commands run in: read-only, workspace-write or off", revolve_core::sandbox::Mode::default().as_str()))]
     pub sandbox: Option<String>,
 
     /// Let sandboxed shell commands use the network (or sandbox_network in config.json)
@@ -139,49 +139,48 @@ pub struct Cli {
 /// Which model, where.
 #[derive(Clone, Debug, Default, Args)]
 pub struct ModelArgs {
-    /// The model API or a preset for one, or replay:FILE|NAME (the answers a
-    /// recorded session got, in order) [default: openai]
-    #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = ProviderParser)]
+    #[arg(long, value_name = "PROVIDER", env = "REVOLVE_PROVIDER", value_parser = ProviderParser,
+        help = defaulted("The model API or a preset for one, or replay:FILE|NAME (the answers a recorded session got, in order)", config::DEFAULT_PRESET.name()))]
     pub provider: Option<ProviderChoice>,
 
     /// The API's base URL [default: the provider's]
     #[arg(long, value_name = "URL", env = "REVOLVE_BASE_URL")]
     pub base_url: Option<String>,
 
-    /// The model to ask [default: the provider's, e.g. gpt-5.6-terra]
-    #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL")]
+    #[arg(long, value_name = "NAME", env = "REVOLVE_MODEL",
+        help = defaulted("The model to ask", format!("the provider's, e.g. {}", config::DEFAULT_PRESET.model())))]
     pub model: Option<String>,
 
-    /// The declared context window in tokens [default: the server's or the model table's, else 128000]
-    #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW")]
+    #[arg(long, value_name = "TOKENS", env = "REVOLVE_WINDOW",
+        help = defaulted("The declared context window in tokens", format!("the server's or the model table's, else {}", config::DEFAULT_WINDOW)))]
     pub window: Option<u64>,
 
-    /// Send a failed request again at most N times (429, 5xx, broken connections) [default: 4]
-    #[arg(long, value_name = "N", env = "REVOLVE_RETRIES")]
+    #[arg(long, value_name = "N", env = "REVOLVE_RETRIES",
+        help = defaulted("Send a failed request again at most N times (429, 5xx, broken connections)", revolve_core::retry::MAX_RETRIES))]
     pub retries: Option<u32>,
 
-    /// Prune tool results longer than this when compacting [default: 16000]
-    #[arg(long, value_name = "CHARS", env = "REVOLVE_PRUNE_RESULT_CHARS")]
+    #[arg(long, value_name = "CHARS", env = "REVOLVE_PRUNE_RESULT_CHARS",
+        help = defaulted("Prune tool results longer than this when compacting", revolve_core::compact::PRUNE_CHARS))]
     pub prune_result_chars: Option<usize>,
 
-    /// Spill tool results longer than this many characters to a file [default: 32000]
-    #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS")]
+    #[arg(long, value_name = "CHARS", env = "REVOLVE_SPILL_RESULT_CHARS",
+        help = defaulted("Spill tool results longer than this many characters to a file", revolve_core::session::SPILL_CHARS))]
     pub spill_result_chars: Option<usize>,
 
-    /// Fail a request when the server sends nothing for this long (e.g. 0.5) [default: 120]
-    #[arg(long, value_name = "SECONDS", env = "REVOLVE_STALL_TIMEOUT", value_parser = seconds)]
+    #[arg(long, value_name = "SECONDS", env = "REVOLVE_STALL_TIMEOUT", value_parser = seconds,
+        help = defaulted("Fail a request when the server sends nothing for this long (e.g. 0.5)", revolve_core::policy::STALL_TIMEOUT.as_secs()))]
     pub stall_timeout: Option<std::time::Duration>,
 
-    /// End a turn after N tool rounds; in the REPL you are asked whether to go on [default: 100]
-    #[arg(long, value_name = "N", env = "REVOLVE_MAX_TOOL_ROUNDS", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_TOOL_ROUNDS", value_parser = clap::value_parser!(u32).range(1..),
+        help = defaulted("End a turn after N tool rounds; in the REPL you are asked whether to go on", revolve_core::guard::MAX_TOOL_ROUNDS))]
     pub max_tool_rounds: Option<u32>,
 
-    /// Run at most N tool calls of one answer; the rest are refused [default: 64]
-    #[arg(long, value_name = "N", env = "REVOLVE_MAX_CALLS_PER_ANSWER", value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_CALLS_PER_ANSWER", value_parser = clap::value_parser!(u32).range(1..),
+        help = defaulted("Run at most N tool calls of one answer; the rest are refused", revolve_core::policy::MAX_CALLS_PER_ANSWER))]
     pub max_calls_per_answer: Option<u32>,
 
-    /// Refuse the same tool call made N times in a row; one more ends the turn [default: 3]
-    #[arg(long, value_name = "N", env = "REVOLVE_MAX_REPEATED_CALLS", value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, value_name = "N", env = "REVOLVE_MAX_REPEATED_CALLS", value_parser = clap::value_parser!(u32).range(2..),
+        help = defaulted("Refuse the same tool call made N times in a row; one more ends the turn", revolve_core::guard::REPEAT_LIMIT))]
     pub max_repeated_calls: Option<u32>,
 
     /// Replies for the scripted provider: a JSONL file, one reply a line
@@ -191,6 +190,13 @@ pub struct ModelArgs {
     /// Stop before a request expected to bring the session's cost past USD (e.g. 0.50)
     #[arg(long, value_name = "USD", env = "REVOLVE_MAX_COST", value_parser = usd)]
     pub max_cost: Option<u64>,
+}
+
+/// The help of a setting with its default, as clap shows one:
+/// `text [default: default]`. The default is the constant the setting
+/// settles to, never a copy of it.
+fn defaulted(text: &str, default: impl std::fmt::Display) -> String {
+    format!("{text} [default: {default}]")
 }
 
 /// `--max-cost`: dollars as nano-dollars.
@@ -526,4 +532,90 @@ fn seconds(text: &str) -> Result<std::time::Duration, String> {
         return Err(format!("must be above 0 and at most 86400 seconds: {text}"));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    use super::{Cli, ModelArgs};
+    use crate::config::Settings;
+
+    /// The `[default: …]` the help of `--id` shows.
+    fn shown(id: &str) -> String {
+        let cli = Cli::command();
+        let arg = cli
+            .get_arguments()
+            .find(|a| a.get_id() == id)
+            .unwrap_or_else(|| panic!("no argument {id}"));
+        let help = arg.get_help().expect("a help text").to_string();
+        let (_, default) = help
+            .rsplit_once("[default: ")
+            .unwrap_or_else(|| panic!("--{id} shows no default: {help}"));
+        default
+            .strip_suffix(']')
+            .expect("a closing bracket")
+            .to_owned()
+    }
+
+    /// The settings of a run that sets nothing (no flag, no environment,
+    /// no config file), with `args`.
+    fn settled(args: &ModelArgs) -> Settings {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        Settings::resolve(dir.path(), args, false, false, false, &BTreeMap::new())
+            .expect("the defaults settle")
+    }
+
+    #[test]
+    fn each_default_the_help_shows_is_the_one_a_run_gets() {
+        let s = settled(&ModelArgs::default());
+        assert_eq!(shown("provider"), s.provider.value.name());
+        assert_eq!(shown("retries"), s.retries.value.to_string());
+        assert_eq!(
+            shown("prune_result_chars"),
+            s.prune_result_chars.value.to_string()
+        );
+        assert_eq!(
+            shown("spill_result_chars"),
+            s.spill_result_chars.value.to_string()
+        );
+        assert_eq!(
+            shown("max_tool_rounds"),
+            s.max_tool_rounds.value.to_string()
+        );
+        assert_eq!(
+            shown("max_calls_per_answer"),
+            s.max_calls_per_answer.value.to_string()
+        );
+        assert_eq!(
+            shown("max_repeated_calls"),
+            s.max_repeated_calls.value.to_string()
+        );
+        assert_eq!(shown("sandbox"), s.sandbox.value.as_str());
+        assert_eq!(
+            shown("model"),
+            format!("the provider's, e.g. {}", s.model.value)
+        );
+        // A model the table does not know gets the window the help names
+        // last.
+        let unknown = settled(&ModelArgs {
+            model: Some("no-such-model-anywhere".into()),
+            ..ModelArgs::default()
+        });
+        assert_eq!(
+            shown("window"),
+            format!(
+                "the server's or the model table's, else {}",
+                unknown.window.value
+            )
+        );
+        // The provider applies the stall timeout itself when none is given
+        // (`revolve_provider::http`, from the policy).
+        assert_eq!(
+            shown("stall_timeout"),
+            revolve_core::policy::STALL_TIMEOUT.as_secs().to_string()
+        );
+    }
 }

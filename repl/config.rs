@@ -179,7 +179,13 @@ impl Settings {
             Some(ProviderChoice::Replay(source)) => Some(source.clone()),
             _ => None,
         };
-        let provider = settle(sources, "provider", chosen, file.provider, Preset::Openai);
+        let provider = settle(
+            sources,
+            "provider",
+            chosen,
+            file.provider,
+            config::DEFAULT_PRESET,
+        );
         let base_url = settle(
             sources,
             "base_url",

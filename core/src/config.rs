@@ -56,6 +56,9 @@ pub const FILE_NAME: &str = "config.json";
 /// window of (not in the table of known models, no server that says).
 pub const DEFAULT_WINDOW: u64 = 128_000;
 
+/// The provider of a run nobody chose one for.
+pub const DEFAULT_PRESET: Preset = Preset::Openai;
+
 /// Where a setting's value came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

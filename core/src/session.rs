@@ -9,15 +9,130 @@
 //!    folded records of an existing file);
 //! 2. feeds every event as an [`Input`] to [`Session::handle`], each stamped
 //!    with the time the shell read from its clock;
-//! 3. executes the returned [`Command`]s **in order** before the next input:
-//!    `Append` writes the record as one line, `Sync` makes the log durable
-//!    (turn end), `Call` sends the request and later comes back as
-//!    [`Input::Reply`], [`Input::Failed`] or [`Input::Interrupted`], and `Show`
-//!    prints a line for the user on stderr.
+//! 3. executes the returned [`Command`]s **in order** before the next input.
+//!    A command that asks for an answer makes the shell queue one input
+//!    (its answer); the shell feeds its queue first in, first out, and the
+//!    user's next input waits until the queue is empty (`drive` in
+//!    `io/src/live.rs`). So at most one request, tool or question is in
+//!    flight, and each answer reaches the core before anything newer.
 //!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
 //! [`crate::state::requests`] the same requests.
+//!
+//! ## One turn, from the REPL line to the request on the wire
+//!
+//! Read three files, in this order:
+//!
+//! 1. `repl/line.rs`: `handle` sends a line that is not a slash command to
+//!    `Live::turn`;
+//! 2. `io/src/live.rs`: `Live::turn` feeds [`Input::Prompt`],
+//!    [`Input::McpTools`], [`Input::Inbox`] and [`Input::User`]; `drive`
+//!    feeds each input and its answers, `execute` runs each command
+//!    ([`Command::Call`] goes through `io/src/live/ask.rs` to the
+//!    provider, whose `http.rs` posts the body as it is);
+//! 3. `core/src/session.rs` (this file): [`Session::handle`] takes the
+//!    user's line to `user`, then `request`, which logs the system prompt
+//!    when it changed, compacts or counts when the window is near, and
+//!    returns [`Command::Call`] with the body `crate::request` built
+//!    byte for byte.
+//!
+//! ## The orders the shell feeds inputs in
+//!
+//! * A user line (`Live::turn`): [`Input::Prompt`], [`Input::McpTools`]
+//!   (when MCP servers are configured), [`Input::Inbox`] with `answer`
+//!   false (when messages wait), [`Input::User`]; once the turn ended
+//!   done, [`Input::Refined`] when [`Session::refine_due`] says so
+//!   (preceded by [`Input::ChangeMemory`] when the refinement changes the
+//!   memory).
+//! * Messages taken while idle (`Live::take_inbox`): [`Input::Prompt`],
+//!   [`Input::Inbox`] with `answer` true. A stopped turn let go on
+//!   (`Live::go_on`): [`Input::Prompt`], [`Input::GoOn`].
+//! * One [`Command::RunTool`] becomes up to six inputs, always in this
+//!   order (`run_tool` in `io/src/live/tools.rs`): [`Input::MemoryChanged`]
+//!   (`remember` wrote the memory), [`Input::ShellChanged`] (a `shell` call
+//!   changed tracked files), [`Input::Untracked`] (a `shell` call outside
+//!   git), [`Input::Seen`] (`read_file` read a whole file),
+//!   [`Input::Prompt`] (always: a tool may have changed memory or the
+//!   goal), then exactly one of [`Input::SandboxRefused`] and
+//!   [`Input::ToolDone`]. A tool the user interrupted sends
+//!   [`Input::Interrupted`] alone.
+//! * A resume (`Live::resume_at`): the commands of [`Session::resume`],
+//!   then [`Input::Found`] when the log has an edit not seen written
+//!   ([`State::pending_edit`]), then [`Input::Restored`] with `resumed`
+//!   when it has an unfinished rewind ([`State::pending_rewind`]); the
+//!   REPL then sends [`Input::Address`], [`Input::Plan`] (`--plan`) and
+//!   [`Input::Effort`] (`--effort`).
+//! * A command the user typed (`/compact`, `/name`, `/plan`, `/model`,
+//!   `/effort`, `/refine undo`, `/rewind`) is one input between turns.
+//!
+//! ## Inputs
+//!
+//! | Input | Sent by (in `io`) | When | The core answers with |
+//! |---|---|---|---|
+//! | [`Input::User`] | `Live::turn` | the user's line, after its `Prompt` | `Append` of the message, then what a request needs: `Call`, or `Count`, `Summarize`, `Confirm` first |
+//! | [`Input::Counted`] | `execute` | answer to `Count` | `Append` of `counted`, then `Call` or a compaction |
+//! | [`Input::Confirmed`] | `execute` | answer to `Confirm` | the compaction (yes) or `Show` and the `Call` uncompacted (no) |
+//! | [`Input::Reply`] | `Live::call` | answer to `Call` | `Append` of the answer, then the first tool's command (`RunTool`, `Open`, `Ask`, `CallMcp`), the next `Call`, or `Sync` at the turn's end |
+//! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
+//! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
+//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show` |
+//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp` | `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
+//! | [`Input::Refined`] | `Live::refine` | after a refinement ran, after its `ChangeMemory` | `Append` of `refined`, `Sync` |
+//! | [`Input::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
+//! | [`Input::ChangeMemory`] | `Live::refine` | a refinement's changes validated | `Snapshot` |
+//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`), `run_tool` (`remember`) | answer to `Snapshot`; first of a tool's inputs | `Append` of `memory_changed` |
+//! | [`Input::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
+//! | [`Input::Undone`] | `execute` | answer to `Undo` | `Append` of `memory_undone`, `Sync` |
+//! | [`Input::GoOn`] | `Live::go_on` | the user lets a stopped turn go on, after its `Prompt` | `Call` |
+//! | [`Input::Plan`] | `Live::plan` | `--plan`, `/plan` | `Append` of `planning`, `Show` |
+//! | [`Input::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
+//! | [`Input::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
+//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused | `AskOutside`, or the result as `ToolDone` would |
+//! | [`Input::Outside`] | `execute` | answer to `AskOutside` | `RunTool` with [`Sandboxing::Off`] (yes) or the refused result (no) |
+//! | [`Input::Summarized`] | `Live::summarize` | answer to `Summarize` | the next `Summarize` (pieces), or `Append` of `compacted`, `Sync`, `StartFile`, then the `Call` the compaction made room for |
+//! | [`Input::SummaryFailed`] | `Live::summarize` | answer to `Summarize` | `Append` of `compaction_failed`, `Show`, and the `Call` uncompacted when one waits |
+//! | [`Input::Rename`] | `Live::rename` | `/name` | `Append` of `renamed`, `Show`; or `Show` why not |
+//! | [`Input::Address`] | `Live::address` | the REPL resumes an unnamed session | `Append` of a generated `renamed`, `Show` |
+//! | [`Input::Inbox`] | `Live::take_inbox` | before a user line (`answer` false); an idle REPL (`answer` true, after its `Prompt`) | `Show` and `Append` per message, `Sync`, and `Call` with `answer` |
+//! | [`Input::Seen`] | `run_tool` | before a `read_file`'s `ToolDone` | `Append` of `seen` |
+//! | [`Input::Opened`] | `Live::open_edit` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
+//! | [`Input::Staged`] | `Live::stage_edit` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
+//! | [`Input::Untracked`] | `run_tool` | before a `shell` call's `ToolDone`, outside git | `Show` (once a run) |
+//! | [`Input::McpTools`] | `Live::offer_mcp` | before a user line, after its `Prompt` | `Append` of `mcp_tools` when the list changed (never while busy) |
+//! | [`Input::ShellChanged`] | `run_tool` | before a `shell` call's `ToolDone` | `Append` of `edit` records by `shell` |
+//! | [`Input::Answered`] | `answered` | answer to `Ask` or `AskGrant` | `RunTool`/`CallMcp`, or the grant or refusal result, then the next tool |
+//! | [`Input::Wrote`] | `Live::write_edit` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
+//! | [`Input::Found`] | `Live::settle_pending_edit` | a resume with [`State::pending_edit`] | `Append` of `written` (what was found), `Show`, `Sync` |
+//! | [`Input::Rewind`] | `Live::rewind` | `/rewind`, `revolve rewind` | `Append` of `rewinding`, `Sync`, `Restore`; or `Refused` |
+//! | [`Input::Restored`] | `Live::restore`, `Live::settle_pending_rewind` | answer to `Restore`; a resume with [`State::pending_rewind`] | `Append` of `rewound`, `Sync`, `Show` (and `Refused` for what failed) |
+//!
+//! ## Commands
+//!
+//! | Command | The shell (`execute` in `io/src/live.rs`) | Answer it queues |
+//! |---|---|---|
+//! | [`Command::Append`] | writes the record as one line (a tool result is shown once logged) | none |
+//! | [`Command::Sync`] | flushes and fsyncs the log (a turn's end) | none |
+//! | [`Command::Call`] | sends the request, streaming its text | `Reply`, `Failed`, `Overflowed` or `Interrupted` |
+//! | [`Command::RunTool`] | runs the tool in the sandbox named | the tool's inputs, in the order above |
+//! | [`Command::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
+//! | [`Command::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
+//! | [`Command::Summarize`] | sends the request without showing it | `Summarized`, `SummaryFailed`, `Overflowed` or `Interrupted` |
+//! | [`Command::Count`] | asks the server to count the request | `Counted` |
+//! | [`Command::Confirm`] | asks the yes-or-no question | `Confirmed` |
+//! | [`Command::StartFile`] | creates, syncs and claims the next file of the chain; later `Append`s go there | none |
+//! | [`Command::Snapshot`] | snapshots the memory, then writes the changes | `MemoryChanged` |
+//! | [`Command::Undo`] | restores the newest snapshot entry standing | `Undone` |
+//! | [`Command::Open`] | opens the file to edit | `Opened` |
+//! | [`Command::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
+//! | [`Command::Write`] | writes the file atomically if it still holds `expect` | `Wrote` |
+//! | [`Command::Restore`] | puts the files back from the content store | `Restored` |
+//! | [`Command::Ask`] | asks whether the shell or MCP call may run | `Answered` (or `Interrupted`) |
+//! | [`Command::CallMcp`] | calls the MCP tool, within the timeout | `ToolDone` |
+//! | [`Command::AskGrant`] | asks whether the session may read the path | `Answered` (or `Interrupted`) |
+//! | [`Command::Refused`] | keeps the text; the user's command fails with it | none |
+//! | [`Command::Show`] | tells the user (stderr, or the REPL's terminal) | none |
 
 use std::collections::BTreeSet;
 
@@ -115,6 +230,7 @@ pub struct Session {
 
 impl Session {
     /// A new session: its file starts with `header`.
+    #[must_use = "the shell must execute every command, in order"]
     pub fn start(header: Header, settings: Settings) -> (Session, Vec<Command>) {
         let mut session = Session::new(State::default(), settings);
         let cmds = session.append(vec![Record::Header(header)]);
@@ -125,6 +241,7 @@ impl Session {
     /// `window` and `provider`. Tool calls a crash left without results get
     /// results saying so, and a request left unanswered is closed as
     /// interrupted, so the history the model gets next is well formed.
+    #[must_use = "the shell must execute every command, in order"]
     pub fn resume(state: State, settings: Settings, resumed: Resumed) -> (Session, Vec<Command>) {
         let mut session = Session::new(state, settings);
         // A turn a crash left open is closed the way Ctrl-C closes one, so
@@ -203,6 +320,7 @@ impl Session {
     }
 
     /// Handles one input; the commands must be executed in order.
+    #[must_use = "the shell must execute every command, in order"]
     pub fn handle(&mut self, input: Input) -> Vec<Command> {
         match input {
             Input::User { text, now } => self.user(text, now),

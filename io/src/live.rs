@@ -988,7 +988,7 @@ fn inbox_of(store: &Store, name: Option<&str>) -> Option<Inbox> {
 }
 
 /// The model of a session nobody chose one for.
-const DEFAULT_MODEL: &str = revolve_core::config::Preset::Openai.model();
+const DEFAULT_MODEL: &str = revolve_core::config::DEFAULT_PRESET.model();
 /// The declared context window of a session nobody declared one for.
 const DEFAULT_WINDOW: u64 = revolve_core::config::DEFAULT_WINDOW;
 

@@ -5,16 +5,18 @@
 //! `home/`, the XDG roots inside it, and `work/`, the working directory (not
 //! a git repository; `GIT_CEILING_DIRECTORIES` keeps git from finding one
 //! above). The binary runs with a cleared environment: only `PATH`, those
-//! roots and `REVOLVE_NOW` (the pinned clock, which starts at
-//! [`NOW`] in every process and advances one second per reading), so no API
-//! key, `REVOLVE_*` setting or user config leaks in. The directory is removed
+//! roots, `REVOLVE_NOW` (the pinned clock, which starts at [`NOW`] in every
+//! process and advances one second per reading) and `REVOLVE_ID_SEED` (the
+//! test's first run 1, its next 2, …, so its session ids are the same every
+//! time), so no API key, `REVOLVE_*` setting or user config leaks in. The directory is removed
 //! when the env is dropped, unless the test failed (then its path is printed
 //! so the logs can be read).
 //!
 //! What cannot be controlled at the source is redacted by the insta filters
-//! of [`TestEnv::filters`] in snapshots, and by [`TestEnv::redact`] in
-//! other checks: the temp path becomes `[TMP]` (`[TMP_SLUG]` in a project
-//! slug), session ids `[ID]`. The one time the pinned clock does not
+//! of [`TestEnv::filters`] in snapshots: the temp path becomes `[TMP]`
+//! (`[TMP_SLUG]` in a project slug). Snapshots show session ids as they
+//! are, seeded; [`TestEnv::redact`], for other checks, still turns them
+//! into `[ID]`. The one time the pinned clock does not
 //! reach, a session file's modification time (the listing's last activity),
 //! is pinned by the test that shows it.
 
@@ -79,6 +81,10 @@ pub struct TestEnv {
     pub home: PathBuf,
     /// `$XDG_STATE_HOME`.
     pub state: PathBuf,
+    /// The runs [`TestEnv::command`] made so far: each gets the next
+    /// `REVOLVE_ID_SEED`, so a test's session ids are the same every time
+    /// and two runs of one test never make the same id.
+    runs: std::sync::atomic::AtomicU64,
 }
 
 impl TestEnv {
@@ -107,6 +113,7 @@ impl TestEnv {
             cwd,
             home,
             state,
+            runs: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -153,6 +160,14 @@ impl TestEnv {
         })
     }
 
+    /// The `REVOLVE_ID_SEED` of the next run: 1 for a test's first run,
+    /// then 2, and so on.
+    fn next_seed(&self) -> u64 {
+        self.runs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            .wrapping_add(1)
+    }
+
     /// The binary with a clean environment, in the working directory.
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
@@ -167,6 +182,9 @@ impl TestEnv {
             .env("XDG_CACHE_HOME", self.home.join(".cache"))
             .env("GIT_CEILING_DIRECTORIES", &self.root)
             .env("REVOLVE_NOW", NOW)
+            // Ids seeded as the clock is pinned, one seed a run (a test's
+            // own REVOLVE_ID_SEED wins).
+            .env("REVOLVE_ID_SEED", self.next_seed().to_string())
             // Failures fail at once unless a test is about retrying; such a
             // test sets REVOLVE_RETRIES itself (later `env` calls win).
             .env("REVOLVE_RETRIES", "0")
@@ -258,19 +276,19 @@ impl TestEnv {
     }
 
     /// insta filters for what cannot be controlled at the source: the temp
-    /// path as `[TMP]`, its project slug as `[TMP_SLUG]`, session ids as
-    /// `[ID]` (as [`TestEnv::redact`] does), for
-    /// `insta::with_settings!({filters => env.filters()}, { .. })`. The
-    /// patterns are leaked: a few strings per test, and `'static` is what
-    /// lets the macro take them as they are.
+    /// path as `[TMP]`, its project slug as `[TMP_SLUG]`, for
+    /// `insta::with_settings!({filters => env.filters()}, { .. })`. Session
+    /// ids are not redacted: `REVOLVE_ID_SEED` makes them the same every
+    /// run. The patterns are leaked: a few strings per test, and `'static`
+    /// is what lets the macro take them as they are.
     pub fn filters(&self) -> Vec<(&'static str, &'static str)> {
-        self.filters_with(ID_FILTER, "[ID]")
-    }
-
-    /// [`TestEnv::filters`] for a table: each `[ID]` is padded to an id's
-    /// width, so the columns stay aligned.
-    pub fn table_filters(&self) -> Vec<(&'static str, &'static str)> {
-        self.filters_with(ID_FILTER, "[ID]                  ")
+        let root = self.root.to_string_lossy();
+        let slug = root.replace('/', "-");
+        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
+        vec![
+            (leak(regex_escape(&root)), "[TMP]"),
+            (leak(regex_escape(&slug)), "[TMP_SLUG]"),
+        ]
     }
 
     /// [`TestEnv::filters`] and times as `[TIME]` (`2026-12-02 10:00
@@ -279,21 +297,6 @@ impl TestEnv {
         let mut filters = self.filters();
         filters.push(TIME_FILTER);
         filters
-    }
-
-    fn filters_with(
-        &self,
-        id: &'static str,
-        id_as: &'static str,
-    ) -> Vec<(&'static str, &'static str)> {
-        let root = self.root.to_string_lossy();
-        let slug = root.replace('/', "-");
-        let leak = |text: String| -> &'static str { Box::leak(text.into_boxed_str()) };
-        vec![
-            (leak(regex_escape(&root)), "[TMP]"),
-            (leak(regex_escape(&slug)), "[TMP_SLUG]"),
-            (id, id_as),
-        ]
     }
 
     /// The startup note a first start prints on stderr, in every mode: all
@@ -475,11 +478,6 @@ pub fn redact_ids(text: &str) -> String {
 }
 
 const ID_LEN: usize = "20261202-100000-1a2b3c".len();
-
-/// A session id, as a regex for insta's filters (what [`is_id`] matches,
-/// but for its look at the character after: the regex crate has no
-/// look-ahead).
-const ID_FILTER: &str = r"\d{8}-\d{6}-[0-9a-f]{6}";
 
 /// A time as the transcripts and histories show it, `2026-12-02 10:00
 /// UTC`, as `[TIME]`.

@@ -190,7 +190,7 @@ fn sessions_table() {
     let named = env.ok(&["sessions"]).stdout;
     let all = env.ok(&["sessions", "--all"]).stdout;
     let json = env.ok(&["sessions", "--all", "--json"]).stdout;
-    insta::with_settings!({filters => env.table_filters()}, {
+    insta::with_settings!({filters => env.filters()}, {
         insta::assert_snapshot!("sessions_table", named);
         insta::assert_snapshot!("sessions_table_all", all);
     });

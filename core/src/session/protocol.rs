@@ -295,6 +295,7 @@ pub struct Usage {
 
 /// Something the shell must do.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[must_use = "the shell must execute every command, in order"]
 pub enum Command {
     /// Write this record as one line at the end of the log.
     Append(Record),
@@ -487,3 +488,66 @@ pub struct Settings {
 
 /// The default of `spill-result-chars`.
 pub const SPILL_CHARS: usize = 32_000;
+
+#[cfg(test)]
+mod tests {
+    use super::{Command, Input};
+
+    /// The names of an enum's variants, from a `match` that stops
+    /// compiling when a variant is added and not listed here.
+    macro_rules! variants {
+        ($ty:ident: $($v:ident),* $(,)?) => {{
+            #[allow(dead_code)]
+            fn every(x: &$ty) {
+                match x {
+                    $($ty::$v { .. } => {})*
+                }
+            }
+            vec![$(stringify!($v)),*]
+        }};
+    }
+
+    /// The first cells of the rows of the session doc's table that name
+    /// variants of `ty`: `//! | [`Input::User`] | ...`.
+    fn rows(ty: &str) -> Vec<String> {
+        let doc = include_str!("../session.rs");
+        let start = format!("//! | [`{ty}::");
+        doc.lines()
+            .take_while(|l| l.starts_with("//!"))
+            .filter_map(|l| l.strip_prefix(&start))
+            .filter_map(|rest| rest.split_once("`]").map(|(name, _)| name.to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn every_input_has_one_row_in_the_protocol_table() {
+        let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
+            Interrupted, ToolDone, Prompt, Refined, Compact, ChangeMemory, MemoryChanged,
+            Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
+            SummaryFailed, Rename, Address, Inbox, Seen, Opened, Staged, Untracked,
+            McpTools, ShellChanged, Answered, Wrote, Found, Rewind, Restored);
+        let mut rows = rows("Input");
+        rows.sort();
+        let mut names: Vec<String> = names.into_iter().map(str::to_owned).collect();
+        names.sort();
+        assert_eq!(
+            rows, names,
+            "core/src/session.rs: one row per Input variant"
+        );
+    }
+
+    #[test]
+    fn every_command_has_one_row_in_the_protocol_table() {
+        let names = variants!(Command: Append, Sync, Call, RunTool, AskOutside, Spill,
+            Summarize, Count, Confirm, StartFile, Snapshot, Undo, Open, Stage, Write,
+            Restore, Ask, CallMcp, AskGrant, Refused, Show);
+        let mut rows = rows("Command");
+        rows.sort();
+        let mut names: Vec<String> = names.into_iter().map(str::to_owned).collect();
+        names.sort();
+        assert_eq!(
+            rows, names,
+            "core/src/session.rs: one row per Command variant"
+        );
+    }
+}

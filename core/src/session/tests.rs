@@ -494,7 +494,7 @@ fn long_session(turns: usize, context: u64) -> Session {
             tool_calls: Vec::new(),
             usage,
         };
-        s.handle(Input::Reply {
+        let _ = s.handle(Input::Reply {
             reply,
             now: datetime!(2026-12-02 10:02 UTC),
         });
@@ -676,7 +676,7 @@ fn manual_compaction() {
     assert!(!s.busy());
     // Interrupting a /compact leaves everything as it was.
     let mut s = long_session(5, 100);
-    s.handle(Input::Compact { now });
+    let _ = s.handle(Input::Compact { now });
     let cmds = s.handle(Input::Interrupted {
         partial: String::new(),
         now,
@@ -883,7 +883,7 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     };
     let mut s = Session::start(header(), ask_shell).0;
     asked(&mut s);
-    s.handle(Input::Interrupted {
+    let _ = s.handle(Input::Interrupted {
         partial: String::new(),
         now: datetime!(2026-12-02 10:00 UTC),
     });
@@ -1500,7 +1500,7 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
         },
     )
     .0;
-    s.handle(Input::Model {
+    let _ = s.handle(Input::Model {
         model: "claude-sonnet-4-5".into(),
         now,
     });
