@@ -29,7 +29,7 @@ use crate::names;
 use crate::prompt;
 use crate::record::{
     Context, Counted, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message, Origin,
-    Record, Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
+    Record, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::state::State;
@@ -40,8 +40,11 @@ mod approval;
 mod compaction;
 mod edits;
 mod protocol;
+mod refinement;
 pub use edits::Opened;
-pub use protocol::{Command, Delivery, Input, Reply, Sandboxing, Settings, Usage, SPILL_CHARS};
+pub use protocol::{
+    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, Usage, SPILL_CHARS,
+};
 
 /// The `tool` of an `approved` record that answers whether a command the
 /// sandbox refused may run once outside it.
@@ -111,6 +114,8 @@ pub struct Session {
     /// Whether the user was told that shell changes outside git are not
     /// tracked (once a run).
     told_untracked: bool,
+    /// The refinement under way (`/refine`, or on its own).
+    refinement: Option<refinement::Refinement>,
 }
 
 impl Session {
@@ -158,6 +163,7 @@ impl Session {
             outside_call: None,
             asked_grant: None,
             told_untracked: false,
+            refinement: None,
         }
     }
 
@@ -207,6 +213,9 @@ impl Session {
         match input {
             Input::User { text, now } => self.user(text, now),
             Input::Counted { tokens, now } => self.counted(tokens, now),
+            Input::Confirmed { yes, now } if self.refine_confirming() => {
+                self.refine_confirmed(yes, now)
+            }
             Input::Confirmed { yes, now } => self.confirmed(yes, now),
             Input::Reply { reply, now } => self.reply(reply, now),
             Input::Inbox {
@@ -233,22 +242,16 @@ impl Session {
                 asked,
                 now,
             } => self.overflowed(error, crate::overflow::Overflow { limit, asked }, now),
+            Input::Interrupted { now, .. } if self.refine_asking() => self.refine_interrupted(now),
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
-            Input::Refined {
+            Input::Refine {
                 auto,
-                entry,
-                pieces,
+                files,
+                chain,
                 now,
-            } => {
-                let mut cmds = self.append(vec![Record::Refined(Refined {
-                    at: now,
-                    auto,
-                    entry,
-                    pieces,
-                })]);
-                cmds.push(Command::Sync);
-                cmds
-            }
+            } => self.refine(auto, files, chain, now),
+            Input::RefineReply { reply, now } => self.refine_reply(reply, now),
+            Input::RefineFailed { error, now } => self.refine_failed(&error, now),
             Input::Prompt(parts) => {
                 self.parts = parts;
                 Vec::new()
@@ -267,17 +270,12 @@ impl Session {
             Input::Effort { effort, now } => self.set_effort(effort, now),
             Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
-            Input::ChangeMemory {
+            Input::MemoryChanged {
                 entry,
                 by,
-                changes,
-                meta,
-            } => vec![Command::Snapshot {
-                entry,
-                by,
-                changes,
-                meta,
-            }],
+                files,
+                now,
+            } if self.refine_writing() => self.refine_written(entry, by, files, now),
             Input::MemoryChanged {
                 entry,
                 by,
@@ -321,8 +319,22 @@ impl Session {
                 id,
                 output,
                 grant,
+                memory,
                 now,
-            } => self.tool_done(id, output, grant, now),
+            } => {
+                // A memory change the tool made is logged before its result.
+                let mut cmds = match memory {
+                    Some(w) => self.append(vec![Record::MemoryChanged(MemoryChanged {
+                        at: now,
+                        entry: w.entry,
+                        by: "remember".into(),
+                        files: w.files,
+                    })]),
+                    None => Vec::new(),
+                };
+                cmds.extend(self.tool_done(id, output, grant, now));
+                cmds
+            }
             Input::Seen { path, hash, now } => self.seen(path, hash, now),
             Input::Opened {
                 id,
