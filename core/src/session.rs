@@ -15,6 +15,16 @@
 //!    [`Input::Reply`], [`Input::Failed`] or [`Input::Interrupted`], and `Show`
 //!    prints a line for the user on stderr.
 //!
+//! A memory refinement is driven the same way: the shell sends
+//! [`Input::Refine`] (the memory files it read, and for `/refine` the
+//! session's whole chain); the core may ask [`Command::Confirm`] (answered
+//! by [`Input::Confirmed`]), then logs each request as a `refining` record
+//! and sends it as [`Command::Refine`], answered by [`Input::RefineReply`],
+//! [`Input::RefineFailed`] or [`Input::Interrupted`]; with changes to
+//! write it asks [`Command::Snapshot`], answered by [`Input::MemoryChanged`];
+//! a `refined` record ends it. A tool's memory change (`remember`) comes
+//! inside its [`Input::ToolDone`].
+//!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
 //! [`crate::state::requests`] the same requests.
