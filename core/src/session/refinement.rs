@@ -415,3 +415,6 @@ impl Session {
         cmds
     }
 }
+
+#[cfg(test)]
+mod tests;
