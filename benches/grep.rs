@@ -45,7 +45,6 @@ fn main() {
         },
         messages: 0,
         now: common::base_time(),
-        snapshots: Default::default(),
         watch: Default::default(),
         sandbox: revolve_core::sandbox::Policy::off(),
     };

@@ -49,7 +49,6 @@ fn main() {
         },
         messages: 0,
         now: common::base_time(),
-        snapshots: Default::default(),
         watch: Default::default(),
         sandbox: policy,
     };

@@ -474,7 +474,16 @@ pub fn replay_against(
     for file in store.chain(&path) {
         let read = log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         note_skipped(&file, read.skipped.len());
-        requests.extend(state::requests(&read.records));
+        // A refinement's answer is not in the log: its requests are not
+        // asked again.
+        let mut rebuild = state::Rebuild::default();
+        for record in &read.records {
+            if let Some(request) = rebuild.push(record) {
+                if !matches!(record, revolve_core::Record::Refining(_)) {
+                    requests.push(request);
+                }
+            }
+        }
         records.extend(read.records);
     }
     let answers: Vec<Answer> = fixture::answers(&records)

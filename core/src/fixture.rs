@@ -74,8 +74,9 @@ pub const REFINE_NOT_RECORDED: &str =
     "a refinement's answer is not in the log; replayed as a failure";
 
 /// Every answer of `records` (a session file, or a whole chain in order),
-/// one per request [`crate::state::requests`] rebuilds plus one
-/// [`Answer::NotRecorded`] per refinement, in order. A chain must be folded
+/// one per request [`crate::state::requests`] rebuilds (a refinement's
+/// is [`Answer::NotRecorded`]) plus one [`Answer::NotRecorded`] per
+/// request an older file's refinement counts without logging it, in order. A chain must be folded
 /// as one: a compaction's summary request is in the old file, its answer
 /// (the notes) in the new one.
 pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer> {
@@ -165,8 +166,12 @@ pub fn answers<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Answer>
                     set_error(&mut out[i], &f.error);
                 }
             }
+            // A refinement's answer is not logged: each request its
+            // `refining` records logged, or (older files) its `refined`
+            // counts, replays as not recorded.
+            Record::Refining(_) => out.push(Answer::NotRecorded),
             Record::Refined(r) => {
-                for _ in 0..r.requests() {
+                for _ in 0..r.requests().saturating_sub(state.refining_sent) {
                     out.push(Answer::NotRecorded);
                 }
             }

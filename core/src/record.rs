@@ -118,11 +118,16 @@
 //! {"type":"compacted","at":"2026-12-02T12:00:05Z","from":"20261202-102606-1a2b3c","summarized":182,"notes":"Facts: …","kept":[…],"totals":{…}}
 //! ```
 //!
-//! `refined`, a refinement of the memory ran (its snapshot entry, if it
-//! changed anything):
+//! `refining`, a refinement's request, its body as sent (one per request:
+//! a session larger than the window is read in parts), so `replay
+//! --requests` gives it back; `refined`, the refinement ended (its
+//! snapshot entry, if it changed anything, and how many requests it sent):
 //! ```json
-//! {"type":"refined","at":"2026-12-02T12:30:00Z","auto":true,"entry":"20261202T123000Z"}
+//! {"type":"refining","at":"2026-12-02T12:29:58Z","auto":true,"part":1,"of":1,"body":"{\"messages\":…}"}
+//! {"type":"refined","at":"2026-12-02T12:30:00Z","auto":true,"entry":"20261202T123000Z","pieces":1}
 //! ```
+//! Files written before `refining` existed have the `refined` record
+//! alone, which counts the requests it names.
 //!
 //! `stopped`, a turn core ended on its own (see [`crate::guard`]): the model
 //! repeated a call, or the turn used up its tool rounds; every call still
@@ -296,6 +301,8 @@ pub enum Record {
     /// The memory was refined from this session (or a refinement found
     /// nothing to change).
     Refined(Refined),
+    /// A refinement's request went out (before its `refined`).
+    Refining(Refining),
     /// Core ended a turn on its own: a repeated call, or the tool-round cap.
     Stopped(Stopped),
     /// A turn stopped at its tool-round cap goes on, as the user allowed.
@@ -684,6 +691,22 @@ impl Refined {
     }
 }
 
+/// A refinement's request, logged as it goes out: it is rebuilt from the
+/// log (`replay --requests`) as the body here, numbered after the
+/// requests before it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refining {
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// Whether the refinement runs on its own.
+    pub auto: bool,
+    /// Which part of the session this request reads (from 1), of how many.
+    pub part: u64,
+    pub of: u64,
+    /// The body sent, byte for byte.
+    pub body: String,
+}
+
 /// A turn core ended on its own.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopped {
@@ -877,6 +900,7 @@ impl Record {
             "compacted" => Record::Compacted(body(line)?),
             "continued" => Record::Continued(body(line)?),
             "refined" => Record::Refined(body(line)?),
+            "refining" => Record::Refining(body(line)?),
             "stopped" => Record::Stopped(body(line)?),
             "went_on" => Record::WentOn(body(line)?),
             "planning" => Record::Planning(body(line)?),
@@ -927,6 +951,7 @@ impl Record {
             Record::Compacted(c) => Some(c.at),
             Record::Continued(c) => Some(c.at),
             Record::Refined(r) => Some(r.at),
+            Record::Refining(r) => Some(r.at),
             Record::Stopped(s) => Some(s.at),
             Record::WentOn(w) => Some(w.at),
             Record::Planning(p) => Some(p.at),

@@ -16,6 +16,16 @@
 //!    `io/src/live.rs`). So at most one request, tool or question is in
 //!    flight, and each answer reaches the core before anything newer.
 //!
+//! A memory refinement is driven the same way: the shell sends
+//! [`Input::Refine`] (the memory files it read, and for `/refine` the
+//! session's whole chain); the core may ask [`Command::Confirm`] (answered
+//! by [`Input::Confirmed`]), then logs each request as a `refining` record
+//! and sends it as [`Command::Refine`], answered by [`Input::RefineReply`],
+//! [`Input::RefineFailed`] or [`Input::Interrupted`]; with changes to
+//! write it asks [`Command::Snapshot`], answered by [`Input::MemoryChanged`];
+//! a `refined` record ends it. A tool's memory change (`remember`) comes
+//! inside its [`Input::ToolDone`].
+//!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
 //! [`crate::state::requests`] the same requests.
@@ -42,15 +52,13 @@
 //! * A user line (`Live::turn`): [`Input::Prompt`], [`Input::McpTools`]
 //!   (when MCP servers are configured), [`Input::Inbox`] with `answer`
 //!   false (when messages wait), [`Input::User`]; once the turn ended
-//!   done, [`Input::Refined`] when [`Session::refine_due`] says so
-//!   (preceded by [`Input::ChangeMemory`] when the refinement changes the
-//!   memory).
+//!   done, [`Input::Refine`] with `auto` when [`Session::refine_due`]
+//!   says so (`Live::refine_if_due`).
 //! * Messages taken while idle (`Live::take_inbox`): [`Input::Prompt`],
 //!   [`Input::Inbox`] with `answer` true. A stopped turn let go on
 //!   (`Live::go_on`): [`Input::Prompt`], [`Input::GoOn`].
-//! * One [`Command::RunTool`] becomes up to six inputs, always in this
-//!   order (`run_tool` in `io/src/live/tools.rs`): [`Input::MemoryChanged`]
-//!   (`remember` wrote the memory), [`Input::ShellChanged`] (a `shell` call
+//! * One [`Command::RunTool`] becomes up to five inputs, always in this
+//!   order (`run_tool` in `io/src/live/tools.rs`): [`Input::ShellChanged`] (a `shell` call
 //!   changed tracked files), [`Input::Untracked`] (a `shell` call outside
 //!   git), [`Input::Seen`] (`read_file` read a whole file),
 //!   [`Input::Prompt`] (always: a tool may have changed memory or the
@@ -64,7 +72,8 @@
 //!   REPL then sends [`Input::Address`], [`Input::Plan`] (`--plan`) and
 //!   [`Input::Effort`] (`--effort`).
 //! * A command the user typed (`/compact`, `/name`, `/plan`, `/model`,
-//!   `/effort`, `/refine undo`, `/rewind`) is one input between turns.
+//!   `/effort`, `/refine`, `/refine undo`, `/rewind`) is one input between
+//!   turns.
 //!
 //! ## Inputs
 //!
@@ -76,13 +85,14 @@
 //! | [`Input::Reply`] | `Live::call` | answer to `Call` | `Append` of the answer, then the first tool's command (`RunTool`, `Open`, `Ask`, `CallMcp`), the next `Call`, or `Sync` at the turn's end |
 //! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
 //! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
-//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show` |
-//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp` | `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `Live::refine_request`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
+//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries `remember`'s memory change | `Append` of `memory_changed` (when `remember` wrote), then of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
-//! | [`Input::Refined`] | `Live::refine` | after a refinement ran, after its `ChangeMemory` | `Append` of `refined`, `Sync` |
+//! | [`Input::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
+//! | [`Input::RefineReply`] | `Live::refine_request` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
+//! | [`Input::RefineFailed`] | `Live::refine_request` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`Input::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
-//! | [`Input::ChangeMemory`] | `Live::refine` | a refinement's changes validated | `Snapshot` |
-//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`), `run_tool` (`remember`) | answer to `Snapshot`; first of a tool's inputs | `Append` of `memory_changed` |
+//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot` | `Append` of `memory_changed`; a refinement's then `refined`, `Sync` |
 //! | [`Input::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
 //! | [`Input::Undone`] | `execute` | answer to `Undo` | `Append` of `memory_undone`, `Sync` |
 //! | [`Input::GoOn`] | `Live::go_on` | the user lets a stopped turn go on, after its `Prompt` | `Call` |
@@ -119,6 +129,7 @@
 //! | [`Command::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
 //! | [`Command::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`Command::Summarize`] | sends the request without showing it | `Summarized`, `SummaryFailed`, `Overflowed` or `Interrupted` |
+//! | [`Command::Refine`] | sends the refinement's request without showing it | `RefineReply`, `RefineFailed` or `Interrupted` |
 //! | [`Command::Count`] | asks the server to count the request | `Counted` |
 //! | [`Command::Confirm`] | asks the yes-or-no question | `Confirmed` |
 //! | [`Command::StartFile`] | creates, syncs and claims the next file of the chain; later `Append`s go there | none |
@@ -144,7 +155,7 @@ use crate::names;
 use crate::prompt;
 use crate::record::{
     Context, Counted, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message, Origin,
-    Record, Refined, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
+    Record, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::state::State;
@@ -155,8 +166,11 @@ mod approval;
 mod compaction;
 mod edits;
 mod protocol;
+mod refinement;
 pub use edits::Opened;
-pub use protocol::{Command, Delivery, Input, Reply, Sandboxing, Settings, Usage, SPILL_CHARS};
+pub use protocol::{
+    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, Usage, SPILL_CHARS,
+};
 
 /// The `tool` of an `approved` record that answers whether a command the
 /// sandbox refused may run once outside it.
@@ -226,6 +240,8 @@ pub struct Session {
     /// Whether the user was told that shell changes outside git are not
     /// tracked (once a run).
     told_untracked: bool,
+    /// The refinement under way (`/refine`, or on its own).
+    refinement: Option<refinement::Refinement>,
 }
 
 impl Session {
@@ -275,6 +291,7 @@ impl Session {
             outside_call: None,
             asked_grant: None,
             told_untracked: false,
+            refinement: None,
         }
     }
 
@@ -325,6 +342,9 @@ impl Session {
         match input {
             Input::User { text, now } => self.user(text, now),
             Input::Counted { tokens, now } => self.counted(tokens, now),
+            Input::Confirmed { yes, now } if self.refine_confirming() => {
+                self.refine_confirmed(yes, now)
+            }
             Input::Confirmed { yes, now } => self.confirmed(yes, now),
             Input::Reply { reply, now } => self.reply(reply, now),
             Input::Inbox {
@@ -351,22 +371,16 @@ impl Session {
                 asked,
                 now,
             } => self.overflowed(error, crate::overflow::Overflow { limit, asked }, now),
+            Input::Interrupted { now, .. } if self.refine_asking() => self.refine_interrupted(now),
             Input::Interrupted { partial, now } => self.interrupt(partial, now),
-            Input::Refined {
+            Input::Refine {
                 auto,
-                entry,
-                pieces,
+                files,
+                chain,
                 now,
-            } => {
-                let mut cmds = self.append(vec![Record::Refined(Refined {
-                    at: now,
-                    auto,
-                    entry,
-                    pieces,
-                })]);
-                cmds.push(Command::Sync);
-                cmds
-            }
+            } => self.refine(auto, files, chain, now),
+            Input::RefineReply { reply, now } => self.refine_reply(reply, now),
+            Input::RefineFailed { error, now } => self.refine_failed(&error, now),
             Input::Prompt(parts) => {
                 self.parts = parts;
                 Vec::new()
@@ -385,17 +399,12 @@ impl Session {
             Input::Effort { effort, now } => self.set_effort(effort, now),
             Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
-            Input::ChangeMemory {
+            Input::MemoryChanged {
                 entry,
                 by,
-                changes,
-                meta,
-            } => vec![Command::Snapshot {
-                entry,
-                by,
-                changes,
-                meta,
-            }],
+                files,
+                now,
+            } if self.refine_writing() => self.refine_written(entry, by, files, now),
             Input::MemoryChanged {
                 entry,
                 by,
@@ -439,8 +448,22 @@ impl Session {
                 id,
                 output,
                 grant,
+                memory,
                 now,
-            } => self.tool_done(id, output, grant, now),
+            } => {
+                // A memory change the tool made is logged before its result.
+                let mut cmds = match memory {
+                    Some(w) => self.append(vec![Record::MemoryChanged(MemoryChanged {
+                        at: now,
+                        entry: w.entry,
+                        by: "remember".into(),
+                        files: w.files,
+                    })]),
+                    None => Vec::new(),
+                };
+                cmds.extend(self.tool_done(id, output, grant, now));
+                cmds
+            }
             Input::Seen { path, hash, now } => self.seen(path, hash, now),
             Input::Opened {
                 id,

@@ -73,6 +73,10 @@ pub struct State {
     pub messages_at_refine: usize,
     /// Whether a compaction happened since the last refinement.
     pub compacted_since_refine: bool,
+    /// The `refining` records since the last `refined` (or resume): the
+    /// requests of the refinement under way, counted already.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refining_sent: u64,
     /// The tool rounds (answers that call tools) since the turn began or
     /// went on, for the tool-round cap.
     pub turn_rounds: u64,
@@ -168,11 +172,14 @@ impl State {
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
         let repaired = self.repair(record);
-        if self.answers(record) || matches!(record, Record::Compacting(_)) {
+        if self.answers(record) || matches!(record, Record::Compacting(_) | Record::Refining(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
         }
         if let Record::Refined(r) = record {
-            self.totals.requests = self.totals.requests.saturating_add(r.requests());
+            // Requests its `refining` records counted already are not
+            // counted again (older files have none).
+            let counted = r.requests().saturating_sub(self.refining_sent);
+            self.totals.requests = self.totals.requests.saturating_add(counted);
         }
         if let Some(at) = record.at() {
             self.last_activity = Some(at);
@@ -304,6 +311,8 @@ impl State {
                 self.totals.delivered = delivered;
             }
             Record::Resumed(r) => {
+                // A refinement a crash cut short counted its requests.
+                self.refining_sent = 0;
                 self.resumes += 1;
                 self.model = r.model.clone();
                 self.window = r.window;
@@ -418,7 +427,9 @@ impl State {
                     _ => note = Some("a squeezed message that is no tool result".to_owned()),
                 }
             }
+            Record::Refining(_) => self.refining_sent = self.refining_sent.saturating_add(1),
             Record::Refined(r) => {
+                self.refining_sent = 0;
                 self.refined_at = Some(r.at);
                 self.turns_at_refine = self.totals.turns;
                 self.messages_at_refine = self.messages.len();
@@ -814,6 +825,18 @@ impl State {
         self.piece_request(idx(from), idx(upto), notes)
     }
 
+    /// The refinement request a `refining` record logged, numbered `seq`:
+    /// its body as sent, one user message to this session's model.
+    pub fn refinement_request(&self, body: &str, seq: u64) -> Request {
+        Request {
+            model: self.model.clone(),
+            wire: Wire::of(&self.provider),
+            body: body.into(),
+            messages: 1,
+            seq,
+        }
+    }
+
     /// Whether a record answers the request that is due.
     /// Whether `record` answers the request due now (an assistant message,
     /// a failure, or an interruption after the request went out).
@@ -864,12 +887,19 @@ impl Rebuild {
             Some(self.state.request())
         } else if let Record::Compacting(c) = record {
             Some(self.state.compacting_request(c))
+        } else if let Record::Refining(r) = record {
+            let seq = self.state.totals.requests.saturating_add(1);
+            Some(self.state.refinement_request(&r.body, seq))
         } else {
             None
         };
         self.state.apply(record);
         request
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The characters a `squeezed` record keeps (the default in older logs).

@@ -304,6 +304,9 @@ pub fn transcript(records: &[Record]) -> String {
                     out.push_str(&transcript(&[Record::Message(m.clone())]));
                 }
             }
+            // Its request's body is what `replay --requests` shows; the
+            // transcript tells the refinement once, at its end.
+            Record::Refining(_) => {}
             Record::Refined(r) => out.push_str(&format!(
                 "── memory refined{}{}\n",
                 if r.auto { " on its own" } else { "" },

@@ -311,6 +311,7 @@ impl World {
                         id,
                         output,
                         grant: None,
+                        memory: None,
                         now,
                     });
                 }

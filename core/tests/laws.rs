@@ -52,8 +52,9 @@ enum Op {
     /// The user lets a turn stopped at the tool-round cap go on.
     GoOn,
     /// The memory is refined from the session, when it is idle (only
-    /// [`Refining`] runs have these: a refinement's requests are not among
-    /// the ones `requests` rebuilds).
+    /// [`Refining`] runs have these). `pieces` picks how each part's
+    /// request is answered (usable, failed, unusable, interrupted), and
+    /// with 2 a `/refine` reads a session too long for one request.
     Refine {
         auto: bool,
         pieces: u8,
@@ -214,7 +215,7 @@ impl Run {
                     assert_eq!(Record::parse_line(&r.to_line()).unwrap(), r);
                     self.log_mut().push(r);
                 }
-                Command::Call(req) => self.sent.push(req),
+                Command::Call(req) | Command::Refine(req) => self.sent.push(req),
                 Command::Summarize(req) => {
                     self.sent.push(req);
                     self.summarizing = true;
@@ -239,6 +240,98 @@ impl Run {
                 | Command::Count(_)
                 | Command::Confirm(_) => {}
             }
+        }
+    }
+
+    /// A refinement, driven as the shell drives one: the memory files and
+    /// the session's text go in; each request the core sends is answered
+    /// as `how` picks (usable changes with their usage, a failure, an
+    /// answer that is no JSON, an interruption), a costly one is allowed,
+    /// and the snapshot asked for is taken.
+    fn refine(&mut self, auto: bool, how: u8, now: OffsetDateTime) {
+        use revolve_core::memory::{MemoryFile, Scope};
+        let files = vec![MemoryFile {
+            scope: Scope::Project,
+            name: "notes.md".into(),
+            content: "port 5432\n".into(),
+        }];
+        let mut chain: Vec<String> = self
+            .session
+            .state()
+            .messages
+            .iter()
+            .map(revolve_core::refine::block)
+            .collect();
+        if how % 3 == 2 {
+            // Longer than one request holds: read in parts.
+            chain.extend((0..2).map(|i| format!("[user]\n{}\n", "y".repeat(150_000 + i))));
+        }
+        let mut cmds = self.session.handle(Input::Refine {
+            auto,
+            files,
+            chain,
+            now,
+        });
+        let mut part = 0u8;
+        loop {
+            let mut next = None;
+            for c in &cmds {
+                match c {
+                    Command::Refine(_) => {
+                        part += 1;
+                        next = Some(match how.wrapping_add(part) % 4 {
+                            0 => Input::RefineFailed {
+                                error: "HTTP 500".into(),
+                                now,
+                            },
+                            1 => Input::RefineReply {
+                                reply: Reply {
+                                    text: "not json".into(),
+                                    ..Reply::default()
+                                },
+                                now,
+                            },
+                            2 if part > 1 => Input::Interrupted {
+                                partial: String::new(),
+                                now,
+                            },
+                            _ => Input::RefineReply {
+                                reply: Reply {
+                                    text: format!(
+                                        r#"{{"files":[{{"file":"project/notes.md","content":"port {part}\n","change":"the port"}}]}}"#
+                                    ),
+                                    usage: Some(Usage {
+                                        prompt_tokens: 40,
+                                        completion_tokens: 7,
+                                        ..Default::default()
+                                    }),
+                                    ..Reply::default()
+                                },
+                                now,
+                            },
+                        });
+                    }
+                    Command::Confirm(_) => next = Some(Input::Confirmed { yes: true, now }),
+                    Command::Snapshot {
+                        entry, by, meta, ..
+                    } => {
+                        next = Some(Input::MemoryChanged {
+                            entry: entry.clone(),
+                            by: by.clone(),
+                            files: meta
+                                .files
+                                .iter()
+                                .map(|(f, c)| format!("{f}: {c}"))
+                                .collect(),
+                            now,
+                        })
+                    }
+                    _ => {}
+                }
+            }
+            self.take(cmds);
+            let Some(input) = next else { break };
+            cmds = self.session.handle(input);
         }
     }
 
@@ -343,6 +436,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     id,
                     output,
                     grant: grant.then(|| "/etc/hosts".into()),
+                    memory: None,
                     now,
                 }
             }
@@ -361,12 +455,8 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 if run.session.busy() {
                     continue;
                 }
-                Input::Refined {
-                    auto,
-                    entry: None,
-                    pieces: pieces.into(),
-                    now,
-                }
+                run.refine(auto, pieces, now);
+                continue;
             }
             Op::Inbox { new, answer } => {
                 for _ in 0..new {
@@ -789,18 +879,45 @@ fn replay_equals_live_with_refinements() {
             "the fold differs from the live state"
         );
         assert!(state.messages_at_refine <= state.messages.len());
-        // Every refinement counts its requests.
-        let refined: u64 = run
-            .files
-            .iter()
-            .flatten()
-            .filter_map(|r| match r {
-                Record::Refined(r) => Some(r.requests()),
-                _ => None,
-            })
-            .sum();
-        let rebuilt: usize = run.files.iter().map(|f| requests(f).len()).sum();
-        state.totals.requests == rebuilt as u64 + refined
+        // Every refinement counts its requests: each one logged as it
+        // went out, and `refined` says how many; one that sent none
+        // counts one, as it always has.
+        let mut logged = 0u64;
+        let mut unsent = 0u64;
+        for record in run.files.iter().flatten() {
+            match record {
+                Record::Refining(_) => logged += 1,
+                Record::Refined(r) => {
+                    assert_eq!(r.pieces, logged, "refined counts its requests");
+                    unsent += u64::from(logged == 0);
+                    logged = 0;
+                }
+                _ => {}
+            }
+        }
+        // The requests rebuilt from the files are the ones sent, byte for
+        // byte, refinements included, each numbered in the session.
+        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
+        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
+        let sent = &run.sent[..run.sent.len() - in_flight];
+        assert!(
+            rebuilt == sent,
+            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
+            rebuilt.len(),
+            sent.len()
+        );
+        // A recording gives one answer per request (a refinement's is not
+        // recorded), and one for each refinement that sent none.
+        let answers = revolve_core::fixture::answers(run.files.iter().flatten());
+        assert_eq!(answers.len() as u64, rebuilt.len() as u64 + unsent);
+        let mut seqs: Vec<u64> = run.sent.iter().map(|r| r.seq).collect();
+        seqs.dedup();
+        assert_eq!(
+            seqs.len(),
+            run.sent.len(),
+            "each request has its own number"
+        );
+        state.totals.requests == rebuilt.len() as u64 + unsent
     }
     QuickCheck::new()
         .tests(400)
@@ -829,7 +946,7 @@ impl Arbitrary for AnyRecord {
                 })
                 .collect()
         };
-        AnyRecord(match u8::arbitrary(g) % 8 {
+        AnyRecord(match u8::arbitrary(g) % 10 {
             0 => Record::Header(Header {
                 window: u64::arbitrary(g),
                 model: s(g),
@@ -878,6 +995,19 @@ impl Arbitrary for AnyRecord {
                 model: s(g),
                 window: u64::arbitrary(g),
                 provider: s(g),
+            }),
+            7 => Record::Refining(revolve_core::record::Refining {
+                at,
+                auto: bool::arbitrary(g),
+                part: u64::arbitrary(g),
+                of: u64::arbitrary(g),
+                body: s(g),
+            }),
+            8 => Record::Refined(revolve_core::record::Refined {
+                at,
+                auto: bool::arbitrary(g),
+                entry: Option::arbitrary(g),
+                pieces: u64::arbitrary(g),
             }),
             _ => Record::Renamed(Renamed {
                 at,

@@ -138,8 +138,6 @@ pub struct Live<F: Front> {
     front: F,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
-    /// The snapshot entry the last [`Command::Snapshot`] took.
-    last_entry: Option<String>,
     /// What the last [`Command::Undo`] did: the files it put back, or
     /// `None` when there was nothing to undo.
     undone: Option<Vec<String>>,
@@ -239,7 +237,6 @@ impl<F: Front> Live<F> {
             front,
             runtime,
             inbox,
-            last_entry: None,
             undone: None,
             awaited: None,
             shown: None,
@@ -686,6 +683,7 @@ impl<F: Front> Live<F> {
                     }
                 }
                 Command::Summarize(request) => queue.push_back(self.summarize(request)),
+                Command::Refine(request) => queue.push_back(self.refine_request(request)),
                 Command::Confirm(question) => {
                     let yes = self.front.confirm(&question);
                     queue.push_back(Input::Confirmed {
@@ -715,7 +713,6 @@ impl<F: Front> Live<F> {
                         &meta,
                     )
                     .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
-                    self.last_entry = Some(entry.clone());
                     let files = meta
                         .files
                         .iter()

@@ -1743,3 +1743,99 @@ fn memory_changes_and_undos_are_in_the_session_log() {
         "{check:?}"
     );
 }
+
+/// Every request a refinement sends is in the log: `replay --requests`
+/// gives back, byte for byte, every body the server received, the parts
+/// of a `/refine` included, each logged as a `refining` record before it
+/// went out; and what the refinement spent counts in the session's totals.
+#[test]
+fn replay_rebuilds_every_refinement_request_byte_for_byte() {
+    let env = TestEnv::new("refine-replay");
+    set_memory(&env, &mem(&[("project/db.md", b"port 5432\n")]));
+    // Forty long turns under a large window: one file, no compaction.
+    let long = |i: usize| {
+        format!(
+            "answer {i}: {}",
+            "the port is 5432 and the host is db1. ".repeat(90)
+        )
+    };
+    let turns = limited(
+        1_000_000,
+        (0..40).map(|i| FakeReply::text(&long(i))).collect(),
+    );
+    let lines: String = (0..40).map(|i| format!("question {i}\n")).collect();
+    talk(&env, &turns, &[], &lines);
+    let before = records(&env.session_files()[0])
+        .into_iter()
+        .rfind(|r| r["type"] == "totals")
+        .expect("totals after the turns");
+
+    // `/refine` under a small window reads the session in parts: the
+    // first part's answer changes a file, the others change nothing.
+    let mut replies = vec![FakeReply::text(&refinement(&[put(
+        "project/db.md",
+        "port 6543\n",
+        "the port moved",
+    )]))];
+    replies.extend((0..30).map(|_| FakeReply::text(r#"{"files": []}"#)));
+    let refining = limited(24_000, replies);
+    let run = talk(
+        &env,
+        &refining,
+        &["--window", "24000", "--continue"],
+        "/refine\n",
+    );
+    let parts = refining.requests();
+    assert!(parts.len() >= 2, "{run:?}");
+    assert!(parts.iter().all(is_refinement), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("refinement: memory changed (/refine undo takes it back)"),
+        "{run:?}"
+    );
+    assert_eq!(read(&project(&env).join("db.md")), "port 6543\n", "{run:?}");
+
+    // The log: one `refining` per request, numbered after the turns, then
+    // one `refined` counting them.
+    let files = env.session_files();
+    assert_eq!(files.len(), 1, "no compaction");
+    let log = records(&files[0]);
+    let logged: Vec<&Value> = log.iter().filter(|r| r["type"] == "refining").collect();
+    assert_eq!(logged.len(), parts.len());
+    for (k, (r, sent)) in logged.iter().zip(&parts).enumerate() {
+        assert_eq!(r["body"].as_str(), Some(sent.body.as_str()), "part {k}");
+        assert_eq!(
+            (&r["part"], &r["of"], &r["auto"]),
+            (&json!(k + 1), &json!(parts.len()), &json!(false))
+        );
+    }
+    let ended = refined(&files[0]);
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(ended[0]["pieces"], json!(parts.len()));
+
+    // Replay gives back what both servers received, in order.
+    let received: String = turns
+        .requests()
+        .iter()
+        .chain(&parts)
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    let replayed = env.ok(&["replay", "--requests"]).stdout;
+    assert_eq!(replayed.lines().count(), 40 + parts.len());
+    assert!(
+        replayed == received,
+        "replay --requests differs from what the server received"
+    );
+
+    // The refinement's requests and tokens count in the totals.
+    let after = log
+        .iter()
+        .rfind(|r| r["type"] == "totals")
+        .expect("totals after the refinement");
+    assert_eq!(after["requests"], json!(40 + parts.len()), "{after}");
+    let tokens_in = |t: &Value| t["tokens_in"].as_u64().expect("tokens_in");
+    assert!(
+        tokens_in(after) > tokens_in(&before),
+        "the refinement's tokens are counted: {before} then {after}"
+    );
+}

@@ -102,6 +102,7 @@ use serde::Serialize;
 use revolve_core::config::API_KEY_VARS;
 use revolve_core::edit::Keys;
 use revolve_core::memory::{Label, Remembered};
+use revolve_core::session::MemoryWrite;
 use revolve_core::tools::Tool;
 use time::OffsetDateTime;
 
@@ -156,9 +157,6 @@ pub struct Context {
     pub messages: u64,
     /// The time of the call, from the shell's clock.
     pub now: OffsetDateTime,
-    /// The snapshot entries the call took before changing memory (the
-    /// entry, and `project/NAME.md: created: …`), for the session's log.
-    pub snapshots: std::cell::RefCell<Vec<(String, String)>>,
     /// The sandbox `shell` commands run in.
     pub sandbox: revolve_core::sandbox::Policy,
     /// Who watches a `shell` command as it runs (nobody by default).
@@ -274,6 +272,9 @@ pub struct Outcome {
     pub untracked: bool,
     /// A `shell` command's output reads like the sandbox refused it.
     pub sandbox_refused: bool,
+    /// The memory change `remember` made (the snapshot entry it took
+    /// first, and what it did to the file), for the session's log.
+    pub memory: Option<MemoryWrite>,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -373,7 +374,13 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             label,
             content,
             replace,
-        } => Outcome::text(remember(ctx, label, content, *replace)),
+        } => {
+            let (output, memory) = remember(ctx, label, content, *replace);
+            Outcome {
+                memory,
+                ..Outcome::text(output)
+            }
+        }
         Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
         Tool::Skill { name, dir } => Outcome::text(skill(name, dir)),
         // The session opens, stages and writes edits step by step.
@@ -394,6 +401,7 @@ impl Outcome {
             changes: Vec::new(),
             untracked: false,
             sandbox_refused: false,
+            memory: None,
         }
     }
 

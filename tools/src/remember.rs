@@ -6,28 +6,35 @@ use super::*;
 /// `/refine undo` walks back over it), then writes the file atomically.
 /// A refused write (an existing label without `replace`, deleting what is
 /// not there) changes nothing and leaves no snapshot.
-pub(crate) fn remember(ctx: &Context, label: &Label, content: &str, replace: bool) -> String {
+/// The result, and the snapshot entry taken when memory changed (it
+/// travels to the session inside the tool's result).
+pub(crate) fn remember(
+    ctx: &Context,
+    label: &Label,
+    content: &str,
+    replace: bool,
+) -> (String, Option<MemoryWrite>) {
     let dir = &ctx.memory.project;
     let current = fs::read(dir.join(label.file_name())).ok();
     let change = match revolve_core::memory::remember(label, current.as_deref(), content, replace) {
         Ok(Remembered::Written(change)) => change,
         Ok(Remembered::Unchanged) => {
-            return format!(
+            return no_write(format!(
                 "unchanged: project memory {} already says exactly that",
                 label.file_name()
-            )
+            ))
         }
-        Err(refused) => return refused,
+        Err(refused) => return no_write(refused),
     };
     // A session that finds no project directory (a `--bare` one) makes it
     // whole first, as the first session in the project would have: its
     // memory folder alone would leave later sessions without `tasks/` or
     // `subagents/`, since no session fills in a folder that exists.
     if let Err(e) = memory::ensure_project_dir(&ctx.memory) {
-        return format!(
+        return no_write(format!(
             "error: cannot create the project directory {}: {e}",
             ctx.memory.project_dir.display()
-        );
+        ));
     }
     let session = ctx
         .info
@@ -38,11 +45,15 @@ pub(crate) fn remember(ctx: &Context, label: &Label, content: &str, replace: boo
     let stamp = revolve_core::refine::stamp(ctx.now);
     let _lock = match refine::lock(&ctx.info.state_root) {
         Ok(lock) => lock,
-        Err(e) => return format!("error: cannot lock the memory snapshots: {e}"),
+        Err(e) => return no_write(format!("error: cannot lock the memory snapshots: {e}")),
     };
     let stamp = match refine::snapshot(&ctx.info.state_root, &ctx.memory, &stamp, &meta) {
         Ok(stamp) => stamp,
-        Err(e) => return format!("error: cannot snapshot the memory before writing it: {e}"),
+        Err(e) => {
+            return no_write(format!(
+                "error: cannot snapshot the memory before writing it: {e}"
+            ))
+        }
     };
     let written = memory::write(dir, label, content, replace);
     // An entry exists exactly when memory changed.
@@ -51,23 +62,31 @@ pub(crate) fn remember(ctx: &Context, label: &Label, content: &str, replace: boo
         Err(_) => refine::discard(&ctx.info.state_root, &ctx.memory, &stamp),
     };
     if let Err(e) = finished {
-        return format!("error: cannot finish the memory snapshot: {e}");
-    }
-    if written.is_ok() {
-        for (file, what) in &meta.files {
-            ctx.snapshots
-                .borrow_mut()
-                .push((stamp.clone(), format!("{file}: {what}")));
-        }
+        return no_write(format!("error: cannot finish the memory snapshot: {e}"));
     }
     match written {
-        Ok(_) => format!(
-            "{change} project memory {} ({})",
-            label.file_name(),
-            dir.display()
+        Ok(_) => (
+            format!(
+                "{change} project memory {} ({})",
+                label.file_name(),
+                dir.display()
+            ),
+            Some(MemoryWrite {
+                entry: stamp,
+                files: meta
+                    .files
+                    .iter()
+                    .map(|(file, what)| format!("{file}: {what}"))
+                    .collect(),
+            })
+            .filter(|w| !w.files.is_empty()),
         ),
-        Err(e) => e.to_string(),
+        Err(e) => (e.to_string(), None),
     }
+}
+
+fn no_write(output: String) -> (String, Option<MemoryWrite>) {
+    (output, None)
 }
 
 /// `GoalProgress`: a note on the standing goal, saved beside the memory.

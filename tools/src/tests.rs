@@ -57,7 +57,6 @@ fn ctx(root: &Path) -> Context {
         },
         messages: 4,
         now: time::macros::datetime!(2026-12-02 10:00 UTC),
-        snapshots: Default::default(),
         watch: Default::default(),
         sandbox: revolve_core::sandbox::Policy::off(),
     }

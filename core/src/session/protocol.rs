@@ -53,38 +53,44 @@ pub enum Input {
     },
     /// A tool the session asked for finished. `grant` is the path (canonical)
     /// a `request_file_grant` asks for, which the core grants, asks about
-    /// or refuses; its `output` is then unused.
+    /// or refuses; its `output` is then unused. `memory` is the change
+    /// `remember` made (snapshot first), logged as `memory_changed` before
+    /// the result.
     ToolDone {
         id: String,
         output: String,
         grant: Option<String>,
+        memory: Option<MemoryWrite>,
         now: OffsetDateTime,
     },
     /// What the system prompt is built from now (memory files, goal): sent
     /// before each user line and after each tool, before its `ToolDone`.
     Prompt(prompt::Parts),
-    /// A refinement ran (the shell wrote its entry, if any), in `pieces`
-    /// requests.
-    Refined {
+    /// Refine the memory: the user asked (`/refine`), or, with `auto`, the
+    /// shell found one due ([`super::Session::refine_due`]). `files` are
+    /// the memory files as they are now. `chain` is what `/refine` reads:
+    /// the session's every file of its chain, one
+    /// [`crate::refine::block`] per message (an automatic refinement reads
+    /// what this file added since the last one, and ignores it). The core
+    /// decides the parts, asks about the cost ([`Command::Confirm`]), sends
+    /// each part ([`Command::Refine`]), judges the answers and asks for the
+    /// snapshot and the writes ([`Command::Snapshot`]); `refining` and
+    /// `refined` records log it.
+    Refine {
         auto: bool,
-        entry: Option<String>,
-        pieces: u64,
+        files: Vec<crate::memory::MemoryFile>,
+        chain: Vec<String>,
         now: OffsetDateTime,
     },
+    /// The model answered the request of a [`Command::Refine`].
+    RefineReply { reply: Reply, now: OffsetDateTime },
+    /// The request of a [`Command::Refine`] failed.
+    RefineFailed { error: String, now: OffsetDateTime },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
-    /// A refinement's validated changes are to be written: the shell
-    /// snapshots and writes them ([`Command::Snapshot`]) and answers with
-    /// [`Input::MemoryChanged`], which logs the change.
-    ChangeMemory {
-        entry: String,
-        by: String,
-        changes: Vec<crate::refine::Change>,
-        meta: crate::memory::SnapshotMeta,
-    },
     /// The memory was changed, snapshot first, as [`Command::Snapshot`]
-    /// asked (or by the `remember` tool, which writes as it runs): `entry`
-    /// is the snapshot entry taken; logged as `memory_changed`.
+    /// asked: `entry` is the snapshot entry taken; logged as
+    /// `memory_changed` (a refinement's then ends as `refined`).
     MemoryChanged {
         entry: String,
         by: String,
@@ -251,6 +257,15 @@ pub enum Input {
     },
 }
 
+/// A memory change a tool made as it ran (`remember`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryWrite {
+    /// The snapshot entry taken before the write.
+    pub entry: String,
+    /// What it did to each file (`project/NAME.md: created: …`).
+    pub files: Vec<String>,
+}
+
 /// One message from the inbox.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Delivery {
@@ -321,6 +336,10 @@ pub enum Command {
     /// Write `content` whole to the file at `path` (creating its folder)
     /// before executing the next command.
     Spill { path: String, content: String },
+    /// Send this refinement request (logged as `refining` already), without
+    /// showing the answer; answer with [`Input::RefineReply`],
+    /// [`Input::RefineFailed`] or [`Input::Interrupted`].
+    Refine(Request),
     /// Ask the model for working notes (without showing them); answer with
     /// [`Input::Summarized`] (with a new session id), [`Input::SummaryFailed`]
     /// or [`Input::Interrupted`].
@@ -522,7 +541,7 @@ mod tests {
     #[test]
     fn every_input_has_one_row_in_the_protocol_table() {
         let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
-            Interrupted, ToolDone, Prompt, Refined, Compact, ChangeMemory, MemoryChanged,
+            Interrupted, ToolDone, Prompt, Refine, RefineReply, RefineFailed, Compact, MemoryChanged,
             Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
             SummaryFailed, Rename, Address, Inbox, Seen, Opened, Staged, Untracked,
             McpTools, ShellChanged, Answered, Wrote, Found, Rewind, Restored);
@@ -539,7 +558,7 @@ mod tests {
     #[test]
     fn every_command_has_one_row_in_the_protocol_table() {
         let names = variants!(Command: Append, Sync, Call, RunTool, AskOutside, Spill,
-            Summarize, Count, Confirm, StartFile, Snapshot, Undo, Open, Stage, Write,
+            Summarize, Refine, Count, Confirm, StartFile, Snapshot, Undo, Open, Stage, Write,
             Restore, Ask, CallMcp, AskGrant, Refused, Show);
         let mut rows = rows("Command");
         rows.sort();

@@ -74,6 +74,7 @@ fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Com
         id: id.into(),
         output: output.into(),
         grant,
+        memory: None,
         now: datetime!(2026-12-02 10:03 UTC),
     })
 }
@@ -101,6 +102,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::RunTool { .. } => "run",
             Command::Spill { .. } => "spill",
             Command::Summarize(_) => "summarize",
+            Command::Refine(_) => "refine",
             Command::Count(_) => "count",
             Command::Confirm(_) => "confirm",
             Command::StartFile(_) => "start-file",

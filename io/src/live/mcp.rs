@@ -71,6 +71,7 @@ impl<F: Front> Live<F> {
                 id,
                 output: recorded.next_result(),
                 grant: None,
+                memory: None,
                 now: clock::now(),
             };
         }
@@ -105,6 +106,7 @@ impl<F: Front> Live<F> {
             id,
             output,
             grant: None,
+            memory: None,
             now: clock::now(),
         }
     }

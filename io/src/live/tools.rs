@@ -32,7 +32,6 @@ impl<F: Front> Live<F> {
             memory: self.runtime.memory.clone(),
             messages: self.state().messages.len() as u64,
             now: clock::now(),
-            snapshots: Default::default(),
             sandbox: self.runtime.sandbox.clone(),
             watch: self.front.watch(),
         }
@@ -113,16 +112,6 @@ impl<F: Front> Live<F> {
             });
             return;
         }
-        // A memory change the tool made is logged before its result.
-        let snapshots = ctx.snapshots.take();
-        if let Some((entry, _)) = snapshots.first() {
-            queue.push_back(Input::MemoryChanged {
-                entry: entry.clone(),
-                by: "remember".into(),
-                files: snapshots.iter().map(|(_, f)| f.clone()).collect(),
-                now: clock::now(),
-            });
-        }
         if !outcome.changes.is_empty() {
             queue.push_back(Input::ShellChanged {
                 id: id.clone(),
@@ -149,10 +138,13 @@ impl<F: Front> Live<F> {
             });
             return;
         }
+        // A memory change the tool made travels inside its result: the
+        // core logs it before the result.
         queue.push_back(Input::ToolDone {
             id,
             output: outcome.output,
             grant: outcome.grant,
+            memory: outcome.memory,
             now: clock::now(),
         });
     }

@@ -1,0 +1,420 @@
+//! Refining the memory from the session (`/refine`, or on its own when
+//! due), driven like a compaction: [`Input::Refine`] brings the memory
+//! files (and, for `/refine`, the session's whole chain); the core decides
+//! the parts, asks about a costly one, sends each part as a
+//! [`Command::Refine`] logged first as `refining` (so `replay --requests`
+//! gives it back), judges each answer, and asks for one snapshot and the
+//! writes ([`Command::Snapshot`]); `refined` ends it, whatever happened.
+//!
+//! What the user is told is decided here too: a failed, unusable or
+//! interrupted single request changes nothing; a failed part of several
+//! changes nothing of its own and the others go on.
+//!
+//! [`Input::Refine`]: super::Input::Refine
+
+use std::ops::Range;
+
+use time::OffsetDateTime;
+
+use super::{Command, Reply, Session};
+use crate::compact;
+use crate::guard;
+use crate::memory::{MemoryFile, SnapshotMeta};
+use crate::record::{MemoryChanged, Record, Refined, Refining};
+use crate::refine::{self, Change};
+use crate::request::Wire;
+use crate::view;
+
+/// A refinement under way.
+#[derive(Clone, Debug)]
+pub(super) struct Refinement {
+    auto: bool,
+    /// The memory as it was when the refinement began.
+    files: Vec<MemoryFile>,
+    /// The memory as the parts answered so far leave it.
+    current: Vec<MemoryFile>,
+    /// The session text, one block per message (or, on its own, one
+    /// block: what the session added since the last refinement).
+    blocks: Vec<String>,
+    /// The bytes of session text one request carries.
+    budget: usize,
+    /// The parts: runs of `blocks`.
+    parts: Vec<Range<usize>>,
+    /// The next part to send.
+    next: usize,
+    /// On its own: how many of the messages since the last refinement it
+    /// reads, of how many.
+    read: Option<(usize, usize)>,
+    /// The requests sent so far.
+    sent: u64,
+    /// The changes of the parts answered so far, in order.
+    changes: Vec<Change>,
+    /// How many messages the session held (for the snapshot).
+    messages: u64,
+    /// What the snapshot asked for says of each file.
+    meta: Option<SnapshotMeta>,
+    stage: Stage,
+}
+
+/// What the refinement waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// The user's answer to [`Command::Confirm`].
+    Confirming,
+    /// The answer to a [`Command::Refine`].
+    Asking,
+    /// The snapshot and the writes ([`Command::Snapshot`]).
+    Writing,
+}
+
+impl Refinement {
+    fn what(&self) -> &'static str {
+        if self.auto {
+            "automatic refinement"
+        } else {
+            "refinement"
+        }
+    }
+
+    fn of(&self) -> usize {
+        self.parts.len()
+    }
+}
+
+impl Session {
+    /// Whether a refinement waits for the answer to its request.
+    pub(super) fn refine_asking(&self) -> bool {
+        self.refining_in(Stage::Asking)
+    }
+
+    /// Whether a refinement waits for the user's yes or no.
+    pub(super) fn refine_confirming(&self) -> bool {
+        self.refining_in(Stage::Confirming)
+    }
+
+    /// Whether a refinement waits for its snapshot and writes.
+    pub(super) fn refine_writing(&self) -> bool {
+        self.refining_in(Stage::Writing)
+    }
+
+    fn refining_in(&self, stage: Stage) -> bool {
+        self.refinement.as_ref().is_some_and(|r| r.stage == stage)
+    }
+
+    /// [`super::Input::Refine`]: plans the parts and sends the first, or
+    /// asks first when it is costly.
+    pub(super) fn refine(
+        &mut self,
+        auto: bool,
+        files: Vec<MemoryFile>,
+        chain: Vec<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let state = &self.state;
+        let wire = Wire::of(&state.provider);
+        let model = state.model.as_str();
+        // The session text of each request: a piece of `blocks` cut to
+        // `budget`. On its own, what the session added since the last
+        // refinement (after a compaction, from its notes on) as one block,
+        // so one request: the compaction read the old files just now.
+        let (blocks, budget, read) = if auto {
+            let base = refine::request(wire, model, "", &files, now).body.len();
+            let budget = refine::budget(state.window, &state.totals, base);
+            let unrefined = refine::unrefined(state);
+            let read = (refine::auto_range(unrefined, budget).len(), unrefined.len());
+            let text = refine::auto_text(unrefined, budget);
+            let budget = text.len();
+            (vec![text], budget, Some(read))
+        } else {
+            let base = refine::piece_request(wire, model, "", (1, 2), &files, now)
+                .body
+                .len();
+            let budget = refine::budget(state.window, &state.totals, base);
+            (chain, budget, None)
+        };
+        let parts = refine::pieces(&blocks, budget);
+        let of = parts.len();
+        let text_bytes: usize = blocks.iter().map(String::len).sum();
+        let memory_bytes: usize = files.iter().map(|f| f.content.len()).sum();
+        let input = compact::estimate(
+            text_bytes + of * (memory_bytes + refine::PROMPT.len()),
+            &state.totals,
+        );
+        let refinement = Refinement {
+            auto,
+            current: files.clone(),
+            files,
+            blocks,
+            budget,
+            parts,
+            next: 0,
+            read,
+            sent: 0,
+            changes: Vec::new(),
+            messages: state.messages.len() as u64,
+            meta: None,
+            stage: Stage::Asking,
+        };
+        let what = refinement.what();
+        self.refinement = Some(refinement);
+        let mut cmds = Vec::new();
+        if let Some(line) = compact::cost_line(what, of as u64, input) {
+            cmds.push(Command::Show(line));
+            if self.settings.confirm_costly {
+                if let Some(r) = &mut self.refinement {
+                    r.stage = Stage::Confirming;
+                }
+                cmds.push(Command::Confirm(format!(
+                    "refine now, sending {of} model requests? [y]es, [n]o: "
+                )));
+                return cmds;
+            }
+        }
+        cmds.extend(self.refine_begin(now));
+        cmds
+    }
+
+    /// The user's answer to a costly refinement.
+    pub(super) fn refine_confirmed(&mut self, yes: bool, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = &mut self.refinement else {
+            return Vec::new();
+        };
+        r.stage = Stage::Asking;
+        if !yes {
+            let said = format!("{} declined; memory unchanged", r.what());
+            let mut cmds = vec![Command::Show(said)];
+            cmds.extend(self.refine_end(None, now));
+            return cmds;
+        }
+        self.refine_begin(now)
+    }
+
+    /// Says what the model reads, and sends the first part.
+    fn refine_begin(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = &self.refinement else {
+            return Vec::new();
+        };
+        let (what, of) = (r.what(), r.of());
+        let said = match r.read {
+            Some((read, new)) if read < new => format!(
+                "{what}: the model reads the newest {read} of the {new} messages since the last \
+                 refinement (the rest do not fit one request) and the memory files…"
+            ),
+            Some(_) => format!(
+                "{what}: the model reads what the session added since the last refinement and \
+                 the memory files…"
+            ),
+            None if of > 1 => format!(
+                "{what}: the session is larger than the window; the model reads it in {of} parts"
+            ),
+            None => format!("{what}: the model reads the session and the memory files…"),
+        };
+        let mut cmds = vec![Command::Show(said)];
+        cmds.extend(self.refine_next(now));
+        cmds
+    }
+
+    /// Sends the next part, logged first; or, after the last, asks for the
+    /// writes.
+    fn refine_next(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = &self.refinement else {
+            return Vec::new();
+        };
+        if r.next >= r.of() {
+            return self.refine_conclude(now);
+        }
+        let (k, of) = (r.next, r.of());
+        let text = refine::piece_text(&r.blocks[r.parts[k].clone()], r.budget);
+        let wire = Wire::of(&self.state.provider);
+        let request =
+            refine::piece_request(wire, &self.state.model, &text, (k + 1, of), &r.current, now);
+        // A refinement's requests count toward --max-cost too.
+        let tokens = compact::estimate(request.body.len(), &self.state.totals);
+        if let Some(reason) = self.over_budget(tokens) {
+            let said = format!(
+                "{}: {}; memory unchanged",
+                r.what(),
+                guard::describe(&reason)
+            );
+            let mut cmds = vec![Command::Show(said)];
+            cmds.extend(self.refine_end(None, now));
+            return cmds;
+        }
+        let auto = r.auto;
+        if let Some(r) = &mut self.refinement {
+            r.next += 1;
+            r.sent += 1;
+            r.stage = Stage::Asking;
+        }
+        let body = request.body.text();
+        // Logged before it goes out, numbered like every request of the
+        // session: the record counts it.
+        let mut cmds = self.append(vec![Record::Refining(Refining {
+            at: now,
+            auto,
+            part: (k + 1) as u64,
+            of: of as u64,
+            body: body.clone(),
+        })]);
+        let seq = self.state.totals.requests;
+        cmds.push(Command::Refine(self.state.refinement_request(&body, seq)));
+        cmds
+    }
+
+    /// The answer to a part: its spend counted, its changes kept when
+    /// usable; then the next part.
+    pub(super) fn refine_reply(&mut self, reply: Reply, now: OffsetDateTime) -> Vec<Command> {
+        if !self.refine_asking() {
+            return Vec::new();
+        }
+        let mut cmds = Vec::new();
+        // What the refinement spent counts in the session's totals.
+        if reply.usage.is_some_and(|u| u != super::Usage::default()) {
+            let before = &self.state.totals;
+            let totals = self.totals(
+                reply.usage,
+                before.last_context,
+                before.estimated,
+                false,
+                now,
+            );
+            cmds.extend(self.append(vec![totals]));
+        }
+        let Some(r) = &mut self.refinement else {
+            return cmds;
+        };
+        let (what, of, k) = (r.what(), r.of(), r.next);
+        match refine::parse_reply(&reply.text, &r.current) {
+            Ok(changes) => {
+                r.current = refine::applied(&r.current, &changes);
+                r.changes.extend(changes);
+            }
+            Err(why) if of == 1 => {
+                cmds.push(Command::Show(format!(
+                    "{what}: the answer was not usable ({}); memory unchanged",
+                    view::inert(&why)
+                )));
+                cmds.extend(self.refine_end(None, now));
+                return cmds;
+            }
+            Err(why) => cmds.push(Command::Show(format!(
+                "{what} (part {k} of {of}): the answer was not usable ({}); that part changes \
+                 nothing",
+                view::inert(&why)
+            ))),
+        }
+        cmds.extend(self.refine_next(now));
+        cmds
+    }
+
+    /// A part's request failed: one alone ends the refinement; one of
+    /// several changes nothing and the others go on.
+    pub(super) fn refine_failed(&mut self, error: &str, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = self.refinement.as_ref().filter(|_| self.refine_asking()) else {
+            return Vec::new();
+        };
+        let (what, of, k) = (r.what(), r.of(), r.next);
+        if of == 1 {
+            let mut cmds = vec![Command::Show(format!(
+                "{what} failed ({}); memory unchanged",
+                view::inert(error)
+            ))];
+            cmds.extend(self.refine_end(None, now));
+            return cmds;
+        }
+        let mut cmds = vec![Command::Show(format!(
+            "{what} (part {k} of {of}) failed ({}); that part changes nothing",
+            view::inert(error)
+        ))];
+        cmds.extend(self.refine_next(now));
+        cmds
+    }
+
+    /// The user interrupted a part's request: nothing changes.
+    pub(super) fn refine_interrupted(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = &self.refinement else {
+            return Vec::new();
+        };
+        let mut cmds = vec![Command::Show(format!(
+            "{} interrupted; memory unchanged",
+            r.what()
+        ))];
+        cmds.extend(self.refine_end(None, now));
+        cmds
+    }
+
+    /// Every part answered: the changes of all, as one, are snapshotted
+    /// and written; none, and the refinement ends.
+    fn refine_conclude(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = &mut self.refinement else {
+            return Vec::new();
+        };
+        let changes = refine::combined(&r.files, std::mem::take(&mut r.changes));
+        if changes.is_empty() {
+            let said = format!("{}: nothing to change", r.what());
+            let mut cmds = vec![Command::Show(said)];
+            cmds.extend(self.refine_end(None, now));
+            return cmds;
+        }
+        r.stage = Stage::Writing;
+        let state = &self.state;
+        let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
+        let meta = refine::meta(&session, r.messages, r.auto, &changes, &r.files);
+        r.meta = Some(meta.clone());
+        vec![Command::Snapshot {
+            entry: refine::stamp(now),
+            by: if r.auto { "auto-refine" } else { "refine" }.into(),
+            changes,
+            meta,
+        }]
+    }
+
+    /// The snapshot was taken and the files written: logged, said, and the
+    /// refinement ends with its entry.
+    pub(super) fn refine_written(
+        &mut self,
+        entry: String,
+        by: String,
+        files: Vec<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let what = self
+            .refinement
+            .as_ref()
+            .map_or("refinement", Refinement::what);
+        let meta = self.refinement.as_mut().and_then(|r| r.meta.take());
+        let mut cmds = self.append(vec![Record::MemoryChanged(MemoryChanged {
+            at: now,
+            entry: entry.clone(),
+            by,
+            files,
+        })]);
+        cmds.push(Command::Show(format!(
+            "{what}: memory changed (/refine undo takes it back)"
+        )));
+        for (file, change) in meta.iter().flat_map(|m| &m.files) {
+            cmds.push(Command::Show(format!("    {file} — {change}")));
+        }
+        cmds.extend(self.refine_end(Some(entry), now));
+        cmds
+    }
+
+    /// The refinement ends, logged with its entry (if any) and how many
+    /// requests it sent, whatever happened: the automatic trigger knows.
+    fn refine_end(&mut self, entry: Option<String>, now: OffsetDateTime) -> Vec<Command> {
+        let Some(r) = self.refinement.take() else {
+            return Vec::new();
+        };
+        let mut cmds = self.append(vec![Record::Refined(Refined {
+            at: now,
+            auto: r.auto,
+            entry,
+            pieces: r.sent,
+        })]);
+        cmds.push(Command::Sync);
+        cmds
+    }
+}
+
+#[cfg(test)]
+mod tests;
