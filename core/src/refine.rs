@@ -191,16 +191,16 @@ fn left_out(n: usize) -> String {
 pub fn auto_range(messages: &[Message], budget: usize) -> std::ops::Range<usize> {
     let n = messages.len();
     // Everything, with no line about what was left out; or the newest that
-    // fit beside that line.
+    // fit beside that line, as it reads for where they start (its count has
+    // fewer digits than `n`, and says "1 message" alone).
     let all = budget.saturating_sub(AUTO_INTRO.len());
-    let room = all.saturating_sub(left_out(n).len());
     let (mut size, mut start) = (0, n);
     for (i, m) in messages.iter().enumerate().rev() {
         size += block(m).len();
         if size > all {
             return start.min(n - 1)..n;
         }
-        if size <= room || i == n - 1 {
+        if i == n - 1 || size + left_out(i).len() <= all {
             start = i;
         }
     }
