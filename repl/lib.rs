@@ -292,12 +292,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if revolve_io::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
-    runtime.mcp = revolve_io::live::Mcp {
-        hub,
-        allow: settings.allow_mcp.value,
-        timeout_s: settings.mcp_timeout_s.value,
-        recorded,
-    };
+    runtime.mcp = revolve_io::live::Mcp { hub, recorded };
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -332,7 +327,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
         source => source.as_str().to_owned(),
     };
-    if settings.max_cost.value.is_some() && live.prices().is_none() {
+    if settings.core.max_cost.is_some() && live.prices().is_none() {
         eprintln!(
             "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
              (add them under \"models\" in config.json)",
@@ -529,12 +524,15 @@ fn runtime(
 ) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Runtime {
+        settings: revolve_core::Settings {
+            granted,
+            bare: memory.bare,
+            auto_refine,
+            ..settings.core.clone()
+        },
         memory: memory.dirs,
-        bare: memory.bare,
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
-        auto_refine,
-        confirm_costly: settings.confirm_costly.value,
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
@@ -544,22 +542,11 @@ fn runtime(
             || (settings.window.source == Source::Table
                 && settings.model.source.overrides_resumed()))
         .then_some(settings.window.value),
-        spill_chars: settings.spill_result_chars.value,
-        prune_chars: settings.prune_result_chars.value,
-        max_tool_rounds: settings.max_tool_rounds.value,
-        max_calls_per_answer: settings.max_calls_per_answer.value,
-        repeat_limit: settings.max_repeated_calls.value,
-        allow_shell: settings.allow_shell.value,
-        allow_edits: settings.allow_edits.value,
-        granted,
         // A chat sets the session's (see [`chat`]); nothing else runs
         // commands.
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
-        rules: settings.rules.clone(),
         mcp: Default::default(),
-        models: settings.models.clone(),
-        max_cost: settings.max_cost.value,
     }
 }
 
