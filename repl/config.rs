@@ -349,7 +349,9 @@ impl Settings {
             // A session's front says, when it opens.
             interactive: false,
             rules,
-            // The command's: `--grant`, `--bare`, `--no-auto-refine`.
+            // A run's (see `settle`): `--grant`, `--bare`,
+            // `--no-auto-refine`; a subcommand's session (compact, rewind)
+            // has none of them.
             granted: Vec::new(),
             auto_refine: false,
             bare: false,
@@ -389,6 +391,30 @@ impl Settings {
     /// Where the core setting `name` (as `config show` names it) came from.
     pub fn source(&self, name: &str) -> Source {
         self.sources.get(name).copied().unwrap_or(Source::Default)
+    }
+
+    /// The settings of a run of `cli`, `model` its model arguments (the
+    /// top level's, or its subcommand's): the config file under
+    /// `config_root`, the environment and every flag, settled once, flag >
+    /// env > config > default. `--grant`, resolved against the working
+    /// directory, is the caller's to add.
+    pub fn settle(config_root: &Path, cli: &Cli, model: &ModelArgs) -> Result<Settings, Error> {
+        let sources = &cli.sources;
+        let mut settings = Settings::resolve(
+            config_root,
+            model,
+            cli.allow_shell,
+            cli.allow_edits,
+            cli.yes,
+            sources,
+        )?;
+        settings.sandbox_flags(cli.sandbox.as_deref(), cli.network, &cli.writable, sources)?;
+        settings.rule_flags(&cli.allow, &cli.deny)?;
+        settings.mcp_flag(cli.allow_mcp);
+        settings.effort_flag(cli.effort.as_deref(), sources);
+        settings.core.bare = cli.bare;
+        settings.core.auto_refine = !cli.no_auto_refine;
+        Ok(settings)
     }
 
     /// `--effort` (or `REVOLVE_EFFORT`) over what the config file said.
@@ -909,6 +935,43 @@ mod tests {
         // `--yes` says no to asking first, whatever the file said.
         assert!(!flag.core.confirm_costly);
         assert_eq!(flag.source("confirm_costly"), Source::Flag);
+    }
+
+    /// A run's command line settles whole, its top-level flags included,
+    /// into the struct a session gets.
+    #[test]
+    fn a_run_settles_its_flags_into_the_core_settings() {
+        use clap::FromArgMatches;
+        let settle = |args: &[&str]| {
+            let args = args.iter().map(std::ffi::OsString::from).collect();
+            let matches = super::matches(args).expect("the arguments parse");
+            let mut cli = crate::cli::Cli::from_arg_matches(&matches).expect("a command line");
+            cli.sources = super::sources(&matches);
+            let dir = tempfile::tempdir().expect("a temp dir");
+            Settings::settle(dir.path(), &cli, &cli.model).expect("the settings settle")
+        };
+        let plain = settle(&["revolve"]);
+        assert!(!plain.core.bare && !plain.core.allow_shell && !plain.core.allow_mcp);
+        assert_eq!(plain.core.rules, Default::default());
+        let s = settle(&[
+            "revolve",
+            "--bare",
+            "--no-auto-refine",
+            "--allow-shell",
+            "--allow-mcp",
+            "--deny",
+            "shell(rm *)",
+            "--max-tool-rounds",
+            "5",
+        ]);
+        assert!(s.core.bare);
+        assert!(!s.core.auto_refine);
+        assert!(s.core.allow_shell);
+        assert_eq!(s.source("allow_shell"), Source::Flag);
+        assert!(s.core.allow_mcp);
+        assert_ne!(s.core.rules, plain.core.rules);
+        assert_eq!(s.core.max_tool_rounds, 5);
+        assert_eq!(s.source("max_tool_rounds"), Source::Flag);
     }
 
     /// `--allow-mcp` and the rule flags settle into the same struct.
