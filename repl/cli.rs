@@ -573,26 +573,14 @@ mod tests {
         let s = settled(&ModelArgs::default());
         assert_eq!(shown("provider"), s.provider.value.name());
         assert_eq!(shown("retries"), s.retries.value.to_string());
-        assert_eq!(
-            shown("prune_result_chars"),
-            s.prune_result_chars.value.to_string()
-        );
-        assert_eq!(
-            shown("spill_result_chars"),
-            s.spill_result_chars.value.to_string()
-        );
-        assert_eq!(
-            shown("max_tool_rounds"),
-            s.max_tool_rounds.value.to_string()
-        );
+        assert_eq!(shown("prune_result_chars"), s.core.prune_chars.to_string());
+        assert_eq!(shown("spill_result_chars"), s.core.spill_chars.to_string());
+        assert_eq!(shown("max_tool_rounds"), s.core.max_tool_rounds.to_string());
         assert_eq!(
             shown("max_calls_per_answer"),
-            s.max_calls_per_answer.value.to_string()
+            s.core.max_calls_per_answer.to_string()
         );
-        assert_eq!(
-            shown("max_repeated_calls"),
-            s.max_repeated_calls.value.to_string()
-        );
+        assert_eq!(shown("max_repeated_calls"), s.core.repeat_limit.to_string());
         assert_eq!(shown("sandbox"), s.sandbox.value.as_str());
         assert_eq!(
             shown("model"),

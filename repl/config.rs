@@ -108,31 +108,27 @@ pub struct Settings {
     pub base_url: Setting<String>,
     pub model: Setting<String>,
     pub window: Setting<u64>,
-    /// The known models: the shipped table and the config file's `models`.
-    pub models: revolve_core::models::Table,
-    /// `--max-cost` (`max_cost`), in nano-dollars.
-    pub max_cost: Setting<Option<u64>>,
     /// The config file's `effort` (the flag is the caller's, see
     /// [`Settings::effort_flag`]).
     pub effort: Setting<Option<revolve_core::models::Effort>>,
     pub retries: Setting<u32>,
-    pub spill_result_chars: Setting<usize>,
-    pub prune_result_chars: Setting<usize>,
-    pub max_tool_rounds: Setting<u32>,
-    pub max_calls_per_answer: Setting<u32>,
-    pub max_repeated_calls: Setting<u32>,
-    pub allow_shell: Setting<bool>,
-    pub allow_edits: Setting<bool>,
-    /// Whether a costly compaction or refinement is asked about first.
-    pub confirm_costly: Setting<bool>,
+    /// The settings the core runs by, settled once and handed to a
+    /// session as they are (through [`revolve_io::live::Runtime`]): the
+    /// limits, the approvals, the permission rules, the known models and
+    /// `--max-cost`. What only a session knows (its spill folder, whether
+    /// a user is at a terminal, whether the server counts tokens) is
+    /// filled in when it opens; what only a command knows (`--grant`,
+    /// `--bare`, auto-refinement) when its runtime is built.
+    pub core: revolve_core::Settings,
+    /// Where each of [`Settings::core`]'s settings came from, by its name
+    /// in `config show` (not there: the default).
+    sources: BTreeMap<&'static str, Source>,
     /// The sandbox of shell commands.
     pub sandbox: Setting<revolve_core::sandbox::Mode>,
     /// Whether sandboxed commands may use the network.
     pub sandbox_network: Setting<bool>,
     /// Folders sandboxed commands may write besides the tree (canonical).
     pub sandbox_writable: Setting<Vec<String>>,
-    /// The permission rules: the config file's, then the flags'.
-    pub rules: revolve_core::rules::Rules,
     /// The rules as written, for `config show`: (allow, deny).
     pub rule_texts: (Vec<String>, Vec<String>),
     /// Whether a flag added rules (`config show` says where they came from).
@@ -148,10 +144,6 @@ pub struct Settings {
     /// The project's `.mcp.json`, its servers and whether it is approved,
     /// for `config show` (set by the caller, which knows the project).
     pub mcp_project: Option<(String, Vec<revolve_core::mcp::Server>, bool)>,
-    /// Seconds an MCP tool call may take.
-    pub mcp_timeout_s: Setting<u64>,
-    /// Whether MCP tool calls run without asking.
-    pub allow_mcp: Setting<bool>,
     /// The API key and the variable it came from.
     key: Option<(&'static str, String)>,
 }
@@ -342,6 +334,35 @@ impl Settings {
                 .filter(|v| !v.is_empty())
                 .map(|v| (*var, v))
         });
+        let mut core_sources = BTreeMap::new();
+        let mut took = Took(&mut core_sources);
+        let core = revolve_core::Settings {
+            spill_chars: took.value("spill_result_chars", spill_result_chars),
+            // The session's, when it opens.
+            spill_dir: String::new(),
+            prune_chars: took.value("prune_result_chars", prune_result_chars),
+            repeat_limit: took.value("max_repeated_calls", max_repeated_calls),
+            max_tool_rounds: took.value("max_tool_rounds", max_tool_rounds),
+            max_calls_per_answer: took.value("max_calls_per_answer", max_calls_per_answer),
+            allow_edits: took.value("allow_edits", allow_edits),
+            allow_shell: took.value("allow_shell", allow_shell),
+            // A session's front says, when it opens.
+            interactive: false,
+            rules,
+            // A run's (see `settle`): `--grant`, `--bare`,
+            // `--no-auto-refine`; a subcommand's session (compact, rewind)
+            // has none of them.
+            granted: Vec::new(),
+            auto_refine: false,
+            bare: false,
+            // The provider says, when a session opens.
+            counts: false,
+            confirm_costly: took.value("confirm_costly", confirm_costly),
+            allow_mcp: took.value("allow_mcp", allow_mcp),
+            mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
+            models,
+            max_cost: took.value("max_cost", max_cost),
+        };
         Ok(Settings {
             file: path,
             file_found,
@@ -349,22 +370,13 @@ impl Settings {
             base_url,
             model,
             window,
-            models,
-            max_cost,
             effort,
             retries,
-            spill_result_chars,
-            prune_result_chars,
-            max_tool_rounds,
-            max_calls_per_answer,
-            max_repeated_calls,
-            allow_shell,
-            allow_edits,
-            confirm_costly,
+            core,
+            sources: core_sources,
             sandbox,
             sandbox_network,
             sandbox_writable,
-            rules,
             rule_texts,
             rules_from_flags: false,
             script: args.script.clone(),
@@ -372,10 +384,37 @@ impl Settings {
             stall_timeout: args.stall_timeout,
             mcp_servers,
             mcp_project: None,
-            mcp_timeout_s,
-            allow_mcp,
             key,
         })
+    }
+
+    /// Where the core setting `name` (as `config show` names it) came from.
+    pub fn source(&self, name: &str) -> Source {
+        self.sources.get(name).copied().unwrap_or(Source::Default)
+    }
+
+    /// The settings of a run of `cli`, `model` its model arguments (the
+    /// top level's, or its subcommand's): the config file under
+    /// `config_root`, the environment and every flag, settled once, flag >
+    /// env > config > default. `--grant`, resolved against the working
+    /// directory, is the caller's to add.
+    pub fn settle(config_root: &Path, cli: &Cli, model: &ModelArgs) -> Result<Settings, Error> {
+        let sources = &cli.sources;
+        let mut settings = Settings::resolve(
+            config_root,
+            model,
+            cli.allow_shell,
+            cli.allow_edits,
+            cli.yes,
+            sources,
+        )?;
+        settings.sandbox_flags(cli.sandbox.as_deref(), cli.network, &cli.writable, sources)?;
+        settings.rule_flags(&cli.allow, &cli.deny)?;
+        settings.mcp_flag(cli.allow_mcp);
+        settings.effort_flag(cli.effort.as_deref(), sources);
+        settings.core.bare = cli.bare;
+        settings.core.auto_refine = !cli.no_auto_refine;
+        Ok(settings)
     }
 
     /// `--effort` (or `REVOLVE_EFFORT`) over what the config file said.
@@ -392,10 +431,8 @@ impl Settings {
     /// `--allow-mcp` over what the config file said.
     pub fn mcp_flag(&mut self, allow: bool) {
         if allow {
-            self.allow_mcp = revolve_core::config::Setting {
-                value: true,
-                source: Source::Flag,
-            };
+            self.core.allow_mcp = true;
+            self.sources.insert("allow_mcp", Source::Flag);
         }
     }
 
@@ -442,7 +479,7 @@ impl Settings {
         let (mut all_allow, mut all_deny) = self.rule_texts.clone();
         all_allow.extend(allow.iter().cloned());
         all_deny.extend(deny.iter().cloned());
-        self.rules =
+        self.core.rules =
             revolve_core::rules::Rules::parse(&all_allow, &all_deny).map_err(Error::Usage)?;
         self.rule_texts = (all_allow, all_deny);
         self.rules_from_flags |= !allow.is_empty() || !deny.is_empty();
@@ -532,6 +569,9 @@ impl Settings {
     fn rows(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
         let s = |v: &Setting<String>| (json!(v.value), v.source.as_str());
         let n = |v: u64, source: Source| (json!(v), source.as_str());
+        // A setting of the core's, by its name here.
+        let core = |name: &'static str, v: serde_json::Value| (v, self.source(name).as_str());
+        let c = &self.core;
         let rows = [
             (
                 "provider",
@@ -553,7 +593,7 @@ impl Settings {
             ("model", s(&self.model)),
             ("window", n(self.window.value, self.window.source)),
             ("models", {
-                let configured: Vec<&str> = self
+                let configured: Vec<&str> = c
                     .models
                     .iter()
                     .filter(|(_, m)| m.configured)
@@ -568,9 +608,9 @@ impl Settings {
             }),
             (
                 "max_cost",
-                (
-                    json!(self.max_cost.value.map(revolve_core::models::dollars_text)),
-                    self.max_cost.source.as_str(),
+                core(
+                    "max_cost",
+                    json!(c.max_cost.map(revolve_core::models::dollars_text)),
                 ),
             ),
             (
@@ -583,59 +623,29 @@ impl Settings {
             ("retries", n(self.retries.value.into(), self.retries.source)),
             (
                 "spill_result_chars",
-                n(
-                    self.spill_result_chars.value as u64,
-                    self.spill_result_chars.source,
-                ),
+                core("spill_result_chars", json!(c.spill_chars)),
             ),
             (
                 "prune_result_chars",
-                n(
-                    self.prune_result_chars.value as u64,
-                    self.prune_result_chars.source,
-                ),
+                core("prune_result_chars", json!(c.prune_chars)),
             ),
             (
                 "max_tool_rounds",
-                n(
-                    self.max_tool_rounds.value.into(),
-                    self.max_tool_rounds.source,
-                ),
+                core("max_tool_rounds", json!(c.max_tool_rounds)),
             ),
             (
                 "max_calls_per_answer",
-                n(
-                    self.max_calls_per_answer.value.into(),
-                    self.max_calls_per_answer.source,
-                ),
+                core("max_calls_per_answer", json!(c.max_calls_per_answer)),
             ),
             (
                 "max_repeated_calls",
-                n(
-                    self.max_repeated_calls.value.into(),
-                    self.max_repeated_calls.source,
-                ),
+                core("max_repeated_calls", json!(c.repeat_limit)),
             ),
-            (
-                "allow_shell",
-                (
-                    json!(self.allow_shell.value),
-                    self.allow_shell.source.as_str(),
-                ),
-            ),
-            (
-                "allow_edits",
-                (
-                    json!(self.allow_edits.value),
-                    self.allow_edits.source.as_str(),
-                ),
-            ),
+            ("allow_shell", core("allow_shell", json!(c.allow_shell))),
+            ("allow_edits", core("allow_edits", json!(c.allow_edits))),
             (
                 "confirm_costly",
-                (
-                    json!(self.confirm_costly.value),
-                    self.confirm_costly.source.as_str(),
-                ),
+                core("confirm_costly", json!(c.confirm_costly)),
             ),
             (
                 "sandbox",
@@ -671,13 +681,10 @@ impl Settings {
                     },
                 ),
             ),
-            (
-                "allow_mcp",
-                (json!(self.allow_mcp.value), self.allow_mcp.source.as_str()),
-            ),
+            ("allow_mcp", core("allow_mcp", json!(c.allow_mcp))),
             (
                 "mcp_timeout_s",
-                n(self.mcp_timeout_s.value, self.mcp_timeout_s.source),
+                core("mcp_timeout_s", json!(c.mcp_timeout_s)),
             ),
             (
                 "mcp_servers",
@@ -786,6 +793,17 @@ fn settle<T>(
     pick(flag, env, file, default)
 }
 
+/// Takes the values of settled settings into [`revolve_core::Settings`],
+/// noting where each came from.
+struct Took<'a>(&'a mut BTreeMap<&'static str, Source>);
+
+impl Took<'_> {
+    fn value<T>(&mut self, name: &'static str, setting: Setting<T>) -> T {
+        self.0.insert(name, setting.source);
+        setting.value
+    }
+}
+
 /// Folders a sandboxed command may write, made canonical: each must be an
 /// existing folder (a rule on a path that is not there protects nothing,
 /// and a typo should not pass unseen).
@@ -813,4 +831,166 @@ fn read(path: &Path) -> Result<(File, bool), Error> {
     let file = File::parse(&text)
         .map_err(|bad| Error::Usage(format!("bad config file {}: {bad}", path.display())))?;
     Ok((file, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use revolve_core::config::Source;
+
+    use super::Settings;
+    use crate::cli::ModelArgs;
+
+    /// The settings of `config` (a config file's text, none for no file),
+    /// with `args` read from the sources `sources` says and the
+    /// `--allow-shell`, `--allow-edits` and `--yes` flags given.
+    fn settled(
+        config: Option<&str>,
+        args: &ModelArgs,
+        flags: [bool; 3],
+        sources: &[(&str, Source)],
+    ) -> Settings {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        if let Some(text) = config {
+            std::fs::write(dir.path().join(revolve_core::config::FILE_NAME), text)
+                .expect("the config file is written");
+        }
+        let sources: BTreeMap<String, Source> = sources
+            .iter()
+            .map(|(id, s)| ((*id).to_owned(), *s))
+            .collect();
+        let [allow_shell, allow_edits, yes] = flags;
+        Settings::resolve(dir.path(), args, allow_shell, allow_edits, yes, &sources)
+            .expect("the settings settle")
+    }
+
+    /// A flag wins over the environment, the environment over the config
+    /// file, the config file over the default; the core's settings are
+    /// settled into the one struct a session gets, each with its source.
+    #[test]
+    fn the_core_settings_settle_flag_over_env_over_config_over_default() {
+        let config = r#"{"max_tool_rounds": 7, "spill_result_chars": 500,
+            "max_repeated_calls": 4, "allow_shell": false, "allow_edits": true,
+            "confirm_costly": true, "mcp_timeout_s": 9, "max_cost": 0.5}"#;
+        let none = settled(None, &ModelArgs::default(), [false; 3], &[]);
+        assert_eq!(
+            none.core.max_tool_rounds,
+            revolve_core::guard::MAX_TOOL_ROUNDS
+        );
+        assert_eq!(none.source("max_tool_rounds"), Source::Default);
+        assert_eq!(none.core.spill_chars, revolve_core::session::SPILL_CHARS);
+        assert!(!none.core.allow_edits && !none.core.allow_shell);
+        assert!(none.core.confirm_costly);
+        assert_eq!(none.core.max_cost, None);
+        assert_eq!(none.source("max_cost"), Source::Default);
+
+        let file = settled(Some(config), &ModelArgs::default(), [false; 3], &[]);
+        assert_eq!(file.core.max_tool_rounds, 7);
+        assert_eq!(file.source("max_tool_rounds"), Source::Config);
+        assert_eq!(file.core.spill_chars, 500);
+        assert_eq!(file.core.repeat_limit, 4);
+        assert!(file.core.allow_edits);
+        assert_eq!(file.source("allow_edits"), Source::Config);
+        assert_eq!(file.core.mcp_timeout_s, 9);
+        assert_eq!(file.core.max_cost, Some(500_000_000));
+        assert_eq!(file.source("max_cost"), Source::Config);
+
+        let args = ModelArgs {
+            max_tool_rounds: Some(9),
+            spill_result_chars: Some(800),
+            ..ModelArgs::default()
+        };
+        let env = settled(
+            Some(config),
+            &args,
+            [false; 3],
+            &[
+                ("max_tool_rounds", Source::Env),
+                ("spill_result_chars", Source::Env),
+            ],
+        );
+        assert_eq!(env.core.max_tool_rounds, 9);
+        assert_eq!(env.source("max_tool_rounds"), Source::Env);
+        assert_eq!(env.core.spill_chars, 800);
+        // What nobody overrode stays the config file's.
+        assert_eq!(env.core.repeat_limit, 4);
+        assert_eq!(env.source("max_repeated_calls"), Source::Config);
+
+        let flag = settled(
+            Some(config),
+            &args,
+            [true, false, true],
+            &[
+                ("max_tool_rounds", Source::Flag),
+                ("spill_result_chars", Source::Env),
+                ("allow_shell", Source::Flag),
+            ],
+        );
+        assert_eq!(flag.core.max_tool_rounds, 9);
+        assert_eq!(flag.source("max_tool_rounds"), Source::Flag);
+        assert_eq!(flag.source("spill_result_chars"), Source::Env);
+        assert!(flag.core.allow_shell);
+        assert_eq!(flag.source("allow_shell"), Source::Flag);
+        // `--yes` says no to asking first, whatever the file said.
+        assert!(!flag.core.confirm_costly);
+        assert_eq!(flag.source("confirm_costly"), Source::Flag);
+    }
+
+    /// A run's command line settles whole, its top-level flags included,
+    /// into the struct a session gets.
+    #[test]
+    fn a_run_settles_its_flags_into_the_core_settings() {
+        use clap::FromArgMatches;
+        let settle = |args: &[&str]| {
+            let args = args.iter().map(std::ffi::OsString::from).collect();
+            let matches = super::matches(args).expect("the arguments parse");
+            let mut cli = crate::cli::Cli::from_arg_matches(&matches).expect("a command line");
+            cli.sources = super::sources(&matches);
+            let dir = tempfile::tempdir().expect("a temp dir");
+            Settings::settle(dir.path(), &cli, &cli.model).expect("the settings settle")
+        };
+        let plain = settle(&["revolve"]);
+        assert!(!plain.core.bare && !plain.core.allow_shell && !plain.core.allow_mcp);
+        assert_eq!(plain.core.rules, Default::default());
+        let s = settle(&[
+            "revolve",
+            "--bare",
+            "--no-auto-refine",
+            "--allow-shell",
+            "--allow-mcp",
+            "--deny",
+            "shell(rm *)",
+            "--max-tool-rounds",
+            "5",
+        ]);
+        assert!(s.core.bare);
+        assert!(!s.core.auto_refine);
+        assert!(s.core.allow_shell);
+        assert_eq!(s.source("allow_shell"), Source::Flag);
+        assert!(s.core.allow_mcp);
+        assert_ne!(s.core.rules, plain.core.rules);
+        assert_eq!(s.core.max_tool_rounds, 5);
+        assert_eq!(s.source("max_tool_rounds"), Source::Flag);
+    }
+
+    /// `--allow-mcp` and the rule flags settle into the same struct.
+    #[test]
+    fn the_later_flags_settle_into_the_core_settings() {
+        let mut s = settled(
+            Some(r#"{"allow_mcp": false}"#),
+            &ModelArgs::default(),
+            [false; 3],
+            &[],
+        );
+        assert!(!s.core.allow_mcp);
+        assert_eq!(s.source("allow_mcp"), Source::Config);
+        s.mcp_flag(true);
+        assert!(s.core.allow_mcp);
+        assert_eq!(s.source("allow_mcp"), Source::Flag);
+        let before = s.core.rules.clone();
+        s.rule_flags(&["shell(git status)".to_owned()], &[])
+            .expect("the rule parses");
+        assert_ne!(s.core.rules, before);
+    }
 }

@@ -109,18 +109,9 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             cli::McpAction::Approve => mcp::approve_command(&store),
         },
         Some(Sub::Config {
-            action: cli::ConfigAction::Show { json, model },
+            action: cli::ConfigAction::Show { json, ref model },
         }) => {
-            let mut settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
-            settings.sandbox_flags(
-                cli.sandbox.as_deref(),
-                cli.network,
-                &cli.writable,
-                &cli.sources,
-            )?;
-            settings.rule_flags(&cli.allow, &cli.deny)?;
-            settings.mcp_flag(cli.allow_mcp);
-            settings.effort_flag(cli.effort.as_deref(), &cli.sources);
+            let mut settings = Settings::settle(&store.roots.config, &cli, model)?;
             settings.mcp_project = mcp::read_project(&store)?
                 .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
             if let Some(note) = settings.learn_window() {
@@ -225,23 +216,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
             "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)".into(),
         ));
     }
-    let mut settings = Settings::resolve(
-        &store.roots.config,
-        &cli.model,
-        cli.allow_shell,
-        cli.allow_edits,
-        cli.yes,
-        &cli.sources,
-    )?;
-    settings.sandbox_flags(
-        cli.sandbox.as_deref(),
-        cli.network,
-        &cli.writable,
-        &cli.sources,
-    )?;
-    settings.rule_flags(&cli.allow, &cli.deny)?;
-    settings.mcp_flag(cli.allow_mcp);
-    settings.effort_flag(cli.effort.as_deref(), &cli.sources);
+    let mut settings = Settings::settle(&store.roots.config, &cli, &cli.model)?;
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -265,24 +240,14 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
             eprintln!("{note}");
         }
     }
-    let granted = approve::granted_up_front(&cli.grant, &store.cwd)?;
+    settings.core.granted = approve::granted_up_front(&cli.grant, &store.cwd)?;
     let approvals = Approvals {
         interactive: stdin_tty,
     };
     let front = Console::new(cli.output_format, approvals);
-    let memory = memory(&store, cli.bare);
-    let dirs = memory.dirs.clone();
+    let dirs = memory(&store);
     let provider = provider(&settings, &store)?;
-    let auto_refine = !cli.no_auto_refine;
-    let mut runtime = runtime(
-        provider,
-        &store,
-        &settings,
-        resuming,
-        memory,
-        auto_refine,
-        granted,
-    );
+    let mut runtime = runtime(provider, &store, &settings, resuming, dirs.clone());
     // Without a terminal nobody sees a command run unsandboxed: that is
     // refused where nothing can be enforced.
     // `revolve send` from a command writes the project's inboxes: they
@@ -292,12 +257,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if revolve_io::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
-    runtime.mcp = revolve_io::live::Mcp {
-        hub,
-        allow: settings.allow_mcp.value,
-        timeout_s: settings.mcp_timeout_s.value,
-        recorded,
-    };
+    runtime.mcp = revolve_io::live::Mcp { hub, recorded };
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -332,7 +292,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
         source => source.as_str().to_owned(),
     };
-    if settings.max_cost.value.is_some() && live.prices().is_none() {
+    if settings.core.max_cost.is_some() && live.prices().is_none() {
         eprintln!(
             "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
              (add them under \"models\" in config.json)",
@@ -455,18 +415,12 @@ fn recover(store: &Store, dirs: &MemoryDirs) {
     }
 }
 
-/// Where this run's memory is.
-struct Memory {
-    dirs: MemoryDirs,
-    bare: bool,
-}
-
 /// Finds the memory directories and finishes a rewrite a crash interrupted
 /// there; nothing is created yet (see [`prepare`]).
-fn memory(store: &Store, bare: bool) -> Memory {
+fn memory(store: &Store) -> MemoryDirs {
     let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
     recover(store, &dirs);
-    Memory { dirs, bare }
+    dirs
 }
 
 /// Seeds the builtin documents and creates the project directory when it
@@ -515,26 +469,22 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
     }
 }
 
-/// What a session runs with, from the settings, asking `provider`, with
-/// the `--grant` paths. A resumed session keeps its model and window unless
-/// a flag or a variable asks for others.
+/// What a session runs with: the settings as they settled, asking
+/// `provider`, with its memory in `memory`. A resumed session keeps its
+/// model and window unless a flag or a variable asks for others.
 fn runtime(
     provider: Arc<dyn Provider>,
     store: &Store,
     settings: &Settings,
     resuming: bool,
-    memory: Memory,
-    auto_refine: bool,
-    granted: Vec<String>,
+    memory: MemoryDirs,
 ) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Runtime {
-        memory: memory.dirs,
-        bare: memory.bare,
+        settings: settings.core.clone(),
+        memory,
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
-        auto_refine,
-        confirm_costly: settings.confirm_costly.value,
         tree: revolve_io::tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
@@ -544,22 +494,11 @@ fn runtime(
             || (settings.window.source == Source::Table
                 && settings.model.source.overrides_resumed()))
         .then_some(settings.window.value),
-        spill_chars: settings.spill_result_chars.value,
-        prune_chars: settings.prune_result_chars.value,
-        max_tool_rounds: settings.max_tool_rounds.value,
-        max_calls_per_answer: settings.max_calls_per_answer.value,
-        repeat_limit: settings.max_repeated_calls.value,
-        allow_shell: settings.allow_shell.value,
-        allow_edits: settings.allow_edits.value,
-        granted,
         // A chat sets the session's (see [`chat`]); nothing else runs
         // commands.
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
-        rules: settings.rules.clone(),
         mcp: Default::default(),
-        models: settings.models.clone(),
-        max_cost: settings.max_cost.value,
     }
 }
 
@@ -616,20 +555,11 @@ fn rewind(
         return error::out(&revolve_core::view::rewind_list(&turns));
     }
     let args = cli::ModelArgs::default();
-    let settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
-    let memory = Memory {
-        dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
-        bare: true,
-    };
-    let runtime = runtime(
-        Arc::new(Offline),
-        &store,
-        &settings,
-        true,
-        memory,
-        false,
-        Vec::new(),
-    );
+    let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
+    // A rewind reads no memory.
+    settings.core.bare = true;
+    let memory = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let runtime = runtime(Arc::new(Offline), &store, &settings, true, memory);
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
@@ -649,12 +579,9 @@ fn rewind(
 /// the provider's (a missing key, say).
 fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<(), Error> {
     let found = store.find(needle)?;
-    let memory = Memory {
-        dirs: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
-        bare: false,
-    };
+    let memory = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
     let provider = provider(settings, &store)?;
-    let runtime = runtime(provider, &store, settings, true, memory, false, Vec::new());
+    let runtime = runtime(provider, &store, settings, true, memory);
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     match live.compact()? {

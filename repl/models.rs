@@ -32,7 +32,7 @@ pub fn list(settings: &Settings, json: bool) -> Result<(), Error> {
         Some(Wire::Anthropic) => Anthropic::new(base, key).models(),
     }
     .map_err(|e| Error::Runtime(e.message))?;
-    let known = |id: &str| settings.models.find(preset.name(), id).map(|(_, m)| m);
+    let known = |id: &str| settings.core.models.find(preset.name(), id).map(|(_, m)| m);
     if json {
         let models = ids
             .iter()

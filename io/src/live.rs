@@ -51,40 +51,23 @@ pub enum Outcome {
     Quit,
 }
 
-/// What a session runs with that its log does not say.
+/// What a session runs with that its log does not say: the settled
+/// settings, and what only the shell has (handles, paths, the provider).
 pub struct Runtime {
     pub provider: Arc<dyn Provider>,
     /// The model; on resume, `None` keeps the session's.
     pub model: Option<String>,
     /// The declared window; on resume, `None` keeps the session's.
     pub window: Option<u64>,
-    /// `spill-result-chars`.
-    pub spill_chars: usize,
-    /// `prune-result-chars`.
-    pub prune_chars: usize,
-    /// `max-tool-rounds`.
-    pub max_tool_rounds: u32,
-    /// `max-calls-per-answer`.
-    pub max_calls_per_answer: u32,
-    /// `max-repeated-calls`.
-    pub repeat_limit: u32,
-    /// Shell commands run without asking (`--allow-shell`).
-    pub allow_shell: bool,
-    /// Files are edited without asking (`--allow-edits`).
-    pub allow_edits: bool,
-    /// Paths granted up front (`--grant`), canonical.
-    pub granted: Vec<String>,
+    /// The settings the command line, the environment and the config file
+    /// settled to, handed to the core as they are. Only what a session
+    /// learns when it opens is filled in then: its spill folder, whether a
+    /// user is at a terminal and whether the server counts tokens.
+    pub settings: Settings,
     /// Where memory and the goal live.
     pub memory: MemoryDirs,
-    /// `--bare`: no memory and no goal in the prompt.
-    pub bare: bool,
     /// Whether this run created the project directory (for `agent_info`).
     pub created_project_dir: bool,
-    /// Whether the memory may be refined on its own.
-    pub auto_refine: bool,
-    /// Whether a user at a terminal is asked before a compaction or a
-    /// refinement of more than four requests (not `--yes`).
-    pub confirm_costly: bool,
     /// The working tree's identity when the run started (tools refuse a
     /// tree that is no longer the same directory).
     pub tree: Option<FileId>,
@@ -93,38 +76,19 @@ pub struct Runtime {
     /// What to say about the sandbox before the first shell command, once
     /// (what it cannot enforce here, or that it is off).
     pub sandbox_note: Option<String>,
-    /// The permission rules.
-    pub rules: revolve_core::rules::Rules,
-    /// The MCP servers and how their calls run.
+    /// The MCP servers (whether their calls need approval, and how long
+    /// one may take, are in [`Runtime::settings`]).
     pub mcp: Mcp,
-    /// The known models, for the prices the cost is counted by.
-    pub models: revolve_core::models::Table,
-    /// `--max-cost`, in nano-dollars.
-    pub max_cost: Option<u64>,
 }
 
 /// The MCP servers of a session (none by default).
+#[derive(Default)]
 pub struct Mcp {
     /// The servers, started (in parallel with the first prompt).
     pub hub: Option<Arc<revolve_mcp::Hub>>,
-    /// Calls run without asking (`--allow-mcp`, `allow_mcp`).
-    pub allow: bool,
-    /// Seconds a call may take (`mcp_timeout_s`).
-    pub timeout_s: u64,
     /// A replayed session's recorded lists and results, given back in
     /// place of servers (`--provider replay:NAME`).
     pub recorded: Option<revolve_core::mcp::Recorded>,
-}
-
-impl Default for Mcp {
-    fn default() -> Mcp {
-        Mcp {
-            hub: None,
-            allow: false,
-            timeout_s: revolve_core::policy::MCP_TIMEOUT_S,
-            recorded: None,
-        }
-    }
 }
 
 /// A session this process runs, shown and asked through `F`.
@@ -330,7 +294,7 @@ impl<F: Front> Live<F> {
 
     /// `--max-cost`, in nano-dollars.
     pub fn max_cost(&self) -> Option<u64> {
-        self.runtime.max_cost
+        self.runtime.settings.max_cost
     }
 
     /// Records whether this run created the project directory (which it
@@ -341,7 +305,7 @@ impl<F: Front> Live<F> {
 
     /// The standing goal as saved now (empty when it cannot be read).
     pub fn goals(&self) -> Result<revolve_core::goal::Goals, Error> {
-        if self.runtime.bare {
+        if self.runtime.settings.bare {
             return Ok(revolve_core::goal::Goals::default());
         }
         goal::load(&self.runtime.memory.project_dir).map_err(|e| Error::Runtime(e.to_string()))
@@ -584,7 +548,7 @@ impl<F: Front> Live<F> {
 
     /// The known models: the shipped table and the config file's.
     pub fn models(&self) -> &revolve_core::models::Table {
-        &self.runtime.models
+        &self.runtime.settings.models
     }
 
     /// The store the session is kept in.
@@ -856,7 +820,7 @@ impl<F: Front> Live<F> {
     /// The skills found now (none with `--bare`): the commands of the
     /// user's own.
     pub fn skills(&self) -> Vec<revolve_core::skills::Skill> {
-        if self.runtime.bare {
+        if self.runtime.settings.bare {
             return Vec::new();
         }
         let folders = revolve_store::skills::folders(&self.runtime.memory, &self.store.cwd);
@@ -898,7 +862,7 @@ impl<F: Front> Live<F> {
     /// that cannot be read is left out and said so (once), never fatal.
     fn prompt_parts(&mut self) -> Input {
         let mut parts = revolve_core::prompt::Parts::default();
-        if !self.runtime.bare {
+        if !self.runtime.settings.bare {
             let (instructions, mut problems) = revolve_store::instructions::load(&self.store.cwd);
             parts.instructions = instructions;
             let folders = revolve_store::skills::folders(&self.runtime.memory, &self.store.cwd);
@@ -939,32 +903,19 @@ fn answered(id: String, answer: Answer) -> Input {
     Input::Answered { id, answer, now }
 }
 
-/// The core's settings for a session of `store` run with `runtime`.
+/// The core's settings for a session of `store` run with `runtime`: the
+/// settled ones as they are, with what the session learns when it opens.
 fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Settings {
     // Canonical, as grants are: the spill grant is compared as it is.
     let project = store.roots.project(&store.project);
     let project = project.canonicalize().unwrap_or(project);
     let spill_dir = project.join("spills").join(id);
     Settings {
-        rules: runtime.rules.clone(),
-        spill_chars: runtime.spill_chars,
         spill_dir: spill_dir.to_string_lossy().into_owned(),
-        prune_chars: runtime.prune_chars,
-        repeat_limit: runtime.repeat_limit,
-        max_tool_rounds: runtime.max_tool_rounds,
-        max_calls_per_answer: runtime.max_calls_per_answer,
-        allow_edits: runtime.allow_edits,
-        allow_shell: runtime.allow_shell,
         interactive,
-        granted: runtime.granted.clone(),
-        auto_refine: runtime.auto_refine,
-        bare: runtime.bare,
         counts: runtime.provider.counts(),
-        confirm_costly: runtime.confirm_costly && interactive,
-        allow_mcp: runtime.mcp.allow,
-        mcp_timeout_s: runtime.mcp.timeout_s,
-        models: runtime.models.clone(),
-        max_cost: runtime.max_cost,
+        confirm_costly: runtime.settings.confirm_costly && interactive,
+        ..runtime.settings.clone()
     }
 }
 

@@ -35,7 +35,7 @@ impl<F: Front> Live<F> {
         hub.wait(Duration::from_millis(
             revolve_core::policy::MCP_START_WAIT_MS,
         ));
-        let listed = hub.tools(Duration::from_secs(self.runtime.mcp.timeout_s));
+        let listed = hub.tools(Duration::from_secs(self.runtime.settings.mcp_timeout_s));
         for line in hub.take_failures() {
             self.front.notice(&line);
         }

@@ -46,9 +46,12 @@ impl<F: Front> Live<F> {
             offset: None,
             limit: None,
         };
-        let outcome = tools::run(&tool, &self.runtime.granted, &self.tool_context(), &|| {
-            false
-        });
+        let outcome = tools::run(
+            &tool,
+            &self.runtime.settings.granted,
+            &self.tool_context(),
+            &|| false,
+        );
         if outcome.output.starts_with("error:") {
             Err(outcome.output)
         } else {
