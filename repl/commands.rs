@@ -317,7 +317,7 @@ pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
     let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
     let now = revolve_io::clock::now();
     revolve_io::goal::update(dir, |goals| goals.apply(&cmd, now))
-        .map_err(|e| Error::Runtime(e.to_string()))?
+        .map_err(Error::store)?
         .map_err(Error::Usage)
 }
 
@@ -327,7 +327,7 @@ pub fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> {
     if !args.trim().is_empty() {
         goal(dir, args)?;
     }
-    let goals = revolve_io::goal::load(dir).map_err(|e| Error::Runtime(e.to_string()))?;
+    let goals = revolve_io::goal::load(dir).map_err(Error::store)?;
     json_out(&goals)
 }
 
@@ -380,11 +380,9 @@ fn history(
     diff: bool,
 ) -> Result<(Vec<revolve_core::refine::Entry>, revolve_io::refine::Diffs), Error> {
     let state = &store.roots.state;
-    let entries =
-        revolve_io::refine::entries(state, dirs).map_err(|e| Error::Runtime(e.to_string()))?;
+    let entries = revolve_io::refine::entries(state, dirs).map_err(Error::store)?;
     let diffs = if diff {
-        revolve_io::refine::diffs(state, dirs, &entries)
-            .map_err(|e| Error::Runtime(e.to_string()))?
+        revolve_io::refine::diffs(state, dirs, &entries).map_err(Error::store)?
     } else {
         Default::default()
     };
@@ -406,8 +404,8 @@ pub fn memory_history_json(
 
 /// `/refine undo` and `revolve memory undo`.
 pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
-    let done = revolve_io::refine::undo(&store.roots.state, dirs)
-        .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
+    let done =
+        revolve_io::refine::undo(&store.roots.state, dirs).map_err(Error::memory("cannot undo"))?;
     Ok(undo_text(done.as_deref()))
 }
 
@@ -431,7 +429,7 @@ pub fn undo_text(done: Option<&[String]>) -> String {
 /// the system prompt holds them.
 pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
     use revolve_core::memory::Scope;
-    let files = revolve_io::memory::load(dirs).map_err(|e| Error::Runtime(e.to_string()))?;
+    let files = revolve_io::memory::load(dirs).map_err(Error::store)?;
     let Some(block) = revolve_core::memory::prompt_block(&files) else {
         return Ok(format!(
             "no memory files (global: {}, project: {})\n",

@@ -65,7 +65,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     }
     let cwd = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
-    let store = Store::open(&cwd).map_err(Error::Runtime)?;
+    let store = Store::open(&cwd)?;
     match cli.command {
         Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
         Some(Sub::Replay {
@@ -379,7 +379,7 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
                 rounds += live.turn_rounds();
                 turns += 1;
                 if let Err(e) = outcome {
-                    if matches!(e, Error::Runtime(_)) {
+                    if e.code() == 1 {
                         eprintln!("── goal run ends at turn {turns}{}", told(rounds, "in all"));
                     }
                     return Err(e);

@@ -30,8 +30,7 @@ pub fn list(settings: &Settings, json: bool) -> Result<(), Error> {
         }
         Some(Wire::OpenAi) => OpenAi::new(base, key).models(),
         Some(Wire::Anthropic) => Anthropic::new(base, key).models(),
-    }
-    .map_err(|e| Error::Runtime(e.message))?;
+    }?;
     let known = |id: &str| settings.core.models.find(preset.name(), id).map(|(_, m)| m);
     if json {
         let models = ids

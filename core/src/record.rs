@@ -224,12 +224,39 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+/// The text impls of a record field that holds one of a few words: it is
+/// read and written as the word itself (`#[serde(from = "String", into =
+/// "String")]` on the type), and a word this build does not know, from a
+/// newer one, is kept as it was. The type gives `as_str` and
+/// `From<String>`; this adds `From<&str>`, `String::from` and `Display`.
+macro_rules! word_field {
+    ($t:ident) => {
+        impl From<&str> for $t {
+            fn from(word: &str) -> $t {
+                $t::from(word.to_owned())
+            }
+        }
+
+        impl From<$t> for String {
+            fn from(v: $t) -> String {
+                v.as_str().to_owned()
+            }
+        }
+
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
 mod compaction;
 mod edits;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
-pub use edits::{Answer, Approved, Edit, Restore, Rewound, Seen, Written};
+pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
 
 /// The version written into every new header.
 ///
@@ -382,10 +409,50 @@ pub struct MemoryChanged {
     /// The snapshot entry (its stamp) that takes the change back.
     pub entry: String,
     /// `refine`, `auto-refine` or `remember`.
-    pub by: String,
+    pub by: ChangedBy,
     /// `project/NAME.md: updated: what changed`, one a file.
     pub files: Vec<String>,
 }
+
+/// Who changed the memory: `memory_changed`'s `by`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ChangedBy {
+    /// `refine`: the user's `/refine` (or `revolve memory refine`).
+    Refine,
+    /// `auto-refine`: a refinement that ran on its own.
+    AutoRefine,
+    /// `remember`: the model's `remember` tool.
+    Remember,
+    /// A word this build does not know (a newer one wrote it), kept as it
+    /// was.
+    Other(String),
+}
+
+impl ChangedBy {
+    /// The word as the log holds it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ChangedBy::Refine => "refine",
+            ChangedBy::AutoRefine => "auto-refine",
+            ChangedBy::Remember => "remember",
+            ChangedBy::Other(word) => word,
+        }
+    }
+}
+
+impl From<String> for ChangedBy {
+    fn from(word: String) -> ChangedBy {
+        match word.as_str() {
+            "refine" => ChangedBy::Refine,
+            "auto-refine" => ChangedBy::AutoRefine,
+            "remember" => ChangedBy::Remember,
+            _ => ChangedBy::Other(word),
+        }
+    }
+}
+
+word_field!(ChangedBy);
 
 /// An undo this session made: the entry it restored and what it put back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -154,8 +154,8 @@ use crate::guard::{self, StopReason, Verdict};
 use crate::names;
 use crate::prompt;
 use crate::record::{
-    Context, Counted, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message, Origin,
-    Record, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
+    ChangedBy, Context, Counted, Failed, Header, Interrupted, MemoryChanged, MemoryUndone, Message,
+    Origin, Record, Renamed, Resumed, Role, Stopped, ToolCall, Totals, WentOn,
 };
 use crate::refine;
 use crate::state::State;
@@ -171,10 +171,6 @@ pub use edits::Opened;
 pub use protocol::{
     Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, Usage, SPILL_CHARS,
 };
-
-/// The `tool` of an `approved` record that answers whether a command the
-/// sandbox refused may run once outside it.
-pub const OUTSIDE: &str = "unsandboxed";
 
 /// The result of an edit or a write while planning.
 pub const PLANNING_REFUSED: &str = "error: not run: this session is planning (the user's /plan): \
@@ -456,7 +452,7 @@ impl Session {
                     Some(w) => self.append(vec![Record::MemoryChanged(MemoryChanged {
                         at: now,
                         entry: w.entry,
-                        by: "remember".into(),
+                        by: ChangedBy::Remember,
                         files: w.files,
                     })]),
                     None => Vec::new(),
@@ -1043,7 +1039,7 @@ impl Session {
             } else {
                 crate::edit::Answer::No
             },
-            tool: OUTSIDE.to_owned(),
+            tool: crate::record::Asked::Unsandboxed,
             rule: None,
         })]);
         if !yes {

@@ -13,8 +13,8 @@ use time::OffsetDateTime;
 
 use crate::compact;
 use crate::record::{
-    Answer, Edit, Header, Message, Record, Rewound, Role, ToolCall, Totals, ANSWER_LIMIT_VERSION,
-    CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
+    Answer, Asked, Edit, EditBy, Header, Message, Record, Rewound, Role, ToolCall, Totals,
+    ANSWER_LIMIT_VERSION, CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
 use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 
@@ -130,7 +130,7 @@ pub struct FileEdit {
     /// The hash of the content after; `None` when the file was removed.
     pub after: Option<String>,
     /// `edit_file`, `write_file` or `shell`.
-    pub by: String,
+    pub by: EditBy,
     /// The index in [`State::messages`] of the user message that began
     /// the turn that made it.
     pub turn: usize,
@@ -349,11 +349,11 @@ impl State {
             Record::Approved(r) => {
                 if r.answer == Answer::Always {
                     // A grant is never "always" (and is not remembered).
-                    match r.tool.as_str() {
-                        "shell" => self.shell_always = true,
-                        "" => self.edits_always = true,
-                        tool if crate::mcp::is_mcp(tool) => {
-                            self.mcp_always.insert(tool.to_owned());
+                    match &r.tool {
+                        Asked::Shell => self.shell_always = true,
+                        Asked::Edit => self.edits_always = true,
+                        Asked::Tool(tool) if crate::mcp::is_mcp(tool) => {
+                            self.mcp_always.insert(tool.clone());
                         }
                         _ => {}
                     }
@@ -363,7 +363,7 @@ impl State {
                 // Core edits only a file whose content it knows: the chain
                 // of hashes holds (a shell command's change is whatever it
                 // found, so it is not held to it).
-                if e.by != "shell" && e.before.as_ref() != self.files.get(&e.path) {
+                if e.by != EditBy::Shell && e.before.as_ref() != self.files.get(&e.path) {
                     note = Some(format!(
                         "an edit of {} from a content the session had not last read or wrote",
                         e.path

@@ -375,38 +375,39 @@ pub fn transcript(records: &[Record]) -> String {
             )),
             Record::Approved(a) => {
                 use crate::edit::Answer;
+                use crate::record::Asked;
                 // A command can span lines; its record's line does not.
                 let path = a.path.replace('\n', " ");
                 if let Some(rule) = &a.rule {
-                    let (what, how) = match (a.tool.as_str(), a.answer) {
-                        ("shell", Answer::No) => (format!("the command `{path}`"), "denied"),
-                        ("shell", _) => (format!("the command `{path}`"), "allowed"),
-                        ("grant", Answer::No) => (format!("reading {path}"), "denied"),
-                        ("grant", _) => (format!("reading {path}"), "allowed"),
+                    let (what, how) = match (&a.tool, a.answer) {
+                        (Asked::Shell, Answer::No) => (format!("the command `{path}`"), "denied"),
+                        (Asked::Shell, _) => (format!("the command `{path}`"), "allowed"),
+                        (Asked::Grant, Answer::No) => (format!("reading {path}"), "denied"),
+                        (Asked::Grant, _) => (format!("reading {path}"), "allowed"),
                         (_, Answer::No) => (format!("the edit of {path}"), "denied"),
                         (_, _) => (format!("the edit of {path}"), "allowed"),
                     };
                     out.push_str(&format!("── the rule {rule} {how} {what}\n"));
                     continue;
                 }
-                let line = match (a.tool.as_str(), a.answer) {
-                    ("unsandboxed", Answer::No) => {
+                let line = match (&a.tool, a.answer) {
+                    (Asked::Unsandboxed, Answer::No) => {
                         format!("kept the command `{path}` in the sandbox")
                     }
-                    ("unsandboxed", _) => {
+                    (Asked::Unsandboxed, _) => {
                         format!("let the command `{path}` run once outside the sandbox")
                     }
-                    ("shell", Answer::Always) => {
+                    (Asked::Shell, Answer::Always) => {
                         format!("allowed every shell command of this session from `{path}`")
                     }
-                    ("shell", Answer::Yes) => format!("allowed the command `{path}`"),
-                    ("shell", Answer::No) => format!("refused the command `{path}`"),
-                    ("grant", Answer::No) => format!("refused to let the session read {path}"),
-                    ("grant", _) => format!("let the session read {path}"),
-                    ("outside", Answer::No) => {
+                    (Asked::Shell, Answer::Yes) => format!("allowed the command `{path}`"),
+                    (Asked::Shell, Answer::No) => format!("refused the command `{path}`"),
+                    (Asked::Grant, Answer::No) => format!("refused to let the session read {path}"),
+                    (Asked::Grant, _) => format!("let the session read {path}"),
+                    (Asked::Outside, Answer::No) => {
                         format!("refused the edit of {path}, outside the working tree")
                     }
-                    ("outside", _) => format!("allowed the edit of {path}, outside the working tree"),
+                    (Asked::Outside, _) => format!("allowed the edit of {path}, outside the working tree"),
                     (_, Answer::Always) => {
                         format!("allowed every edit of this session from the edit of {path}")
                     }

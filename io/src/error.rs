@@ -3,6 +3,12 @@
 //! met, 130 interrupted, 143 stopped by SIGTERM
 //! or SIGHUP mid-turn. The binary turns one into a stderr line and exits
 //! with its code.
+//!
+//! The crates below the shell fail with errors of their own, each one
+//! enum at its boundary that says what the user needs to know
+//! ([`revolve_store::error::Error`], [`revolve_provider::ProviderError`]);
+//! they come in here by `From`, and [`Error::code`] and `Display` are the
+//! one place that maps any of them to an exit code and a line.
 
 use std::fmt;
 
@@ -13,6 +19,12 @@ pub enum Error {
     Usage(String),
     /// Something failed while running (exit 1).
     Runtime(String),
+    /// revolve's own files: a log, a listing, a session not found (exit
+    /// 1, or 2 for a session named that is not there, see
+    /// [`revolve_store::error::Error::is_usage`]).
+    Store(revolve_store::error::Error),
+    /// The model server (exit 1).
+    Provider(revolve_provider::ProviderError),
     /// The user pressed Ctrl-C during a non-interactive run (exit 130).
     Interrupted,
     /// Stdout was closed by its reader: a normal end (exit 0).
@@ -31,6 +43,8 @@ impl Error {
         match self {
             Error::Usage(_) => 2,
             Error::Runtime(_) => 1,
+            Error::Store(e) if e.is_usage() => 2,
+            Error::Store(_) | Error::Provider(_) => 1,
             Error::Interrupted => 130,
             Error::BrokenPipe => 0,
             Error::Terminated => 143,
@@ -38,9 +52,21 @@ impl Error {
         }
     }
 
-    /// A runtime error about a path.
-    pub fn at(path: &std::path::Path, what: &str, e: impl fmt::Display) -> Error {
-        Error::Runtime(format!("{what} {}: {e}", path.display()))
+    /// A file operation of revolve's own that failed: `what` is how the
+    /// line starts (`cannot read`), `path` what it was done to.
+    pub fn at(path: &std::path::Path, what: &'static str, e: std::io::Error) -> Error {
+        Error::Store(revolve_store::error::Error::io(what, path, e))
+    }
+
+    /// A store operation that failed, its error naming the file already.
+    pub fn store(e: std::io::Error) -> Error {
+        Error::Store(revolve_store::error::Error::Named(e))
+    }
+
+    /// A change of the memory or its snapshots that failed: the line says
+    /// `doing` (`cannot undo`) and why.
+    pub fn memory(doing: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+        move |error| Error::Store(revolve_store::error::Error::Memory { doing, error })
     }
 }
 
@@ -48,6 +74,8 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+            Error::Store(e) => e.fmt(f),
+            Error::Provider(e) => e.fmt(f),
             Error::GoalNotMet(why) => write!(f, "the goal run ended without the goal met: {why}"),
             Error::Interrupted => f.write_str("interrupted"),
             Error::BrokenPipe => f.write_str("stdout closed"),
@@ -60,11 +88,100 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl From<revolve_store::error::Error> for Error {
+    fn from(e: revolve_store::error::Error) -> Error {
+        Error::Store(e)
+    }
+}
+
 impl From<revolve_store::store::FindError> for Error {
     fn from(e: revolve_store::store::FindError) -> Error {
-        match e {
-            revolve_store::store::FindError::Unlisted { .. } => Error::Runtime(e.to_string()),
-            _ => Error::Usage(e.to_string()),
-        }
+        Error::Store(e.into())
+    }
+}
+
+impl From<revolve_store::resume::ResumeError> for Error {
+    fn from(e: revolve_store::resume::ResumeError) -> Error {
+        Error::Store(e.into())
+    }
+}
+
+impl From<revolve_provider::ProviderError> for Error {
+    fn from(e: revolve_provider::ProviderError) -> Error {
+        Error::Provider(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::path::{Path, PathBuf};
+
+    use revolve_store::error::Error as StoreError;
+    use revolve_store::store::FindError;
+
+    use super::Error;
+
+    /// Each boundary's error as the binary shows it: its line and its
+    /// exit code.
+    fn shown(e: Error) -> (String, i32) {
+        (e.to_string(), e.code())
+    }
+
+    #[test]
+    fn boundary_errors_map_to_one_line_and_one_code() {
+        let denied = || io::Error::new(io::ErrorKind::PermissionDenied, "Permission denied");
+        assert_eq!(
+            shown(Error::at(Path::new("/s/a.jsonl"), "cannot read", denied())),
+            ("cannot read /s/a.jsonl: Permission denied".into(), 1)
+        );
+        assert_eq!(
+            shown(Error::memory("cannot undo")(denied())),
+            ("cannot undo: Permission denied".into(), 1)
+        );
+        assert_eq!(
+            shown(
+                StoreError::NoHome {
+                    dir: "state",
+                    var: "XDG_STATE_HOME"
+                }
+                .into()
+            ),
+            (
+                "cannot find the state directory: set HOME or XDG_STATE_HOME".into(),
+                1
+            )
+        );
+        // A session named that is not there is the user's to fix (2); a
+        // folder that cannot be listed is not (1).
+        let cwd = PathBuf::from("/w");
+        assert_eq!(
+            shown(
+                FindError::NoSuch {
+                    needle: "birch".into(),
+                    cwd
+                }
+                .into()
+            ),
+            (
+                "no session 'birch' in /w (revolve sessions --all lists them)".into(),
+                2
+            )
+        );
+        assert_eq!(
+            shown(
+                FindError::Unlisted {
+                    dir: "/s".into(),
+                    error: denied()
+                }
+                .into()
+            ),
+            ("cannot list /s: Permission denied".into(), 1)
+        );
+        let refused = revolve_provider::ProviderError::new("HTTP 401 from http://h/v1", "");
+        assert_eq!(
+            shown(refused.into()),
+            ("HTTP 401 from http://h/v1".into(), 1)
+        );
     }
 }

@@ -235,9 +235,7 @@ impl<F: Front> Live<F> {
     ) -> Result<Live<F>, Error> {
         // The newest file of the chain, claimed, folded, checked (see
         // Store::resume).
-        let reopened = store
-            .resume(found, RESUME_SHOWS_BYTES)
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let reopened = store.resume(found, RESUME_SHOWS_BYTES)?;
         let revolve_store::resume::Reopened {
             path,
             state,
@@ -308,7 +306,7 @@ impl<F: Front> Live<F> {
         if self.runtime.settings.bare {
             return Ok(revolve_core::goal::Goals::default());
         }
-        goal::load(&self.runtime.memory.project_dir).map_err(|e| Error::Runtime(e.to_string()))
+        goal::load(&self.runtime.memory.project_dir).map_err(Error::store)
     }
 
     /// The goal's status row, cut to `width` (none when there is no goal).
@@ -471,14 +469,8 @@ impl<F: Front> Live<F> {
     /// session picks its name, so two sessions never end up with one name.
     /// Its inbox and its entry among the running sessions follow the name.
     pub fn rename(&mut self, name: String) -> Result<Outcome, Error> {
-        let _naming = self
-            .store
-            .naming()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
-        let mut used = self
-            .store
-            .names_in_use()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let _naming = self.store.naming().map_err(Error::store)?;
+        let mut used = self.store.names_in_use().map_err(Error::store)?;
         if let Some(own) = &self.state().name {
             used.remove(own);
         }
@@ -491,9 +483,7 @@ impl<F: Front> Live<F> {
         let entry = self
             .store
             .running_entry(self.state().id(), self.state().name.clone());
-        self.claim
-            .update(&entry)
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        self.claim.update(&entry).map_err(Error::store)?;
         Ok(outcome)
     }
 
@@ -505,14 +495,8 @@ impl<F: Front> Live<F> {
         if self.state().name.is_some() {
             return Ok(Outcome::Done);
         }
-        let _naming = self
-            .store
-            .naming()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
-        let used = self
-            .store
-            .names_in_use()
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        let _naming = self.store.naming().map_err(Error::store)?;
+        let used = self.store.names_in_use().map_err(Error::store)?;
         let outcome = self.drive(Input::Address {
             used: used.into_iter().collect(),
             now: clock::now(),
@@ -521,9 +505,7 @@ impl<F: Front> Live<F> {
         let entry = self
             .store
             .running_entry(self.state().id(), self.state().name.clone());
-        self.claim
-            .update(&entry)
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+        self.claim.update(&entry).map_err(Error::store)?;
         Ok(outcome)
     }
 
@@ -805,7 +787,7 @@ impl<F: Front> Live<F> {
         let claim = self
             .store
             .claim(&header.id, header.name.clone())
-            .map_err(|e| Error::Runtime(e.to_string()))?;
+            .map_err(Error::store)?;
         let path = self.store.path_of(&header.id);
         let mut writer = LogWriter::create_with(&path, &Record::Header(header.clone()))
             .map_err(|e| Error::at(&path, "cannot create", e))?;

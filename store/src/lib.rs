@@ -4,6 +4,7 @@
 //! roots. Every writer goes through [`fsx`] (temp file, fsync, rename; lock
 //! files). It holds no decisions: what to write and when is core's.
 //!
+//! * [`error`]: why the store failed, one enum with the line the user reads.
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
 //! * [`files`]: making revolve's own files and folders; errors that name them.
@@ -24,6 +25,7 @@
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
+pub mod error;
 pub mod files;
 pub mod fsx;
 pub mod goal;

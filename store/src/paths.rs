@@ -16,11 +16,16 @@ pub struct Roots {
 
 impl Roots {
     /// The roots for this user, from the environment.
-    pub fn from_env() -> Result<Roots, String> {
-        let state = dirs::state_dir()
-            .ok_or("cannot find the state directory: set HOME or XDG_STATE_HOME")?;
-        let config = dirs::config_dir()
-            .ok_or("cannot find the config directory: set HOME or XDG_CONFIG_HOME")?;
+    pub fn from_env() -> Result<Roots, crate::error::Error> {
+        use crate::error::Error::NoHome;
+        let state = dirs::state_dir().ok_or(NoHome {
+            dir: "state",
+            var: "XDG_STATE_HOME",
+        })?;
+        let config = dirs::config_dir().ok_or(NoHome {
+            dir: "config",
+            var: "XDG_CONFIG_HOME",
+        })?;
         Ok(Roots {
             state: state.join("task-agent"),
             config: config.join("task-agent"),

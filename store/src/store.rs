@@ -12,6 +12,7 @@ use revolve_core::view::Summary;
 // several times as long over. The names are the user's own files.
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
+pub use crate::error::FindError;
 use crate::index::{self, Entry, Index, Row, Stamp};
 use crate::log::{self, LogWriter};
 use crate::paths::{Project, Roots};
@@ -27,41 +28,9 @@ pub struct Store {
     pub cwd: PathBuf,
 }
 
-/// Why [`Store::find`] found no session.
-#[derive(Debug)]
-pub enum FindError {
-    /// The sessions folder could not be listed.
-    Unlisted { dir: PathBuf, error: io::Error },
-    /// No session at all in this directory (looking for the latest).
-    NoSession { cwd: PathBuf },
-    /// No session of that name or id.
-    NoSuch { needle: String, cwd: PathBuf },
-    /// The name or id prefix matches several sessions.
-    Ambiguous { needle: String, ids: Vec<String> },
-}
-
-impl std::fmt::Display for FindError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FindError::Unlisted { dir, error } => {
-                write!(f, "cannot list {}: {error}", dir.display())
-            }
-            FindError::NoSession { cwd } => write!(f, "no session in {}", cwd.display()),
-            FindError::NoSuch { needle, cwd } => write!(
-                f,
-                "no session '{needle}' in {} (revolve sessions --all lists them)",
-                cwd.display()
-            ),
-            FindError::Ambiguous { needle, ids } => {
-                write!(f, "'{needle}' matches several sessions: {}", ids.join(", "))
-            }
-        }
-    }
-}
-
 impl Store {
     /// The store for `cwd`, with roots from the environment.
-    pub fn open(cwd: &Path) -> Result<Store, String> {
+    pub fn open(cwd: &Path) -> Result<Store, crate::error::Error> {
         let roots = Roots::from_env()?;
         let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_path_buf());
         Ok(Store {

@@ -25,11 +25,10 @@ pub struct Approved {
     /// The file of an edit, or the command of a `shell` call.
     pub path: String,
     pub answer: Answer,
-    /// `shell` for a shell command, `grant` for a `request_file_grant`
-    /// (its path the one asked for), `outside` for an edit of a file
-    /// outside the working tree (never "always"); empty for an edit.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tool: String,
+    /// What was asked about: an edit (the field left out), a `shell`
+    /// command, a `grant`, …; see [`Asked`].
+    #[serde(default, skip_serializing_if = "Asked::is_edit")]
+    pub tool: Asked,
     /// The permission rule that decided, when a rule did (no one was
     /// asked); `None` for the user's answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -47,7 +46,7 @@ pub struct Edit {
     /// Canonical and absolute.
     pub path: String,
     /// `edit_file`, `write_file` or `shell`.
-    pub by: String,
+    pub by: EditBy,
     /// `None`: the file did not exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub before: Option<String>,
@@ -68,6 +67,107 @@ pub struct Edit {
     #[serde(default, skip_serializing_if = "is_false")]
     pub written: bool,
 }
+
+/// What an `approved` record answers: its `tool`, a word (none for an
+/// edit) or the name of a tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum Asked {
+    /// An edit or a write of a file in the working tree (the field is
+    /// left out).
+    #[default]
+    Edit,
+    /// `outside`: an edit of a file outside the working tree (never
+    /// "always").
+    Outside,
+    /// `shell`: a shell command (its command in `path`).
+    Shell,
+    /// `unsandboxed`: whether a command the sandbox refused may run once
+    /// outside it.
+    Unsandboxed,
+    /// `grant`: a `request_file_grant` (its path the one asked for).
+    Grant,
+    /// Any other word, kept as it was: the name of an MCP tool the model
+    /// called (`mcp__SERVER__TOOL`, see [`crate::mcp::is_mcp`]), or a word
+    /// a newer build wrote.
+    Tool(String),
+}
+
+impl Asked {
+    /// The word as the log holds it (empty for an edit).
+    pub fn as_str(&self) -> &str {
+        match self {
+            Asked::Edit => "",
+            Asked::Outside => "outside",
+            Asked::Shell => "shell",
+            Asked::Unsandboxed => "unsandboxed",
+            Asked::Grant => "grant",
+            Asked::Tool(name) => name,
+        }
+    }
+
+    /// Whether it answers an edit in the working tree (the field is left
+    /// out).
+    pub fn is_edit(&self) -> bool {
+        *self == Asked::Edit
+    }
+}
+
+impl From<String> for Asked {
+    fn from(word: String) -> Asked {
+        match word.as_str() {
+            "" => Asked::Edit,
+            "outside" => Asked::Outside,
+            "shell" => Asked::Shell,
+            "unsandboxed" => Asked::Unsandboxed,
+            "grant" => Asked::Grant,
+            _ => Asked::Tool(word),
+        }
+    }
+}
+
+word_field!(Asked);
+
+/// The tool that made an [`Edit`]: its `by`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum EditBy {
+    /// `edit_file`.
+    EditFile,
+    /// `write_file`.
+    WriteFile,
+    /// `shell`: what a shell command changed in a git repository, found
+    /// after it ran (written already when logged).
+    Shell,
+    /// A word this build does not know (a newer one wrote it), kept as it
+    /// was.
+    Other(String),
+}
+
+impl EditBy {
+    /// The word as the log holds it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            EditBy::EditFile => "edit_file",
+            EditBy::WriteFile => "write_file",
+            EditBy::Shell => "shell",
+            EditBy::Other(word) => word,
+        }
+    }
+}
+
+impl From<String> for EditBy {
+    fn from(word: String) -> EditBy {
+        match word.as_str() {
+            "edit_file" => EditBy::EditFile,
+            "write_file" => EditBy::WriteFile,
+            "shell" => EditBy::Shell,
+            _ => EditBy::Other(word),
+        }
+    }
+}
+
+word_field!(EditBy);
 
 /// The outcome of writing an [`Edit`]: `error` when the file was not
 /// changed.

@@ -140,3 +140,73 @@ fn older_totals_without_new_fields_still_read() {
         })
     );
 }
+
+#[test]
+fn word_fields_read_and_write_the_words_of_the_log() {
+    // Lines as older builds wrote them, and words a newer build may write:
+    // each reads into its variant (or the catch-all) and is written back
+    // byte for byte.
+    let lines = [
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/a.rs","answer":"always"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/../b","answer":"yes","tool":"outside"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"ls","answer":"no","tool":"shell","rule":"shell(ls)"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"make","answer":"yes","tool":"unsandboxed"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"/srv","answer":"yes","tool":"grant"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"","answer":"always","tool":"mcp__git__log"}"#,
+        r#"{"type":"approved","at":"2026-12-02T10:26:06Z","call":"c1","path":"x","answer":"always","tool":"browser"}"#,
+        r#"{"type":"edit","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/a.rs","by":"edit_file","after":"sha256:1","diff":""}"#,
+        r#"{"type":"edit","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/a.rs","by":"write_file","after":"sha256:1","diff":""}"#,
+        r#"{"type":"edit","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/a.rs","by":"shell","before":"sha256:1","diff":"","written":true}"#,
+        r#"{"type":"edit","at":"2026-12-02T10:26:06Z","call":"c1","path":"/w/a.rs","by":"patch","after":"sha256:1","diff":""}"#,
+        r#"{"type":"memory_changed","at":"2026-12-02T10:26:06Z","entry":"e","by":"refine","files":[]}"#,
+        r#"{"type":"memory_changed","at":"2026-12-02T10:26:06Z","entry":"e","by":"auto-refine","files":[]}"#,
+        r#"{"type":"memory_changed","at":"2026-12-02T10:26:06Z","entry":"e","by":"remember","files":[]}"#,
+        r#"{"type":"memory_changed","at":"2026-12-02T10:26:06Z","entry":"e","by":"import","files":[]}"#,
+    ];
+    let mut read = Vec::new();
+    for line in lines {
+        let record = Record::parse_line(line).unwrap();
+        assert_eq!(record.to_line(), line);
+        read.push(record);
+    }
+    let tools: Vec<Asked> = read
+        .iter()
+        .filter_map(|r| match r {
+            Record::Approved(a) => Some(a.tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            Asked::Edit,
+            Asked::Outside,
+            Asked::Shell,
+            Asked::Unsandboxed,
+            Asked::Grant,
+            Asked::Tool("mcp__git__log".into()),
+            Asked::Tool("browser".into()),
+        ]
+    );
+    let by: Vec<String> = read
+        .iter()
+        .filter_map(|r| match r {
+            Record::Edit(e) => Some(format!("{:?}", e.by)),
+            Record::MemoryChanged(m) => Some(format!("{:?}", m.by)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        by,
+        [
+            "EditFile",
+            "WriteFile",
+            "Shell",
+            "Other(\"patch\")",
+            "Refine",
+            "AutoRefine",
+            "Remember",
+            "Other(\"import\")",
+        ]
+    );
+}

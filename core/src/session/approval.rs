@@ -14,7 +14,7 @@ use time::OffsetDateTime;
 
 use super::{Command, Session};
 use crate::edit::Answer;
-use crate::record::{Approved, Message, Record};
+use crate::record::{Approved, Asked, Message, Record};
 use crate::rules::Verdict;
 
 /// What becomes of a shell call.
@@ -34,7 +34,9 @@ pub const REFUSED: &str = "error: the user did not allow this command";
 pub const NO_TERMINAL: &str =
     "revolve: refused a shell command (pass --allow-shell to allow them without a terminal)";
 
-/// The `tool` of an `approved` record that answers a grant.
+/// The `tool` of an `approved` record that answers a grant
+/// ([`Asked::Grant`]'s word, as the tests read it).
+#[cfg(test)]
 pub const GRANT: &str = "grant";
 
 /// The result of a grant the user allowed.
@@ -59,7 +61,7 @@ impl Session {
                     call: id.to_owned(),
                     path: command.to_owned(),
                     answer: Answer::No,
-                    tool: "shell".to_owned(),
+                    tool: Asked::Shell,
                     rule: Some(rule.clone()),
                 })]);
                 cmds.extend(self.append(vec![Record::Message(Message::tool(
@@ -75,7 +77,7 @@ impl Session {
                     call: id.to_owned(),
                     path: command.to_owned(),
                     answer: Answer::Yes,
-                    tool: "shell".to_owned(),
+                    tool: Asked::Shell,
                     rule: Some(rule),
                 })]));
             }
@@ -117,7 +119,7 @@ impl Session {
                 call: call.id.clone(),
                 path: String::new(),
                 answer,
-                tool: call.name.clone(),
+                tool: call.name.clone().into(),
                 rule,
             })
         };
@@ -190,7 +192,7 @@ impl Session {
                 call: id.clone(),
                 path: path.clone(),
                 answer: if yes { Answer::Yes } else { Answer::No },
-                tool: GRANT.to_owned(),
+                tool: Asked::Grant,
                 rule: Some(rule),
             })]);
             cmds.extend(self.grant_result(id, path, yes, now));
@@ -251,7 +253,7 @@ impl Session {
                     call: id.clone(),
                     path: path.clone(),
                     answer,
-                    tool: GRANT.to_owned(),
+                    tool: Asked::Grant,
                     rule: None,
                 })]);
                 cmds.extend(self.grant_result(id, path, yes, now));
@@ -265,9 +267,9 @@ impl Session {
         };
         let mcp = crate::mcp::is_mcp(&call.name);
         let (tool, command) = match crate::tools::parse(call) {
-            _ if mcp => (call.name.clone(), String::new()),
-            Ok(crate::tools::Tool::Shell { command, .. }) => ("shell".to_owned(), command),
-            _ => ("shell".to_owned(), String::new()),
+            _ if mcp => (call.name.clone().into(), String::new()),
+            Ok(crate::tools::Tool::Shell { command, .. }) => (Asked::Shell, command),
+            _ => (Asked::Shell, String::new()),
         };
         let mut cmds = self.append(vec![Record::Approved(Approved {
             at: now,

@@ -7,7 +7,7 @@ use time::OffsetDateTime;
 
 use super::{Command, Session};
 use crate::edit::{self, Answer, Keys, Scope, View};
-use crate::record::{Approved, Edit, Record, Seen, Written};
+use crate::record::{Approved, Asked, Edit, EditBy, Record, Seen, Written};
 use crate::rules::Verdict;
 use crate::tools::{self, Tool};
 
@@ -87,7 +87,7 @@ impl Session {
                     at: now,
                     call: id.clone(),
                     path: c.path,
-                    by: "shell".to_owned(),
+                    by: EditBy::Shell,
                     before: c.before,
                     after: c.after,
                     added: Some(c.diff.added),
@@ -122,7 +122,7 @@ impl Session {
                     call: id.clone(),
                     path,
                     answer: Answer::No,
-                    tool: String::new(),
+                    tool: Asked::Edit,
                     rule: Some(rule),
                 })]);
                 cmds.extend(self.answer(id, text, now));
@@ -300,7 +300,7 @@ impl Session {
                 call: id.clone(),
                 path: staged.path.clone(),
                 answer: Answer::Yes,
-                tool: String::new(),
+                tool: Asked::Edit,
                 rule: Some(rule),
             }));
         }
@@ -316,7 +316,11 @@ impl Session {
                 call: id.clone(),
                 path: staged.path.clone(),
                 answer,
-                tool: if staged.outside { "outside" } else { "" }.to_owned(),
+                tool: if staged.outside {
+                    Asked::Outside
+                } else {
+                    Asked::Edit
+                },
                 rule: None,
             }));
             if answer == Answer::No {
@@ -334,7 +338,7 @@ impl Session {
             at: now,
             call: id.clone(),
             path: staged.path.clone(),
-            by: staged.tool.to_owned(),
+            by: staged.tool.into(),
             before: staged.before.clone(),
             after: Some(after),
             diff: staged.diff.text.clone(),

@@ -93,7 +93,7 @@ pub enum Input {
     /// `memory_changed` (a refinement's then ends as `refined`).
     MemoryChanged {
         entry: String,
-        by: String,
+        by: crate::record::ChangedBy,
         files: Vec<String>,
         now: OffsetDateTime,
     },
@@ -358,7 +358,7 @@ pub enum Command {
     /// answer with [`Input::MemoryChanged`] naming the entry taken.
     Snapshot {
         entry: String,
-        by: String,
+        by: crate::record::ChangedBy,
         changes: Vec<crate::refine::Change>,
         meta: crate::memory::SnapshotMeta,
     },

@@ -20,7 +20,7 @@ use super::{Command, Reply, Session};
 use crate::compact;
 use crate::guard;
 use crate::memory::{MemoryFile, SnapshotMeta};
-use crate::record::{MemoryChanged, Record, Refined, Refining};
+use crate::record::{ChangedBy, MemoryChanged, Record, Refined, Refining};
 use crate::refine::{self, Change};
 use crate::request::Wire;
 use crate::view;
@@ -363,7 +363,11 @@ impl Session {
         r.meta = Some(meta.clone());
         vec![Command::Snapshot {
             entry: refine::stamp(now),
-            by: if r.auto { "auto-refine" } else { "refine" }.into(),
+            by: if r.auto {
+                ChangedBy::AutoRefine
+            } else {
+                ChangedBy::Refine
+            },
             changes,
             meta,
         }]
@@ -374,7 +378,7 @@ impl Session {
     pub(super) fn refine_written(
         &mut self,
         entry: String,
-        by: String,
+        by: ChangedBy,
         files: Vec<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {

@@ -25,7 +25,7 @@ impl<F: Front> Live<F> {
     /// The refinement is logged either way, so the automatic trigger knows.
     pub fn refine(&mut self, auto: bool) -> Result<Outcome, Error> {
         let files = memory::load(&self.runtime.memory)
-            .map_err(|e| Error::Runtime(format!("cannot read the memory files: {e}")))?;
+            .map_err(Error::memory("cannot read the memory files"))?;
         // On its own it reads what this file added, which the core has.
         let chain = if auto {
             Vec::new()
