@@ -125,7 +125,7 @@
 //! | [`Command::Append`] | writes the record as one line (a tool result is shown once logged) | none |
 //! | [`Command::Sync`] | flushes and fsyncs the log (a turn's end) | none |
 //! | [`Command::Call`] | sends the request, streaming its text | `Reply`, `Failed`, `Overflowed` or `Interrupted` |
-//! | [`Command::RunTool`] | runs the tool in the sandbox named | the tool's inputs, in the order above |
+//! | [`Command::RunTool`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named | the tool's inputs, in the order above |
 //! | [`Command::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
 //! | [`Command::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`Command::Summarize`] | sends the request without showing it | `Summarized`, `SummaryFailed`, `Overflowed` or `Interrupted` |
@@ -134,15 +134,15 @@
 //! | [`Command::Confirm`] | asks the yes-or-no question | `Confirmed` |
 //! | [`Command::StartFile`] | creates, syncs and claims the next file of the chain; later `Append`s go there | none |
 //! | [`Command::Snapshot`] | snapshots the memory, then writes the changes | `MemoryChanged` |
-//! | [`Command::Undo`] | restores the newest snapshot entry standing | `Undone` |
-//! | [`Command::Open`] | opens the file to edit | `Opened` |
+//! | [`Command::Undo`] | restores the newest snapshot entry standing; the files it put back are returned (`Live::run_input`) to `/refine undo` | `Undone` |
+//! | [`Command::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
 //! | [`Command::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
 //! | [`Command::Write`] | writes the file atomically if it still holds `expect` | `Wrote` |
 //! | [`Command::Restore`] | puts the files back from the content store | `Restored` |
 //! | [`Command::Ask`] | asks whether the shell or MCP call may run | `Answered` (or `Interrupted`) |
 //! | [`Command::CallMcp`] | calls the MCP tool, within the timeout | `ToolDone` |
 //! | [`Command::AskGrant`] | asks whether the session may read the path | `Answered` (or `Interrupted`) |
-//! | [`Command::Refused`] | keeps the text; the user's command fails with it | none |
+//! | [`Command::Refused`] | the text is returned (`Live::run_input`); the user's command fails with it | none |
 //! | [`Command::Show`] | tells the user (stderr, or the REPL's terminal) | none |
 
 use std::collections::BTreeSet;
@@ -950,6 +950,8 @@ impl Session {
                         cmds.push(Command::Open {
                             id: call.id,
                             path: path.to_owned(),
+                            tool,
+                            arguments: call.arguments,
                             grants,
                         });
                         return cmds;
@@ -973,6 +975,7 @@ impl Session {
                     cmds.push(Command::RunTool {
                         id: call.id,
                         tool,
+                        arguments: call.arguments,
                         grants,
                         sandbox: if self.state.planning {
                             Sandboxing::ReadOnly
@@ -1054,6 +1057,7 @@ impl Session {
         cmds.push(Command::RunTool {
             id,
             tool,
+            arguments: call.arguments,
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
         });

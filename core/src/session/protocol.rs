@@ -325,6 +325,9 @@ pub enum Command {
     RunTool {
         id: String,
         tool: Tool,
+        /// The call's arguments as the model wrote them (JSON text), for
+        /// showing the call.
+        arguments: String,
         grants: Vec<String>,
         /// The sandbox a command runs in.
         sandbox: Sandboxing,
@@ -370,6 +373,10 @@ pub enum Command {
     Open {
         id: String,
         path: String,
+        /// The edit call, parsed, and its arguments as the model wrote
+        /// them: shown as the call, and its result once logged.
+        tool: Tool,
+        arguments: String,
         grants: Vec<String>,
     },
     /// Store `before` (when the file exists) and `after` in the content
@@ -377,7 +384,6 @@ pub enum Command {
     /// with [`Input::Staged`]. Nothing is written to the file yet.
     Stage {
         id: String,
-        path: String,
         /// How the question names the file (the model's path, or the
         /// canonical one marked as outside the working tree).
         shown: String,
