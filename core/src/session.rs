@@ -24,7 +24,7 @@
 //! [`Input::RefineFailed`] or [`Input::Interrupted`]; with changes to
 //! write it asks [`Command::Snapshot`], answered by [`Input::MemoryChanged`];
 //! a `refined` record ends it. A tool's memory change (`remember`) comes
-//! inside its [`Input::ToolDone`].
+//! inside its [`Input::ToolDone`], as every side effect of a tool does.
 //!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
@@ -57,13 +57,13 @@
 //! * Messages taken while idle (`Live::take_inbox`): [`Input::Prompt`],
 //!   [`Input::Inbox`] with `answer` true. A stopped turn let go on
 //!   (`Live::go_on`): [`Input::Prompt`], [`Input::GoOn`].
-//! * One [`Command::RunTool`] becomes up to five inputs, always in this
-//!   order (`run_tool` in `io/src/live/tools.rs`): [`Input::ShellChanged`] (a `shell` call
-//!   changed tracked files), [`Input::Untracked`] (a `shell` call outside
-//!   git), [`Input::Seen`] (`read_file` read a whole file),
-//!   [`Input::Prompt`] (always: a tool may have changed memory or the
-//!   goal), then exactly one of [`Input::SandboxRefused`] and
-//!   [`Input::ToolDone`]. A tool the user interrupted sends
+//! * One [`Command::RunTool`] becomes two inputs, always in this order
+//!   (`run_tool` in `io/src/live/tools.rs`): [`Input::Prompt`] (a tool
+//!   may have changed memory or the goal), then exactly one of
+//!   [`Input::SandboxRefused`] and [`Input::ToolDone`], which carries what
+//!   the tool did besides its output ([`ToolEffects`]: a `shell` call's
+//!   changes or that it ran outside git, what `read_file` saw, what
+//!   `remember` wrote). A tool the user interrupted sends
 //!   [`Input::Interrupted`] alone.
 //! * A resume (`Live::resume_at`): the commands of [`Session::resume`],
 //!   then [`Input::Found`] when the log has an edit not seen written
@@ -86,7 +86,7 @@
 //! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
 //! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
 //! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `Live::refine_request`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
-//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries `remember`'s memory change | `Append` of `memory_changed` (when `remember` wrote), then of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries the tool's [`ToolEffects`] | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
 //! | [`Input::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
 //! | [`Input::RefineReply`] | `Live::refine_request` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
@@ -99,19 +99,16 @@
 //! | [`Input::Plan`] | `Live::plan` | `--plan`, `/plan` | `Append` of `planning`, `Show` |
 //! | [`Input::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
 //! | [`Input::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
-//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused | `AskOutside`, or the result as `ToolDone` would |
+//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused; carries its [`ToolEffects`] | what the effects log, as for `ToolDone`, then `AskOutside`, or the result as `ToolDone` would |
 //! | [`Input::Outside`] | `execute` | answer to `AskOutside` | `RunTool` with [`Sandboxing::Off`] (yes) or the refused result (no) |
 //! | [`Input::Summarized`] | `Live::summarize` | answer to `Summarize` | the next `Summarize` (pieces), or `Append` of `compacted`, `Sync`, `StartFile`, then the `Call` the compaction made room for |
 //! | [`Input::SummaryFailed`] | `Live::summarize` | answer to `Summarize` | `Append` of `compaction_failed`, `Show`, and the `Call` uncompacted when one waits |
 //! | [`Input::Rename`] | `Live::rename` | `/name` | `Append` of `renamed`, `Show`; or `Show` why not |
 //! | [`Input::Address`] | `Live::address` | the REPL resumes an unnamed session | `Append` of a generated `renamed`, `Show` |
 //! | [`Input::Inbox`] | `Live::take_inbox` | before a user line (`answer` false); an idle REPL (`answer` true, after its `Prompt`) | `Show` and `Append` per message, `Sync`, and `Call` with `answer` |
-//! | [`Input::Seen`] | `run_tool` | before a `read_file`'s `ToolDone` | `Append` of `seen` |
 //! | [`Input::Opened`] | `Live::open_edit` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
 //! | [`Input::Staged`] | `Live::stage_edit` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
-//! | [`Input::Untracked`] | `run_tool` | before a `shell` call's `ToolDone`, outside git | `Show` (once a run) |
 //! | [`Input::McpTools`] | `Live::offer_mcp` | before a user line, after its `Prompt` | `Append` of `mcp_tools` when the list changed (never while busy) |
-//! | [`Input::ShellChanged`] | `run_tool` | before a `shell` call's `ToolDone` | `Append` of `edit` records by `shell` |
 //! | [`Input::Answered`] | `answered` | answer to `Ask` or `AskGrant` | `RunTool`/`CallMcp`, or the grant or refusal result, then the next tool |
 //! | [`Input::Wrote`] | `Live::write_edit` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
 //! | [`Input::Found`] | `Live::settle_pending_edit` | a resume with [`State::pending_edit`] | `Append` of `written` (what was found), `Show`, `Sync` |
@@ -169,7 +166,8 @@ mod protocol;
 mod refinement;
 pub use edits::Opened;
 pub use protocol::{
-    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, Usage, SPILL_CHARS,
+    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, ToolEffects, Usage,
+    SPILL_CHARS,
 };
 
 /// The `tool` of an `approved` record that answers whether a command the
@@ -397,7 +395,16 @@ impl Session {
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
             Input::Effort { effort, now } => self.set_effort(effort, now),
-            Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
+            Input::SandboxRefused {
+                id,
+                output,
+                effects,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.sandbox_refused(id, output, now));
+                cmds
+            }
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
             Input::MemoryChanged {
                 entry,
@@ -448,23 +455,14 @@ impl Session {
                 id,
                 output,
                 grant,
-                memory,
+                effects,
                 now,
             } => {
-                // A memory change the tool made is logged before its result.
-                let mut cmds = match memory {
-                    Some(w) => self.append(vec![Record::MemoryChanged(MemoryChanged {
-                        at: now,
-                        entry: w.entry,
-                        by: "remember".into(),
-                        files: w.files,
-                    })]),
-                    None => Vec::new(),
-                };
+                // What the tool did is logged before its result.
+                let mut cmds = self.tool_effects(&id, effects, now);
                 cmds.extend(self.tool_done(id, output, grant, now));
                 cmds
             }
-            Input::Seen { path, hash, now } => self.seen(path, hash, now),
             Input::Opened {
                 id,
                 opened,
@@ -480,17 +478,6 @@ impl Session {
             } => self.staged(id, answer, after, error, now),
             Input::Wrote { id, error, now } => self.wrote(id, error, now),
             Input::Answered { id, answer, now } => self.answered(id, answer, now),
-            Input::ShellChanged { id, changes, now } => self.shell_changed(id, changes, now),
-            Input::Untracked if self.told_untracked => Vec::new(),
-            Input::Untracked => {
-                self.told_untracked = true;
-                let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
-                vec![Command::Show(format!(
-                    "revolve: {cwd} is not in a git repository: what shell commands change in \
-                     it is not tracked, and a rewind cannot take it back (edit_file and \
-                     write_file are tracked)"
-                ))]
-            }
             Input::Found { hash, now } => self.found(hash, now),
             Input::McpTools { tools, now } => {
                 // Between turns only: a request in flight was sent with
@@ -995,6 +982,49 @@ impl Session {
             return cmds;
         }
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// What the tool call `id` did besides its output, logged before its
+    /// result, in the order of [`ToolEffects`]'s fields: a `shell`
+    /// command's changes, the note that they are not tracked (once a
+    /// run), what `read_file` saw, what `remember` wrote.
+    fn tool_effects(
+        &mut self,
+        id: &str,
+        effects: ToolEffects,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let ToolEffects {
+            changes,
+            untracked,
+            seen,
+            memory,
+        } = effects;
+        let mut cmds = Vec::new();
+        if !changes.is_empty() {
+            cmds.extend(self.shell_changed(id.to_owned(), changes, now));
+        }
+        if untracked && !self.told_untracked {
+            self.told_untracked = true;
+            let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
+            cmds.push(Command::Show(format!(
+                "revolve: {cwd} is not in a git repository: what shell commands change in \
+                 it is not tracked, and a rewind cannot take it back (edit_file and \
+                 write_file are tracked)"
+            )));
+        }
+        if let Some((path, hash)) = seen {
+            cmds.extend(self.seen(path, hash, now));
+        }
+        if let Some(w) = memory {
+            cmds.extend(self.append(vec![Record::MemoryChanged(MemoryChanged {
+                at: now,
+                entry: w.entry,
+                by: "remember".into(),
+                files: w.files,
+            })]));
+        }
         cmds
     }
 

@@ -436,7 +436,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     id,
                     output,
                     grant: grant.then(|| "/etc/hosts".into()),
-                    memory: None,
+                    effects: Default::default(),
                     now,
                 }
             }

@@ -53,14 +53,13 @@ pub enum Input {
     },
     /// A tool the session asked for finished. `grant` is the path (canonical)
     /// a `request_file_grant` asks for, which the core grants, asks about
-    /// or refuses; its `output` is then unused. `memory` is the change
-    /// `remember` made (snapshot first), logged as `memory_changed` before
-    /// the result.
+    /// or refuses; its `output` is then unused. `effects` is what the tool
+    /// did besides its output, logged before the result.
     ToolDone {
         id: String,
         output: String,
         grant: Option<String>,
-        memory: Option<MemoryWrite>,
+        effects: ToolEffects,
         now: OffsetDateTime,
     },
     /// What the system prompt is built from now (memory files, goal): sent
@@ -122,10 +121,12 @@ pub enum Input {
         now: OffsetDateTime,
     },
     /// The shell call `id` ended with output that reads like the sandbox
-    /// refused it (in place of its [`Input::ToolDone`]).
+    /// refused it (in place of its [`Input::ToolDone`]); `effects` as
+    /// there, logged first.
     SandboxRefused {
         id: String,
         output: String,
+        effects: ToolEffects,
         now: OffsetDateTime,
     },
     /// The user's answer to a [`Command::AskOutside`].
@@ -171,13 +172,6 @@ pub enum Input {
         answer: bool,
         now: OffsetDateTime,
     },
-    /// `read_file` read the whole of a file whose content has this hash:
-    /// sent before its `ToolDone`, so a later edit knows it was read.
-    Seen {
-        path: String,
-        hash: String,
-        now: OffsetDateTime,
-    },
     /// The file a [`Command::Open`] asked for, or why it cannot be edited.
     Opened {
         id: String,
@@ -198,21 +192,11 @@ pub enum Input {
         error: Option<String>,
         now: OffsetDateTime,
     },
-    /// A `shell` call ran outside a git repository: what it changed is not
-    /// tracked (the user is told once a run). Sent before its `ToolDone`.
-    Untracked,
     /// The MCP tools the servers offer now (see [`crate::mcp::offered`]),
     /// sent before a user turn: logged as an `mcp_tools` record when the
     /// list changed.
     McpTools {
         tools: Vec<crate::mcp::McpTool>,
-        now: OffsetDateTime,
-    },
-    /// What the `shell` call `id` changed in its git repository: sent
-    /// before its `ToolDone`, logged as `edit` records by `shell`.
-    ShellChanged {
-        id: String,
-        changes: Vec<crate::edit::Change>,
         now: OffsetDateTime,
     },
     /// The user's answer to a [`Command::Ask`].
@@ -255,6 +239,25 @@ pub enum Input {
         resumed: bool,
         now: OffsetDateTime,
     },
+}
+
+/// What a tool did besides its output, carried by its result
+/// ([`Input::ToolDone`], [`Input::SandboxRefused`]) and logged before it,
+/// in this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolEffects {
+    /// What a `shell` command changed in its git repository: `edit`
+    /// records by `shell`.
+    pub changes: Vec<crate::edit::Change>,
+    /// A `shell` command ran outside a git repository: what it changed is
+    /// not tracked (the user is told once a run).
+    pub untracked: bool,
+    /// The file `read_file` read whole (canonical) and the hash of its
+    /// content: a `seen` record, so a later edit knows it was read.
+    pub seen: Option<(String, String)>,
+    /// The memory change `remember` made (snapshot first):
+    /// `memory_changed`.
+    pub memory: Option<MemoryWrite>,
 }
 
 /// A memory change a tool made as it ran (`remember`).
@@ -549,8 +552,8 @@ mod tests {
         let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
             Interrupted, ToolDone, Prompt, Refine, RefineReply, RefineFailed, Compact, MemoryChanged,
             Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
-            SummaryFailed, Rename, Address, Inbox, Seen, Opened, Staged, Untracked,
-            McpTools, ShellChanged, Answered, Wrote, Found, Rewind, Restored);
+            SummaryFailed, Rename, Address, Inbox, Opened, Staged,
+            McpTools, Answered, Wrote, Found, Rewind, Restored);
         let mut rows = rows("Input");
         rows.sort();
         let mut names: Vec<String> = names.into_iter().map(str::to_owned).collect();

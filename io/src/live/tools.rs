@@ -107,39 +107,23 @@ impl<F: Front> Live<F> {
             });
             return inputs;
         }
-        if !outcome.changes.is_empty() {
-            inputs.push(Input::ShellChanged {
-                id: id.clone(),
-                changes: outcome.changes.clone(),
-                now: clock::now(),
-            });
-        }
-        if outcome.untracked {
-            inputs.push(Input::Untracked);
-        }
-        if let Some((path, hash)) = outcome.seen.clone() {
-            inputs.push(Input::Seen {
-                path,
-                hash,
-                now: clock::now(),
-            });
-        }
         inputs.push(self.prompt_parts());
+        // What the tool did besides its output travels inside its result:
+        // the core logs it before the result.
         if outcome.sandbox_refused {
             inputs.push(Input::SandboxRefused {
                 id,
                 output: outcome.output,
+                effects: outcome.effects,
                 now: clock::now(),
             });
             return inputs;
         }
-        // A memory change the tool made travels inside its result: the
-        // core logs it before the result.
         inputs.push(Input::ToolDone {
             id,
             output: outcome.output,
             grant: outcome.grant,
-            memory: outcome.memory,
+            effects: outcome.effects,
             now: clock::now(),
         });
         inputs

@@ -318,10 +318,13 @@ fn a_memory_change_a_tool_made_is_logged_before_its_result() {
         id: "c1".into(),
         output: "created project memory db.md".into(),
         grant: None,
-        memory: Some(MemoryWrite {
-            entry: "20261202T100500Z".into(),
-            files: vec!["project/db.md: created: db".into()],
-        }),
+        effects: crate::session::ToolEffects {
+            memory: Some(MemoryWrite {
+                entry: "20261202T100500Z".into(),
+                files: vec!["project/db.md: created: db".into()],
+            }),
+            ..Default::default()
+        },
         now: NOW,
     });
     let records = appended(&cmds);
