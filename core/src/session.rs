@@ -92,7 +92,7 @@
 //! | [`Input::RefineReply`] | `Live::refine_request` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
 //! | [`Input::RefineFailed`] | `Live::refine_request` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`Input::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
-//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot` | `Append` of `memory_changed`; a refinement's then `refined`, `Sync` |
+//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot`: the entry taken | `Append` of `memory_changed` (its `by` and files those of the `Snapshot`), `Show`, then `refined`, `Sync`; `Show` alone when no refinement asked |
 //! | [`Input::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
 //! | [`Input::Undone`] | `execute` | answer to `Undo` | `Append` of `memory_undone`, `Sync` |
 //! | [`Input::GoOn`] | `Live::go_on` | the user lets a stopped turn go on, after its `Prompt` | `Call` |
@@ -406,23 +406,12 @@ impl Session {
                 cmds
             }
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
-            Input::MemoryChanged {
-                entry,
-                by,
-                files,
-                now,
-            } if self.refine_writing() => self.refine_written(entry, by, files, now),
-            Input::MemoryChanged {
-                entry,
-                by,
-                files,
-                now,
-            } => self.append(vec![Record::MemoryChanged(MemoryChanged {
-                at: now,
-                entry,
-                by,
-                files,
-            })]),
+            Input::MemoryChanged { entry, now } if self.refine_writing() => {
+                self.refine_written(entry, now)
+            }
+            Input::MemoryChanged { entry, .. } => vec![Command::Show(format!(
+                "ignored a memory change ({entry}) no refinement asked for"
+            ))],
             Input::Undo => vec![Command::Undo],
             Input::Undone { entry, files, now } => {
                 let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {

@@ -312,17 +312,9 @@ impl Run {
                         });
                     }
                     Command::Confirm(_) => next = Some(Input::Confirmed { yes: true, now }),
-                    Command::Snapshot {
-                        entry, by, meta, ..
-                    } => {
+                    Command::Snapshot { entry, .. } => {
                         next = Some(Input::MemoryChanged {
                             entry: entry.clone(),
-                            by: by.clone(),
-                            files: meta
-                                .files
-                                .iter()
-                                .map(|(f, c)| format!("{f}: {c}"))
-                                .collect(),
                             now,
                         })
                     }

@@ -705,7 +705,8 @@ impl<F: Front> Live<F> {
                 Command::StartFile(header) => self.start_file(&header)?,
                 Command::Snapshot {
                     entry,
-                    by,
+                    // Core logs who changed it, and what, itself.
+                    by: _,
                     changes,
                     meta,
                 } => {
@@ -717,15 +718,8 @@ impl<F: Front> Live<F> {
                         &meta,
                     )
                     .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
-                    let files = meta
-                        .files
-                        .iter()
-                        .map(|(f, c)| format!("{f}: {c}"))
-                        .collect();
                     queue.push_back(Input::MemoryChanged {
                         entry,
-                        by,
-                        files,
                         now: clock::now(),
                     });
                 }

@@ -89,13 +89,9 @@ pub enum Input {
     Compact { now: OffsetDateTime },
     /// The memory was changed, snapshot first, as [`Command::Snapshot`]
     /// asked: `entry` is the snapshot entry taken; logged as
-    /// `memory_changed` (a refinement's then ends as `refined`).
-    MemoryChanged {
-        entry: String,
-        by: String,
-        files: Vec<String>,
-        now: OffsetDateTime,
-    },
+    /// `memory_changed` with the `by` and the files of the snapshot core
+    /// asked for, then the refinement ends as `refined`.
+    MemoryChanged { entry: String, now: OffsetDateTime },
     /// The user asked to undo the last memory change (`/refine undo`).
     Undo,
     /// The undo [`Command::Undo`] asked for ran: the entry it restored (none

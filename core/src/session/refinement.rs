@@ -68,6 +68,16 @@ enum Stage {
 }
 
 impl Refinement {
+    /// Who a snapshot and its `memory_changed` name as having changed the
+    /// memory.
+    fn by(&self) -> &'static str {
+        if self.auto {
+            "auto-refine"
+        } else {
+            "refine"
+        }
+    }
+
     fn what(&self) -> &'static str {
         if self.auto {
             "automatic refinement"
@@ -363,7 +373,7 @@ impl Session {
         r.meta = Some(meta.clone());
         vec![Command::Snapshot {
             entry: refine::stamp(now),
-            by: if r.auto { "auto-refine" } else { "refine" }.into(),
+            by: r.by().into(),
             changes,
             meta,
         }]
@@ -371,22 +381,23 @@ impl Session {
 
     /// The snapshot was taken and the files written: logged, said, and the
     /// refinement ends with its entry.
-    pub(super) fn refine_written(
-        &mut self,
-        entry: String,
-        by: String,
-        files: Vec<String>,
-        now: OffsetDateTime,
-    ) -> Vec<Command> {
+    pub(super) fn refine_written(&mut self, entry: String, now: OffsetDateTime) -> Vec<Command> {
         let what = self
             .refinement
             .as_ref()
             .map_or("refinement", Refinement::what);
+        let by = self.refinement.as_ref().map_or("refine", Refinement::by);
         let meta = self.refinement.as_mut().and_then(|r| r.meta.take());
+        // What the record says of each file, as the snapshot's meta does.
+        let files = meta
+            .iter()
+            .flat_map(|m| &m.files)
+            .map(|(f, c)| format!("{f}: {c}"))
+            .collect();
         let mut cmds = self.append(vec![Record::MemoryChanged(MemoryChanged {
             at: now,
             entry: entry.clone(),
-            by,
+            by: by.to_owned(),
             files,
         })]);
         cmds.push(Command::Show(format!(

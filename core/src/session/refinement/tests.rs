@@ -160,8 +160,6 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
 
     let cmds = s.handle(Input::MemoryChanged {
         entry: entry.clone(),
-        by: by.clone(),
-        files: vec!["project/db.md: updated: the port moved".into()],
         now: NOW,
     });
     log.extend(appended(&cmds));
