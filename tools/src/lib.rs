@@ -1,6 +1,6 @@
 //! The built-in tools, executed. [`run`] takes the checked [`Tool`] of a
-//! `Command::RunTool { id, tool, grants }` and returns the [`Outcome`] the
-//! shell feeds back as `Input::ToolDone`. Every failure is output starting
+//! `Command::RunTool` and returns the [`Outcome`] the shell feeds back as
+//! `Input::ToolDone` (or `Input::SandboxRefused`), its effects inside. Every failure is output starting
 //! `error:` (one sentence the model can act on): never a panic, never an
 //! `Err`. Text is returned as it is, control characters included (the
 //! terminal layer renders them inert); invalid UTF-8 is decoded lossily.
