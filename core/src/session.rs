@@ -24,7 +24,7 @@
 //! [`Input::RefineFailed`] or [`Input::Interrupted`]; with changes to
 //! write it asks [`Command::Snapshot`], answered by [`Input::MemoryChanged`];
 //! a `refined` record ends it. A tool's memory change (`remember`) comes
-//! inside its [`Input::ToolDone`].
+//! inside its [`Input::ToolDone`], as every side effect of a tool does.
 //!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
@@ -57,13 +57,13 @@
 //! * Messages taken while idle (`Live::take_inbox`): [`Input::Prompt`],
 //!   [`Input::Inbox`] with `answer` true. A stopped turn let go on
 //!   (`Live::go_on`): [`Input::Prompt`], [`Input::GoOn`].
-//! * One [`Command::RunTool`] becomes up to five inputs, always in this
-//!   order (`run_tool` in `io/src/live/tools.rs`): [`Input::ShellChanged`] (a `shell` call
-//!   changed tracked files), [`Input::Untracked`] (a `shell` call outside
-//!   git), [`Input::Seen`] (`read_file` read a whole file),
-//!   [`Input::Prompt`] (always: a tool may have changed memory or the
-//!   goal), then exactly one of [`Input::SandboxRefused`] and
-//!   [`Input::ToolDone`]. A tool the user interrupted sends
+//! * One [`Command::RunTool`] becomes two inputs, always in this order
+//!   (`run_tool` in `io/src/live/tools.rs`): [`Input::Prompt`] (a tool
+//!   may have changed memory or the goal), then exactly one of
+//!   [`Input::SandboxRefused`] and [`Input::ToolDone`], which carries what
+//!   the tool did besides its output ([`ToolEffects`]: a `shell` call's
+//!   changes or that it ran outside git, what `read_file` saw, what
+//!   `remember` wrote). A tool the user interrupted sends
 //!   [`Input::Interrupted`] alone.
 //! * A resume (`Live::resume_at`): the commands of [`Session::resume`],
 //!   then [`Input::Found`] when the log has an edit not seen written
@@ -86,32 +86,29 @@
 //! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
 //! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
 //! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `Live::refine_request`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
-//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries `remember`'s memory change | `Append` of `memory_changed` (when `remember` wrote), then of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries the tool's [`ToolEffects`] | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
 //! | [`Input::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
 //! | [`Input::RefineReply`] | `Live::refine_request` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
 //! | [`Input::RefineFailed`] | `Live::refine_request` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`Input::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
-//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot` | `Append` of `memory_changed`; a refinement's then `refined`, `Sync` |
+//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot`: the entry taken | `Append` of `memory_changed` (its `by` and files those of the `Snapshot`), `Show`, then `refined`, `Sync`; `Show` alone when no refinement asked |
 //! | [`Input::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
 //! | [`Input::Undone`] | `execute` | answer to `Undo` | `Append` of `memory_undone`, `Sync` |
 //! | [`Input::GoOn`] | `Live::go_on` | the user lets a stopped turn go on, after its `Prompt` | `Call` |
 //! | [`Input::Plan`] | `Live::plan` | `--plan`, `/plan` | `Append` of `planning`, `Show` |
 //! | [`Input::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
 //! | [`Input::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
-//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused | `AskOutside`, or the result as `ToolDone` would |
+//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused; carries its [`ToolEffects`] | what the effects log, as for `ToolDone`, then `AskOutside`, or the result as `ToolDone` would |
 //! | [`Input::Outside`] | `execute` | answer to `AskOutside` | `RunTool` with [`Sandboxing::Off`] (yes) or the refused result (no) |
 //! | [`Input::Summarized`] | `Live::summarize` | answer to `Summarize` | the next `Summarize` (pieces), or `Append` of `compacted`, `Sync`, `StartFile`, then the `Call` the compaction made room for |
 //! | [`Input::SummaryFailed`] | `Live::summarize` | answer to `Summarize` | `Append` of `compaction_failed`, `Show`, and the `Call` uncompacted when one waits |
 //! | [`Input::Rename`] | `Live::rename` | `/name` | `Append` of `renamed`, `Show`; or `Show` why not |
 //! | [`Input::Address`] | `Live::address` | the REPL resumes an unnamed session | `Append` of a generated `renamed`, `Show` |
 //! | [`Input::Inbox`] | `Live::take_inbox` | before a user line (`answer` false); an idle REPL (`answer` true, after its `Prompt`) | `Show` and `Append` per message, `Sync`, and `Call` with `answer` |
-//! | [`Input::Seen`] | `run_tool` | before a `read_file`'s `ToolDone` | `Append` of `seen` |
 //! | [`Input::Opened`] | `Live::open_edit` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
 //! | [`Input::Staged`] | `Live::stage_edit` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
-//! | [`Input::Untracked`] | `run_tool` | before a `shell` call's `ToolDone`, outside git | `Show` (once a run) |
 //! | [`Input::McpTools`] | `Live::offer_mcp` | before a user line, after its `Prompt` | `Append` of `mcp_tools` when the list changed (never while busy) |
-//! | [`Input::ShellChanged`] | `run_tool` | before a `shell` call's `ToolDone` | `Append` of `edit` records by `shell` |
 //! | [`Input::Answered`] | `answered` | answer to `Ask` or `AskGrant` | `RunTool`/`CallMcp`, or the grant or refusal result, then the next tool |
 //! | [`Input::Wrote`] | `Live::write_edit` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
 //! | [`Input::Found`] | `Live::settle_pending_edit` | a resume with [`State::pending_edit`] | `Append` of `written` (what was found), `Show`, `Sync` |
@@ -125,7 +122,7 @@
 //! | [`Command::Append`] | writes the record as one line (a tool result is shown once logged) | none |
 //! | [`Command::Sync`] | flushes and fsyncs the log (a turn's end) | none |
 //! | [`Command::Call`] | sends the request, streaming its text | `Reply`, `Failed`, `Overflowed` or `Interrupted` |
-//! | [`Command::RunTool`] | runs the tool in the sandbox named | the tool's inputs, in the order above |
+//! | [`Command::RunTool`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named | the tool's inputs, in the order above |
 //! | [`Command::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
 //! | [`Command::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`Command::Summarize`] | sends the request without showing it | `Summarized`, `SummaryFailed`, `Overflowed` or `Interrupted` |
@@ -134,15 +131,15 @@
 //! | [`Command::Confirm`] | asks the yes-or-no question | `Confirmed` |
 //! | [`Command::StartFile`] | creates, syncs and claims the next file of the chain; later `Append`s go there | none |
 //! | [`Command::Snapshot`] | snapshots the memory, then writes the changes | `MemoryChanged` |
-//! | [`Command::Undo`] | restores the newest snapshot entry standing | `Undone` |
-//! | [`Command::Open`] | opens the file to edit | `Opened` |
+//! | [`Command::Undo`] | restores the newest snapshot entry standing; the files it put back are returned (`Live::run_input`) to `/refine undo` | `Undone` |
+//! | [`Command::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
 //! | [`Command::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
 //! | [`Command::Write`] | writes the file atomically if it still holds `expect` | `Wrote` |
 //! | [`Command::Restore`] | puts the files back from the content store | `Restored` |
 //! | [`Command::Ask`] | asks whether the shell or MCP call may run | `Answered` (or `Interrupted`) |
 //! | [`Command::CallMcp`] | calls the MCP tool, within the timeout | `ToolDone` |
 //! | [`Command::AskGrant`] | asks whether the session may read the path | `Answered` (or `Interrupted`) |
-//! | [`Command::Refused`] | keeps the text; the user's command fails with it | none |
+//! | [`Command::Refused`] | the text is returned (`Live::run_input`); the user's command fails with it | none |
 //! | [`Command::Show`] | tells the user (stderr, or the REPL's terminal) | none |
 
 use std::collections::BTreeSet;
@@ -169,7 +166,8 @@ mod protocol;
 mod refinement;
 pub use edits::Opened;
 pub use protocol::{
-    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, Usage, SPILL_CHARS,
+    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, ToolEffects, Usage,
+    SPILL_CHARS,
 };
 
 /// The result of an edit or a write while planning.
@@ -393,25 +391,23 @@ impl Session {
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
             Input::Effort { effort, now } => self.set_effort(effort, now),
-            Input::SandboxRefused { id, output, now } => self.sandbox_refused(id, output, now),
+            Input::SandboxRefused {
+                id,
+                output,
+                effects,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.sandbox_refused(id, output, now));
+                cmds
+            }
             Input::Outside { id, yes, now } => self.outside(id, yes, now),
-            Input::MemoryChanged {
-                entry,
-                by,
-                files,
-                now,
-            } if self.refine_writing() => self.refine_written(entry, by, files, now),
-            Input::MemoryChanged {
-                entry,
-                by,
-                files,
-                now,
-            } => self.append(vec![Record::MemoryChanged(MemoryChanged {
-                at: now,
-                entry,
-                by,
-                files,
-            })]),
+            Input::MemoryChanged { entry, now } if self.refine_writing() => {
+                self.refine_written(entry, now)
+            }
+            Input::MemoryChanged { entry, .. } => vec![Command::Show(format!(
+                "ignored a memory change ({entry}) no refinement asked for"
+            ))],
             Input::Undo => vec![Command::Undo],
             Input::Undone { entry, files, now } => {
                 let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
@@ -444,23 +440,14 @@ impl Session {
                 id,
                 output,
                 grant,
-                memory,
+                effects,
                 now,
             } => {
-                // A memory change the tool made is logged before its result.
-                let mut cmds = match memory {
-                    Some(w) => self.append(vec![Record::MemoryChanged(MemoryChanged {
-                        at: now,
-                        entry: w.entry,
-                        by: ChangedBy::Remember,
-                        files: w.files,
-                    })]),
-                    None => Vec::new(),
-                };
+                // What the tool did is logged before its result.
+                let mut cmds = self.tool_effects(&id, effects, now);
                 cmds.extend(self.tool_done(id, output, grant, now));
                 cmds
             }
-            Input::Seen { path, hash, now } => self.seen(path, hash, now),
             Input::Opened {
                 id,
                 opened,
@@ -476,17 +463,6 @@ impl Session {
             } => self.staged(id, answer, after, error, now),
             Input::Wrote { id, error, now } => self.wrote(id, error, now),
             Input::Answered { id, answer, now } => self.answered(id, answer, now),
-            Input::ShellChanged { id, changes, now } => self.shell_changed(id, changes, now),
-            Input::Untracked if self.told_untracked => Vec::new(),
-            Input::Untracked => {
-                self.told_untracked = true;
-                let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
-                vec![Command::Show(format!(
-                    "revolve: {cwd} is not in a git repository: what shell commands change in \
-                     it is not tracked, and a rewind cannot take it back (edit_file and \
-                     write_file are tracked)"
-                ))]
-            }
             Input::Found { hash, now } => self.found(hash, now),
             Input::McpTools { tools, now } => {
                 // Between turns only: a request in flight was sent with
@@ -946,6 +922,8 @@ impl Session {
                         cmds.push(Command::Open {
                             id: call.id,
                             path: path.to_owned(),
+                            tool,
+                            arguments: call.arguments,
                             grants,
                         });
                         return cmds;
@@ -969,6 +947,7 @@ impl Session {
                     cmds.push(Command::RunTool {
                         id: call.id,
                         tool,
+                        arguments: call.arguments,
                         grants,
                         sandbox: if self.state.planning {
                             Sandboxing::ReadOnly
@@ -988,6 +967,49 @@ impl Session {
             return cmds;
         }
         cmds.extend(self.request(now));
+        cmds
+    }
+
+    /// What the tool call `id` did besides its output, logged before its
+    /// result, in the order of [`ToolEffects`]'s fields: a `shell`
+    /// command's changes, the note that they are not tracked (once a
+    /// run), what `read_file` saw, what `remember` wrote.
+    fn tool_effects(
+        &mut self,
+        id: &str,
+        effects: ToolEffects,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let ToolEffects {
+            changes,
+            untracked,
+            seen,
+            memory,
+        } = effects;
+        let mut cmds = Vec::new();
+        if !changes.is_empty() {
+            cmds.extend(self.shell_changed(id.to_owned(), changes, now));
+        }
+        if untracked && !self.told_untracked {
+            self.told_untracked = true;
+            let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
+            cmds.push(Command::Show(format!(
+                "revolve: {cwd} is not in a git repository: what shell commands change in \
+                 it is not tracked, and a rewind cannot take it back (edit_file and \
+                 write_file are tracked)"
+            )));
+        }
+        if let Some((path, hash)) = seen {
+            cmds.extend(self.seen(path, hash, now));
+        }
+        if let Some(w) = memory {
+            cmds.extend(self.append(vec![Record::MemoryChanged(MemoryChanged {
+                at: now,
+                entry: w.entry,
+                by: ChangedBy::Remember,
+                files: w.files,
+            })]));
+        }
         cmds
     }
 
@@ -1050,6 +1072,7 @@ impl Session {
         cmds.push(Command::RunTool {
             id,
             tool,
+            arguments: call.arguments,
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
         });

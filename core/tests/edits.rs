@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use quickcheck::{Arbitrary, Gen, QuickCheck};
 use revolve_core::edit::{self, Keys, Scope};
 use revolve_core::record::{Header, Message, Record, Resumed, Role, ToolCall};
-use revolve_core::session::Opened;
+use revolve_core::session::{Opened, ToolEffects};
 use revolve_core::tools::Tool;
 use revolve_core::{Command, Input, Reply, Session, Settings, State};
 use time::macros::datetime;
@@ -296,13 +296,10 @@ impl World {
                         panic!("only read_file runs as a tool here: {tool:?}");
                     };
                     let path = canonical(&path);
+                    let mut effects = ToolEffects::default();
                     let output = match self.fs.get(&path) {
                         Some(bytes) => {
-                            inputs.push(Input::Seen {
-                                path: path.clone(),
-                                hash: hash(bytes),
-                                now,
-                            });
+                            effects.seen = Some((path.clone(), hash(bytes)));
                             String::from_utf8_lossy(bytes).into_owned()
                         }
                         None => format!("error: no such file: {path}"),
@@ -311,7 +308,7 @@ impl World {
                         id,
                         output,
                         grant: None,
-                        memory: None,
+                        effects,
                         now,
                     });
                 }

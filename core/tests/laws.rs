@@ -312,17 +312,9 @@ impl Run {
                         });
                     }
                     Command::Confirm(_) => next = Some(Input::Confirmed { yes: true, now }),
-                    Command::Snapshot {
-                        entry, by, meta, ..
-                    } => {
+                    Command::Snapshot { entry, .. } => {
                         next = Some(Input::MemoryChanged {
                             entry: entry.clone(),
-                            by: by.clone(),
-                            files: meta
-                                .files
-                                .iter()
-                                .map(|(f, c)| format!("{f}: {c}"))
-                                .collect(),
                             now,
                         })
                     }
@@ -436,7 +428,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     id,
                     output,
                     grant: grant.then(|| "/etc/hosts".into()),
-                    memory: None,
+                    effects: Default::default(),
                     now,
                 }
             }

@@ -272,7 +272,7 @@ fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &
                     id,
                     output: "r".repeat(size.max(1)),
                     grant: None,
-                    memory: None,
+                    effects: Default::default(),
                     now: NOW,
                 }
             }

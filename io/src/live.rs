@@ -102,18 +102,6 @@ pub struct Live<F: Front> {
     front: F,
     /// Where messages for this session arrive (a named session only).
     inbox: Option<Inbox>,
-    /// What the last [`Command::Undo`] did: the files it put back, or
-    /// `None` when there was nothing to undo.
-    undone: Option<Vec<String>>,
-    /// The call in flight whose result the core decides after the tool
-    /// ran (an edit, a grant), and its tool: the result is shown once it
-    /// is logged.
-    awaited: Option<(String, Tool)>,
-    /// The call the front was shown run, until its result is logged (a
-    /// result of any other call is of one that did not run).
-    shown: Option<String>,
-    /// Why core refused what the user asked last ([`Command::Refused`]).
-    refused: Option<String>,
     /// Problems with the prompt's files already said (each once a run).
     said: Vec<String>,
 }
@@ -201,10 +189,6 @@ impl<F: Front> Live<F> {
             front,
             runtime,
             inbox,
-            undone: None,
-            awaited: None,
-            shown: None,
-            refused: None,
             said: Vec::new(),
         }
     }
@@ -271,7 +255,7 @@ impl<F: Front> Live<F> {
         let settings = settings(&store, &id, &runtime, front.interactive());
         let (session, cmds) = Session::resume(state, settings, resumed);
         let mut live = Live::new(session, writer, claim, store, runtime, front);
-        live.execute(cmds, &mut VecDeque::new())?;
+        live.execute(cmds, &mut VecDeque::new(), &mut Flight::default())?;
         live.settle_pending_edit()?;
         live.settle_pending_rewind()?;
         // Messages the log holds already (a crash after logging them) leave
@@ -460,9 +444,7 @@ impl<F: Front> Live<F> {
     /// What the undo put back or removed, a line a file, or `None` when
     /// there was nothing to undo.
     pub fn undo_memory(&mut self) -> Result<Option<Vec<String>>, Error> {
-        self.undone = None;
-        self.drive(Input::Undo)?;
-        Ok(self.undone.take())
+        Ok(self.run_input(Input::Undo)?.undone)
     }
 
     /// `/name NAME`: renames the session, under the naming lock as a new
@@ -554,11 +536,19 @@ impl<F: Front> Live<F> {
     }
 
     /// Feeds an input and executes commands until the core has nothing more
-    /// to do.
+    /// to do; how it ended.
     fn drive(&mut self, input: Input) -> Result<Outcome, Error> {
+        self.run_input(input).map(|driven| driven.outcome)
+    }
+
+    /// [`Live::drive`], with what the commands did that the user's command
+    /// reports (a refusal, an undo's files).
+    fn run_input(&mut self, input: Input) -> Result<Driven, Error> {
         let _signals = interrupt::Guard::new();
         let mut queue = VecDeque::from([input]);
         let mut outcome = Outcome::Done;
+        let mut did = Did::default();
+        let mut flight = Flight::default();
         while let Some(input) = queue.pop_front() {
             match &input {
                 Input::Failed { error, .. } | Input::SummaryFailed { error, .. } => {
@@ -576,7 +566,7 @@ impl<F: Front> Live<F> {
             }) {
                 outcome = Outcome::Stopped(reason);
             }
-            self.execute(cmds, &mut queue)?;
+            did.then(self.execute(cmds, &mut queue, &mut flight)?);
         }
         self.front.settled();
         if interrupt::terminated() {
@@ -590,13 +580,26 @@ impl<F: Front> Live<F> {
         if self.front.closed() {
             return Err(Error::BrokenPipe);
         }
-        Ok(outcome)
+        Ok(Driven {
+            outcome,
+            refused: did.refused,
+            undone: did.undone,
+        })
     }
 
-    fn execute(&mut self, cmds: Vec<Command>, queue: &mut VecDeque<Input>) -> Result<(), Error> {
+    /// Executes `cmds` in order, queueing the answers they ask for; what
+    /// they did beyond that. `flight` is the tool call in flight, kept
+    /// across the commands of one [`Live::run_input`].
+    fn execute(
+        &mut self,
+        cmds: Vec<Command>,
+        queue: &mut VecDeque<Input>,
+        flight: &mut Flight,
+    ) -> Result<Did, Error> {
+        let mut did = Did::default();
         for cmd in cmds {
             match cmd {
-                Command::Append(record) => self.append(&record)?,
+                Command::Append(record) => self.append(&record, flight)?,
                 Command::Sync => self
                     .writer
                     .sync()
@@ -605,9 +608,10 @@ impl<F: Front> Live<F> {
                 Command::RunTool {
                     id,
                     tool,
+                    arguments,
                     grants,
                     sandbox,
-                } => self.run_tool(id, &tool, &grants, sandbox, queue),
+                } => queue.extend(self.run_tool(id, &tool, &arguments, &grants, sandbox, flight)),
                 Command::AskOutside { id, command } => {
                     let yes = self.front.confirm(&format!(
                         "the sandbox seems to have refused `{}`; run it once outside the sandbox? [y]es, [n]o: ",
@@ -647,7 +651,8 @@ impl<F: Front> Live<F> {
                 Command::StartFile(header) => self.start_file(&header)?,
                 Command::Snapshot {
                     entry,
-                    by,
+                    // Core logs who changed it, and what, itself.
+                    by: _,
                     changes,
                     meta,
                 } => {
@@ -658,16 +663,9 @@ impl<F: Front> Live<F> {
                         &changes,
                         &meta,
                     )
-                    .map_err(|e| Error::Runtime(format!("cannot write the refined memory: {e}")))?;
-                    let files = meta
-                        .files
-                        .iter()
-                        .map(|(f, c)| format!("{f}: {c}"))
-                        .collect();
+                    .map_err(Error::memory("cannot write the refined memory"))?;
                     queue.push_back(Input::MemoryChanged {
                         entry,
-                        by,
-                        files,
                         now: clock::now(),
                     });
                 }
@@ -676,8 +674,8 @@ impl<F: Front> Live<F> {
                         &self.store.roots.state,
                         &self.runtime.memory,
                     )
-                    .map_err(|e| Error::Runtime(format!("cannot undo: {e}")))?;
-                    self.undone = done.as_ref().map(|(_, files)| files.clone());
+                    .map_err(Error::memory("cannot undo"))?;
+                    did.undone = done.as_ref().map(|(_, files)| files.clone());
                     let (entry, files) = match done {
                         Some((entry, files)) => (Some(entry), files),
                         None => (None, Vec::new()),
@@ -688,12 +686,20 @@ impl<F: Front> Live<F> {
                         now: clock::now(),
                     });
                 }
-                Command::Open { id, path, grants } => {
+                Command::Open {
+                    id,
+                    path,
+                    tool,
+                    arguments,
+                    grants,
+                } => {
+                    // Shown as the call now; its result once core logs it.
+                    self.front.tool_call(&id, &tool, &arguments);
+                    flight.run(&id, Some(tool));
                     queue.push_back(self.open_edit(id, &path, &grants));
                 }
                 Command::Stage {
                     id,
-                    path: _,
                     shown,
                     before,
                     after,
@@ -732,14 +738,14 @@ impl<F: Front> Live<F> {
                     let answer = if yes { Answer::Yes } else { Answer::No };
                     queue.push_back(answered(id, answer));
                 }
-                Command::Refused(why) => self.refused = Some(why),
+                Command::Refused(why) => did.refused = Some(why),
                 Command::Show(text) => self.front.notice(&text),
             }
         }
-        Ok(())
+        Ok(did)
     }
 
-    fn append(&mut self, record: &Record) -> Result<(), Error> {
+    fn append(&mut self, record: &Record, flight: &mut Flight) -> Result<(), Error> {
         // Never answer into nothing: a log deleted under the session is
         // written again first (from the open file, which holds it all).
         let relinked = self
@@ -764,15 +770,13 @@ impl<F: Front> Live<F> {
             ..
         }) = record
         {
-            // Ids repeat across rounds (a server that gives none gets
-            // `call_0` for every first call): the call shown run is
-            // forgotten once its result is logged.
-            let ran = self.shown.take_if(|s| s == id).is_some();
-            if let Some((_, tool)) = self.awaited.take_if(|(e, _)| e == id) {
-                self.front.tool_result(id, &tool, content, false);
-            } else if !ran {
-                if let Some(call) = self.session.state().tool_call(id) {
-                    self.front.not_run(call, content);
+            match flight.logged(id) {
+                Logged::Shown => {}
+                Logged::Result(tool) => self.front.tool_result(id, &tool, content, false),
+                Logged::NotRun => {
+                    if let Some(call) = self.session.state().tool_call(id) {
+                        self.front.not_run(call, content);
+                    }
                 }
             }
             self.front.logged(id);
@@ -869,6 +873,87 @@ impl<F: Front> Live<F> {
             }
         }
         Input::Prompt(parts)
+    }
+}
+
+/// What one [`Live::run_input`] did: how it ended, and what its commands
+/// did that the user's command reports.
+#[derive(Debug, PartialEq, Eq)]
+struct Driven {
+    outcome: Outcome,
+    /// Why core refused what the user asked ([`Command::Refused`]; the
+    /// last, when it refused more than once).
+    refused: Option<String>,
+    /// What a [`Command::Undo`] put back or removed, a line a file;
+    /// `None` when nothing was undone.
+    undone: Option<Vec<String>>,
+}
+
+/// What executed commands did beyond the answers they queued.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Did {
+    /// The text of a [`Command::Refused`].
+    refused: Option<String>,
+    /// The files a [`Command::Undo`] put back, when it restored an entry.
+    undone: Option<Vec<String>>,
+}
+
+impl Did {
+    /// `later`'s commands ran after these: what they did wins.
+    fn then(&mut self, later: Did) {
+        if later.refused.is_some() {
+            self.refused = later.refused;
+        }
+        if later.undone.is_some() {
+            self.undone = later.undone;
+        }
+    }
+}
+
+/// The tool call in flight during one [`Live::run_input`], as the front
+/// was shown it.
+#[derive(Debug, Default)]
+struct Flight {
+    /// The call the front was shown run, until its result is logged (a
+    /// result of any other call is of one that did not run).
+    shown: Option<String>,
+    /// The call whose result the core decides after the tool ran (an
+    /// edit, a grant), and its tool: the result is shown once it is
+    /// logged.
+    awaited: Option<(String, Tool)>,
+}
+
+/// How the front is shown a tool result once it is logged.
+#[derive(Debug, PartialEq, Eq)]
+enum Logged {
+    /// As it ran: nothing more.
+    Shown,
+    /// Now: the result core decided for this tool.
+    Result(Tool),
+    /// As a call that did not run.
+    NotRun,
+}
+
+impl Flight {
+    /// The call `id` was shown run; with `awaited`, core decides its
+    /// result, which is shown once logged.
+    fn run(&mut self, id: &str, awaited: Option<Tool>) {
+        self.shown = Some(id.to_owned());
+        if let Some(tool) = awaited {
+            self.awaited = Some((id.to_owned(), tool));
+        }
+    }
+
+    /// The result of the call `id` is in the log: how it is shown. Ids
+    /// repeat across rounds (a server that gives none gets `call_0` for
+    /// every first call): the call is forgotten once its result is logged.
+    fn logged(&mut self, id: &str) -> Logged {
+        let ran = self.shown.take_if(|s| s == id).is_some();
+        match self.awaited.take_if(|(e, _)| e == id) {
+            Some((_, tool)) => Logged::Result(tool),
+            None if ran => Logged::Shown,
+            None => Logged::NotRun,
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! The built-in tools, executed. [`run`] takes the checked [`Tool`] of a
-//! `Command::RunTool { id, tool, grants }` and returns the [`Outcome`] the
-//! shell feeds back as `Input::ToolDone`. Every failure is output starting
+//! `Command::RunTool` and returns the [`Outcome`] the shell feeds back as
+//! `Input::ToolDone` (or `Input::SandboxRefused`), its effects inside. Every failure is output starting
 //! `error:` (one sentence the model can act on): never a panic, never an
 //! `Err`. Text is returned as it is, control characters included (the
 //! terminal layer renders them inert); invalid UTF-8 is decoded lossily.
@@ -102,7 +102,7 @@ use serde::Serialize;
 use revolve_core::config::API_KEY_VARS;
 use revolve_core::edit::Keys;
 use revolve_core::memory::{Label, Remembered};
-use revolve_core::session::MemoryWrite;
+use revolve_core::session::{MemoryWrite, ToolEffects};
 use revolve_core::tools::Tool;
 use time::OffsetDateTime;
 
@@ -263,18 +263,13 @@ pub struct Outcome {
     /// consume the interrupt (as `interrupt::take` does), so this is the
     /// caller's way to know.
     pub interrupted: bool,
-    /// The file `read_file` read (canonical) and the hash of its whole
-    /// content: the session logs it, so the file may be edited.
-    pub seen: Option<(String, String)>,
-    /// What a `shell` command changed in its git repository.
-    pub changes: Vec<revolve_core::edit::Change>,
-    /// A `shell` command ran outside git: its changes are not tracked.
-    pub untracked: bool,
     /// A `shell` command's output reads like the sandbox refused it.
     pub sandbox_refused: bool,
-    /// The memory change `remember` made (the snapshot entry it took
-    /// first, and what it did to the file), for the session's log.
-    pub memory: Option<MemoryWrite>,
+    /// What the tool did besides its output, which the session logs
+    /// before its result: the file `read_file` read whole (so it may be
+    /// edited), what a `shell` command changed in its git repository or
+    /// that it ran outside one, the memory change `remember` made.
+    pub effects: ToolEffects,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -334,7 +329,8 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             match (resolved, read) {
                 (Ok(p), Ok((text, hash))) => {
                     let mut outcome = Outcome::text(text);
-                    outcome.seen = hash.map(|hash| (p.to_string_lossy().into_owned(), hash));
+                    outcome.effects.seen =
+                        hash.map(|hash| (p.to_string_lossy().into_owned(), hash));
                     outcome
                 }
                 (_, read) => Outcome::from(read.map(|(text, _)| text)),
@@ -362,9 +358,9 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
                     if let Some(note) = tracked.note() {
                         outcome.output.push_str(&note);
                     }
-                    outcome.changes = tracked.changes;
+                    outcome.effects.changes = tracked.changes;
                 }
-                None => outcome.untracked = true,
+                None => outcome.effects.untracked = true,
             }
             outcome
         }
@@ -376,10 +372,9 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             replace,
         } => {
             let (output, memory) = remember(ctx, label, content, *replace);
-            Outcome {
-                memory,
-                ..Outcome::text(output)
-            }
+            let mut outcome = Outcome::text(output);
+            outcome.effects.memory = memory;
+            outcome
         }
         Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
         Tool::Skill { name, dir } => Outcome::text(skill(name, dir)),
@@ -397,11 +392,8 @@ impl Outcome {
             output,
             grant: None,
             interrupted: false,
-            seen: None,
-            changes: Vec::new(),
-            untracked: false,
             sandbox_refused: false,
-            memory: None,
+            effects: ToolEffects::default(),
         }
     }
 

@@ -137,7 +137,6 @@ impl Session {
                 };
                 let cmd = Command::Stage {
                     id,
-                    path: staged.path.clone(),
                     shown,
                     before: before.zip(staged.before.clone()),
                     after: staged.content.clone(),

@@ -53,14 +53,13 @@ pub enum Input {
     },
     /// A tool the session asked for finished. `grant` is the path (canonical)
     /// a `request_file_grant` asks for, which the core grants, asks about
-    /// or refuses; its `output` is then unused. `memory` is the change
-    /// `remember` made (snapshot first), logged as `memory_changed` before
-    /// the result.
+    /// or refuses; its `output` is then unused. `effects` is what the tool
+    /// did besides its output, logged before the result.
     ToolDone {
         id: String,
         output: String,
         grant: Option<String>,
-        memory: Option<MemoryWrite>,
+        effects: ToolEffects,
         now: OffsetDateTime,
     },
     /// What the system prompt is built from now (memory files, goal): sent
@@ -90,13 +89,9 @@ pub enum Input {
     Compact { now: OffsetDateTime },
     /// The memory was changed, snapshot first, as [`Command::Snapshot`]
     /// asked: `entry` is the snapshot entry taken; logged as
-    /// `memory_changed` (a refinement's then ends as `refined`).
-    MemoryChanged {
-        entry: String,
-        by: crate::record::ChangedBy,
-        files: Vec<String>,
-        now: OffsetDateTime,
-    },
+    /// `memory_changed` with the `by` and the files of the snapshot core
+    /// asked for, then the refinement ends as `refined`.
+    MemoryChanged { entry: String, now: OffsetDateTime },
     /// The user asked to undo the last memory change (`/refine undo`).
     Undo,
     /// The undo [`Command::Undo`] asked for ran: the entry it restored (none
@@ -122,10 +117,12 @@ pub enum Input {
         now: OffsetDateTime,
     },
     /// The shell call `id` ended with output that reads like the sandbox
-    /// refused it (in place of its [`Input::ToolDone`]).
+    /// refused it (in place of its [`Input::ToolDone`]); `effects` as
+    /// there, logged first.
     SandboxRefused {
         id: String,
         output: String,
+        effects: ToolEffects,
         now: OffsetDateTime,
     },
     /// The user's answer to a [`Command::AskOutside`].
@@ -171,13 +168,6 @@ pub enum Input {
         answer: bool,
         now: OffsetDateTime,
     },
-    /// `read_file` read the whole of a file whose content has this hash:
-    /// sent before its `ToolDone`, so a later edit knows it was read.
-    Seen {
-        path: String,
-        hash: String,
-        now: OffsetDateTime,
-    },
     /// The file a [`Command::Open`] asked for, or why it cannot be edited.
     Opened {
         id: String,
@@ -198,21 +188,11 @@ pub enum Input {
         error: Option<String>,
         now: OffsetDateTime,
     },
-    /// A `shell` call ran outside a git repository: what it changed is not
-    /// tracked (the user is told once a run). Sent before its `ToolDone`.
-    Untracked,
     /// The MCP tools the servers offer now (see [`crate::mcp::offered`]),
     /// sent before a user turn: logged as an `mcp_tools` record when the
     /// list changed.
     McpTools {
         tools: Vec<crate::mcp::McpTool>,
-        now: OffsetDateTime,
-    },
-    /// What the `shell` call `id` changed in its git repository: sent
-    /// before its `ToolDone`, logged as `edit` records by `shell`.
-    ShellChanged {
-        id: String,
-        changes: Vec<crate::edit::Change>,
         now: OffsetDateTime,
     },
     /// The user's answer to a [`Command::Ask`].
@@ -255,6 +235,25 @@ pub enum Input {
         resumed: bool,
         now: OffsetDateTime,
     },
+}
+
+/// What a tool did besides its output, carried by its result
+/// ([`Input::ToolDone`], [`Input::SandboxRefused`]) and logged before it,
+/// in this order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolEffects {
+    /// What a `shell` command changed in its git repository: `edit`
+    /// records by `shell`.
+    pub changes: Vec<crate::edit::Change>,
+    /// A `shell` command ran outside a git repository: what it changed is
+    /// not tracked (the user is told once a run).
+    pub untracked: bool,
+    /// The file `read_file` read whole (canonical) and the hash of its
+    /// content: a `seen` record, so a later edit knows it was read.
+    pub seen: Option<(String, String)>,
+    /// The memory change `remember` made (snapshot first):
+    /// `memory_changed`.
+    pub memory: Option<MemoryWrite>,
 }
 
 /// A memory change a tool made as it ran (`remember`).
@@ -325,6 +324,9 @@ pub enum Command {
     RunTool {
         id: String,
         tool: Tool,
+        /// The call's arguments as the model wrote them (JSON text), for
+        /// showing the call.
+        arguments: String,
         grants: Vec<String>,
         /// The sandbox a command runs in.
         sandbox: Sandboxing,
@@ -370,6 +372,10 @@ pub enum Command {
     Open {
         id: String,
         path: String,
+        /// The edit call, parsed, and its arguments as the model wrote
+        /// them: shown as the call, and its result once logged.
+        tool: Tool,
+        arguments: String,
         grants: Vec<String>,
     },
     /// Store `before` (when the file exists) and `after` in the content
@@ -377,7 +383,6 @@ pub enum Command {
     /// with [`Input::Staged`]. Nothing is written to the file yet.
     Stage {
         id: String,
-        path: String,
         /// How the question names the file (the model's path, or the
         /// canonical one marked as outside the working tree).
         shown: String,
@@ -543,8 +548,8 @@ mod tests {
         let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
             Interrupted, ToolDone, Prompt, Refine, RefineReply, RefineFailed, Compact, MemoryChanged,
             Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
-            SummaryFailed, Rename, Address, Inbox, Seen, Opened, Staged, Untracked,
-            McpTools, ShellChanged, Answered, Wrote, Found, Rewind, Restored);
+            SummaryFailed, Rename, Address, Inbox, Opened, Staged,
+            McpTools, Answered, Wrote, Found, Rewind, Restored);
         let mut rows = rows("Input");
         rows.sort();
         let mut names: Vec<String> = names.into_iter().map(str::to_owned).collect();

@@ -68,6 +68,16 @@ enum Stage {
 }
 
 impl Refinement {
+    /// Who a snapshot and its `memory_changed` name as having changed the
+    /// memory.
+    fn by(&self) -> ChangedBy {
+        if self.auto {
+            ChangedBy::AutoRefine
+        } else {
+            ChangedBy::Refine
+        }
+    }
+
     fn what(&self) -> &'static str {
         if self.auto {
             "automatic refinement"
@@ -363,11 +373,7 @@ impl Session {
         r.meta = Some(meta.clone());
         vec![Command::Snapshot {
             entry: refine::stamp(now),
-            by: if r.auto {
-                ChangedBy::AutoRefine
-            } else {
-                ChangedBy::Refine
-            },
+            by: r.by(),
             changes,
             meta,
         }]
@@ -375,18 +381,22 @@ impl Session {
 
     /// The snapshot was taken and the files written: logged, said, and the
     /// refinement ends with its entry.
-    pub(super) fn refine_written(
-        &mut self,
-        entry: String,
-        by: ChangedBy,
-        files: Vec<String>,
-        now: OffsetDateTime,
-    ) -> Vec<Command> {
+    pub(super) fn refine_written(&mut self, entry: String, now: OffsetDateTime) -> Vec<Command> {
         let what = self
             .refinement
             .as_ref()
             .map_or("refinement", Refinement::what);
+        let by = self
+            .refinement
+            .as_ref()
+            .map_or(ChangedBy::Refine, Refinement::by);
         let meta = self.refinement.as_mut().and_then(|r| r.meta.take());
+        // What the record says of each file, as the snapshot's meta does.
+        let files = meta
+            .iter()
+            .flat_map(|m| &m.files)
+            .map(|(f, c)| format!("{f}: {c}"))
+            .collect();
         let mut cmds = self.append(vec![Record::MemoryChanged(MemoryChanged {
             at: now,
             entry: entry.clone(),

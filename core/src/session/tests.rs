@@ -74,7 +74,7 @@ fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Com
         id: id.into(),
         output: output.into(),
         grant,
-        memory: None,
+        effects: Default::default(),
         now: datetime!(2026-12-02 10:03 UTC),
     })
 }
@@ -1507,4 +1507,69 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
         now,
     });
     assert_eq!(s.state().window, 200_000);
+}
+
+#[test]
+fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
+    let mut s = start();
+    user(&mut s, "run");
+    reply(&mut s, "", &[("c1", "shell", r#"{"command":"touch a"}"#)]);
+    let effects = ToolEffects {
+        changes: vec![crate::edit::Change {
+            path: "/work/a".into(),
+            before: None,
+            after: Some("sha256:a".into()),
+            diff: Default::default(),
+        }],
+        untracked: true,
+        seen: Some(("/work/b".into(), "sha256:b".into())),
+        memory: Some(MemoryWrite {
+            entry: "e1".into(),
+            files: vec!["project/x.md: created: x".into()],
+        }),
+    };
+    let done = |s: &mut Session, id: &str| {
+        s.handle(Input::ToolDone {
+            id: id.into(),
+            output: "ok".into(),
+            grant: None,
+            effects: effects.clone(),
+            now: datetime!(2026-12-02 10:03 UTC),
+        })
+    };
+    let cmds = done(&mut s, "c1");
+    let logged: Vec<&str> = cmds
+        .iter()
+        .map(|c| match c {
+            Command::Append(Record::Edit(e))
+                if e.by == crate::record::EditBy::Shell && e.call == "c1" =>
+            {
+                "edit"
+            }
+            Command::Show(t) if t.contains("not in a git repository") => "untracked",
+            Command::Append(Record::Seen(seen)) if seen.path == "/work/b" => "seen",
+            Command::Append(Record::MemoryChanged(m))
+                if m.by == crate::record::ChangedBy::Remember =>
+            {
+                "memory"
+            }
+            Command::Append(Record::Message(m)) if m.role == Role::Tool => "result",
+            _ => "next",
+        })
+        .collect();
+    assert_eq!(
+        logged,
+        ["edit", "untracked", "seen", "memory", "result", "next"]
+    );
+    // Outside git is told once a run; a result for no call running logs
+    // none of its changes.
+    reply(&mut s, "", &[("c2", "shell", r#"{"command":"touch a"}"#)]);
+    let cmds = done(&mut s, "c2");
+    assert!(!cmds
+        .iter()
+        .any(|c| matches!(c, Command::Show(t) if t.contains("not in a git repository"))));
+    let stale = done(&mut s, "c9");
+    assert!(!stale
+        .iter()
+        .any(|c| matches!(c, Command::Append(Record::Edit(_)))));
 }

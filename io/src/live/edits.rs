@@ -21,13 +21,6 @@ impl<F: Front> Live<F> {
 
     /// [`revolve_core::Command::Open`]: the file an edit names, confined.
     pub(super) fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
-        if let Some(call) = self.state().open_calls.iter().find(|c| c.id == id).cloned() {
-            if let Ok(tool) = revolve_core::tools::parse(&call) {
-                self.front.tool_call(&id, &tool, &call.arguments);
-                self.shown = Some(id.clone());
-                self.awaited = Some((id.clone(), tool));
-            }
-        }
         let ctx = self.tool_context();
         Input::Opened {
             id,
@@ -151,8 +144,7 @@ impl<F: Front> Live<F> {
         force: bool,
     ) -> Result<Result<(), String>, Error> {
         let on_disk = on_disk(&self.session);
-        self.refused = None;
-        self.drive(Input::Rewind {
+        let driven = self.run_input(Input::Rewind {
             turns,
             scope,
             undo,
@@ -161,7 +153,7 @@ impl<F: Front> Live<F> {
             now: clock::now(),
         })?;
         // Core's refusal, if it refused (Command::Refused).
-        Ok(self.refused.take().map_or(Ok(()), Err))
+        Ok(driven.refused.map_or(Ok(()), Err))
     }
 }
 

@@ -71,7 +71,7 @@ impl<F: Front> Live<F> {
                 id,
                 output: recorded.next_result(),
                 grant: None,
-                memory: None,
+                effects: Default::default(),
                 now: clock::now(),
             };
         }
@@ -106,7 +106,7 @@ impl<F: Front> Live<F> {
             id,
             output,
             grant: None,
-            memory: None,
+            effects: Default::default(),
             now: clock::now(),
         }
     }

@@ -573,3 +573,65 @@ fn ctrl_c_at_a_question_ends_the_turn_whatever_was_answered() {
         assert_eq!(&State::fold(&logged), live.state(), "{name}");
     }
 }
+
+#[test]
+fn a_logged_result_is_shown_by_how_its_call_ran() {
+    use super::{Flight, Logged};
+    let read = Tool::ReadFile {
+        path: "a".into(),
+        offset: None,
+        limit: None,
+    };
+    let mut flight = Flight::default();
+    // Shown run: its result was shown as it ran, once.
+    flight.run("c1", None);
+    assert_eq!(flight.logged("c1"), Logged::Shown);
+    assert_eq!(flight.logged("c1"), Logged::NotRun, "forgotten once logged");
+    // Core decides the result (an edit, a grant): shown once logged.
+    flight.run("c2", Some(read.clone()));
+    assert_eq!(flight.logged("c2"), Logged::Result(read));
+    assert_eq!(flight.logged("c2"), Logged::NotRun);
+    // Another call's result is of one that did not run; the call in
+    // flight stays.
+    flight.run("c3", None);
+    assert_eq!(flight.logged("c4"), Logged::NotRun);
+    assert_eq!(flight.logged("c3"), Logged::Shown);
+}
+
+#[test]
+fn what_later_commands_did_wins_and_nothing_erases_nothing() {
+    use super::Did;
+    let mut did = Did::default();
+    did.then(Did {
+        refused: Some("first".into()),
+        undone: Some(vec!["a.md: restored".into()]),
+    });
+    did.then(Did::default());
+    did.then(Did {
+        refused: Some("second".into()),
+        undone: None,
+    });
+    assert_eq!(
+        did,
+        Did {
+            refused: Some("second".into()),
+            undone: Some(vec!["a.md: restored".into()]),
+        }
+    );
+}
+
+#[test]
+fn a_refusal_is_returned_to_the_command_that_was_refused_only() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let world = World::new();
+    let model = Canned::new(vec![say("Hello.")]);
+    let mut live = world.start(&model, Recorder::default());
+    // Nothing to take back yet: core refuses, and says why.
+    let refused = live.rewind(1, Scope::Both, false, false).unwrap();
+    assert!(refused.is_err(), "{refused:?}");
+    // The refusal went with that command: the next one starts clean.
+    live.turn("hi").unwrap();
+    assert_eq!(live.rewind(1, Scope::Both, false, false).unwrap(), Ok(()));
+    // Nothing to undo in the memory: no files.
+    assert_eq!(live.undo_memory().unwrap(), None);
+}

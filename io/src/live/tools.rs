@@ -1,14 +1,12 @@
 //! Running a tool call here: where the tools run, one line about the call
 //! and its result, and what the tool changed fed back to the core.
 
-use std::collections::VecDeque;
-
 use crate::{clock, interrupt};
 use revolve_core::tools::Tool;
 use revolve_core::Input;
 use revolve_tools::{self as tools, AgentInfo};
 
-use super::Live;
+use super::{Flight, Live};
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
@@ -61,23 +59,20 @@ impl<F: Front> Live<F> {
 
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
     /// shows one line about it on stderr. The prompt parts are read again
-    /// after it, since a tool may have changed memory or the goal.
+    /// after it, since a tool may have changed memory or the goal. The
+    /// inputs it answers with, in the protocol's order.
     pub(super) fn run_tool(
         &mut self,
         id: String,
         tool: &Tool,
+        arguments: &str,
         grants: &[String],
         sandbox: revolve_core::session::Sandboxing,
-        queue: &mut VecDeque<Input>,
-    ) {
-        let arguments = self
-            .state()
-            .open_calls
-            .iter()
-            .find(|c| c.id == id)
-            .map_or_else(|| "{}".to_owned(), |c| c.arguments.clone());
-        self.front.tool_call(&id, tool, &arguments);
-        self.shown = Some(id.clone());
+        flight: &mut Flight,
+    ) -> Vec<Input> {
+        let mut inputs = Vec::new();
+        self.front.tool_call(&id, tool, arguments);
+        flight.run(&id, None);
         if matches!(tool, Tool::Shell { .. }) {
             if let Some(note) = self.runtime.sandbox_note.take() {
                 eprintln!("revolve: {note}");
@@ -103,52 +98,37 @@ impl<F: Front> Live<F> {
         }
         if outcome.grant.is_some() {
             // The core grants, asks or refuses: the result it logs is shown.
-            self.awaited = Some((id.clone(), tool.clone()));
+            flight.run(&id, Some(tool.clone()));
         } else {
             self.front
                 .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         }
         if outcome.interrupted || interrupt::take() {
-            queue.push_back(Input::Interrupted {
+            inputs.push(Input::Interrupted {
                 partial: String::new(),
                 now: clock::now(),
             });
-            return;
+            return inputs;
         }
-        if !outcome.changes.is_empty() {
-            queue.push_back(Input::ShellChanged {
-                id: id.clone(),
-                changes: outcome.changes.clone(),
-                now: clock::now(),
-            });
-        }
-        if outcome.untracked {
-            queue.push_back(Input::Untracked);
-        }
-        if let Some((path, hash)) = outcome.seen.clone() {
-            queue.push_back(Input::Seen {
-                path,
-                hash,
-                now: clock::now(),
-            });
-        }
-        queue.push_back(self.prompt_parts());
+        inputs.push(self.prompt_parts());
+        // What the tool did besides its output travels inside its result:
+        // the core logs it before the result.
         if outcome.sandbox_refused {
-            queue.push_back(Input::SandboxRefused {
+            inputs.push(Input::SandboxRefused {
                 id,
                 output: outcome.output,
+                effects: outcome.effects,
                 now: clock::now(),
             });
-            return;
+            return inputs;
         }
-        // A memory change the tool made travels inside its result: the
-        // core logs it before the result.
-        queue.push_back(Input::ToolDone {
+        inputs.push(Input::ToolDone {
             id,
             output: outcome.output,
             grant: outcome.grant,
-            memory: outcome.memory,
+            effects: outcome.effects,
             now: clock::now(),
         });
+        inputs
     }
 }

@@ -160,8 +160,6 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
 
     let cmds = s.handle(Input::MemoryChanged {
         entry: entry.clone(),
-        by: by.clone(),
-        files: vec!["project/db.md: updated: the port moved".into()],
         now: NOW,
     });
     log.extend(appended(&cmds));
@@ -318,10 +316,13 @@ fn a_memory_change_a_tool_made_is_logged_before_its_result() {
         id: "c1".into(),
         output: "created project memory db.md".into(),
         grant: None,
-        memory: Some(MemoryWrite {
-            entry: "20261202T100500Z".into(),
-            files: vec!["project/db.md: created: db".into()],
-        }),
+        effects: crate::session::ToolEffects {
+            memory: Some(MemoryWrite {
+                entry: "20261202T100500Z".into(),
+                files: vec!["project/db.md: created: db".into()],
+            }),
+            ..Default::default()
+        },
         now: NOW,
     });
     let records = appended(&cmds);
