@@ -5,6 +5,14 @@
 //! Platforms: unix (Linux, macOS); Ctrl-C handling and the `shell` tool's
 //! process groups are unix APIs (see `revolve-io`).
 
+#![forbid(unsafe_code)]
+// Not the workspace's lints: this library exists for the binary, its e2e
+// tests and benches, and nothing outside this repository links it, so
+// `missing_docs` would ask for docs no reader needs; `pub(crate)` by default
+// still holds. (Set here, not in Cargo.toml, so the test helpers'
+// `pub` in tests/common is not asked about.)
+#![warn(unreachable_pub)]
+
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 

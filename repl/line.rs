@@ -13,7 +13,7 @@ use crate::messages;
 /// Handles one line: a slash command or a user turn. A command that fails
 /// is told on stderr and the session goes on; only the session's own
 /// failures (its log, a signal) are errors.
-pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
+pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
     let Some(command) = slash::parse(text) else {
         return live.turn(text);
     };
@@ -141,7 +141,7 @@ fn status(live: &Live) -> String {
 /// [`revolve_core::attach`]); a mention that cannot be read is said on
 /// stderr and left as text. A slash command is left as it is. (Only in
 /// the REPL: a piped log's `@param` is text.)
-pub fn attached(live: &Live, text: &str) -> String {
+pub(crate) fn attached(live: &Live, text: &str) -> String {
     if slash::parse(text).is_some() {
         return text.to_owned();
     }

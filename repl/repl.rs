@@ -133,7 +133,7 @@ impl Validator for Commands {}
 
 impl Helper for Commands {}
 
-pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
+pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     // As a shell completes: the common prefix, then the list on a second Tab.
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)

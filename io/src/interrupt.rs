@@ -45,6 +45,7 @@ fn catch() {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
+    #[allow(unsafe_code)] // the `sigaction` call below, with its SAFETY note
     let previous = SIGNALS.map(|signum| {
         // SAFETY: the handler only performs an atomic store, which is
         // async-signal-safe. If the call fails, nothing was installed and
@@ -63,6 +64,7 @@ fn restore() {
         // SAFETY: puts back the disposition `sigaction` returned when the
         // guard replaced it (the default, or the line editor's handler
         // with its own flags and mask).
+        #[allow(unsafe_code)]
         let _ = unsafe { signal::sigaction(*signum, old) };
     }
 }

@@ -53,6 +53,7 @@ pub enum Outcome {
 
 /// What a session runs with that its log does not say.
 pub struct Runtime {
+    /// Who answers the session's model requests (an HTTP provider, or a script in tests).
     pub provider: Arc<dyn Provider>,
     /// The model; on resume, `None` keeps the session's.
     pub model: Option<String>,
@@ -393,6 +394,7 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// Turns plan mode on or off from the next request on (`--plan`, `/plan`).
     pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
         self.drive(Input::Plan {
             on,
@@ -400,6 +402,7 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// Lets a turn stopped at the tool-round cap go on with as many rounds again.
     pub fn go_on(&mut self) -> Result<Outcome, Error> {
         let parts = self.prompt_parts();
         self.drive(parts)?;

@@ -19,7 +19,12 @@ pub enum Error {
     /// No answer within the time allowed (the server may still be there).
     Timeout(Duration),
     /// It answered with a JSON-RPC error.
-    Rpc { code: i64, message: String },
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
     /// It answered something this client cannot read.
     Protocol(String),
 }

@@ -48,14 +48,18 @@ pub struct Index<'a> {
     pub offset: u64,
     /// The sessions with lock files then.
     pub volatile: Vec<String>,
+    /// The working directories of the rows, each once; a row names its own by index.
     pub cwds: Vec<Cow<'a, str>>,
+    /// Every session file of the sessions folder, as read at `stamp`.
     pub entries: Vec<Entry<'a>>,
 }
 
 /// One session file, as it was read.
 #[derive(Debug, PartialEq)]
 pub struct Entry<'a> {
+    /// The file's name inside the sessions folder.
     pub file: Cow<'a, str>,
+    /// Its size and modification time when read: a change means reading it again.
     pub stamp: Stamp,
     /// `None`: the file could not be read or has no header. A listing
     /// reads such a file again every time (see `Store::list`).
@@ -68,12 +72,17 @@ pub struct Entry<'a> {
 pub struct Row<'a> {
     /// An index into [`Index::cwds`].
     pub cwd: usize,
+    /// The session's id.
     pub id: Cow<'a, str>,
+    /// Its name, when it has one.
     pub name: Option<Cow<'a, str>>,
+    /// Whether the user gave the name (else it was generated and is unlisted).
     pub named: bool,
     /// Unix seconds.
     pub started: i64,
+    /// User lines so far.
     pub turns: u64,
+    /// The id of the session this one went on in after compaction, if any.
     pub continued: Option<Cow<'a, str>>,
     /// What the session spent, from its last totals.
     pub spent: revolve_core::view::Spent,

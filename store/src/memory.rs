@@ -251,8 +251,11 @@ pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>>
 /// What [`write`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteOutcome {
+    /// The file did not exist and now does.
     Created,
+    /// The file's content was replaced.
     Replaced,
+    /// The file was removed (the new content was empty).
     Deleted,
 }
 

@@ -17,9 +17,13 @@ use crate::fsx::{self, Lock};
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Running {
+    /// The running session's id.
     pub id: String,
+    /// Its name, for listing it among the running ones.
     pub name: Option<String>,
+    /// The directory it runs in.
     pub cwd: String,
+    /// The process that runs it.
     pub pid: u32,
 }
 

@@ -33,16 +33,30 @@ pub struct Reopened {
 pub enum ResumeError {
     /// Reading, claiming or opening the file failed.
     Io {
+        /// The session file.
         path: PathBuf,
+        /// What failed, as the message says it ("cannot read").
         what: &'static str,
+        /// What the system said.
         error: io::Error,
     },
     /// The file holds no header: not a session log.
-    NoHeader { path: PathBuf },
+    NoHeader {
+        /// The session file.
+        path: PathBuf,
+    },
     /// A newer version wrote it: nothing is written into it.
-    NotWritable { path: PathBuf, why: String },
+    NotWritable {
+        /// The session file.
+        path: PathBuf,
+        /// The line the user reads: which version wrote it.
+        why: String,
+    },
     /// The session went on in a file another process runs now.
-    RunningElsewhere { id: String },
+    RunningElsewhere {
+        /// The id of the file that runs elsewhere.
+        id: String,
+    },
     /// Claiming it failed (another process runs it, or the lock failed).
     Claim(io::Error),
 }

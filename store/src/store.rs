@@ -20,7 +20,9 @@ use crate::registry::{self, Claim, NamingLock, Running};
 /// The sessions of one working directory.
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// Where revolve keeps state and configuration.
     pub roots: Roots,
+    /// The project the working directory belongs to (its key names the sessions folder).
     pub project: Project,
     /// The working directory; listing and resuming consider only sessions
     /// started here.
@@ -31,13 +33,31 @@ pub struct Store {
 #[derive(Debug)]
 pub enum FindError {
     /// The sessions folder could not be listed.
-    Unlisted { dir: PathBuf, error: io::Error },
+    Unlisted {
+        /// The sessions folder.
+        dir: PathBuf,
+        /// What the system said.
+        error: io::Error,
+    },
     /// No session at all in this directory (looking for the latest).
-    NoSession { cwd: PathBuf },
+    NoSession {
+        /// The working directory looked in.
+        cwd: PathBuf,
+    },
     /// No session of that name or id.
-    NoSuch { needle: String, cwd: PathBuf },
+    NoSuch {
+        /// The name or id prefix asked for.
+        needle: String,
+        /// The working directory looked in.
+        cwd: PathBuf,
+    },
     /// The name or id prefix matches several sessions.
-    Ambiguous { needle: String, ids: Vec<String> },
+    Ambiguous {
+        /// The name or id prefix asked for.
+        needle: String,
+        /// The ids of the sessions it matches.
+        ids: Vec<String>,
+    },
 }
 
 impl std::fmt::Display for FindError {

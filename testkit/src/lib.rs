@@ -67,6 +67,8 @@
 //!   one, until the [`Limit`]'s context is full, and ends with
 //!   `finish_reason: "length"`.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

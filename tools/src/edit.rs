@@ -79,6 +79,7 @@ pub struct Blobs {
 }
 
 impl Blobs {
+    /// The store under `state_root`, its folder made on first write.
     pub fn new(state_root: &Path) -> Blobs {
         Blobs {
             dir: state_root.join("blobs"),

@@ -86,6 +86,10 @@
 //! readable is not asked for. `agent_info` is the
 //! pretty JSON of [`AgentInfo`] plus `working_dir`.
 
+// Unsafe only at the sites that say `#[allow(unsafe_code)]`, each with a
+// `SAFETY:` comment.
+#![deny(unsafe_code)]
+
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 #[cfg(unix)]
