@@ -24,8 +24,6 @@
 //! * [`view`]: the status line, transcripts and listings.
 
 #![forbid(unsafe_code)]
-// Not yet: 297 public items lack a doc (issue 33 item 6, in progress).
-#![allow(missing_docs)]
 
 pub mod attach;
 pub mod compact;

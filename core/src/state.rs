@@ -156,7 +156,7 @@ pub struct RewindEntry {
 
 /// The result the fold gives a tool call whose result line was lost, so
 /// every request after it still pairs each call with a result.
-pub const LOST_RESULT: &str =
+pub(crate) const LOST_RESULT: &str =
     "error: the result of this call was lost (a damaged line in the session log)";
 
 impl State {
@@ -738,7 +738,7 @@ impl State {
     /// The bytes of text the messages `range` hold (contents, call names
     /// and arguments): a lower bound of what they add to a request body,
     /// known without building it.
-    pub fn text_bytes(&self, range: std::ops::Range<usize>) -> usize {
+    pub(crate) fn text_bytes(&self, range: std::ops::Range<usize>) -> usize {
         let end = range.end.min(self.messages.len());
         let start = range.start.min(end);
         self.messages[start..end]
@@ -765,7 +765,7 @@ impl State {
     /// How long the notes of a summary request may be: half the answer's
     /// room, so the notes that start the next file leave that file room
     /// to work in (512 tokens at a 4,096-token window).
-    pub fn notes_limit(&self) -> Option<AnswerLimit> {
+    pub(crate) fn notes_limit(&self) -> Option<AnswerLimit> {
         self.answer_limit().map(|l| AnswerLimit {
             tokens: l.tokens / 2,
             ..l
@@ -817,7 +817,7 @@ impl State {
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
-    pub fn request_of(
+    pub(crate) fn request_of(
         &self,
         system: Option<&str>,
         history: impl Into<Shared>,
@@ -834,7 +834,7 @@ impl State {
 
     /// The length in bytes of [`State::request`]'s body (counted, never
     /// held whole).
-    pub fn request_len(&self) -> usize {
+    pub(crate) fn request_len(&self) -> usize {
         self.request().body.len()
     }
 
@@ -858,7 +858,7 @@ impl State {
     /// transcript with every message over its share of the room cut to its
     /// head and tail (for the summary only: the log keeps it whole), so a
     /// message larger than the window never stops a compaction.
-    pub fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
+    pub(crate) fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
         if let Some(request) = self.whole_piece(from, upto, notes) {
             return request;
         }
@@ -898,7 +898,12 @@ impl State {
     /// turn's requests having the same start), else, when the tool
     /// definitions are what does not fit (small windows), the messages as
     /// one transcript and no tools. `None` when neither fits.
-    pub fn whole_piece(&self, from: usize, upto: usize, notes: Option<&str>) -> Option<Request> {
+    pub(crate) fn whole_piece(
+        &self,
+        from: usize,
+        upto: usize,
+        notes: Option<&str>,
+    ) -> Option<Request> {
         let (from, upto) = self.piece_range(from, upto);
         let mut history = self.messages[from..upto].to_vec();
         history.push(Message::user(
@@ -953,7 +958,7 @@ impl State {
 
     /// The request for the piece a `compacting` record starts, as the
     /// state before it has it.
-    pub fn compacting_request(&self, c: &crate::record::Compacting) -> Request {
+    pub(crate) fn compacting_request(&self, c: &crate::record::Compacting) -> Request {
         let (from, upto) = c.piece();
         let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let notes = if c.from == 0 {
@@ -966,7 +971,7 @@ impl State {
 
     /// The refinement request a `refining` record logged, numbered `seq`:
     /// its body as sent, one user message to this session's model.
-    pub fn refinement_request(&self, body: &str, seq: u64) -> Request {
+    pub(crate) fn refinement_request(&self, body: &str, seq: u64) -> Request {
         Request {
             model: self.model.clone(),
             wire: Wire::of(&self.provider),
