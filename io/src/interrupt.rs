@@ -91,11 +91,11 @@ impl Waker {
 
 /// Catches the signals for as long as it lives.
 #[derive(Debug)]
-pub struct Guard(());
+pub(crate) struct Guard(());
 
 impl Guard {
     /// Starts catching; clears anything raised before.
-    pub fn new() -> Guard {
+    pub(crate) fn new() -> Guard {
         RAISED.store(0, Ordering::SeqCst);
         if !ARMED.swap(true, Ordering::SeqCst) {
             catch();
@@ -146,7 +146,7 @@ pub fn pending() -> bool {
 
 /// Whether the process was asked to stop (SIGTERM or SIGHUP) rather than
 /// the turn (Ctrl-C).
-pub fn terminated() -> bool {
+pub(crate) fn terminated() -> bool {
     matches!(RAISED.load(Ordering::SeqCst), SIGTERM | SIGHUP)
 }
 
@@ -158,7 +158,7 @@ thread_local! {
 
 /// Marks every request in flight as abandoned (the user interrupted it):
 /// their workers see [`abandoned`] and stop retrying.
-pub fn abandon() {
+pub(crate) fn abandon() {
     EPOCH.fetch_add(1, Ordering::SeqCst);
 }
 

@@ -115,7 +115,7 @@ impl Client {
 
     /// Every tool the server lists, page after page (at most
     /// [`revolve_core::policy::MCP_LIST_PAGES`]).
-    pub fn list_tools(&mut self, timeout: Duration) -> Result<Vec<Listed>, Error> {
+    pub(crate) fn list_tools(&mut self, timeout: Duration) -> Result<Vec<Listed>, Error> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..revolve_core::policy::MCP_LIST_PAGES {
@@ -168,7 +168,7 @@ impl Client {
     }
 
     /// Whether the server said its tools changed.
-    pub fn list_changed(&mut self) -> bool {
+    pub(crate) fn list_changed(&mut self) -> bool {
         self.transport.take_list_changed()
     }
 

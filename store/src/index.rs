@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// The cache's file name in the sessions folder.
 pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
-pub const LEGACY_FILE: &str = ".index.json";
+pub(crate) const LEGACY_FILE: &str = ".index.json";
 const MAGIC: &[u8] = b"revolve listing cache\0";
 const VERSION: u32 = 7; // not policy: the cache format's version
 
@@ -41,7 +41,7 @@ pub type Stamp = (u64, i64);
 /// and length) with the sessions that had lock files then, the working
 /// directories rows point into, and an entry per session file.
 #[derive(Debug, Default, PartialEq)]
-pub struct Index<'a> {
+pub(crate) struct Index<'a> {
     /// The claims journal's epoch when written ("" without a journal).
     pub journal: String,
     /// Its length then.
@@ -103,7 +103,7 @@ struct Head<'h> {
 impl<'a> Index<'a> {
     /// The cache in `bytes`, or `None` when they are not exactly a cache
     /// this build writes.
-    pub fn parse(bytes: &'a [u8]) -> Option<Index<'a>> {
+    pub(crate) fn parse(bytes: &'a [u8]) -> Option<Index<'a>> {
         let mut at = Reader { bytes, at: 0 };
         if at.take(MAGIC.len())? != MAGIC || at.u32()? != VERSION {
             return None;
@@ -134,7 +134,7 @@ impl<'a> Index<'a> {
     }
 
     /// The cache as written to its file.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let head = Head {
             journal: Cow::Borrowed(&self.journal),
             offset: self.offset,
@@ -156,7 +156,7 @@ impl<'a> Index<'a> {
     }
 
     /// The index of `cwd` in [`Index::cwds`], added when it is not there.
-    pub fn intern(cwds: &mut Vec<Cow<'a, str>>, cwd: &str) -> usize {
+    pub(crate) fn intern(cwds: &mut Vec<Cow<'a, str>>, cwd: &str) -> usize {
         match cwds.iter().position(|c| c == cwd) {
             Some(i) => i,
             None => {

@@ -159,7 +159,7 @@ impl Store {
     /// [`Store::list`], keeping only the sessions `keep(named, continued)`
     /// accepts (decided before a summary is built: a listing of named
     /// sessions builds only theirs).
-    pub fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
+    pub(crate) fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
         self.list_noting(keep, &mut Unlisted::default())
     }
 

@@ -176,7 +176,7 @@ pub struct Watch(pub Option<std::sync::Arc<WatchFn>>);
 
 /// What a [`Watch`] calls: `Some((elapsed, tail))` while the command runs,
 /// `None` once it ended.
-pub type WatchFn = dyn Fn(Option<(std::time::Duration, &str)>) + Send + Sync;
+pub(crate) type WatchFn = dyn Fn(Option<(std::time::Duration, &str)>) + Send + Sync;
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
