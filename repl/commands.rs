@@ -262,7 +262,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
         },
     )
     .map_err(|e| Error::at(path, "cannot read", e))?;
-    if state.pending_rewind.is_some() {
+    if state.pending_rewind().is_some() {
         notes += 1;
         if notes <= CHECK_LISTS {
             note_lines.push_str(&format!(
@@ -293,7 +293,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
             path.display()
         )));
     }
-    if state.header.is_none() {
+    if state.header().is_none() {
         return Err(Error::Runtime(format!(
             "{} holds no session header: not a session log",
             path.display()

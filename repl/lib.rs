@@ -344,7 +344,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         eprintln!(
             "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
              (add them under \"models\" in config.json)",
-            live.state().model
+            live.state().model()
         );
     }
     if cli.plan {
@@ -643,7 +643,7 @@ fn rewind(
     let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
     match done {
         Ok(()) if how.json => {
-            let r = live.state().rewinds.last().map(|r| r.record.clone());
+            let r = live.state().rewinds().last().map(|r| r.record.clone());
             let text = serde_json::to_string_pretty(&r).unwrap_or_default();
             error::out(&format!("{text}\n"))
         }

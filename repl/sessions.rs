@@ -5,7 +5,10 @@ use revolve_core::State;
 
 /// The session's address: its name, or its id when it has none.
 pub(crate) fn address(state: &State) -> String {
-    state.name.clone().unwrap_or_else(|| state.id().to_owned())
+    state
+        .name()
+        .clone()
+        .unwrap_or_else(|| state.id().to_owned())
 }
 
 /// The line the REPL ends with: how to resume the session.
@@ -17,7 +20,7 @@ pub(crate) fn exit_hint(address: &str) -> String {
 /// shows the conversation again; a script gets this instead).
 pub(crate) fn resumed_line(state: &State) -> String {
     let address = address(state);
-    let turns = state.totals.turns;
+    let turns = state.totals().turns;
     let plural = if turns == 1 { "" } else { "s" };
     format!("resumed {address}: {turns} turn{plural} (revolve replay {address} shows them)")
 }

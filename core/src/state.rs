@@ -24,100 +24,206 @@ use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct State {
     /// The header as written; `None` until the first line is read.
-    pub header: Option<Header>,
+    pub(crate) header: Option<Header>,
     /// The current name (a rename replaces the header's).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Whether the current name was chosen by the user.
-    pub named: bool,
+    pub(crate) named: bool,
     /// The model requests go to now (a resume may change it).
-    pub model: String,
+    pub(crate) model: String,
     /// The declared context window now, in tokens.
-    pub window: u64,
+    pub(crate) window: u64,
     /// The provider now (its wire protocol shapes the requests).
-    pub provider: String,
+    pub(crate) provider: String,
     /// The last system prompt written.
-    pub system: Option<String>,
+    pub(crate) system: Option<String>,
     /// The conversation the model sees, shared with the requests made
     /// of it (a change copies it only while a request still holds it).
-    pub messages: Arc<Vec<Message>>,
+    pub(crate) messages: Arc<Vec<Message>>,
     /// The running totals, as last written.
-    pub totals: Totals,
+    pub(crate) totals: Totals,
     /// The time of the last record that carries one.
     #[serde(with = "time::serde::rfc3339::option")]
-    pub last_activity: Option<OffsetDateTime>,
+    pub(crate) last_activity: Option<OffsetDateTime>,
     /// How many times the session was resumed.
-    pub resumes: u32,
+    pub(crate) resumes: u32,
     /// Whether a request is due: the last message is the user's, or the
     /// last tool result of a round, and nothing answered it yet.
-    pub awaiting: bool,
+    pub(crate) awaiting: bool,
     /// The tool calls of the last assistant message still without a result,
     /// in the order they were made.
-    pub open_calls: Vec<ToolCall>,
+    pub(crate) open_calls: Vec<ToolCall>,
     /// The file this session went on in after a compaction, when this one
     /// ended that way.
-    pub continued: Option<String>,
+    pub(crate) continued: Option<String>,
     /// The cut of the compaction whose notes are being written.
-    pub compacting: Option<u64>,
+    pub(crate) compacting: Option<u64>,
     /// The piece of it being summarized now, `from..upto`.
-    pub piece: (u64, u64),
+    pub(crate) piece: (u64, u64),
     /// The notes on the pieces before it, when it is summarized in pieces.
-    pub notes_so_far: Option<String>,
+    pub(crate) notes_so_far: Option<String>,
     /// When the memory was last refined from this session.
     #[serde(with = "time::serde::rfc3339::option")]
-    pub refined_at: Option<OffsetDateTime>,
+    pub(crate) refined_at: Option<OffsetDateTime>,
     /// The turn count at the last refinement.
-    pub turns_at_refine: u64,
+    pub(crate) turns_at_refine: u64,
     /// How many of [`State::messages`] the last refinement of this file
     /// read: an automatic refinement reads the ones after (see
     /// [`crate::refine::unrefined`]). 0 in a file a compaction started, so
     /// its working notes and kept turns are read; lowered by a rewind that
     /// takes back messages before it.
-    pub messages_at_refine: usize,
+    pub(crate) messages_at_refine: usize,
     /// Whether a compaction happened since the last refinement.
-    pub compacted_since_refine: bool,
+    pub(crate) compacted_since_refine: bool,
     /// The `refining` records since the last `refined` (or resume): the
     /// requests of the refinement under way, counted already.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub refining_sent: u64,
+    pub(crate) refining_sent: u64,
     /// The tool rounds (answers that call tools) since the turn began or
     /// went on, for the tool-round cap.
-    pub turn_rounds: u64,
+    pub(crate) turn_rounds: u64,
     /// Tool calls whose results the log lost (a damaged line): the fold
     /// answered each with [`LOST_RESULT`] where the next message began.
-    pub repaired: u64,
+    pub(crate) repaired: u64,
     /// The hash of each file's content as this session last read or wrote
     /// it (canonical paths): an edit of a file not here, or whose hash on
     /// disk differs, is refused.
-    pub files: BTreeMap<String, String>,
+    pub(crate) files: BTreeMap<String, String>,
     /// The file changes this session made, in order (see [`crate::edit`]).
-    pub edits: Vec<FileEdit>,
+    pub(crate) edits: Vec<FileEdit>,
     /// What each file held when revolve last changed it (an edit, a shell
     /// command's change, a rewind; `None`: removed), rewound edits and
     /// conversation-only rewinds included: what a rewind expects on disk.
-    pub wrote: BTreeMap<String, Option<String>>,
+    pub(crate) wrote: BTreeMap<String, Option<String>>,
     /// An edit logged but not yet known to be written.
-    pub pending_edit: Option<Edit>,
+    pub(crate) pending_edit: Option<Edit>,
     /// A rewind logged as `rewinding` with no `rewound` yet: a crash cut
     /// it short, and the next resume settles it.
-    pub pending_rewind: Option<Rewound>,
+    pub(crate) pending_rewind: Option<Rewound>,
     /// The rewinds, in order.
-    pub rewinds: Vec<RewindEntry>,
+    pub(crate) rewinds: Vec<RewindEntry>,
     /// The user answered "always" to an edit: later ones are not asked.
-    pub edits_always: bool,
+    pub(crate) edits_always: bool,
     /// The user answered "always" to a shell command: later ones are not
     /// asked.
-    pub shell_always: bool,
+    pub(crate) shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
-    pub planning: bool,
+    pub(crate) planning: bool,
     /// The reasoning effort the requests ask (the last `effort` record).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub effort: Option<crate::models::Effort>,
+    pub(crate) effort: Option<crate::models::Effort>,
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub mcp_tools: Vec<crate::mcp::McpTool>,
+    pub(crate) mcp_tools: Vec<crate::mcp::McpTool>,
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
-    pub mcp_always: std::collections::BTreeSet<String>,
+    pub(crate) mcp_always: std::collections::BTreeSet<String>,
+}
+
+impl State {
+    /// The header as written.
+    pub fn header(&self) -> &Option<Header> {
+        &self.header
+    }
+
+    /// The current name (a rename replaces the header's).
+    pub fn name(&self) -> &Option<String> {
+        &self.name
+    }
+
+    /// The model requests go to now (a resume may change it).
+    pub fn model(&self) -> &String {
+        &self.model
+    }
+
+    /// The declared context window now, in tokens.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// The provider now (its wire protocol shapes the requests).
+    pub fn provider(&self) -> &String {
+        &self.provider
+    }
+
+    /// The last system prompt written.
+    pub fn system(&self) -> &Option<String> {
+        &self.system
+    }
+
+    /// The conversation the model sees, shared with the requests made of it (a
+    /// change copies it only while a request still holds it).
+    pub fn messages(&self) -> &Arc<Vec<Message>> {
+        &self.messages
+    }
+
+    /// The running totals, as last written.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// How many times the session was resumed.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
+    /// Whether a request is due.
+    pub fn awaiting(&self) -> bool {
+        self.awaiting
+    }
+
+    /// The tool calls of the last assistant message still without a result, in
+    /// the order they were made.
+    pub fn open_calls(&self) -> &Vec<ToolCall> {
+        &self.open_calls
+    }
+
+    /// The file this session went on in after a compaction, when this one ended
+    /// that way.
+    pub fn continued(&self) -> &Option<String> {
+        &self.continued
+    }
+
+    /// The cut of the compaction whose notes are being written.
+    pub fn compacting(&self) -> Option<u64> {
+        self.compacting
+    }
+
+    /// How many of [`State::messages`] the last refinement of this file read.
+    pub fn messages_at_refine(&self) -> usize {
+        self.messages_at_refine
+    }
+
+    /// The tool rounds (answers that call tools) since the turn began or went
+    /// on, for the tool-round cap.
+    pub fn turn_rounds(&self) -> u64 {
+        self.turn_rounds
+    }
+
+    /// Tool calls whose results the log lost (a damaged line).
+    pub fn repaired(&self) -> u64 {
+        self.repaired
+    }
+
+    /// An edit logged but not yet known to be written.
+    pub fn pending_edit(&self) -> &Option<Edit> {
+        &self.pending_edit
+    }
+
+    /// A rewind logged as `rewinding` with no `rewound` yet.
+    pub fn pending_rewind(&self) -> &Option<Rewound> {
+        &self.pending_rewind
+    }
+
+    /// The rewinds, in order.
+    pub fn rewinds(&self) -> &Vec<RewindEntry> {
+        &self.rewinds
+    }
+
+    /// The reasoning effort the requests ask (the last `effort` record).
+    pub fn effort(&self) -> Option<crate::models::Effort> {
+        self.effort
+    }
 }
 
 /// An edit of a file, as the session's state holds it.

@@ -21,7 +21,13 @@ impl<F: Front> Live<F> {
 
     /// [`revolve_core::Command::Open`]: the file an edit names, confined.
     pub(super) fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
-        if let Some(call) = self.state().open_calls.iter().find(|c| c.id == id).cloned() {
+        if let Some(call) = self
+            .state()
+            .open_calls()
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+        {
             if let Ok(tool) = revolve_core::tools::parse(&call) {
                 self.front.tool_call(&id, &tool, &call.arguments);
                 self.shown = Some(id.clone());
@@ -112,7 +118,7 @@ impl<F: Front> Live<F> {
     pub(super) fn settle_pending_rewind(&mut self) -> Result<(), Error> {
         let Some(files) = self
             .state()
-            .pending_rewind
+            .pending_rewind()
             .as_ref()
             .map(|r| r.files.clone())
         else {
@@ -130,7 +136,7 @@ impl<F: Front> Live<F> {
     /// At a resume: an edit the last run logged but did not see written is
     /// looked at on disk, and what is found is logged.
     pub(super) fn settle_pending_edit(&mut self) -> Result<(), Error> {
-        let Some(path) = self.state().pending_edit.as_ref().map(|e| e.path.clone()) else {
+        let Some(path) = self.state().pending_edit().as_ref().map(|e| e.path.clone()) else {
             return Ok(());
         };
         let hash = hash_now(&path);
