@@ -147,9 +147,9 @@ fn plan(config: &Config) {
     let mut head = fold_runs(&old[..before_pruned], runs);
     let mut whole = fold_runs(&old, runs);
     let state = State::fold(&old);
-    assert_eq!(state.continued.as_deref(), Some("s2"));
+    assert_eq!(state.continued().as_deref(), Some("s2"));
     let pruned_now = state
-        .messages
+        .messages()
         .iter()
         .filter(|m| m.content.contains("characters cut by compaction"))
         .count();
@@ -167,11 +167,11 @@ fn plan(config: &Config) {
     // 3. Folding the fresh file: notes and three kept turns.
     let mut times = fold_runs(&new, if config.smoke { 3 } else { 101 });
     let state = State::fold(&new);
-    assert_eq!(state.messages.len(), 1 + new_kept(&new));
+    assert_eq!(state.messages().len(), 1 + new_kept(&new));
     println!(
         "fold the fresh file ({} records, {} messages): median {}",
         new.len(),
-        state.messages.len(),
+        state.messages().len(),
         ms(median(&mut times))
     );
     if config.scale != 1.0 {

@@ -9,7 +9,7 @@ use crate::error::{out, Error};
 use revolve_core::policy::CHECK_LISTS;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
-pub fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
+pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let mut unlisted = Unlisted::default();
     // Unnamed sessions left out, counted as the listing decides.
     let unnamed = std::cell::Cell::new(0usize);
@@ -93,7 +93,7 @@ fn files(n: usize, noun: &str) -> String {
 
 /// What `revolve replay` prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReplayMode {
+pub(crate) enum ReplayMode {
     Transcript,
     Json,
     Requests,
@@ -101,7 +101,7 @@ pub enum ReplayMode {
 }
 
 impl ReplayMode {
-    pub fn from_flags(json: bool, requests: bool, check: bool) -> ReplayMode {
+    pub(crate) fn from_flags(json: bool, requests: bool, check: bool) -> ReplayMode {
         match (json, requests, check) {
             (true, _, _) => ReplayMode::Json,
             (_, true, _) => ReplayMode::Requests,
@@ -118,7 +118,7 @@ impl ReplayMode {
 /// look at the one file named. Every mode streams: a record is read, folded
 /// and written out before the next is read, so a log of any size needs the
 /// memory of its folded state (the live history), not of the file.
-pub fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
+pub(crate) fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> Result<(), Error> {
     let path = store.find(needle)?;
     match mode {
         ReplayMode::Transcript | ReplayMode::Requests => {
@@ -262,7 +262,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
         },
     )
     .map_err(|e| Error::at(path, "cannot read", e))?;
-    if state.pending_rewind.is_some() {
+    if state.pending_rewind().is_some() {
         notes += 1;
         if notes <= CHECK_LISTS {
             note_lines.push_str(&format!(
@@ -293,7 +293,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
             path.display()
         )));
     }
-    if state.header.is_none() {
+    if state.header().is_none() {
         return Err(Error::Runtime(format!(
             "{} holds no session header: not a session log",
             path.display()
@@ -313,7 +313,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
 /// `/goal …` and `revolve goal …`: the standing goal of the project
 /// directory `dir`, changed and saved (a command that changes nothing saves
 /// nothing). The text is what the user is told.
-pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
+pub(crate) fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
     let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
     let now = revolve_io::clock::now();
     revolve_io::goal::update(dir, |goals| goals.apply(&cmd, now))
@@ -323,7 +323,7 @@ pub fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
 
 /// `revolve goal --json [ARGS]`: the change ARGS ask for, if any, then the
 /// goals as `goal.json` holds them (see [`revolve_core::goal::Goals`]).
-pub fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> {
+pub(crate) fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> {
     if !args.trim().is_empty() {
         goal(dir, args)?;
     }
@@ -340,7 +340,7 @@ fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
 /// `revolve init`: the project directory, created if missing, or what it
 /// misses of `memory/`, `tasks/` and `subagents/` (with their templates)
 /// when it exists; prints what was created.
-pub fn init(store: &Store) -> Result<(), Error> {
+pub(crate) fn init(store: &Store) -> Result<(), Error> {
     let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
     let made = revolve_io::memory::ensure_project_dir(&dirs).and_then(|created| match created {
         Some(created) => Ok(Some(created)),
@@ -363,7 +363,7 @@ pub fn init(store: &Store) -> Result<(), Error> {
 }
 
 /// `/refine history` and `revolve memory history`.
-pub fn memory_history(
+pub(crate) fn memory_history(
     store: &Store,
     dirs: &revolve_io::memory::MemoryDirs,
     diff: bool,
@@ -391,7 +391,7 @@ fn history(
 
 /// `revolve memory history --json`: the changes, newest first (see
 /// [`revolve_core::refine::HistoryEntry`]); with `diff`, each file's diff.
-pub fn memory_history_json(
+pub(crate) fn memory_history_json(
     store: &Store,
     dirs: &revolve_io::memory::MemoryDirs,
     diff: bool,
@@ -403,7 +403,10 @@ pub fn memory_history_json(
 }
 
 /// `/refine undo` and `revolve memory undo`.
-pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+pub(crate) fn memory_undo(
+    store: &Store,
+    dirs: &revolve_io::memory::MemoryDirs,
+) -> Result<String, Error> {
     let done =
         revolve_io::refine::undo(&store.roots.state, dirs).map_err(Error::memory("cannot undo"))?;
     Ok(undo_text(done.as_deref()))
@@ -411,7 +414,7 @@ pub fn memory_undo(store: &Store, dirs: &revolve_io::memory::MemoryDirs) -> Resu
 
 /// What an undo did, as the user reads it: the files it put back or
 /// removed, or that there was nothing to undo.
-pub fn undo_text(done: Option<&[String]>) -> String {
+pub(crate) fn undo_text(done: Option<&[String]>) -> String {
     match done {
         None => "nothing to undo\n".to_owned(),
         Some([]) => "undone (the files already matched the snapshot)\n".to_owned(),
@@ -427,7 +430,7 @@ pub fn undo_text(done: Option<&[String]>) -> String {
 
 /// `revolve memory show`: where each memory file is, then the files as
 /// the system prompt holds them.
-pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+pub(crate) fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
     use revolve_core::memory::Scope;
     let files = revolve_io::memory::load(dirs).map_err(Error::store)?;
     let Some(block) = revolve_core::memory::prompt_block(&files) else {
@@ -457,7 +460,7 @@ pub fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Erro
 /// given), and a diff per request between the recorded answer and the new
 /// one. A refinement's request is not in the log and is skipped. Exits 1
 /// when any answer differs.
-pub fn replay_against(
+pub(crate) fn replay_against(
     store: &Store,
     needle: Option<&str>,
     provider: std::sync::Arc<dyn revolve_io::provider::Provider>,

@@ -42,8 +42,8 @@ pub fn begin(live: &mut Live) {
     let state = live.state();
     let (id, name, model) = (
         state.id().to_owned(),
-        state.name.clone(),
-        state.model.clone(),
+        state.name().clone(),
+        state.model().clone(),
     );
     let cwd = live.store().cwd.to_string_lossy().into_owned();
     live.front_mut()
@@ -55,7 +55,7 @@ pub fn begin(live: &mut Live) {
 pub fn end(live: &mut Live, result: &Result<(), Error>) {
     let state = live.state();
     let id = state.id().to_owned();
-    let name = state.name.clone();
+    let name = state.name().clone();
     let log = live.path().to_string_lossy().into_owned();
     live.front_mut()
         .sink

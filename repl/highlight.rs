@@ -19,7 +19,7 @@ const THEME: &str = "base16-ocean.dark";
 /// Loads the syntaxes on a thread of their own, so the first fence does not
 /// wait for them (about 70 ms of work, measured in a release build); called
 /// when answers are rendered at all.
-pub fn warm() {
+pub(crate) fn warm() {
     std::thread::spawn(|| {
         sets();
     });
@@ -36,13 +36,13 @@ fn sets() -> &'static (SyntaxSet, Theme) {
 
 /// The lines of one fence, coloured with the state of the lines before
 /// (a comment or string that spans lines stays coloured).
-pub struct Code {
+pub(crate) struct Code {
     lines: Option<HighlightLines<'static>>,
 }
 
 impl Code {
     /// A fence in `lang` (its info string's first word: `rust`, `py`, …).
-    pub fn new(lang: &str) -> Code {
+    pub(crate) fn new(lang: &str) -> Code {
         let token = lang.split_whitespace().next().unwrap_or("");
         if token.is_empty() {
             return Code { lines: None };
@@ -55,7 +55,7 @@ impl Code {
     }
 
     /// One line of the fence (without its newline), coloured.
-    pub fn line(&mut self, line: &str) -> String {
+    pub(crate) fn line(&mut self, line: &str) -> String {
         let Some(lines) = &mut self.lines else {
             return line.to_owned();
         };

@@ -5,6 +5,14 @@
 //! Platforms: unix (Linux, macOS); Ctrl-C handling and the `shell` tool's
 //! process groups are unix APIs (see `revolve-io`).
 
+#![forbid(unsafe_code)]
+// Not the workspace's lints: this library exists for the binary, its e2e
+// tests and benches, and nothing outside this repository links it, so
+// `missing_docs` would ask for docs no reader needs; `pub(crate)` by default
+// still holds. (Set here, not in Cargo.toml, so the test helpers'
+// `pub` in tests/common is not asked about.)
+#![warn(unreachable_pub)]
+
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
@@ -296,7 +304,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         eprintln!(
             "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
              (add them under \"models\" in config.json)",
-            live.state().model
+            live.state().model()
         );
     }
     if cli.plan {
@@ -565,7 +573,7 @@ fn rewind(
     let done = live.rewind(how.turns, how.scope, how.undo, how.force)?;
     match done {
         Ok(()) if how.json => {
-            let r = live.state().rewinds.last().map(|r| r.record.clone());
+            let r = live.state().rewinds().last().map(|r| r.record.clone());
             let text = serde_json::to_string_pretty(&r).unwrap_or_default();
             error::out(&format!("{text}\n"))
         }

@@ -13,7 +13,7 @@ use crate::messages;
 /// Handles one line: a slash command or a user turn. A command that fails
 /// is told on stderr and the session goes on; only the session's own
 /// failures (its log, a signal) are errors.
-pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
+pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
     let Some(command) = slash::parse(text) else {
         return live.turn(text);
     };
@@ -60,7 +60,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             "" => eprintln!(
                 "effort: {}",
                 live.state()
-                    .effort
+                    .effort()
                     .map_or("the model's default", |e| e.as_str())
             ),
             "default" => return live.set_effort(None),
@@ -79,7 +79,7 @@ pub fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         }
         Slash::HelpOn(name) => eprint!("{}", slash::help_on(&name, &live.skills())),
         Slash::Send { to, text } => {
-            let own = live.state().name.as_deref();
+            let own = live.state().name().as_deref();
             if Some(to.as_str()) == own {
                 eprintln!("/send {to}: that is this session; /send is for another one");
             } else {
@@ -122,16 +122,16 @@ fn status(live: &Live) -> String {
     } else {
         format!("memory: {}", memory.join(", "))
     };
-    let provider = if state.provider.is_empty() {
+    let provider = if state.provider().is_empty() {
         "(not recorded)"
     } else {
-        state.provider.as_str()
+        state.provider().as_str()
     };
     format!(
         "{}\nmodel {} · provider {provider} · window {} tokens{source}\nsession file {}\n{memory}\n{}\n",
         view::status(state),
-        state.model,
-        state.window,
+        state.model(),
+        state.window(),
         live.path().display(),
         view::instructions(&live.instructions()),
     )
@@ -141,7 +141,7 @@ fn status(live: &Live) -> String {
 /// [`revolve_core::attach`]); a mention that cannot be read is said on
 /// stderr and left as text. A slash command is left as it is. (Only in
 /// the REPL: a piped log's `@param` is text.)
-pub fn attached(live: &Live, text: &str) -> String {
+pub(crate) fn attached(live: &Live, text: &str) -> String {
     if slash::parse(text).is_some() {
         return text.to_owned();
     }

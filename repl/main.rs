@@ -1,3 +1,7 @@
+//! The `revolve` executable: [`revolve::run`] with the parsed command line.
+
+#![forbid(unsafe_code)]
+
 fn main() {
     let cli = revolve::config::parse_args();
     if let Err(e) = revolve::run(cli) {

@@ -21,11 +21,11 @@ use crate::config::Settings;
 use crate::error::{out, Error};
 
 /// The name of a project's MCP file, at the repository's root.
-pub const PROJECT_FILE: &str = ".mcp.json";
+pub(crate) const PROJECT_FILE: &str = ".mcp.json";
 
 /// The project's `.mcp.json`: in the working directory or a folder above
 /// it, up to the repository's root.
-pub fn project_file(store: &Store) -> Option<PathBuf> {
+pub(crate) fn project_file(store: &Store) -> Option<PathBuf> {
     let root = &store.project.key;
     let mut dir = Some(store.cwd.as_path());
     while let Some(d) = dir {
@@ -43,7 +43,7 @@ pub fn project_file(store: &Store) -> Option<PathBuf> {
 
 /// A project file read: its path, content's hash, servers, and whether it
 /// is approved as it is.
-pub struct ProjectFile {
+pub(crate) struct ProjectFile {
     pub path: PathBuf,
     pub hash: String,
     pub servers: Vec<Server>,
@@ -51,7 +51,7 @@ pub struct ProjectFile {
 }
 
 /// Reads the project file, if there is one.
-pub fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> {
+pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> {
     let Some(path) = project_file(store) else {
         return Ok(None);
     };
@@ -106,7 +106,7 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
 /// The servers a run starts: the config file's, and the project file's
 /// when approved (asked at a terminal when `ask`; otherwise a line says
 /// how to approve it). Lines for the user come back with them.
-pub fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Server>, Vec<String>) {
+pub(crate) fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Server>, Vec<String>) {
     let mut notes = Vec::new();
     let project = match read_project(store) {
         Ok(Some(file)) if !file.servers.is_empty() => {
@@ -172,7 +172,7 @@ fn ask_approval(file: &ProjectFile) -> bool {
 /// Starts `servers` now, each on a thread (values expanded from the
 /// environment); `None` when there are none. A server whose values name
 /// an unset variable is not started, and said.
-pub fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String>) {
+pub(crate) fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String>) {
     if servers.is_empty() {
         return (None, Vec::new());
     }
@@ -207,7 +207,7 @@ pub fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String
 type Row = (Server, String, Vec<(String, String)>);
 
 /// `revolve mcp list [--json]`: every server started and waited for.
-pub fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error> {
+pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error> {
     let (servers, _) = servers(store, settings, false);
     let project = read_project(store)?;
     let (hub, notes) = start(store, &servers);
@@ -294,7 +294,7 @@ pub fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error>
 }
 
 /// `revolve mcp approve`: approves the project file as it is now.
-pub fn approve_command(store: &Store) -> Result<(), Error> {
+pub(crate) fn approve_command(store: &Store) -> Result<(), Error> {
     let Some(file) = read_project(store)? else {
         return Err(Error::Usage(format!(
             "no {PROJECT_FILE} here or above, up to the repository's root"
@@ -311,7 +311,7 @@ pub fn approve_command(store: &Store) -> Result<(), Error> {
 
 /// What the MCP servers of the recorded session `source` (its whole
 /// chain) gave, for `--provider replay:NAME`.
-pub fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded, Error> {
+pub(crate) fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded, Error> {
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {

@@ -20,7 +20,7 @@ use crate::error::{out, Error};
 
 /// The running session `name` of this directory, or one clear error: no
 /// such session, one that is not running, one of another directory.
-pub fn running(store: &Store, name: &str) -> Result<Running, Error> {
+pub(crate) fn running(store: &Store, name: &str) -> Result<Running, Error> {
     if let Some(r) = store
         .running()
         .into_iter()
@@ -55,7 +55,7 @@ pub fn running(store: &Store, name: &str) -> Result<Running, Error> {
 }
 
 /// `revolve send NAME TEXT`: queues the message for the running session.
-pub fn send(
+pub(crate) fn send(
     store: &Store,
     name: &str,
     words: Vec<String>,
@@ -82,7 +82,7 @@ pub fn send(
 /// Queues `text` from `from` in the inbox of `name`, a session of this
 /// directory found running; says what was done (`revolve send` and the
 /// REPL's `/send`).
-pub fn queue(store: &Store, name: &str, from: &str, text: &str) -> Result<String, Error> {
+pub(crate) fn queue(store: &Store, name: &str, from: &str, text: &str) -> Result<String, Error> {
     let inbox = Inbox::of(&store.roots, &store.project, &store.cwd, name);
     let seq = inbox
         .send(from, text, clock::now())
@@ -94,7 +94,7 @@ pub fn queue(store: &Store, name: &str, from: &str, text: &str) -> Result<String
 
 /// The names of this directory's running sessions but `own` (the
 /// addresses the REPL's `/send` completes), sorted.
-pub fn others(store: &Store, own: Option<&str>) -> Vec<String> {
+pub(crate) fn others(store: &Store, own: Option<&str>) -> Vec<String> {
     let mut names: Vec<String> = store
         .running()
         .into_iter()
@@ -112,7 +112,7 @@ const POLL: Duration = Duration::from_millis(100); // not policy: a poll interva
 /// `revolve attach NAME`: the conversation so far, then every record as the
 /// session writes it; each line typed goes to the session's inbox. Ctrl-D
 /// detaches; the session ending ends the attach.
-pub fn attach(store: &Store, name: &str) -> Result<(), Error> {
+pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
     let session = running(store, name)?;
     let inbox = Inbox::of(&store.roots, &store.project, &store.cwd, name);
     let path = store.path_of(&session.id);

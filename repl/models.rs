@@ -18,7 +18,7 @@ use crate::error::{out, Error};
 /// table knows gets its window and prices (dollars per million tokens):
 /// after its id on its line, and as `window`, `max_output` and `prices`
 /// (`input`, `cached_input`, `cache_write`, `output`) in JSON.
-pub fn list(settings: &Settings, json: bool) -> Result<(), Error> {
+pub(crate) fn list(settings: &Settings, json: bool) -> Result<(), Error> {
     let preset = settings.provider.value;
     let base = &settings.base_url.value;
     let key = settings.needed_key()?;

@@ -26,7 +26,7 @@ struct Drawn {
 }
 
 /// A [`Watch`] drawing a running command's view on stderr, `columns` wide.
-pub fn command_view(columns: usize) -> Watch {
+pub(crate) fn command_view(columns: usize) -> Watch {
     let drawn = Mutex::new(Drawn::default());
     Watch(Some(Arc::new(move |tick| {
         let mut drawn = drawn.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,7 +72,7 @@ impl Drawn {
 /// Waits `wait` before a retry, unless `stop` says to give up (returns
 /// false then). On a terminal's stderr the time left counts down in place
 /// and is cleared when the wait ends.
-pub fn countdown(wait: Duration, tty: bool, stop: impl Fn() -> bool) -> bool {
+pub(crate) fn countdown(wait: Duration, tty: bool, stop: impl Fn() -> bool) -> bool {
     let deadline = Instant::now() + wait;
     let mut shown = None;
     let mut err = std::io::stderr();
@@ -107,7 +107,7 @@ pub fn countdown(wait: Duration, tty: bool, stop: impl Fn() -> bool) -> bool {
 const POLL: Duration = Duration::from_millis(25); // not policy: a poll interval
 
 /// The terminal's width: `COLUMNS` when set, else 80.
-pub fn columns() -> usize {
+pub(crate) fn columns() -> usize {
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.parse().ok())

@@ -133,7 +133,7 @@ impl Validator for Commands {}
 
 impl Helper for Commands {}
 
-pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
+pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     // As a shell completes: the common prefix, then the list on a second Tab.
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
@@ -146,7 +146,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     editor.load_history(&history).ok();
     eprintln!(
         "session {} · {} · /help for commands",
-        live.state().name.as_deref().unwrap_or("(unnamed)"),
+        live.state().name().as_deref().unwrap_or("(unnamed)"),
         live.path().display()
     );
     if let Some(first) = first {
@@ -172,7 +172,7 @@ pub fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
             if commands.models.is_empty() {
                 commands.models = live.models().iter().map(|(n, _)| n.to_owned()).collect();
             }
-            commands.sessions = Some((live.store().clone(), live.state().name.clone()));
+            commands.sessions = Some((live.store().clone(), live.state().name().clone()));
         }
         watcher.idle(true);
         let read = editor.readline("› ");

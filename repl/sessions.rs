@@ -4,20 +4,23 @@
 use revolve_core::State;
 
 /// The session's address: its name, or its id when it has none.
-pub fn address(state: &State) -> String {
-    state.name.clone().unwrap_or_else(|| state.id().to_owned())
+pub(crate) fn address(state: &State) -> String {
+    state
+        .name()
+        .clone()
+        .unwrap_or_else(|| state.id().to_owned())
 }
 
 /// The line the REPL ends with: how to resume the session.
-pub fn exit_hint(address: &str) -> String {
+pub(crate) fn exit_hint(address: &str) -> String {
     format!("to come back to this session: revolve -r {address}")
 }
 
 /// The one line a resume without the REPL shows of the past (the REPL
 /// shows the conversation again; a script gets this instead).
-pub fn resumed_line(state: &State) -> String {
+pub(crate) fn resumed_line(state: &State) -> String {
     let address = address(state);
-    let turns = state.totals.turns;
+    let turns = state.totals().turns;
     let plural = if turns == 1 { "" } else { "s" };
     format!("resumed {address}: {turns} turn{plural} (revolve replay {address} shows them)")
 }

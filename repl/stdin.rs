@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 static TOLD: AtomicBool = AtomicBool::new(false);
 
 /// The whole of stdin.
-pub fn read_all() -> std::io::Result<String> {
+pub(crate) fn read_all() -> std::io::Result<String> {
     let mut bytes = Vec::new();
     std::io::stdin().lock().read_to_end(&mut bytes)?;
     Ok(decode(bytes))
@@ -16,7 +16,7 @@ pub fn read_all() -> std::io::Result<String> {
 
 /// Stdin's lines, without their `\n` or `\r\n`, as [`BufRead::lines`]
 /// gives them but never failing on bytes that are not UTF-8.
-pub fn lines() -> impl Iterator<Item = std::io::Result<String>> {
+pub(crate) fn lines() -> impl Iterator<Item = std::io::Result<String>> {
     let mut stdin = std::io::stdin().lock();
     std::iter::from_fn(move || {
         let mut bytes = Vec::new();
@@ -54,7 +54,7 @@ fn decode(bytes: Vec<u8>) -> String {
 /// Whether stdin has something to read: not a terminal, and not at its end
 /// (waits for the first byte, which stays buffered for [`lines`] and
 /// [`read_all`]). A read error counts as input: reading it later says why.
-pub fn has_input(tty: bool) -> bool {
+pub(crate) fn has_input(tty: bool) -> bool {
     if tty {
         return false;
     }

@@ -199,7 +199,7 @@ fn compaction(window: u64) -> Compaction {
             super::text(2_000, &mut rng),
         )));
     };
-    let messages = state.messages.len();
+    let messages = state.messages().len();
     let resumed = Resumed {
         at,
         model: "m".into(),

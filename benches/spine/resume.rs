@@ -19,7 +19,7 @@ pub(crate) fn resume(config: &Config, scratch: &Scratch, table: &mut Table) {
     let (state, records, skipped) = fold(&path);
     assert_eq!(records, shape.lines, "every line is a record");
     assert_eq!(skipped, 0, "no line is skipped");
-    assert_eq!(state.messages.len(), shape.messages);
+    assert_eq!(state.messages().len(), shape.messages);
     drop(state);
 
     let peak_reset = reset_peak_rss();
@@ -124,7 +124,7 @@ pub(crate) fn resume(config: &Config, scratch: &Scratch, table: &mut Table) {
     let live = median(&mut repeat(few, || {
         let (state, records) = live_resume(&path);
         let transcript = revolve_core::view::transcript(&records);
-        black_box((state.messages.len(), records.len(), transcript.len()))
+        black_box((state.messages().len(), records.len(), transcript.len()))
     }));
     let live_peak = peak_rss();
     let (_, records) = live_resume(&path);

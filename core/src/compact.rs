@@ -124,7 +124,7 @@ const NOTE_CHARS: usize = 100;
 /// of what is left beside the note, the tail (at most [`TAIL_CHARS`]) the
 /// rest. At the default (16,000) that is [`prune`]; under about 100 only the
 /// note is left.
-pub fn prune_to(content: &str, prune_chars: usize) -> String {
+pub(crate) fn prune_to(content: &str, prune_chars: usize) -> String {
     if content.chars().nth(prune_chars).is_none() {
         return content.to_owned();
     }
@@ -162,7 +162,7 @@ pub fn near(last_context: u64, window: u64) -> bool {
 
 /// The documented estimate of what pruning saved: a token per four
 /// characters removed.
-pub fn saved_tokens(before: &str, after: &str) -> u64 {
+pub(crate) fn saved_tokens(before: &str, after: &str) -> u64 {
     (before.len().saturating_sub(after.len()) as u64) / 4
 }
 
@@ -171,7 +171,7 @@ pub fn saved_tokens(before: &str, after: &str) -> u64 {
 /// give for English prose and code. Text that tokenizes denser is caught by
 /// the first count (every later estimate is calibrated from it) or, before
 /// that, by the server's overflow answer, which lowers the window.
-pub const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
+pub(crate) const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
 
 /// The token estimate of a request body of `bytes`, calibrated from the
 /// last request the provider counted (`totals.cal_bytes` bytes read as
@@ -198,7 +198,7 @@ pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
 /// How many bytes of request body `tokens` tokens hold, by the same
 /// calibration as [`estimate`] (its inverse, rounded down, so a body of
 /// that size is estimated at most `tokens`).
-pub fn bytes_for(tokens: u64, totals: &Totals) -> usize {
+pub(crate) fn bytes_for(tokens: u64, totals: &Totals) -> usize {
     let mut bytes = tokens.saturating_mul(FALLBACK_BYTES_PER_TOKEN);
     if totals.cal_bytes > 0 && totals.cal_tokens > 0 {
         let raw = u128::from(tokens) * 16 / 17 * u128::from(totals.cal_bytes)
@@ -223,7 +223,7 @@ pub fn bytes_for(tokens: u64, totals: &Totals) -> usize {
 /// and it is within half again of the compaction point (the calibration
 /// is held between 1 and 6 bytes a token around the 4 assumed, so a
 /// count cannot rescue more).
-pub fn count_helps(totals: &Totals, bytes: usize, tokens: u64, window: u64) -> bool {
+pub(crate) fn count_helps(totals: &Totals, bytes: usize, tokens: u64, window: u64) -> bool {
     let recent = totals.cal_tokens > 0 && totals.cal_bytes.saturating_mul(4) >= bytes as u64 * 3;
     !recent && window > 0 && tokens < point(window).saturating_mul(3) / 2
 }
@@ -243,7 +243,7 @@ pub const SQUEEZE_TAIL: usize = 400;
 /// The characters squeezing keeps of each result or answer, head and tail
 /// together, tried in this order: the most that lets the request fit (a
 /// small window squeezes harder; at 0 only the note is left).
-pub const SQUEEZE_STEPS: [usize; 5] = [SQUEEZE_HEAD + SQUEEZE_TAIL, 700, 300, 100, 0];
+pub(crate) const SQUEEZE_STEPS: [usize; 5] = [SQUEEZE_HEAD + SQUEEZE_TAIL, 700, 300, 100, 0];
 
 /// Whether a result is long enough for [`squeeze`] to shorten it, keeping
 /// `keep` characters.
@@ -255,7 +255,7 @@ pub fn squeezable(content: &str, keep: usize) -> bool {
 /// A result cut to `keep` characters of head and tail (five sevenths the
 /// head, as [`SQUEEZE_HEAD`] to [`SQUEEZE_TAIL`]) to fit the window,
 /// naming the file that holds the whole of it.
-pub fn squeeze(content: &str, path: &str, keep: usize) -> String {
+pub(crate) fn squeeze(content: &str, path: &str, keep: usize) -> String {
     let note = format!(
         " to fit the context window; the whole result is in {path}, read it with read_file and an offset"
     );
@@ -265,7 +265,7 @@ pub fn squeeze(content: &str, path: &str, keep: usize) -> String {
 
 /// Whether an answer of the model holds text or call arguments long enough
 /// for [`squeeze_answer`] to shorten.
-pub fn answer_squeezable(m: &Message, keep: usize) -> bool {
+pub(crate) fn answer_squeezable(m: &Message, keep: usize) -> bool {
     m.role == Role::Assistant
         && (squeezable(&m.content, keep)
             || m.tool_calls.iter().any(|c| squeezable(&c.arguments, keep)))
@@ -273,7 +273,7 @@ pub fn answer_squeezable(m: &Message, keep: usize) -> bool {
 
 /// What a squeezed answer's spill file holds: its text, then each call's
 /// arguments, a line before each saying which.
-pub fn answer_whole(m: &Message) -> String {
+pub(crate) fn answer_whole(m: &Message) -> String {
     let mut whole = m.content.clone();
     for c in &m.tool_calls {
         whole.push_str(&format!(
@@ -289,7 +289,7 @@ pub fn answer_whole(m: &Message) -> String {
 /// file that holds the whole answer. The call keeps its id and name, so
 /// its result still answers it; the arguments are then text, not JSON
 /// (an Anthropic request sends such a call's input as `{}`).
-pub fn squeeze_answer(m: &mut Message, path: &str, keep: usize) {
+pub(crate) fn squeeze_answer(m: &mut Message, path: &str, keep: usize) {
     if squeezable(&m.content, keep) {
         m.content = squeeze(&m.content, path, keep);
     }
@@ -302,12 +302,12 @@ pub fn squeeze_answer(m: &mut Message, path: &str, keep: usize) {
 
 /// A compaction or refinement that will send more model requests than this
 /// says first how many, and about how many input tokens.
-pub const COSTLY_REQUESTS: u64 = 4;
+pub(crate) const COSTLY_REQUESTS: u64 = 4;
 
 /// The line said before a compaction or refinement (`what`) that sends
 /// `requests` model requests of about `input_tokens` in all, when that is
 /// more than [`COSTLY_REQUESTS`].
-pub fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<String> {
+pub(crate) fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<String> {
     (requests > COSTLY_REQUESTS).then(|| {
         format!(
             "{what}: this sends about {requests} model requests, about {} input tokens in all",
@@ -330,7 +330,7 @@ fn tokens_k(n: u64) -> String {
 /// carries `fixed` tokens besides its piece (system prompt, prompt) and
 /// the notes so far under `window`: at most one a message (a message too
 /// large for a piece is cut for it).
-pub fn summary_cost(text_tokens: u64, messages: u64, fixed: u64, window: u64) -> (u64, u64) {
+pub(crate) fn summary_cost(text_tokens: u64, messages: u64, fixed: u64, window: u64) -> (u64, u64) {
     let notes = room(window) / 2;
     let piece = point(window).saturating_sub(fixed + notes).max(1);
     let requests = text_tokens.div_ceil(piece).clamp(1, messages.max(1));
@@ -353,7 +353,7 @@ Do not address the user; these notes are for you.";
 /// What the last user message of a summary request says: the
 /// [`SUMMARY_PROMPT`], and for a piece after the first the notes so far,
 /// to be carried on.
-pub fn piece_prompt(notes: Option<&str>) -> String {
+pub(crate) fn piece_prompt(notes: Option<&str>) -> String {
     match notes {
         None => SUMMARY_PROMPT.to_owned(),
         Some(notes) => format!(
@@ -369,7 +369,7 @@ pub fn piece_prompt(notes: Option<&str>) -> String {
 /// start in `from+1..=cut` (or `cut` itself) whose request `fits`, else the
 /// furthest message start that parts no call from its result; `None` when
 /// not even the first such step fits. `fits(end)` is asked O(log n) times.
-pub fn piece_end(
+pub(crate) fn piece_end(
     messages: &[Message],
     from: usize,
     cut: usize,
@@ -404,13 +404,13 @@ pub fn piece_end(
 }
 
 /// What a message cut for a summary request says in its middle.
-pub const CUT_FOR_SUMMARY: &str =
+pub(crate) const CUT_FOR_SUMMARY: &str =
     " of this message for the summary (it is larger than the context window)";
 
 /// The last user message of a summary request that carries the part to
 /// summarize as one transcript (no tools offered): the transcript, then
 /// [`piece_prompt`].
-pub fn transcript_prompt(transcript: &str, notes: Option<&str>) -> String {
+pub(crate) fn transcript_prompt(transcript: &str, notes: Option<&str>) -> String {
     format!(
         "<conversation>\n{transcript}</conversation>\n\n{}",
         piece_prompt(notes)
@@ -420,7 +420,7 @@ pub fn transcript_prompt(transcript: &str, notes: Option<&str>) -> String {
 /// The first place after `from` where a piece of a summary may end: the
 /// next message that is not a tool result (so no call is parted from its
 /// result), or `cut`.
-pub fn first_step(messages: &[Message], from: usize, cut: usize) -> usize {
+pub(crate) fn first_step(messages: &[Message], from: usize, cut: usize) -> usize {
     let cut = cut.min(messages.len());
     (from + 1..cut)
         .find(|&i| messages[i].role != Role::Tool)
@@ -430,7 +430,7 @@ pub fn first_step(messages: &[Message], from: usize, cut: usize) -> usize {
 /// Where the latest round of the turn in flight starts (its answer that
 /// calls tools), when the turn has an earlier round to summarize before
 /// it: the cut of the last step of giving way.
-pub fn latest_round(messages: &[Message]) -> Option<usize> {
+pub(crate) fn latest_round(messages: &[Message]) -> Option<usize> {
     let start = turn_start_from_end(messages, 1);
     let round = messages
         .iter()
@@ -453,7 +453,7 @@ pub fn notes_message(notes: &str) -> String {
 
 /// Whether a message is the notes of an earlier compaction (no turn of
 /// its own).
-pub fn is_notes(m: &Message) -> bool {
+pub(crate) fn is_notes(m: &Message) -> bool {
     m.role == Role::User && m.content.starts_with(NOTES_PREFIX)
 }
 

@@ -110,7 +110,9 @@ impl fmt::Display for Source {
 /// A setting's value and where it came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Setting<T> {
+    /// The value in effect.
     pub value: T,
+    /// Where it came from, for `revolve config` and the status line.
     pub source: Source,
 }
 
@@ -212,8 +214,10 @@ pub struct File {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Permissions {
+    /// Rules whose calls run without asking.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Rules whose calls are refused without asking (they win over `allow`).
     #[serde(default)]
     pub deny: Vec<String>,
 }
@@ -454,7 +458,7 @@ pub fn redact_url_credentials(text: &str) -> Cow<'_, str> {
 /// that "Basic usage" stays). A server that echoes the `Authorization`
 /// header of a base URL with a password shows it so. The exact forms of
 /// the base URL's own credential are scrubbed by the provider besides.
-pub fn redact_basic(text: &str) -> Cow<'_, str> {
+pub(crate) fn redact_basic(text: &str) -> Cow<'_, str> {
     let mut out = String::new();
     let mut copied = 0;
     let lower = text.to_ascii_lowercase();
@@ -618,7 +622,7 @@ pub fn window_from(probe: WindowProbe, answer: &serde_json::Value, model: &str) 
 /// `num_ctx` in its Modelfile, no `OLLAMA_CONTEXT_LENGTH` on the server):
 /// 4,096 tokens on machines with less than 24 GiB of VRAM, the least of
 /// its documented defaults.
-pub const OLLAMA_DEFAULT_CONTEXT: u64 = 4_096;
+pub(crate) const OLLAMA_DEFAULT_CONTEXT: u64 = 4_096;
 
 /// The window a session runs with against Ollama, which cuts a prompt
 /// longer than its context silently (from the front) instead of refusing
@@ -636,6 +640,7 @@ pub fn ollama_window(given: Option<u64>, running: Option<u64>) -> Option<u64> {
 /// are given again (`replay:FILE|NAME`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ProviderChoice {
+    /// A provider revolve knows by name (`openai`, `anthropic`, `ollama`, …).
     Preset(Preset),
     /// `replay:FILE|NAME`: answers from a session log.
     Replay(String),

@@ -66,7 +66,7 @@ pub use redact::{Keys, View, KEY_SHOWN};
 
 /// The longest diff an `edit` record keeps, in bytes; a longer one is cut
 /// (the content store still holds both versions whole).
-pub const DIFF_CAP: usize = 256 * 1024;
+pub(crate) const DIFF_CAP: usize = 256 * 1024;
 
 pub use crate::record::Answer;
 pub use crate::state::{FileEdit, RewindEntry};
@@ -175,8 +175,11 @@ const CONTEXT: usize = 3;
 /// text).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Diff {
+    /// The unified diff, cut at [`DIFF_CAP`].
     pub text: String,
+    /// Lines the whole change adds.
     pub added: usize,
+    /// Lines the whole change removes.
     pub removed: usize,
 }
 
@@ -645,7 +648,7 @@ pub fn plan(
 /// into the conversation. Refused when there is none, when turns were
 /// taken since its turns left the conversation, or (unless `force`) when a
 /// file it restored changed on disk since.
-pub fn plan_undo(
+pub(crate) fn plan_undo(
     state: &State,
     force: bool,
     on_disk: &BTreeMap<String, Option<String>>,
@@ -768,7 +771,11 @@ pub fn settle(
 
 /// What a rewind could not do, for the user: each file not restored and
 /// why, and what stayed in the conversation.
-pub fn describe_failed(planned: &Rewound, done: &Rewound, failed: &[(String, String)]) -> String {
+pub(crate) fn describe_failed(
+    planned: &Rewound,
+    done: &Rewound,
+    failed: &[(String, String)],
+) -> String {
     let mut out = format!("rewind: {} file(s) not restored:", failed.len());
     for (path, why) in failed {
         out.push_str(&format!("\n  {path}: {why}"));

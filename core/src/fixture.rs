@@ -19,7 +19,12 @@ pub enum Answer {
     /// after it show, when the provider reported one).
     Reply(Reply),
     /// A failure or an interruption, with what had streamed before it.
-    Failed { partial: String, error: String },
+    Failed {
+        /// What had streamed before it.
+        partial: String,
+        /// The error, as the user saw it.
+        error: String,
+    },
     /// A request whose answer the log does not hold (a refinement's; the
     /// `refined` record keeps only what changed).
     NotRecorded,

@@ -53,10 +53,10 @@ use time::OffsetDateTime;
 use crate::view::when;
 
 /// How many progress notes travel in the prompt (the newest ones).
-pub const PROMPT_NOTES: usize = 8;
+pub(crate) const PROMPT_NOTES: usize = 8;
 
 /// The longest progress note kept, in characters; a longer one is cut.
-pub const NOTE_MAX_CHARS: usize = 500;
+pub(crate) const NOTE_MAX_CHARS: usize = 500;
 
 /// The standing goal of a project directory and the goals that ended there:
 /// the content of `goal.json`.

@@ -184,7 +184,7 @@ pub fn go_on_question(reason: &StopReason) -> Option<String> {
 }
 
 /// The result given to a call that a stop leaves unanswered.
-pub fn stopped_result(reason: &StopReason) -> String {
+pub(crate) fn stopped_result(reason: &StopReason) -> String {
     match reason {
         StopReason::Repeated { .. } => {
             "error: not run: the turn was stopped because the same call was repeated".to_owned()

@@ -23,6 +23,8 @@
 //! * [`models`]: the known models' windows and prices, as data.
 //! * [`view`]: the status line, transcripts and listings.
 
+#![forbid(unsafe_code)]
+
 pub mod attach;
 pub mod compact;
 pub mod config;

@@ -35,13 +35,18 @@ use crate::policy;
 pub enum Transport {
     /// A child process speaking JSON-RPC over its stdin and stdout.
     Stdio {
+        /// The program to start.
         command: String,
+        /// Its arguments.
         args: Vec<String>,
+        /// Variables set for it, besides those it inherits.
         env: BTreeMap<String, String>,
     },
     /// Streamable HTTP: JSON-RPC POSTed to `url`.
     Http {
+        /// The server's endpoint.
         url: String,
+        /// Headers sent with every request (a bearer token, say).
         headers: BTreeMap<String, String>,
     },
 }
@@ -67,8 +72,11 @@ impl std::fmt::Display for Origin {
 /// A configured server, as written (values not yet expanded).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Server {
+    /// The server's name, as the config names it (and the `mcp__NAME__` prefix).
     pub name: String,
+    /// How it is reached.
     pub transport: Transport,
+    /// Where it was configured, for messages about it.
     pub origin: Origin,
 }
 
@@ -190,7 +198,7 @@ pub fn describe(server: &Server) -> String {
 
 /// Whether `name` may name a server: letters, digits, `_`, `-`, and no
 /// `__` (which parts a tool name).
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && !name.contains("__")
         && name
@@ -201,7 +209,10 @@ pub fn valid_name(name: &str) -> bool {
 /// `text` with every `${VAR}` replaced by `lookup(VAR)`, and `${VAR:-x}`
 /// by `x` when the variable is unset or empty. An unset variable without
 /// a default is an error naming it.
-pub fn expand(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
+pub(crate) fn expand(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {
@@ -290,8 +301,11 @@ pub fn secrets(server: &Server, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<
 /// A tool as a server lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Listed {
+    /// The tool's name on its server.
     pub name: String,
+    /// What the server says it does.
     pub description: Option<String>,
+    /// The JSON Schema of its arguments, as the server gave it.
     pub input_schema: Value,
 }
 
@@ -315,7 +329,7 @@ pub fn tool_name(server: &str, tool: &str) -> String {
 }
 
 /// Whether the model's call names an MCP tool (offered or not).
-pub fn is_mcp(name: &str) -> bool {
+pub(crate) fn is_mcp(name: &str) -> bool {
     name.starts_with("mcp__")
 }
 
@@ -366,7 +380,9 @@ pub fn offered(servers: &[(String, Vec<Listed>)]) -> Vec<McpTool> {
 /// every MCP call, in order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Recorded {
+    /// The tool lists offered, each with how many user messages came before it.
     pub lists: Vec<(usize, Vec<McpTool>)>,
+    /// The result of every MCP call, in order.
     pub results: Vec<String>,
     /// How many results were given back already.
     pub given: usize,
@@ -495,7 +511,7 @@ pub fn unknown(name: &str, offered: &[McpTool]) -> String {
 pub const REFUSED: &str = "error: the user did not allow this MCP tool call";
 
 /// What stderr says when an MCP call is refused for want of a terminal.
-pub const NO_TERMINAL: &str = "revolve: refused an MCP tool call (pass --allow-mcp, or a permission rule such as --allow 'mcp__SERVER__*', to allow them without a terminal)";
+pub(crate) const NO_TERMINAL: &str = "revolve: refused an MCP tool call (pass --allow-mcp, or a permission rule such as --allow 'mcp__SERVER__*', to allow them without a terminal)";
 
 /// What the user is asked about a call: the tool and its arguments.
 pub fn question(name: &str, arguments: &str) -> String {

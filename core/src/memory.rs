@@ -26,10 +26,10 @@ pub struct Label(String);
 /// Labels revolve keeps for itself (compared without regard to case, for
 /// file systems that do not tell `Goal` from `goal`). The standing goal lives
 /// beside the memory files.
-pub const RESERVED: [&str; 1] = ["goal"];
+pub(crate) const RESERVED: [&str; 1] = ["goal"];
 
 /// The longest label, in characters.
-pub const MAX_LABEL: usize = 64;
+pub(crate) const MAX_LABEL: usize = 64;
 
 impl Label {
     /// Parses a label as the model or the user wrote it. A trailing `.md` is
@@ -141,9 +141,11 @@ impl Scope {
 /// One memory file as read from disk.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryFile {
+    /// Whether it is a global or a project memory file.
     pub scope: Scope,
     /// The file name, such as `verify-before-commit.md`.
     pub name: String,
+    /// Its whole content.
     pub content: String,
 }
 
@@ -161,7 +163,7 @@ pub fn prompt_block(files: &[MemoryFile]) -> Option<String> {
 /// window cannot spare the ~1,500 tokens the five of them take whole, and
 /// each description says its habit in a sentence. A file the user adopted
 /// (the line removed) or wrote is always whole.
-pub fn prompt_block_within(files: &[MemoryFile], brief: bool) -> Option<String> {
+pub(crate) fn prompt_block_within(files: &[MemoryFile], brief: bool) -> Option<String> {
     if files.is_empty() {
         return None;
     }
@@ -221,7 +223,7 @@ pub const BUILTIN: [(&str, &str); 5] = [
 ];
 
 /// A change is finished when the project's own checks pass.
-pub const VERIFY_BEFORE_COMMIT: &str = "\
+pub(crate) const VERIFY_BEFORE_COMMIT: &str = "\
 ---
 builtin: true
 description: A change is finished when the project's own checks pass, not when it looks right.
@@ -246,7 +248,7 @@ generated files or unrelated edits.
 ";
 
 /// One task one file, delete when done, wait to defer.
-pub const TASK_DISCIPLINE: &str = "\
+pub(crate) const TASK_DISCIPLINE: &str = "\
 ---
 builtin: true
 description: One task, one file in the project's tasks/ folder; delete it when done; mark it waiting to defer it.
@@ -271,7 +273,7 @@ when that is met.
 ";
 
 /// One writer per working tree; never touch somebody else's uncommitted work.
-pub const WORKTREE_ISOLATION: &str = "\
+pub(crate) const WORKTREE_ISOLATION: &str = "\
 ---
 builtin: true
 description: One writer per working tree; never discard, overwrite or commit somebody else's uncommitted work.
@@ -297,7 +299,7 @@ over them.
 ";
 
 /// Read the real path first, then make the smallest change that works.
-pub const READ_BEFORE_EDIT: &str = "\
+pub(crate) const READ_BEFORE_EDIT: &str = "\
 ---
 builtin: true
 description: Read the real file at the path you will write, then make the smallest change that works.
@@ -320,7 +322,7 @@ whatever you did not notice.
 ";
 
 /// Decide the judgment calls, ask for what only the user knows.
-pub const ASKING_THE_USER: &str = "\
+pub(crate) const ASKING_THE_USER: &str = "\
 ---
 builtin: true
 description: Decide the judgment calls yourself; ask the user only for what only the user knows.
@@ -470,11 +472,15 @@ impl SnapshotKind {
 /// trims the value and decodes it as JSON if it starts with `"`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SnapshotMeta {
+    /// The id of the session that made the change.
     pub session: String,
+    /// How many messages that session had then.
     pub messages: u64,
+    /// What made it: a refinement (manual or automatic) or `remember`.
     pub kind: SnapshotKind,
     /// `(file name, sentence)` per changed file.
     pub files: Vec<(String, String)>,
+    /// Whether an undo took it back since.
     pub undone: bool,
     /// A rewrite (or an undo, with `undone`) is under way.
     pub pending: bool,

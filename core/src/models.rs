@@ -33,8 +33,11 @@ use serde::{Deserialize, Deserializer, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Effort {
+    /// The least reasoning: the fastest answers.
     Low,
+    /// The provider's middle setting.
     Medium,
+    /// The most reasoning: the slowest and costliest answers.
     High,
 }
 
@@ -77,7 +80,7 @@ impl Effort {
 const SHIPPED: &str = include_str!("../models/models.json");
 
 /// An amount of money in nano-dollars (10^-9 US dollars).
-pub type Nanos = u64;
+pub(crate) type Nanos = u64;
 
 /// What one model is known by.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -153,7 +156,12 @@ impl Prices {
 /// weigh every request at up to 32,000 output tokens, far more than
 /// answers run, and stop a budget long before it is spent; a cached
 /// prefix makes the real input cheaper, so the input errs high instead.
-pub fn expected_cost(prices: &Prices, input: u64, mean_answer: u64, limit: Option<u64>) -> Nanos {
+pub(crate) fn expected_cost(
+    prices: &Prices,
+    input: u64,
+    mean_answer: u64,
+    limit: Option<u64>,
+) -> Nanos {
     let answer = mean_answer.max(crate::policy::EXPECTED_ANSWER_TOKENS);
     let answer = limit.map_or(answer, |l| answer.min(l));
     prices.cost(Tokens {
@@ -169,28 +177,34 @@ pub fn expected_cost(prices: &Prices, input: u64, mean_answer: u64, limit: Optio
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
+    /// The context window, in tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<u64>,
+    /// The most tokens one answer may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_output: Option<u64>,
+    /// The price of an input token.
     #[serde(
         default,
         deserialize_with = "dollars",
         skip_serializing_if = "Option::is_none"
     )]
     pub input: Option<Micros>,
+    /// The price of an input token read from the prompt cache.
     #[serde(
         default,
         deserialize_with = "dollars",
         skip_serializing_if = "Option::is_none"
     )]
     pub cached_input: Option<Micros>,
+    /// The price of an input token written to the prompt cache.
     #[serde(
         default,
         deserialize_with = "dollars",
         skip_serializing_if = "Option::is_none"
     )]
     pub cache_write: Option<Micros>,
+    /// The price of an output token.
     #[serde(
         default,
         deserialize_with = "dollars",

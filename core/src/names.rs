@@ -10,6 +10,7 @@ use crate::view::Summary;
 /// set of strings (the shell lists ten thousand sessions' names into a hash
 /// set, which builds several times faster than an ordered one).
 pub trait Used {
+    /// Whether another session has this name already.
     fn contains_name(&self, name: &str) -> bool;
 }
 
@@ -60,7 +61,9 @@ pub fn allocate(used: &impl Used) -> String {
 /// Why a name cannot be used.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BadName {
+    /// Empty.
     Empty,
+    /// Longer than 64 characters.
     TooLong,
     /// A character other than letters, digits, `-`, `_` and `.`, or a
     /// leading `.` or `-`.

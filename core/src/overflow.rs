@@ -96,7 +96,12 @@ fn number_before(text: &str, marker: &str) -> Option<u64> {
 /// which the part of a request no compaction shrinks still fits): a
 /// server whose words name no limit that parses cannot lower a session
 /// into one it can never leave.
-pub fn lowered_window(window: u64, failed_estimate: u64, overflow: Overflow, floor: u64) -> u64 {
+pub(crate) fn lowered_window(
+    window: u64,
+    failed_estimate: u64,
+    overflow: Overflow,
+    floor: u64,
+) -> u64 {
     let below = |n: u64| n.saturating_sub(n / 10);
     let lowered = match overflow.limit {
         Some(limit) => limit.min(window),

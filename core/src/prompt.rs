@@ -17,7 +17,7 @@ Answer directly and concisely.";
 /// given in brief: at 16k their ~1,500 tokens whole are a tenth of it, at
 /// 4k (Ollama's default) more than a third, which left a first turn no
 /// room beside the tools.
-pub const BRIEF_BELOW: u64 = 16_384;
+pub(crate) const BRIEF_BELOW: u64 = 16_384;
 
 /// What the system prompt is built from besides the base: read fresh by
 /// the shell before every turn and after every tool, so a change made

@@ -281,16 +281,16 @@ pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, W
 pub const FORMAT_VERSION: u32 = 5;
 
 /// The first version whose requests are marked for the prompt cache.
-pub const CACHE_VERSION: u32 = 3;
+pub(crate) const CACHE_VERSION: u32 = 3;
 
 /// The first version whose requests carry their answer's limit.
-pub const ANSWER_LIMIT_VERSION: u32 = 2;
+pub(crate) const ANSWER_LIMIT_VERSION: u32 = 2;
 
 /// The first version whose `gpt-5.N` models say `max_completion_tokens`.
-pub const POINT_RELEASE_VERSION: u32 = 4;
+pub(crate) const POINT_RELEASE_VERSION: u32 = 4;
 
 /// The first version whose Anthropic requests think at an effort.
-pub const THINKING_VERSION: u32 = 5;
+pub(crate) const THINKING_VERSION: u32 = 5;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -381,8 +381,10 @@ pub enum Record {
 /// none any more). Written when the list differs from the last one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpTools {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The tools, in the order they are offered after the built-in ones.
     pub tools: Vec<McpTool>,
 }
 
@@ -395,6 +397,7 @@ pub struct McpTool {
     pub server: String,
     /// The tool's name on its server.
     pub tool: String,
+    /// What the server says the tool does, as the model reads it (bounded).
     pub description: String,
     /// The input schema offered (see [`crate::policy::MCP_SCHEMA_BYTES`]).
     pub input_schema: serde_json::Value,
@@ -404,6 +407,7 @@ pub struct McpTool {
 /// before it, and each file with what happened to it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryChanged {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The snapshot entry (its stamp) that takes the change back.
@@ -457,6 +461,7 @@ word_field!(ChangedBy);
 /// An undo this session made: the entry it restored and what it put back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MemoryUndone {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The entry restored; none when there was nothing to undo.
@@ -505,17 +510,22 @@ pub struct Header {
 /// A system prompt as it was sent.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Context {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The whole system prompt, byte for byte.
     pub system: String,
 }
 
 /// A message of the conversation, with the time it was written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Message {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// Who wrote it.
     pub role: Role,
+    /// Its text (for a tool result, the output the model read).
     pub content: String,
     /// The tools an assistant message calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -549,9 +559,17 @@ pub struct Message {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Thinking {
     /// The model's reasoning, readable.
-    Thinking { thinking: String, signature: String },
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// The server's proof that the text is its own, sent back with it.
+        signature: String,
+    },
     /// Reasoning the server encrypted.
-    RedactedThinking { data: String },
+    RedactedThinking {
+        /// The encrypted reasoning, sent back as it came.
+        data: String,
+    },
 }
 
 /// Where a delivered message came from.
@@ -611,7 +629,7 @@ impl Message {
 
     /// The text the model gets for this message: a delivered message says
     /// who sent it.
-    pub fn model_text(&self) -> std::borrow::Cow<'_, str> {
+    pub(crate) fn model_text(&self) -> std::borrow::Cow<'_, str> {
         match &self.origin {
             Some(o) => format!("[message from {}]\n{}", o.from, self.content).into(),
             None => self.content.as_str().into(),
@@ -623,7 +641,9 @@ impl Message {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
+    /// A line the user typed, or a message delivered to the session.
     User,
+    /// The model's answer.
     Assistant,
     /// A tool's result, answering one call of the assistant message before.
     Tool,
@@ -632,14 +652,17 @@ pub enum Role {
 /// A failed request and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Failed {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The error as the user saw it, one line.
     pub error: String,
 }
 
 /// A turn cut short.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interrupted {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The turn was cut while tools ran, before the request their results
@@ -651,10 +674,13 @@ pub struct Interrupted {
 /// Running totals of a session, cumulative across runs.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339::option", default)]
     pub at: Option<OffsetDateTime>,
+    /// Input tokens the provider counted, all requests so far.
     #[serde(default)]
     pub tokens_in: u64,
+    /// Output tokens the provider counted, all requests so far.
     #[serde(default)]
     pub tokens_out: u64,
     /// Of `tokens_in`, those the provider read from its prompt cache.
@@ -670,6 +696,7 @@ pub struct Totals {
     /// Whether some request had no known price (and is not in `cost`).
     #[serde(default, skip_serializing_if = "is_false")]
     pub unpriced: bool,
+    /// User lines answered so far.
     #[serde(default)]
     pub turns: u64,
     /// The size of the context at the last answer, in tokens.
@@ -709,9 +736,12 @@ pub struct Totals {
 /// A later run picked the session up.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resumed {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The model the requests ask from now on.
     pub model: String,
+    /// Its context window in tokens, as declared or known.
     pub window: u64,
     /// The provider from now on; empty in files from before it was written.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -723,9 +753,12 @@ pub struct Resumed {
 /// REPL, given an address) keeps it unlisted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Renamed {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The name, unique among the directory's sessions.
     pub name: String,
+    /// Whether revolve made it up (the session stays unlisted).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub generated: bool,
 }
@@ -738,6 +771,7 @@ fn is_zero(n: &u64) -> bool {
 /// whether or not it changed anything).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refined {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// Whether it ran on its own (after 25 turns or a compaction).
@@ -763,12 +797,14 @@ impl Refined {
 /// requests before it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refining {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// Whether the refinement runs on its own.
     pub auto: bool,
     /// Which part of the session this request reads (from 1), of how many.
     pub part: u64,
+    /// How many parts the refinement reads in all.
     pub of: u64,
     /// The body sent, byte for byte.
     pub body: String,
@@ -777,8 +813,10 @@ pub struct Refining {
 /// A turn core ended on its own.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stopped {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// Why, with the figures the user is shown.
     #[serde(flatten)]
     pub reason: StopReason,
 }
@@ -788,22 +826,40 @@ pub struct Stopped {
 #[serde(tag = "reason", rename_all = "snake_case")]
 pub enum StopReason {
     /// The model made the same call `times` times in a row.
-    Repeated { tool: String, times: u32 },
+    Repeated {
+        /// The tool called.
+        tool: String,
+        /// How many times in a row.
+        times: u32,
+    },
     /// The turn took `limit` tool rounds.
-    ToolRounds { limit: u32 },
+    ToolRounds {
+        /// The cap on tool rounds in one turn.
+        limit: u32,
+    },
     /// The request would need about `tokens` tokens, more than the window
     /// leaves, even with every tool result cut; `largest` is the largest
     /// part no compaction can shrink, and about how many tokens it takes
     /// (absent in older logs).
     TooLarge {
+        /// The estimated size of the request.
         tokens: u64,
+        /// The context window it had to fit.
         window: u64,
+        /// The largest part no compaction can shrink, and its tokens.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         largest: Option<(FixedKind, u64)>,
     },
     /// The next request was expected to bring the session's cost from
     /// `spent` to `expected`, past `max` (`--max-cost`); nano-dollars.
-    Budget { spent: u64, expected: u64, max: u64 },
+    Budget {
+        /// What the session had spent.
+        spent: u64,
+        /// What it would have spent after the request.
+        expected: u64,
+        /// The cap the user set.
+        max: u64,
+    },
 }
 
 /// A part of every request that no compaction can shrink.
@@ -822,17 +878,22 @@ pub enum FixedKind {
 /// commands run read-only.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Planning {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// Whether plan mode is on from now on.
     pub on: bool,
 }
 
 /// `/model NAME`: the model the requests after it ask, and its window.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelChanged {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The model the requests ask from now on.
     pub model: String,
+    /// Its context window in tokens, from the table of known models or the one before.
     pub window: u64,
 }
 
@@ -840,8 +901,10 @@ pub struct ModelChanged {
 /// (none: the model's default).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EffortChanged {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The effort asked from now on; none: the model's default.
     #[serde(default)]
     pub effort: Option<crate::models::Effort>,
 }
@@ -849,6 +912,7 @@ pub struct EffortChanged {
 /// The user let a stopped turn go on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WentOn {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
 }

@@ -23,14 +23,14 @@ use crate::request::{Request, Wire};
 use crate::view;
 
 /// Turns after which a refinement runs on its own.
-pub const AUTO_TURNS: u64 = 25;
+pub(crate) const AUTO_TURNS: u64 = 25;
 /// The least time between two automatic refinements.
-pub const COOLDOWN: Duration = Duration::minutes(20);
+pub(crate) const COOLDOWN: Duration = Duration::minutes(20);
 
 /// Whether an automatic refinement is due: after [`AUTO_TURNS`] turns since
 /// the last refinement, or after a compaction, and never within
 /// [`COOLDOWN`] of the last one.
-pub fn auto_due(
+pub(crate) fn auto_due(
     turns_since: u64,
     compacted_since: bool,
     last: Option<OffsetDateTime>,
@@ -148,7 +148,7 @@ pub fn pieces(blocks: &[String], budget: usize) -> Vec<std::ops::Range<usize>> {
 /// head and tail of a block that alone is larger. Tool results are the
 /// only blocks that large in practice; a message of the user or the
 /// assistant is cut only when it alone exceeds the window.
-pub fn piece_text(blocks: &[String], budget: usize) -> String {
+pub(crate) fn piece_text(blocks: &[String], budget: usize) -> String {
     let whole: usize = blocks.iter().map(String::len).sum();
     if whole <= budget || blocks.len() != 1 {
         return blocks.concat();
@@ -160,7 +160,7 @@ pub fn piece_text(blocks: &[String], budget: usize) -> String {
 /// What an automatic refinement may read: the live history after the
 /// last refinement of this file (after a compaction, from its working notes
 /// on). A `/refine` asked for reads the whole chain instead.
-pub fn unrefined(state: &crate::State) -> &[Message] {
+pub(crate) fn unrefined(state: &crate::State) -> &[Message] {
     let from = state.messages_at_refine.min(state.messages.len());
     &state.messages[from..]
 }
@@ -188,7 +188,7 @@ fn left_out(n: usize) -> String {
 /// (cut to the budget when it alone is larger); everything when it fits.
 /// Only the blocks read are rendered, newest first, so a long history
 /// costs nothing beyond what fits.
-pub fn auto_range(messages: &[Message], budget: usize) -> std::ops::Range<usize> {
+pub(crate) fn auto_range(messages: &[Message], budget: usize) -> std::ops::Range<usize> {
     let n = messages.len();
     // Everything, with no line about what was left out; or the newest that
     // fit beside that line, as it reads for where they start (its count has
@@ -210,7 +210,7 @@ pub fn auto_range(messages: &[Message], budget: usize) -> std::ops::Range<usize>
 /// The session text of an automatic refinement's one request, at most
 /// about `budget` bytes: the intro, the line naming what was left out (when
 /// anything was), and the blocks of [`auto_range`].
-pub fn auto_text(messages: &[Message], budget: usize) -> String {
+pub(crate) fn auto_text(messages: &[Message], budget: usize) -> String {
     let range = auto_range(messages, budget);
     let mut text = AUTO_INTRO.to_owned();
     if range.start > 0 {
@@ -225,7 +225,7 @@ pub fn auto_text(messages: &[Message], budget: usize) -> String {
 /// The request for piece `part` (from 1) of `of`, reading `text` against the
 /// memory `files` as the earlier pieces left them. With one piece, exactly
 /// [`request`].
-pub fn piece_request(
+pub(crate) fn piece_request(
     wire: Wire,
     model: &str,
     text: &str,
@@ -264,7 +264,7 @@ pub fn applied(files: &[MemoryFile], changes: &[Change]) -> Vec<MemoryFile> {
 /// The changes of every piece in order, as one refinement of `original`:
 /// a file's last change wins, its sentences joined; a file that ends as it
 /// began is no change.
-pub fn combined(original: &[MemoryFile], pieces: Vec<Change>) -> Vec<Change> {
+pub(crate) fn combined(original: &[MemoryFile], pieces: Vec<Change>) -> Vec<Change> {
     // In the order the files were first named.
     let mut out: Vec<Change> = Vec::new();
     for c in pieces {
@@ -292,7 +292,9 @@ fn sorted(files: &[MemoryFile]) -> Vec<&MemoryFile> {
 /// One file a refinement changes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
+    /// Whether it is a global or a project memory file.
     pub scope: Scope,
+    /// Which file, by its label (`<label>.md`).
     pub label: Label,
     /// The whole new file; `None` deletes it.
     pub content: Option<String>,
@@ -434,10 +436,12 @@ pub fn meta(
 /// One snapshot entry of one memory directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
+    /// The memory directory it belongs to.
     pub scope: Scope,
     /// The entry's folder name: `20261202T102606Z`, `-2`, `-3`… for more in
     /// the same second.
     pub stamp: String,
+    /// What its `meta.cfg` says.
     pub meta: SnapshotMeta,
 }
 
@@ -491,7 +495,7 @@ pub fn stamp(at: OffsetDateTime) -> String {
 }
 
 /// When an entry was taken, from its stamp.
-pub fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
+pub(crate) fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
     time::PrimitiveDateTime::parse(order(stamp).0, STAMP)
         .ok()
         .map(|t| t.assume_utc())
@@ -515,19 +519,27 @@ pub fn stamp_time(stamp: &str) -> Option<OffsetDateTime> {
 /// (`null` for a file without one).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct HistoryEntry {
+    /// The entry's folder name.
     pub stamp: String,
+    /// When the change was made, read from the stamp.
     #[serde(with = "time::serde::rfc3339::option")]
     pub at: Option<OffsetDateTime>,
+    /// The id of the session that made it.
     pub session: String,
+    /// How many messages that session had then.
     pub messages: u64,
+    /// `manual`, `automatic` or `remember`.
     pub kind: &'static str,
+    /// Whether an undo took it back since.
     pub undone: bool,
+    /// What it did to each file.
     pub files: Vec<FileChange>,
 }
 
 /// One file of a [`HistoryEntry`].
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FileChange {
+    /// The file's name, such as `verify-before-commit.md`.
     pub file: String,
     /// The sentence `meta.cfg` holds (`created: …`, `updated: …`).
     pub change: String,

@@ -20,7 +20,9 @@ use crate::tools;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Wire {
+    /// OpenAI Chat Completions (`POST /chat/completions`).
     OpenAi,
+    /// Anthropic Messages (`POST /messages`).
     Anthropic,
 }
 
@@ -36,7 +38,7 @@ impl Wire {
 
 /// `max_tokens` of Anthropic requests of version-1 logs (the API requires
 /// one); later requests say the room the window keeps ([`AnswerLimit`]).
-pub const ANTHROPIC_MAX_TOKENS: u32 = 8192;
+pub(crate) const ANTHROPIC_MAX_TOKENS: u32 = 8192;
 
 /// How long an answer may be, in tokens, and the body's field that says it:
 /// the room the compaction point keeps below the window, so a request that
@@ -63,7 +65,7 @@ impl AnswerLimit {
     /// The limit of `tokens` for a model, as a log of format `version`
     /// wrote it: before [`crate::record::POINT_RELEASE_VERSION`], the
     /// `gpt-5.N` point releases were not known as reasoning models.
-    pub fn of_version(model: &str, tokens: u64, version: u32) -> AnswerLimit {
+    pub(crate) fn of_version(model: &str, tokens: u64, version: u32) -> AnswerLimit {
         let name = model.rsplit('/').next().unwrap_or(model);
         let point = version >= crate::record::POINT_RELEASE_VERSION;
         let reasoning = ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
@@ -271,7 +273,7 @@ impl Request {
     }
 
     /// The request for this system prompt and history, in this shape.
-    pub fn shaped(
+    pub(crate) fn shaped(
         wire: Wire,
         model: &str,
         system: Option<&str>,

@@ -30,7 +30,7 @@ pub struct Failure {
 /// otherwise (`--retries`).
 pub const MAX_RETRIES: u32 = 4;
 /// The longest wait between attempts, even when the server asks for more.
-pub const MAX_WAIT: Duration = Duration::from_secs(60);
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 
 /// How long to wait before sending again after failed attempt number
 /// `attempt` (1 for the first), or `None` when it should not be sent again:

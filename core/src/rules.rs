@@ -128,7 +128,9 @@ impl Rule {
 /// The rules of a session.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rules {
+    /// Rules whose calls run without asking.
     pub allow: Vec<Rule>,
+    /// Rules whose calls are refused (they win over `allow`).
     pub deny: Vec<Rule>,
 }
 
@@ -157,6 +159,7 @@ impl Rules {
         })
     }
 
+    /// Whether there is no rule at all.
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty()
     }

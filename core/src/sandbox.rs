@@ -40,6 +40,7 @@ impl Mode {
         }
     }
 
+    /// The name `--sandbox` takes, as the status line shows it.
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::ReadOnly => "read-only",
@@ -63,7 +64,10 @@ pub struct Support {
 pub enum Enforcement {
     /// Confined: file rules always, network rules when `network` is
     /// closed (and the platform can close it).
-    Sandboxed { close_network: bool },
+    Sandboxed {
+        /// Whether the network is closed to it too.
+        close_network: bool,
+    },
     /// Run as it is: `--sandbox off`, or a terminal user warned once.
     Unsandboxed,
     /// Not run: this is its result (pipe mode where nothing can be
@@ -74,12 +78,14 @@ pub enum Enforcement {
 /// The sandbox of a session: what was asked, and what is enforced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policy {
+    /// The mode asked for (`--sandbox`).
     pub mode: Mode,
     /// Whether commands may use the network.
     pub network: bool,
     /// Folders commands may write besides the tree and their temp dir
     /// (absolute), under `workspace-write`.
     pub writable: Vec<String>,
+    /// What the platform and the mode make of a command.
     pub enforcement: Enforcement,
 }
 

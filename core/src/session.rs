@@ -171,11 +171,13 @@ pub use protocol::{
 };
 
 /// The result of an edit or a write while planning.
-pub const PLANNING_REFUSED: &str = "error: not run: this session is planning (the user's /plan): \
+pub(crate) const PLANNING_REFUSED: &str =
+    "error: not run: this session is planning (the user's /plan): \
 edits and writes are refused; describe the change in your plan instead";
 
 /// What the system prompt says while planning.
-pub const PLANNING_PROMPT: &str = "Plan mode: the user wants a plan before any change. You may \
+pub(crate) const PLANNING_PROMPT: &str =
+    "Plan mode: the user wants a plan before any change. You may \
 read, search and run commands (read-only: they cannot write); edit_file and write_file are \
 refused. End with the plan: the steps, the files each touches, and how to check it.";
 
@@ -718,7 +720,7 @@ impl Session {
     /// session's cost past the limit (see [`crate::models::expected_cost`]).
     /// The shell asks it before each request it sends itself (a
     /// refinement's).
-    pub fn over_budget(&self, input: u64) -> Option<StopReason> {
+    pub(crate) fn over_budget(&self, input: u64) -> Option<StopReason> {
         let max = self.settings.max_cost?;
         let prices = self.prices()?;
         let t = &self.state.totals;

@@ -15,10 +15,10 @@
 pub const FILE: &str = "SKILL.md";
 
 /// The longest name the format allows.
-pub const NAME_MAX: usize = 64;
+pub(crate) const NAME_MAX: usize = 64;
 
 /// The longest description the format allows.
-pub const DESCRIPTION_MAX: usize = 1024;
+pub(crate) const DESCRIPTION_MAX: usize = 1024;
 
 /// The skills that ship with the program, `(folder name, SKILL.md)`: the
 /// first start writes them into the global skill folder, as the builtin
@@ -80,8 +80,11 @@ pub struct Skill {
 /// its body (what follows the front matter).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Parsed {
+    /// The name the model and the user call it by.
     pub name: String,
+    /// What it is for, as the prompt lists it.
     pub description: String,
+    /// Its instructions, the text after the front matter.
     pub body: String,
 }
 

@@ -33,12 +33,22 @@ pub enum Slash {
     HelpOn(String),
     /// `/send NAME TEXT`: queue a message for another running session of
     /// this directory, as `revolve send` does.
-    Send { to: String, text: String },
+    Send {
+        /// The session's name or id.
+        to: String,
+        /// The message.
+        text: String,
+    },
     /// `/quit` or `/exit`: end the session.
     Quit,
     /// Anything else starting with `/`: a command of the user's own (a
     /// skill's name) or unknown; the command word and the rest of the line.
-    Other { word: String, arg: String },
+    Other {
+        /// The command word, without its `/`.
+        word: String,
+        /// The rest of the line.
+        arg: String,
+    },
     /// A command missing its argument; the text says what is missing.
     Incomplete(&'static str),
 }
@@ -49,7 +59,10 @@ pub enum RefineCommand {
     /// Rewrite the memory files from this session.
     Run,
     /// The log of memory changes, newest first.
-    History { diff: bool },
+    History {
+        /// Whether each change shows its diff (`/refine history diff`).
+        diff: bool,
+    },
     /// Restore the newest change still standing.
     Undo,
 }

@@ -13,7 +13,9 @@ use time::OffsetDateTime;
 
 use crate::compact;
 use crate::record::{
-    Answer, Asked, Edit, EditBy, Header, Message, Record, Rewound, Role, ToolCall, Totals,
+    Answer, Approved, Asked, Compacted, Compacting, Context, Continued, Counted, Edit, EditBy,
+    EffortChanged, Header, McpTools, Message, ModelChanged, Noted, Overflowed, Planning, Pruned,
+    Record, Refined, Renamed, Resumed, Rewound, Role, Seen, Squeezed, ToolCall, Totals, Written,
     ANSWER_LIMIT_VERSION, CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
 use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
@@ -22,100 +24,206 @@ use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct State {
     /// The header as written; `None` until the first line is read.
-    pub header: Option<Header>,
+    pub(crate) header: Option<Header>,
     /// The current name (a rename replaces the header's).
-    pub name: Option<String>,
+    pub(crate) name: Option<String>,
     /// Whether the current name was chosen by the user.
-    pub named: bool,
+    pub(crate) named: bool,
     /// The model requests go to now (a resume may change it).
-    pub model: String,
+    pub(crate) model: String,
     /// The declared context window now, in tokens.
-    pub window: u64,
+    pub(crate) window: u64,
     /// The provider now (its wire protocol shapes the requests).
-    pub provider: String,
+    pub(crate) provider: String,
     /// The last system prompt written.
-    pub system: Option<String>,
+    pub(crate) system: Option<String>,
     /// The conversation the model sees, shared with the requests made
     /// of it (a change copies it only while a request still holds it).
-    pub messages: Arc<Vec<Message>>,
+    pub(crate) messages: Arc<Vec<Message>>,
     /// The running totals, as last written.
-    pub totals: Totals,
+    pub(crate) totals: Totals,
     /// The time of the last record that carries one.
     #[serde(with = "time::serde::rfc3339::option")]
-    pub last_activity: Option<OffsetDateTime>,
+    pub(crate) last_activity: Option<OffsetDateTime>,
     /// How many times the session was resumed.
-    pub resumes: u32,
+    pub(crate) resumes: u32,
     /// Whether a request is due: the last message is the user's, or the
     /// last tool result of a round, and nothing answered it yet.
-    pub awaiting: bool,
+    pub(crate) awaiting: bool,
     /// The tool calls of the last assistant message still without a result,
     /// in the order they were made.
-    pub open_calls: Vec<ToolCall>,
+    pub(crate) open_calls: Vec<ToolCall>,
     /// The file this session went on in after a compaction, when this one
     /// ended that way.
-    pub continued: Option<String>,
+    pub(crate) continued: Option<String>,
     /// The cut of the compaction whose notes are being written.
-    pub compacting: Option<u64>,
+    pub(crate) compacting: Option<u64>,
     /// The piece of it being summarized now, `from..upto`.
-    pub piece: (u64, u64),
+    pub(crate) piece: (u64, u64),
     /// The notes on the pieces before it, when it is summarized in pieces.
-    pub notes_so_far: Option<String>,
+    pub(crate) notes_so_far: Option<String>,
     /// When the memory was last refined from this session.
     #[serde(with = "time::serde::rfc3339::option")]
-    pub refined_at: Option<OffsetDateTime>,
+    pub(crate) refined_at: Option<OffsetDateTime>,
     /// The turn count at the last refinement.
-    pub turns_at_refine: u64,
+    pub(crate) turns_at_refine: u64,
     /// How many of [`State::messages`] the last refinement of this file
     /// read: an automatic refinement reads the ones after (see
     /// [`crate::refine::unrefined`]). 0 in a file a compaction started, so
     /// its working notes and kept turns are read; lowered by a rewind that
     /// takes back messages before it.
-    pub messages_at_refine: usize,
+    pub(crate) messages_at_refine: usize,
     /// Whether a compaction happened since the last refinement.
-    pub compacted_since_refine: bool,
+    pub(crate) compacted_since_refine: bool,
     /// The `refining` records since the last `refined` (or resume): the
     /// requests of the refinement under way, counted already.
     #[serde(default, skip_serializing_if = "is_zero")]
-    pub refining_sent: u64,
+    pub(crate) refining_sent: u64,
     /// The tool rounds (answers that call tools) since the turn began or
     /// went on, for the tool-round cap.
-    pub turn_rounds: u64,
+    pub(crate) turn_rounds: u64,
     /// Tool calls whose results the log lost (a damaged line): the fold
     /// answered each with [`LOST_RESULT`] where the next message began.
-    pub repaired: u64,
+    pub(crate) repaired: u64,
     /// The hash of each file's content as this session last read or wrote
     /// it (canonical paths): an edit of a file not here, or whose hash on
     /// disk differs, is refused.
-    pub files: BTreeMap<String, String>,
+    pub(crate) files: BTreeMap<String, String>,
     /// The file changes this session made, in order (see [`crate::edit`]).
-    pub edits: Vec<FileEdit>,
+    pub(crate) edits: Vec<FileEdit>,
     /// What each file held when revolve last changed it (an edit, a shell
     /// command's change, a rewind; `None`: removed), rewound edits and
     /// conversation-only rewinds included: what a rewind expects on disk.
-    pub wrote: BTreeMap<String, Option<String>>,
+    pub(crate) wrote: BTreeMap<String, Option<String>>,
     /// An edit logged but not yet known to be written.
-    pub pending_edit: Option<Edit>,
+    pub(crate) pending_edit: Option<Edit>,
     /// A rewind logged as `rewinding` with no `rewound` yet: a crash cut
     /// it short, and the next resume settles it.
-    pub pending_rewind: Option<Rewound>,
+    pub(crate) pending_rewind: Option<Rewound>,
     /// The rewinds, in order.
-    pub rewinds: Vec<RewindEntry>,
+    pub(crate) rewinds: Vec<RewindEntry>,
     /// The user answered "always" to an edit: later ones are not asked.
-    pub edits_always: bool,
+    pub(crate) edits_always: bool,
     /// The user answered "always" to a shell command: later ones are not
     /// asked.
-    pub shell_always: bool,
+    pub(crate) shell_always: bool,
     /// Plan mode: edits and writes are refused, commands run read-only.
-    pub planning: bool,
+    pub(crate) planning: bool,
     /// The reasoning effort the requests ask (the last `effort` record).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub effort: Option<crate::models::Effort>,
+    pub(crate) effort: Option<crate::models::Effort>,
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub mcp_tools: Vec<crate::mcp::McpTool>,
+    pub(crate) mcp_tools: Vec<crate::mcp::McpTool>,
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
-    pub mcp_always: std::collections::BTreeSet<String>,
+    pub(crate) mcp_always: std::collections::BTreeSet<String>,
+}
+
+impl State {
+    /// The header as written.
+    pub fn header(&self) -> &Option<Header> {
+        &self.header
+    }
+
+    /// The current name (a rename replaces the header's).
+    pub fn name(&self) -> &Option<String> {
+        &self.name
+    }
+
+    /// The model requests go to now (a resume may change it).
+    pub fn model(&self) -> &String {
+        &self.model
+    }
+
+    /// The declared context window now, in tokens.
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// The provider now (its wire protocol shapes the requests).
+    pub fn provider(&self) -> &String {
+        &self.provider
+    }
+
+    /// The last system prompt written.
+    pub fn system(&self) -> &Option<String> {
+        &self.system
+    }
+
+    /// The conversation the model sees, shared with the requests made of it (a
+    /// change copies it only while a request still holds it).
+    pub fn messages(&self) -> &Arc<Vec<Message>> {
+        &self.messages
+    }
+
+    /// The running totals, as last written.
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+
+    /// How many times the session was resumed.
+    pub fn resumes(&self) -> u32 {
+        self.resumes
+    }
+
+    /// Whether a request is due.
+    pub fn awaiting(&self) -> bool {
+        self.awaiting
+    }
+
+    /// The tool calls of the last assistant message still without a result, in
+    /// the order they were made.
+    pub fn open_calls(&self) -> &Vec<ToolCall> {
+        &self.open_calls
+    }
+
+    /// The file this session went on in after a compaction, when this one ended
+    /// that way.
+    pub fn continued(&self) -> &Option<String> {
+        &self.continued
+    }
+
+    /// The cut of the compaction whose notes are being written.
+    pub fn compacting(&self) -> Option<u64> {
+        self.compacting
+    }
+
+    /// How many of [`State::messages`] the last refinement of this file read.
+    pub fn messages_at_refine(&self) -> usize {
+        self.messages_at_refine
+    }
+
+    /// The tool rounds (answers that call tools) since the turn began or went
+    /// on, for the tool-round cap.
+    pub fn turn_rounds(&self) -> u64 {
+        self.turn_rounds
+    }
+
+    /// Tool calls whose results the log lost (a damaged line).
+    pub fn repaired(&self) -> u64 {
+        self.repaired
+    }
+
+    /// An edit logged but not yet known to be written.
+    pub fn pending_edit(&self) -> &Option<Edit> {
+        &self.pending_edit
+    }
+
+    /// A rewind logged as `rewinding` with no `rewound` yet.
+    pub fn pending_rewind(&self) -> &Option<Rewound> {
+        &self.pending_rewind
+    }
+
+    /// The rewinds, in order.
+    pub fn rewinds(&self) -> &Vec<RewindEntry> {
+        &self.rewinds
+    }
+
+    /// The reasoning effort the requests ask (the last `effort` record).
+    pub fn effort(&self) -> Option<crate::models::Effort> {
+        self.effort
+    }
 }
 
 /// An edit of a file, as the session's state holds it.
@@ -154,7 +262,7 @@ pub struct RewindEntry {
 
 /// The result the fold gives a tool call whose result line was lost, so
 /// every request after it still pairs each call with a result.
-pub const LOST_RESULT: &str =
+pub(crate) const LOST_RESULT: &str =
     "error: the result of this call was lost (a damaged line in the session log)";
 
 impl State {
@@ -171,6 +279,61 @@ impl State {
     /// returns a note when the record does not fit what came before (shown by
     /// `replay --check`), after applying what it can.
     pub fn apply(&mut self, record: &Record) -> Option<String> {
+        let earlier = self.before(record);
+        let own = match record {
+            Record::Header(h) => {
+                if self.header.is_some() {
+                    return Some("a second header; ignored".to_owned());
+                }
+                self.apply_header(h)
+            }
+            Record::Context(c) => self.apply_context(c),
+            Record::Message(m) => self.apply_message(m),
+            Record::Failed(_) => self.apply_failed(),
+            Record::Counted(c) => self.apply_counted(c),
+            Record::Overflowed(o) => self.apply_overflowed(o),
+            Record::Stopped(_) => self.apply_stopped(),
+            Record::Planning(p) => self.apply_planning(p),
+            Record::Effort(e) => self.apply_effort(e),
+            Record::ModelChanged(m) => self.apply_model_changed(m),
+            Record::McpTools(r) => self.apply_mcp_tools(r),
+            Record::WentOn(_) => self.apply_went_on(),
+            Record::Interrupted(_) => self.apply_interrupted(),
+            Record::Compacting(c) => self.apply_compacting(c),
+            Record::Noted(n) => self.apply_noted(n),
+            Record::CompactionFailed(_) => self.apply_compaction_failed(),
+            Record::Totals(t) => self.apply_totals(t),
+            Record::Resumed(r) => self.apply_resumed(r),
+            Record::Renamed(r) => self.apply_renamed(r),
+            Record::Pruned(p) => self.apply_pruned(p),
+            // Memory lives beside the session, not in it.
+            Record::MemoryChanged(_) | Record::MemoryUndone(_) => None,
+            Record::Seen(r) => self.apply_seen(r),
+            Record::Approved(r) => self.apply_approved(r),
+            Record::Edit(e) => self.apply_edit(e),
+            Record::Written(w) => self.apply_written(w),
+            Record::Rewinding(r) => self.apply_rewinding(r),
+            Record::Rewound(r) => self.apply_rewound(r),
+            Record::Squeezed(q) => self.apply_squeezed(q),
+            Record::Refining(_) => self.apply_refining(),
+            Record::Refined(r) => self.apply_refined(r),
+            Record::Compacted(c) => self.apply_compacted(c),
+            Record::Continued(c) => self.apply_continued(c),
+        };
+        // A record's own note replaces an earlier one (a repair, a record
+        // before the header), except a message's and a totals record's,
+        // which the earlier one keeps out.
+        match record {
+            Record::Message(_) | Record::Totals(_) => earlier.or(own),
+            _ => own.or(earlier),
+        }
+    }
+
+    /// What every record does before its own kind's part: the repair of
+    /// results whose lines were lost, the request count, the last activity.
+    /// Returns the note of the repair, or that the record came before the
+    /// header.
+    fn before(&mut self, record: &Record) -> Option<String> {
         let repaired = self.repair(record);
         if self.answers(record) || matches!(record, Record::Compacting(_) | Record::Refining(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
@@ -188,283 +351,365 @@ impl State {
         if self.header.is_none() && !matches!(record, Record::Header(_)) {
             note = Some("record before the header".to_owned());
         }
-        match record {
-            Record::Header(h) => {
-                if self.header.is_some() {
-                    return Some("a second header; ignored".to_owned());
-                }
-                self.header = Some(h.clone());
-                self.name = h.name.clone();
-                self.named = h.named;
-                self.model = h.model.clone();
-                self.window = h.window;
-                self.provider = h.provider.clone();
-            }
-            Record::Context(c) => self.system = Some(c.system.clone()),
-            Record::Message(m) => {
-                let mut set = |n: &str| {
-                    note.get_or_insert_with(|| n.to_owned());
-                };
-                match m.role {
-                    Role::User => {
-                        if !self.open_calls.is_empty() {
-                            set("a user message while tool calls wait for results");
-                        }
-                        if let Some(origin) = &m.origin {
-                            self.totals.delivered = self.totals.delivered.max(origin.seq);
-                        }
-                        self.awaiting = true;
-                        self.turn_rounds = 0;
-                    }
-                    Role::Assistant => {
-                        if !self.awaiting {
-                            set("an assistant message that answers no request");
-                        }
-                        self.awaiting = false;
-                        self.open_calls = m.tool_calls.clone();
-                        if !m.tool_calls.is_empty() {
-                            self.turn_rounds = self.turn_rounds.saturating_add(1);
-                        }
-                    }
-                    Role::Tool => {
-                        let id = m.tool_call_id.as_deref().unwrap_or("");
-                        match self.open_calls.iter().position(|c| c.id == id) {
-                            Some(i) => {
-                                self.open_calls.remove(i);
-                                self.awaiting = self.open_calls.is_empty();
-                            }
-                            None => set("a tool result for no open call"),
-                        }
-                    }
-                }
-                Arc::make_mut(&mut self.messages).push(m.clone());
-            }
-            Record::Failed(_) => self.awaiting = false,
-            // The request is due again, under the lowered window (or, in a
-            // compaction, its summary fails and is tried again under it).
-            Record::Counted(c) => {
-                if c.tokens > 0 && c.bytes > 0 {
-                    self.totals.cal_bytes = c.bytes;
-                    self.totals.cal_tokens = c.tokens;
-                }
-            }
-            Record::Overflowed(o) => {
-                self.window = o.window;
-                if o.asked > 0 && o.bytes > 0 {
-                    self.totals.cal_bytes = o.bytes;
-                    self.totals.cal_tokens = o.asked;
-                }
-            }
-            Record::Stopped(_) => {
+        note
+    }
+
+    fn apply_header(&mut self, h: &Header) -> Option<String> {
+        self.header = Some(h.clone());
+        self.name = h.name.clone();
+        self.named = h.named;
+        self.model = h.model.clone();
+        self.window = h.window;
+        self.provider = h.provider.clone();
+        None
+    }
+
+    fn apply_context(&mut self, c: &Context) -> Option<String> {
+        self.system = Some(c.system.clone());
+        None
+    }
+
+    fn apply_message(&mut self, m: &Message) -> Option<String> {
+        let mut note = None;
+        let mut set = |n: &str| {
+            note.get_or_insert_with(|| n.to_owned());
+        };
+        match m.role {
+            Role::User => {
                 if !self.open_calls.is_empty() {
-                    note = Some("a stop while tool calls wait for results".to_owned());
+                    set("a user message while tool calls wait for results");
                 }
-                self.awaiting = false;
-            }
-            Record::Planning(p) => self.planning = p.on,
-            Record::Effort(e) => self.effort = e.effort,
-            Record::ModelChanged(m) => {
-                self.model = m.model.clone();
-                self.window = m.window;
-            }
-            Record::McpTools(r) => self.mcp_tools = r.tools.clone(),
-            Record::WentOn(_) => {
-                if self.awaiting || !self.open_calls.is_empty() {
-                    note = Some("went on while a request was due".to_owned());
+                if let Some(origin) = &m.origin {
+                    self.totals.delivered = self.totals.delivered.max(origin.seq);
                 }
-                self.awaiting = self.open_calls.is_empty();
+                self.awaiting = true;
                 self.turn_rounds = 0;
             }
-            Record::Interrupted(_) => {
+            Role::Assistant => {
+                if !self.awaiting {
+                    set("an assistant message that answers no request");
+                }
                 self.awaiting = false;
-                self.end_compaction();
-            }
-            Record::Compacting(c) => {
-                if c.from == 0 {
-                    self.notes_so_far = None;
-                }
-                self.compacting = Some(c.cut);
-                self.piece = c.piece();
-            }
-            Record::Noted(n) => {
-                if self.compacting.is_none() {
-                    note = Some("notes for no compaction".to_owned());
-                }
-                self.notes_so_far = Some(n.notes.clone());
-            }
-            Record::CompactionFailed(_) => self.end_compaction(),
-            Record::Totals(t) => {
-                if t.turns < self.totals.turns && note.is_none() {
-                    note = Some(format!(
-                        "turns went back from {} to {}",
-                        self.totals.turns, t.turns
-                    ));
-                }
-                if t.name.is_some() {
-                    self.name = t.name.clone();
-                    self.named = t.named;
-                }
-                // A delivered message is taken for good, whatever a totals
-                // record written by an older version says.
-                let delivered = self.totals.delivered.max(t.delivered);
-                self.totals = t.clone();
-                self.totals.delivered = delivered;
-            }
-            Record::Resumed(r) => {
-                // A refinement a crash cut short counted its requests.
-                self.refining_sent = 0;
-                self.resumes += 1;
-                self.model = r.model.clone();
-                self.window = r.window;
-                if !r.provider.is_empty() {
-                    self.provider = r.provider.clone();
+                self.open_calls = m.tool_calls.clone();
+                if !m.tool_calls.is_empty() {
+                    self.turn_rounds = self.turn_rounds.saturating_add(1);
                 }
             }
-            Record::Renamed(r) => {
-                self.name = Some(r.name.clone());
-                self.named = !r.generated;
-            }
-            Record::Pruned(p) => {
-                for &i in &p.messages {
-                    if let Some(m) = usize::try_from(i)
-                        .ok()
-                        .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
-                    {
-                        if m.role == Role::Tool {
-                            m.content = match usize::try_from(p.keep) {
-                                Ok(0) | Err(_) => compact::prune(&m.content),
-                                Ok(keep) => compact::prune_to(&m.content, keep),
-                            };
-                        }
+            Role::Tool => {
+                let id = m.tool_call_id.as_deref().unwrap_or("");
+                match self.open_calls.iter().position(|c| c.id == id) {
+                    Some(i) => {
+                        self.open_calls.remove(i);
+                        self.awaiting = self.open_calls.is_empty();
                     }
-                }
-                self.totals.last_context = p.estimate;
-                self.totals.estimated = true;
-            }
-            // Memory lives beside the session, not in it.
-            Record::MemoryChanged(_) | Record::MemoryUndone(_) => {}
-            Record::Seen(r) => {
-                self.files.insert(r.path.clone(), r.hash.clone());
-            }
-            Record::Approved(r) => {
-                if r.answer == Answer::Always {
-                    // A grant is never "always" (and is not remembered).
-                    match &r.tool {
-                        Asked::Shell => self.shell_always = true,
-                        Asked::Edit => self.edits_always = true,
-                        Asked::Tool(tool) if crate::mcp::is_mcp(tool) => {
-                            self.mcp_always.insert(tool.clone());
-                        }
-                        _ => {}
-                    }
+                    None => set("a tool result for no open call"),
                 }
             }
-            Record::Edit(e) => {
-                // Core edits only a file whose content it knows: the chain
-                // of hashes holds (a shell command's change is whatever it
-                // found, so it is not held to it).
-                if e.by != EditBy::Shell && e.before.as_ref() != self.files.get(&e.path) {
-                    note = Some(format!(
-                        "an edit of {} from a content the session had not last read or wrote",
-                        e.path
-                    ));
-                }
-                if e.written {
-                    self.edited(e);
-                } else {
-                    if self.pending_edit.is_some() {
-                        note = Some("an edit while another waits for its write".to_owned());
-                    }
-                    self.pending_edit = Some(e.clone());
+        }
+        Arc::make_mut(&mut self.messages).push(m.clone());
+        note
+    }
+
+    fn apply_failed(&mut self) -> Option<String> {
+        self.awaiting = false;
+        None
+    }
+
+    // The request is due again, under the lowered window (or, in a
+    // compaction, its summary fails and is tried again under it).
+    fn apply_counted(&mut self, c: &Counted) -> Option<String> {
+        if c.tokens > 0 && c.bytes > 0 {
+            self.totals.cal_bytes = c.bytes;
+            self.totals.cal_tokens = c.tokens;
+        }
+        None
+    }
+
+    fn apply_overflowed(&mut self, o: &Overflowed) -> Option<String> {
+        self.window = o.window;
+        if o.asked > 0 && o.bytes > 0 {
+            self.totals.cal_bytes = o.bytes;
+            self.totals.cal_tokens = o.asked;
+        }
+        None
+    }
+
+    fn apply_stopped(&mut self) -> Option<String> {
+        let mut note = None;
+        if !self.open_calls.is_empty() {
+            note = Some("a stop while tool calls wait for results".to_owned());
+        }
+        self.awaiting = false;
+        note
+    }
+
+    fn apply_planning(&mut self, p: &Planning) -> Option<String> {
+        self.planning = p.on;
+        None
+    }
+
+    fn apply_effort(&mut self, e: &EffortChanged) -> Option<String> {
+        self.effort = e.effort;
+        None
+    }
+
+    fn apply_model_changed(&mut self, m: &ModelChanged) -> Option<String> {
+        self.model = m.model.clone();
+        self.window = m.window;
+        None
+    }
+
+    fn apply_mcp_tools(&mut self, r: &McpTools) -> Option<String> {
+        self.mcp_tools = r.tools.clone();
+        None
+    }
+
+    fn apply_went_on(&mut self) -> Option<String> {
+        let mut note = None;
+        if self.awaiting || !self.open_calls.is_empty() {
+            note = Some("went on while a request was due".to_owned());
+        }
+        self.awaiting = self.open_calls.is_empty();
+        self.turn_rounds = 0;
+        note
+    }
+
+    fn apply_interrupted(&mut self) -> Option<String> {
+        self.awaiting = false;
+        self.end_compaction();
+        None
+    }
+
+    fn apply_compacting(&mut self, c: &Compacting) -> Option<String> {
+        if c.from == 0 {
+            self.notes_so_far = None;
+        }
+        self.compacting = Some(c.cut);
+        self.piece = c.piece();
+        None
+    }
+
+    fn apply_noted(&mut self, n: &Noted) -> Option<String> {
+        let mut note = None;
+        if self.compacting.is_none() {
+            note = Some("notes for no compaction".to_owned());
+        }
+        self.notes_so_far = Some(n.notes.clone());
+        note
+    }
+
+    fn apply_compaction_failed(&mut self) -> Option<String> {
+        self.end_compaction();
+        None
+    }
+
+    fn apply_totals(&mut self, t: &Totals) -> Option<String> {
+        let mut note = None;
+        if t.turns < self.totals.turns {
+            note = Some(format!(
+                "turns went back from {} to {}",
+                self.totals.turns, t.turns
+            ));
+        }
+        if t.name.is_some() {
+            self.name = t.name.clone();
+            self.named = t.named;
+        }
+        // A delivered message is taken for good, whatever a totals
+        // record written by an older version says.
+        let delivered = self.totals.delivered.max(t.delivered);
+        self.totals = t.clone();
+        self.totals.delivered = delivered;
+        note
+    }
+
+    fn apply_resumed(&mut self, r: &Resumed) -> Option<String> {
+        // A refinement a crash cut short counted its requests.
+        self.refining_sent = 0;
+        self.resumes += 1;
+        self.model = r.model.clone();
+        self.window = r.window;
+        if !r.provider.is_empty() {
+            self.provider = r.provider.clone();
+        }
+        None
+    }
+
+    fn apply_renamed(&mut self, r: &Renamed) -> Option<String> {
+        self.name = Some(r.name.clone());
+        self.named = !r.generated;
+        None
+    }
+
+    fn apply_pruned(&mut self, p: &Pruned) -> Option<String> {
+        for &i in &p.messages {
+            if let Some(m) = usize::try_from(i)
+                .ok()
+                .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
+            {
+                if m.role == Role::Tool {
+                    m.content = match usize::try_from(p.keep) {
+                        Ok(0) | Err(_) => compact::prune(&m.content),
+                        Ok(keep) => compact::prune_to(&m.content, keep),
+                    };
                 }
             }
-            Record::Written(w) => match self.pending_edit.take() {
-                Some(e) if e.call == w.call && e.path == w.path => {
-                    if w.error.is_none() {
-                        self.edited(&e);
-                    }
+        }
+        self.totals.last_context = p.estimate;
+        self.totals.estimated = true;
+        None
+    }
+
+    fn apply_seen(&mut self, r: &Seen) -> Option<String> {
+        self.files.insert(r.path.clone(), r.hash.clone());
+        None
+    }
+
+    fn apply_approved(&mut self, r: &Approved) -> Option<String> {
+        if r.answer == Answer::Always {
+            // A grant is never "always" (and is not remembered).
+            match &r.tool {
+                Asked::Shell => self.shell_always = true,
+                Asked::Edit => self.edits_always = true,
+                Asked::Tool(tool) if crate::mcp::is_mcp(tool) => {
+                    self.mcp_always.insert(tool.clone());
                 }
-                other => {
-                    self.pending_edit = other;
-                    note = Some("a write of no pending edit".to_owned());
-                }
-            },
-            Record::Rewinding(r) => {
-                if self.pending_rewind.is_some() {
-                    note = Some("a rewind while another waits to be settled".to_owned());
-                }
-                self.pending_rewind = Some(r.clone());
+                _ => {}
             }
-            Record::Rewound(r) => {
-                self.pending_rewind = None;
-                let broken = r.files.iter().find(|f| {
-                    !r.forced && f.from.is_some() && f.from.as_ref() != self.files.get(&f.path)
-                });
-                if let Some(f) = broken {
-                    note = Some(format!(
-                        "a rewind of {} from a content revolve had not last written",
-                        f.path
-                    ));
+        }
+        None
+    }
+
+    fn apply_edit(&mut self, e: &Edit) -> Option<String> {
+        let mut note = None;
+        // Core edits only a file whose content it knows: the chain
+        // of hashes holds (a shell command's change is whatever it
+        // found, so it is not held to it).
+        if e.by != EditBy::Shell && e.before.as_ref() != self.files.get(&e.path) {
+            note = Some(format!(
+                "an edit of {} from a content the session had not last read or wrote",
+                e.path
+            ));
+        }
+        if e.written {
+            self.edited(e);
+        } else {
+            if self.pending_edit.is_some() {
+                note = Some("an edit while another waits for its write".to_owned());
+            }
+            self.pending_edit = Some(e.clone());
+        }
+        note
+    }
+
+    fn apply_written(&mut self, w: &Written) -> Option<String> {
+        let mut note = None;
+        match self.pending_edit.take() {
+            Some(e) if e.call == w.call && e.path == w.path => {
+                if w.error.is_none() {
+                    self.edited(&e);
                 }
-                if let Some(n) = self.rewound(r) {
-                    note = Some(n);
-                }
             }
-            Record::Squeezed(q) => {
-                match usize::try_from(q.message)
-                    .ok()
-                    .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
-                {
-                    Some(m) if m.role == Role::Tool => {
-                        m.content = compact::squeeze(&m.content, &q.path, squeezed_keep(q));
-                    }
-                    // An answer of the model: its text and every call's
-                    // arguments that are long enough (see
-                    // [`compact::squeeze_answer`]).
-                    Some(m) if m.role == Role::Assistant => {
-                        compact::squeeze_answer(m, &q.path, squeezed_keep(q));
-                    }
-                    _ => note = Some("a squeezed message that is no tool result".to_owned()),
-                }
-            }
-            Record::Refining(_) => self.refining_sent = self.refining_sent.saturating_add(1),
-            Record::Refined(r) => {
-                self.refining_sent = 0;
-                self.refined_at = Some(r.at);
-                self.turns_at_refine = self.totals.turns;
-                self.messages_at_refine = self.messages.len();
-                self.compacted_since_refine = false;
-            }
-            Record::Compacted(c) => {
-                self.compacted_since_refine = true;
-                self.refined_at = c.refined_at;
-                self.turns_at_refine = c.turns_at_refine;
-                self.messages_at_refine = 0;
-                let mut messages = Vec::with_capacity(c.kept.len() + 1);
-                messages.push(Message::user(c.at, compact::notes_message(&c.notes)));
-                messages.extend(c.kept.iter().cloned());
-                self.messages = Arc::new(messages);
-                self.totals = c.totals.clone();
-                self.open_calls.clear();
-                self.awaiting = c.pending;
-                self.turn_rounds = c.turn_rounds;
-                // Edits and rewinds reach back to the compaction: the new
-                // file starts without them, and so does the live session.
-                self.files.clear();
-                self.edits.clear();
-                self.wrote.clear();
-                self.pending_edit = None;
-                self.pending_rewind = None;
-                self.rewinds.clear();
-            }
-            Record::Continued(c) => {
-                self.continued = Some(c.next.clone());
-                self.end_compaction();
-                self.awaiting = false;
-                self.open_calls.clear();
+            other => {
+                self.pending_edit = other;
+                note = Some("a write of no pending edit".to_owned());
             }
         }
         note
+    }
+
+    fn apply_rewinding(&mut self, r: &Rewound) -> Option<String> {
+        let mut note = None;
+        if self.pending_rewind.is_some() {
+            note = Some("a rewind while another waits to be settled".to_owned());
+        }
+        self.pending_rewind = Some(r.clone());
+        note
+    }
+
+    fn apply_rewound(&mut self, r: &Rewound) -> Option<String> {
+        let mut note = None;
+        self.pending_rewind = None;
+        let broken = r
+            .files
+            .iter()
+            .find(|f| !r.forced && f.from.is_some() && f.from.as_ref() != self.files.get(&f.path));
+        if let Some(f) = broken {
+            note = Some(format!(
+                "a rewind of {} from a content revolve had not last written",
+                f.path
+            ));
+        }
+        if let Some(n) = self.rewound(r) {
+            note = Some(n);
+        }
+        note
+    }
+
+    fn apply_squeezed(&mut self, q: &Squeezed) -> Option<String> {
+        let mut note = None;
+        match usize::try_from(q.message)
+            .ok()
+            .and_then(|i| Arc::make_mut(&mut self.messages).get_mut(i))
+        {
+            Some(m) if m.role == Role::Tool => {
+                m.content = compact::squeeze(&m.content, &q.path, squeezed_keep(q));
+            }
+            // An answer of the model: its text and every call's
+            // arguments that are long enough (see
+            // [`compact::squeeze_answer`]).
+            Some(m) if m.role == Role::Assistant => {
+                compact::squeeze_answer(m, &q.path, squeezed_keep(q));
+            }
+            _ => note = Some("a squeezed message that is no tool result".to_owned()),
+        }
+        note
+    }
+
+    fn apply_refining(&mut self) -> Option<String> {
+        self.refining_sent = self.refining_sent.saturating_add(1);
+        None
+    }
+
+    fn apply_refined(&mut self, r: &Refined) -> Option<String> {
+        self.refining_sent = 0;
+        self.refined_at = Some(r.at);
+        self.turns_at_refine = self.totals.turns;
+        self.messages_at_refine = self.messages.len();
+        self.compacted_since_refine = false;
+        None
+    }
+
+    fn apply_compacted(&mut self, c: &Compacted) -> Option<String> {
+        self.compacted_since_refine = true;
+        self.refined_at = c.refined_at;
+        self.turns_at_refine = c.turns_at_refine;
+        self.messages_at_refine = 0;
+        let mut messages = Vec::with_capacity(c.kept.len() + 1);
+        messages.push(Message::user(c.at, compact::notes_message(&c.notes)));
+        messages.extend(c.kept.iter().cloned());
+        self.messages = Arc::new(messages);
+        self.totals = c.totals.clone();
+        self.open_calls.clear();
+        self.awaiting = c.pending;
+        self.turn_rounds = c.turn_rounds;
+        // Edits and rewinds reach back to the compaction: the new
+        // file starts without them, and so does the live session.
+        self.files.clear();
+        self.edits.clear();
+        self.wrote.clear();
+        self.pending_edit = None;
+        self.pending_rewind = None;
+        self.rewinds.clear();
+        None
+    }
+
+    fn apply_continued(&mut self, c: &Continued) -> Option<String> {
+        self.continued = Some(c.next.clone());
+        self.end_compaction();
+        self.awaiting = false;
+        self.open_calls.clear();
+        None
     }
 
     /// A message of the user or the model while tool calls still wait for
@@ -599,7 +844,7 @@ impl State {
     /// The bytes of text the messages `range` hold (contents, call names
     /// and arguments): a lower bound of what they add to a request body,
     /// known without building it.
-    pub fn text_bytes(&self, range: std::ops::Range<usize>) -> usize {
+    pub(crate) fn text_bytes(&self, range: std::ops::Range<usize>) -> usize {
         let end = range.end.min(self.messages.len());
         let start = range.start.min(end);
         self.messages[start..end]
@@ -626,7 +871,7 @@ impl State {
     /// How long the notes of a summary request may be: half the answer's
     /// room, so the notes that start the next file leave that file room
     /// to work in (512 tokens at a 4,096-token window).
-    pub fn notes_limit(&self) -> Option<AnswerLimit> {
+    pub(crate) fn notes_limit(&self) -> Option<AnswerLimit> {
         self.answer_limit().map(|l| AnswerLimit {
             tokens: l.tokens / 2,
             ..l
@@ -678,7 +923,7 @@ impl State {
     }
 
     /// A request of this state for `system` and `history`, in `shape`.
-    pub fn request_of(
+    pub(crate) fn request_of(
         &self,
         system: Option<&str>,
         history: impl Into<Shared>,
@@ -695,7 +940,7 @@ impl State {
 
     /// The length in bytes of [`State::request`]'s body (counted, never
     /// held whole).
-    pub fn request_len(&self) -> usize {
+    pub(crate) fn request_len(&self) -> usize {
         self.request().body.len()
     }
 
@@ -719,7 +964,7 @@ impl State {
     /// transcript with every message over its share of the room cut to its
     /// head and tail (for the summary only: the log keeps it whole), so a
     /// message larger than the window never stops a compaction.
-    pub fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
+    pub(crate) fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
         if let Some(request) = self.whole_piece(from, upto, notes) {
             return request;
         }
@@ -759,7 +1004,12 @@ impl State {
     /// turn's requests having the same start), else, when the tool
     /// definitions are what does not fit (small windows), the messages as
     /// one transcript and no tools. `None` when neither fits.
-    pub fn whole_piece(&self, from: usize, upto: usize, notes: Option<&str>) -> Option<Request> {
+    pub(crate) fn whole_piece(
+        &self,
+        from: usize,
+        upto: usize,
+        notes: Option<&str>,
+    ) -> Option<Request> {
         let (from, upto) = self.piece_range(from, upto);
         let mut history = self.messages[from..upto].to_vec();
         history.push(Message::user(
@@ -814,7 +1064,7 @@ impl State {
 
     /// The request for the piece a `compacting` record starts, as the
     /// state before it has it.
-    pub fn compacting_request(&self, c: &crate::record::Compacting) -> Request {
+    pub(crate) fn compacting_request(&self, c: &crate::record::Compacting) -> Request {
         let (from, upto) = c.piece();
         let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         let notes = if c.from == 0 {
@@ -827,7 +1077,7 @@ impl State {
 
     /// The refinement request a `refining` record logged, numbered `seq`:
     /// its body as sent, one user message to this session's model.
-    pub fn refinement_request(&self, body: &str, seq: u64) -> Request {
+    pub(crate) fn refinement_request(&self, body: &str, seq: u64) -> Request {
         Request {
             model: self.model.clone(),
             wire: Wire::of(&self.provider),

@@ -16,19 +16,28 @@ pub enum Tool {
     /// Read a file of the working tree or a granted path; `offset` is the
     /// first line (1-based), `limit` the number of lines.
     ReadFile {
+        /// The file, as the model wrote it (relative to the working tree).
         path: String,
+        /// The first line to read, from 1.
         offset: Option<u64>,
+        /// How many lines to read.
         limit: Option<u64>,
     },
     /// List a directory of the working tree or a granted path.
-    ListDir { path: String },
+    ListDir {
+        /// The directory, as the model wrote it.
+        path: String,
+    },
     /// Search files under `path` (default: the working tree) for a regex.
     Grep {
+        /// The regex, in ripgrep's syntax.
         pattern: String,
+        /// The file or directory to search; none: the working tree.
         path: Option<String>,
     },
     /// Run a shell command in the working directory.
     Shell {
+        /// The command line, run by `sh`.
         command: String,
         /// Seconds before it is killed ([`shell_timeout`] of what the
         /// model asked).
@@ -36,7 +45,9 @@ pub enum Tool {
     },
     /// Ask the user to let this session read a path outside the tree.
     RequestFileGrant {
+        /// The path asked for, as the model wrote it.
         path: String,
+        /// Why the model wants it, shown to the user.
         reason: Option<String>,
     },
     /// Facts about this session.
@@ -44,25 +55,47 @@ pub enum Tool {
     /// Write (or, with empty content, delete) the project memory file
     /// `<label>.md`; an existing one only with `replace`.
     Remember {
+        /// Which memory file, checked.
         label: Label,
+        /// Its whole new content; empty deletes it.
         content: String,
+        /// Whether an existing file may be replaced.
         replace: bool,
     },
     /// Record progress toward the standing goal; `met` proposes it reached.
-    GoalProgress { note: String, met: bool },
+    GoalProgress {
+        /// What was done, in a line or two.
+        note: String,
+        /// Whether the model says the goal is reached.
+        met: bool,
+    },
     /// Replace exact text in a file this session read.
     EditFile {
+        /// The file, as the model wrote it.
         path: String,
+        /// The text to find, exactly.
         old_string: String,
+        /// What it becomes.
         new_string: String,
+        /// Every occurrence; else it must occur once.
         replace_all: bool,
     },
     /// Create a file, or replace one this session read, whole.
-    WriteFile { path: String, content: String },
+    WriteFile {
+        /// The file, as the model wrote it.
+        path: String,
+        /// Its whole content.
+        content: String,
+    },
     /// Read the skill `name`: its body and the files of its folder. The
     /// model names it; the core fills in `dir` from the skills the prompt
     /// lists (empty as parsed).
-    Skill { name: String, dir: String },
+    Skill {
+        /// The skill's name, as the prompt lists it.
+        name: String,
+        /// The skill's folder.
+        dir: String,
+    },
 }
 
 impl Tool {
@@ -85,7 +118,7 @@ impl Tool {
 
     /// The path of an edit (`edit_file`, `write_file`), which the session
     /// opens before deciding the change.
-    pub fn edit_path(&self) -> Option<&str> {
+    pub(crate) fn edit_path(&self) -> Option<&str> {
         match self {
             Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => Some(path),
             _ => None,
@@ -96,8 +129,11 @@ impl Tool {
 /// A tool's definition: name, what it does, a JSON Schema of its arguments.
 #[derive(Clone, Debug)]
 pub struct Definition {
+    /// The name the model calls it by.
     pub name: &'static str,
+    /// What it does, as the model reads it.
     pub description: &'static str,
+    /// The JSON Schema of its arguments.
     pub parameters: Value,
 }
 
@@ -392,7 +428,7 @@ pub const TAIL_CHARS: usize = 1024;
 /// The first [`HEAD_CHARS`] and last [`TAIL_CHARS`] characters of `text`,
 /// with one line between them saying how many characters are gone and, in
 /// `note`, where the rest is. Text that short enough is returned whole.
-pub fn head_tail(text: &str, note: &str) -> String {
+pub(crate) fn head_tail(text: &str, note: &str) -> String {
     if text.chars().count() <= HEAD_CHARS + TAIL_CHARS {
         return text.to_owned();
     }

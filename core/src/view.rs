@@ -510,7 +510,7 @@ pub fn tool_line(tool: &Tool) -> String {
 
 /// How long a wait goes unshown: a model that answers within this many
 /// milliseconds gets no spinner (no flicker on fast replies).
-pub const WAITING_SHOWN_AFTER_MS: u64 = 300;
+pub(crate) const WAITING_SHOWN_AFTER_MS: u64 = 300;
 
 /// The line shown on stderr while waiting for a model's first token, or
 /// `None` while the wait is still too short to show: a spinner frame that
@@ -621,12 +621,16 @@ impl TranscriptTail {
 /// where the model's prices are known (absent otherwise).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Spent {
+    /// Input tokens, the cached ones included.
     #[serde(default)]
     pub tokens_in: u64,
+    /// Of `tokens_in`, those read from a prompt cache.
     #[serde(default)]
     pub tokens_cached: u64,
+    /// Output tokens.
     #[serde(default)]
     pub tokens_out: u64,
+    /// The cost, in nano-dollars (0: unknown prices or none spent).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cost_nano_usd: u64,
 }
@@ -650,14 +654,21 @@ impl Spent {
 /// One session as `revolve sessions` lists it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Summary {
+    /// The session's id.
     pub id: String,
+    /// Its name, if it has one.
     pub name: Option<String>,
+    /// Whether the user named it (else unlisted unless `--all`).
     pub named: bool,
+    /// When its header was written.
     #[serde(with = "time::serde::rfc3339")]
     pub started: OffsetDateTime,
+    /// User lines answered.
     pub turns: u64,
+    /// When its file was last written.
     #[serde(with = "time::serde::rfc3339")]
     pub last_activity: OffsetDateTime,
+    /// Its log file.
     pub path: String,
     /// The id of the file this session went on in after a compaction: such
     /// a file is not listed, and resuming it resumes the newest of the chain.

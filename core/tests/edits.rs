@@ -575,7 +575,7 @@ fn run(ops: &[Op]) -> (World, Model) {
             Op::Rewind(n) => {
                 let n = 1 + usize::from(*n) % 4;
                 let fs = world.fs.clone();
-                let messages = (*world.state().messages).clone();
+                let messages = (**world.state().messages()).clone();
                 let got = world.rewind(n, false, false);
                 let len = model.starts.len();
                 let Some(r) = got else {
@@ -601,7 +601,7 @@ fn run(ops: &[Op]) -> (World, Model) {
                     .collect();
                 let from = users[users.len() - k];
                 assert_eq!(r.from as usize, from);
-                assert_eq!(world.state().messages[..], messages[..from]);
+                assert_eq!(world.state().messages()[..], messages[..from]);
                 model.stashes.push(Stash {
                     starts: model.starts.split_off(left),
                     wrote: model.wrote.split_off(left),
@@ -625,7 +625,7 @@ fn run(ops: &[Op]) -> (World, Model) {
                 let stash = model.stashes.pop().expect("a stash to take back");
                 // Property A: the exact bytes and the same conversation.
                 assert_eq!(world.fs, stash.fs, "the files after taking a rewind back");
-                assert_eq!(*world.state().messages, stash.messages);
+                assert_eq!(**world.state().messages(), stash.messages);
                 model.starts.extend(stash.starts);
                 model.wrote.extend(stash.wrote);
             }
@@ -688,7 +688,7 @@ fn rewinding_n_turns_then_taking_it_back_is_the_identity() {
         assert_eq!(
             world
                 .state()
-                .messages
+                .messages()
                 .iter()
                 .filter(|m| m.role == Role::User)
                 .count(),

@@ -258,7 +258,7 @@ impl Run {
         let mut chain: Vec<String> = self
             .session
             .state()
-            .messages
+            .messages()
             .iter()
             .map(revolve_core::refine::block)
             .collect();
@@ -471,7 +471,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 });
                 run.take(cmds);
                 // The shell settles: what the log holds leaves the inbox.
-                let delivered = run.session.state().totals.delivered;
+                let delivered = run.session.state().totals().delivered;
                 run.inbox.retain(|&seq| seq > delivered);
                 if answer {
                     continue;
@@ -576,10 +576,10 @@ fn replay_equals_live() {
         // file yet (a summary is, from its `compacting` record on).
         let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
         let state = run.session.state();
-        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
+        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
         // The session numbers its requests by what its log says was sent.
         assert_eq!(
-            state.totals.requests as usize,
+            state.totals().requests as usize,
             rebuilt.len(),
             "requests counted"
         );
@@ -622,7 +622,7 @@ fn replay_equals_live_with_thinking() {
         );
         let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
         let state = run.session.state();
-        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
+        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
         let sent = &run.sent[..run.sent.len() - in_flight];
         assert!(
             rebuilt == sent,
@@ -664,7 +664,7 @@ fn inbox_messages_are_taken_once_in_order_and_never_lost() {
             );
         }
         assert_eq!(
-            run.session.state().totals.delivered,
+            run.session.state().totals().delivered,
             taken.last().copied().unwrap_or(0)
         );
         true
@@ -699,9 +699,10 @@ fn every_request_carries_a_well_formed_history() {
         for file in &run.files {
             let mut state = State::default();
             for r in file {
-                if state.awaiting && !matches!(r, Record::Message(m) if m.role != Role::Assistant) {
+                if state.awaiting() && !matches!(r, Record::Message(m) if m.role != Role::Assistant)
+                {
                     assert!(
-                        well_formed(&state.messages),
+                        well_formed(state.messages()),
                         "a request with an unanswered tool call"
                     );
                 }
@@ -745,11 +746,11 @@ fn every_request_fits_the_window() {
                     );
                 }
                 folded.apply(r);
-                totals = folded.totals.clone();
+                totals = folded.totals().clone();
                 if let Record::Stopped(s) = r {
                     if matches!(s.reason, revolve_core::record::StopReason::TooLarge { .. }) {
                         assert!(
-                            folded.messages.iter().all(|m| m.role != Role::Tool
+                            folded.messages().iter().all(|m| m.role != Role::Tool
                                 || !compact::squeezable(
                                     &m.content,
                                     compact::SQUEEZE_HEAD + compact::SQUEEZE_TAIL
@@ -784,9 +785,9 @@ fn misbehaving_models_are_bounded() {
             for r in file {
                 state.apply(r);
                 assert!(
-                    state.turn_rounds <= u64::from(MAX_TOOL_ROUNDS),
+                    state.turn_rounds() <= u64::from(MAX_TOOL_ROUNDS),
                     "{} rounds in a turn",
-                    state.turn_rounds
+                    state.turn_rounds()
                 );
                 if let Record::Message(m) = r {
                     if let Some(id) = &m.tool_call_id {
@@ -796,7 +797,7 @@ fn misbehaving_models_are_bounded() {
             }
             // Runs of identical calls, turn by turn.
             let mut run_of: Vec<&ToolCall> = Vec::new();
-            for m in state.messages.iter() {
+            for m in state.messages().iter() {
                 match m.role {
                     Role::User => run_of.clear(),
                     Role::Assistant => {
@@ -870,7 +871,7 @@ fn replay_equals_live_with_refinements() {
             &State::fold(run.log()) == state,
             "the fold differs from the live state"
         );
-        assert!(state.messages_at_refine <= state.messages.len());
+        assert!(state.messages_at_refine() <= state.messages().len());
         // Every refinement counts its requests: each one logged as it
         // went out, and `refined` says how many; one that sent none
         // counts one, as it always has.
@@ -890,7 +891,7 @@ fn replay_equals_live_with_refinements() {
         // The requests rebuilt from the files are the ones sent, byte for
         // byte, refinements included, each numbered in the session.
         let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
-        let in_flight = usize::from(state.awaiting && state.compacting.is_none());
+        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
         let sent = &run.sent[..run.sent.len() - in_flight];
         assert!(
             rebuilt == sent,
@@ -909,7 +910,7 @@ fn replay_equals_live_with_refinements() {
             run.sent.len(),
             "each request has its own number"
         );
-        state.totals.requests == rebuilt.len() as u64 + unsent
+        state.totals().requests == rebuilt.len() as u64 + unsent
     }
     QuickCheck::new()
         .tests(400)
@@ -1031,7 +1032,7 @@ fn fold_never_panics() {
             text: "hi".into(),
             now: OffsetDateTime::UNIX_EPOCH,
         });
-        !s.state().open_calls.is_empty()
+        !s.state().open_calls().is_empty()
             || cmds.iter().any(|c| {
                 matches!(
                     c,
@@ -1136,7 +1137,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
         let mut records = vec![Record::Header(Header { window, ..header() })];
         records.extend(history.0.iter().cloned().map(Record::Message));
         let state = State::fold(&records);
-        if state.awaiting || !state.open_calls.is_empty() {
+        if state.awaiting() || !state.open_calls().is_empty() {
             return true;
         }
         let mut log = records.clone();
@@ -1180,7 +1181,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
                 }
             }
             let Some(req) = summary else { break };
-            let tokens = compact::estimate(req.body.len(), &session.state().totals);
+            let tokens = compact::estimate(req.body.len(), session.state().totals());
             assert!(compact::fits(tokens, window), "a piece of {tokens} tokens");
             if pieces.len() > 1 {
                 let last = notes_seen.last().expect("notes before a later piece");

@@ -337,7 +337,7 @@ fn never_stuck(case: Case) -> TestResult {
             let fixed = Request::limited(
                 Wire::OpenAi,
                 "m",
-                session.state().system.as_deref(),
+                session.state().system().as_deref(),
                 &[Message::user(NOW, "u".repeat(short.user))],
                 session.state().answer_limit(),
             );

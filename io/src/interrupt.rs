@@ -45,6 +45,7 @@ fn catch() {
         SaFlags::SA_RESTART,
         SigSet::empty(),
     );
+    #[allow(unsafe_code)] // the `sigaction` call below, with its SAFETY note
     let previous = SIGNALS.map(|signum| {
         // SAFETY: the handler only performs an atomic store, which is
         // async-signal-safe. If the call fails, nothing was installed and
@@ -63,6 +64,7 @@ fn restore() {
         // SAFETY: puts back the disposition `sigaction` returned when the
         // guard replaced it (the default, or the line editor's handler
         // with its own flags and mask).
+        #[allow(unsafe_code)]
         let _ = unsafe { signal::sigaction(*signum, old) };
     }
 }
@@ -89,11 +91,11 @@ impl Waker {
 
 /// Catches the signals for as long as it lives.
 #[derive(Debug)]
-pub struct Guard(());
+pub(crate) struct Guard(());
 
 impl Guard {
     /// Starts catching; clears anything raised before.
-    pub fn new() -> Guard {
+    pub(crate) fn new() -> Guard {
         RAISED.store(0, Ordering::SeqCst);
         if !ARMED.swap(true, Ordering::SeqCst) {
             catch();
@@ -144,7 +146,7 @@ pub fn pending() -> bool {
 
 /// Whether the process was asked to stop (SIGTERM or SIGHUP) rather than
 /// the turn (Ctrl-C).
-pub fn terminated() -> bool {
+pub(crate) fn terminated() -> bool {
     matches!(RAISED.load(Ordering::SeqCst), SIGTERM | SIGHUP)
 }
 
@@ -156,7 +158,7 @@ thread_local! {
 
 /// Marks every request in flight as abandoned (the user interrupted it):
 /// their workers see [`abandoned`] and stop retrying.
-pub fn abandon() {
+pub(crate) fn abandon() {
     EPOCH.fetch_add(1, Ordering::SeqCst);
 }
 

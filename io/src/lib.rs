@@ -27,6 +27,10 @@
 //! file identities are unix APIs, each behind `cfg(unix)`; anywhere else the
 //! crate refuses to build.
 
+// Unsafe only at the sites that say `#[allow(unsafe_code)]`, each with a
+// `SAFETY:` comment.
+#![deny(unsafe_code)]
+
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 

@@ -54,6 +54,7 @@ pub enum Outcome {
 /// What a session runs with that its log does not say: the settled
 /// settings, and what only the shell has (handles, paths, the provider).
 pub struct Runtime {
+    /// Who answers the session's model requests (an HTTP provider, or a script in tests).
     pub provider: Arc<dyn Provider>,
     /// The model; on resume, `None` keeps the session's.
     pub model: Option<String>,
@@ -180,7 +181,7 @@ impl<F: Front> Live<F> {
         runtime: Runtime,
         front: F,
     ) -> Live<F> {
-        let inbox = inbox_of(&store, session.state().name.as_deref());
+        let inbox = inbox_of(&store, session.state().name().as_deref());
         Live {
             session,
             writer,
@@ -239,17 +240,20 @@ impl<F: Front> Live<F> {
                 path.display()
             ));
         }
-        if state.repaired > 0 {
+        if state.repaired() > 0 {
             front.notice(&format!(
                 "({} tool call(s) of {} lost their result line; each is answered as lost)",
-                state.repaired,
+                state.repaired(),
                 path.display()
             ));
         }
         let resumed = Resumed {
             at: clock::now(),
-            model: runtime.model.clone().unwrap_or_else(|| state.model.clone()),
-            window: runtime.window.unwrap_or(state.window),
+            model: runtime
+                .model
+                .clone()
+                .unwrap_or_else(|| state.model().clone()),
+            window: runtime.window.unwrap_or(state.window()),
             provider: runtime.provider.name().to_owned(),
         };
         let settings = settings(&store, &id, &runtime, front.interactive());
@@ -339,6 +343,7 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// Turns plan mode on or off from the next request on (`--plan`, `/plan`).
     pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
         self.drive(Input::Plan {
             on,
@@ -346,18 +351,19 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// Lets a turn stopped at the tool-round cap go on with as many rounds again.
     pub fn go_on(&mut self) -> Result<Outcome, Error> {
         let parts = self.prompt_parts();
         self.drive(parts)?;
         let outcome = self.drive(Input::GoOn { now: clock::now() })?;
-        self.front.totals(&self.session.state().totals);
+        self.front.totals(self.session.state().totals());
         Ok(outcome)
     }
 
     /// The tool rounds the last turn took (the one running, or the last
     /// one that ended).
     pub fn turn_rounds(&self) -> u64 {
-        self.session.state().turn_rounds
+        self.session.state().turn_rounds()
     }
 
     /// Takes the messages waiting in the inbox: logged as user messages
@@ -405,7 +411,7 @@ impl<F: Front> Live<F> {
     /// Removes from the inbox what the log holds.
     fn settle_inbox(&mut self) {
         if let Some(inbox) = &self.inbox {
-            if let Err(e) = inbox.settle(self.state().totals.delivered) {
+            if let Err(e) = inbox.settle(self.state().totals().delivered) {
                 self.front.notice(&format!(
                     "revolve: cannot tidy the inbox {}: {e}",
                     inbox.dir().display()
@@ -427,7 +433,7 @@ impl<F: Front> Live<F> {
             text: text.to_owned(),
             now: clock::now(),
         })?;
-        self.front.totals(&self.session.state().totals);
+        self.front.totals(self.session.state().totals());
         if outcome == Outcome::Done {
             // After 25 turns or a compaction, as the core decides.
             self.refine_if_due()?;
@@ -453,7 +459,7 @@ impl<F: Front> Live<F> {
     pub fn rename(&mut self, name: String) -> Result<Outcome, Error> {
         let _naming = self.store.naming().map_err(Error::store)?;
         let mut used = self.store.names_in_use().map_err(Error::store)?;
-        if let Some(own) = &self.state().name {
+        if let Some(own) = &self.state().name() {
             used.remove(own);
         }
         let outcome = self.drive(Input::Rename {
@@ -461,10 +467,10 @@ impl<F: Front> Live<F> {
             used: used.into_iter().collect(),
             now: clock::now(),
         })?;
-        self.inbox = inbox_of(&self.store, self.state().name.as_deref());
+        self.inbox = inbox_of(&self.store, self.state().name().as_deref());
         let entry = self
             .store
-            .running_entry(self.state().id(), self.state().name.clone());
+            .running_entry(self.state().id(), self.state().name().clone());
         self.claim.update(&entry).map_err(Error::store)?;
         Ok(outcome)
     }
@@ -474,7 +480,7 @@ impl<F: Front> Live<F> {
     /// `revolve attach` can address it (the core picks the name; it stays
     /// unlisted). A session with a name is left as it is.
     pub fn address(&mut self) -> Result<Outcome, Error> {
-        if self.state().name.is_some() {
+        if self.state().name().is_some() {
             return Ok(Outcome::Done);
         }
         let _naming = self.store.naming().map_err(Error::store)?;
@@ -483,10 +489,10 @@ impl<F: Front> Live<F> {
             used: used.into_iter().collect(),
             now: clock::now(),
         })?;
-        self.inbox = inbox_of(&self.store, self.state().name.as_deref());
+        self.inbox = inbox_of(&self.store, self.state().name().as_deref());
         let entry = self
             .store
-            .running_entry(self.state().id(), self.state().name.clone());
+            .running_entry(self.state().id(), self.state().name().clone());
         self.claim.update(&entry).map_err(Error::store)?;
         Ok(outcome)
     }
@@ -496,7 +502,8 @@ impl<F: Front> Live<F> {
     /// the session before it. Returns whether the file was removed.
     pub fn close(self) -> bool {
         let state = self.state();
-        let unused = state.messages.is_empty() && state.resumes == 0 && state.continued.is_none();
+        let unused =
+            state.messages().is_empty() && state.resumes() == 0 && state.continued().is_none();
         if !unused {
             return false;
         }

@@ -19,7 +19,12 @@ pub enum Error {
     /// No answer within the time allowed (the server may still be there).
     Timeout(Duration),
     /// It answered with a JSON-RPC error.
-    Rpc { code: i64, message: String },
+    Rpc {
+        /// The JSON-RPC error code.
+        code: i64,
+        /// The server's message.
+        message: String,
+    },
     /// It answered something this client cannot read.
     Protocol(String),
 }
@@ -110,7 +115,7 @@ impl Client {
 
     /// Every tool the server lists, page after page (at most
     /// [`revolve_core::policy::MCP_LIST_PAGES`]).
-    pub fn list_tools(&mut self, timeout: Duration) -> Result<Vec<Listed>, Error> {
+    pub(crate) fn list_tools(&mut self, timeout: Duration) -> Result<Vec<Listed>, Error> {
         let mut tools = Vec::new();
         let mut cursor: Option<String> = None;
         for _ in 0..revolve_core::policy::MCP_LIST_PAGES {
@@ -163,7 +168,7 @@ impl Client {
     }
 
     /// Whether the server said its tools changed.
-    pub fn list_changed(&mut self) -> bool {
+    pub(crate) fn list_changed(&mut self) -> bool {
         self.transport.take_list_changed()
     }
 

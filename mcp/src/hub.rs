@@ -17,8 +17,11 @@ use crate::stdio::Stdio;
 /// process runs and where its stderr goes.
 #[derive(Clone, Debug)]
 pub struct Spec {
+    /// The server's configuration, variables expanded.
     pub server: Server,
+    /// The directory its process starts in.
     pub cwd: PathBuf,
+    /// The file its stderr is appended to.
     pub stderr_log: PathBuf,
     /// Variables a server process does not inherit (API keys).
     pub hidden: Vec<&'static str>,
@@ -30,11 +33,15 @@ pub struct Spec {
 /// Where a server stands.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// Started, not answered yet.
     Starting,
     /// Up, with the tools it lists and the protocol version agreed.
     Ready {
+        /// The tools it offers, in its order.
         tools: Vec<Listed>,
+        /// The protocol version both sides agreed on.
         version: String,
+        /// The server's name and version, as it gave them.
         info: String,
     },
     /// It could not start, or it went away; why.

@@ -756,7 +756,7 @@ pub(super) struct Answer {
 
 impl Answer {
     /// Adds a piece of text and shows it; empty pieces are dropped.
-    pub fn push_text(&mut self, piece: &str, on_text: &mut dyn FnMut(&str)) {
+    pub(crate) fn push_text(&mut self, piece: &str, on_text: &mut dyn FnMut(&str)) {
         if !piece.is_empty() {
             on_text(piece);
             self.text.push_str(piece);
@@ -766,7 +766,7 @@ impl Answer {
     /// The bytes held so far: text and every call's id, name and
     /// arguments, and [`ANSWER_BYTES_PER_CALL`] for each call besides, so
     /// that a flood of empty calls (each a new `index`) is bounded too.
-    pub fn size(&self) -> usize {
+    pub(crate) fn size(&self) -> usize {
         let thinking = self.thinking.values().fold(0, |n, t| {
             n + match t {
                 Thinking::Thinking {
@@ -784,7 +784,7 @@ impl Answer {
     }
 
     /// The call at `index`, made on first use.
-    pub fn call(&mut self, index: u64) -> &mut ToolCall {
+    pub(crate) fn call(&mut self, index: u64) -> &mut ToolCall {
         self.calls.entry(index).or_insert_with(|| ToolCall {
             id: String::new(),
             name: String::new(),
@@ -796,7 +796,7 @@ impl Answer {
     /// call of the answer has, made up as `call_INDEX` (with `_N` added
     /// until no other call has it: results are matched to calls by id, so
     /// ids within one answer are unique), empty arguments as `{}`.
-    pub fn reply(&mut self) -> Reply {
+    pub(crate) fn reply(&mut self) -> Reply {
         let calls = std::mem::take(&mut self.calls);
         let mut taken: HashSet<String> = HashSet::new();
         // The server's ids first, so that a made-up one never takes one.

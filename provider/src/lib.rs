@@ -90,6 +90,8 @@
 //! turns, summaries and refinements go over one connection while the
 //! server keeps it.
 
+#![forbid(unsafe_code)]
+
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -396,7 +398,7 @@ mod testing {
 
     /// An OpenAI-wire request of these user messages, each but the last
     /// answered `ok`, after a system prompt.
-    pub fn request(users: &[&str]) -> Request {
+    pub(crate) fn request(users: &[&str]) -> Request {
         let mut messages = vec![serde_json::json!({"role":"system","content":"sys"})];
         for (i, u) in users.iter().enumerate() {
             if i > 0 {
@@ -415,7 +417,7 @@ mod testing {
     }
 
     /// Runs `provider` on a one-message request, collecting the pieces.
-    pub fn run(provider: &dyn Provider) -> (Result<Reply, ProviderError>, Vec<String>) {
+    pub(crate) fn run(provider: &dyn Provider) -> (Result<Reply, ProviderError>, Vec<String>) {
         let mut pieces = Vec::new();
         let result = provider.complete(&request(&["hi"]), &mut |p| pieces.push(p.to_owned()));
         (result, pieces)

@@ -16,8 +16,11 @@ pub enum Error {
     /// created or synced: what was being done (`cannot read`), where, and
     /// the system's reason.
     Io {
+        /// What was being done: `cannot read`, `cannot create`, ….
         doing: &'static str,
+        /// The file or folder.
         path: PathBuf,
+        /// What the system said.
         error: io::Error,
     },
     /// A file operation of the store, its error as the store made it
@@ -27,13 +30,17 @@ pub enum Error {
     /// The memory or its snapshots: what was being done (`cannot undo`)
     /// and why.
     Memory {
+        /// What was being done: `cannot undo`, ….
         doing: &'static str,
+        /// What the system said.
         error: io::Error,
     },
     /// Where revolve keeps its files is unknown: neither `HOME` nor the
     /// XDG variable `var` is set (`dir` is `state` or `config`).
     NoHome {
+        /// Which of revolve's directories: `state` or `config`.
         dir: &'static str,
+        /// The XDG variable that would name it.
         var: &'static str,
     },
     /// The session asked for (a name, an id, the latest) was not found.
@@ -112,13 +119,31 @@ impl From<ResumeError> for Error {
 #[derive(Debug)]
 pub enum FindError {
     /// The sessions folder could not be listed.
-    Unlisted { dir: PathBuf, error: io::Error },
+    Unlisted {
+        /// The sessions folder.
+        dir: PathBuf,
+        /// What the system said.
+        error: io::Error,
+    },
     /// No session at all in this directory (looking for the latest).
-    NoSession { cwd: PathBuf },
+    NoSession {
+        /// The working directory looked in.
+        cwd: PathBuf,
+    },
     /// No session of that name or id.
-    NoSuch { needle: String, cwd: PathBuf },
+    NoSuch {
+        /// The name or id prefix asked for.
+        needle: String,
+        /// The working directory looked in.
+        cwd: PathBuf,
+    },
     /// The name or id prefix matches several sessions.
-    Ambiguous { needle: String, ids: Vec<String> },
+    Ambiguous {
+        /// The name or id prefix asked for.
+        needle: String,
+        /// The ids of the sessions it matches.
+        ids: Vec<String>,
+    },
 }
 
 impl fmt::Display for FindError {

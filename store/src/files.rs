@@ -41,7 +41,7 @@ pub fn options() -> OpenOptions {
 }
 
 /// Creates `path`, which must not exist, for writing (`0600`).
-pub fn create_new(path: &Path) -> io::Result<File> {
+pub(crate) fn create_new(path: &Path) -> io::Result<File> {
     options().write(true).create_new(true).open(path)
 }
 

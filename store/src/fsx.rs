@@ -51,7 +51,7 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// [`create_atomic`] without syncing the directory: the new name is made
 /// durable by the caller's later [`sync_dir`] (a session log's first sync,
 /// at its first turn end, so the first request does not wait for it).
-pub fn create_atomic_sync_dir_later(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn create_atomic_sync_dir_later(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create(path, bytes, false)
 }
 
@@ -83,7 +83,7 @@ pub fn temp_sibling(path: &Path) -> PathBuf {
 
 /// Makes a rename, creation or removal in `dir` durable, where the platform
 /// allows (best effort; a no-op off unix).
-pub fn sync_dir(dir: &Path) {
+pub(crate) fn sync_dir(dir: &Path) {
     #[cfg(unix)]
     if let Ok(d) = File::open(dir) {
         d.sync_all().ok();

@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 /// The cache's file name in the sessions folder.
 pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
-pub const LEGACY_FILE: &str = ".index.json";
+pub(crate) const LEGACY_FILE: &str = ".index.json";
 const MAGIC: &[u8] = b"revolve listing cache\0";
 const VERSION: u32 = 7; // not policy: the cache format's version
 
@@ -41,21 +41,25 @@ pub type Stamp = (u64, i64);
 /// and length) with the sessions that had lock files then, the working
 /// directories rows point into, and an entry per session file.
 #[derive(Debug, Default, PartialEq)]
-pub struct Index<'a> {
+pub(crate) struct Index<'a> {
     /// The claims journal's epoch when written ("" without a journal).
     pub journal: String,
     /// Its length then.
     pub offset: u64,
     /// The sessions with lock files then.
     pub volatile: Vec<String>,
+    /// The working directories of the rows, each once; a row names its own by index.
     pub cwds: Vec<Cow<'a, str>>,
+    /// Every session file of the sessions folder, as read at `stamp`.
     pub entries: Vec<Entry<'a>>,
 }
 
 /// One session file, as it was read.
 #[derive(Debug, PartialEq)]
 pub struct Entry<'a> {
+    /// The file's name inside the sessions folder.
     pub file: Cow<'a, str>,
+    /// Its size and modification time when read: a change means reading it again.
     pub stamp: Stamp,
     /// `None`: the file could not be read or has no header. A listing
     /// reads such a file again every time (see `Store::list`).
@@ -68,12 +72,17 @@ pub struct Entry<'a> {
 pub struct Row<'a> {
     /// An index into [`Index::cwds`].
     pub cwd: usize,
+    /// The session's id.
     pub id: Cow<'a, str>,
+    /// Its name, when it has one.
     pub name: Option<Cow<'a, str>>,
+    /// Whether the user gave the name (else it was generated and is unlisted).
     pub named: bool,
     /// Unix seconds.
     pub started: i64,
+    /// User lines so far.
     pub turns: u64,
+    /// The id of the session this one went on in after compaction, if any.
     pub continued: Option<Cow<'a, str>>,
     /// What the session spent, from its last totals.
     pub spent: revolve_core::view::Spent,
@@ -94,7 +103,7 @@ struct Head<'h> {
 impl<'a> Index<'a> {
     /// The cache in `bytes`, or `None` when they are not exactly a cache
     /// this build writes.
-    pub fn parse(bytes: &'a [u8]) -> Option<Index<'a>> {
+    pub(crate) fn parse(bytes: &'a [u8]) -> Option<Index<'a>> {
         let mut at = Reader { bytes, at: 0 };
         if at.take(MAGIC.len())? != MAGIC || at.u32()? != VERSION {
             return None;
@@ -125,7 +134,7 @@ impl<'a> Index<'a> {
     }
 
     /// The cache as written to its file.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         let head = Head {
             journal: Cow::Borrowed(&self.journal),
             offset: self.offset,
@@ -147,7 +156,7 @@ impl<'a> Index<'a> {
     }
 
     /// The index of `cwd` in [`Index::cwds`], added when it is not there.
-    pub fn intern(cwds: &mut Vec<Cow<'a, str>>, cwd: &str) -> usize {
+    pub(crate) fn intern(cwds: &mut Vec<Cow<'a, str>>, cwd: &str) -> usize {
         match cwds.iter().position(|c| c == cwd) {
             Some(i) => i,
             None => {

@@ -22,6 +22,8 @@
 //! * [`refine`]: memory snapshots before a rewrite, their history and undo.
 //! * [`skills`]: finding skills: folders with a SKILL.md, read bounded.
 
+#![forbid(unsafe_code)]
+
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 

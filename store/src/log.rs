@@ -167,6 +167,7 @@ impl LogWriter {
 pub struct Skipped {
     /// 1-based line number.
     pub line: usize,
+    /// Why it could not be read, for the one-line warning.
     pub why: String,
     /// Whether the line was torn by a crash mid-write (as opposed to garbled
     /// or of an unknown kind).
@@ -176,7 +177,9 @@ pub struct Skipped {
 /// What reading a log gave.
 #[derive(Debug, Default)]
 pub struct ReadLog {
+    /// The records read, in order.
     pub records: Vec<Record>,
+    /// The lines passed over, in order.
     pub skipped: Vec<Skipped>,
     /// Whether the last line was torn (no newline, not readable).
     pub torn_tail: bool,

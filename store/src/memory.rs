@@ -38,10 +38,10 @@ pub struct MemoryDirs {
 }
 
 /// The name of the workspace folder shared with the task-agent program.
-pub const WORKSPACE: &str = ".task-agent";
+pub(crate) const WORKSPACE: &str = ".task-agent";
 
 /// The list of builtin documents a global memory directory has received.
-pub const SEEDED: &str = ".seeded";
+pub(crate) const SEEDED: &str = ".seeded";
 
 impl MemoryDirs {
     /// The memory directories for a session in `cwd` (an absolute path).
@@ -132,7 +132,7 @@ pub fn seed(global: &Path) -> io::Result<Vec<String>> {
 /// [`seed`] of any list of shipped defaults `(name, content)` into `dir`,
 /// each written at `file(dir, name)` (its folder made when missing); the
 /// builtin skills are seeded this way too.
-pub fn seed_from(
+pub(crate) fn seed_from(
     dir: &Path,
     builtin: &[(&'static str, &'static str)],
     file: fn(&Path, &str) -> PathBuf,
@@ -251,8 +251,11 @@ pub fn ensure_project_dir(dirs: &MemoryDirs) -> io::Result<Option<Vec<PathBuf>>>
 /// What [`write`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WriteOutcome {
+    /// The file did not exist and now does.
     Created,
+    /// The file's content was replaced.
     Replaced,
+    /// The file was removed (the new content was empty).
     Deleted,
 }
 

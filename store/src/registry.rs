@@ -17,9 +17,13 @@ use crate::fsx::{self, Lock};
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Running {
+    /// The running session's id.
     pub id: String,
+    /// Its name, for listing it among the running ones.
     pub name: Option<String>,
+    /// The directory it runs in.
     pub cwd: String,
+    /// The process that runs it.
     pub pid: u32,
 }
 
@@ -168,7 +172,7 @@ fn scan(dir: &Path, remove_stale: bool) -> Vec<Running> {
 /// a file is either by a claim journaled after the listing read the
 /// journal's length, or by one whose lock file the listing saw.
 #[derive(Debug, Default)]
-pub struct Journal {
+pub(crate) struct Journal {
     /// The first line; empty when there is no journal file.
     pub epoch: String,
     /// Its length when read.
@@ -183,7 +187,7 @@ const JOURNAL_MAX: u64 = 1 << 20; // not policy: when the journal starts over
 impl Journal {
     /// The journal of the running dir `dir`; an empty one when there is none
     /// (or it cannot be read).
-    pub fn read(dir: &Path) -> Option<Journal> {
+    pub(crate) fn read(dir: &Path) -> Option<Journal> {
         let bytes =
             match crate::regular::read_whole(&dir.join(JOURNAL), revolve_core::policy::INDEX_CAP) {
                 Ok(bytes) => bytes,
@@ -209,7 +213,7 @@ impl Journal {
     /// The ids claimed at or after byte `offset`, or `None` when `offset` is
     /// not a line start of this journal. With no journal (no session was
     /// ever claimed here), nothing was claimed since offset 0.
-    pub fn since(&self, offset: u64) -> Option<Vec<&str>> {
+    pub(crate) fn since(&self, offset: u64) -> Option<Vec<&str>> {
         if self.epoch.is_empty() {
             return (offset == 0).then(Vec::new);
         }
@@ -259,7 +263,7 @@ fn journal(dir: &Path, id: &str) -> io::Result<()> {
 
 /// The ids of the lock files in `dir`, whether or not their lock is held:
 /// the sessions that may be writing now (or died while they did).
-pub fn locked_ids(dir: &Path) -> Vec<String> {
+pub(crate) fn locked_ids(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

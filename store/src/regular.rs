@@ -43,7 +43,7 @@ pub fn read(path: &Path) -> io::Result<(File, Metadata)> {
 /// an [`io::ErrorKind::InvalidData`] error, never read on. For revolve's
 /// own files (config, goal, memory, index): whatever a link or a swap put
 /// at their name, a start never waits on it nor reads without end.
-pub fn read_whole(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_whole(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let (file, meta) = read(path)?;
     let too_big = || {

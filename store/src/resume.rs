@@ -33,16 +33,30 @@ pub struct Reopened {
 pub enum ResumeError {
     /// Reading, claiming or opening the file failed.
     Io {
+        /// The session file.
         path: PathBuf,
+        /// What failed, as the message says it ("cannot read").
         what: &'static str,
+        /// What the system said.
         error: io::Error,
     },
     /// The file holds no header: not a session log.
-    NoHeader { path: PathBuf },
+    NoHeader {
+        /// The session file.
+        path: PathBuf,
+    },
     /// A newer version wrote it: nothing is written into it.
-    NotWritable { path: PathBuf, why: String },
+    NotWritable {
+        /// The session file.
+        path: PathBuf,
+        /// The line the user reads: which version wrote it.
+        why: String,
+    },
     /// The session went on in a file another process runs now.
-    RunningElsewhere { id: String },
+    RunningElsewhere {
+        /// The id of the file that runs elsewhere.
+        id: String,
+    },
     /// Claiming it failed (another process runs it, or the lock failed).
     Claim(io::Error),
 }
@@ -97,7 +111,7 @@ impl Store {
             |_| skipped += 1,
         )
         .map_err(io_error("cannot read"))?;
-        let Some(header) = state.header.clone() else {
+        let Some(header) = state.header().clone() else {
             return Err(ResumeError::NoHeader { path });
         };
         // Nothing is written into a log of a newer version, not even the
@@ -109,19 +123,19 @@ impl Store {
         // The file may have been compacted between finding it and claiming
         // it: if the session went on in a file that is running now, that
         // process owns the session.
-        if let Some(next) = &state.continued {
+        if let Some(next) = &state.continued() {
             if self.running().iter().any(|r| &r.id == next) {
                 return Err(ResumeError::RunningElsewhere { id: next.clone() });
             }
         }
-        let entry = self.running_entry(&header.id, state.name.clone());
+        let entry = self.running_entry(&header.id, state.name().clone());
         let claim = match claim.take() {
             Some(mut claim) => {
                 claim.update(&entry).map_err(ResumeError::Claim)?;
                 claim
             }
             None => self
-                .claim(&header.id, state.name.clone())
+                .claim(&header.id, state.name().clone())
                 .map_err(ResumeError::Claim)?,
         };
         let writer = LogWriter::open(&path).map_err(io_error("cannot open"))?;

@@ -21,7 +21,9 @@ use crate::registry::{self, Claim, NamingLock, Running};
 /// The sessions of one working directory.
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// Where revolve keeps state and configuration.
     pub roots: Roots,
+    /// The project the working directory belongs to (its key names the sessions folder).
     pub project: Project,
     /// The working directory; listing and resuming consider only sessions
     /// started here.
@@ -108,7 +110,7 @@ impl Store {
     /// [`Store::list`], keeping only the sessions `keep(named, continued)`
     /// accepts (decided before a summary is built: a listing of named
     /// sessions builds only theirs).
-    pub fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
+    pub(crate) fn list_where(&self, keep: impl Fn(bool, bool) -> bool) -> io::Result<Vec<Summary>> {
         self.list_noting(keep, &mut Unlisted::default())
     }
 
@@ -173,19 +175,21 @@ impl Store {
                     .collect()
             });
         let cwd = self.cwd_str();
-        let mut cwds = std::mem::take(&mut index.cwds);
-        // Rows are compared by their cwd's index, not the string.
-        let mut mine = cwds.iter().position(|c| *c == *cwd);
+        let cwds = std::mem::take(&mut index.cwds);
+        let mut news = News {
+            // Rows are compared by their cwd's index, not the string.
+            mine: cwds.iter().position(|c| *c == *cwd),
+            cwd,
+            cwds,
+            entries: Vec::new(),
+            dirty: 0,
+            unlisted,
+        };
         let old = std::mem::take(&mut index.entries);
         let mut finder = Finder::new(&old);
         // Which cache entry or fresh entry each file has, in the folder's
         // order (the order a new cache is written in).
         let mut order: Vec<Slot> = Vec::with_capacity(old.len() + 16);
-        // Entries of files new or changed since.
-        let mut fresh: Vec<Entry> = Vec::new();
-        // Files other than running sessions' that are new or changed since
-        // the cache was written (see [`REWRITE_AFTER`]).
-        let mut dirty = 0usize;
         files.each(|name| {
             let id = &name[..name.len() - ".jsonl".len()];
             let claimed = suspects.as_ref().is_some_and(|s| s.contains(id));
@@ -199,58 +203,29 @@ impl Store {
             let slot = match known {
                 Some(i) if !suspect && !headerless => Slot::Old(i),
                 known => {
-                    let path = dir.join(name);
-                    let meta = match std::fs::metadata(&path) {
-                        Ok(meta) => meta,
-                        // Removed since the folder was read.
-                        Err(e) if e.kind() == io::ErrorKind::NotFound => return,
-                        Err(e) => return unlisted.unreadable(name, &e),
+                    let locked = locked.contains(id);
+                    let Some(slot) = news.look(&dir, name, known, &old, locked) else {
+                        return;
                     };
-                    let stamp = stamp_of(&meta);
-                    match known {
-                        Some(i) if old[i].stamp == stamp && !headerless => Slot::Old(i),
-                        _ => {
-                            let row = match log::summary(&path) {
-                                Ok(Some((header, s))) => {
-                                    let at = Index::intern(&mut cwds, &header.cwd);
-                                    if header.cwd == cwd {
-                                        mine = Some(at);
-                                    }
-                                    Some(row_of(at, &s))
-                                }
-                                Ok(None) => {
-                                    unlisted.headerless(name);
-                                    None
-                                }
-                                Err(e) => return unlisted.unreadable(name, &e),
-                            };
-                            // Still without a header, and as it was: no
-                            // change the cache must be written again for.
-                            let same = headerless
-                                && row.is_none()
-                                && known.is_some_and(|i| old[i].stamp == stamp);
-                            dirty += usize::from(!locked.contains(id) && !same);
-                            fresh.push(Entry {
-                                file: Cow::Owned(name.to_owned()),
-                                stamp,
-                                row,
-                            });
-                            Slot::Fresh(fresh.len() - 1)
-                        }
-                    }
+                    slot
                 }
             };
             order.push(slot);
             let indexed = match slot {
                 Slot::Old(i) => &old[i],
-                Slot::Fresh(f) => &fresh[f],
+                Slot::Fresh(f) => &news.entries[f],
             };
-            if let Some(row) = &indexed.row {
-                if Some(row.cwd) == mine {
-                    each(row, name, indexed.stamp);
-                }
+            let Some(row) = &indexed.row else { return };
+            if Some(row.cwd) == news.mine {
+                each(row, name, indexed.stamp);
             }
         })?;
+        let News {
+            cwds,
+            entries: fresh,
+            mut dirty,
+            ..
+        } = news;
         // A cache entry no file was found for is of a file gone since.
         // (Saturating: a folder read while it changes may list a name twice.)
         dirty += old.len().saturating_sub(finder.found);
@@ -476,6 +451,83 @@ impl From<io::Error> for CreateError {
 enum Slot {
     Old(usize),
     Fresh(usize),
+}
+
+/// What [`Store::scan`] learns from the files it reads again.
+struct News<'a, 'u> {
+    /// The working directory, as the headers say it.
+    cwd: String,
+    /// The working directories rows name, the cache's and any new ones.
+    cwds: Vec<Cow<'a, str>>,
+    /// The index of `cwd` in `cwds`, once some row names it.
+    mine: Option<usize>,
+    /// Entries of files new or changed since.
+    entries: Vec<Entry<'a>>,
+    /// Files other than running sessions' that are new or changed since
+    /// the cache was written (see [`REWRITE_AFTER`]).
+    dirty: usize,
+    /// The files the listing cannot show.
+    unlisted: &'u mut Unlisted,
+}
+
+impl<'a> News<'a, '_> {
+    /// Looks again at file `name`, which may have changed since the cache
+    /// was written (`known`: its entry in `old`, if it has one): the old
+    /// entry when its stamp says it did not, else a fresh entry read now.
+    /// `None` when the file went away or cannot be read (counted as
+    /// unlisted). `locked`: a running session's file, which does not make
+    /// the cache dirty.
+    fn look(
+        &mut self,
+        dir: &Path,
+        name: &str,
+        known: Option<usize>,
+        old: &[Entry<'a>],
+        locked: bool,
+    ) -> Option<Slot> {
+        let headerless = known.is_some_and(|i| old[i].row.is_none());
+        let path = dir.join(name);
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            // Removed since the folder was read.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                self.unlisted.unreadable(name, &e);
+                return None;
+            }
+        };
+        let stamp = stamp_of(&meta);
+        if let Some(i) = known.filter(|&i| old[i].stamp == stamp && !headerless) {
+            return Some(Slot::Old(i));
+        }
+        let row = match log::summary(&path) {
+            Ok(Some((header, s))) => {
+                let at = Index::intern(&mut self.cwds, &header.cwd);
+                if header.cwd == self.cwd {
+                    self.mine = Some(at);
+                }
+                Some(row_of(at, &s))
+            }
+            Ok(None) => {
+                self.unlisted.headerless(name);
+                None
+            }
+            Err(e) => {
+                self.unlisted.unreadable(name, &e);
+                return None;
+            }
+        };
+        // Still without a header, and as it was: no change the cache must
+        // be written again for.
+        let same = headerless && row.is_none() && known.is_some_and(|i| old[i].stamp == stamp);
+        self.dirty += usize::from(!locked && !same);
+        self.entries.push(Entry {
+            file: Cow::Owned(name.to_owned()),
+            stamp,
+            row,
+        });
+        Some(Slot::Fresh(self.entries.len() - 1))
+    }
 }
 
 /// Finds a file's entry in the cache, which lists files in the order the

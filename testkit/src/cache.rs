@@ -25,10 +25,10 @@ use std::hash::{Hash, Hasher};
 use serde_json::Value;
 
 /// The most breakpoints a request may carry.
-pub const MAX_BREAKPOINTS: usize = 4; // not policy: the API's limit, played by the fake
+pub(crate) const MAX_BREAKPOINTS: usize = 4; // not policy: the API's limit, played by the fake
 
 /// How far before a breakpoint a hit is looked for, in blocks.
-pub const LOOKBACK: usize = 20; // not policy: the API's documented look-back, played by the fake
+pub(crate) const LOOKBACK: usize = 20; // not policy: the API's documented look-back, played by the fake
 
 /// What one request cost, as the server reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -67,6 +67,8 @@
 //!   one, until the [`Limit`]'s context is full, and ends with
 //!   `finish_reason: "length"`.
 
+#![forbid(unsafe_code)]
+
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -226,7 +228,7 @@ pub enum FakeReply {
 
 /// The most pieces a [`FakeReply::Rambles`] sends when neither the request
 /// nor a [`Limit`] bounds it.
-pub const RAMBLE_WORDS: u64 = 4096; // not policy: the test server's
+pub(crate) const RAMBLE_WORDS: u64 = 4096; // not policy: the test server's
 
 /// A real server's context: a request whose body counts more than `tokens`
 /// (at `bytes_per_token` bytes a token) is refused with the provider's own
@@ -291,7 +293,12 @@ impl Overflows {
     /// `max_tokens` (which only llama-cpp-python's words name). For
     /// [`Overflows::Truncates`], which refuses nothing, a `200` with an
     /// empty body (never sent).
-    pub fn answer_to(self, asked: u64, limit: u64, max_tokens: Option<u64>) -> (u16, String) {
+    pub(crate) fn answer_to(
+        self,
+        asked: u64,
+        limit: u64,
+        max_tokens: Option<u64>,
+    ) -> (u16, String) {
         match self {
             Overflows::OpenAi => (
                 400,
@@ -398,7 +405,7 @@ pub(crate) fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
 }
 
 /// The most an [`FakeReply::Endless`] stream sends before it gives up.
-pub const ENDLESS_CAP: usize = 1 << 30; // not policy: the test server's
+pub(crate) const ENDLESS_CAP: usize = 1 << 30; // not policy: the test server's
 
 impl FakeReply {
     /// A streamed answer of `text`, one chunk per word (each word with the
@@ -513,7 +520,10 @@ impl FakeServer {
 
     /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
     /// `protocol`.
-    pub fn start_with(protocol: FakeProtocol, replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+    pub(crate) fn start_with(
+        protocol: FakeProtocol,
+        replies: Vec<FakeReply>,
+    ) -> io::Result<FakeServer> {
         FakeServer::start_limited(protocol, replies, None)
     }
 

@@ -23,7 +23,7 @@
 use serde_json::Value;
 
 /// The least budget the API takes.
-pub const MIN_BUDGET: u64 = 1024; // not policy: the API's floor, played by the fake
+pub(crate) const MIN_BUDGET: u64 = 1024; // not policy: the API's floor, played by the fake
 
 /// A thinking block the server answered with, and the calls after it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -46,7 +46,7 @@ pub fn hash(bytes: &[u8]) -> String {
 }
 
 /// The hash naming what `hasher` was fed.
-pub fn hash_digest(hasher: Sha256) -> String {
+pub(crate) fn hash_digest(hasher: Sha256) -> String {
     let digest = hasher.finalize();
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
@@ -79,6 +79,7 @@ pub struct Blobs {
 }
 
 impl Blobs {
+    /// The store under `state_root`, its folder made on first write.
     pub fn new(state_root: &Path) -> Blobs {
         Blobs {
             dir: state_root.join("blobs"),

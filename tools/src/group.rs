@@ -44,7 +44,7 @@ const WRAPPER: &str =
     "exec 3<&0 </dev/null; { read _ <&3; kill -9 0; } & exec 3<&-; exec sh -c \"$1\"";
 
 /// The command's session and group, watched.
-pub struct Group {
+pub(crate) struct Group {
     /// The command's pid: its session's and group's id.
     id: i32,
     /// The watchdog's pipe: closed, it kills the group.
@@ -53,7 +53,7 @@ pub struct Group {
 
 /// `sh -c script`, to be started by [`Group::spawn`]: the caller adds the
 /// directory, output pipes and environment.
-pub fn command(script: &str) -> Command {
+pub(crate) fn command(script: &str) -> Command {
     let mut sh = Command::new("sh");
     sh.arg("-c").arg(WRAPPER).arg("sh").arg(script);
     sh
@@ -63,12 +63,13 @@ impl Group {
     /// Starts `command` (from [`command`]) as the leader of a new session,
     /// its watchdog beside it. On Linux, also makes this process a child
     /// subreaper (once).
-    pub fn spawn(mut command: Command) -> io::Result<(Group, Child)> {
+    pub(crate) fn spawn(mut command: Command) -> io::Result<(Group, Child)> {
         #[cfg(target_os = "linux")]
         become_subreaper();
         command.stdin(Stdio::piped());
         // SAFETY: between fork and exec only `setsid(2)` runs, a single
         // system call that is async-signal-safe and allocates nothing.
+        #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(|| {
                 rustix::process::setsid()?;
@@ -90,7 +91,7 @@ impl Group {
     /// Kills every process of the group (SIGKILL). Call it before the
     /// command is reaped (or while the watchdog lives), so the group id
     /// cannot have been reused.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if self.watch.is_none() {
             return;
         }
@@ -125,7 +126,7 @@ fn become_subreaper() {
 /// neither this process's own nor a running command's (a finished
 /// command's watchdog among them). Children this process started itself
 /// share its group and session and are left alone. Their own children, adopted in turn, go in the next round.
-pub fn reap_escaped() {
+pub(crate) fn reap_escaped() {
     #[cfg(target_os = "linux")]
     for _ in 0..16 {
         let running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());

@@ -86,6 +86,10 @@
 //! readable is not asked for. `agent_info` is the
 //! pretty JSON of [`AgentInfo`] plus `working_dir`.
 
+// Unsafe only at the sites that say `#[allow(unsafe_code)]`, each with a
+// `SAFETY:` comment.
+#![deny(unsafe_code)]
+
 use std::fs;
 use std::io::{self, BufRead, BufReader, Read};
 #[cfg(unix)]
@@ -172,7 +176,7 @@ pub struct Watch(pub Option<std::sync::Arc<WatchFn>>);
 
 /// What a [`Watch`] calls: `Some((elapsed, tail))` while the command runs,
 /// `None` once it ended.
-pub type WatchFn = dyn Fn(Option<(std::time::Duration, &str)>) + Send + Sync;
+pub(crate) type WatchFn = dyn Fn(Option<(std::time::Duration, &str)>) + Send + Sync;
 
 impl std::fmt::Debug for Watch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

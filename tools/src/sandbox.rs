@@ -119,6 +119,7 @@ mod imp {
         // landlock_restrict_self(2) through the crate, and closes the
         // ruleset's descriptor; nothing allocates on either path (the
         // error is a bare kind).
+        #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
                 if let Some(ruleset) = created.take() {

@@ -58,7 +58,7 @@ const SUBMODULE_DEPTH: usize = 4; // not policy: a bound on recursion, not a cho
 /// What a command changed: the changes rewind can take back, and lines
 /// saying what changed but could not be tracked.
 #[derive(Default)]
-pub struct Tracked {
+pub(crate) struct Tracked {
     pub changes: Vec<Change>,
     pub notes: Vec<String>,
 }
@@ -69,7 +69,7 @@ const NOTES_SHOWN: usize = 20; // not policy: a bound on one result line, as lis
 impl Tracked {
     /// The line a command's result ends with when something changed but
     /// could not be tracked: `[not tracked for rewind: PATH: WHY; …]`.
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         if self.notes.is_empty() {
             return None;
         }
@@ -82,7 +82,7 @@ impl Tracked {
 }
 
 /// A repository's state before a command.
-pub struct Before {
+pub(crate) struct Before {
     top: PathBuf,
     /// When the state was taken.
     taken: SystemTime,
@@ -168,7 +168,7 @@ fn status(top: &Path) -> Option<Vec<(String, bool)>> {
 
 impl Before {
     /// The state of the repository `dir` is in; `None` outside git.
-    pub fn take(dir: &Path) -> Option<Before> {
+    pub(crate) fn take(dir: &Path) -> Option<Before> {
         Before::take_at(dir, 0)
     }
 
@@ -224,7 +224,7 @@ impl Before {
 
     /// What the command changed, each change's contents stored, and what
     /// changed but could not be tracked.
-    pub fn changes(self, blobs: &Blobs) -> Tracked {
+    pub(crate) fn changes(self, blobs: &Blobs) -> Tracked {
         let mut tracked = Tracked::default();
         self.changes_into(blobs, &mut tracked);
         tracked

@@ -73,6 +73,7 @@ impl Keys {
         Keys(keys)
     }
 
+    /// Whether there is no key to hide.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -13,6 +13,7 @@ use super::{is_false, is_zero, Message, Totals};
 /// estimates are calibrated from it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counted {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The request's body size, in bytes.
@@ -24,6 +25,7 @@ pub struct Counted {
 /// A context overflow the server reported, and the window from then on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Overflowed {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// What the server said, on one line.
@@ -44,8 +46,10 @@ pub struct Overflowed {
 /// [`crate::compact::prune`] to each, so replay gets the same text.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pruned {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The indexes in the history of the tool results cut.
     pub messages: Vec<u64>,
     /// The documented estimate of the context after pruning, in tokens.
     pub estimate: u64,
@@ -58,6 +62,7 @@ pub struct Pruned {
 /// What a compaction carried into the new file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compacted {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The file compacted (also the header's `continues`).
@@ -94,6 +99,7 @@ pub struct Compacted {
 /// Where a compacted session goes on.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Continued {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The id of the next file.
@@ -104,6 +110,7 @@ pub struct Continued {
 /// piece of it when it does not fit one request.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Compacting {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// How many messages, from the start, the notes will replace.
@@ -129,10 +136,12 @@ impl Compacting {
 /// the new file starts from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Noted {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The end of the piece they cover (they cover everything before it).
     pub upto: u64,
+    /// The working notes the model wrote for the piece.
     pub notes: String,
 }
 
@@ -141,9 +150,12 @@ pub struct Noted {
 /// cut), and `path` holds what it said before.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Squeezed {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The index in the history of the message cut.
     pub message: u64,
+    /// The file that holds the message's whole text, for the model to read.
     pub path: String,
     /// The characters kept, head and tail together, when fewer than the
     /// default ([`crate::compact::SQUEEZE_HEAD`] + [`crate::compact::SQUEEZE_TAIL`]):

@@ -9,21 +9,26 @@ use super::is_false;
 /// A file `read_file` read, and the hash of its whole content then.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Seen {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// Canonical and absolute.
     pub path: String,
+    /// The hash of the whole content read, which a later edit must start from.
     pub hash: String,
 }
 
 /// The user's answer to an edit of `path` by the call `call`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Approved {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The id of the tool call asked about.
     pub call: String,
     /// The file of an edit, or the command of a `shell` call.
     pub path: String,
+    /// What the user said.
     pub answer: Answer,
     /// What was asked about: an edit (the field left out), a `shell`
     /// command, a `grant`, …; see [`Asked`].
@@ -39,6 +44,7 @@ pub struct Approved {
 /// in the content store), and the diff.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Edit {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// The tool call that made it.
@@ -61,6 +67,7 @@ pub struct Edit {
     /// then counted from `diff` (`edit::lines`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added: Option<usize>,
+    /// The lines the change removes (see `added`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub removed: Option<usize>,
     /// Written already when logged (a shell command's change).
@@ -173,10 +180,14 @@ word_field!(EditBy);
 /// changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Written {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
+    /// The id of the edit's tool call.
     pub call: String,
+    /// The file written, canonical and absolute.
     pub path: String,
+    /// Why the write failed, as the model is told.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -184,6 +195,7 @@ pub struct Written {
 /// A rewind: the turns from message `from` on taken back.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Rewound {
+    /// When it happened, by the shell's clock: the log's only time.
     #[serde(with = "time::serde::rfc3339")]
     pub at: OffsetDateTime,
     /// How many turns.
@@ -208,9 +220,12 @@ pub struct Rewound {
 /// hash (`None`: no file).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Restore {
+    /// The file, canonical and absolute.
     pub path: String,
+    /// The hash of the content on disk before (`None`: no file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
+    /// The hash of the content put back (`None`: the file removed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
 }

@@ -28,24 +28,24 @@ pub(super) enum Gate {
 }
 
 /// The result of a shell call the user did not allow.
-pub const REFUSED: &str = "error: the user did not allow this command";
+pub(super) const REFUSED: &str = "error: the user did not allow this command";
 
 /// What stderr says when a command is refused for want of a terminal.
-pub const NO_TERMINAL: &str =
+pub(super) const NO_TERMINAL: &str =
     "revolve: refused a shell command (pass --allow-shell to allow them without a terminal)";
 
 /// The `tool` of an `approved` record that answers a grant
 /// ([`Asked::Grant`]'s word, as the tests read it).
 #[cfg(test)]
-pub const GRANT: &str = "grant";
+pub(super) const GRANT: &str = "grant";
 
 /// The result of a grant the user allowed.
-pub fn granted(path: &str) -> String {
+pub(super) fn granted(path: &str) -> String {
     format!("granted: {path} (this session may now read it)")
 }
 
 /// The result of a grant the user did not allow.
-pub fn not_granted(path: &str) -> String {
+pub(super) fn not_granted(path: &str) -> String {
     format!("error: the user did not grant {path}")
 }
 

@@ -14,6 +14,9 @@ use crate::tools::Tool;
 
 /// Something that happened, as the shell reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
+// Each variant's doc says what its fields are; `now` is always when the
+// shell saw it happen (the session's only clock).
+#[allow(missing_docs)]
 pub enum Input {
     /// The user sent a line.
     User { text: String, now: OffsetDateTime },
@@ -272,12 +275,14 @@ pub struct Delivery {
     pub seq: u64,
     /// Who sent it.
     pub from: String,
+    /// The message as the sender wrote it.
     pub text: String,
 }
 
 /// A complete answer from the model.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Reply {
+    /// The answer's text, as streamed.
     pub text: String,
     /// The tools the model calls, in order.
     pub tool_calls: Vec<ToolCall>,
@@ -297,6 +302,7 @@ pub struct Reply {
 pub struct Usage {
     /// All input tokens, the cached ones included.
     pub prompt_tokens: u64,
+    /// Output tokens, thinking included.
     pub completion_tokens: u64,
     /// Of `prompt_tokens`, those read from the provider's prompt cache
     /// (Anthropic's `cache_read_input_tokens`, OpenAI's
@@ -310,6 +316,8 @@ pub struct Usage {
 /// Something the shell must do.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[must_use = "the shell must execute every command, in order"]
+// Each variant's doc says what its fields are.
+#[allow(missing_docs)]
 pub enum Command {
     /// Write this record as one line at the end of the log.
     Append(Record),

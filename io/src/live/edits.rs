@@ -105,7 +105,7 @@ impl<F: Front> Live<F> {
     pub(super) fn settle_pending_rewind(&mut self) -> Result<(), Error> {
         let Some(files) = self
             .state()
-            .pending_rewind
+            .pending_rewind()
             .as_ref()
             .map(|r| r.files.clone())
         else {
@@ -123,7 +123,7 @@ impl<F: Front> Live<F> {
     /// At a resume: an edit the last run logged but did not see written is
     /// looked at on disk, and what is found is logged.
     pub(super) fn settle_pending_edit(&mut self) -> Result<(), Error> {
-        let Some(path) = self.state().pending_edit.as_ref().map(|e| e.path.clone()) else {
+        let Some(path) = self.state().pending_edit().as_ref().map(|e| e.path.clone()) else {
             return Ok(());
         };
         let hash = hash_now(&path);

@@ -18,7 +18,7 @@ impl<F: Front> Live<F> {
         if let Some(recorded) = &self.runtime.mcp.recorded {
             let users = self
                 .state()
-                .messages
+                .messages()
                 .iter()
                 .filter(|m| m.role == revolve_core::Role::User)
                 .count();

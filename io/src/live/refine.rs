@@ -80,7 +80,7 @@ impl<F: Front> Live<F> {
                 |_| {},
             )
             .map_err(|e| Error::at(&file, "cannot read", e))?;
-            blocks.extend(folded.messages.iter().skip(carried).map(refine::block));
+            blocks.extend(folded.messages().iter().skip(carried).map(refine::block));
         }
         Ok(blocks)
     }

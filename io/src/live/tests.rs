@@ -373,7 +373,7 @@ fn without_a_terminal_nobody_is_asked() {
     // Both calls are answered with an error the model reads.
     let results: Vec<_> = live
         .state()
-        .messages
+        .messages()
         .iter()
         .filter(|m| m.tool_call_id.is_some())
         .map(|m| m.content.clone())
@@ -415,7 +415,7 @@ fn an_edit_allowed_at_the_terminal_is_written_and_rewound() {
 
     assert_eq!(live.rewind(1, Scope::Both, false, false).unwrap(), Ok(()));
     assert!(!file.exists(), "a file the session created is removed");
-    assert_eq!(live.state().messages.len(), 0);
+    assert_eq!(live.state().messages().len(), 0);
     assert_eq!(live.rewind(0, Scope::Both, true, false).unwrap(), Ok(()));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "one\ntwo\n");
     assert_eq!(&State::fold(&records(live.path())), live.state());
@@ -435,7 +435,7 @@ fn a_resumed_session_goes_on_from_its_log() {
     let runtime = world.runtime(Arc::clone(&model), false);
     let mut live =
         Live::resume_at(world.store(), &path, runtime, Recorder::default(), false).unwrap();
-    assert_eq!(live.state().messages, before.messages);
+    assert_eq!(live.state().messages(), before.messages());
     live.turn("two").unwrap();
     let sent = model.sent();
     assert!(sent[1].body.text().contains("First."), "{}", sent[1].body);
@@ -563,7 +563,7 @@ fn ctrl_c_at_a_question_ends_the_turn_whatever_was_answered() {
         );
         let result = live
             .state()
-            .messages
+            .messages()
             .iter()
             .find(|m| m.tool_call_id.is_some());
         assert!(

@@ -14,7 +14,7 @@ impl<F: Front> Live<F> {
     pub(super) fn tool_context(&self) -> tools::Context {
         let info = AgentInfo {
             session_id: self.state().id().to_owned(),
-            name: self.state().name.clone(),
+            name: self.state().name().clone(),
             log_path: self.writer.path().to_path_buf(),
             project_key: self.store.project.key.clone(),
             project_dir: self.runtime.memory.project_dir.clone(),
@@ -28,7 +28,7 @@ impl<F: Front> Live<F> {
             root_id: self.runtime.tree,
             info,
             memory: self.runtime.memory.clone(),
-            messages: self.state().messages.len() as u64,
+            messages: self.state().messages().len() as u64,
             now: clock::now(),
             sandbox: self.runtime.sandbox.clone(),
             watch: self.front.watch(),
