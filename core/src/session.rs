@@ -1370,6 +1370,15 @@ impl Session {
         cmds
     }
 
+    /// What a request beside the turn (a summary, a refinement) spent,
+    /// appended as totals: the context the turn last measured stays as it
+    /// was.
+    fn spent_aside(&mut self, usage: Option<Usage>, now: OffsetDateTime) -> Vec<Command> {
+        let before = &self.state.totals;
+        let totals = self.totals(usage, before.last_context, before.estimated, false, now);
+        self.append(vec![totals])
+    }
+
     /// The totals after one model answer (or a turn cut short).
     fn totals(
         &self,

@@ -473,15 +473,7 @@ impl Session {
                 notes: reply.text,
             });
             let mut cmds = self.append(vec![noted]);
-            let before = &self.state.totals;
-            let totals = self.totals(
-                reply.usage,
-                before.last_context,
-                before.estimated,
-                false,
-                now,
-            );
-            cmds.extend(self.append(vec![totals]));
+            cmds.extend(self.spent_aside(reply.usage, now));
             let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
             match self.next_piece(idx(cut), idx(upto), now) {
                 Some(next) => cmds.extend(next),

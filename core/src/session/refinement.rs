@@ -280,15 +280,7 @@ impl Session {
         let mut cmds = Vec::new();
         // What the refinement spent counts in the session's totals.
         if reply.usage.is_some_and(|u| u != super::Usage::default()) {
-            let before = &self.state.totals;
-            let totals = self.totals(
-                reply.usage,
-                before.last_context,
-                before.estimated,
-                false,
-                now,
-            );
-            cmds.extend(self.append(vec![totals]));
+            cmds.extend(self.spent_aside(reply.usage, now));
         }
         let Some(r) = &mut self.refinement else {
             return cmds;
