@@ -465,6 +465,9 @@ impl Http {
                 // as its phase allows. Its thread drains the rest.
                 let mut relay = Relay::start(reader);
                 let streamed = self.stream::<P>(url, &mut relay, Some(wait), on_text);
+                if streamed.is_ok() && reusable {
+                    relay.finish();
+                }
                 return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
             }
             let mut reader = Plain(reader);
@@ -798,6 +801,8 @@ impl<R: Read> Source for Plain<R> {
 /// and a stalled one's read ends with the agent's timeout.
 struct Relay {
     chunks: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    /// Says when the thread has ended, its reader dropped.
+    ended: mpsc::Receiver<()>,
     pending: Vec<u8>,
     taken: usize,
 }
@@ -805,6 +810,7 @@ struct Relay {
 impl Relay {
     fn start(mut reader: impl Read + Send + 'static) -> Relay {
         let (send, chunks) = mpsc::sync_channel(16); // not policy: chunks read ahead
+        let (end, ended) = mpsc::channel();
         let spawned = std::thread::Builder::new()
             .name("revolve-relay".to_owned())
             .spawn({
@@ -838,6 +844,8 @@ impl Relay {
                             break;
                         }
                     }
+                    drop(reader);
+                    let _ = end.send(());
                 }
             });
         if let Err(e) = spawned {
@@ -845,9 +853,19 @@ impl Relay {
         }
         Relay {
             chunks,
+            ended,
             pending: Vec::new(),
             taken: 0,
         }
+    }
+
+    /// After a finished stream: lets the thread read the body's rest, and
+    /// waits for that at most [`STREAM_DRAIN_WAIT`], so that its
+    /// connection is back in the pool for the next request (as [`drain`]).
+    fn finish(self) {
+        let Relay { chunks, ended, .. } = self;
+        drop(chunks);
+        let _ = ended.recv_timeout(STREAM_DRAIN_WAIT);
     }
 }
 
