@@ -168,7 +168,7 @@ pub struct ModelArgs {
     pub spill_result_chars: Option<usize>,
 
     #[arg(long, value_name = "SECONDS", env = "REVOLVE_STALL_TIMEOUT", value_parser = seconds,
-        help = defaulted("Fail a request when the server sends nothing for this long (e.g. 0.5)", revolve_core::policy::STALL_TIMEOUT.as_secs()))]
+        help = defaulted(&format!("Fail a request when the server sends nothing for this long (e.g. 0.5); unless given, a server on this machine may take {} s to its first content (reading the prompt)", revolve_core::policy::LOCAL_PREFILL_WAIT.as_secs()), revolve_core::policy::STALL_TIMEOUT.as_secs()))]
     pub stall_timeout: Option<std::time::Duration>,
 
     #[arg(long, value_name = "N", env = "REVOLVE_MAX_TOOL_ROUNDS", value_parser = clap::value_parser!(u32).range(1..),

@@ -110,6 +110,18 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The default longest silence between two reads of an answer.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long a server on this machine (loopback: `localhost`, 127.0.0.0/8,
+/// `::1`) may send no content before an answer's first: its response head
+/// and the stream up to the first text, tool call or reasoning. llama.cpp,
+/// Ollama and LM Studio on a CPU send nothing (or only a role chunk) while
+/// they read the prompt, and that legitimately takes minutes: 1,702 tokens
+/// at 22 tokens/s is 77 s, and at 4.8 tokens/s on a CPU shared with a build
+/// it is 355 s, which the 120 s [`STALL_TIMEOUT`] took for a dead server.
+/// After the first content [`STALL_TIMEOUT`] applies again; remote servers
+/// never get this; an explicit `--stall-timeout` holds everywhere instead.
+/// (Codex CLI waits 300 s for any stream.)
+pub const LOCAL_PREFILL_WAIT: Duration = Duration::from_secs(600);
+
 /// How long a question about the server's context (llama.cpp's `/props`,
 /// Ollama's `/api/show` and `/api/ps`, a model list) may take at start.
 pub const WINDOW_PROBE_WAIT: Duration = Duration::from_secs(2);

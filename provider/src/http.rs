@@ -55,9 +55,9 @@ use revolve_core::{Reply, ToolCall, Usage};
 use super::sse::{SseEvent, SseParser};
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
-    ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, MAX_ANSWER_BYTES,
-    MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT, STREAM_DRAIN_BYTES,
-    STREAM_DRAIN_WAIT,
+    ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT,
+    MAX_ANSWER_BYTES, MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT,
+    STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
 };
 
 pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
@@ -124,6 +124,10 @@ pub(super) struct Http {
     /// The variable the key came from, for the hint of a 401 or 403.
     key_var: Option<&'static str>,
     stall: Duration,
+    /// The longest wait for an answer's first content from a server on
+    /// this machine (see [`LOCAL_PREFILL_WAIT`]); none for a remote server
+    /// or once the stall timeout was set explicitly.
+    prefill: Option<Duration>,
     agent: Agent,
 }
 
@@ -143,16 +147,36 @@ impl Http {
             api_key: api_key.filter(|k| !k.is_empty()),
             key_var: None,
             stall: STALL_TIMEOUT,
+            prefill: loopback(&base_url).then_some(LOCAL_PREFILL_WAIT),
             agent: agent(STALL_TIMEOUT),
         }
     }
 
+    /// An explicit stall timeout: it holds before the first content too,
+    /// for a local server as for any.
     pub(super) fn with_stall(self, stall: Duration) -> Http {
         Http {
             stall,
+            prefill: None,
             agent: agent(stall),
             ..self
         }
+    }
+
+    /// Another wait for a local server's first content (for tests: set
+    /// after [`Http::with_stall`], it makes that stall the limit between
+    /// contents only). A remote server gets none.
+    pub(super) fn with_prefill_wait(self, wait: Duration) -> Http {
+        Http {
+            prefill: loopback(&self.base_url).then_some(wait),
+            ..self
+        }
+    }
+
+    /// The wait for the first content when it is longer than the stall
+    /// timeout: a local server, no explicit stall timeout.
+    pub(super) fn prefill(&self) -> Option<Duration> {
+        self.prefill.filter(|wait| *wait > self.stall)
     }
 
     pub(super) fn stall(&self) -> Duration {
@@ -367,6 +391,16 @@ impl Http {
             // may be closing it (uvicorn does, right after the last chunk).
             call = call.config().max_idle_age(Duration::ZERO).build();
         }
+        let prefill = self.prefill();
+        if let Some(wait) = prefill {
+            // The head and the first content may take the prefill wait;
+            // the stream below holds later silences to the stall timeout.
+            call = call
+                .config()
+                .timeout_per_read(Some(wait))
+                .timeout_recv_response(Some(wait))
+                .build();
+        }
         for (name, value) in headers {
             call = call.header(*name, value.as_str());
         }
@@ -381,7 +415,7 @@ impl Http {
                     .send(ureq::SendBody::from_reader(&mut reader))
             }
         }
-        .map_err(|e| self.unsent(url, &e))?;
+        .map_err(|e| self.unsent_within(url, &e, prefill))?;
 
         let status = response.status();
         let content_type = header(&response, "content-type").to_ascii_lowercase();
@@ -424,10 +458,22 @@ impl Http {
         }
 
         if content_type.starts_with("text/event-stream") {
-            let mut reader = body.into_reader();
-            let streamed = self.stream::<P>(url, &mut reader, on_text);
+            let reader = body.into_reader();
+            if let Some(wait) = prefill {
+                // Reads may block for the whole prefill wait: a relay
+                // thread reads, and the stream waits on it only as long
+                // as its phase allows. Its thread drains the rest.
+                let mut relay = Relay::start(reader);
+                let streamed = self.stream::<P>(url, &mut relay, Some(wait), on_text);
+                if streamed.is_ok() && reusable {
+                    relay.finish();
+                }
+                return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
+            }
+            let mut reader = Plain(reader);
+            let streamed = self.stream::<P>(url, &mut reader, None, on_text);
             if streamed.is_ok() && reusable {
-                drain(reader);
+                drain(reader.0);
             }
             return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
         }
@@ -452,7 +498,7 @@ impl Http {
         // Some servers stream without saying so.
         let start = bytes.trim_ascii_start();
         if start.starts_with(b"data:") || start.starts_with(b"event:") {
-            let streamed = self.stream::<P>(url, &mut bytes.as_slice(), on_text);
+            let streamed = self.stream::<P>(url, &mut Plain(bytes.as_slice()), None, on_text);
             return self.unless_empty::<P>(streamed, url, headers, sent, on_text, ask);
         }
         let reply = P::whole(url, &bytes)?;
@@ -500,18 +546,34 @@ impl Http {
 
     /// The error of a request that got no answer head.
     fn unsent(&self, url: &str, e: &ureq::Error) -> ProviderError {
+        self.unsent_within(url, e, None)
+    }
+
+    /// The error of a request that got no answer head, the head having had
+    /// `prefill` (a local server reading the prompt) when set, else the
+    /// stall timeout.
+    fn unsent_within(
+        &self,
+        url: &str,
+        e: &ureq::Error,
+        prefill: Option<Duration>,
+    ) -> ProviderError {
+        let (wait, why) = match prefill {
+            Some(wait) => (wait, PREFILL_WHY),
+            None => (self.stall, ""),
+        };
         let error = match e {
             ureq::Error::Timeout(Timeout::PerRead) => {
                 let message = format!(
-                    "no answer from {url}: nothing received for {}",
-                    seconds(self.stall)
+                    "no answer from {url}: nothing received for {}{why}",
+                    seconds(wait)
                 );
                 return ProviderError::new(message, "").mark_transient();
             }
             ureq::Error::Timeout(Timeout::RecvResponse) => {
                 let message = format!(
-                    "no answer from {url}: no response headers within {}",
-                    seconds(self.stall)
+                    "no answer from {url}: no response headers within {}{why}",
+                    seconds(wait)
                 );
                 return ProviderError::new(message, "").mark_transient();
             }
@@ -548,11 +610,14 @@ impl Http {
         }
     }
 
-    /// Reads an SSE answer as it arrives, up to its end event.
+    /// Reads an SSE answer as it arrives, up to its end event; until its
+    /// first content it may wait `prefill` when set (a local server reading
+    /// the prompt), else the stall timeout.
     fn stream<P: Protocol>(
         &self,
         url: &str,
-        reader: &mut impl Read,
+        reader: &mut impl Source,
+        prefill: Option<Duration>,
         on_text: &mut dyn FnMut(&str),
     ) -> Result<Reply, Stop> {
         let mut parser = SseParser::new();
@@ -562,13 +627,38 @@ impl Http {
         // Progress is content, not bytes: keepalive comments and empty
         // deltas alone make a stalled stream.
         let mut content_at = Instant::now();
+        let mut bytes_at = content_at;
+        // Until the first content, the prefill wait (when set).
+        let mut limit = prefill.unwrap_or(self.stall);
+        let mut first = prefill.is_some();
         let mut size = 0usize;
         // Whether anything came that the answer does not keep (reasoning).
         let mut unkept_seen = false;
         loop {
-            let n = match reader.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => n,
+            let n = match reader.read_by(&mut buf, content_at + limit) {
+                Ok(Some(0)) => break,
+                Ok(Some(n)) => n,
+                // The relay's deadline passed.
+                Ok(None) => {
+                    let message = if first {
+                        format!(
+                            "stream from {url} stalled: no content received for {}{PREFILL_WHY}",
+                            seconds(limit)
+                        )
+                    } else if bytes_at.elapsed() >= self.stall {
+                        format!(
+                            "stream from {url} stalled: nothing received for {}",
+                            seconds(self.stall)
+                        )
+                    } else {
+                        format!(
+                            "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
+                            seconds(self.stall)
+                        )
+                    };
+                    let partial = std::mem::take(&mut protocol.answer().text);
+                    return Err(ProviderError::new(message, partial).mark_transient().into());
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
                     let message = match ureq::Error::from(e) {
@@ -582,6 +672,7 @@ impl Http {
                     return Err(ProviderError::new(message, partial).mark_transient().into());
                 }
             };
+            bytes_at = Instant::now();
             // Bytes that never make an event (an endless line, endless
             // comments) count too.
             received += n;
@@ -603,6 +694,8 @@ impl Http {
                 if now != size || unkept {
                     size = now;
                     content_at = Instant::now();
+                    limit = self.stall;
+                    first = false;
                 }
                 if protocol.answer().size() > MAX_ANSWER_BYTES {
                     let message = format!(
@@ -613,11 +706,18 @@ impl Http {
                     return Err(ProviderError::new(message, partial).into());
                 }
             }
-            if content_at.elapsed() > self.stall {
-                let message = format!(
-                    "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
-                    seconds(self.stall)
-                );
+            if content_at.elapsed() > limit {
+                let message = if first {
+                    format!(
+                        "stream from {url} stalled: no content received for {}{PREFILL_WHY}",
+                        seconds(limit)
+                    )
+                } else {
+                    format!(
+                        "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
+                        seconds(self.stall)
+                    )
+                };
                 let partial = std::mem::take(&mut protocol.answer().text);
                 return Err(ProviderError::new(message, partial).mark_transient().into());
             }
@@ -671,6 +771,121 @@ enum Stop {
 impl From<ProviderError> for Stop {
     fn from(error: ProviderError) -> Stop {
         Stop::Failed(error)
+    }
+}
+
+/// What a stall message before the first content of a local server adds.
+const PREFILL_WHY: &str = " while the local server read the prompt (--stall-timeout raises it)";
+
+/// Where a stream's bytes come from: a reader read directly, whose reads
+/// the agent's timeouts bound, or a [`Relay`], waited on until a deadline.
+trait Source {
+    /// Bytes into `buf` (`Some(0)` at the end), or `None` once `deadline`
+    /// has passed with none.
+    fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> std::io::Result<Option<usize>>;
+}
+
+/// A reader read directly; the deadline is left to its own timeouts.
+struct Plain<R>(R);
+
+impl<R: Read> Source for Plain<R> {
+    fn read_by(&mut self, buf: &mut [u8], _deadline: Instant) -> std::io::Result<Option<usize>> {
+        self.0.read(buf).map(Some)
+    }
+}
+
+/// A body read on its own thread, so that the stream can wait for it less
+/// long than a single read may block (the prefill wait, for a local
+/// server). Dropped, it lets the thread end after its current read: a
+/// finished stream's rest is read up to its end or [`STREAM_DRAIN_BYTES`],
+/// and a stalled one's read ends with the agent's timeout.
+struct Relay {
+    chunks: mpsc::Receiver<std::io::Result<Vec<u8>>>,
+    /// Says when the thread has ended, its reader dropped.
+    ended: mpsc::Receiver<()>,
+    pending: Vec<u8>,
+    taken: usize,
+}
+
+impl Relay {
+    fn start(mut reader: impl Read + Send + 'static) -> Relay {
+        let (send, chunks) = mpsc::sync_channel(16); // not policy: chunks read ahead
+        let (end, ended) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("revolve-relay".to_owned())
+            .spawn({
+                let send = send.clone();
+                move || {
+                    let mut buf = vec![0u8; 8192]; // not policy: a read buffer's size
+                                                   // Since when nobody waits (the stream is over), and
+                                                   // what was read since: the rest is only drained.
+                    let mut gone: Option<Instant> = None;
+                    let mut drained = 0u64;
+                    loop {
+                        let read = match reader.read(&mut buf) {
+                            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                            read => read,
+                        };
+                        let stop = !matches!(read, Ok(n) if n > 0);
+                        if let Some(since) = gone {
+                            drained += *read.as_ref().unwrap_or(&0) as u64;
+                            if stop
+                                || drained > STREAM_DRAIN_BYTES
+                                || since.elapsed() > STREAM_DRAIN_WAIT
+                            {
+                                break;
+                            }
+                            continue;
+                        }
+                        if send.send(read.map(|n| buf[..n].to_vec())).is_err() {
+                            gone = Some(Instant::now());
+                        }
+                        if stop {
+                            break;
+                        }
+                    }
+                    drop(reader);
+                    let _ = end.send(());
+                }
+            });
+        if let Err(e) = spawned {
+            let _ = send.send(Err(e));
+        }
+        Relay {
+            chunks,
+            ended,
+            pending: Vec::new(),
+            taken: 0,
+        }
+    }
+
+    /// After a finished stream: lets the thread read the body's rest, and
+    /// waits for that at most [`STREAM_DRAIN_WAIT`], so that its
+    /// connection is back in the pool for the next request (as [`drain`]).
+    fn finish(self) {
+        let Relay { chunks, ended, .. } = self;
+        drop(chunks);
+        let _ = ended.recv_timeout(STREAM_DRAIN_WAIT);
+    }
+}
+
+impl Source for Relay {
+    fn read_by(&mut self, buf: &mut [u8], deadline: Instant) -> std::io::Result<Option<usize>> {
+        if self.taken == self.pending.len() {
+            let wait = deadline.saturating_duration_since(Instant::now());
+            match self.chunks.recv_timeout(wait) {
+                Ok(chunk) => {
+                    self.pending = chunk?;
+                    self.taken = 0;
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => return Ok(None),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Some(0)),
+            }
+        }
+        let n = (self.pending.len() - self.taken).min(buf.len());
+        buf[..n].copy_from_slice(&self.pending[self.taken..self.taken + n]);
+        self.taken += n;
+        Ok(Some(n))
     }
 }
 
@@ -971,7 +1186,7 @@ fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {
 }
 
 /// Whether `url` names this machine (`localhost`, `127.x.x.x`, `::1`).
-fn loopback(url: &str) -> bool {
+pub(super) fn loopback(url: &str) -> bool {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);

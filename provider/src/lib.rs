@@ -47,6 +47,21 @@
 //!   Keepalive comments (`: ping`), `ping` events and chunks with empty
 //!   deltas are bytes, not progress; a stream of nothing else fails with
 //!   `stream from URL stalled: no content received for …`.
+//! * A server on this machine (`localhost`, 127.0.0.0/8, `::1`) may take
+//!   [`LOCAL_PREFILL_WAIT`] (600 s) instead, up to its answer's first
+//!   content (the response head, and the stream up to its first text, tool
+//!   call or reasoning): llama.cpp, Ollama or LM Studio on a CPU send
+//!   nothing while they read a long prompt, for minutes. After the first
+//!   content the stall timeout holds again. Past that wait the request
+//!   fails with `… no content received for 600 s while the local server
+//!   read the prompt (--stall-timeout raises it)` (or `no answer from URL:
+//!   … within 600 s while …` before the head). An explicit
+//!   `with_stall_timeout` holds everywhere instead (unless
+//!   `with_prefill_wait` follows it); remote servers never get the wait.
+//!   The per-read and head timeouts of such a request are the longer wait;
+//!   its body is read on a thread, so that the stream can stop waiting at
+//!   the stall timeout after the first content (the thread's read ends
+//!   with the agent's timeout, holding the connection until then).
 //!
 //! # Size
 //!
@@ -107,7 +122,9 @@ mod sse;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
 pub use openai::OpenAi;
-pub use revolve_core::policy::{CONNECT_TIMEOUT, MAX_ANSWER_BYTES, STALL_TIMEOUT};
+pub use revolve_core::policy::{
+    CONNECT_TIMEOUT, LOCAL_PREFILL_WAIT, MAX_ANSWER_BYTES, STALL_TIMEOUT,
+};
 pub use scripted::{Scripted, ScriptedReply};
 pub use sse::{SseEvent, SseParser};
 

@@ -86,6 +86,20 @@ impl OpenAi {
         }
     }
 
+    /// The same provider waiting this long for an answer's first content
+    /// from a server on this machine, instead of
+    /// [`revolve_core::policy::LOCAL_PREFILL_WAIT`] (a remote server gets
+    /// the stall timeout throughout). Given after
+    /// [`OpenAi::with_stall_timeout`], that timeout then bounds only the
+    /// silences after the first content; otherwise an explicit stall
+    /// timeout holds everywhere.
+    pub fn with_prefill_wait(self, wait: Duration) -> OpenAi {
+        OpenAi {
+            http: self.http.with_prefill_wait(wait),
+            ..self
+        }
+    }
+
     /// The base URL, without a trailing `/`.
     pub fn base_url(&self) -> &str {
         self.http.base_url()

@@ -207,6 +207,166 @@ fn openai_keepalives_and_empty_deltas_alone_trip_the_stall_timeout() {
     );
 }
 
+/// A local server silent for longer than the stall timeout while it reads
+/// the prompt, within the prefill wait, then answering: the answer comes.
+#[test]
+fn openai_a_local_server_reading_the_prompt_gets_the_prefill_wait() {
+    let (_server, provider) = fake(vec![FakeReply::Delayed(
+        Duration::from_millis(900),
+        Box::new(FakeReply::text("Hello big world")),
+    )]);
+    let provider = provider
+        .with_stall_timeout(Duration::from_millis(300))
+        .with_prefill_wait(Duration::from_secs(5));
+    let (result, pieces) = run(&provider);
+    assert_eq!(result.unwrap().text, "Hello big world");
+    assert_eq!(pieces.concat(), "Hello big world");
+}
+
+/// Silent past the prefill wait before the head: the new message names
+/// the wait and what raises it.
+#[test]
+fn openai_a_local_server_silent_past_the_prefill_wait_fails_saying_so() {
+    let (server, provider) = fake(vec![FakeReply::Hang]);
+    let provider = provider
+        .with_stall_timeout(Duration::from_millis(300))
+        .with_prefill_wait(Duration::from_millis(800));
+    let start = std::time::Instant::now();
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(800), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert!(
+        err.message.starts_with(&format!(
+            "no answer from {}/chat/completions: ",
+            server.url()
+        )),
+        "{}",
+        err.message
+    );
+    assert!(
+        err.message
+            .ends_with("800 ms while the local server read the prompt (--stall-timeout raises it)"),
+        "{}",
+        err.message
+    );
+    assert!(err.transient);
+    assert!(pieces.is_empty());
+}
+
+/// A head at once, then only keepalives past the prefill wait: the stream
+/// fails with the prefill wait's message, not the stall timeout's.
+#[test]
+fn openai_keepalives_before_the_first_content_fail_after_the_prefill_wait() {
+    let (server, provider) = fake(vec![FakeReply::Keepalive {
+        chunks: vec![],
+        every: Duration::from_millis(50),
+    }]);
+    let provider = provider
+        .with_stall_timeout(Duration::from_millis(300))
+        .with_prefill_wait(Duration::from_millis(900));
+    let start = std::time::Instant::now();
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    let took = start.elapsed();
+    assert!(took >= Duration::from_millis(900), "{took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    assert_eq!(
+        err.message,
+        format!(
+            "stream from {}/chat/completions stalled: no content received for 900 ms \
+                 while the local server read the prompt (--stall-timeout raises it)",
+            server.url()
+        )
+    );
+    assert!(err.transient);
+    assert!(pieces.is_empty());
+}
+
+/// After the first content the stall timeout holds again, for silence and
+/// for keepalives alike, however long the prefill wait.
+#[test]
+fn openai_after_the_first_content_the_stall_timeout_holds_again() {
+    // One server each: a stalled connection stays open (its read goes on
+    // until the agent's timeout), and the fake serves one at a time.
+    let replies = [
+        FakeReply::Stall {
+            chunks: vec!["Wait".into()],
+        },
+        FakeReply::Keepalive {
+            chunks: vec!["Wait".into()],
+            every: Duration::from_millis(50),
+        },
+    ];
+    let expected = [
+        "nothing received for 300 ms",
+        "no content received for 300 ms (only keepalives or empty chunks)",
+    ];
+    for (reply, expected) in replies.into_iter().zip(expected) {
+        let (server, provider) = fake(vec![reply]);
+        let provider = provider
+            .with_stall_timeout(Duration::from_millis(300))
+            .with_prefill_wait(Duration::from_secs(30));
+        let start = std::time::Instant::now();
+        let (result, pieces) = run(&provider);
+        let err = result.unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            err.message,
+            format!(
+                "stream from {}/chat/completions stalled: {expected}",
+                server.url()
+            )
+        );
+        assert!(err.transient);
+        assert_eq!(
+            (err.partial.as_str(), pieces),
+            ("Wait", vec!["Wait".to_owned()])
+        );
+    }
+}
+
+/// An explicit stall timeout holds before the first content too, for a
+/// local server as for any: no prefill wait.
+#[test]
+fn openai_an_explicit_stall_timeout_holds_before_the_first_content() {
+    let (server, provider) = fake(vec![FakeReply::Delayed(
+        Duration::from_secs(2),
+        Box::new(FakeReply::text("late")),
+    )]);
+    assert!(http::loopback(&server.url()));
+    let provider = provider.with_stall_timeout(Duration::from_millis(300));
+    let start = std::time::Instant::now();
+    let (result, pieces) = run(&provider);
+    let err = result.unwrap_err();
+    assert!(start.elapsed() < Duration::from_millis(1500));
+    assert_eq!(
+        err.message,
+        format!(
+            "no answer from {}/chat/completions: no response headers within 300 ms",
+            server.url()
+        )
+    );
+    assert!(pieces.is_empty());
+}
+
+/// A remote server never gets the prefill wait.
+#[test]
+fn openai_a_remote_server_gets_no_prefill_wait() {
+    let remote = OpenAi::new("https://api.example.com/v1", None)
+        .with_stall_timeout(Duration::from_millis(300))
+        .with_prefill_wait(Duration::from_secs(30));
+    assert_eq!(remote.http.prefill(), None);
+    let local = OpenAi::new("http://localhost:8080/v1", None);
+    assert_eq!(
+        local.http.prefill(),
+        Some(revolve_core::policy::LOCAL_PREFILL_WAIT)
+    );
+    let explicit = local.with_stall_timeout(crate::STALL_TIMEOUT);
+    assert_eq!(explicit.http.prefill(), None);
+}
+
 #[test]
 fn openai_reasoning_deltas_are_progress() {
     let data = r#"{"choices":[{"index":0,"delta":{"content":"","reasoning":"hmm"}}]}"#;
