@@ -303,6 +303,22 @@ impl Scenario {
     }
 
     /// The window the session's header or last `resumed` record says.
+    /// The window the session has at the end of its log: the newest file's
+    /// header, a resume, or a refusal from which it learned the server's
+    /// context.
+    fn window_now(&self) -> Option<u64> {
+        self.log()
+            .iter()
+            .rev()
+            .find(|r| {
+                matches!(
+                    r["type"].as_str(),
+                    Some("header" | "resumed" | "overflowed")
+                )
+            })
+            .and_then(|r| r["window"].as_u64())
+    }
+
     fn window(&self) -> Option<u64> {
         self.log()
             .iter()
@@ -650,7 +666,9 @@ fn a_20kb_tool_result_with_no_window_given() {
 
 /// Two turns under `--window 32768` (the server's context is 4,096), then
 /// four more resumed: under `--window 4096`, or with no window given (the
-/// session keeps its 32,768, which the server cannot hold).
+/// session keeps the window it had: its 32,768, which the server cannot
+/// hold, or the 4,096 it learned from the server's refusal when the model's
+/// first answers were long enough to be refused).
 fn resumed_smaller(window: Window, name: &'static str) {
     let Some((url, _lease)) = server() else {
         return;
@@ -663,6 +681,7 @@ fn resumed_smaller(window: Window, name: &'static str) {
     );
     s.answered("two turns at 32768", 0, 2);
     let from = s.log().len();
+    let had = s.window_now();
     s.run(
         "four turns resumed",
         &real_args(&url, first_window(window), true),
@@ -671,8 +690,14 @@ fn resumed_smaller(window: Window, name: &'static str) {
     s.answered("four turns resumed", from, 4);
     let expected = match window {
         Window::Declared => 4096,
-        Window::Asked => 32768,
+        // Never a window it did not have: 32,768, or what it learned.
+        Window::Asked => had.unwrap_or(32768),
     };
+    if window == Window::Asked && ![Some(32768), Some(4096)].contains(&had) {
+        s.problems.push(format!(
+            "the session had window {had:?} before its resume, neither 32768 nor the server's 4096"
+        ));
+    }
     if s.window() != Some(expected) {
         s.problems.push(format!(
             "the resumed session runs with window {:?}, not {expected}",
