@@ -610,6 +610,26 @@ impl Http {
         }
     }
 
+    /// Why a stream stalled: before its first content, within the prefill
+    /// wait `prefill` of a local server; after it, with nothing at all
+    /// received (`silent`) or only keepalives and empty chunks.
+    fn stalled(&self, url: &str, prefill: Option<Duration>, silent: bool) -> String {
+        match prefill {
+            Some(wait) => format!(
+                "stream from {url} stalled: no content received for {}{PREFILL_WHY}",
+                seconds(wait)
+            ),
+            None if silent => format!(
+                "stream from {url} stalled: nothing received for {}",
+                seconds(self.stall)
+            ),
+            None => format!(
+                "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
+                seconds(self.stall)
+            ),
+        }
+    }
+
     /// Reads an SSE answer as it arrives, up to its end event; until its
     /// first content it may wait `prefill` when set (a local server reading
     /// the prompt), else the stall timeout.
@@ -640,22 +660,8 @@ impl Http {
                 Ok(Some(n)) => n,
                 // The relay's deadline passed.
                 Ok(None) => {
-                    let message = if first {
-                        format!(
-                            "stream from {url} stalled: no content received for {}{PREFILL_WHY}",
-                            seconds(limit)
-                        )
-                    } else if bytes_at.elapsed() >= self.stall {
-                        format!(
-                            "stream from {url} stalled: nothing received for {}",
-                            seconds(self.stall)
-                        )
-                    } else {
-                        format!(
-                            "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
-                            seconds(self.stall)
-                        )
-                    };
+                    let silent = !first && bytes_at.elapsed() >= self.stall;
+                    let message = self.stalled(url, first.then_some(limit), silent);
                     let partial = std::mem::take(&mut protocol.answer().text);
                     return Err(ProviderError::new(message, partial).mark_transient().into());
                 }
@@ -707,17 +713,7 @@ impl Http {
                 }
             }
             if content_at.elapsed() > limit {
-                let message = if first {
-                    format!(
-                        "stream from {url} stalled: no content received for {}{PREFILL_WHY}",
-                        seconds(limit)
-                    )
-                } else {
-                    format!(
-                        "stream from {url} stalled: no content received for {} (only keepalives or empty chunks)",
-                        seconds(self.stall)
-                    )
-                };
+                let message = self.stalled(url, first.then_some(limit), false);
                 let partial = std::mem::take(&mut protocol.answer().text);
                 return Err(ProviderError::new(message, partial).mark_transient().into());
             }
