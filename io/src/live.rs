@@ -988,7 +988,6 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         spill_dir: spill_dir.to_string_lossy().into_owned(),
         interactive,
         counts: runtime.provider.counts(),
-        confirm_costly: runtime.settings.confirm_costly && interactive,
         ..runtime.settings.clone()
     }
 }

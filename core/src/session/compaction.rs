@@ -372,7 +372,7 @@ impl Session {
                 // Declined: not summarized.
                 Some(false) => return None,
                 Some(true) => {}
-                None if self.settings.confirm_costly => {
+                None if self.settings.asks_costly() => {
                     self.confirming = true;
                     return Some(vec![
                         Command::Show(line),

@@ -502,9 +502,10 @@ pub struct Settings {
     /// fit is counted first ([`Command::Count`]) when the estimate has no
     /// recent count behind it.
     pub counts: bool,
-    /// A user at a terminal is asked before a compaction that sends more
-    /// than [`crate::compact::COSTLY_REQUESTS`] requests (not `--yes`,
-    /// not `"confirm_costly": false`).
+    /// Ask before a compaction or refinement that sends more than
+    /// [`crate::compact::COSTLY_REQUESTS`] requests (not `--yes`, not
+    /// `"confirm_costly": false`); asked only when `interactive`
+    /// ([`Settings::asks_costly`]).
     pub confirm_costly: bool,
     /// MCP tool calls need no approval (`--allow-mcp`, `allow_mcp`).
     pub allow_mcp: bool,
@@ -516,6 +517,14 @@ pub struct Settings {
     /// to bring the session's cost past it (see
     /// [`crate::models::expected_cost`]).
     pub max_cost: Option<u64>,
+}
+
+impl Settings {
+    /// A costly compaction or refinement is asked about first: the user
+    /// wants to be asked, and a user at a terminal can answer.
+    pub fn asks_costly(&self) -> bool {
+        self.confirm_costly && self.interactive
+    }
 }
 
 /// The default of `spill-result-chars`.

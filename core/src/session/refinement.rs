@@ -170,7 +170,7 @@ impl Session {
         let mut cmds = Vec::new();
         if let Some(line) = compact::cost_line(what, of as u64, input) {
             cmds.push(Command::Show(line));
-            if self.settings.confirm_costly {
+            if self.settings.asks_costly() {
                 if let Some(r) = &mut self.refinement {
                     r.stage = Stage::Confirming;
                 }

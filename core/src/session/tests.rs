@@ -1124,6 +1124,7 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
             s.state.clone(),
             Settings {
                 confirm_costly: true,
+                interactive: true,
                 ..settings()
             },
         );

@@ -243,6 +243,7 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
         .collect();
     let (mut s, _) = after_a_turn(Settings {
         confirm_costly: true,
+        interactive: true,
         ..settings()
     });
     let cmds = refine(&mut s, chain.clone());
