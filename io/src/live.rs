@@ -450,7 +450,7 @@ impl<F: Front> Live<F> {
     /// What the undo put back or removed, a line a file, or `None` when
     /// there was nothing to undo.
     pub fn undo_memory(&mut self) -> Result<Option<Vec<String>>, Error> {
-        Ok(self.run_input(Input::Undo)?.undone)
+        Ok(self.run_input(Input::Undo)?.1.undone)
     }
 
     /// `/name NAME`: renames the session, under the naming lock as a new
@@ -545,12 +545,12 @@ impl<F: Front> Live<F> {
     /// Feeds an input and executes commands until the core has nothing more
     /// to do; how it ended.
     fn drive(&mut self, input: Input) -> Result<Outcome, Error> {
-        self.run_input(input).map(|driven| driven.outcome)
+        self.run_input(input).map(|(outcome, _)| outcome)
     }
 
     /// [`Live::drive`], with what the commands did that the user's command
     /// reports (a refusal, an undo's files).
-    fn run_input(&mut self, input: Input) -> Result<Driven, Error> {
+    fn run_input(&mut self, input: Input) -> Result<(Outcome, Did), Error> {
         let _signals = interrupt::Guard::new();
         let mut queue = VecDeque::from([input]);
         let mut outcome = Outcome::Done;
@@ -587,11 +587,7 @@ impl<F: Front> Live<F> {
         if self.front.closed() {
             return Err(Error::BrokenPipe);
         }
-        Ok(Driven {
-            outcome,
-            refused: did.refused,
-            undone: did.undone,
-        })
+        Ok((outcome, did))
     }
 
     /// Executes `cmds` in order, queueing the answers they ask for; what
@@ -881,19 +877,6 @@ impl<F: Front> Live<F> {
         }
         Input::Prompt(parts)
     }
-}
-
-/// What one [`Live::run_input`] did: how it ended, and what its commands
-/// did that the user's command reports.
-#[derive(Debug, PartialEq, Eq)]
-struct Driven {
-    outcome: Outcome,
-    /// Why core refused what the user asked ([`Command::Refused`]; the
-    /// last, when it refused more than once).
-    refused: Option<String>,
-    /// What a [`Command::Undo`] put back or removed, a line a file;
-    /// `None` when nothing was undone.
-    undone: Option<Vec<String>>,
 }
 
 /// What executed commands did beyond the answers they queued.

@@ -144,7 +144,7 @@ impl<F: Front> Live<F> {
         force: bool,
     ) -> Result<Result<(), String>, Error> {
         let on_disk = on_disk(&self.session);
-        let driven = self.run_input(Input::Rewind {
+        let (_, did) = self.run_input(Input::Rewind {
             turns,
             scope,
             undo,
@@ -153,7 +153,7 @@ impl<F: Front> Live<F> {
             now: clock::now(),
         })?;
         // Core's refusal, if it refused (Command::Refused).
-        Ok(driven.refused.map_or(Ok(()), Err))
+        Ok(did.refused.map_or(Ok(()), Err))
     }
 }
 
