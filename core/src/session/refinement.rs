@@ -40,13 +40,11 @@ pub(super) struct Refinement {
     budget: usize,
     /// The parts: runs of `blocks`.
     parts: Vec<Range<usize>>,
-    /// The next part to send.
+    /// The next part to send: also how many requests were sent.
     next: usize,
     /// On its own: how many of the messages since the last refinement it
     /// reads, of how many.
     read: Option<(usize, usize)>,
-    /// The requests sent so far.
-    sent: u64,
     /// The changes of the parts answered so far, in order.
     changes: Vec<Change>,
     /// How many messages the session held (for the snapshot).
@@ -159,7 +157,6 @@ impl Session {
             parts,
             next: 0,
             read,
-            sent: 0,
             changes: Vec::new(),
             messages: state.messages.len() as u64,
             meta: None,
@@ -253,7 +250,6 @@ impl Session {
         let auto = r.auto;
         if let Some(r) = &mut self.refinement {
             r.next += 1;
-            r.sent += 1;
             r.stage = Stage::Asking;
         }
         let body = request.body.text();
@@ -415,7 +411,7 @@ impl Session {
             at: now,
             auto: r.auto,
             entry,
-            pieces: r.sent,
+            pieces: r.next as u64,
         })]);
         cmds.push(Command::Sync);
         cmds
