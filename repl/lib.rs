@@ -215,7 +215,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let interactive = stdin_tty && !cli.print;
     if interactive && !cli.goal_run && cli.output_format != Format::Text {
         return Err(Error::Usage(
-            "--output-format stream-json is for runs without the REPL: add -p".into(),
+            "--output-format stream-json and json are for runs without the REPL: add -p".into(),
         ));
     }
     let resuming = cli.r#continue || cli.resume.is_some();
@@ -327,17 +327,35 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     let result = if cli.goal_run {
         goal_run(&mut live, cli.max_turns)
     } else {
-        piped(&mut live, cli.prompt, stdin_tty)
+        piped(&mut live, cli.prompt, cli.print, stdin_tty)
     };
     console::end(&mut live, &result);
     live.close();
     result
 }
 
-/// A run without the REPL: PROMPT (with piped stdin attached) as one turn,
-/// or each stdin line as one.
-fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(), Error> {
+/// A run without the REPL: PROMPT (with piped stdin attached) as one turn;
+/// with `-p` and no PROMPT, the whole of stdin as one turn (as `claude -p`
+/// takes it); without `-p`, each stdin line as one.
+fn piped(
+    live: &mut Live,
+    prompt: Option<String>,
+    print: bool,
+    stdin_tty: bool,
+) -> Result<(), Error> {
     match prompt {
+        None if print => {
+            let text =
+                stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+            let text = text.trim_end_matches(['\n', '\r']);
+            if text.trim().is_empty() {
+                return Err(Error::Usage(
+                    "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)"
+                        .into(),
+                ));
+            }
+            piped_line(live, text).map(|_| ())
+        }
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {

@@ -16,6 +16,13 @@
 //! {"type":"error","code":1,"message":"HTTP 500 … from http://…"}
 //! ```
 //!
+//! With `--output-format json` nothing is printed until the run ends, and
+//! then one object (as `claude -p --output-format json` prints):
+//!
+//! ```json
+//! {"exit_code":0,"is_error":false,"name":null,"num_turns":1,"result":"The answer.","session_id":"20261202-100000-1a2b3c","subtype":"success","total_cost_usd":0.00012,"type":"result","usage":{"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"input_tokens":812,"output_tokens":64,"requests":2}}
+//! ```
+//!
 //! `init` comes first, once the session is open (a new or a resumed one):
 //! its id, name, model and working directory, before any turn runs.
 //! `text` events are the answer's pieces as they stream (concatenated they
@@ -49,6 +56,8 @@ pub enum Format {
     Text,
     /// One JSON event per line on stdout (text deltas, tool calls and results, totals, done or error)
     StreamJson,
+    /// One JSON object on stdout at the end: the answer, the session, usage, cost, turns, is_error
+    Json,
 }
 
 /// A session's output, in one [`Format`]. Once stdout's reader has gone
@@ -69,6 +78,9 @@ pub struct Sink {
     markdown: Option<crate::render::Markdown>,
     /// Whether stderr gets colour (tool lines dim).
     colour_err: bool,
+    /// `json`: the last answer's text, and the last totals told.
+    result: String,
+    last_totals: Option<Totals>,
 }
 
 impl Sink {
@@ -87,6 +99,8 @@ impl Sink {
             held: None,
             markdown: markdown.then(crate::render::Markdown::default),
             colour_err: crate::render::stderr(),
+            result: String::new(),
+            last_totals: None,
         }
     }
 
@@ -162,11 +176,18 @@ impl Sink {
                 }
             }
             Format::StreamJson => self.event("text", json!({"text": text})),
+            Format::Json => {}
         }
     }
 
     /// The answer ended after `shown`: text ends it with a newline.
     pub fn answer_end(&mut self, shown: &str) {
+        if self.format == Format::Json {
+            // The answer of the run is the last request's text, as the
+            // model's final message (what came before a tool call is not).
+            shown.clone_into(&mut self.result);
+            return;
+        }
         if let Some(markdown) = &mut self.markdown {
             let rest = markdown.finish();
             if !rest.is_empty() {
@@ -184,7 +205,7 @@ impl Sink {
     pub fn tool_call(&mut self, id: &str, tool: &Tool, arguments: &str) {
         self.stop_waiting();
         match self.format {
-            Format::Text => eprintln!(
+            Format::Text | Format::Json => eprintln!(
                 "{}",
                 crate::render::dim(&view::tool_line(tool), self.colour_err)
             ),
@@ -234,6 +255,7 @@ impl Sink {
 
     /// A turn ended with these totals (a `totals` event in JSON).
     pub fn totals(&mut self, totals: &Totals) {
+        self.last_totals = Some(totals.clone());
         if self.format == Format::StreamJson {
             let mut event = json!({"turns": totals.turns,
                               "tokens_in": totals.tokens_in, "tokens_out": totals.tokens_out,
@@ -271,6 +293,17 @@ impl Sink {
         name: Option<&str>,
         log: &str,
     ) {
+        if self.format == Format::Json {
+            let object = result_object(
+                result,
+                &self.result,
+                session,
+                name,
+                self.last_totals.as_ref(),
+            );
+            self.write(&format!("{object}\n"));
+            return;
+        }
         if self.format != Format::StreamJson {
             return;
         }
@@ -296,6 +329,48 @@ impl Sink {
             self.closed = matches!(out(text), Err(Error::BrokenPipe));
         }
     }
+}
+
+/// `--output-format json`'s one object: `result` (the last answer's
+/// text, or the error's message), `is_error`, `session_id`, `name`,
+/// `num_turns`, `usage` and `total_cost_usd` (of the session so far, from
+/// the last totals; null when the model's prices are not known).
+fn result_object(
+    result: &Result<(), Error>,
+    answer: &str,
+    session: &str,
+    name: Option<&str>,
+    totals: Option<&Totals>,
+) -> Value {
+    let totals = totals.cloned().unwrap_or_default();
+    let (is_error, text, code) = match result {
+        Ok(()) | Err(Error::BrokenPipe) => (false, answer.to_owned(), 0),
+        Err(e) => (true, e.to_string(), e.code()),
+    };
+    let cost = if totals.unpriced && totals.cost == 0 {
+        Value::Null
+    } else {
+        // Nano-dollars to dollars, for a script to read as a number.
+        json!(totals.cost as f64 / 1e9) // not policy: a unit
+    };
+    json!({
+        "type": "result",
+        "subtype": if is_error { "error" } else { "success" },
+        "is_error": is_error,
+        "exit_code": code,
+        "result": text,
+        "session_id": session,
+        "name": name,
+        "num_turns": totals.turns,
+        "usage": {
+            "input_tokens": totals.tokens_in,
+            "output_tokens": totals.tokens_out,
+            "cache_read_input_tokens": totals.tokens_cached,
+            "cache_creation_input_tokens": totals.tokens_cache_written,
+            "requests": totals.requests,
+        },
+        "total_cost_usd": cost,
+    })
 }
 
 /// A `tool_call` event's fields: `arguments` as the model's JSON, or the

@@ -25,6 +25,7 @@ mod edits;
 mod faults;
 mod goals;
 mod guards;
+mod habits;
 mod help;
 mod hints;
 mod instructions;
