@@ -49,7 +49,7 @@ impl Approvals {
     /// session, or no (core decided to ask). End of input means no.
     pub fn ask_shell(&self, command: &str) -> Answer {
         ask(&format!(
-            "run `{}`? [y]es, [n]o, [a]lways this session: ",
+            "run `{}`? [y]es, [a]lways this session, [n]o: ",
             inert(command)
         ))
     }
@@ -87,9 +87,13 @@ impl Approvals {
     }
 }
 
-/// Asks on stderr and reads one line of stdin (the terminal; the line
-/// editor is not reading during a turn). End of input means no.
+/// Asks on stderr and reads one key of the terminal ([`crate::keys`]:
+/// no Enter needed; Ctrl-C, Esc and Ctrl-D are no), or one line of stdin
+/// when it is not a terminal. End of input means no.
 fn ask(question: &str) -> Answer {
+    if let Some(answer) = crate::keys::answer(question) {
+        return answer;
+    }
     eprint!("{question}");
     std::io::stderr().flush().ok();
     let mut line = String::new();

@@ -23,6 +23,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 mod highlight;
+mod keys;
 mod line;
 mod mcp;
 mod messages;
@@ -290,8 +291,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     } else {
         Live::start(store, runtime, front, cli.name.clone(), interactive)?
     };
+    let mut seeded = false;
     if !cli.bare {
-        live.set_created_project_dir(prepare(&dirs, interactive));
+        let (created, any) = prepare(&dirs, interactive);
+        live.set_created_project_dir(created);
+        seeded = any;
     }
     live.front_mut().window_source = match settings.window.source {
         Source::Table if !resuming || settings.model.source.overrides_resumed() => {
@@ -316,7 +320,8 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         live.set_effort(settings.effort.value)?;
     }
     if interactive && !cli.goal_run {
-        let result = repl::run(&mut live, cli.prompt.as_deref());
+        let banner = banner(&live, &settings, seeded);
+        let result = repl::run(&mut live, cli.prompt.as_deref(), &banner);
         let address = sessions::address(live.state());
         if !live.close() {
             eprintln!("{}", sessions::exit_hint(&address));
@@ -456,9 +461,11 @@ fn memory(store: &Store) -> MemoryDirs {
 /// names exactly the files seeded, in every mode (stdout stays the answer
 /// alone); the folder created is named in a terminal only. Failures here
 /// are told, never fatal.
-fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
+fn prepare(dirs: &MemoryDirs, interactive: bool) -> (bool, bool) {
+    let mut any = false;
     match revolve_io::memory::seed(&dirs.global) {
         Ok(seeded) if !seeded.is_empty() => {
+            any = true;
             eprintln!(
                 "seeded {} into {}",
                 seeded.join(", "),
@@ -471,6 +478,7 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
     if let Some(folder) = revolve_io::skills::global_folder(dirs) {
         match revolve_io::skills::seed(&folder) {
             Ok(seeded) if !seeded.is_empty() => {
+                any = true;
                 eprintln!("seeded {} into {}", seeded.join(", "), folder.display())
             }
             Ok(_) => {}
@@ -485,14 +493,58 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
                     dirs.project_dir.display()
                 );
             }
-            true
+            (true, any)
         }
-        Ok(None) => false,
+        Ok(None) => (false, any),
         Err(e) => {
             eprintln!("revolve: cannot create {}: {e}", dirs.project_dir.display());
-            false
+            (false, any)
         }
     }
+}
+
+/// The REPL's first lines: how to turn seeding off (when this run seeded),
+/// then the session with its provider and model, its sandbox, what is
+/// asked before it runs, and whether project instructions were found.
+fn banner(live: &Live, settings: &Settings, seeded: bool) -> String {
+    let mut out = String::new();
+    if seeded {
+        out.push_str(
+            "(first run: the notes and skills above are yours to edit or delete; \
+             --bare starts without memory or skills)\n",
+        );
+    }
+    let state = live.state();
+    let sandbox = match settings.sandbox.value {
+        revolve_core::sandbox::Mode::Off => "no sandbox".to_owned(),
+        mode => format!("sandbox {}", mode.as_str()),
+    };
+    let core = &settings.core;
+    let asks = match (core.allow_shell, core.allow_edits) {
+        (true, true) => "runs commands and edits without asking",
+        (true, false) => "asks before edits",
+        (false, true) => "asks before commands",
+        (false, false) => "asks before commands and edits",
+    };
+    let instructions = live.instructions();
+    let found = match instructions.first() {
+        None => "no AGENTS.md".to_owned(),
+        Some(_) => {
+            let names: Vec<&str> = instructions
+                .iter()
+                .map(|p| p.rsplit('/').next().unwrap_or(p))
+                .collect();
+            format!("{} found", names.join(", "))
+        }
+    };
+    out.push_str(&format!(
+        "session {} · {} {} · {sandbox}, {asks} · {found}\n",
+        state.name().as_deref().unwrap_or("(unnamed)"),
+        settings.provider.value.name(),
+        state.model(),
+    ));
+    out.push_str("/help for commands · @path attaches a file · \\ then Enter for a new line\n");
+    out
 }
 
 /// What a session runs with: the settings as they settled, asking

@@ -74,7 +74,8 @@ pub struct Sink {
     /// A `tool_result` event held until its record is in the log: the
     /// call's id and the event's line.
     held: Option<(String, String)>,
-    /// The answer's Markdown renderer, when stdout gets colour (text only).
+    /// The answer's Markdown renderer, when stdout is a terminal or gets
+    /// colour (text only).
     markdown: Option<crate::render::Markdown>,
     /// Whether stderr gets colour (tool lines dim).
     colour_err: bool,
@@ -86,8 +87,12 @@ pub struct Sink {
 impl Sink {
     /// A sink writing to this process's stdout and stderr.
     pub fn new(format: Format) -> Sink {
-        let markdown = format == Format::Text && crate::render::stdout();
-        if markdown {
+        let markdown = if format == Format::Text {
+            crate::render::markdown()
+        } else {
+            None
+        };
+        if markdown.is_some() && crate::render::stdout() {
             crate::highlight::warm();
         }
         Sink {
@@ -97,7 +102,7 @@ impl Sink {
             spinner: false,
             drawn: None,
             held: None,
-            markdown: markdown.then(crate::render::Markdown::default),
+            markdown,
             colour_err: crate::render::stderr(),
             result: String::new(),
             last_totals: None,

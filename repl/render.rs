@@ -63,6 +63,63 @@ pub fn stdout() -> bool {
     enabled(choice, std::io::stdout().is_terminal(), no_color())
 }
 
+/// The renderer for answers on stdout, if they are rendered: on a
+/// terminal (wrapped to its width, coloured unless NO_COLOR or `--color
+/// never`), or anywhere with `--color always`.
+pub fn markdown() -> Option<Markdown> {
+    let choice = CHOICE.get().copied().unwrap_or_default();
+    let tty = std::io::stdout().is_terminal();
+    match (tty, choice) {
+        (true, _) => Some(Markdown::new(Some(terminal_width), stdout())),
+        (false, Choice::Always) => Some(Markdown::new(None, true)),
+        (false, _) => None,
+    }
+}
+
+/// The width of the terminal on stdout now (COLUMNS, else 80, when it
+/// does not say).
+pub fn terminal_width() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stdout())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|columns| *columns > 0)
+        .unwrap_or_else(crate::progress::columns)
+}
+
+/// `text` cut to `width` columns (an ellipsis shows the cut), styles
+/// kept: a status row is cut, never wrapped.
+pub fn cut(text: &str, width: usize) -> String {
+    if shown_width(text) <= width {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            out.push(c);
+            for c in chars.by_ref() {
+                out.push(c);
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + cw + 1 > width {
+            break;
+        }
+        out.push(c);
+        used += cw;
+    }
+    out.push('…');
+    if out.contains('\x1b') {
+        out.push_str(RESET);
+    }
+    out
+}
+
 /// Whether stderr gets colour.
 pub fn stderr() -> bool {
     let choice = CHOICE.get().copied().unwrap_or_default();
@@ -133,8 +190,12 @@ pub fn diff(text: &str, on: bool) -> String {
 }
 
 /// An answer's Markdown, rendered a line at a time as it streams.
-#[derive(Default)]
 pub struct Markdown {
+    /// The terminal's width, read before each line (a resize applies from
+    /// the next line on); `None`: lines are not wrapped.
+    width: Option<fn() -> usize>,
+    /// Whether styles are written; without, the layout stays (NO_COLOR).
+    colour: bool,
     /// The line begun and not yet ended.
     partial: String,
     /// The code fence the answer is in: its marker, and its code so far.
@@ -143,7 +204,26 @@ pub struct Markdown {
     table: Vec<String>,
 }
 
+impl Default for Markdown {
+    /// Coloured, not wrapped.
+    fn default() -> Markdown {
+        Markdown::new(None, true)
+    }
+}
+
 impl Markdown {
+    /// A renderer that wraps to what `width` says (each line) and colours
+    /// when `colour`.
+    pub fn new(width: Option<fn() -> usize>, colour: bool) -> Markdown {
+        Markdown {
+            width,
+            colour,
+            partial: String::new(),
+            fence: None,
+            table: Vec::new(),
+        }
+    }
+
     /// A piece of the answer: the lines it completes, rendered.
     pub fn push(&mut self, text: &str) -> String {
         self.partial.push_str(text);
@@ -156,7 +236,36 @@ impl Markdown {
         for line in done.lines() {
             self.line(line, &mut out);
         }
-        out
+        self.styled(out)
+    }
+
+    /// The output, without its styles when colour is off.
+    fn styled(&self, out: String) -> String {
+        if self.colour {
+            out
+        } else {
+            strip(&out)
+        }
+    }
+
+    /// The columns a line may take now; `usize::MAX` when not wrapped.
+    fn columns(&self) -> usize {
+        self.width.map_or(usize::MAX, |w| w().max(MIN_WIDTH))
+    }
+
+    /// `text` (styled) after `first` on its first line and `hang` on the
+    /// others, wrapped to the width, into `out`.
+    fn wrapped(&self, first: &str, hang: usize, text: &str, out: &mut String) {
+        let room = self.columns().saturating_sub(hang).max(MIN_WIDTH / 2);
+        for (i, line) in wrap(text, room).iter().enumerate() {
+            if i == 0 {
+                out.push_str(first);
+            } else {
+                out.push_str(&" ".repeat(hang));
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
     }
 
     /// The answer ended: the rest, rendered and ended with a newline when
@@ -169,7 +278,7 @@ impl Markdown {
         }
         self.flush_table(&mut out);
         self.fence = None;
-        out
+        self.styled(out)
     }
 
     /// Renders one whole line (without its newline) into `out`.
@@ -209,31 +318,35 @@ impl Markdown {
                 2 => format!("{BOLD}{MAGENTA}"),
                 _ => BOLD.to_owned(),
             };
-            out.push_str(&format!("{indent}{style}{}{RESET}\n", inline(text, &style)));
+            let text = format!("{style}{}{RESET}", inline(text, &style));
+            self.wrapped(indent, indent.width(), &text, out);
             return;
         }
         if is_rule(trimmed) {
-            out.push_str(&format!("{indent}{DIM}{}{RESET}\n", "─".repeat(40)));
+            let rule = "─".repeat(RULE.min(self.columns().saturating_sub(indent.width())));
+            out.push_str(&format!("{indent}{DIM}{rule}{RESET}\n"));
             return;
         }
         if let Some(text) = trimmed.strip_prefix('>') {
             let text = text.strip_prefix(' ').unwrap_or(text);
-            out.push_str(&format!(
-                "{indent}{DIM}│{RESET} {ITALIC}{}{RESET}\n",
-                inline(text, ITALIC)
-            ));
+            let bar = format!("{indent}{DIM}│{RESET} ");
+            let text = format!("{ITALIC}{}{RESET}", inline(text, ITALIC));
+            let hang = indent.width() + 2;
+            let room = self.columns().saturating_sub(hang).max(MIN_WIDTH / 2);
+            for line in wrap(&text, room) {
+                out.push_str(&bar);
+                out.push_str(&line);
+                out.push('\n');
+            }
             return;
         }
         if let Some((bullet, text)) = list_item(trimmed) {
-            out.push_str(&format!(
-                "{indent}{YELLOW}{bullet}{RESET} {}\n",
-                inline(text, "")
-            ));
+            let first = format!("{indent}{YELLOW}{bullet}{RESET} ");
+            let hang = indent.width() + bullet.width() + 1;
+            self.wrapped(&first, hang, &inline(text, ""), out);
             return;
         }
-        out.push_str(indent);
-        out.push_str(&inline(trimmed, ""));
-        out.push('\n');
+        self.wrapped(indent, indent.width(), &inline(trimmed, ""), out);
     }
 
     /// Renders the table held, if any: columns aligned, the header bold,
@@ -254,6 +367,11 @@ impl Markdown {
                 })
         };
         let headed = rows.get(1).is_some_and(delimiter);
+        let aligns: Vec<Align> = if headed {
+            rows[1].iter().map(|c| Align::of(c)).collect()
+        } else {
+            Vec::new()
+        };
         let rendered: Vec<Vec<(String, usize)>> = rows
             .iter()
             .enumerate()
@@ -280,27 +398,195 @@ impl Markdown {
                 widths[i] = widths[i].max(*w);
             }
         }
+        fit(&mut widths, self.columns());
         for (i, row) in rendered.iter().enumerate() {
             if headed && i == 1 {
                 let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
                 out.push_str(&format!("{DIM}{}{RESET}\n", rule.join("─┼─")));
                 continue;
             }
-            let mut line = String::new();
-            for (c, width) in widths.iter().enumerate() {
-                if c > 0 {
-                    line.push_str(&format!(" {DIM}│{RESET} "));
+            // Each cell wrapped to its column: a row takes as many lines
+            // as its tallest cell.
+            let cells: Vec<Vec<String>> = widths
+                .iter()
+                .enumerate()
+                .map(|(c, width)| row.get(c).map_or_else(Vec::new, |(s, _)| wrap(s, *width)))
+                .collect();
+            let height = cells.iter().map(Vec::len).max().unwrap_or(0).max(1);
+            for l in 0..height {
+                let mut line = String::new();
+                for (c, width) in widths.iter().enumerate() {
+                    if c > 0 {
+                        line.push_str(&format!(" {DIM}│{RESET} "));
+                    }
+                    let shown = cells[c].get(l).map_or("", String::as_str);
+                    let gap = width.saturating_sub(shown_width(shown));
+                    let (before, after) = match aligns.get(c).copied().unwrap_or_default() {
+                        Align::Left => (0, gap),
+                        Align::Right => (gap, 0),
+                        Align::Centre => (gap / 2, gap - gap / 2),
+                    };
+                    line.push_str(&" ".repeat(before));
+                    line.push_str(shown);
+                    if c + 1 < columns {
+                        line.push_str(&" ".repeat(after));
+                    }
                 }
-                let (shown, w) = row.get(c).map_or(("", 0), |(s, w)| (s.as_str(), *w));
-                line.push_str(shown);
-                if c + 1 < columns {
-                    line.push_str(&" ".repeat(width - w));
-                }
+                out.push_str(line.trim_end_matches(' '));
+                out.push('\n');
             }
-            out.push_str(&line);
-            out.push('\n');
         }
     }
+}
+
+/// The narrowest a wrapped line is made, whatever the terminal says.
+const MIN_WIDTH: usize = 20; // not policy: layout
+/// A rule's length at most.
+const RULE: usize = 40; // not policy: layout
+/// The narrowest a table column is shrunk to.
+const MIN_COLUMN: usize = 3; // not policy: layout
+
+/// A table column's alignment, from its delimiter cell (`:--`, `:-:`, `--:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Align {
+    #[default]
+    Left,
+    Centre,
+    Right,
+}
+
+impl Align {
+    fn of(cell: &str) -> Align {
+        let cell = cell.trim();
+        match (cell.starts_with(':'), cell.ends_with(':') && cell.len() > 1) {
+            (true, true) => Align::Centre,
+            (false, true) => Align::Right,
+            _ => Align::Left,
+        }
+    }
+}
+
+/// Shrinks the widest columns until the table (with ` │ ` between
+/// columns) fits in `room`, none below [`MIN_COLUMN`].
+fn fit(widths: &mut [usize], room: usize) {
+    let between = 3 * widths.len().saturating_sub(1);
+    loop {
+        let total: usize = widths.iter().sum::<usize>() + between;
+        if total <= room {
+            return;
+        }
+        let Some((i, widest)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
+            return;
+        };
+        if widest <= MIN_COLUMN {
+            return;
+        }
+        widths[i] = widest - 1;
+    }
+}
+
+/// `text`'s width on screen: escape sequences take none.
+fn shown_width(text: &str) -> usize {
+    let mut width = 0;
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            width += unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+        }
+    }
+    width
+}
+
+/// `text` without its escape sequences (colour off, layout kept).
+fn strip(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `text` (styled) in lines of at most `width` columns, cut at spaces; a
+/// word wider than a line is cut where it must. A style open at a cut is
+/// closed at the end of the line and opened again on the next.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    if shown_width(text) <= width {
+        return vec![text.to_owned()];
+    }
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut used = 0;
+    // The styles set since the last reset, to open again after a cut.
+    let mut open: Vec<String> = Vec::new();
+    let mut space = false;
+    let cut = |line: &mut String, used: &mut usize, open: &[String], lines: &mut Vec<String>| {
+        if !open.is_empty() {
+            line.push_str(RESET);
+        }
+        lines.push(std::mem::take(line));
+        *line = open.concat();
+        *used = 0;
+    };
+    for word in text.split(' ') {
+        if word.is_empty() {
+            space = true;
+            continue;
+        }
+        let w = shown_width(word);
+        if used > 0 && used + usize::from(space) + w > width {
+            cut(&mut line, &mut used, &open, &mut lines);
+        } else if used > 0 && space {
+            line.push(' ');
+            used += 1;
+        }
+        space = true;
+        let mut chars = word.chars();
+        while let Some(c) = chars.next() {
+            if c == '\x1b' {
+                let mut seq = String::from(c);
+                for c in chars.by_ref() {
+                    seq.push(c);
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+                if seq == RESET {
+                    open.clear();
+                } else {
+                    open.push(seq.clone());
+                }
+                line.push_str(&seq);
+                continue;
+            }
+            let cw = unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+            if used > 0 && used + cw > width {
+                cut(&mut line, &mut used, &open, &mut lines);
+            }
+            line.push(c);
+            used += cw;
+        }
+    }
+    match lines.last_mut() {
+        Some(last) if used == 0 => last.push_str(line.trim_start_matches(&*open.concat())),
+        _ => lines.push(line),
+    }
+    lines
 }
 
 /// `# Title` → (1, "Title").
@@ -533,6 +819,91 @@ mod tests {
         };
         assert_eq!(pieces, whole_raw);
         assert!(whole.ends_with("end\n"), "{whole}");
+    }
+
+    fn w40() -> usize {
+        40
+    }
+
+    fn w60() -> usize {
+        60
+    }
+
+    fn w80() -> usize {
+        80
+    }
+
+    /// The rendering at `width` without colour, and the widest line.
+    fn at(width: fn() -> usize, text: &str) -> (String, usize) {
+        let mut md = Markdown::new(Some(width), false);
+        let mut out = md.push(text);
+        out.push_str(&md.finish());
+        let widest = out.lines().map(shown_width).max().unwrap_or(0);
+        (out, widest)
+    }
+
+    const LONG: &str = "A paragraph that goes on for a while, as answers do, with \
+        words like internationalisation and `code spans` that must never be \
+        broken in the middle when the terminal is narrow.\n\
+        - a list item that is long enough to wrap onto a second line under \
+        its own text, not under the bullet\n\
+        > a quote that is also long enough to need a second line in the end\n";
+
+    const TABLE: &str = "| name | what it does | lines |\n|:-----|:------:|------:|\n\
+        | store.rs | keeps the sessions and their index, read at every start | 512 |\n\
+        | log.rs | writes each record with one call | 30 |\n";
+
+    #[test]
+    fn lines_wrap_at_the_width_on_word_boundaries() {
+        for (width, name) in [(w40 as fn() -> usize, "40"), (w60, "60"), (w80, "80")] {
+            let (out, widest) = at(width, LONG);
+            assert!(widest <= width(), "{name}: {out}");
+            for word in ["internationalisation", "paragraph", "terminal"] {
+                assert!(out.contains(word), "{name}: {word} broken: {out}");
+            }
+            insta::assert_snapshot!(format!("wrapped_{name}"), out);
+        }
+    }
+
+    #[test]
+    fn a_wide_table_fits_and_keeps_its_alignment() {
+        for (width, name) in [(w60 as fn() -> usize, "60"), (w80, "80")] {
+            let (out, widest) = at(width, TABLE);
+            assert!(widest <= width(), "{name}: {out}");
+            insta::assert_snapshot!(format!("table_{name}"), out);
+        }
+        // Right-aligned numbers end in one column.
+        let (out, _) = at(w80, TABLE);
+        let ends: Vec<usize> = out
+            .lines()
+            .filter(|l| l.ends_with(" 512") || l.ends_with(" 30") || l.ends_with("lines"))
+            .map(shown_width)
+            .collect();
+        assert_eq!(ends.len(), 3, "{out}");
+        assert!(ends.iter().all(|e| *e == ends[0]), "{out}");
+    }
+
+    #[test]
+    fn without_colour_the_layout_stays() {
+        let mut coloured = Markdown::new(Some(w40), true);
+        let mut with = coloured.push(LONG);
+        with.push_str(&coloured.finish());
+        let (without, _) = at(w40, LONG);
+        assert!(with.contains("\x1b["), "{with}");
+        assert!(!without.contains('\x1b'), "{without}");
+        assert_eq!(strip(&with), without);
+    }
+
+    #[test]
+    fn a_row_is_cut_not_wrapped() {
+        let row = "amber · gpt-5.6-terra · 12 turns · 1.2M in / 30k out · context 80k of 922k (9%)";
+        let cut60 = cut(row, 60);
+        assert_eq!(shown_width(&cut60), 60, "{cut60}");
+        assert!(cut60.ends_with('…'), "{cut60}");
+        assert_eq!(cut(row, 200), row);
+        let styled = cut(&format!("{DIM}{row}{RESET}"), 30);
+        assert_eq!(shown_width(&styled), 30);
+        assert!(styled.ends_with(RESET), "{styled:?}");
     }
 
     #[test]

@@ -1,6 +1,10 @@
 //! The interactive loop: rustyline with history, a status line before each
-//! prompt, Ctrl-C to cancel a turn (or clear the line), Ctrl-D to leave.
+//! prompt, Ctrl-C or Esc to cancel a turn (Ctrl-C clears the line), Ctrl-D
+//! to leave. A newline goes into the line with `\` then Enter, Ctrl-J,
+//! Alt+Enter (Option+Enter) or Shift+Enter where the terminal tells it
+//! from Enter.
 
+use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,7 +16,10 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::Validator;
-use rustyline::{Editor, Helper};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Editor, Event, EventContext, EventHandler, Helper, KeyCode,
+    KeyEvent, Modifiers, RepeatCount,
+};
 
 use revolve_core::guard;
 use revolve_core::view;
@@ -133,7 +140,51 @@ impl Validator for Commands {}
 
 impl Helper for Commands {}
 
-pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
+/// Enter after a `\` at the end of the line: the line goes on below (as a
+/// shell continues a line), and the `\` is taken out when the line is
+/// sent ([`Continue::sent`]). (rustyline leaves the cursor before text a
+/// command replaces, so the `\` stays on screen until then.)
+#[derive(Clone, Default)]
+struct Continue(Arc<AtomicBool>);
+
+impl ConditionalEventHandler for Continue {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext) -> Option<Cmd> {
+        let line = ctx.line();
+        let goes_on = ctx.pos() == line.len() && line.ends_with('\\');
+        if goes_on {
+            self.0.store(true, Ordering::SeqCst);
+        }
+        goes_on.then_some(Cmd::Newline)
+    }
+}
+
+impl Continue {
+    /// The line as sent: each `\` that continued it taken out.
+    fn sent(&self, line: String) -> String {
+        if self.0.swap(false, Ordering::SeqCst) {
+            line.replace("\\\n", "\n")
+        } else {
+            line
+        }
+    }
+}
+
+/// The keys that put a newline in the line instead of sending it.
+fn bind_newlines(editor: &mut LineEditor, enter: &Continue) {
+    for key in [
+        KeyEvent(KeyCode::Char('J'), Modifiers::CTRL),
+        KeyEvent(KeyCode::Enter, Modifiers::ALT),
+        KeyEvent(KeyCode::Enter, Modifiers::SHIFT),
+    ] {
+        editor.bind_sequence(key, EventHandler::Simple(Cmd::Newline));
+    }
+    editor.bind_sequence(
+        KeyEvent(KeyCode::Enter, Modifiers::NONE),
+        EventHandler::Conditional(Box::new(enter.clone())),
+    );
+}
+
+pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<(), Error> {
     // As a shell completes: the common prefix, then the list on a second Tab.
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
@@ -141,16 +192,16 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let mut editor = LineEditor::with_config(config)
         .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
     editor.set_helper(Some(Commands::default()));
+    let enter = Continue::default();
+    bind_newlines(&mut editor, &enter);
     live.front_mut().sink.allow_spinner();
     let history = live.history_path();
     editor.load_history(&history).ok();
-    eprintln!(
-        "session {} · {} · /help for commands",
-        live.state().name().as_deref().unwrap_or("(unnamed)"),
-        live.path().display()
-    );
+    eprint!("{banner}");
+    // What was typed during a turn: whole lines, then the start of one.
+    let mut ahead = Ahead::default();
     if let Some(first) = first {
-        if respond(live, first, &mut editor)? == Outcome::Quit {
+        if respond(live, first, &mut editor, &mut ahead)? == Outcome::Quit {
             return Ok(());
         }
     }
@@ -158,12 +209,16 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     loop {
         // Messages delivered during the last turn are answered now.
         if live.inbox().is_some_and(|i| i.has_mail()) {
-            respond_to_inbox(live, &mut editor)?;
+            respond_to_inbox(live, &mut editor, &mut ahead)?;
         }
-        eprintln!("{}", dim(&view::status(live.state())));
         let width = editor
             .dimensions()
             .map_or(80, |(columns, _)| usize::from(columns));
+        // Cut, not wrapped: one row whatever the width.
+        eprintln!(
+            "{}",
+            dim(&crate::render::cut(&view::status(live.state()), width))
+        );
         if let Some(row) = live.goal_row(width) {
             eprintln!("{}", dim(&row));
         }
@@ -174,15 +229,25 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
             }
             commands.sessions = Some((live.store().clone(), live.state().name().clone()));
         }
-        watcher.idle(true);
-        let read = editor.readline("› ");
-        watcher.idle(false);
+        let read = match ahead.lines.pop_front() {
+            Some(line) => {
+                eprintln!("› {line}");
+                Ok(line)
+            }
+            None => {
+                let start = std::mem::take(&mut ahead.rest);
+                watcher.idle(true);
+                let read = editor.readline_with_initial("› ", (&start, ""));
+                watcher.idle(false);
+                read.map(|line| enter.sent(line))
+            }
+        };
         match read {
             Ok(line) => {
                 if !line.trim().is_empty() {
                     editor.add_history_entry(line.as_str()).ok();
                 }
-                if respond(live, &line, &mut editor)? == Outcome::Quit {
+                if respond(live, &line, &mut editor, &mut ahead)? == Outcome::Quit {
                     break;
                 }
             }
@@ -203,12 +268,36 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     Ok(())
 }
 
+/// What was typed while a turn ran, for the prompts after it.
+#[derive(Default)]
+struct Ahead {
+    /// Lines ended with Enter, answered in order.
+    lines: VecDeque<String>,
+    /// The start of the next line.
+    rest: String,
+}
+
+impl Ahead {
+    fn add(&mut self, typed: crate::keys::Typed) {
+        self.lines.extend(typed.lines);
+        self.rest.push_str(&typed.rest);
+    }
+}
+
 /// One line in the REPL: a failed, interrupted or stopped turn is told and
-/// the session goes on.
-fn respond(live: &mut Live, line: &str, editor: &mut LineEditor) -> Result<Outcome, Error> {
+/// the session goes on. While it runs, Esc interrupts it and other keys
+/// are kept for later ([`crate::keys::TurnKeys`]).
+fn respond(
+    live: &mut Live,
+    line: &str,
+    editor: &mut LineEditor,
+    ahead: &mut Ahead,
+) -> Result<Outcome, Error> {
     let line = line::attached(live, line);
-    let outcome = line::handle(live, &line)?;
-    told(live, outcome, editor)
+    let keys = crate::keys::TurnKeys::start();
+    let outcome = line::handle(live, &line);
+    ahead.add(keys.finish());
+    told(live, outcome?, editor)
 }
 
 /// Tells how a turn ended. A turn stopped at its tool-round cap asks
@@ -242,9 +331,15 @@ fn told(live: &mut Live, mut outcome: Outcome, editor: &mut LineEditor) -> Resul
 }
 
 /// Messages from the inbox, shown and answered while the REPL is idle.
-fn respond_to_inbox(live: &mut Live, editor: &mut LineEditor) -> Result<(), Error> {
-    let outcome = live.take_inbox(true)?;
-    told(live, outcome, editor)?;
+fn respond_to_inbox(
+    live: &mut Live,
+    editor: &mut LineEditor,
+    ahead: &mut Ahead,
+) -> Result<(), Error> {
+    let keys = crate::keys::TurnKeys::start();
+    let outcome = live.take_inbox(true);
+    ahead.add(keys.finish());
+    told(live, outcome?, editor)?;
     Ok(())
 }
 

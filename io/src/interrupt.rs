@@ -139,6 +139,16 @@ pub fn take() -> bool {
     signum != 0
 }
 
+/// Interrupts the turn as Ctrl-C does (the REPL's Esc key), when a
+/// [`Guard`] is catching; between turns it does nothing. Returns whether it
+/// did.
+pub fn interrupt() -> bool {
+    ARMED.load(Ordering::SeqCst)
+        && RAISED
+            .compare_exchange(0, SIGINT, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+}
+
 /// Whether a signal arrived, without clearing it.
 pub fn pending() -> bool {
     RAISED.load(Ordering::SeqCst) != 0

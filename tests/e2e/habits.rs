@@ -3,6 +3,8 @@
 //! object, newlines in the REPL, single-key approvals, Markdown that fits
 //! the terminal.
 
+use std::time::Duration;
+
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::Value;
 
@@ -100,4 +102,190 @@ fn output_format_json_prints_one_result_object() {
         result["result"].as_str().unwrap().contains("HTTP 500"),
         "{result}"
     );
+}
+
+/// The user messages of the request `n` the server got.
+fn users(server: &FakeServer, n: usize) -> Vec<String> {
+    request_messages(&server.requests()[n].body)
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .collect()
+}
+
+/// Waits for the prompt after `text` (the line editor redraws its prompt
+/// while a line is typed, so a prompt before it does not count).
+fn after(term: &mut crate::common::Terminal, text: &str) {
+    term.wait_until(Duration::from_secs(20), text, |s| {
+        s.find(text).is_some_and(|i| s[i..].contains("› "))
+    });
+}
+
+#[test]
+fn backslash_enter_ctrl_j_and_alt_enter_put_a_newline_in_the_line() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("One."),
+        FakeReply::text("Two."),
+        FakeReply::text("Three."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("habits-newline");
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 100, &[]);
+    let within = Duration::from_secs(20);
+    term.wait_for("› ", within);
+    term.type_keys("first\\\rsecond\r");
+    after(&mut term, "One.");
+    term.type_keys("third\x0afourth\r");
+    after(&mut term, "Two.");
+    term.type_keys("fifth\x1b\rsixth\r");
+    after(&mut term, "Three.");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    assert_eq!(users(&server, 0), ["first\nsecond"]);
+    assert_eq!(users(&server, 1)[1], "third\nfourth");
+    assert_eq!(users(&server, 2)[2], "fifth\nsixth");
+}
+
+#[test]
+fn an_approval_takes_one_key_and_ctrl_c_there_is_no_at_once() {
+    let server = FakeServer::start(vec![
+        FakeReply::tool_calls("", &[("c1", "shell", r#"{"command":"echo ran-$((1+1))"}"#)]),
+        FakeReply::tool_calls("", &[("c2", "shell", r#"{"command":"echo no-$((2+3))"}"#)]),
+        FakeReply::text("Done."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("habits-one-key");
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url, "--sandbox", "off"], 120, &[]);
+    let within = Duration::from_secs(20);
+    term.wait_for("› ", within);
+    term.type_keys("run two\r");
+    // Shell and edit questions list their options in one order.
+    term.wait_for("? [y]es, [a]lways this session, [n]o: ", within);
+    term.type_keys("y");
+    term.wait_for_next("yes", within);
+    term.wait_for_n("? [y]es, [a]lways this session, [n]o: ", 2, within);
+    term.type_keys("\x03");
+    after(&mut term, "Done.");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    let results: Vec<String> =
+        crate::common::tool_results(&crate::common::records(&env.only_session()))
+            .into_iter()
+            .map(|(_, output)| output)
+            .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].contains("ran-2"), "{results:?}");
+    assert!(!results[1].contains("no-5"), "{results:?}");
+}
+
+#[test]
+fn esc_interrupts_a_turn_as_ctrl_c_does() {
+    let server = FakeServer::start(vec![FakeReply::Stall {
+        chunks: vec!["Thinking".into()],
+    }])
+    .unwrap();
+    let env = TestEnv::new("habits-esc");
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 100, &[]);
+    let within = Duration::from_secs(20);
+    term.wait_for("› ", within);
+    term.type_keys("go on\r");
+    // The answer shows line by line: its request is what is waited for.
+    revolve_testkit::wait_for_requests(&server, 1, within);
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_keys("\x1b");
+    after(&mut term, "interrupted; the turn is logged as such");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    // The part that came is kept and the turn marked, as after Ctrl-C.
+    let records = crate::common::records(&env.only_session());
+    assert!(
+        records
+            .iter()
+            .any(|r| r["role"] == "assistant" && r["content"] == "Thinking"),
+        "{records:?}"
+    );
+    assert!(
+        records.iter().any(|r| r["type"] == "interrupted"),
+        "{records:?}"
+    );
+}
+
+/// The lines the terminal showed, escape sequences and carriage returns
+/// taken out.
+fn plain_lines(screen: &str) -> Vec<String> {
+    let mut out = String::new();
+    let mut chars = screen.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out.lines().map(str::to_owned).collect()
+}
+
+#[test]
+fn markdown_and_the_status_row_fit_a_narrow_terminal_with_or_without_colour() {
+    let paragraph = "Every answer is wrapped at the terminal's width on word boundaries, \
+                     so that internationalisation stays whole and nothing breaks mid-word \
+                     however long the paragraph goes on.";
+    let table = "| file | lines |\n|:-----|------:|\n| store.rs | 512 |\n| log.rs | 30 |";
+    let answer = format!("{paragraph}\n\n{table}\n");
+    for no_color in [false, true] {
+        let server = FakeServer::start(vec![FakeReply::text(&answer)]).unwrap();
+        let env = TestEnv::new("habits-wrap");
+        let url = server.url();
+        let vars: &[(&str, &str)] = if no_color { &[("NO_COLOR", "1")] } else { &[] };
+        let mut term = env.terminal(
+            &["--base-url", &url, "--name", "a-rather-long-session-name"],
+            60,
+            vars,
+        );
+        let within = Duration::from_secs(20);
+        term.wait_for("› ", within);
+        term.type_keys("explain\r");
+        after(&mut term, "however long");
+        let (ok, screen) = term.finish(within);
+        assert!(ok, "{screen}");
+        assert_eq!(screen.contains("\u{1b}[2m"), !no_color, "{screen:?}");
+        let lines = plain_lines(&screen);
+        let start = lines
+            .iter()
+            .position(|l| l.starts_with("Every answer"))
+            .unwrap();
+        let shown: Vec<&String> = lines[start..]
+            .iter()
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(shown.len() >= 3, "wrapped: {shown:#?}");
+        for line in &shown {
+            assert!(line.chars().count() <= 60, "{line:?} in {shown:#?}");
+        }
+        let words: Vec<&str> = shown.iter().flat_map(|l| l.split_whitespace()).collect();
+        assert_eq!(words.join(" "), paragraph, "no word broken");
+        // The table's numbers are right-aligned.
+        let rows: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.ends_with(" 512") || l.ends_with("  30"))
+            .collect();
+        assert_eq!(rows.len(), 2, "{lines:#?}");
+        assert_eq!(rows[0].chars().count(), rows[1].chars().count(), "{rows:?}");
+        // The status row is cut to the width, never wrapped.
+        let status: Vec<&String> = lines
+            .iter()
+            .filter(|l| l.starts_with("a-rather-long-session-name ·"))
+            .collect();
+        assert!(!status.is_empty(), "{lines:#?}");
+        for row in status {
+            assert!(row.chars().count() <= 60, "{row:?}");
+        }
+    }
 }

@@ -219,7 +219,15 @@ fn sh_quote(s: &str) -> String {
 /// and stderr together, `\r\n` as `\n`).
 fn tty(env: &TestEnv, args: &[&str], input: &str) -> String {
     let mut term = env.terminal(args, 80, &[]);
-    term.type_keys(input);
+    // Typed once the prompt shows (typed before, Enter reaches the line
+    // editor as `\n`, which is Ctrl-J: a newline in the line); Enter is
+    // `\r` on a terminal.
+    term.wait_until(
+        Duration::from_secs(20),
+        "the prompt",
+        crate::common::at_prompt,
+    );
+    term.type_keys(&input.replace('\n', "\r"));
     let (ok, screen) = term.finish(Duration::from_secs(10));
     assert!(ok, "{screen}");
     screen.replace("\r\n", "\n")

@@ -42,7 +42,8 @@ fn typing(env: &TestEnv, args: &[&str], steps: &[(&str, &str)], vars: &[(&str, &
     let mut term = env.terminal(args, 80, vars);
     for (text, then) in steps {
         term.wait_for_next(then, Duration::from_secs(20));
-        term.type_keys(text);
+        // Enter is `\r` on a terminal (`\n` is Ctrl-J, a newline in the line).
+        term.type_keys(&text.replace('\n', "\r"));
     }
     let (ok, shown) = term.finish(Duration::from_secs(30));
     assert!(ok, "{shown:?}");
@@ -190,14 +191,18 @@ fn piped_never_and_no_color_answers_stay_as_they_came() {
     let run = env.run(&always, "");
     assert!(run.stdout.contains("\u{1b}[1m"), "{run:?}");
     assert!(!run.stdout.contains("# Plan"), "{run:?}");
-    // On a terminal, --color never and NO_COLOR keep the text as it came.
+    // On a terminal, --color never and NO_COLOR drop the colour only: the
+    // layout stays (issue 47: NO_COLOR is about colour, not layout).
     let mut never = args.to_vec();
     never.extend(["--color", "never"]);
     for (args, vars) in [(&never[..], &[][..]), (&args[..], &[("NO_COLOR", "1")][..])] {
         let shown = on_a_terminal(&env, args, "", vars);
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
         let text = shown.replace("\r\n", "\n");
-        assert!(text.contains(MARKDOWN), "{text:?}");
+        assert!(text.contains("Plan\n\nSome bold and code."), "{text:?}");
+        assert!(text.contains("• first\n• second"), "{text:?}");
+        assert!(text.contains("a.rs      │   12\n"), "{text:?}");
+        assert!(!text.contains("# Plan"), "{text:?}");
     }
 }
 
