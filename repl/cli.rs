@@ -38,7 +38,7 @@ pub struct Cli {
     /// The first message; with -p, the only one
     pub prompt: Option<String>,
 
-    /// Answer PROMPT (or each stdin line) without the REPL, then exit
+    /// Answer PROMPT (or all of stdin as one prompt) without the REPL, then exit
     #[arg(short, long)]
     pub print: bool,
 
@@ -125,7 +125,7 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::render::Choice::Auto)]
     pub color: crate::render::Choice,
 
-    /// How a run without the REPL prints: text, or one JSON event per line
+    /// How a run without the REPL prints: text, one JSON event per line, or one JSON object at the end
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = crate::output::Format::Text)]
     pub output_format: crate::output::Format,
 

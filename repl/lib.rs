@@ -526,7 +526,16 @@ fn banner(live: &Live, settings: &Settings, seeded: bool) -> String {
         (false, true) => "asks before commands",
         (false, false) => "asks before commands and edits",
     };
-    let instructions = live.instructions();
+    // As the first turn will read them (the prompt is built then).
+    let instructions: Vec<String> = if settings.core.bare {
+        Vec::new()
+    } else {
+        revolve_io::instructions::load(&live.store().cwd)
+            .0
+            .into_iter()
+            .map(|f| f.path)
+            .collect()
+    };
     let found = match instructions.first() {
         None => "no AGENTS.md".to_owned(),
         Some(_) => {

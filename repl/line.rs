@@ -55,6 +55,14 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             Err(e) => eprintln!("{e}"),
         },
         Slash::Status => eprint!("{}", status(live)),
+        Slash::Model(model) if model.is_empty() => {
+            let state = live.state();
+            eprintln!(
+                "model {} · window {} tokens (/model NAME asks another)",
+                state.model(),
+                state.window()
+            );
+        }
         Slash::Model(model) => return live.switch_model(&model),
         Slash::Effort(arg) => match arg.as_str() {
             "" => eprintln!(

@@ -10,7 +10,8 @@ pub enum Slash {
     Status,
     /// `/cost`: the session's tokens and what they cost.
     Cost,
-    /// `/model NAME`: ask another model from the next request on.
+    /// `/model NAME`: ask another model from the next request on; empty
+    /// (a bare `/model`): show the one in use.
     Model(String),
     /// `/effort [low|medium|high|default]`: the reasoning effort (shown
     /// without an argument).
@@ -83,7 +84,7 @@ pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /cost        show the tokens sent and received and what they cost, where prices are known
-/model NAME  ask another model from the next request on (with its window from the model table)
+/model [NAME]  show the model, or ask another from the next request on (with its window from the model table)
 /effort LEVEL  low, medium, high or default: how hard a reasoning model thinks
 /compact     summarize all but the last three turns into notes; go on in a fresh file
 /refine      rewrite the memory files from this session (every rewrite can be undone)
@@ -95,8 +96,11 @@ pub const HELP: &str = "\
 /plan        plan first: edits refused, commands read-only; /plan off ends it
 /send NAME TEXT   queue a message for another running session of this directory
 /help        show this list; /help NAME shows one command (builtin or skill)
-/quit        end the session (Ctrl-D does the same)
-Ctrl-C cancels the turn in flight; what streamed so far is kept.";
+/quit, /exit end the session (Ctrl-D does the same)
+@path        attach a file of the working tree to the message (Tab completes it)
+\\ then Enter, Ctrl-J or Alt+Enter: a new line in the message; Enter sends it
+Esc or Ctrl-C cancels the turn in flight; what streamed so far is kept.
+An approval takes one key: y yes, a always this session, n (or Esc, Ctrl-C) no.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
@@ -265,9 +269,7 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
         "cost" => Slash::Cost,
-        "model" if arg.is_empty() => {
-            Slash::Incomplete("/model needs a model name, e.g. /model gpt-5.4-mini")
-        }
+        // A bare `/model` shows the one in use (an empty name).
         "model" => Slash::Model(arg.to_owned()),
         "effort" => Slash::Effort(arg.to_owned()),
         "compact" => Slash::Compact,

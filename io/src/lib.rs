@@ -44,6 +44,8 @@ pub mod live;
 
 pub use revolve_mcp as mcp;
 pub use revolve_provider as provider;
+/// The project's instructions (AGENTS.md), for the REPL's first screen.
+pub use revolve_store::instructions;
 pub use revolve_store::{
     files, goal, inbox, log, memory, paths, refine, registry, regular, skills, store,
 };

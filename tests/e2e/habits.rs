@@ -289,3 +289,49 @@ fn markdown_and_the_status_row_fit_a_narrow_terminal_with_or_without_colour() {
         }
     }
 }
+
+#[test]
+fn the_first_screen_says_how_the_session_runs_and_help_names_the_habits() {
+    let server = FakeServer::start(vec![]).unwrap();
+    let env = TestEnv::new("habits-first-screen");
+    std::fs::write(env.cwd.join("AGENTS.md"), "Be brief.\n").unwrap();
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url, "--model", "gpt-4o-mini"], 100, &[]);
+    let within = Duration::from_secs(20);
+    term.wait_until(within, "the prompt", crate::common::at_prompt);
+    term.type_keys("/model\r");
+    term.wait_for_next("/model NAME asks another", within);
+    term.type_keys("/help\r");
+    term.wait_for_next("Esc or Ctrl-C cancels", within);
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    let lines = plain_lines(&screen);
+    let session = lines
+        .iter()
+        .find(|l| l.starts_with("session "))
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    for part in [
+        "gpt-4o-mini",
+        "sandbox",
+        "asks before commands and edits",
+        "AGENTS.md found",
+    ] {
+        assert!(session.contains(part), "{part}: {session}");
+    }
+    assert!(!session.contains(".jsonl"), "no log path: {session}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("--bare starts without memory or skills")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("model gpt-4o-mini · window")),
+        "{lines:#?}"
+    );
+    for said in ["@path", "/exit", "Ctrl-J", "Alt+Enter"] {
+        assert!(screen.contains(said), "/help names {said}: {screen}");
+    }
+}
