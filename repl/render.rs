@@ -202,6 +202,8 @@ pub struct Markdown {
     fence: Option<(String, crate::highlight::Code)>,
     /// The rows of a table held until it ends.
     table: Vec<String>,
+    /// What colouring code has cost this answer.
+    budget: crate::highlight::Budget,
 }
 
 impl Default for Markdown {
@@ -221,11 +223,13 @@ impl Markdown {
             partial: String::new(),
             fence: None,
             table: Vec::new(),
+            budget: crate::highlight::Budget::default(),
         }
     }
 
     /// A piece of the answer: the lines it completes, rendered.
     pub fn push(&mut self, text: &str) -> String {
+        self.budget.begin(std::time::Instant::now());
         self.partial.push_str(text);
         let Some(end) = self.partial.rfind('\n') else {
             return String::new();
@@ -278,6 +282,8 @@ impl Markdown {
         }
         self.flush_table(&mut out);
         self.fence = None;
+        // The next answer has a budget of its own.
+        self.budget = crate::highlight::Budget::default();
         self.styled(out)
     }
 
@@ -292,7 +298,7 @@ impl Markdown {
                 out.push_str(&format!("{DIM}{line}{RESET}\n"));
                 self.fence = None;
             } else {
-                out.push_str(&code.line(line));
+                out.push_str(&code.line_within(line, &mut self.budget));
                 out.push('\n');
             }
             return;
@@ -309,7 +315,12 @@ impl Markdown {
                 .collect::<String>();
             let lang = trimmed[ticks.len()..].trim();
             out.push_str(&format!("{DIM}{line}{RESET}\n"));
-            self.fence = Some((ticks, crate::highlight::Code::new(lang)));
+            let code = if self.colour {
+                crate::highlight::Code::new(lang)
+            } else {
+                crate::highlight::Code::plain()
+            };
+            self.fence = Some((ticks, code));
             return;
         }
         if let Some((level, text)) = heading(trimmed) {
