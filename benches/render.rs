@@ -5,7 +5,9 @@
 //! tokens arrive, with the colours of a terminal. The figure is the median
 //! of 9 runs and the throughput it makes; a model streams a few kilobytes a
 //! second, so anything over a megabyte a second keeps up. Without
-//! `--bench` (`cargo test --all-targets`) it is a tiny smoke run.
+//! `--bench` (`cargo test --all-targets`) it is a tiny smoke run. Two
+//! figures, side by side: every code line coloured (what rendering did
+//! before colour had a budget, see `repl/highlight.rs`), and as rendered.
 
 mod common;
 
@@ -48,25 +50,38 @@ fn main() {
         at = end;
     }
     let runs = if smoke { 1 } else { 9 };
-    let mut times: Vec<Duration> = Vec::new();
-    let mut bytes_out = 0;
-    for _ in 0..runs {
-        let started = Instant::now();
-        let mut markdown = Markdown::default();
-        let mut out = 0;
-        for piece in &pieces {
-            out += black_box(markdown.push(piece)).len();
+    // Side by side: every code line coloured (as before colour had a
+    // budget), then as answers are rendered now.
+    for (label, every) in [("every line coloured", true), ("as rendered", false)] {
+        let mut times: Vec<Duration> = Vec::new();
+        let mut bytes_out = 0;
+        let mut coloured = 0;
+        for _ in 0..runs {
+            let started = Instant::now();
+            let mut markdown = Markdown::default();
+            if every {
+                markdown = markdown.colour_every_line();
+            }
+            let mut out = 0;
+            let mut lines = 0;
+            for piece in &pieces {
+                let done = black_box(markdown.push(piece));
+                out += done.len();
+                lines += done.matches("\x1b[38;2;").count();
+            }
+            out += markdown.finish().len();
+            times.push(started.elapsed());
+            bytes_out = out;
+            coloured = lines;
         }
-        out += markdown.finish().len();
-        times.push(started.elapsed());
-        bytes_out = out;
+        let t = median(&mut times);
+        let mb_s = text.len() as f64 / 1e6 / t.as_secs_f64();
+        println!(
+            "render ({label}): {} bytes of Markdown in {} pieces -> {bytes_out} bytes \
+             ({coloured} coloured spans): median {} ({mb_s:.1} MB/s)",
+            text.len(),
+            pieces.len(),
+            ms(t)
+        );
     }
-    let t = median(&mut times);
-    let mb_s = text.len() as f64 / 1e6 / t.as_secs_f64();
-    println!(
-        "render: {} bytes of Markdown in {} pieces -> {bytes_out} bytes: median {} ({mb_s:.1} MB/s)",
-        text.len(),
-        pieces.len(),
-        ms(t)
-    );
 }

@@ -58,9 +58,19 @@ const SHARE: f64 = 0.2; // not policy: rendering cost, not behaviour
 pub(crate) struct Budget {
     began: Option<Instant>,
     spent: Duration,
+    /// Every line coloured, whatever it costs (benches/render.rs compares).
+    pub(crate) unlimited: bool,
 }
 
 impl Budget {
+    /// A budget for the next answer, unlimited if this one was.
+    pub(crate) fn next(&self) -> Budget {
+        Budget {
+            unlimited: self.unlimited,
+            ..Budget::default()
+        }
+    }
+
     /// The answer has begun (its first piece); later calls change nothing.
     pub(crate) fn begin(&mut self, now: Instant) {
         self.began.get_or_insert(now);
@@ -69,7 +79,9 @@ impl Budget {
     /// Whether another line may be coloured `now`.
     pub(crate) fn allows(&self, now: Instant) -> bool {
         let elapsed = self.began.map_or(Duration::ZERO, |b| now.duration_since(b));
-        self.spent < ALLOWANCE || self.spent.as_secs_f64() < elapsed.as_secs_f64() * SHARE
+        self.unlimited
+            || self.spent < ALLOWANCE
+            || self.spent.as_secs_f64() < elapsed.as_secs_f64() * SHARE
     }
 
     /// A line was coloured from `from` to `to`.
