@@ -50,6 +50,7 @@ pub mod session;
 pub mod skills;
 pub mod slash;
 pub mod state;
+pub mod text;
 pub mod tools;
 pub mod view;
 

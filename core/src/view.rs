@@ -8,36 +8,9 @@ use crate::compact;
 use crate::guard;
 use crate::record::{Record, Role};
 use crate::state::State;
+pub use crate::text::{inert, tokens, when};
+use crate::text::{one_line, push_when};
 use crate::tools::Tool;
-
-/// A time as the user reads it: `2026-12-02 10:26 UTC`. (Written out by
-/// hand: a listing formats tens of thousands of them.)
-pub fn when(t: OffsetDateTime) -> String {
-    let mut out = String::with_capacity(20);
-    push_when(&mut out, t);
-    out
-}
-
-/// [`when`], written at the end of `out` (a listing writes a hundred
-/// thousand of them: no allocation, no formatting machinery).
-fn push_when(out: &mut String, t: OffsetDateTime) {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    let year = t.year();
-    if (0..10_000).contains(&year) {
-        push_digits(out, year as u32, 4);
-    } else {
-        out.push_str(&format!("{year:04}"));
-    }
-    out.push('-');
-    push_digits(out, u32::from(u8::from(t.month())), 2);
-    out.push('-');
-    push_digits(out, u32::from(t.day()), 2);
-    out.push(' ');
-    push_digits(out, u32::from(t.hour()), 2);
-    out.push(':');
-    push_digits(out, u32::from(t.minute()), 2);
-    out.push_str(" UTC");
-}
 
 /// `n` in decimal, right-aligned in `width` columns.
 fn push_right(out: &mut String, n: u64, width: usize) {
@@ -57,32 +30,6 @@ fn push_right(out: &mut String, n: u64, width: usize) {
         width.saturating_sub(digits.len() - at),
     ));
     out.extend(digits[at..].iter().map(|d| char::from(*d)));
-}
-
-/// `n`'s last `width` decimal digits, zero-padded.
-fn push_digits(out: &mut String, n: u32, width: u32) {
-    for i in (0..width).rev() {
-        let digit = n / 10u32.pow(i) % 10;
-        out.push(char::from(b'0' + digit as u8));
-    }
-}
-
-/// A token count in a few characters: `812`, `12.3k`, `128k`, `1.3M`
-/// (one decimal below a hundred of the unit, none above).
-pub fn tokens(n: u64) -> String {
-    let (unit, suffix) = match n {
-        0..=999 => return n.to_string(),
-        1_000..=999_499 => (1_000u64, "k"),
-        _ => (1_000_000, "M"),
-    };
-    // u128: no overflow for any u64 count.
-    let (n, unit) = (u128::from(n), u128::from(unit));
-    let tenths = (n * 10 + unit / 2) / unit;
-    if tenths % 10 == 0 || tenths >= 1000 {
-        format!("{}{suffix}", (n + unit / 2) / unit)
-    } else {
-        format!("{}.{}{suffix}", tenths / 10, tenths % 10)
-    }
 }
 
 /// The `/status` line naming the project's instruction files the prompt
@@ -527,40 +474,6 @@ pub fn waiting(elapsed_ms: u64) -> Option<String> {
         tenths / 10,
         tenths % 10
     ))
-}
-
-/// Text from a model or a tool made safe for a terminal: escape sequences
-/// and other control characters (all but newline and tab) become visible
-/// `^X` / `\u{..}` notation instead of acting on the screen.
-pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            c if !unsafe_char(c) => out.push(c),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// Text on one line, at most `max` characters, with `…` where it was cut.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
-    }
 }
 
 /// The end of a transcript within a byte budget, built record by record, so

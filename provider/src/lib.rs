@@ -112,6 +112,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::retry::{self, Failure};
+use revolve_core::text::squeezed as one_line;
 use revolve_core::{Reply, Request};
 
 mod anthropic;
@@ -387,11 +388,6 @@ fn seconds(d: Duration) -> String {
     } else {
         format!("{} ms", d.as_millis())
     }
-}
-
-/// Whitespace runs collapsed to one space, trimmed.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// The first `max` characters of `text` on one line, `…` when cut.
