@@ -92,6 +92,27 @@ pub fn one_line(text: &str, max: usize) -> String {
     }
 }
 
+/// `text` cut before every whitespace run that follows a non-space, so each
+/// piece is a word with the whitespace before it; the pieces concatenated
+/// are `text`.
+pub fn word_pieces(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    let mut after_space = true;
+    for (i, c) in text.char_indices() {
+        let space = c.is_whitespace();
+        if space && !after_space && i > start {
+            pieces.push(&text[start..i]);
+            start = i;
+        }
+        after_space = space;
+    }
+    if start < text.len() {
+        pieces.push(&text[start..]);
+    }
+    pieces
+}
+
 /// Text on one line: every control character (newlines, tabs) is a space.
 pub fn flat(text: &str) -> String {
     text.chars()

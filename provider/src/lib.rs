@@ -399,7 +399,7 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-pub use revolve_core::view::word_pieces;
+pub use revolve_core::text::word_pieces;
 
 /// Helpers shared by the providers' tests.
 #[cfg(test)]

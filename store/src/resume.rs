@@ -4,8 +4,8 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use revolve_core::view::TranscriptTail;
 use revolve_core::State;
+use revolve_view::TranscriptTail;
 
 pub use crate::error::ResumeError;
 use crate::log::{self, LogWriter};
