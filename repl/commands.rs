@@ -1,8 +1,8 @@
 //! Subcommands that read sessions without running one.
 
 use revolve_core::state::{self, State};
-use revolve_io::log;
-use revolve_io::store::{Store, Unlisted};
+use revolve_store::log;
+use revolve_store::store::{Store, Unlisted};
 use revolve_view as view;
 
 use crate::error::{out, Error};
@@ -229,10 +229,10 @@ fn note_skipped(path: &std::path::Path, skipped: usize) {
 fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
     // Memory records are checked against the snapshot store of this
     // directory's memory.
-    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-    let entries = revolve_io::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
+    let dirs = revolve_store::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let entries = revolve_store::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
     // Edits and rewinds are checked against the content store.
-    let blobs = revolve_io::edit::Blobs::new(&store.roots.state);
+    let blobs = revolve_tools::edit::Blobs::new(&store.roots.state);
     let mut state = State::default();
     let (mut records, mut notes, mut skipped) = (0usize, 0usize, 0usize);
     let (mut note_lines, mut skip_lines) = (String::new(), String::new());
@@ -316,7 +316,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
 pub(crate) fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
     let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
     let now = revolve_io::clock::now();
-    revolve_io::goal::update(dir, |goals| goals.apply(&cmd, now))
+    revolve_store::goal::update(dir, |goals| goals.apply(&cmd, now))
         .map_err(Error::store)?
         .map_err(Error::Usage)
 }
@@ -327,7 +327,7 @@ pub(crate) fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> 
     if !args.trim().is_empty() {
         goal(dir, args)?;
     }
-    let goals = revolve_io::goal::load(dir).map_err(Error::store)?;
+    let goals = revolve_store::goal::load(dir).map_err(Error::store)?;
     json_out(&goals)
 }
 
@@ -341,10 +341,10 @@ fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
 /// misses of `memory/`, `tasks/` and `subagents/` (with their templates)
 /// when it exists; prints what was created.
 pub(crate) fn init(store: &Store) -> Result<(), Error> {
-    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-    let made = revolve_io::memory::ensure_project_dir(&dirs).and_then(|created| match created {
+    let dirs = revolve_store::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let made = revolve_store::memory::ensure_project_dir(&dirs).and_then(|created| match created {
         Some(created) => Ok(Some(created)),
-        None => revolve_io::memory::complete_project_dir(&dirs),
+        None => revolve_store::memory::complete_project_dir(&dirs),
     });
     match made {
         Ok(Some(created)) => {
@@ -365,7 +365,7 @@ pub(crate) fn init(store: &Store) -> Result<(), Error> {
 /// `/refine history` and `revolve memory history`.
 pub(crate) fn memory_history(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
     let (entries, diffs) = history(store, dirs, diff)?;
@@ -376,13 +376,19 @@ pub(crate) fn memory_history(
 /// `diff` (none otherwise).
 fn history(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
-) -> Result<(Vec<revolve_core::refine::Entry>, revolve_io::refine::Diffs), Error> {
+) -> Result<
+    (
+        Vec<revolve_core::refine::Entry>,
+        revolve_store::refine::Diffs,
+    ),
+    Error,
+> {
     let state = &store.roots.state;
-    let entries = revolve_io::refine::entries(state, dirs).map_err(Error::store)?;
+    let entries = revolve_store::refine::entries(state, dirs).map_err(Error::store)?;
     let diffs = if diff {
-        revolve_io::refine::diffs(state, dirs, &entries).map_err(Error::store)?
+        revolve_store::refine::diffs(state, dirs, &entries).map_err(Error::store)?
     } else {
         Default::default()
     };
@@ -393,7 +399,7 @@ fn history(
 /// [`revolve_core::refine::HistoryEntry`]); with `diff`, each file's diff.
 pub(crate) fn memory_history_json(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
     let (entries, diffs) = history(store, dirs, diff)?;
@@ -405,10 +411,10 @@ pub(crate) fn memory_history_json(
 /// `/refine undo` and `revolve memory undo`.
 pub(crate) fn memory_undo(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
 ) -> Result<String, Error> {
-    let done =
-        revolve_io::refine::undo(&store.roots.state, dirs).map_err(Error::memory("cannot undo"))?;
+    let done = revolve_store::refine::undo(&store.roots.state, dirs)
+        .map_err(Error::memory("cannot undo"))?;
     Ok(undo_text(done.as_deref()))
 }
 
@@ -430,9 +436,9 @@ pub(crate) fn undo_text(done: Option<&[String]>) -> String {
 
 /// `revolve memory show`: where each memory file is, then the files as
 /// the system prompt holds them.
-pub(crate) fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+pub(crate) fn memory_show(dirs: &revolve_store::memory::MemoryDirs) -> Result<String, Error> {
     use revolve_core::memory::Scope;
-    let files = revolve_io::memory::load(dirs).map_err(Error::store)?;
+    let files = revolve_store::memory::load(dirs).map_err(Error::store)?;
     let Some(block) = revolve_core::memory::prompt_block(&files) else {
         return Ok(format!(
             "no memory files (global: {}, project: {})\n",
@@ -463,7 +469,7 @@ pub(crate) fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<Strin
 pub(crate) fn replay_against(
     store: &Store,
     needle: Option<&str>,
-    provider: std::sync::Arc<dyn revolve_io::provider::Provider>,
+    provider: std::sync::Arc<dyn revolve_provider::Provider>,
     model: Option<String>,
 ) -> Result<(), Error> {
     use revolve_core::fixture::{self, Answer};

@@ -38,9 +38,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_core::config::Source;
-use revolve_io::memory::MemoryDirs;
-use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
-use revolve_io::store::Store;
+use revolve_provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
+use revolve_store::memory::MemoryDirs;
+use revolve_store::store::Store;
 
 use revolve_io::live::{Outcome, Runtime};
 
@@ -132,7 +132,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             // The goal is kept in the project directory: one set before any
             // session creates that directory whole, as the first session
             // would have, since no session fills in a folder that exists.
-            revolve_io::memory::ensure_project_dir(&dirs)
+            revolve_store::memory::ensure_project_dir(&dirs)
                 .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
             if json {
                 return commands::goal_json(&dirs.project_dir, &args.join(" "));
@@ -262,7 +262,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // are writable too (made now, since a rule needs a folder).
     let mut writable = settings.sandbox_writable.value.clone();
     let inboxes = store.roots.project(&store.project).join("inbox");
-    if revolve_io::files::create_dir_all(&inboxes).is_ok() {
+    if revolve_store::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
@@ -270,7 +270,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         settings.sandbox.value,
         settings.sandbox_network.value,
         writable,
-        revolve_io::tools::sandbox::probe(),
+        revolve_tools::sandbox::probe(),
         stdin_tty,
     );
     let mut live = if resuming {
@@ -417,7 +417,7 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
 
 /// Finishes a refinement or an undo a crash interrupted, and says so.
 fn recover(store: &Store, dirs: &MemoryDirs) {
-    match revolve_io::refine::recover(&store.roots.state, dirs) {
+    match revolve_store::refine::recover(&store.roots.state, dirs) {
         Ok(done) => done.iter().for_each(|d| eprintln!("revolve: {d}")),
         Err(e) => eprintln!("revolve: cannot check the memory snapshots: {e}"),
     }
@@ -439,7 +439,7 @@ fn memory(store: &Store) -> MemoryDirs {
 /// alone); the folder created is named in a terminal only. Failures here
 /// are told, never fatal.
 fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
-    match revolve_io::memory::seed(&dirs.global) {
+    match revolve_store::memory::seed(&dirs.global) {
         Ok(seeded) if !seeded.is_empty() => {
             eprintln!(
                 "seeded {} into {}",
@@ -450,8 +450,8 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
         Ok(_) => {}
         Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
     }
-    if let Some(folder) = revolve_io::skills::global_folder(dirs) {
-        match revolve_io::skills::seed(&folder) {
+    if let Some(folder) = revolve_store::skills::global_folder(dirs) {
+        match revolve_store::skills::seed(&folder) {
             Ok(seeded) if !seeded.is_empty() => {
                 eprintln!("seeded {} into {}", seeded.join(", "), folder.display())
             }
@@ -459,7 +459,7 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
             Err(e) => eprintln!("revolve: cannot seed {}: {e}", folder.display()),
         }
     }
-    match revolve_io::memory::ensure_project_dir(dirs) {
+    match revolve_store::memory::ensure_project_dir(dirs) {
         Ok(Some(_)) => {
             if interactive {
                 eprintln!(
@@ -493,7 +493,7 @@ fn runtime(
         memory,
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
-        tree: revolve_io::tools::FileId::of(&store.cwd),
+        tree: revolve_tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         // A model given for this run brings its window from the table,
@@ -529,8 +529,8 @@ impl Provider for Offline {
         &self,
         _: &revolve_core::Request,
         _: &mut dyn FnMut(&str),
-    ) -> Result<revolve_core::Reply, revolve_io::provider::ProviderError> {
-        Err(revolve_io::provider::ProviderError::new(
+    ) -> Result<revolve_core::Reply, revolve_provider::ProviderError> {
+        Err(revolve_provider::ProviderError::new(
             "this command asks no model",
             "",
         ))
@@ -552,7 +552,7 @@ fn rewind(
 ) -> Result<(), Error> {
     let found = store.find(needle)?;
     if how.list {
-        let read = revolve_io::log::read(&store.head(&found))
+        let read = revolve_store::log::read(&store.head(&found))
             .map_err(|e| Error::at(&found, "cannot read", e))?;
         let state = revolve_core::State::fold(&read.records);
         let turns = revolve_core::edit::turns(&state);
@@ -651,7 +651,8 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
-        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        let read =
+            revolve_store::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         records.extend(read.records);
     }
     let answers = revolve_core::fixture::answers(&records);

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::record::Record;
-use revolve_io::inbox::Inbox;
-use revolve_io::registry::Running;
-use revolve_io::store::Store;
 use revolve_io::{clock, interrupt};
+use revolve_store::inbox::Inbox;
+use revolve_store::registry::Running;
+use revolve_store::store::Store;
 use revolve_view as view;
 
 use crate::error::{out, Error};
@@ -28,7 +28,7 @@ pub(crate) fn running(store: &Store, name: &str) -> Result<Running, Error> {
     {
         return Ok(r);
     }
-    let elsewhere = revolve_io::registry::running(&store.roots.running(&store.project))
+    let elsewhere = revolve_store::registry::running(&store.roots.running(&store.project))
         .into_iter()
         .find(|r| r.name.as_deref() == Some(name));
     if let Some(r) = elsewhere {
@@ -153,7 +153,7 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
                 Err(e) => printer(format!("revolve: {e}\n")),
             }
             let id = follow.id();
-            if !revolve_io::registry::is_running(&running_dir, &id) {
+            if !revolve_store::registry::is_running(&running_dir, &id) {
                 // Whatever it wrote last, then the end.
                 if let Ok(text) = follow.poll() {
                     printer(inert(&text, tty));
@@ -275,7 +275,7 @@ impl Follow {
     /// Renders the new complete lines; the next file's id when the session
     /// went on in one.
     fn read_new(&mut self, tail: &mut view::TranscriptTail) -> Result<Option<String>, String> {
-        let mut file = match revolve_io::regular::read(&self.path) {
+        let mut file = match revolve_store::regular::read(&self.path) {
             Ok((f, _)) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),

@@ -38,7 +38,7 @@ struct Commands {
     models: Vec<String>,
     /// Where the running sessions are found, and this session's own name
     /// (never offered to `/send`).
-    sessions: Option<(revolve_io::store::Store, Option<String>)>,
+    sessions: Option<(revolve_store::store::Store, Option<String>)>,
 }
 
 impl Completer for Commands {
@@ -197,7 +197,7 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
         }
     }
     if let Some(dir) = history.parent() {
-        revolve_io::files::create_dir_all(dir).ok();
+        revolve_store::files::create_dir_all(dir).ok();
     }
     editor.save_history(&history).ok();
     Ok(())

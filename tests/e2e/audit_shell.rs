@@ -103,7 +103,7 @@ fn abs(env: &TestEnv, rel: &str) -> String {
 }
 
 fn hash(bytes: &[u8]) -> String {
-    revolve_io::edit::hash(bytes)
+    revolve_tools::edit::hash(bytes)
 }
 
 /// The content store's file for `hash`.

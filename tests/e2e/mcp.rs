@@ -597,7 +597,7 @@ fn http_answers_in_json_and_sse_and_a_lost_session_is_begun_again() {
 
 /// The protocol version revolve asks for (the fake servers agree to it).
 fn revolve_mcp_version() -> &'static str {
-    revolve_io::mcp::VERSIONS[0]
+    revolve_mcp::VERSIONS[0]
 }
 
 // ---------------------------------------------------------------------------
