@@ -7,6 +7,7 @@ use revolve_view as view;
 
 use crate::error::{out, Error};
 use revolve_core::policy::CHECK_LISTS;
+use revolve_io::error::ReplayFault;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
@@ -28,8 +29,7 @@ pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error
     note_unlisted(store, &unlisted);
     let list = view::listed(list, all);
     let text = if json {
-        let text =
-            serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&list).map_err(Error::encode)?;
         format!("{text}\n")
     } else if list.is_empty() && !all {
         format!(
@@ -144,8 +144,7 @@ pub(crate) fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> R
                 true
             })?;
             note_skipped(&path, skipped);
-            let text =
-                serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&state).map_err(Error::encode)?;
             out(&format!("{text}\n"))
         }
         ReplayMode::Check => check(store, &path),
@@ -197,7 +196,7 @@ impl Stdout {
         match self.failed.take() {
             None => Ok(()),
             Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
-            Some(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
+            Some(e) => Err(Error::Stdout(e)),
         }
     }
 }
@@ -288,25 +287,25 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
     out(&text)?;
     // A file with nothing in it, or no header, is no session at all.
     if records == 0 && skipped == 0 {
-        return Err(Error::Runtime(format!(
-            "{} is empty: not a session log",
-            path.display()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::Empty,
+        });
     }
     if state.header().is_none() {
-        return Err(Error::Runtime(format!(
-            "{} holds no session header: not a session log",
-            path.display()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NoHeader,
+        });
     }
     // Torn lines are what crashes leave (one each); everything else is not.
     if notes == 0 && all_torn {
         Ok(())
     } else {
-        Err(Error::Runtime(format!(
-            "{} does not replay cleanly",
-            path.display()
-        )))
+        Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NotClean,
+        })
     }
 }
 
@@ -333,7 +332,7 @@ pub(crate) fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> 
 
 /// Pretty JSON and a newline on stdout.
 fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(value).map_err(Error::encode)?;
     out(&format!("{text}\n"))
 }
 
@@ -404,7 +403,7 @@ pub(crate) fn memory_history_json(
 ) -> Result<String, Error> {
     let (entries, diffs) = history(store, dirs, diff)?;
     let list = revolve_core::refine::history_entries(&entries, &diffs, diff);
-    let text = serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&list).map_err(Error::encode)?;
     Ok(format!("{text}\n"))
 }
 
@@ -498,12 +497,13 @@ pub(crate) fn replay_against(
         .filter(|a| *a != Answer::NotRecorded)
         .collect();
     if answers.len() != requests.len() {
-        return Err(Error::Runtime(format!(
-            "{}: {} requests but {} answers; the log is not whole (revolve replay --check tells more)",
-            path.display(),
-            requests.len(),
-            answers.len()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NotWhole {
+                requests: requests.len(),
+                answers: answers.len(),
+            },
+        });
     }
     let total = requests.len();
     let mut differ = 0;
@@ -528,9 +528,10 @@ pub(crate) fn replay_against(
         }
     }
     if differ > 0 {
-        return Err(Error::Runtime(format!(
-            "{differ} of {total} answers differ from the recording"
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::Differ { differ, total },
+        });
     }
     out(&format!("all {total} answers are the same as recorded\n"))
 }

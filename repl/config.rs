@@ -739,7 +739,7 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
             "file_found": settings.file_found,
             "settings": map,
         });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(Error::encode)?;
         return out(&format!("{text}\n"));
     }
     let found = if settings.file_found {

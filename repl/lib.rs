@@ -71,8 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     if let Some(Sub::Man) = cli.command {
         return man();
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(Error::Cwd)?;
     let store = Store::open(&cwd)?;
     match cli.command {
         Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
@@ -206,7 +205,7 @@ fn man() -> Result<(), Error> {
     let mut page = Vec::new();
     clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
         .render(&mut page)
-        .map_err(|e| Error::Runtime(format!("cannot render the manual page: {e}")))?;
+        .map_err(Error::Manual)?;
     error::out(&String::from_utf8_lossy(&page))
 }
 
@@ -341,8 +340,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
-                let piped = stdin::read_all()
-                    .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let piped = stdin::read_all().map_err(Error::Stdin)?;
                 if !piped.trim().is_empty() {
                     text = format!("{text}\n\n{piped}");
                 }
@@ -351,7 +349,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         }
         None => {
             for line in stdin::lines() {
-                let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let line = line.map_err(Error::Stdin)?;
                 if piped_line(live, &line)? == Outcome::Quit {
                     break;
                 }
@@ -410,7 +408,7 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     match line::handle(live, line)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Stopped(reason) => Err(Error::Runtime(revolve_core::guard::describe(&reason))),
+        Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
         other => Ok(other),
     }
 }

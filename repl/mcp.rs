@@ -97,7 +97,7 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
         revolve_store::files::create_dir_all(dir)
             .map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    let text = serde_json::to_string_pretty(&all).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
     let temp = path.with_extension("json.tmp");
     std::fs::write(&temp, text.as_bytes())
         .and_then(|()| std::fs::rename(&temp, &path))

@@ -43,9 +43,7 @@ pub(crate) fn running(store: &Store, name: &str) -> Result<Running, Error> {
         .into_iter()
         .any(|s| s.name.as_deref() == Some(name));
     if known {
-        Err(Error::Runtime(format!(
-            "session '{name}' is not running (revolve --resume {name} continues it)"
-        )))
+        Err(Error::NotRunning(name.to_owned()))
     } else {
         Err(Error::Usage(format!(
             "no session '{name}' in {} (revolve sessions lists them)",
@@ -63,7 +61,7 @@ pub(crate) fn send(
 ) -> Result<(), Error> {
     running(store, name)?;
     let text = if words.is_empty() {
-        crate::stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?
+        crate::stdin::read_all().map_err(Error::Stdin)?
     } else {
         words.join(" ")
     };
@@ -129,7 +127,7 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
     let mut editor = if tty {
         Some(
             rustyline::DefaultEditor::new()
-                .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?,
+                .map_err(Error::terminal("cannot start the line editor"))?,
         )
     } else {
         None
@@ -179,12 +177,12 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
                     }
                 }
                 Err(rustyline::error::ReadlineError::Eof) => break,
-                Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+                Err(e) => return Err(Error::terminal("cannot read the terminal")(e)),
             }
         },
         None => {
             for line in crate::stdin::lines() {
-                let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let line = line.map_err(Error::Stdin)?;
                 send_line(&inbox, name, &line)?;
             }
         }

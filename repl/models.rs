@@ -55,7 +55,7 @@ pub(crate) fn list(settings: &Settings, json: bool) -> Result<(), Error> {
             "base_url": redact_url_credentials(OpenAi::new(base, None).base_url()),
             "models": models,
         });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(Error::encode)?;
         return out(&format!("{text}\n"));
     }
     let width = ids

@@ -138,8 +138,8 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
         .build();
-    let mut editor = LineEditor::with_config(config)
-        .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    let mut editor =
+        LineEditor::with_config(config).map_err(Error::terminal("cannot start the line editor"))?;
     editor.set_helper(Some(Commands::default()));
     live.front_mut().sink.allow_spinner();
     let history = live.history_path();
@@ -193,7 +193,7 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
                 continue;
             }
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+            Err(e) => return Err(Error::terminal("cannot read the terminal")(e)),
         }
     }
     if let Some(dir) = history.parent() {
