@@ -17,6 +17,22 @@ use revolve_core::{Command, Delivery, Input, Reply, Request, Session, Settings, 
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 
+/// The seed the laws run with unless `REVOLVE_LAWS_SEED` (read when the
+/// tests are built) names another: a fixed one, so a failure shows again.
+const SEED: u64 = 0x5eed_1a35;
+
+/// The laws' runner: seeded ([`SEED`] or `REVOLVE_LAWS_SEED`), the seed
+/// said on stderr, which the test harness shows with a failing law.
+fn laws() -> QuickCheck {
+    let seed = option_env!("REVOLVE_LAWS_SEED")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEED);
+    eprintln!(
+        "laws: seed {seed} (REVOLVE_LAWS_SEED={seed} cargo test -p revolve-core --test laws repeats this run)"
+    );
+    QuickCheck::new().rng(Gen::from_size_and_seed(100, seed))
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     User(String),
@@ -596,9 +612,7 @@ fn replay_equals_live() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// [`replay_equals_live`] for an Anthropic session of this build's format,
@@ -632,9 +646,7 @@ fn replay_equals_live_with_thinking() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -669,9 +681,7 @@ fn inbox_messages_are_taken_once_in_order_and_never_lost() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -686,9 +696,7 @@ fn a_recording_gives_one_answer_per_request() {
         assert_eq!(answers.len(), rebuilt.len(), "one answer per request");
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -717,9 +725,7 @@ fn every_request_carries_a_well_formed_history() {
         }
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// Under small windows and results up to 60k characters, every request that
@@ -767,7 +773,7 @@ fn every_request_fits_the_window() {
         );
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(200)
         .quickcheck(prop as fn(Vec<Op>, u8) -> bool);
 }
@@ -826,9 +832,7 @@ fn misbehaving_models_are_bounded() {
         }
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -854,9 +858,7 @@ fn totals_only_grow() {
                 && w[1].tokens_out >= w[0].tokens_out
         })
     }
-    QuickCheck::new()
-        .tests(300)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(300).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// Refinements between turns, compactions and restarts: the fold still
@@ -912,9 +914,7 @@ fn replay_equals_live_with_refinements() {
         );
         state.totals().requests == rebuilt.len() as u64 + unsent
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Refining) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Refining) -> bool);
 }
 
 /// Any record at all, in any order, including nonsense ones.
@@ -1040,7 +1040,7 @@ fn fold_never_panics() {
                 )
             })
     }
-    QuickCheck::new()
+    laws()
         .tests(500)
         .quickcheck(prop as fn(Vec<AnyRecord>) -> bool);
 }
@@ -1117,7 +1117,7 @@ fn a_plan_keeps_three_turns_and_prunes_only_what_it_may() {
         assert_eq!(Plan::of(&pruned, threshold).cut, plan.cut);
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(500)
         .quickcheck(prop as fn(History, u16) -> bool);
 }
@@ -1237,7 +1237,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
         }
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(150)
         .quickcheck(prop as fn(History, u8) -> bool);
 }
