@@ -209,10 +209,12 @@ fn compaction(window: u64) -> Compaction {
     let started = Instant::now();
     let (mut session, _) = Session::resume(state, settings(), resumed);
     let notes = notes();
-    let mut cmds = session.handle(Input::User {
-        text: "one more turn".into(),
-        now: at,
-    });
+    let mut cmds = session
+        .handle(Input::User {
+            text: "one more turn".into(),
+            now: at,
+        })
+        .commands;
     let mut summaries = Vec::new();
     let mut sent_turn = 0;
     loop {
@@ -241,7 +243,7 @@ fn compaction(window: u64) -> Compaction {
             }
         }
         match next {
-            Some(input) => cmds = session.handle(input),
+            Some(input) => cmds = session.handle(input).commands,
             None => break,
         }
     }

@@ -282,12 +282,15 @@ impl Run {
             // Longer than one request holds: read in parts.
             chain.extend((0..2).map(|i| format!("[user]\n{}\n", "y".repeat(150_000 + i))));
         }
-        let mut cmds = self.session.handle(Input::Refine {
-            auto,
-            files,
-            chain,
-            now,
-        });
+        let mut cmds = self
+            .session
+            .handle(Input::Refine {
+                auto,
+                files,
+                chain,
+                now,
+            })
+            .commands;
         let mut part = 0u8;
         loop {
             let mut next = None;
@@ -339,7 +342,7 @@ impl Run {
             }
             self.take(cmds);
             let Some(input) = next else { break };
-            cmds = self.session.handle(input);
+            cmds = self.session.handle(input).commands;
         }
     }
 
@@ -480,11 +483,14 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         text: format!("note {seq}"),
                     })
                     .collect();
-                let cmds = run.session.handle(Input::Inbox {
-                    messages,
-                    answer,
-                    now,
-                });
+                let cmds = run
+                    .session
+                    .handle(Input::Inbox {
+                        messages,
+                        answer,
+                        now,
+                    })
+                    .commands;
                 run.take(cmds);
                 // The shell settles: what the log holds leaves the inbox.
                 let delivered = run.session.state().totals().delivered;
@@ -549,7 +555,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 continue;
             }
         };
-        let cmds = run.session.handle(input);
+        let cmds = run.session.handle(input).commands;
         run.take(cmds);
     }
     run
@@ -1028,10 +1034,12 @@ fn fold_never_panics() {
         let (mut s, _) = Session::resume(state, settings(), resumed);
         let _ = revolve_view::status(s.state());
         let _ = revolve_view::transcript(&records);
-        let cmds = s.handle(Input::User {
-            text: "hi".into(),
-            now: OffsetDateTime::UNIX_EPOCH,
-        });
+        let cmds = s
+            .handle(Input::User {
+                text: "hi".into(),
+                now: OffsetDateTime::UNIX_EPOCH,
+            })
+            .commands;
         !s.state().open_calls().is_empty()
             || cmds.iter().any(|c| {
                 matches!(
@@ -1154,7 +1162,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
                 provider: String::new(),
             },
         );
-        let mut cmds = session.handle(Input::Compact { now: at });
+        let mut cmds = session.handle(Input::Compact { now: at }).commands;
         let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
         let mut sent = Vec::new();
         let mut notes_seen = Vec::new();
@@ -1193,14 +1201,16 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
             sent.push(req);
             let notes = format!("Facts: piece {round} port 5432");
             notes_seen.push(notes.clone());
-            cmds = session.handle(Input::Summarized {
-                reply: Reply {
-                    text: notes,
-                    ..Reply::default()
-                },
-                new_id: format!("s{round}"),
-                now: at,
-            });
+            cmds = session
+                .handle(Input::Summarized {
+                    reply: Reply {
+                        text: notes,
+                        ..Reply::default()
+                    },
+                    new_id: format!("s{round}"),
+                    now: at,
+                })
+                .commands;
         }
         // A round too big for any request fails the compaction, saying so;
         // otherwise the pieces tile 0..cut, in order.
