@@ -96,10 +96,15 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
             if !name.ends_with(".md") {
                 continue;
             }
-            let bytes = match crate::regular::read_whole(
-                &dir.join(&name),
-                revolve_core::policy::OWN_FILE_CAP,
-            ) {
+            let path = dir.join(&name);
+            let cap = revolve_core::policy::OWN_FILE_CAP;
+            // In a `.task-agent/` workspace (which a cloned repository may
+            // hold), never through a link out of the folder holding it.
+            let read = match dirs.workspace.as_deref().and_then(Path::parent) {
+                Some(tree) => crate::intree::read_whole(tree, &path, cap),
+                None => crate::regular::read_whole(&path, cap),
+            };
+            let bytes = match read {
                 Ok(b) => b,
                 // Deleted between listing and reading: it is simply gone.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
