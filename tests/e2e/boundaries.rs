@@ -410,3 +410,164 @@ fn no_command_reads_the_key_from_revolves_environment() {
         assert!(!run.stdout.contains(&reversed), "{mode}");
     }
 }
+
+/// Item 14: with the state root inside the tree (revolve run from the
+/// home folder, say), a sandboxed command cannot write it; and an inbox
+/// swapped for a symlink (as a command with no sandbox could) is not
+/// followed by `revolve send`: it fails saying so, and nothing is written
+/// where the link leads.
+#[cfg(unix)]
+#[test]
+fn send_follows_no_swapped_inbox_and_the_state_is_read_only_to_commands() {
+    let env = TestEnv::new("bound-inbox");
+    let state = env.cwd.join(".state");
+    let state_s = state.to_str().unwrap().to_owned();
+    let vars = [("XDG_STATE_HOME", state_s.as_str())];
+    if TestEnv::landlock() {
+        let script = env.root.join("script.jsonl");
+        let call = json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": "touch \"$XDG_STATE_HOME/task-agent/planted\" && echo wrote; echo done"}}]});
+        std::fs::write(&script, format!("{call}\n{}\n", json!({"text": "Done."}))).unwrap();
+        let run = env
+            .spawn_env(
+                &[
+                    "--provider",
+                    "scripted",
+                    "--script",
+                    script.to_str().unwrap(),
+                    "--allow-shell",
+                    "-p",
+                    "go",
+                ],
+                "",
+                &vars,
+            )
+            .finish(Duration::from_secs(60));
+        assert_eq!(run.code, Some(0), "{run:?}");
+        assert!(
+            !state.join("task-agent/planted").exists(),
+            "the state root was written"
+        );
+    }
+
+    // A session named bob, waiting for its next line.
+    let script = env.root.join("bob.jsonl");
+    std::fs::write(
+        &script,
+        format!(
+            "{}\n{}\n",
+            json!({"text": "Hi."}),
+            json!({"text": "Again."})
+        ),
+    )
+    .unwrap();
+    let mut bob = env.spawn_open_env(
+        &[
+            "--name",
+            "bob",
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+        ],
+        "hello\n",
+        &vars,
+    );
+    let projects = state.join("task-agent/projects");
+    let running = || {
+        std::fs::read_dir(&projects).is_ok_and(|mut ps| {
+            ps.any(|p| {
+                p.is_ok_and(|p| {
+                    std::fs::read_dir(p.path().join("running")).is_ok_and(|mut locks| {
+                        locks.any(|l| {
+                            l.is_ok_and(|l| {
+                                std::fs::read_to_string(l.path())
+                                    .is_ok_and(|t| t.contains("\"name\":\"bob\""))
+                            })
+                        })
+                    })
+                })
+            })
+        })
+    };
+    assert!(
+        crate::common::wait_until(Duration::from_secs(20), running),
+        "bob never ran"
+    );
+    let sent = env.run_env(&["send", "bob", "first"], "", &vars);
+    assert_eq!(sent.code, Some(0), "{sent:?}");
+    let project = std::fs::read_dir(&projects)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let inbox = project
+        .join("inbox")
+        .join(env.cwd.to_string_lossy().replace('/', "-"))
+        .join("bob");
+    assert!(inbox.is_dir());
+    let elsewhere = env.root.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::rename(&inbox, env.root.join("kept-inbox")).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &inbox).unwrap();
+    let sent = env.run_env(&["send", "bob", "second"], "", &vars);
+    assert_ne!(sent.code, Some(0), "{sent:?}");
+    assert!(sent.stderr.contains("the inbox was swapped"), "{sent:?}");
+    assert_eq!(sent.stderr.lines().count(), 1, "{sent:?}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    bob.close_stdin();
+    let run = bob.finish(Duration::from_secs(30));
+    assert_eq!(run.code, Some(0), "{run:?}");
+}
+
+/// Item 16: temp files a write killed between its temp file and its
+/// rename left in the memory folders (a refinement's memory write) are
+/// removed when revolve next starts; one of a process still running, and
+/// the memory files, are kept.
+#[test]
+fn stale_temp_files_are_swept_at_start() {
+    let env = TestEnv::new("bound-sweep");
+    let slug = env.cwd.to_string_lossy().replace('/', "-");
+    let memory = env
+        .home
+        .join(".config/task-agent/projects")
+        .join(&slug)
+        .join("memory");
+    let global = env.home.join(".config/task-agent/memory");
+    std::fs::create_dir_all(&memory).unwrap();
+    std::fs::create_dir_all(&global).unwrap();
+    // A pid no process has: above the kernel's largest.
+    let dead = 4_194_305;
+    let stale = [
+        memory.join(format!(".notes.md.{dead}-0.tmp")),
+        global.join(format!(".habits.md.{dead}-2.tmp")),
+    ];
+    for path in &stale {
+        std::fs::write(path, "half a rewrite").unwrap();
+    }
+    let live = memory.join(format!(".notes.md.{}-0.tmp", std::process::id()));
+    std::fs::write(&live, "being written").unwrap();
+    std::fs::write(memory.join("notes.md"), "kept\n").unwrap();
+    let script = env.root.join("script.jsonl");
+    std::fs::write(&script, format!("{}\n", json!({"text": "Hi."}))).unwrap();
+    let run = env.run(
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "-p",
+            "hi",
+        ],
+        "",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for path in &stale {
+        assert!(!path.exists(), "{} was left", path.display());
+    }
+    assert!(live.exists(), "a running process's temp file was removed");
+    assert_eq!(
+        std::fs::read_to_string(memory.join("notes.md")).unwrap(),
+        "kept\n"
+    );
+}
