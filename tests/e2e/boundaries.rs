@@ -425,7 +425,7 @@ fn send_follows_no_swapped_inbox_and_the_state_is_read_only_to_commands() {
     let vars = [("XDG_STATE_HOME", state_s.as_str())];
     if TestEnv::landlock() {
         let script = env.root.join("script.jsonl");
-        let call = json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": "touch \"$XDG_STATE_HOME/task-agent/planted\" && echo wrote; echo done"}}]});
+        let call = json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": "touch \"$XDG_STATE_HOME/task-agent/planted\" && echo wrote; for d in \"$XDG_STATE_HOME\"/task-agent/projects/*/inbox; do touch \"$d/letter\" && echo inbox-ok; done; echo done"}}]});
         std::fs::write(&script, format!("{call}\n{}\n", json!({"text": "Done."}))).unwrap();
         let run = env
             .spawn_env(
@@ -446,6 +446,16 @@ fn send_follows_no_swapped_inbox_and_the_state_is_read_only_to_commands() {
         assert!(
             !state.join("task-agent/planted").exists(),
             "the state root was written"
+        );
+        // The project's inboxes stay writable (`revolve send` from a command).
+        let log = files_under(&state.join("task-agent/projects"))
+            .into_iter()
+            .find(|f| f.extension().is_some_and(|e| e == "jsonl"))
+            .expect("a session log");
+        let results = tool_results(&records(&log));
+        assert!(
+            results[0].1.contains("inbox-ok") && !results[0].1.contains("wrote"),
+            "{results:?}"
         );
     }
 

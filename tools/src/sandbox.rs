@@ -204,29 +204,44 @@ mod imp {
         /// Each guarded path, with the mount flags the remount must keep
         /// (a user namespace may not drop `nosuid`, `nodev`…).
         paths: Vec<(CString, MountFlags)>,
+        /// Writable folders inside a guarded path (the project's inboxes,
+        /// under the state root), bound writable again after it.
+        reopen: Vec<(CString, MountFlags)>,
         /// `Some((uid_map, gid_map))` when not root: a user namespace is
         /// needed to make a mount namespace.
         maps: Option<(String, String)>,
     }
 
     impl Guard {
-        fn new(guarded: &[PathBuf]) -> io::Result<Guard> {
-            let mut paths = Vec::new();
-            for path in guarded {
-                let keep = rustix::fs::statvfs(path.as_path())
+        fn new(guarded: &[PathBuf], writable: &[PathBuf]) -> io::Result<Guard> {
+            let prepared = |path: &Path| -> io::Result<(CString, MountFlags)> {
+                let keep = rustix::fs::statvfs(path)
                     .map(|s| locked_flags(s.f_flag))
                     .unwrap_or(MountFlags::empty());
                 let c = CString::new(path.as_os_str().as_bytes())
                     .map_err(|_| io::Error::other("the sandbox: a path holds a NUL byte"))?;
-                paths.push((c, keep));
-            }
+                Ok((c, keep))
+            };
+            let paths = guarded
+                .iter()
+                .map(|p| prepared(p))
+                .collect::<io::Result<Vec<_>>>()?;
+            let reopen = writable
+                .iter()
+                .filter(|w| guarded.iter().any(|g| w.starts_with(g) && *w != g))
+                .map(|w| prepared(w))
+                .collect::<io::Result<Vec<_>>>()?;
             let uid = rustix::process::geteuid();
             let maps = (!uid.is_root()).then(|| {
                 let gid = rustix::process::getegid().as_raw();
                 let uid = uid.as_raw();
                 (format!("{uid} {uid} 1\n"), format!("{gid} {gid} 1\n"))
             });
-            Ok(Guard { paths, maps })
+            Ok(Guard {
+                paths,
+                reopen,
+                maps,
+            })
         }
 
         /// In the child: a mount namespace of its own where each guarded
@@ -266,6 +281,10 @@ mod imp {
                     MountFlags::BIND | MountFlags::RDONLY | *keep,
                     c"",
                 )?;
+            }
+            for (path, keep) in &self.reopen {
+                rustix::mount::mount_bind(path.as_c_str(), path.as_c_str())?;
+                rustix::mount::mount_remount(path.as_c_str(), MountFlags::BIND | *keep, c"")?;
             }
             Ok(())
         }
@@ -317,7 +336,7 @@ mod imp {
         } else {
             Some(ruleset(writable, guarded, close_network)?)
         };
-        let guard = Guard::new(guarded)?;
+        let guard = Guard::new(guarded, writable)?;
         let mut whole = Some(whole);
         // SAFETY: between fork and exec the child only makes system calls
         // (unshare, open/write of its own /proc files, mount, prctl,
