@@ -66,7 +66,7 @@ pub fn open(tree: &Path, path: &Path) -> io::Result<(File, Metadata)> {
     if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "not a regular file",
+            format!("not a regular file ({})", crate::regular::kind(&meta)),
         ));
     }
     Ok((file, meta))
@@ -157,7 +157,7 @@ mod tests {
         }
         assert_eq!(
             read("folder.md").unwrap_err().to_string(),
-            "not a regular file"
+            "not a regular file (a directory)"
         );
         assert!(read("absent.md").unwrap().is_none());
         let made = std::process::Command::new("mkfifo")
@@ -166,7 +166,7 @@ mod tests {
         assert!(made.unwrap().success());
         assert_eq!(
             read("fifo.md").unwrap_err().to_string(),
-            "not a regular file"
+            "not a regular file (a FIFO)"
         );
         // Bounded by the caller's cap.
         std::fs::write(tree.join("big.md"), "x".repeat(5000)).unwrap();
