@@ -32,6 +32,10 @@ pub struct Opened {
     /// Whether the path is in revolve's own state folder (session logs,
     /// spilled output, the content store): never written by a tool.
     pub own: bool,
+    /// Whether the path is in the working tree's `.git` (its config,
+    /// hooks): never written by a tool, as revolve's own `git` and the
+    /// user's would run what is planted there.
+    pub git: bool,
     /// How many names (hard links) the file has; 0 or 1 for one.
     pub links: u64,
 }
@@ -203,6 +207,12 @@ impl Session {
             return Err(format!(
                 "error: {name}: {shown} is in revolve's own state folder (session logs, spilled \
                  output, the content store); no tool writes there"
+            ));
+        }
+        if o.git {
+            return Err(format!(
+                "error: {name}: {shown} is in the repository's .git folder (config, hooks), \
+                 which no tool writes; change it with git yourself"
             ));
         }
         if o.outside && !self.settings.interactive {
