@@ -3,6 +3,9 @@
 #![forbid(unsafe_code)]
 
 fn main() {
+    // Before anything else, while there is one thread: the API keys are
+    // not left readable in /proc/<pid>/environ by the commands revolve runs.
+    revolve_tools::sandbox::shield_environment(&revolve_core::config::API_KEY_VARS);
     let cli = revolve::config::parse_args();
     if let Err(e) = revolve::run(cli) {
         if e.code() != 0 {

@@ -45,7 +45,7 @@ struct Commands {
     models: Vec<String>,
     /// Where the running sessions are found, and this session's own name
     /// (never offered to `/send`).
-    sessions: Option<(revolve_io::store::Store, Option<String>)>,
+    sessions: Option<(revolve_store::store::Store, Option<String>)>,
 }
 
 impl Completer for Commands {
@@ -189,8 +189,8 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
         .build();
-    let mut editor = LineEditor::with_config(config)
-        .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    let mut editor =
+        LineEditor::with_config(config).map_err(Error::terminal("cannot start the line editor"))?;
     editor.set_helper(Some(Commands::default()));
     let enter = Continue::default();
     bind_newlines(&mut editor, &enter);
@@ -258,11 +258,11 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
                 continue;
             }
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+            Err(e) => return Err(Error::terminal("cannot read the terminal")(e)),
         }
     }
     if let Some(dir) = history.parent() {
-        revolve_io::files::create_dir_all(dir).ok();
+        revolve_store::files::create_dir_all(dir).ok();
     }
     editor.save_history(&history).ok();
     Ok(())

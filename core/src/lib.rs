@@ -55,5 +55,5 @@ pub mod tools;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;
-pub use session::{Command, Delivery, Input, Reply, Session, Settings, Usage};
+pub use session::{Command, Delivery, Input, Outcome, Reply, Session, Settings, Step, Usage};
 pub use state::State;

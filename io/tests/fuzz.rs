@@ -18,8 +18,8 @@ use revolve_core::record::{Message, Record};
 use revolve_core::request::Wire;
 use revolve_core::state::State;
 use revolve_core::Request;
-use revolve_io::log;
-use revolve_io::provider::{Anthropic, OpenAi, Provider, SseEvent, SseParser};
+use revolve_provider::{Anthropic, OpenAi, Provider, SseEvent, SseParser};
+use revolve_store::log;
 use revolve_testkit::{FakeReply, FakeServer};
 use revolve_view as view;
 

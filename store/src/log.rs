@@ -426,11 +426,35 @@ mod tests {
         }
     }
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-log-{}-{name}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("s1.jsonl")
+    /// A path in a temporary directory that goes when the test ends.
+    struct Temp {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    }
+
+    impl std::ops::Deref for Temp {
+        type Target = PathBuf;
+
+        fn deref(&self) -> &PathBuf {
+            &self.path
+        }
+    }
+
+    impl AsRef<std::path::Path> for Temp {
+        fn as_ref(&self) -> &std::path::Path {
+            &self.path
+        }
+    }
+
+    fn temp(name: &str) -> Temp {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("revolve-log-{name}-"))
+            .tempdir()
+            .unwrap();
+        Temp {
+            path: dir.path().join("s1.jsonl"),
+            _dir: dir,
+        }
     }
 
     #[test]

@@ -10,7 +10,10 @@
 #![forbid(unsafe_code)]
 
 pub mod attach;
+mod limits;
 pub mod slash;
+
+use limits::WAITING_SHOWN_AFTER_MS;
 
 use revolve_core::compact;
 use revolve_core::guard;
@@ -446,10 +449,6 @@ pub fn tool_line(tool: &Tool) -> String {
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
-
-/// How long a wait goes unshown: a model that answers within this many
-/// milliseconds gets no spinner (no flicker on fast replies).
-const WAITING_SHOWN_AFTER_MS: u64 = 300;
 
 /// The line shown on stderr while waiting for a model's first token, or
 /// `None` while the wait is still too short to show: a spinner frame that
