@@ -46,6 +46,8 @@ use revolve_core::request::Body;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector as _, RustlsConnector};
 use ureq::{Agent, Timeout};
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -53,6 +55,7 @@ use revolve_core::config::{redact_url_credentials, url_userinfo};
 use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
+use super::tcp::QuickAckConnector;
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
     ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT,
@@ -1159,7 +1162,10 @@ fn overloaded(error: &Value) -> bool {
     )
 }
 
-fn agent(stall: Duration) -> Agent {
+/// The agent of one [`Http`]: ureq's connector chain (a CONNECT proxy,
+/// TCP, TLS) with TCP opened by [`QuickAckConnector`], so a kept
+/// connection is not held by delayed ACKs (see [`super::tcp`]).
+pub(super) fn agent(stall: Duration) -> Agent {
     let config = Agent::config_builder()
         .http_status_as_error(false)
         .timeout_resolve(Some(CONNECT_TIMEOUT))
@@ -1170,7 +1176,11 @@ fn agent(stall: Duration) -> Agent {
         .timeout_recv_response(Some(stall))
         .user_agent(concat!("revolve/", env!("CARGO_PKG_VERSION")))
         .build();
-    Agent::new_with_config(config)
+    let connector =
+        ().chain(ConnectProxyConnector::default())
+            .chain(QuickAckConnector)
+            .chain(RustlsConnector::default());
+    Agent::with_parts(config, connector, DefaultResolver::default())
 }
 
 fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {
