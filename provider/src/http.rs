@@ -413,7 +413,9 @@ impl Http {
             // never in memory. Its length is known, so it goes out with a
             // `Content-Length` (some servers refuse chunked requests).
             Payload::Body(body) => {
-                let mut reader = body.reader();
+                // Each read filled whole, so the body goes out in as few
+                // writes as ureq's buffer allows, not one per message.
+                let mut reader = Filled(body.reader());
                 call.header("content-length", body.len().to_string())
                     .send(ureq::SendBody::from_reader(&mut reader))
             }
@@ -1181,6 +1183,25 @@ pub(super) fn agent(stall: Duration) -> Agent {
             .chain(QuickAckConnector)
             .chain(RustlsConnector::default());
     Agent::with_parts(config, connector, DefaultResolver::default())
+}
+
+/// A reader whose every read fills the buffer it is given, unless the
+/// end comes first.
+struct Filled<R>(R);
+
+impl<R: Read> Read for Filled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.0.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
 }
 
 fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {
