@@ -16,6 +16,10 @@
 //!    are sorted by what they ask for: summary pieces (the compaction), the
 //!    turn, the refinement (one user message ending with
 //!    `refine::PROMPT`). Wall time from spawn to exit, median of the runs.
+//!    The fake keeps its connections, as real servers do; each run is
+//!    done twice side by side, against the fake as it is (Nagle on, as in
+//!    most servers) and with `TCP_NODELAY` ([`FakeOptions::no_delay`]):
+//!    the ratio is what a reused connection loses to delayed ACKs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
@@ -27,7 +31,7 @@ use revolve_core::{guard, prompt, refine};
 use revolve_core::{Command, Input, Record, Reply, Session, Settings, State, Usage};
 use revolve_store::log::LogWriter;
 use revolve_store::paths::{Project, Roots};
-use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
+use revolve_testkit::{FakeOptions, FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
 use time::macros::datetime;
 use time::Duration as TimeDelta;
 
@@ -286,15 +290,25 @@ pub(crate) fn resume(config: &Config, rows: &mut Vec<Row>) {
     );
     let runs = if config.smoke { 1 } else { 3 };
     let mut times = Vec::new();
+    let mut quick = Vec::new();
     let mut last = None;
     for run in 0..runs {
+        // The same resume against the fake with `TCP_NODELAY` (its small
+        // writes go out at once), side by side: what a client loses to a
+        // server that leaves Nagle on is the ratio.
+        let root = scratch.path(&format!("run{run}-nodelay"));
+        let (fast, _) = resume_once(&bin, &root, &template, true);
+        std::fs::remove_dir_all(&root).ok();
+        quick.push(fast);
         let root = scratch.path(&format!("run{run}"));
-        let (took, sent) = resume_once(&bin, &root, &template);
+        let (took, sent) = resume_once(&bin, &root, &template, false);
         println!(
-            "  run {}: {} — {} requests: {} summary pieces, {} turn, {} refinement; {} input tokens \
-             ({} of them the refinement's)",
+            "  run {}: {} (server with TCP_NODELAY: {}, ratio {:.2}) — {} requests: {} summary \
+             pieces, {} turn, {} refinement; {} input tokens ({} of them the refinement's)",
             run + 1,
             ms(took),
+            ms(fast),
+            took.as_secs_f64() / fast.as_secs_f64(),
             sent.requests(),
             sent.summaries.len(),
             sent.turns.len(),
@@ -307,6 +321,14 @@ pub(crate) fn resume(config: &Config, rows: &mut Vec<Row>) {
         last = Some(sent);
     }
     let sent = last.expect("at least one run");
+    let (nagle, nodelay) = (median(&mut times), median(&mut quick));
+    println!(
+        "  medians: {} against the fake as it is (Nagle on), {} with TCP_NODELAY: ratio {:.2} \
+         (target at most 1.10)",
+        ms(nagle),
+        ms(nodelay),
+        nagle.as_secs_f64() / nodelay.as_secs_f64()
+    );
     rows.push(Row {
         what: format!(
             "resume of a {:.1} MB session under 128k + one turn (binary, automatic refinement on)",
@@ -320,7 +342,7 @@ pub(crate) fn resume(config: &Config, rows: &mut Vec<Row>) {
             sent.refinements.len()
         ),
         tokens: thousands(sent.tokens() as usize),
-        time: format!("{} (median of {runs})", ms(median(&mut times))),
+        time: format!("{} (median of {runs})", ms(nagle)),
         refinement: format!(
             "{} requests, {} tokens",
             sent.refinements.len(),
@@ -354,7 +376,7 @@ impl Sent {
 
 /// One run in a fresh home, on a copy of `template`: its wall time and its
 /// requests.
-fn resume_once(bin: &Path, root: &Path, template: &Path) -> (Duration, Sent) {
+fn resume_once(bin: &Path, root: &Path, template: &Path, no_delay: bool) -> (Duration, Sent) {
     let cwd = root.join("work");
     std::fs::create_dir_all(&cwd).expect("creating the cwd");
     let (root, cwd) = (
@@ -377,8 +399,15 @@ fn resume_once(bin: &Path, root: &Path, template: &Path) -> (Duration, Sent) {
     };
     // not policy: more replies than any run asks for.
     let replies = vec![FakeReply::text(&notes()); 5_000];
-    let server =
-        FakeServer::start_limited(FakeProtocol::OpenAi, replies, Some(limit)).expect("fake server");
+    // Connections kept between requests, as real servers keep them.
+    let options = FakeOptions {
+        limit: Some(limit),
+        keep_alive: true,
+        no_delay,
+        ..FakeOptions::default()
+    };
+    let server = FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options)
+        .expect("fake server");
     let url = server.url();
     let file = path.to_string_lossy().into_owned();
     let args = [
@@ -390,6 +419,8 @@ fn resume_once(bin: &Path, root: &Path, template: &Path) -> (Duration, Sent) {
         "128000",
         "-p",
         "one more turn",
+        // Costly, and no terminal to ask: allowed up front.
+        "--yes",
     ];
     let t = Instant::now();
     let out = Process::new(bin)

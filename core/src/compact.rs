@@ -317,7 +317,7 @@ pub(crate) fn cost_line(what: &str, requests: u64, input_tokens: u64) -> Option<
 }
 
 /// A token count as a user reads it: `900`, `41k`, `5.1M`.
-fn tokens_k(n: u64) -> String {
+pub(crate) fn tokens_k(n: u64) -> String {
     match n {
         0..=999 => n.to_string(),
         1_000..=999_999 => format!("{}k", n / 1_000),

@@ -121,7 +121,23 @@ pub fn describe(reason: &StopReason) -> String {
             crate::models::dollars_text(*expected),
             crate::models::dollars_text(*max)
         ),
+        StopReason::Costly {
+            what,
+            requests,
+            tokens,
+        } => costly_unasked(what, *requests, *tokens),
     }
+}
+
+/// The line a costly compaction or refinement leaves when no one can be
+/// asked about it: what it would send, and how to allow it.
+pub fn costly_unasked(what: &str, requests: u64, tokens: u64) -> String {
+    format!(
+        "stopped before a costly {what}: it would send about {requests} model requests, about {} \
+         input tokens in all, and there is no terminal to ask (run again with --yes, or set \
+         \"confirm_costly\": false in config.json)",
+        crate::compact::tokens_k(tokens)
+    )
 }
 
 /// Whether two calls ask for the same thing: the same tool with the same
@@ -177,9 +193,10 @@ pub fn go_on_question(reason: &StopReason) -> Option<String> {
         StopReason::ToolRounds { limit } => {
             Some(format!("go on for up to {limit} more tool rounds? [y/N] "))
         }
-        StopReason::Repeated { .. } | StopReason::TooLarge { .. } | StopReason::Budget { .. } => {
-            None
-        }
+        StopReason::Repeated { .. }
+        | StopReason::TooLarge { .. }
+        | StopReason::Budget { .. }
+        | StopReason::Costly { .. } => None,
     }
 }
 
@@ -197,6 +214,9 @@ pub(crate) fn stopped_result(reason: &StopReason) -> String {
         }
         StopReason::Budget { .. } => {
             "error: not run: the turn was stopped at the session's cost limit".to_owned()
+        }
+        StopReason::Costly { .. } => {
+            "error: not run: the turn was stopped before a costly compaction".to_owned()
         }
     }
 }

@@ -860,6 +860,18 @@ pub enum StopReason {
         /// The cap the user set.
         max: u64,
     },
+    /// A compaction or refinement would send `requests` model requests
+    /// (about `tokens` input tokens), more than
+    /// [`crate::compact::COSTLY_REQUESTS`], and no one was at a terminal
+    /// to say yes (`confirm_costly` on, no `--yes`).
+    Costly {
+        /// What it was: `compaction`, `refinement`, `automatic refinement`.
+        what: String,
+        /// About how many requests it would send.
+        requests: u64,
+        /// About how many input tokens, in all.
+        tokens: u64,
+    },
 }
 
 /// A part of every request that no compaction can shrink.

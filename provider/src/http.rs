@@ -46,6 +46,8 @@ use revolve_core::request::Body;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+use ureq::unversioned::resolver::DefaultResolver;
+use ureq::unversioned::transport::{ConnectProxyConnector, Connector as _, RustlsConnector};
 use ureq::{Agent, Timeout};
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
@@ -53,6 +55,7 @@ use revolve_core::config::{redact_url_credentials, url_userinfo};
 use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
+use super::tcp::QuickAckConnector;
 use super::{excerpt, one_line, seconds, ProviderError};
 use revolve_core::policy::{
     ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT,
@@ -410,7 +413,9 @@ impl Http {
             // never in memory. Its length is known, so it goes out with a
             // `Content-Length` (some servers refuse chunked requests).
             Payload::Body(body) => {
-                let mut reader = body.reader();
+                // Each read filled whole, so the body goes out in as few
+                // writes as ureq's buffer allows, not one per message.
+                let mut reader = Filled(body.reader());
                 call.header("content-length", body.len().to_string())
                     .send(ureq::SendBody::from_reader(&mut reader))
             }
@@ -1159,7 +1164,10 @@ fn overloaded(error: &Value) -> bool {
     )
 }
 
-fn agent(stall: Duration) -> Agent {
+/// The agent of one [`Http`]: ureq's connector chain (a CONNECT proxy,
+/// TCP, TLS) with TCP opened by [`QuickAckConnector`], so a kept
+/// connection is not held by delayed ACKs (see [`super::tcp`]).
+pub(super) fn agent(stall: Duration) -> Agent {
     let config = Agent::config_builder()
         .http_status_as_error(false)
         .timeout_resolve(Some(CONNECT_TIMEOUT))
@@ -1170,7 +1178,30 @@ fn agent(stall: Duration) -> Agent {
         .timeout_recv_response(Some(stall))
         .user_agent(concat!("revolve/", env!("CARGO_PKG_VERSION")))
         .build();
-    Agent::new_with_config(config)
+    let connector =
+        ().chain(ConnectProxyConnector::default())
+            .chain(QuickAckConnector)
+            .chain(RustlsConnector::default());
+    Agent::with_parts(config, connector, DefaultResolver::default())
+}
+
+/// A reader whose every read fills the buffer it is given, unless the
+/// end comes first.
+struct Filled<R>(R);
+
+impl<R: Read> Read for Filled<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.0.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(filled)
+    }
 }
 
 fn header(response: &ureq::http::Response<ureq::Body>, name: &str) -> String {

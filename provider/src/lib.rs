@@ -120,6 +120,7 @@ mod http;
 mod openai;
 mod scripted;
 mod sse;
+mod tcp;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
 pub use openai::OpenAi;

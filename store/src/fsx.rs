@@ -48,14 +48,18 @@ pub fn create_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create(path, bytes, true)
 }
 
-/// [`create_atomic`] without syncing the directory: the new name is made
-/// durable by the caller's later [`sync_dir`] (a session log's first sync,
-/// at its first turn end, so the first request does not wait for it).
-pub(crate) fn create_atomic_sync_dir_later(path: &Path, bytes: &[u8]) -> io::Result<()> {
+/// [`create_atomic`] without syncing the file or the directory: the bytes
+/// and the new name are made durable by the caller's later sync of the
+/// file and [`sync_dir`] (a session log's first sync, at its first turn
+/// end, so the first request waits for neither). Readers still never see
+/// the file empty or half written (it appears by a link, whole); only a
+/// crash before that first sync may lose it, and with it nothing that was
+/// acknowledged.
+pub(crate) fn create_atomic_sync_later(path: &Path, bytes: &[u8]) -> io::Result<()> {
     create(path, bytes, false)
 }
 
-fn create(path: &Path, bytes: &[u8], dir_now: bool) -> io::Result<()> {
+fn create(path: &Path, bytes: &[u8], now: bool) -> io::Result<()> {
     written(
         path,
         |file| file.write_all(bytes),
@@ -65,7 +69,7 @@ fn create(path: &Path, bytes: &[u8], dir_now: bool) -> io::Result<()> {
             std::fs::remove_file(tmp).ok();
             Ok(())
         },
-        dir_now,
+        now,
     )
 }
 
@@ -202,18 +206,21 @@ fn open(path: &Path) -> io::Result<File> {
 
 /// Writes a temp file beside `path` with `fill`, syncs it, puts it in place
 /// with `place` (which is given the temp file's path), then syncs the
-/// directory. The temp file is removed when anything fails.
+/// directory; with `sync_now` false, neither sync (the caller syncs both
+/// later). The temp file is removed when anything fails.
 fn written<T>(
     path: &Path,
     fill: impl FnOnce(&mut File) -> io::Result<T>,
     place: impl FnOnce(&Path) -> io::Result<()>,
-    dir_now: bool,
+    sync_now: bool,
 ) -> io::Result<T> {
     let tmp = temp_sibling(path);
     let done = (|| -> io::Result<T> {
         let mut file = files::create_new(&tmp)?;
         let value = fill(&mut file)?;
-        file.sync_all()?;
+        if sync_now {
+            file.sync_all()?;
+        }
         place(&tmp)?;
         Ok(value)
     })();
@@ -221,7 +228,7 @@ fn written<T>(
         std::fs::remove_file(&tmp).ok();
     }
     let value = done?;
-    if !dir_now {
+    if !sync_now {
         return Ok(value);
     }
     if let Some(dir) = path.parent() {

@@ -45,18 +45,20 @@ impl LogWriter {
     }
 
     /// Creates a new log that starts with `header`, whole or not at all
-    /// ([`fsx::create_atomic`]: the line is written and synced to a hidden
-    /// temp file beside it, which is then linked to the final name, failing
-    /// if that exists), so a crash never leaves an empty or headless
-    /// `*.jsonl` behind. The folder is synced at the first
-    /// [`LogWriter::sync`] (the first turn's end, when the log promises
-    /// durability), not here: the first request does not wait for it.
+    /// ([`fsx::create_atomic`]: the line is written to a hidden temp file
+    /// beside it, which is then linked to the final name, failing if that
+    /// exists), so no reader ever sees an empty or headless `*.jsonl`. The
+    /// file and its folder are synced at the first [`LogWriter::sync`] (the
+    /// first turn's end, when the log promises durability), not here: the
+    /// first request waits for no disk. A crash before then may leave the
+    /// file empty, which a listing leaves out (counted as unreadable); it
+    /// held nothing acknowledged.
     pub fn create_with(path: &Path, header: &Record) -> io::Result<LogWriter> {
         let dir = path.parent().unwrap_or(Path::new("."));
         files::create_dir_all(dir)?;
         let mut line = header.to_line().into_bytes();
         line.push(b'\n');
-        fsx::create_atomic_sync_dir_later(path, &line)?;
+        fsx::create_atomic_sync_later(path, &line)?;
         let (file, _) = regular::open(path, OpenOptions::new().read(true).append(true))?;
         Ok(LogWriter {
             file,

@@ -493,6 +493,13 @@ pub struct FakeOptions {
     /// prefixes of at least this many tokens, and reports it in the
     /// usage of streamed answers (see [`cache`]).
     pub prompt_cache: Option<u64>,
+    /// Set `TCP_NODELAY` on the server's connections, so its small writes
+    /// go out at once. Off by default, as in most real servers (Python's
+    /// standard `http.server`, uvicorn before it sets it): a small write
+    /// after another waits for the client's ACK of the first (Nagle), which
+    /// a client that delays its ACKs holds for about 40 ms. The benches
+    /// compare a client against both.
+    pub no_delay: bool,
 }
 
 /// A running fake server; dropping it stops the server thread.
@@ -560,6 +567,7 @@ impl FakeServer {
                 protocol,
                 limit: options.limit,
                 keep_alive: options.keep_alive,
+                no_delay: options.no_delay,
                 script: Mutex::new(Script { replies, served: 0 }),
                 requests: Arc::clone(&requests),
                 connections: Arc::clone(&connections),

@@ -24,6 +24,8 @@ pub(crate) struct Shared {
     pub(crate) protocol: FakeProtocol,
     pub(crate) limit: Option<Limit>,
     pub(crate) keep_alive: bool,
+    /// `TCP_NODELAY` on each connection ([`crate::FakeOptions::no_delay`]).
+    pub(crate) no_delay: bool,
     pub(crate) script: Mutex<Script>,
     pub(crate) requests: Arc<Mutex<Vec<Recorded>>>,
     pub(crate) connections: Arc<AtomicUsize>,
@@ -134,6 +136,7 @@ impl Shared {
     /// the server stops.
     pub(crate) fn serve(&self, stream: TcpStream) -> io::Result<()> {
         stream.set_nonblocking(false)?;
+        stream.set_nodelay(self.no_delay)?;
         let mut conn = Conn {
             stream,
             close: true,

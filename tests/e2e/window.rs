@@ -805,3 +805,60 @@ fn an_answer_cut_at_the_length_limit_is_kept_and_said() {
         words
     );
 }
+
+/// Without a terminal and with `confirm_costly` on (the default), a
+/// compaction that would send more than a few requests is not sent: one
+/// line says what it would send and how to allow it, the exit is 1, the
+/// server gets nothing, and the stop is logged. `--yes` lets it run.
+#[test]
+fn a_costly_compaction_without_a_terminal_stops_and_says_how_to_allow_it() {
+    let env = TestEnv::new("costly-piped");
+    grow_long_session(&env);
+    let before = records(&env.only_session()).len();
+    let notes = "Facts: the port is 5432, the host is db1.";
+    let server = limited(
+        (0..60).map(|_| FakeReply::text(notes)).collect(),
+        6_000,
+        Overflows::OpenAi,
+        true,
+    );
+    let url = server.url();
+    let args = [
+        "--base-url",
+        &url,
+        "--window",
+        "6000",
+        "--continue",
+        "-p",
+        "and now?",
+    ];
+    let run = env.run(&args, "");
+    assert_eq!(run.code, Some(1), "{run:?}");
+    assert_eq!(server.requests().len(), 0, "nothing is sent: {run:?}");
+    let line = run
+        .stderr_lines()
+        .into_iter()
+        .find(|l| l.contains("stopped before a costly compaction"))
+        .unwrap_or_else(|| panic!("no line says it stopped: {run:?}"));
+    assert!(
+        line.contains("model requests")
+            && line.contains("input tokens")
+            && line.contains("--yes")
+            && line.contains("\"confirm_costly\": false"),
+        "{line}"
+    );
+    let log = records(&env.only_session());
+    assert!(log.len() > before, "the stop is logged");
+    let stopped = log.iter().rfind(|r| r["type"] == "stopped").unwrap();
+    assert_eq!(stopped["reason"], "costly");
+    assert_eq!(stopped["what"], "compaction");
+    let check = env.run(&["replay", "--check"], "");
+    assert_eq!(check.code, Some(0), "{check:?}");
+
+    // With --yes it is sent, in pieces, and the turn is answered.
+    let mut yes = args.to_vec();
+    yes.push("--yes");
+    let run = env.run(&yes, "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(server.requests().len() > 4, "{run:?}");
+}

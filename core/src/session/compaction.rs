@@ -9,7 +9,7 @@ use super::{Command, Due, Flight, Input, Outcome, Phase, Reply, Session};
 use crate::compact;
 use crate::record::{
     Compacted, Compacting, Continued, Failed, Header, Message, Noted, Overflowed, Pruned, Record,
-    Role, Squeezed, Totals,
+    Role, Squeezed, StopReason, Totals,
 };
 use crate::request::Request;
 use crate::state::State;
@@ -395,6 +395,14 @@ impl Session {
                             "compact now, sending about {requests} model requests? [y]es, [n]o: "
                         )),
                     ]);
+                }
+                None if self.settings.refuses_costly() => {
+                    let reason = StopReason::Costly {
+                        what: "compaction".to_owned(),
+                        requests,
+                        tokens: input,
+                    };
+                    return Some(self.stop(reason, now));
                 }
                 None => cmds.push(Command::Show(line)),
             }

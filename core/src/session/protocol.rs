@@ -568,6 +568,13 @@ impl Settings {
     pub fn asks_costly(&self) -> bool {
         self.confirm_costly && self.interactive
     }
+
+    /// A costly compaction or refinement is not run at all: the user
+    /// wants to be asked, and no one is at a terminal to answer; it stops
+    /// with a line saying how to allow it (`--yes`, `confirm_costly`).
+    pub fn refuses_costly(&self) -> bool {
+        self.confirm_costly && !self.interactive
+    }
 }
 
 /// The default of `spill-result-chars`.

@@ -203,6 +203,12 @@ impl Session {
         self.phase = Phase::Refining(Box::new(refinement));
         let mut cmds = Vec::new();
         if let Some(line) = compact::cost_line(what, of as u64, input) {
+            if self.settings.refuses_costly() {
+                let said = crate::guard::costly_unasked(what, of as u64, input);
+                let mut cmds = vec![Command::Show(said)];
+                cmds.extend(self.refine_end(None, now));
+                return cmds;
+            }
             cmds.push(Command::Show(line));
             if self.settings.asks_costly() {
                 if let Some(r) = self.refinement_mut() {

@@ -310,6 +310,46 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
     assert_eq!(requests(&log).len(), 7);
 }
 
+/// With no one at a terminal, a costly refinement is not sent: one line
+/// says what it would send and how to allow it, and it ends with nothing
+/// read; without `confirm_costly` it runs.
+#[test]
+fn a_costly_refinement_without_a_terminal_stops_and_says_how_to_allow_it() {
+    let chain: Vec<String> = (0..6)
+        .map(|i| format!("[user]\n{}\n", "x".repeat(200_000 + i)))
+        .collect();
+    let (mut s, _) = after_a_turn(Settings {
+        confirm_costly: true,
+        interactive: false,
+        ..settings()
+    });
+    let cmds = refine(&mut s, chain.clone());
+    assert!(sent(&cmds).is_none(), "nothing sent: {cmds:?}");
+    assert!(
+        !cmds.iter().any(|c| matches!(c, Command::Confirm(_))),
+        "no one to ask: {cmds:?}"
+    );
+    let said = shown(&cmds);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with(
+            "stopped before a costly refinement: it would send about 6 model requests"
+        ) && said[0].contains("--yes")
+            && said[0].contains("\"confirm_costly\": false"),
+        "{said:?}"
+    );
+    assert_eq!(ended(&cmds).expect("refined").pieces, 0);
+    assert!(!s.busy());
+
+    let (mut s, _) = after_a_turn(Settings {
+        confirm_costly: false,
+        interactive: false,
+        ..settings()
+    });
+    let cmds = refine(&mut s, chain);
+    assert!(sent(&cmds).is_some(), "{cmds:?}");
+}
+
 /// `remember`'s change rides in its result and is logged before it.
 #[test]
 fn a_memory_change_a_tool_made_is_logged_before_its_result() {
