@@ -172,7 +172,13 @@ fn ask_approval(file: &ProjectFile) -> bool {
 /// Starts `servers` now, each on a thread (values expanded from the
 /// environment); `None` when there are none. A server whose values name
 /// an unset variable is not started, and said.
-pub(crate) fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String>) {
+/// Each server gets `timeout` to start (`initialize`) and again to list
+/// its tools.
+pub(crate) fn start(
+    store: &Store,
+    servers: &[Server],
+    timeout: Duration,
+) -> (Option<Arc<Hub>>, Vec<String>) {
     if servers.is_empty() {
         return (None, Vec::new());
     }
@@ -195,10 +201,7 @@ pub(crate) fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec
             )),
         }
     }
-    let hub = Hub::start(
-        specs,
-        Duration::from_secs(revolve_core::policy::MCP_START_TIMEOUT_S),
-    );
+    let hub = Hub::start(specs, timeout);
     (Some(Arc::new(hub)), notes)
 }
 
@@ -210,15 +213,18 @@ type Row = (Server, String, Vec<(String, String)>);
 pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error> {
     let (servers, _) = servers(store, settings, false);
     let project = read_project(store)?;
-    let (hub, notes) = start(store, &servers);
+    // `mcp list` waits as long as the user allows a call
+    // (`mcp_timeout_s`), not the session's start timeout.
+    let timeout = Duration::from_secs(settings.core.mcp_timeout_s);
+    let (hub, notes) = start(store, &servers, timeout);
     for n in notes {
         eprintln!("{n}");
     }
     let mut rows: Vec<Row> = Vec::new();
     if let Some(hub) = &hub {
-        hub.wait(Duration::from_secs(
-            revolve_core::policy::MCP_START_TIMEOUT_S,
-        ));
+        // Each server has the start timeout for `initialize` and again
+        // for `tools/list`, and says it failed itself when over.
+        hub.wait(timeout * 2);
         for (server, status) in hub.statuses() {
             let (state, tools) = match status {
                 Status::Starting => ("starting".to_owned(), Vec::new()),

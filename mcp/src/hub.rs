@@ -80,14 +80,19 @@ impl Hub {
             })
             .collect();
         for slot in &slots {
+            // Spawned here, on the caller's thread (the main one), so that
+            // a server's parent-death signal follows revolve and not a
+            // starting thread that ends (see `stdio`).
+            let transport = open(&lock(slot).spec);
             let slot = Arc::clone(slot);
             let starting = Arc::clone(&starting);
             std::thread::spawn(move || {
-                let spec = lock(&slot).spec.clone();
-                let started = connect(&spec, timeout).and_then(|mut client| {
-                    let tools = client.list_tools(timeout)?;
-                    Ok((client, tools))
-                });
+                let started = transport
+                    .and_then(|t| Client::connect(t, timeout))
+                    .and_then(|mut client| {
+                        let tools = client.list_tools(timeout)?;
+                        Ok((client, tools))
+                    });
                 {
                     let mut s = lock(&slot);
                     match started {
@@ -260,7 +265,12 @@ impl Hub {
 }
 
 fn connect(spec: &Spec, timeout: Duration) -> Result<Client, Error> {
-    let transport: Box<dyn Transport> = match &spec.server.transport {
+    Client::connect(open(spec)?, timeout)
+}
+
+/// The server's transport: its process started, or its URL.
+fn open(spec: &Spec) -> Result<Box<dyn Transport>, Error> {
+    Ok(match &spec.server.transport {
         Kind::Stdio { command, args, env } => Box::new(Stdio::spawn(
             command,
             args,
@@ -270,8 +280,7 @@ fn connect(spec: &Spec, timeout: Duration) -> Result<Client, Error> {
             &spec.stderr_log,
         )?),
         Kind::Http { url, headers } => Box::new(Http::new(url, headers)),
-    };
-    Client::connect(transport, timeout)
+    })
 }
 
 /// The slot, even when a thread panicked holding it (its state is whole:
