@@ -25,6 +25,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod attach;
 pub mod compact;
 pub mod config;

@@ -178,21 +178,62 @@ pub fn merge(config: Vec<Server>, project: Vec<Server>) -> Vec<Server> {
     all.into_values().collect()
 }
 
-/// One line saying how a server is reached, without secrets: the command
-/// and its arguments, or the URL (no header or environment values).
+/// One line saying how a server is reached, without secrets: the command,
+/// its arguments and its `env` (`NAME=value`, each value as written: a
+/// `${VAR}` stays that spelling, a literal value of a variable whose name
+/// says it is a secret is masked), or the URL (no header values).
 pub fn describe(server: &Server) -> String {
     match &server.transport {
-        Transport::Stdio { command, args, .. } => {
+        Transport::Stdio { command, args, env } => {
             let mut line = format!("stdio: {command}");
             for a in args {
                 line.push(' ');
                 line.push_str(a);
+            }
+            if !env.is_empty() {
+                let pairs: Vec<String> = env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", shown_value(k, v)))
+                    .collect();
+                line.push_str("  env: ");
+                line.push_str(&pairs.join(" "));
             }
             line
         }
         Transport::Http { url, .. } => {
             format!("http: {}", crate::config::redact_url_credentials(url))
         }
+    }
+}
+
+/// A configured value as shown to the user: as written when it names
+/// variables or its name is not a secret's, else masked.
+fn shown_value(name: &str, value: &str) -> String {
+    if value.contains("${") || !secret_name(name) {
+        value.to_owned()
+    } else {
+        "****".to_owned()
+    }
+}
+
+/// Whether a variable's name says it holds a secret: an API key variable
+/// of revolve's, or a name with KEY, TOKEN, SECRET, PASSW, AUTH or
+/// CREDENTIAL in it.
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    crate::config::API_KEY_VARS.contains(&upper.as_str())
+        || ["KEY", "TOKEN", "SECRET", "PASSW", "AUTH", "CREDENTIAL"]
+            .iter()
+            .any(|w| upper.contains(w))
+}
+
+/// What an approval of `server` covers, as written: the command, its
+/// arguments and env; for an HTTP server its URL (as the command) and
+/// headers (as the env). See [`crate::approval`].
+pub fn approval_parts(server: &Server) -> (&str, &[String], &BTreeMap<String, String>) {
+    match &server.transport {
+        Transport::Stdio { command, args, env } => (command, args, env),
+        Transport::Http { url, headers } => (url, &[], headers),
     }
 }
 
@@ -250,14 +291,28 @@ pub fn expanded(
             .collect()
     };
     let transport = match &server.transport {
-        Transport::Stdio { command, args, env } => Transport::Stdio {
-            command: expand(command, lookup).map_err(why)?,
-            args: args
-                .iter()
-                .map(|a| expand(a, lookup).map_err(why))
-                .collect::<Result<_, _>>()?,
-            env: map(env)?,
-        },
+        Transport::Stdio { command, args, env } => {
+            // A secret in the command line would be shown to every user
+            // of the machine (`ps`, `/proc/PID/cmdline`): refused, it
+            // goes in `env`.
+            if let Some(var) = std::iter::once(command)
+                .chain(args)
+                .flat_map(|t| vars(t))
+                .find(|v| secret_name(v))
+            {
+                return Err(why(format!(
+                    "${{{var}}} in its command line would show the secret to every user of this machine (ps); revolve expands secrets only into \"env\": set it there"
+                )));
+            }
+            Transport::Stdio {
+                command: expand(command, lookup).map_err(why)?,
+                args: args
+                    .iter()
+                    .map(|a| expand(a, lookup).map_err(why))
+                    .collect::<Result<_, _>>()?,
+                env: map(env)?,
+            }
+        }
         Transport::Http { url, headers } => Transport::Http {
             url: expand(url, lookup).map_err(why)?,
             headers: map(headers)?,
@@ -284,16 +339,22 @@ pub fn secrets(server: &Server, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<
             texts.extend(headers.values());
         }
     }
+    texts
+        .into_iter()
+        .flat_map(|t| vars(t))
+        .filter_map(|var| lookup(var).filter(|v| !v.is_empty()))
+        .collect()
+}
+
+/// The variables `text` names (`${VAR}`, `${VAR:-default}`), in order.
+fn vars(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    for text in texts {
-        let mut rest = text.as_str();
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else { break };
-            let var = after[..end].split(":-").next().unwrap_or("");
-            out.extend(lookup(var).filter(|v| !v.is_empty()));
-            rest = &after[end + 1..];
-        }
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        out.push(after[..end].split(":-").next().unwrap_or(""));
+        rest = &after[end + 1..];
     }
     out
 }
@@ -596,6 +657,46 @@ mod tests {
         )
         .unwrap();
         assert_eq!(secrets(&s[0], &env), ["t0k"]);
+    }
+
+    #[test]
+    fn a_secret_expands_into_env_never_into_the_command_line() {
+        let keys = |var: &str| (var == "OPENAI_API_KEY").then(|| "sk-x".to_owned());
+        let s = parse_servers(
+            &json!({"a": {"command": "x", "args": ["--key=${OPENAI_API_KEY}"]}}),
+            &Origin::Project("p".into()),
+        )
+        .unwrap();
+        let e = expanded(&s[0], &keys).unwrap_err();
+        assert!(
+            e.starts_with("MCP server a: ${OPENAI_API_KEY} in its command line")
+                && e.contains("\"env\""),
+            "{e}"
+        );
+        let s = parse_servers(
+            &json!({"a": {"command": "x", "args": ["${HOME}"], "env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}}}),
+            &Origin::Project("p".into()),
+        )
+        .unwrap();
+        let lookup = |var: &str| keys(var).or_else(|| (var == "HOME").then(|| "/h".to_owned()));
+        let ok = expanded(&s[0], &lookup).unwrap();
+        assert!(
+            matches!(&ok.transport, Transport::Stdio { args, env, .. } if args == &["/h"] && env["OPENAI_API_KEY"] == "sk-x")
+        );
+    }
+
+    #[test]
+    fn the_description_shows_env_with_literal_secrets_masked() {
+        let s = parse_servers(
+            &json!({"a": {"command": "node", "args": ["s.js"], "env": {
+                "NODE_OPTIONS": "--require ./x.js", "GITHUB_TOKEN": "ghp_literal", "API": "${API_TOKEN}"}}}),
+            &Origin::Config,
+        )
+        .unwrap();
+        assert_eq!(
+            describe(&s[0]),
+            "stdio: node s.js  env: API=${API_TOKEN} GITHUB_TOKEN=**** NODE_OPTIONS=--require ./x.js"
+        );
     }
 
     #[test]

@@ -305,3 +305,126 @@ fn a_servers_stderr_log_keeps_a_bounded_tail_private_to_the_user() {
         assert!(size <= bound, "{}: {size}", f.display());
     }
 }
+
+// Item 4: what the user approved is what runs.
+
+/// A repository whose `.mcp.json` runs an in-tree copy of the hostile
+/// server, `server.py`, with `env`.
+fn project_with_script(env: &TestEnv, vars: Value) -> PathBuf {
+    let script = env.cwd.join("server.py");
+    std::fs::copy(hostile(), &script).unwrap();
+    std::fs::write(
+        env.cwd.join(".mcp.json"),
+        json!({"mcpServers": {"h": {"command": "python3", "args": ["server.py"], "env": vars}}})
+            .to_string(),
+    )
+    .unwrap();
+    script
+}
+
+#[test]
+fn a_rewritten_in_tree_script_or_a_changed_env_is_asked_about_again() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcpb-approved-script");
+    let script = project_with_script(&env, json!({"A": "1"}));
+    let call = [("mcp__h__echo", json!({"text": "p"}))];
+    let approved = env.ok(&["mcp", "approve"]);
+    assert!(
+        approved.stdout.contains("runs server.py (sha256 "),
+        "{approved:?}"
+    );
+    let ran = run(&env, &call, &["--allow-mcp"], &[]);
+    assert!(!ran.stderr.contains("not approved"), "{ran:?}");
+    assert_eq!(results(&env), ["echo: p"]);
+
+    // The script the approved server runs is rewritten (as a sandboxed
+    // command can): the file .mcp.json is the same, the server is not.
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("\nprint('planted', file=__import__('sys').stderr)\n");
+    std::fs::write(&script, &text).unwrap();
+    let again = run(&env, &call, &["--allow-mcp"], &[]);
+    assert!(
+        again
+            .stderr
+            .contains("not approved (changed since approved: h: the file server.py)"),
+        "{again:?}"
+    );
+    assert!(results(&env)[0].contains("no MCP server is connected"));
+
+    // Approved again, then its env changes.
+    env.ok(&["mcp", "approve"]);
+    assert_eq!(run(&env, &call, &["--allow-mcp"], &[]).code, Some(0));
+    assert_eq!(results(&env), ["echo: p"]);
+    project_with_script(&env, json!({"A": "1", "NODE_OPTIONS": "--require ./x.js"}));
+    std::fs::write(&script, &text).unwrap();
+    let changed = run(&env, &call, &["--allow-mcp"], &[]);
+    assert!(
+        changed
+            .stderr
+            .contains("changed since approved: h: its env"),
+        "{changed:?}"
+    );
+    // The approvals are the user's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let file = env.state.join("task-agent/mcp-approved.json");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+    }
+}
+
+// Item 8: env shown, secrets kept out of the command line.
+
+#[test]
+fn env_is_shown_with_literal_secrets_masked_and_a_secret_in_the_arguments_is_refused() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcpb-env-shown");
+    let key = "sk-test-not-a-real-key-0123456789";
+    std::fs::write(
+        env.cwd.join(".mcp.json"),
+        json!({"mcpServers": {
+            "shown": {"command": "python3", "args": [hostile().to_string_lossy()],
+                      "env": {"NODE_OPTIONS": "--require ./evil.js", "GH_TOKEN": "ghp_literal_value",
+                              "OPENAI_API_KEY": "${OPENAI_API_KEY}"}},
+            "leaky": {"command": "python3", "args": [hostile().to_string_lossy(), "--key=${OPENAI_API_KEY}"]},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let approved = env.ok(&["mcp", "approve"]);
+    for text in [&approved.stdout] {
+        assert!(
+            text.contains("env: GH_TOKEN=**** NODE_OPTIONS=--require ./evil.js OPENAI_API_KEY=${OPENAI_API_KEY}"),
+            "{approved:?}"
+        );
+        assert!(!text.contains("ghp_literal_value"));
+    }
+    let list = env.run_env(&["mcp", "list"], "", &[("OPENAI_API_KEY", key)]);
+    assert!(
+        list.stdout.contains("NODE_OPTIONS=--require ./evil.js"),
+        "{list:?}"
+    );
+    assert!(
+        !list.stdout.contains(key) && !list.stderr.contains(key),
+        "{list:?}"
+    );
+    let ran = run(
+        &env,
+        &[("mcp__leaky__echo", json!({"text": "x"}))],
+        &["--allow-mcp"],
+        &[("OPENAI_API_KEY", key)],
+    );
+    assert!(
+        ran.stderr.contains(
+            "revolve: MCP server leaky: ${OPENAI_API_KEY} in its command line would show the secret"
+        ),
+        "{ran:?}"
+    );
+    assert!(ran.stderr.contains("the server is not started"), "{ran:?}");
+    assert!(results(&env)[0].contains("no tool named \"mcp__leaky__echo\""));
+}
