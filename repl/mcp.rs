@@ -315,6 +315,20 @@ pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(),
         // Each server has the start timeout for `initialize` and again
         // for `tools/list`, and says it failed itself when over.
         hub.wait(timeout * 2);
+        // The names as a session offers them (a collision once
+        // sanitised said, and the second suffixed).
+        let listed: Vec<(String, Vec<revolve_core::mcp::Listed>)> = hub
+            .statuses()
+            .into_iter()
+            .filter_map(|(s, status)| match status {
+                Status::Ready { tools, .. } => Some((s.name, tools)),
+                _ => None,
+            })
+            .collect();
+        let (offered, collisions) = core_mcp::offered_noting(&listed);
+        for line in collisions {
+            eprintln!("{line}");
+        }
         for (running, status) in hub.statuses() {
             // Shown as written (a secret as its `${VAR}`), not expanded.
             let server = servers
@@ -330,10 +344,14 @@ pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(),
                     tools
                         .iter()
                         .map(|t| {
-                            (
-                                core_mcp::tool_name(&server.name, &t.name),
-                                t.description.clone().unwrap_or_default(),
-                            )
+                            let name = offered
+                                .iter()
+                                .find(|o| o.server == server.name && o.tool == t.name)
+                                .map_or_else(
+                                    || core_mcp::tool_name(&server.name, &t.name),
+                                    |o| o.name.clone(),
+                                );
+                            (name, t.description.clone().unwrap_or_default())
                         })
                         .collect(),
                 ),

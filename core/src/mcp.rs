@@ -394,45 +394,84 @@ pub(crate) fn is_mcp(name: &str) -> bool {
     name.starts_with("mcp__")
 }
 
-/// The tools offered from what the servers listed: ordered by name, a
-/// name taken twice (after cutting) offered once, descriptions and
-/// schemas cut to their bounds.
+/// The tools offered from what the servers listed (see [`offered_noting`]).
 pub fn offered(servers: &[(String, Vec<Listed>)]) -> Vec<McpTool> {
+    offered_noting(servers).0
+}
+
+/// The tools offered from what the servers listed: ordered by name,
+/// descriptions and schemas cut to their bounds, and a line for the user
+/// for each name two tools share once sanitised and cut (`a.b` and `a_b`
+/// are both `mcp__s__a_b`). Both are kept: the first, by server then
+/// tool name, keeps the name; the other is offered with the first free
+/// suffix `_2`, `_3`, … (cut to fit [`policy::MCP_NAME_CHARS`]) that no
+/// tool's own name takes. A tool a server lists twice is offered once.
+pub fn offered_noting(servers: &[(String, Vec<Listed>)]) -> (Vec<McpTool>, Vec<String>) {
+    let mut all: Vec<(String, &str, &Listed)> = servers
+        .iter()
+        .flat_map(|(server, tools)| {
+            tools
+                .iter()
+                .map(move |t| (tool_name(server, &t.name), server.as_str(), t))
+        })
+        .collect();
+    all.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
+    all.dedup_by(|b, a| a.1 == b.1 && a.2.name == b.2.name);
+    let own: std::collections::BTreeSet<String> = all.iter().map(|(n, _, _)| n.clone()).collect();
     let mut out: BTreeMap<String, McpTool> = BTreeMap::new();
-    for (server, tools) in servers {
-        for t in tools {
-            let name = tool_name(server, &t.name);
-            let mut description = t.description.clone().unwrap_or_default();
-            if description.chars().count() > policy::MCP_DESCRIPTION_CHARS {
-                description = description
-                    .chars()
-                    .take(policy::MCP_DESCRIPTION_CHARS)
-                    .collect::<String>()
-                    + "…";
-            }
-            let mut schema = if t.input_schema.is_object() {
-                t.input_schema.clone()
-            } else {
-                json!({"type": "object"})
-            };
-            let size = schema.to_string().len();
-            if size > policy::MCP_SCHEMA_BYTES {
-                schema = json!({"type": "object"});
-                description.push_str(&format!(
-                    " (its input schema, {size} bytes, is over revolve's {} and is left out)",
-                    policy::MCP_SCHEMA_BYTES
+    let mut notes = Vec::new();
+    for (base, server, t) in all {
+        let name = match out.get(&base) {
+            None => base,
+            Some(first) => {
+                let free = (2..)
+                    .map(|k: usize| {
+                        let suffix = format!("_{k}");
+                        let room = policy::MCP_NAME_CHARS.saturating_sub(suffix.len());
+                        base.chars().take(room).collect::<String>() + &suffix
+                    })
+                    .find(|n| !own.contains(n) && !out.contains_key(n))
+                    .unwrap_or_default(); // not reached: the suffixes never run out
+                notes.push(format!(
+                    "revolve: the MCP tools {}/{} and {server}/{} are both named {base} once sanitised; the second is offered as {free}",
+                    first.server, first.tool, t.name
                 ));
+                free
             }
-            out.entry(name.clone()).or_insert(McpTool {
+        };
+        let mut description = t.description.clone().unwrap_or_default();
+        if description.chars().count() > policy::MCP_DESCRIPTION_CHARS {
+            description = description
+                .chars()
+                .take(policy::MCP_DESCRIPTION_CHARS)
+                .collect::<String>()
+                + "…";
+        }
+        let mut schema = if t.input_schema.is_object() {
+            t.input_schema.clone()
+        } else {
+            json!({"type": "object"})
+        };
+        let size = schema.to_string().len();
+        if size > policy::MCP_SCHEMA_BYTES {
+            schema = json!({"type": "object"});
+            description.push_str(&format!(
+                " (its input schema, {size} bytes, is over revolve's {} and is left out)",
+                policy::MCP_SCHEMA_BYTES
+            ));
+        }
+        out.insert(
+            name.clone(),
+            McpTool {
                 name,
-                server: server.clone(),
+                server: server.to_owned(),
                 tool: t.name.clone(),
                 description,
                 input_schema: schema,
-            });
-        }
+            },
+        );
     }
-    out.into_values().collect()
+    (out.into_values().collect(), notes)
 }
 
 /// What a recorded session's MCP servers gave, for a re-run with
@@ -696,6 +735,56 @@ mod tests {
         assert_eq!(
             describe(&s[0]),
             "stdio: node s.js  env: API=${API_TOKEN} GITHUB_TOKEN=**** NODE_OPTIONS=--require ./x.js"
+        );
+    }
+
+    #[test]
+    fn names_that_collide_once_sanitised_are_both_kept_and_said() {
+        let listed = |name: &str| Listed {
+            name: name.into(),
+            description: None,
+            input_schema: json!({"type": "object"}),
+        };
+        let long = "x".repeat(100);
+        let (tools, notes) = offered_noting(&[
+            (
+                "s".into(),
+                vec![
+                    listed("a_b"),
+                    listed("a.b"),
+                    listed("a b"),
+                    listed("a_b_2"),
+                    listed("a_b"),
+                ],
+            ),
+            (
+                "t".into(),
+                vec![listed(&format!("{long}1")), listed(&format!("{long}2"))],
+            ),
+        ]);
+        let names: Vec<(&str, &str)> = tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.tool.as_str()))
+            .collect();
+        assert_eq!(
+            &names[..4],
+            [
+                ("mcp__s__a_b", "a b"),
+                ("mcp__s__a_b_2", "a_b_2"),
+                ("mcp__s__a_b_3", "a.b"),
+                ("mcp__s__a_b_4", "a_b"),
+            ]
+        );
+        assert_eq!(tools.len(), 6);
+        assert!(tools.iter().all(|t| t.name.len() <= policy::MCP_NAME_CHARS));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(
+            notes[0],
+            "revolve: the MCP tools s/a b and s/a.b are both named mcp__s__a_b once sanitised; the second is offered as mcp__s__a_b_3"
+        );
+        assert!(
+            notes[2].starts_with("revolve: the MCP tools t/x"),
+            "{notes:?}"
         );
     }
 

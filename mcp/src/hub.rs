@@ -61,6 +61,8 @@ pub struct Hub {
     slots: Vec<Arc<Mutex<Slot>>>,
     /// How many are still starting, and the signal when one is done.
     starting: Arc<(Mutex<usize>, Condvar)>,
+    /// The lines already said by [`Hub::once`].
+    said: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Hub {
@@ -113,7 +115,11 @@ impl Hub {
                 done.notify_all();
             });
         }
-        Hub { slots, starting }
+        Hub {
+            slots,
+            starting,
+            said: Mutex::default(),
+        }
     }
 
     /// Whether no server is configured.
@@ -240,6 +246,16 @@ impl Hub {
                 let s = lock(s);
                 (s.spec.server.clone(), s.status.clone())
             })
+            .collect()
+    }
+
+    /// Those of `lines` not said before by this hub (a collision of tool
+    /// names, found again before every turn, is said once).
+    pub fn once(&self, lines: Vec<String>) -> Vec<String> {
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        lines
+            .into_iter()
+            .filter(|l| said.insert(l.clone()))
             .collect()
     }
 

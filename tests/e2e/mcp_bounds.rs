@@ -428,3 +428,50 @@ fn env_is_shown_with_literal_secrets_masked_and_a_secret_in_the_arguments_is_ref
     assert!(ran.stderr.contains("the server is not started"), "{ran:?}");
     assert!(results(&env)[0].contains("no tool named \"mcp__leaky__echo\""));
 }
+
+// Item 18: names that collide once sanitised.
+
+#[test]
+fn tools_whose_names_collide_once_sanitised_are_both_offered_and_said_once() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcpb-collide");
+    configure(&env, json!({"h": server(&[])}), json!({}));
+    let script = env.root.join("script.jsonl");
+    let replies = [
+        json!({"text": "", "tool_calls": [{"name": "mcp__h__a_b", "arguments": {}}]}),
+        json!({"text": "First."}),
+        json!({"text": "", "tool_calls": [{"name": "mcp__h__a_b_2", "arguments": {}}]}),
+        json!({"text": "Second."}),
+    ];
+    let text: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&script, text).unwrap();
+    let run = env.run(
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script.to_str().unwrap(),
+            "--allow-mcp",
+        ],
+        "one\ntwo\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(results(&env), ["called a.b", "called a_b"]);
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("once sanitised"))
+        .collect();
+    assert_eq!(
+        said,
+        ["revolve: the MCP tools h/a.b and h/a_b are both named mcp__h__a_b once sanitised; the second is offered as mcp__h__a_b_2"],
+        "{run:?}"
+    );
+    let list = env.ok(&["mcp", "list"]);
+    assert!(
+        list.stdout.contains("mcp__h__a_b_2  Underscored."),
+        "{list:?}"
+    );
+}
