@@ -38,9 +38,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_core::config::Source;
-use revolve_io::memory::MemoryDirs;
-use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
-use revolve_io::store::Store;
+use revolve_provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
+use revolve_store::memory::MemoryDirs;
+use revolve_store::store::Store;
 
 use revolve_io::live::{Outcome, Runtime};
 
@@ -71,8 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     if let Some(Sub::Man) = cli.command {
         return man();
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(Error::Cwd)?;
     let store = Store::open(&cwd)?;
     match cli.command {
         Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
@@ -132,7 +131,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             // The goal is kept in the project directory: one set before any
             // session creates that directory whole, as the first session
             // would have, since no session fills in a folder that exists.
-            revolve_io::memory::ensure_project_dir(&dirs)
+            revolve_store::memory::ensure_project_dir(&dirs)
                 .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
             if json {
                 return commands::goal_json(&dirs.project_dir, &args.join(" "));
@@ -206,7 +205,7 @@ fn man() -> Result<(), Error> {
     let mut page = Vec::new();
     clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
         .render(&mut page)
-        .map_err(|e| Error::Runtime(format!("cannot render the manual page: {e}")))?;
+        .map_err(Error::Manual)?;
     error::out(&String::from_utf8_lossy(&page))
 }
 
@@ -266,7 +265,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // are writable too (made now, since a rule needs a folder).
     let mut writable = settings.sandbox_writable.value.clone();
     let inboxes = store.roots.project(&store.project).join("inbox");
-    if revolve_io::files::create_dir_all(&inboxes).is_ok() {
+    if revolve_store::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
@@ -274,7 +273,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         settings.sandbox.value,
         settings.sandbox_network.value,
         writable,
-        revolve_io::tools::sandbox::probe(),
+        revolve_tools::sandbox::probe(),
         stdin_tty,
     );
     let mut live = if resuming {
@@ -345,8 +344,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
-                let piped = stdin::read_all()
-                    .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let piped = stdin::read_all().map_err(Error::Stdin)?;
                 if !piped.trim().is_empty() {
                     text = format!("{text}\n\n{piped}");
                 }
@@ -355,7 +353,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         }
         None => {
             for line in stdin::lines() {
-                let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let line = line.map_err(Error::Stdin)?;
                 if piped_line(live, &line)? == Outcome::Quit {
                     break;
                 }
@@ -414,14 +412,14 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     match line::handle(live, line)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Stopped(reason) => Err(Error::Runtime(revolve_core::guard::describe(&reason))),
+        Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
         other => Ok(other),
     }
 }
 
 /// Finishes a refinement or an undo a crash interrupted, and says so.
 fn recover(store: &Store, dirs: &MemoryDirs) {
-    match revolve_io::refine::recover(&store.roots.state, dirs) {
+    match revolve_store::refine::recover(&store.roots.state, dirs) {
         Ok(done) => done.iter().for_each(|d| eprintln!("revolve: {d}")),
         Err(e) => eprintln!("revolve: cannot check the memory snapshots: {e}"),
     }
@@ -443,7 +441,7 @@ fn memory(store: &Store) -> MemoryDirs {
 /// alone); the folder created is named in a terminal only. Failures here
 /// are told, never fatal.
 fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
-    match revolve_io::memory::seed(&dirs.global) {
+    match revolve_store::memory::seed(&dirs.global) {
         Ok(seeded) if !seeded.is_empty() => {
             eprintln!(
                 "seeded {} into {}",
@@ -454,8 +452,8 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
         Ok(_) => {}
         Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
     }
-    if let Some(folder) = revolve_io::skills::global_folder(dirs) {
-        match revolve_io::skills::seed(&folder) {
+    if let Some(folder) = revolve_store::skills::global_folder(dirs) {
+        match revolve_store::skills::seed(&folder) {
             Ok(seeded) if !seeded.is_empty() => {
                 eprintln!("seeded {} into {}", seeded.join(", "), folder.display())
             }
@@ -463,7 +461,7 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
             Err(e) => eprintln!("revolve: cannot seed {}: {e}", folder.display()),
         }
     }
-    match revolve_io::memory::ensure_project_dir(dirs) {
+    match revolve_store::memory::ensure_project_dir(dirs) {
         Ok(Some(_)) => {
             if interactive {
                 eprintln!(
@@ -497,7 +495,7 @@ fn runtime(
         memory,
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
-        tree: revolve_io::tools::FileId::of(&store.cwd),
+        tree: revolve_tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         // A model given for this run brings its window from the table,
@@ -533,8 +531,8 @@ impl Provider for Offline {
         &self,
         _: &revolve_core::Request,
         _: &mut dyn FnMut(&str),
-    ) -> Result<revolve_core::Reply, revolve_io::provider::ProviderError> {
-        Err(revolve_io::provider::ProviderError::new(
+    ) -> Result<revolve_core::Reply, revolve_provider::ProviderError> {
+        Err(revolve_provider::ProviderError::new(
             "this command asks no model",
             "",
         ))
@@ -556,7 +554,7 @@ fn rewind(
 ) -> Result<(), Error> {
     let found = store.find(needle)?;
     if how.list {
-        let read = revolve_io::log::read(&store.head(&found))
+        let read = revolve_store::log::read(&store.head(&found))
             .map_err(|e| Error::at(&found, "cannot read", e))?;
         let state = revolve_core::State::fold(&read.records);
         let turns = revolve_core::edit::turns(&state);
@@ -564,7 +562,7 @@ fn rewind(
             let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
             return error::out(&format!("{text}\n"));
         }
-        return error::out(&revolve_core::view::rewind_list(&turns));
+        return error::out(&revolve_view::rewind_list(&turns));
     }
     let args = cli::ModelArgs::default();
     let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
@@ -655,7 +653,8 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
-        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        let read =
+            revolve_store::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         records.extend(read.records);
     }
     let answers = revolve_core::fixture::answers(&records);
@@ -686,7 +685,7 @@ fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
         } else {
             ""
         };
-        eprintln!("{clear}revolve: {}", revolve_core::view::inert(text));
+        eprintln!("{clear}revolve: {}", revolve_view::inert(text));
     };
     Retrying::new(inner, notice)
         .with_retries(retries)

@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use revolve_core::approval::{self, Fingerprint};
 use revolve_core::mcp::{self as core_mcp, Origin, Server};
-use revolve_io::mcp::{Hub, Spec, Status};
-use revolve_io::store::Store;
+use revolve_mcp::{Hub, Spec, Status};
+use revolve_store::store::Store;
 use serde_json::{json, Value};
 
 use crate::config::Settings;
@@ -138,11 +138,12 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
     all.insert(key(&file.path), json!({"servers": file.fingerprints}));
     let path = approvals_path(store);
     if let Some(dir) = path.parent() {
-        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+        revolve_store::files::create_dir_all(dir)
+            .map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    let text = serde_json::to_string_pretty(&all).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
     let temp = path.with_extension("json.tmp");
-    revolve_io::files::options()
+    revolve_store::files::options()
         .write(true)
         .create(true)
         .truncate(true)
@@ -436,7 +437,8 @@ pub(crate) fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
-        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        let read =
+            revolve_store::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         records.extend(read.records);
     }
     Ok(core_mcp::Recorded::of(&records))

@@ -397,13 +397,13 @@ fn env_is_shown_with_literal_secrets_masked_and_a_secret_in_the_arguments_is_ref
     )
     .unwrap();
     let approved = env.ok(&["mcp", "approve"]);
-    for text in [&approved.stdout] {
-        assert!(
-            text.contains("env: GH_TOKEN=**** NODE_OPTIONS=--require ./evil.js OPENAI_API_KEY=${OPENAI_API_KEY}"),
-            "{approved:?}"
-        );
-        assert!(!text.contains("ghp_literal_value"));
-    }
+    assert!(
+        approved.stdout.contains(
+            "env: GH_TOKEN=**** NODE_OPTIONS=--require ./evil.js OPENAI_API_KEY=${OPENAI_API_KEY}"
+        ),
+        "{approved:?}"
+    );
+    assert!(!approved.stdout.contains("ghp_literal_value"));
     let list = env.run_env(&["mcp", "list"], "", &[("OPENAI_API_KEY", key)]);
     assert!(
         list.stdout.contains("NODE_OPTIONS=--require ./evil.js"),
