@@ -234,7 +234,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         (None, Vec::new())
     } else {
         let (servers, mut notes) = mcp::servers(&store, &settings, true);
-        let (hub, started) = mcp::start(&store, &servers);
+        let (hub, started) = mcp::start(
+            &store,
+            &servers,
+            std::time::Duration::from_secs(revolve_core::policy::MCP_START_TIMEOUT_S),
+        );
         notes.extend(started);
         (hub, notes)
     };

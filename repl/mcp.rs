@@ -2,9 +2,15 @@
 //! config file's `mcp_servers`, and the repository's `.mcp.json` once
 //! approved), starting them, `revolve mcp list` and `revolve mcp approve`.
 //!
-//! A project file is approved by the hash of its content, kept in
-//! `<state>/mcp-approved.json` (path to SHA-256): a changed file is asked
-//! about again, so a pull cannot slip a new command in.
+//! A project file's servers are approved by their fingerprints
+//! ([`revolve_core::approval`]): each server's command, arguments and env
+//! as written, and the content of the files inside the repository they
+//! name. They are kept in `<state>/mcp-approved.json` (`0600`), by the
+//! file's path; when any server's fingerprint differs from the one
+//! approved (a pull changed the file, or a command rewrote the script a
+//! server runs) the file is asked about again, saying what changed. An
+//! approval made by an older revolve (a hash of the file only) is asked
+//! about again too.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Write};
@@ -12,10 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use revolve_core::approval::{self, Fingerprint};
 use revolve_core::mcp::{self as core_mcp, Origin, Server};
 use revolve_mcp::{Hub, Spec, Status};
 use revolve_store::store::Store;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::config::Settings;
 use crate::error::{out, Error};
@@ -41,13 +48,16 @@ pub(crate) fn project_file(store: &Store) -> Option<PathBuf> {
     None
 }
 
-/// A project file read: its path, content's hash, servers, and whether it
-/// is approved as it is.
+/// A project file read: its path, its servers with their fingerprints now,
+/// and what changed since the approval (`None`: approved as it is).
 pub(crate) struct ProjectFile {
     pub path: PathBuf,
-    pub hash: String,
     pub servers: Vec<Server>,
+    pub fingerprints: BTreeMap<String, Fingerprint>,
     pub approved: bool,
+    /// Per server, what differs from what was approved (empty when it
+    /// was never approved).
+    pub changed: Vec<(String, Vec<String>)>,
 }
 
 /// Reads the project file, if there is one.
@@ -58,15 +68,42 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
     let text = std::fs::read_to_string(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
     let servers =
         core_mcp::parse_project_file(&text, &path.to_string_lossy()).map_err(Error::Usage)?;
-    let hash = revolve_tools::edit::hash(text.as_bytes());
-    let approved = approvals(store)
-        .get(&key(&path))
-        .is_some_and(|h| *h == hash);
+    let fingerprints: BTreeMap<String, Fingerprint> = servers
+        .iter()
+        .map(|s| {
+            let (command, args, env) = core_mcp::approval_parts(s);
+            let print = revolve_io::approval::fingerprint(
+                command,
+                args,
+                env,
+                &store.cwd,
+                &store.project.key,
+            );
+            (s.name.clone(), print)
+        })
+        .collect();
+    let before = approved_prints(store, &path);
+    let approved = before.as_ref() == Some(&fingerprints);
+    let changed = match &before {
+        Some(before) if !approved => fingerprints
+            .iter()
+            .map(|(name, now)| {
+                let what = match before.get(name) {
+                    Some(then) => approval::changes(then, now),
+                    None => vec!["it is new".to_owned()],
+                };
+                (name.clone(), what)
+            })
+            .filter(|(_, what)| !what.is_empty())
+            .collect(),
+        _ => Vec::new(),
+    };
     Ok(Some(ProjectFile {
         path,
-        hash,
         servers,
+        fingerprints,
         approved,
+        changed,
     }))
 }
 
@@ -81,17 +118,24 @@ fn key(path: &Path) -> String {
         .into_owned()
 }
 
-fn approvals(store: &Store) -> BTreeMap<String, String> {
+fn approvals(store: &Store) -> BTreeMap<String, Value> {
     std::fs::read_to_string(approvals_path(store))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
         .unwrap_or_default()
 }
 
-/// Remembers the project file as approved with this content.
+/// The fingerprints the project file at `path` was approved with, if any
+/// (an older revolve's approval, a hash of the file, counts as none).
+fn approved_prints(store: &Store, path: &Path) -> Option<BTreeMap<String, Fingerprint>> {
+    let entry = approvals(store).remove(&key(path))?;
+    serde_json::from_value(entry.get("servers")?.clone()).ok()
+}
+
+/// Remembers the project file's servers as approved as they are now.
 fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
     let mut all = approvals(store);
-    all.insert(key(&file.path), file.hash.clone());
+    all.insert(key(&file.path), json!({"servers": file.fingerprints}));
     let path = approvals_path(store);
     if let Some(dir) = path.parent() {
         revolve_store::files::create_dir_all(dir)
@@ -99,7 +143,12 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
     }
     let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
     let temp = path.with_extension("json.tmp");
-    std::fs::write(&temp, text.as_bytes())
+    revolve_store::files::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&temp)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
         .and_then(|()| std::fs::rename(&temp, &path))
         .map_err(|e| Error::at(&path, "cannot write", e))
 }
@@ -126,9 +175,14 @@ pub(crate) fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Ser
                 }
             } else if !file.approved {
                 let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
+                let since = if file.changed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (changed since approved: {})", changes_text(&file.changed))
+                };
                 notes.push(format!(
-                    "revolve: {} configures MCP servers ({}) that were not approved, so they are not \
-                     started: run `revolve mcp approve` to approve the file as it is",
+                    "revolve: {} configures MCP servers ({}) that were not approved{since}, so they are not \
+                     started: run `revolve mcp approve` to approve them as they are",
                     file.path.display(),
                     names.join(", ")
                 ));
@@ -149,6 +203,37 @@ pub(crate) fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Ser
     )
 }
 
+/// `server: what, what; server: what`.
+fn changes_text(changed: &[(String, Vec<String>)]) -> String {
+    changed
+        .iter()
+        .map(|(name, what)| format!("{name}: {}", what.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// What the user approves, a few lines: each server as it runs (command,
+/// arguments, env) and the files of the repository it runs, by hash.
+fn approval_text(file: &ProjectFile) -> String {
+    let mut text = String::new();
+    for s in &file.servers {
+        text.push_str(&format!("  {}  {}\n", s.name, core_mcp::describe(s)));
+        if let Some(print) = file.fingerprints.get(&s.name) {
+            for (name, seen) in &print.files {
+                if let Some(hash) = seen.strip_prefix("sha256:") {
+                    text.push_str(&format!(
+                        "    runs {name} (sha256 {})\n",
+                        &hash[..hash.len().min(12)]
+                    ));
+                } else if seen.starts_with("a link") {
+                    text.push_str(&format!("    names {name}: {seen}\n"));
+                }
+            }
+        }
+    }
+    text
+}
+
 /// Asks at the terminal whether the project file's servers may start.
 fn ask_approval(file: &ProjectFile) -> bool {
     let mut err = std::io::stderr();
@@ -157,12 +242,17 @@ fn ask_approval(file: &ProjectFile) -> bool {
         "{} configures MCP servers, which run as programs of yours:",
         file.path.display()
     );
-    for s in &file.servers {
-        let _ = writeln!(err, "  {}  {}", s.name, core_mcp::describe(s));
+    if !file.changed.is_empty() {
+        let _ = writeln!(
+            err,
+            "changed since you approved them: {}",
+            changes_text(&file.changed)
+        );
     }
+    let _ = write!(err, "{}", approval_text(file));
     let _ = write!(
         err,
-        "start them (remembered until the file changes)? [y]es, [n]o: "
+        "start them (remembered until any of this changes)? [y]es, [n]o: "
     );
     let _ = err.flush();
     let mut line = String::new();
@@ -173,7 +263,13 @@ fn ask_approval(file: &ProjectFile) -> bool {
 /// Starts `servers` now, each on a thread (values expanded from the
 /// environment); `None` when there are none. A server whose values name
 /// an unset variable is not started, and said.
-pub(crate) fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec<String>) {
+/// Each server gets `timeout` to start (`initialize`) and again to list
+/// its tools.
+pub(crate) fn start(
+    store: &Store,
+    servers: &[Server],
+    timeout: Duration,
+) -> (Option<Arc<Hub>>, Vec<String>) {
     if servers.is_empty() {
         return (None, Vec::new());
     }
@@ -196,10 +292,7 @@ pub(crate) fn start(store: &Store, servers: &[Server]) -> (Option<Arc<Hub>>, Vec
             )),
         }
     }
-    let hub = Hub::start(
-        specs,
-        Duration::from_secs(revolve_core::policy::MCP_START_TIMEOUT_S),
-    );
+    let hub = Hub::start(specs, timeout);
     (Some(Arc::new(hub)), notes)
 }
 
@@ -211,16 +304,39 @@ type Row = (Server, String, Vec<(String, String)>);
 pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(), Error> {
     let (servers, _) = servers(store, settings, false);
     let project = read_project(store)?;
-    let (hub, notes) = start(store, &servers);
+    // `mcp list` waits as long as the user allows a call
+    // (`mcp_timeout_s`), not the session's start timeout.
+    let timeout = Duration::from_secs(settings.core.mcp_timeout_s);
+    let (hub, notes) = start(store, &servers, timeout);
     for n in notes {
         eprintln!("{n}");
     }
     let mut rows: Vec<Row> = Vec::new();
     if let Some(hub) = &hub {
-        hub.wait(Duration::from_secs(
-            revolve_core::policy::MCP_START_TIMEOUT_S,
-        ));
-        for (server, status) in hub.statuses() {
+        // Each server has the start timeout for `initialize` and again
+        // for `tools/list`, and says it failed itself when over.
+        hub.wait(timeout * 2);
+        // The names as a session offers them (a collision once
+        // sanitised said, and the second suffixed).
+        let listed: Vec<(String, Vec<revolve_core::mcp::Listed>)> = hub
+            .statuses()
+            .into_iter()
+            .filter_map(|(s, status)| match status {
+                Status::Ready { tools, .. } => Some((s.name, tools)),
+                _ => None,
+            })
+            .collect();
+        let (offered, collisions) = core_mcp::offered_noting(&listed);
+        for line in collisions {
+            eprintln!("{line}");
+        }
+        for (running, status) in hub.statuses() {
+            // Shown as written (a secret as its `${VAR}`), not expanded.
+            let server = servers
+                .iter()
+                .find(|s| s.name == running.name)
+                .cloned()
+                .unwrap_or(running);
             let (state, tools) = match status {
                 Status::Starting => ("starting".to_owned(), Vec::new()),
                 Status::Failed(why) => (format!("failed: {why}"), Vec::new()),
@@ -229,10 +345,14 @@ pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(),
                     tools
                         .iter()
                         .map(|t| {
-                            (
-                                core_mcp::tool_name(&server.name, &t.name),
-                                t.description.clone().unwrap_or_default(),
-                            )
+                            let name = offered
+                                .iter()
+                                .find(|o| o.server == server.name && o.tool == t.name)
+                                .map_or_else(
+                                    || core_mcp::tool_name(&server.name, &t.name),
+                                    |o| o.name.clone(),
+                                );
+                            (name, t.description.clone().unwrap_or_default())
                         })
                         .collect(),
                 ),
@@ -304,9 +424,10 @@ pub(crate) fn approve_command(store: &Store) -> Result<(), Error> {
     approve(store, &file)?;
     let names: Vec<&str> = file.servers.iter().map(|s| s.name.as_str()).collect();
     out(&format!(
-        "approved {} ({}): its servers start with the next session\n",
+        "approved {} ({}): its servers start with the next session, as long as this stays as it is:\n{}",
         file.path.display(),
-        names.join(", ")
+        names.join(", "),
+        approval_text(&file)
     ))
 }
 

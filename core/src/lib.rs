@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod approval;
 pub mod compact;
 pub mod config;
 pub mod edit;

@@ -178,21 +178,62 @@ pub fn merge(config: Vec<Server>, project: Vec<Server>) -> Vec<Server> {
     all.into_values().collect()
 }
 
-/// One line saying how a server is reached, without secrets: the command
-/// and its arguments, or the URL (no header or environment values).
+/// One line saying how a server is reached, without secrets: the command,
+/// its arguments and its `env` (`NAME=value`, each value as written: a
+/// `${VAR}` stays that spelling, a literal value of a variable whose name
+/// says it is a secret is masked), or the URL (no header values).
 pub fn describe(server: &Server) -> String {
     match &server.transport {
-        Transport::Stdio { command, args, .. } => {
+        Transport::Stdio { command, args, env } => {
             let mut line = format!("stdio: {command}");
             for a in args {
                 line.push(' ');
                 line.push_str(a);
+            }
+            if !env.is_empty() {
+                let pairs: Vec<String> = env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", shown_value(k, v)))
+                    .collect();
+                line.push_str("  env: ");
+                line.push_str(&pairs.join(" "));
             }
             line
         }
         Transport::Http { url, .. } => {
             format!("http: {}", crate::config::redact_url_credentials(url))
         }
+    }
+}
+
+/// A configured value as shown to the user: as written when it names
+/// variables or its name is not a secret's, else masked.
+fn shown_value(name: &str, value: &str) -> String {
+    if value.contains("${") || !secret_name(name) {
+        value.to_owned()
+    } else {
+        "****".to_owned()
+    }
+}
+
+/// Whether a variable's name says it holds a secret: an API key variable
+/// of revolve's, or a name with KEY, TOKEN, SECRET, PASSW, AUTH or
+/// CREDENTIAL in it.
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    crate::config::API_KEY_VARS.contains(&upper.as_str())
+        || ["KEY", "TOKEN", "SECRET", "PASSW", "AUTH", "CREDENTIAL"]
+            .iter()
+            .any(|w| upper.contains(w))
+}
+
+/// What an approval of `server` covers, as written: the command, its
+/// arguments and env; for an HTTP server its URL (as the command) and
+/// headers (as the env). See [`crate::approval`].
+pub fn approval_parts(server: &Server) -> (&str, &[String], &BTreeMap<String, String>) {
+    match &server.transport {
+        Transport::Stdio { command, args, env } => (command, args, env),
+        Transport::Http { url, headers } => (url, &[], headers),
     }
 }
 
@@ -250,14 +291,28 @@ pub fn expanded(
             .collect()
     };
     let transport = match &server.transport {
-        Transport::Stdio { command, args, env } => Transport::Stdio {
-            command: expand(command, lookup).map_err(why)?,
-            args: args
-                .iter()
-                .map(|a| expand(a, lookup).map_err(why))
-                .collect::<Result<_, _>>()?,
-            env: map(env)?,
-        },
+        Transport::Stdio { command, args, env } => {
+            // A secret in the command line would be shown to every user
+            // of the machine (`ps`, `/proc/PID/cmdline`): refused, it
+            // goes in `env`.
+            if let Some(var) = std::iter::once(command)
+                .chain(args)
+                .flat_map(|t| vars(t))
+                .find(|v| secret_name(v))
+            {
+                return Err(why(format!(
+                    "${{{var}}} in its command line would show the secret to every user of this machine (ps); revolve expands secrets only into \"env\": set it there"
+                )));
+            }
+            Transport::Stdio {
+                command: expand(command, lookup).map_err(why)?,
+                args: args
+                    .iter()
+                    .map(|a| expand(a, lookup).map_err(why))
+                    .collect::<Result<_, _>>()?,
+                env: map(env)?,
+            }
+        }
         Transport::Http { url, headers } => Transport::Http {
             url: expand(url, lookup).map_err(why)?,
             headers: map(headers)?,
@@ -284,16 +339,22 @@ pub fn secrets(server: &Server, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<
             texts.extend(headers.values());
         }
     }
+    texts
+        .into_iter()
+        .flat_map(|t| vars(t))
+        .filter_map(|var| lookup(var).filter(|v| !v.is_empty()))
+        .collect()
+}
+
+/// The variables `text` names (`${VAR}`, `${VAR:-default}`), in order.
+fn vars(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    for text in texts {
-        let mut rest = text.as_str();
-        while let Some(start) = rest.find("${") {
-            let after = &rest[start + 2..];
-            let Some(end) = after.find('}') else { break };
-            let var = after[..end].split(":-").next().unwrap_or("");
-            out.extend(lookup(var).filter(|v| !v.is_empty()));
-            rest = &after[end + 1..];
-        }
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else { break };
+        out.push(after[..end].split(":-").next().unwrap_or(""));
+        rest = &after[end + 1..];
     }
     out
 }
@@ -333,45 +394,84 @@ pub(crate) fn is_mcp(name: &str) -> bool {
     name.starts_with("mcp__")
 }
 
-/// The tools offered from what the servers listed: ordered by name, a
-/// name taken twice (after cutting) offered once, descriptions and
-/// schemas cut to their bounds.
+/// The tools offered from what the servers listed (see [`offered_noting`]).
 pub fn offered(servers: &[(String, Vec<Listed>)]) -> Vec<McpTool> {
+    offered_noting(servers).0
+}
+
+/// The tools offered from what the servers listed: ordered by name,
+/// descriptions and schemas cut to their bounds, and a line for the user
+/// for each name two tools share once sanitised and cut (`a.b` and `a_b`
+/// are both `mcp__s__a_b`). Both are kept: the first, by server then
+/// tool name, keeps the name; the other is offered with the first free
+/// suffix `_2`, `_3`, … (cut to fit [`policy::MCP_NAME_CHARS`]) that no
+/// tool's own name takes. A tool a server lists twice is offered once.
+pub fn offered_noting(servers: &[(String, Vec<Listed>)]) -> (Vec<McpTool>, Vec<String>) {
+    let mut all: Vec<(String, &str, &Listed)> = servers
+        .iter()
+        .flat_map(|(server, tools)| {
+            tools
+                .iter()
+                .map(move |t| (tool_name(server, &t.name), server.as_str(), t))
+        })
+        .collect();
+    all.sort_by(|a, b| (&a.0, a.1, &a.2.name).cmp(&(&b.0, b.1, &b.2.name)));
+    all.dedup_by(|b, a| a.1 == b.1 && a.2.name == b.2.name);
+    let own: std::collections::BTreeSet<String> = all.iter().map(|(n, _, _)| n.clone()).collect();
     let mut out: BTreeMap<String, McpTool> = BTreeMap::new();
-    for (server, tools) in servers {
-        for t in tools {
-            let name = tool_name(server, &t.name);
-            let mut description = t.description.clone().unwrap_or_default();
-            if description.chars().count() > policy::MCP_DESCRIPTION_CHARS {
-                description = description
-                    .chars()
-                    .take(policy::MCP_DESCRIPTION_CHARS)
-                    .collect::<String>()
-                    + "…";
-            }
-            let mut schema = if t.input_schema.is_object() {
-                t.input_schema.clone()
-            } else {
-                json!({"type": "object"})
-            };
-            let size = schema.to_string().len();
-            if size > policy::MCP_SCHEMA_BYTES {
-                schema = json!({"type": "object"});
-                description.push_str(&format!(
-                    " (its input schema, {size} bytes, is over revolve's {} and is left out)",
-                    policy::MCP_SCHEMA_BYTES
+    let mut notes = Vec::new();
+    for (base, server, t) in all {
+        let name = match out.get(&base) {
+            None => base,
+            Some(first) => {
+                let free = (2..)
+                    .map(|k: usize| {
+                        let suffix = format!("_{k}");
+                        let room = policy::MCP_NAME_CHARS.saturating_sub(suffix.len());
+                        base.chars().take(room).collect::<String>() + &suffix
+                    })
+                    .find(|n| !own.contains(n) && !out.contains_key(n))
+                    .unwrap_or_default(); // not reached: the suffixes never run out
+                notes.push(format!(
+                    "revolve: the MCP tools {}/{} and {server}/{} are both named {base} once sanitised; the second is offered as {free}",
+                    first.server, first.tool, t.name
                 ));
+                free
             }
-            out.entry(name.clone()).or_insert(McpTool {
+        };
+        let mut description = t.description.clone().unwrap_or_default();
+        if description.chars().count() > policy::MCP_DESCRIPTION_CHARS {
+            description = description
+                .chars()
+                .take(policy::MCP_DESCRIPTION_CHARS)
+                .collect::<String>()
+                + "…";
+        }
+        let mut schema = if t.input_schema.is_object() {
+            t.input_schema.clone()
+        } else {
+            json!({"type": "object"})
+        };
+        let size = schema.to_string().len();
+        if size > policy::MCP_SCHEMA_BYTES {
+            schema = json!({"type": "object"});
+            description.push_str(&format!(
+                " (its input schema, {size} bytes, is over revolve's {} and is left out)",
+                policy::MCP_SCHEMA_BYTES
+            ));
+        }
+        out.insert(
+            name.clone(),
+            McpTool {
                 name,
-                server: server.clone(),
+                server: server.to_owned(),
                 tool: t.name.clone(),
                 description,
                 input_schema: schema,
-            });
-        }
+            },
+        );
     }
-    out.into_values().collect()
+    (out.into_values().collect(), notes)
 }
 
 /// What a recorded session's MCP servers gave, for a re-run with
@@ -596,6 +696,96 @@ mod tests {
         )
         .unwrap();
         assert_eq!(secrets(&s[0], &env), ["t0k"]);
+    }
+
+    #[test]
+    fn a_secret_expands_into_env_never_into_the_command_line() {
+        let keys = |var: &str| (var == "OPENAI_API_KEY").then(|| "sk-x".to_owned());
+        let s = parse_servers(
+            &json!({"a": {"command": "x", "args": ["--key=${OPENAI_API_KEY}"]}}),
+            &Origin::Project("p".into()),
+        )
+        .unwrap();
+        let e = expanded(&s[0], &keys).unwrap_err();
+        assert!(
+            e.starts_with("MCP server a: ${OPENAI_API_KEY} in its command line")
+                && e.contains("\"env\""),
+            "{e}"
+        );
+        let s = parse_servers(
+            &json!({"a": {"command": "x", "args": ["${HOME}"], "env": {"OPENAI_API_KEY": "${OPENAI_API_KEY}"}}}),
+            &Origin::Project("p".into()),
+        )
+        .unwrap();
+        let lookup = |var: &str| keys(var).or_else(|| (var == "HOME").then(|| "/h".to_owned()));
+        let ok = expanded(&s[0], &lookup).unwrap();
+        assert!(
+            matches!(&ok.transport, Transport::Stdio { args, env, .. } if args == &["/h"] && env["OPENAI_API_KEY"] == "sk-x")
+        );
+    }
+
+    #[test]
+    fn the_description_shows_env_with_literal_secrets_masked() {
+        let s = parse_servers(
+            &json!({"a": {"command": "node", "args": ["s.js"], "env": {
+                "NODE_OPTIONS": "--require ./x.js", "GITHUB_TOKEN": "ghp_literal", "API": "${API_TOKEN}"}}}),
+            &Origin::Config,
+        )
+        .unwrap();
+        assert_eq!(
+            describe(&s[0]),
+            "stdio: node s.js  env: API=${API_TOKEN} GITHUB_TOKEN=**** NODE_OPTIONS=--require ./x.js"
+        );
+    }
+
+    #[test]
+    fn names_that_collide_once_sanitised_are_both_kept_and_said() {
+        let listed = |name: &str| Listed {
+            name: name.into(),
+            description: None,
+            input_schema: json!({"type": "object"}),
+        };
+        let long = "x".repeat(100);
+        let (tools, notes) = offered_noting(&[
+            (
+                "s".into(),
+                vec![
+                    listed("a_b"),
+                    listed("a.b"),
+                    listed("a b"),
+                    listed("a_b_2"),
+                    listed("a_b"),
+                ],
+            ),
+            (
+                "t".into(),
+                vec![listed(&format!("{long}1")), listed(&format!("{long}2"))],
+            ),
+        ]);
+        let names: Vec<(&str, &str)> = tools
+            .iter()
+            .map(|t| (t.name.as_str(), t.tool.as_str()))
+            .collect();
+        assert_eq!(
+            &names[..4],
+            [
+                ("mcp__s__a_b", "a b"),
+                ("mcp__s__a_b_2", "a_b_2"),
+                ("mcp__s__a_b_3", "a.b"),
+                ("mcp__s__a_b_4", "a_b"),
+            ]
+        );
+        assert_eq!(tools.len(), 6);
+        assert!(tools.iter().all(|t| t.name.len() <= policy::MCP_NAME_CHARS));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(
+            notes[0],
+            "revolve: the MCP tools s/a b and s/a.b are both named mcp__s__a_b once sanitised; the second is offered as mcp__s__a_b_3"
+        );
+        assert!(
+            notes[2].starts_with("revolve: the MCP tools t/x"),
+            "{notes:?}"
+        );
     }
 
     #[test]

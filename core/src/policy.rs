@@ -275,6 +275,18 @@ pub const MCP_NAME_CHARS: usize = 64;
 /// How many pages of `tools/list` are read from one server at most.
 pub const MCP_LIST_PAGES: usize = 100;
 
+/// The largest message revolve reads from an MCP server, in bytes (one
+/// line on stdio, one response body over HTTP): past it revolve stops
+/// keeping what the server sends, the call gets an `error:` result saying
+/// so, and nothing larger is held in memory or spilled (issue 42: a 600 MB
+/// result took 1.86 GB). 8 MiB holds any text a model could read.
+pub const MCP_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The most of a server's stderr kept, in bytes: its log holds the tail,
+/// `NAME.stderr.log` and the one before it (`NAME.stderr.log.1`), each at
+/// most this large, so a chatty or hostile server cannot fill the disk.
+pub const MCP_STDERR_LOG_BYTES: u64 = 1024 * 1024;
+
 /// The answer a request is expected to bring, in tokens, at least, when
 /// `--max-cost` weighs it before it goes out (see
 /// [`crate::models::expected_cost`]).

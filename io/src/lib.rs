@@ -33,6 +33,7 @@
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
+pub mod approval;
 pub mod clock;
 pub mod error;
 pub mod front;

@@ -27,6 +27,9 @@ pub enum Error {
     },
     /// It answered something this client cannot read.
     Protocol(String),
+    /// Its message was larger than revolve reads (the bound, in bytes):
+    /// the rest was not kept.
+    TooBig(usize),
 }
 
 impl fmt::Display for Error {
@@ -37,6 +40,10 @@ impl fmt::Display for Error {
             Error::Timeout(d) => write!(f, "no answer within {} s", d.as_secs()),
             Error::Rpc { code, message } => write!(f, "error {code}: {message}"),
             Error::Protocol(why) => write!(f, "{why}"),
+            Error::TooBig(bound) => write!(
+                f,
+                "its answer is over revolve's bound of {bound} bytes (MCP_MESSAGE_BYTES); the rest was not read"
+            ),
         }
     }
 }

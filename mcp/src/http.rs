@@ -83,15 +83,21 @@ impl Http {
         if status == 202 {
             return Ok(Vec::new());
         }
-        let reader = body.as_reader();
+        // At most the bound is read: a larger answer is an error, not a
+        // gigabyte in memory.
+        let bound = revolve_core::policy::MCP_MESSAGE_BYTES;
+        let mut bytes = Vec::new();
+        body.as_reader()
+            .take(bound as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::Gone(format!("{}: {e}", self.url)))?;
+        if bytes.len() > bound {
+            return Err(Error::TooBig(bound));
+        }
         if kind.starts_with("text/event-stream") {
-            Ok(sse_messages(reader))
+            Ok(sse_messages(bytes.as_slice()))
         } else {
-            let mut text = String::new();
-            BufReader::new(reader)
-                .read_to_string(&mut text)
-                .map_err(|e| Error::Gone(format!("{}: {e}", self.url)))?;
-            match serde_json::from_str::<Value>(&text) {
+            match serde_json::from_slice::<Value>(&bytes) {
                 Ok(Value::Array(all)) => Ok(all),
                 Ok(one) => Ok(vec![one]),
                 Err(e) => Err(Error::Protocol(format!("not JSON from {}: {e}", self.url))),

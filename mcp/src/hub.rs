@@ -61,6 +61,8 @@ pub struct Hub {
     slots: Vec<Arc<Mutex<Slot>>>,
     /// How many are still starting, and the signal when one is done.
     starting: Arc<(Mutex<usize>, Condvar)>,
+    /// The lines already said by [`Hub::once`].
+    said: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Hub {
@@ -80,14 +82,19 @@ impl Hub {
             })
             .collect();
         for slot in &slots {
+            // Spawned here, on the caller's thread (the main one), so that
+            // a server's parent-death signal follows revolve and not a
+            // starting thread that ends (see `stdio`).
+            let transport = open(&lock(slot).spec);
             let slot = Arc::clone(slot);
             let starting = Arc::clone(&starting);
             std::thread::spawn(move || {
-                let spec = lock(&slot).spec.clone();
-                let started = connect(&spec, timeout).and_then(|mut client| {
-                    let tools = client.list_tools(timeout)?;
-                    Ok((client, tools))
-                });
+                let started = transport
+                    .and_then(|t| Client::connect(t, timeout))
+                    .and_then(|mut client| {
+                        let tools = client.list_tools(timeout)?;
+                        Ok((client, tools))
+                    });
                 {
                     let mut s = lock(&slot);
                     match started {
@@ -108,7 +115,11 @@ impl Hub {
                 done.notify_all();
             });
         }
-        Hub { slots, starting }
+        Hub {
+            slots,
+            starting,
+            said: Mutex::default(),
+        }
     }
 
     /// Whether no server is configured.
@@ -238,6 +249,16 @@ impl Hub {
             .collect()
     }
 
+    /// Those of `lines` not said before by this hub (a collision of tool
+    /// names, found again before every turn, is said once).
+    pub fn once(&self, lines: Vec<String>) -> Vec<String> {
+        let mut said = self.said.lock().unwrap_or_else(|p| p.into_inner());
+        lines
+            .into_iter()
+            .filter(|l| said.insert(l.clone()))
+            .collect()
+    }
+
     /// A line for each server that failed since the last time asked.
     pub fn take_failures(&self) -> Vec<String> {
         let mut lines = Vec::new();
@@ -260,7 +281,12 @@ impl Hub {
 }
 
 fn connect(spec: &Spec, timeout: Duration) -> Result<Client, Error> {
-    let transport: Box<dyn Transport> = match &spec.server.transport {
+    Client::connect(open(spec)?, timeout)
+}
+
+/// The server's transport: its process started, or its URL.
+fn open(spec: &Spec) -> Result<Box<dyn Transport>, Error> {
+    Ok(match &spec.server.transport {
         Kind::Stdio { command, args, env } => Box::new(Stdio::spawn(
             command,
             args,
@@ -270,8 +296,7 @@ fn connect(spec: &Spec, timeout: Duration) -> Result<Client, Error> {
             &spec.stderr_log,
         )?),
         Kind::Http { url, headers } => Box::new(Http::new(url, headers)),
-    };
-    Client::connect(transport, timeout)
+    })
 }
 
 /// The slot, even when a thread panicked holding it (its state is whole:

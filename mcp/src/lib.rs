@@ -18,7 +18,7 @@
 //! own at once, so they start in parallel with the user's first prompt,
 //! and the session waits for them only when it needs their tools.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod client;
 mod http;

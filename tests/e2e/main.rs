@@ -32,6 +32,7 @@ mod hints;
 mod instructions;
 mod json_schemas;
 mod mcp;
+mod mcp_bounds;
 mod memory;
 mod messages;
 mod models;

@@ -39,7 +39,10 @@ impl<F: Front> Live<F> {
         for line in hub.take_failures() {
             self.front.notice(&line);
         }
-        let tools = revolve_core::mcp::offered(&listed);
+        let (tools, collisions) = revolve_core::mcp::offered_noting(&listed);
+        for line in hub.once(collisions) {
+            self.front.notice(&line);
+        }
         self.drive(Input::McpTools {
             tools,
             now: clock::now(),
