@@ -1100,11 +1100,18 @@ impl Session {
         if model == self.state.model {
             return vec![Command::Show(format!("already asking {model}"))];
         }
-        let known = self
-            .settings
-            .models
-            .find(&self.state.provider, &model)
-            .and_then(|(_, m)| m.window);
+        let entry = self.settings.models.find(&self.state.provider, &model);
+        // A budget is kept only at known prices: a switch to a model
+        // without them would end it without a word, so it is refused.
+        let priced = entry.as_ref().is_some_and(|(_, m)| m.prices.is_some());
+        if self.settings.max_cost.is_some() && self.prices().is_some() && !priced {
+            return vec![Command::Show(format!(
+                "/model: the prices of {model} are not known, so --max-cost could not be kept; \
+                 the session stays with {} (add its prices under \"models\" in config.json)",
+                self.state.model
+            ))];
+        }
+        let known = entry.and_then(|(_, m)| m.window);
         let window = known.unwrap_or(self.state.window);
         let mut cmds = self.append(vec![Record::ModelChanged(crate::record::ModelChanged {
             at: now,
