@@ -173,7 +173,8 @@ pub use protocol::{
 /// The result of an edit or a write while planning.
 pub(crate) const PLANNING_REFUSED: &str =
     "error: not run: this session is planning (the user's /plan): \
-edits and writes are refused; describe the change in your plan instead";
+edits, writes, memory, goal notes and MCP tools are refused (only tools that change nothing \
+run); describe the change in your plan instead";
 
 /// What the system prompt says while planning.
 pub(crate) const PLANNING_PROMPT: &str =
@@ -866,6 +867,11 @@ impl Session {
                     return cmds;
                 }
             }
+            if crate::mcp::is_mcp(&call.name) && self.state.planning {
+                let refused = Message::tool(now, call.id, PLANNING_REFUSED);
+                cmds.extend(self.append(vec![Record::Message(refused)]));
+                continue;
+            }
             if crate::mcp::is_mcp(&call.name) {
                 match self.mcp_gate(&call, now) {
                     approval::Gate::Run(logged) => {
@@ -912,7 +918,7 @@ impl Session {
                         .cloned()
                         .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
                         .collect();
-                    if tool.edit_path().is_some() && self.state.planning {
+                    if self.state.planning && !tool.changes_nothing() {
                         cmds.extend(self.append(vec![Record::Message(Message::tool(
                             now,
                             call.id,

@@ -452,3 +452,40 @@ fn a_star_rule_takes_the_bare_command_and_spaces_do_not_matter() {
         "error: not run: the user's permission rule shell(printf *) denies this call"
     );
 }
+
+/// Issue 42, item 6: planning runs only tools that change nothing:
+/// `remember` and `GoalProgress` are refused (nothing is written to the
+/// memory or the goal), the readers run.
+#[test]
+fn planning_refuses_memory_and_goal_notes() {
+    let env = TestEnv::new("plan-memory");
+    std::fs::write(env.cwd.join("a.txt"), "one\n").unwrap();
+    env.ok(&["goal", "ship it"]);
+    let (run, results) = run(
+        &env,
+        &[
+            (
+                "remember",
+                json!({"label": "planted", "content": "a note from a plan"}),
+            ),
+            ("GoalProgress", json!({"note": "done, surely", "met": true})),
+            ("list_dir", json!({"path": "."})),
+            ("agent_info", json!({})),
+        ],
+        &["--plan"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for refused in &results[..2] {
+        assert!(
+            refused.starts_with("error: not run: this session is planning"),
+            "{results:?}"
+        );
+    }
+    assert!(results[2].contains("a.txt"), "{results:?}");
+    assert!(!results[3].starts_with("error"), "{results:?}");
+    let memory = env.ok(&["memory", "show"]);
+    assert!(!memory.stdout.contains("a note from a plan"), "{memory:?}");
+    let goal = env.ok(&["goal"]);
+    assert!(!goal.stdout.contains("met?"), "{goal:?}");
+    assert!(!goal.stdout.contains("done, surely"), "{goal:?}");
+}
