@@ -531,9 +531,11 @@ pub fn waiting(elapsed_ms: u64) -> Option<String> {
 
 /// Text from a model or a tool made safe for a terminal: escape sequences
 /// and other control characters (all but newline and tab) become visible
-/// `^X` / `\u{..}` notation instead of acting on the screen.
+/// `^X` / `\u{..}` notation instead of acting on the screen, and the
+/// invisible characters that change how text reads ([`invisible`]: bidi
+/// overrides and isolates, zero-width ones, tags) become `<U+202E>`.
 pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible(c);
     if !text.chars().any(unsafe_char) {
         return std::borrow::Cow::Borrowed(text);
     }
@@ -545,17 +547,38 @@ pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
                 out.push('^');
                 out.push(char::from(b'@' + c as u8));
             }
+            c if invisible(c) => out.push_str(&format!("<U+{:04X}>", c as u32)),
             c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     std::borrow::Cow::Owned(out)
 }
 
+/// Whether `c` is a format character a terminal shows as nothing while it
+/// changes the order or the look of the text around it (Trojan Source,
+/// CVE-2021-42574): the bidi embeddings, overrides, isolates and marks,
+/// the zero-width space, invisible operators, the soft hyphen, the
+/// byte-order mark, interlinear annotations and tag characters. The
+/// zero-width joiner and non-joiner stay: they only shape glyphs (emoji
+/// sequences, Persian and Indic scripts).
+pub fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}' | '\u{200e}' | '\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}'
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}')
+}
+
 /// Text on one line, at most `max` characters, with `…` where it was cut.
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if c.is_control() || invisible(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
     match flat.char_indices().nth(max) {
         Some((i, _)) => format!("{}…", &flat[..i]),
@@ -962,6 +985,15 @@ mod tests {
             "^[[2J^[]0;pwned^G ok^M"
         );
         assert_eq!(inert("c1 \u{9b}31m"), "c1 \\u{9b}31m");
+        // Trojan Source: bidi controls and invisible characters show.
+        assert_eq!(
+            inert("rm -rf ~ \u{202e}txt.exe\u{202c} \u{2067}x\u{2069}\u{200b}\u{feff}\u{e0041}"),
+            "rm -rf ~ <U+202E>txt.exe<U+202C> <U+2067>x<U+2069><U+200B><U+FEFF><U+E0041>"
+        );
+        assert_eq!(
+            inert("emoji \u{1f468}\u{200d}\u{1f469}"),
+            "emoji \u{1f468}\u{200d}\u{1f469}"
+        );
     }
 
     #[test]
