@@ -1,9 +1,9 @@
 //! Subcommands that read sessions without running one.
 
 use revolve_core::state::{self, State};
-use revolve_core::view;
 use revolve_io::log;
 use revolve_io::store::{Store, Unlisted};
+use revolve_view as view;
 
 use crate::error::{out, Error};
 use revolve_core::policy::CHECK_LISTS;

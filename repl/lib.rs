@@ -560,7 +560,7 @@ fn rewind(
             let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
             return error::out(&format!("{text}\n"));
         }
-        return error::out(&revolve_core::view::rewind_list(&turns));
+        return error::out(&revolve_view::rewind_list(&turns));
     }
     let args = cli::ModelArgs::default();
     let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
@@ -682,7 +682,7 @@ fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
         } else {
             ""
         };
-        eprintln!("{clear}revolve: {}", revolve_core::view::inert(text));
+        eprintln!("{clear}revolve: {}", revolve_view::inert(text));
     };
     Retrying::new(inner, notice)
         .with_retries(retries)

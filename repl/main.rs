@@ -8,7 +8,7 @@ fn main() {
         if e.code() != 0 {
             // A server's error message can be in it: control characters
             // are shown, never acted on.
-            let line = format!("revolve: {}", revolve_core::view::inert(&e.to_string()));
+            let line = format!("revolve: {}", revolve_view::inert(&e.to_string()));
             eprintln!(
                 "{}",
                 revolve::render::error(&line, revolve::render::stderr())

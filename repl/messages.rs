@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::record::Record;
-use revolve_core::view;
 use revolve_io::inbox::Inbox;
 use revolve_io::registry::Running;
 use revolve_io::store::Store;
 use revolve_io::{clock, interrupt};
+use revolve_view as view;
 
 use crate::error::{out, Error};
 

@@ -7,8 +7,8 @@ use serde_json::json;
 use revolve_core::config::redact_url_credentials;
 use revolve_core::models::price_text;
 use revolve_core::request::Wire;
-use revolve_core::view;
 use revolve_io::provider::{Anthropic, OpenAi};
+use revolve_view as view;
 
 use crate::config::Settings;
 use crate::error::{out, Error};

@@ -156,8 +156,8 @@ use crate::record::{
 };
 use crate::refine;
 use crate::state::State;
+use crate::text as view;
 use crate::tools::{self, Tool};
-use crate::view;
 
 mod approval;
 mod compaction;

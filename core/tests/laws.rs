@@ -1026,8 +1026,8 @@ fn fold_never_panics() {
             provider: String::new(),
         };
         let (mut s, _) = Session::resume(state, settings(), resumed);
-        let _ = revolve_core::view::status(s.state());
-        let _ = revolve_core::view::transcript(&records);
+        let _ = revolve_view::status(s.state());
+        let _ = revolve_view::transcript(&records);
         let cmds = s.handle(Input::User {
             text: "hi".into(),
             now: OffsetDateTime::UNIX_EPOCH,

@@ -11,8 +11,8 @@ use revolve_core::edit::Answer;
 use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
+use revolve_core::text as view;
 use revolve_core::tools::Tool;
-use revolve_core::view;
 use revolve_core::{Command, Input, Session, Settings, State};
 use revolve_provider::Provider;
 use revolve_store::goal;
@@ -618,7 +618,7 @@ impl<F: Front> Live<F> {
                 Command::AskOutside { id, command } => {
                     let yes = self.front.confirm(&format!(
                         "the sandbox seems to have refused `{}`; run it once outside the sandbox? [y]es, [n]o: ",
-                        revolve_core::view::inert(&command)
+                        revolve_core::text::inert(&command)
                     ));
                     queue.push_back(Input::Outside {
                         id,

@@ -6,7 +6,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use revolve_core::record::{Header, LineError, Record, HEADER_START};
-use revolve_core::view::Summary;
+use revolve_core::summary::Summary;
 
 use crate::files;
 use crate::fsx;
@@ -352,7 +352,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         match std::str::from_utf8(line).ok().map(Record::parse_line) {
             Some(Ok(Record::Totals(t))) => {
                 if turns.is_none() {
-                    summary.spent = revolve_core::view::Spent::of(&t);
+                    summary.spent = revolve_core::summary::Spent::of(&t);
                 }
                 turns.get_or_insert(t.turns);
                 if name.is_none() && t.name.is_some() {

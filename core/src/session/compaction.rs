@@ -13,7 +13,7 @@ use crate::record::{
 };
 use crate::request::Request;
 use crate::state::State;
-use crate::view;
+use crate::text as view;
 
 impl Session {
     /// The request due now and its estimated size. A history whose text

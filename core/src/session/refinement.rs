@@ -23,7 +23,7 @@ use crate::memory::{MemoryFile, SnapshotMeta};
 use crate::record::{ChangedBy, MemoryChanged, Record, Refined, Refining};
 use crate::refine::{self, Change};
 use crate::request::Wire;
-use crate::view;
+use crate::text as view;
 
 /// A refinement under way.
 #[derive(Clone, Debug)]
