@@ -182,6 +182,7 @@ pub(crate) const FALLBACK_BYTES_PER_TOKEN: u64 = 4;
 /// is held between the two.
 pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
     let bytes = bytes as u64;
+    let totals = &believed(totals);
     // The very request the server counted: its count, no margin.
     if bytes > 0 && bytes == totals.cal_bytes && totals.cal_tokens > 0 {
         return totals.cal_tokens;
@@ -199,6 +200,7 @@ pub fn estimate(bytes: usize, totals: &Totals) -> u64 {
 /// calibration as [`estimate`] (its inverse, rounded down, so a body of
 /// that size is estimated at most `tokens`).
 pub(crate) fn bytes_for(tokens: u64, totals: &Totals) -> usize {
+    let totals = &believed(totals);
     let mut bytes = tokens.saturating_mul(FALLBACK_BYTES_PER_TOKEN);
     if totals.cal_bytes > 0 && totals.cal_tokens > 0 {
         let raw = u128::from(tokens) * 16 / 17 * u128::from(totals.cal_bytes)
@@ -217,6 +219,18 @@ pub(crate) fn bytes_for(tokens: u64, totals: &Totals) -> usize {
     bytes
 }
 
+/// `totals` with its calibration dropped when the count behind it is not
+/// [`crate::overflow::plausible`] (a server's absurd number, in a log of
+/// any age), so estimates fall back to the assumed ratio.
+fn believed(totals: &Totals) -> Totals {
+    let mut totals = totals.clone();
+    if !crate::overflow::plausible(totals.cal_bytes, totals.cal_tokens) {
+        totals.cal_bytes = 0;
+        totals.cal_tokens = 0;
+    }
+    totals
+}
+
 /// Whether a server's count of a request of `bytes`, estimated at
 /// `tokens`, could change what happens to it under `window`: the estimate
 /// has no count of a request at least three quarters that size behind it,
@@ -224,6 +238,7 @@ pub(crate) fn bytes_for(tokens: u64, totals: &Totals) -> usize {
 /// is held between 1 and 6 bytes a token around the 4 assumed, so a
 /// count cannot rescue more).
 pub(crate) fn count_helps(totals: &Totals, bytes: usize, tokens: u64, window: u64) -> bool {
+    let totals = &believed(totals);
     let recent = totals.cal_tokens > 0 && totals.cal_bytes.saturating_mul(4) >= bytes as u64 * 3;
     !recent && window > 0 && tokens < point(window).saturating_mul(3) / 2
 }

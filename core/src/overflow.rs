@@ -68,6 +68,20 @@ pub fn recognise(text: &str) -> Option<Overflow> {
     Some(Overflow { limit, asked })
 }
 
+/// Whether a server's count of `tokens` for a request body of `bytes` is
+/// believable enough to calibrate estimates from: between
+/// [`crate::policy::PLAUSIBLE_TENTHS_OF_BYTES_PER_TOKEN`] bytes a token.
+/// A count that is not is kept in the log as the server said it, and
+/// ignored.
+pub fn plausible(bytes: u64, tokens: u64) -> bool {
+    let (least, most) = crate::policy::PLAUSIBLE_TENTHS_OF_BYTES_PER_TOKEN;
+    let tenths = u128::from(bytes) * 10;
+    bytes > 0
+        && tokens > 0
+        && tenths >= u128::from(tokens) * u128::from(least)
+        && tenths <= u128::from(tokens) * u128::from(most)
+}
+
 /// The number right after the first `marker` in `text`.
 fn number_after(text: &str, marker: &str) -> Option<u64> {
     let at = text.find(marker)? + marker.len();
@@ -103,7 +117,9 @@ pub(crate) fn lowered_window(
     floor: u64,
 ) -> u64 {
     let below = |n: u64| n.saturating_sub(n / 10);
-    let lowered = match overflow.limit {
+    // A limit below the floor is no limit a session could work in: read
+    // as none named.
+    let lowered = match overflow.limit.filter(|&l| l >= floor.min(window)) {
         Some(limit) => limit.min(window),
         None => below(window.min(overflow.asked.unwrap_or(failed_estimate).max(1)))
             .max(floor.min(window)),
@@ -182,5 +198,23 @@ mod tests {
         // A limit that did not parse lowers no further than the floor.
         assert_eq!(lowered_window(128_000, 5, o(None, Some(5)), 3_000), 3_000);
         assert_eq!(lowered_window(2_000, 5, o(None, None), 3_000), 2_000);
+        // So does an absurd limit.
+        assert_eq!(
+            lowered_window(128_000, 90_000, o(Some(3), Some(5)), 3_000),
+            3_000
+        );
+    }
+
+    #[test]
+    fn only_plausible_counts_calibrate() {
+        assert!(plausible(20_000, 5_000));
+        assert!(plausible(20_000, 13_000), "1.5 bytes a token");
+        assert!(plausible(20_000, 1_700), "12 bytes a token");
+        assert!(!plausible(20_000, 999_999_999));
+        assert!(!plausible(20_000, 14_000));
+        assert!(!plausible(20_000, 3));
+        assert!(!plausible(0, 3));
+        assert!(!plausible(20_000, 0));
+        assert!(!plausible(u64::MAX, 1));
     }
 }

@@ -217,6 +217,15 @@ pub const GOAL_RUN_TURNS: u32 = 20;
 /// estimates).
 pub const MAX_TOKEN_COUNT: u64 = 1 << 40;
 
+/// The bytes of request body one token of a server's count may stand for,
+/// in tenths of a byte (1.5 to 12): a request body is JSON around prose,
+/// code and schemas, which tokenizers read at 3 to 5 bytes a token (dense
+/// scripts nearer 1.5, with the JSON around them). A count outside it (an
+/// overflow error saying a 20 kB request is a billion tokens, or 3) is not
+/// believed for calibrating estimates, live or on resume (see
+/// [`crate::overflow::plausible`]).
+pub const PLAUSIBLE_TENTHS_OF_BYTES_PER_TOKEN: (u64, u64) = (15, 120);
+
 /// How many tool calls of one model answer run, by default
 /// (`max_calls_per_answer`): the calls after these get an error result
 /// the model sees, and are not run.

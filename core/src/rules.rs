@@ -10,13 +10,28 @@
 //! * `grant(/usr/share/doc/**)`: the absolute path asked for.
 //! * `mcp__SERVER__TOOL` (no pattern), with `*` in the name.
 //!
-//! A deny rule wins over every allow rule. An allow rule matches a shell
-//! command only when the command is one simple command: a command holding
-//! a separator or a substitution (`;`, `&`, `|`, a newline, `` ` ``, `$(`,
-//! `<(`, `>(`) or a redirection (`<`, `>`) that the pattern does not
-//! spell out matches no allow rule, so `git status; rm -rf ~` does not ride
-//! on `shell(git status)`. A deny rule is checked against every simple
-//! command in it, so `echo; rm -rf ~` meets `shell(rm *)`.
+//! A deny rule wins over every allow rule. A shell command is read as the
+//! shell will run it (`rules/shell.rs`): quotes removed, split into its
+//! simple commands (separators, groups, substitutions, `sh -c` strings),
+//! each seen as written, by the base name of its binary and through the
+//! wrappers that run another command (`env`, `command`, `exec`, `nice`,
+//! `timeout`, `sudo`, `xargs`…), its words joined by one space. A deny
+//! rule denies the command when it takes **any** view of any part (or the
+//! line as written); the allow rules allow it only when **every** part
+//! has a view some allow rule takes, with the redirections (other than to
+//! `/dev/null` or another descriptor) and a background `&` spelled out in
+//! the pattern. So `git status; rm -rf ~` does not ride on `shell(git
+//! status)`, and `'rm'`, `\rm`, `/bin/rm`, `env rm`, `sh -c "rm …"`,
+//! `{ rm; }` all meet `shell(rm *)`. A pattern ending in ` *` takes the
+//! bare command too (`shell(cargo test *)` takes `cargo test`).
+//!
+//! A line the reading cannot be sure of (a command word built by an
+//! expansion, a here-document…) is allowed by no rule; when a deny rule
+//! about `shell` exists it is [`Verdict::Unclear`]: asked about at a
+//! terminal and refused without one, whatever `--allow-shell` says, as it
+//! may hide what the deny rule is about.
+
+mod shell;
 
 use globset::{Glob, GlobBuilder, GlobMatcher};
 
@@ -29,6 +44,8 @@ pub struct Rule {
     tool_matcher: GlobMatcher,
     /// `None` for a rule of a whole tool (`mcp__s__t`).
     pattern: Option<(String, GlobMatcher)>,
+    /// For a shell pattern ending in ` *`, the bare command before it.
+    bare: Option<GlobMatcher>,
 }
 
 impl PartialEq for Rule {
@@ -41,9 +58,6 @@ impl Eq for Rule {}
 
 /// The tools a rule may name, besides `mcp__…` ones.
 pub const TOOLS: [&str; 4] = ["shell", "edit", "write", "grant"];
-
-/// The text a pattern never lets `*` match through in a shell command.
-const CONTROL: [&str; 10] = [";", "&", "|", "\n", "`", "$(", "<(", ">(", "<", ">"];
 
 impl Rule {
     /// Parses `tool(pattern)` or `mcp__server__tool`; the error says what
@@ -89,11 +103,25 @@ impl Rule {
                 Some((p.to_owned(), glob.compile_matcher()))
             }
         };
+        let bare = match pattern.as_ref() {
+            Some((p, _)) if tool == "shell" => p
+                .strip_suffix(" *")
+                .map(|b| {
+                    GlobBuilder::new(b.trim_end())
+                        .backslash_escape(true)
+                        .build()
+                })
+                .transpose()
+                .map_err(|e| bad(&e.to_string()))?
+                .map(|g| g.compile_matcher()),
+            _ => None,
+        };
         Ok(Rule {
             text: text.to_owned(),
             tool_matcher: tool_glob.compile_matcher(),
             tool: tool_glob,
             pattern,
+            bare,
         })
     }
 
@@ -105,23 +133,28 @@ impl Rule {
         }
         match &self.pattern {
             None => true,
-            Some((_, glob)) => glob.is_match(subject),
+            Some((_, glob)) => {
+                glob.is_match(subject) || self.bare.as_ref().is_some_and(|b| b.is_match(subject))
+            }
         }
     }
 
-    /// Whether this allow rule allows the shell `command`: one simple
-    /// command the pattern takes, with no control text the pattern does
-    /// not spell out.
-    fn allows_command(&self, command: &str) -> bool {
+    /// Whether this allow rule allows the simple command `part`: a view
+    /// an allow rule may take, the pattern spelling out each redirection
+    /// and `&` (which only the view as written shows).
+    fn allows(&self, part: &shell::Simple) -> bool {
         let pattern = self.pattern.as_ref().map_or("", |(p, _)| p.as_str());
-        let command = command.trim();
-        if CONTROL
-            .iter()
-            .any(|c| command.contains(c) && !pattern.contains(c))
-        {
+        if part.controls.iter().any(|c| !pattern.contains(c)) {
             return false;
         }
-        self.takes("shell", command)
+        let views = if part.controls.is_empty() {
+            &part.views[..]
+        } else {
+            &part.views[..1]
+        };
+        views
+            .iter()
+            .any(|v| v.allow && self.takes("shell", &v.text))
     }
 }
 
@@ -143,6 +176,10 @@ pub enum Verdict {
     Deny(String),
     /// No rule speaks: asked, or allowed by a flag, as before.
     Silent,
+    /// A shell command read with doubt (why) while a deny rule about
+    /// `shell` exists: asked at a terminal, refused without one, never
+    /// run by a flag or an "always".
+    Unclear(String),
 }
 
 impl Rules {
@@ -168,40 +205,64 @@ impl Rules {
     /// a `shell` call, the path of an `edit`, `write` or `grant`; empty for
     /// an MCP tool). A deny rule wins.
     pub fn decide(&self, tool: &str, subject: &str) -> Verdict {
-        let denied = if tool == "shell" {
-            let parts = simple_commands(subject);
-            self.deny
-                .iter()
-                .find(|r| parts.iter().any(|part| r.takes(tool, part)))
-        } else {
-            self.deny.iter().find(|r| r.takes(tool, subject))
-        };
+        if tool == "shell" {
+            return self.decide_shell(subject);
+        }
+        if let Some(rule) = self.deny.iter().find(|r| r.takes(tool, subject)) {
+            return Verdict::Deny(rule.text.clone());
+        }
+        match self.allow.iter().find(|r| r.takes(tool, subject)) {
+            Some(rule) => Verdict::Allow(rule.text.clone()),
+            None => Verdict::Silent,
+        }
+    }
+
+    /// [`Rules::decide`] for a shell command: read as the shell will run
+    /// it; deny on any view of any part, allow when every part is.
+    fn decide_shell(&self, command: &str) -> Verdict {
+        let line = shell::read(command);
+        let raw = command.trim();
+        let denied = self.deny.iter().find(|r| {
+            r.takes("shell", raw)
+                || line
+                    .commands
+                    .iter()
+                    .flat_map(|c| &c.views)
+                    .any(|v| r.takes("shell", &v.text))
+        });
         if let Some(rule) = denied {
             return Verdict::Deny(rule.text.clone());
         }
-        let allowed = if tool == "shell" {
-            self.allow.iter().find(|r| r.allows_command(subject))
-        } else {
-            self.allow.iter().find(|r| r.takes(tool, subject))
-        };
-        match allowed {
+        if let Some(why) = line.unclear {
+            return if self.deny.iter().any(|r| r.tool_matcher.is_match("shell")) {
+                Verdict::Unclear(why)
+            } else {
+                Verdict::Silent
+            };
+        }
+        let mut first = None;
+        for part in &line.commands {
+            match self.allow.iter().find(|r| r.allows(part)) {
+                Some(rule) => {
+                    first.get_or_insert(rule);
+                }
+                None => return Verdict::Silent,
+            }
+        }
+        match first {
             Some(rule) => Verdict::Allow(rule.text.clone()),
             None => Verdict::Silent,
         }
     }
 }
 
-/// The simple commands of a command line: split at every separator and
-/// substitution, each trimmed, the line itself among them.
-fn simple_commands(command: &str) -> Vec<&str> {
-    let mut parts = vec![command.trim()];
-    parts.extend(
-        command
-            .split([';', '&', '|', '\n', '`', '(', ')'])
-            .map(|p| p.trim().trim_start_matches('$').trim())
-            .filter(|p| !p.is_empty()),
-    );
-    parts
+/// The result of a call refused because it could not be read with
+/// certainty while a deny rule stands (and nobody could be asked).
+pub fn unclear(why: &str) -> String {
+    format!(
+        "error: not run: this command cannot be checked against the user's deny rules ({why}); \
+         write it without that"
+    )
 }
 
 /// The result of a call a deny rule refused.
@@ -291,6 +352,109 @@ mod tests {
                 Verdict::Deny("shell(rm *)".into()),
                 "{denied:?}"
             );
+        }
+    }
+
+    /// The spellings of `rm` a hostile command may use (issue 42, item 5),
+    /// shared with the end-to-end test: each is denied by `shell(rm *)`,
+    /// even under `shell(*)`.
+    fn rm_spellings() -> Vec<String> {
+        serde_json::from_str(include_str!("../../fixtures/rules/rm-spellings.json")).unwrap()
+    }
+
+    #[test]
+    fn every_spelling_of_a_denied_command_is_denied() {
+        let r = rules(&["shell(*)"], &["shell(rm *)"]);
+        let spellings = rm_spellings();
+        assert_eq!(spellings.len(), 40);
+        for spelling in spellings {
+            assert_eq!(
+                r.decide("shell", &spelling),
+                Verdict::Deny("shell(rm *)".into()),
+                "{spelling:?}"
+            );
+        }
+        for more in [
+            "find . -name x -exec rm {} \\;",
+            "cat <(rm x)",
+            "echo \"$(rm x)\"",
+            "x=$(rm y)",
+            "2>/dev/null rm x",
+            "while true; do rm x; done",
+            "! rm x",
+            "env -S 'rm x'",
+            "busybox rm x",
+        ] {
+            assert_eq!(
+                r.decide("shell", more),
+                Verdict::Deny("shell(rm *)".into()),
+                "{more:?}"
+            );
+        }
+        let push = rules(&[], &["shell(git push *)"]);
+        for spelling in ["git  push", "git\tpush origin", "git push", "'git' push -f"] {
+            assert_eq!(
+                push.decide("shell", spelling),
+                Verdict::Deny("shell(git push *)".into()),
+                "{spelling:?}"
+            );
+        }
+        // What cannot be read with certainty is not run on a flag.
+        for doubt in ["$X -rf x", "$(echo rm) x", "r? x", "cat <<E\nhello\nE"] {
+            assert!(
+                matches!(r.decide("shell", doubt), Verdict::Unclear(_)),
+                "{doubt:?}"
+            );
+        }
+        assert_eq!(
+            rules(&["shell(*)"], &[]).decide("shell", "$X"),
+            Verdict::Silent
+        );
+        // Look-alikes are not denied.
+        for fine in ["echo rm x", "rmdir x", "grep -r 'rm -rf' .", "git rm x"] {
+            assert!(
+                matches!(r.decide("shell", fine), Verdict::Allow(_)),
+                "{fine:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn allow_rules_take_every_part_and_the_bare_command() {
+        let r = rules(
+            &["shell(cargo test *)", "shell(git status)", "shell(grep *)"],
+            &[],
+        );
+        let allowed = |c: &str| matches!(r.decide("shell", c), Verdict::Allow(_));
+        for yes in [
+            "cargo test",
+            "cargo  test -p x",
+            "'cargo' test",
+            "git status && cargo test",
+            "git status | grep x",
+            "cargo test 2>&1",
+            "cargo test > /dev/null",
+            "timeout 60 cargo test",
+            "env cargo test",
+            "{ git status; }",
+        ] {
+            assert!(allowed(yes), "{yes:?}");
+        }
+        for no in [
+            "cargo testing",
+            "git status; ls",
+            "./git status",
+            "PATH=. git status",
+            "LD_PRELOAD=x.so git status",
+            "sudo git status",
+            "git status > out",
+            "git status &",
+            "sh -c 'git status'",
+            "cargo test $(ls)",
+            "grep x <(ls)",
+            "echo x | xargs git status",
+        ] {
+            assert!(!allowed(no), "{no:?}");
         }
     }
 

@@ -190,7 +190,8 @@ pub use protocol::{
 /// The result of an edit or a write while planning.
 pub(crate) const PLANNING_REFUSED: &str =
     "error: not run: this session is planning (the user's /plan): \
-edits and writes are refused; describe the change in your plan instead";
+edits, writes, memory, goal notes and MCP tools are refused (only tools that change nothing \
+run); describe the change in your plan instead";
 
 /// What the system prompt says while planning.
 pub(crate) const PLANNING_PROMPT: &str =
@@ -972,6 +973,11 @@ impl Session {
                     return cmds;
                 }
             }
+            if crate::mcp::is_mcp(&call.name) && self.state.planning {
+                let refused = Message::tool(now, call.id, PLANNING_REFUSED);
+                cmds.extend(self.append(vec![Record::Message(refused)]));
+                continue;
+            }
             if crate::mcp::is_mcp(&call.name) {
                 match self.mcp_gate(&call, allowed, now) {
                     approval::Gate::Run(logged) => {
@@ -1025,7 +1031,7 @@ impl Session {
                         .cloned()
                         .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
                         .collect();
-                    if tool.edit_path().is_some() && self.state.planning {
+                    if self.state.planning && !tool.changes_nothing() {
                         cmds.extend(self.append(vec![Record::Message(Message::tool(
                             now,
                             call.id,
@@ -1236,11 +1242,18 @@ impl Session {
         if model == self.state.model {
             return vec![Command::Show(format!("already asking {model}"))];
         }
-        let known = self
-            .settings
-            .models
-            .find(&self.state.provider, &model)
-            .and_then(|(_, m)| m.window);
+        let entry = self.settings.models.find(&self.state.provider, &model);
+        // A budget is kept only at known prices: a switch to a model
+        // without them would end it without a word, so it is refused.
+        let priced = entry.as_ref().is_some_and(|(_, m)| m.prices.is_some());
+        if self.settings.max_cost.is_some() && self.prices().is_some() && !priced {
+            return vec![Command::Show(format!(
+                "/model: the prices of {model} are not known, so --max-cost could not be kept; \
+                 the session stays with {} (add its prices under \"models\" in config.json)",
+                self.state.model
+            ))];
+        }
+        let known = entry.and_then(|(_, m)| m.window);
         let window = known.unwrap_or(self.state.window);
         let mut cmds = self.append(vec![Record::ModelChanged(crate::record::ModelChanged {
             at: now,

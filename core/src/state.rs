@@ -423,7 +423,7 @@ impl State {
     // The request is due again, under the lowered window (or, in a
     // compaction, its summary fails and is tried again under it).
     fn apply_counted(&mut self, c: &Counted) -> Option<String> {
-        if c.tokens > 0 && c.bytes > 0 {
+        if crate::overflow::plausible(c.bytes, c.tokens) {
             self.totals.cal_bytes = c.bytes;
             self.totals.cal_tokens = c.tokens;
         }
@@ -432,7 +432,8 @@ impl State {
 
     fn apply_overflowed(&mut self, o: &Overflowed) -> Option<String> {
         self.window = o.window;
-        if o.asked > 0 && o.bytes > 0 {
+        // An absurd count is kept as said, never calibrated from.
+        if crate::overflow::plausible(o.bytes, o.asked) {
             self.totals.cal_bytes = o.bytes;
             self.totals.cal_tokens = o.asked;
         }

@@ -63,9 +63,11 @@ pub fn tokens(n: u64) -> String {
 
 /// Text from a model or a tool made safe for a terminal: escape sequences
 /// and other control characters (all but newline and tab) become visible
-/// `^X` / `\u{..}` notation instead of acting on the screen.
+/// `^X` / `\u{..}` notation instead of acting on the screen, and the
+/// invisible characters that change how text reads ([`invisible`]: bidi
+/// overrides and isolates, the zero-width space, tags) become `<U+202E>`.
 pub fn inert(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || invisible(c);
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
@@ -77,10 +79,25 @@ pub fn inert(text: &str) -> Cow<'_, str> {
                 out.push('^');
                 out.push(char::from(b'@' + c as u8));
             }
+            c if invisible(c) => out.push_str(&format!("<U+{:04X}>", c as u32)),
             c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
         }
     }
     Cow::Owned(out)
+}
+
+/// Whether `c` is a format character a terminal shows as nothing while it
+/// changes the order or the look of the text around it (Trojan Source,
+/// CVE-2021-42574): the bidi embeddings, overrides, isolates and marks,
+/// the zero-width space, invisible operators, the soft hyphen, the
+/// byte-order mark, interlinear annotations and tag characters. The
+/// zero-width joiner and non-joiner stay: they only shape glyphs (emoji
+/// sequences, Persian and Indic scripts).
+pub fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{61c}' | '\u{180e}' | '\u{200b}' | '\u{200e}' | '\u{200f}'
+        | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}'
+        | '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{e0000}'..='\u{e007f}')
 }
 
 /// Text on one line, at most `max` characters, with `…` where it was cut.
@@ -116,7 +133,13 @@ pub fn word_pieces(text: &str) -> Vec<&str> {
 /// Text on one line: every control character (newlines, tabs) is a space.
 pub fn flat(text: &str) -> String {
     text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| {
+            if c.is_control() || invisible(c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect()
 }
 

@@ -116,6 +116,32 @@ impl Tool {
         }
     }
 
+    /// Whether the tool cannot change anything, so a planning session
+    /// (`--plan`, `/plan`) runs it: the readers (`read_file`, `list_dir`,
+    /// `grep`, `agent_info`, `skill`), a grant to read
+    /// (`request_file_grant`, still approved as ever) and `shell`, whose
+    /// commands then run in the read-only sandbox (refused where none
+    /// enforces it). `remember` and `GoalProgress` write the project's
+    /// memory and goal, `edit_file` and `write_file` the tree: refused.
+    /// MCP tools are refused too (see [`crate::mcp`]): what a server does
+    /// is its own, and its `readOnlyHint` is only its word. The match is
+    /// exhaustive, so a new tool decides here.
+    pub(crate) fn changes_nothing(&self) -> bool {
+        match self {
+            Tool::ReadFile { .. }
+            | Tool::ListDir { .. }
+            | Tool::Grep { .. }
+            | Tool::AgentInfo
+            | Tool::Skill { .. }
+            | Tool::RequestFileGrant { .. }
+            | Tool::Shell { .. } => true,
+            Tool::Remember { .. }
+            | Tool::GoalProgress { .. }
+            | Tool::EditFile { .. }
+            | Tool::WriteFile { .. } => false,
+        }
+    }
+
     /// The path of an edit (`edit_file`, `write_file`), which the session
     /// opens before deciding the change.
     pub(crate) fn edit_path(&self) -> Option<&str> {

@@ -9,6 +9,7 @@ mod common;
 mod adversarial;
 mod audit;
 mod audit_edits;
+mod audit_numbers;
 mod audit_provider;
 mod audit_reads;
 mod audit_rewind;

@@ -773,3 +773,27 @@ fn real_fastmcp_over_streamable_http() {
         "{results:?}"
     );
 }
+
+/// Issue 42, item 6: a planning session runs no MCP tool, not even one a
+/// flag and a rule allow: what a server does is its own.
+#[test]
+fn planning_runs_no_mcp_tool() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcp-plan");
+    configure(&env, json!({"fake": fake_server(&[])}), json!({}));
+    let call = [("mcp__fake__echo", json!({"text": "hi"}))];
+    let run = run(
+        &env,
+        &call,
+        &["--plan", "--allow-mcp", "--allow", "mcp__fake__*"],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let results = results(&env);
+    assert!(
+        results[0].starts_with("error: not run: this session is planning"),
+        "{results:?}"
+    );
+}

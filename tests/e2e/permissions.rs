@@ -372,3 +372,120 @@ fn edit_and_write_rules_decide_file_changes() {
     assert_eq!(approved(&env)[0]["rule"], "write(secret/*)");
     assert_eq!(env.ok(&["replay", "--check"]).code, Some(0));
 }
+
+/// Issue 42, item 5: the forty spellings of `rm` in
+/// fixtures/rules/rm-spellings.json (quotes, escapes, paths, `env`,
+/// `sh -c`, assignments, groups, substitutions, wrappers…) are all denied
+/// by `shell(rm *)` under `--allow-shell` and `shell(*)`, and the file
+/// stays; a command whose word is built by an expansion is refused in
+/// pipe mode, `--allow-shell` or not, while a deny rule stands.
+#[test]
+fn every_spelling_of_a_denied_command_is_denied() {
+    let env = TestEnv::new("rules-spellings");
+    std::fs::write(env.cwd.join("x"), "keep\n").unwrap();
+    let spellings: Vec<String> = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/rules/rm-spellings.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(spellings.len(), 40);
+    let mut calls: Vec<(&str, Value)> = spellings
+        .iter()
+        .map(|s| ("shell", json!({ "command": s })))
+        .collect();
+    calls.push(("shell", json!({"command": "R=rm; $R x"})));
+    calls.push(("shell", json!({"command": "echo fine"})));
+    let (run, results) = run(
+        &env,
+        &calls,
+        &[
+            "--allow-shell",
+            "--allow",
+            "shell(*)",
+            "--deny",
+            "shell(rm *)",
+        ],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(env.cwd.join("x").exists(), "{results:?}");
+    for (spelling, result) in spellings.iter().zip(&results) {
+        assert_eq!(
+            result, "error: not run: the user's permission rule shell(rm *) denies this call",
+            "{spelling:?}"
+        );
+    }
+    assert!(
+        results[40].starts_with("error: not run: this command cannot be checked"),
+        "{results:?}"
+    );
+    assert!(
+        run.stderr
+            .contains("refused a shell command that cannot be checked"),
+        "{}",
+        run.stderr
+    );
+    assert!(results[41].contains("fine"), "{results:?}");
+}
+
+/// `shell(X *)` takes the bare `X` too, as the docs' `cargo test *` says,
+/// and a double space does not get a command past a rule.
+#[test]
+fn a_star_rule_takes_the_bare_command_and_spaces_do_not_matter() {
+    let env = TestEnv::new("rules-bare");
+    let (run, results) = run(
+        &env,
+        &[
+            ("shell", json!({"command": "echo"})),
+            ("shell", json!({"command": "echo  ok"})),
+            ("shell", json!({"command": "printf  'x\\n'"})),
+        ],
+        &["--allow", "shell(echo *)", "--deny", "shell(printf *)"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(results[0].starts_with("exit status: 0"), "{results:?}");
+    assert!(results[1].contains("ok"), "{results:?}");
+    assert_eq!(
+        results[2],
+        "error: not run: the user's permission rule shell(printf *) denies this call"
+    );
+}
+
+/// Issue 42, item 6: planning runs only tools that change nothing:
+/// `remember` and `GoalProgress` are refused (nothing is written to the
+/// memory or the goal), the readers run.
+#[test]
+fn planning_refuses_memory_and_goal_notes() {
+    let env = TestEnv::new("plan-memory");
+    std::fs::write(env.cwd.join("a.txt"), "one\n").unwrap();
+    env.ok(&["goal", "ship it"]);
+    let (run, results) = run(
+        &env,
+        &[
+            (
+                "remember",
+                json!({"label": "planted", "content": "a note from a plan"}),
+            ),
+            ("GoalProgress", json!({"note": "done, surely", "met": true})),
+            ("list_dir", json!({"path": "."})),
+            ("agent_info", json!({})),
+        ],
+        &["--plan"],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    for refused in &results[..2] {
+        assert!(
+            refused.starts_with("error: not run: this session is planning"),
+            "{results:?}"
+        );
+    }
+    assert!(results[2].contains("a.txt"), "{results:?}");
+    assert!(!results[3].starts_with("error"), "{results:?}");
+    let memory = env.ok(&["memory", "show"]);
+    assert!(!memory.stdout.contains("a note from a plan"), "{memory:?}");
+    let goal = env.ok(&["goal"]);
+    assert!(!goal.stdout.contains("met?"), "{goal:?}");
+    assert!(!goal.stdout.contains("done, surely"), "{goal:?}");
+}

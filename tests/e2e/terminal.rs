@@ -345,3 +345,41 @@ fn tab_completes_sessions_for_send_and_commands_for_help() {
     assert!(ok, "{shown:?}");
     assert!(shown.contains("the tests pass"), "{shown:?}");
 }
+
+/// Issue 42, item 17: bidi controls and invisible characters in an answer
+/// and in the shell approval question show as `<U+202E>` on a terminal,
+/// so a command cannot read as another.
+#[test]
+fn bidi_and_invisible_characters_show_on_a_terminal() {
+    let env = TestEnv::new("term-bidi");
+    let path = env.root.join("replies.jsonl");
+    let command = "echo safe \u{202e}fr- mr\u{202c}\u{200b}";
+    let replies = [
+        serde_json::json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": command}}]}),
+        serde_json::json!({"text": "look \u{2067}here\u{2069} \u{feff}done"}),
+    ];
+    let lines: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, lines).unwrap();
+    let script = path.to_string_lossy().into_owned();
+    let shown = typing(
+        &env,
+        &["--provider", "scripted", "--script", &script],
+        &[
+            ("go\r", "\u{203a} "),
+            ("n\r", "[a]lways this session: "),
+            ("\u{4}", "\u{203a} "),
+        ],
+        &[],
+    );
+    assert!(
+        shown.contains("run `echo safe <U+202E>fr- mr<U+202C><U+200B>`?"),
+        "{shown:?}"
+    );
+    assert!(
+        shown.contains("look <U+2067>here<U+2069> <U+FEFF>done"),
+        "{shown:?}"
+    );
+    for raw in ['\u{202e}', '\u{202c}', '\u{200b}', '\u{2067}', '\u{feff}'] {
+        assert!(!shown.contains(raw), "raw {raw:?} in {shown:?}");
+    }
+}

@@ -794,6 +794,15 @@ mod tests {
             "^[[2J^[]0;pwned^G ok^M"
         );
         assert_eq!(inert("c1 \u{9b}31m"), "c1 \\u{9b}31m");
+        // Trojan Source: bidi controls and invisible characters show.
+        assert_eq!(
+            inert("rm -rf ~ \u{202e}txt.exe\u{202c} \u{2067}x\u{2069}\u{200b}\u{feff}\u{e0041}"),
+            "rm -rf ~ <U+202E>txt.exe<U+202C> <U+2067>x<U+2069><U+200B><U+FEFF><U+E0041>"
+        );
+        assert_eq!(
+            inert("emoji \u{1f468}\u{200d}\u{1f469}"),
+            "emoji \u{1f468}\u{200d}\u{1f469}"
+        );
     }
 
     #[test]

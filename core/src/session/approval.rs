@@ -87,6 +87,24 @@ impl Session {
                     rule: Some(rule),
                 })]));
             }
+            Verdict::Unclear(why) => {
+                // Only the user's own yes runs it.
+                if self.allowed_call.take_if(|a| a == id).is_some() {
+                    return Gate::Run(Vec::new());
+                }
+                if self.settings.interactive {
+                    return Gate::Ask;
+                }
+                let mut cmds = vec![Command::Show(format!(
+                    "revolve: refused a shell command that cannot be checked against the deny rules ({why})"
+                ))];
+                cmds.extend(self.append(vec![Record::Message(Message::tool(
+                    now,
+                    id.to_owned(),
+                    crate::rules::unclear(&why),
+                ))]));
+                return Gate::Refused(cmds);
+            }
             Verdict::Silent => {}
         }
         if self.settings.allow_shell || self.state.shell_always || allowed == Some(id) {
@@ -140,7 +158,7 @@ impl Session {
             Verdict::Allow(rule) => {
                 return Gate::Run(self.append(vec![approved(Answer::Yes, Some(rule))]));
             }
-            Verdict::Silent => {}
+            Verdict::Silent | Verdict::Unclear(_) => {}
         }
         if self.settings.allow_mcp
             || self.state.mcp_always.contains(&call.name)

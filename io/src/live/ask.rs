@@ -20,11 +20,14 @@ impl<F: Front> Live<F> {
         let now = clock::now;
         Ok(match self.ask(request, true) {
             Asked::Reply(reply) => Input::Reply { reply, now: now() },
+            // An overflow is one whether or not some text streamed
+            // before it (that text is dropped: the request is sent again
+            // under the lowered window).
             Asked::Failed {
                 error,
-                partial,
                 overflow: Some(o),
-            } if partial.is_empty() => Input::Overflowed {
+                ..
+            } => Input::Overflowed {
                 error,
                 limit: o.limit,
                 asked: o.asked,
