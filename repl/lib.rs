@@ -225,6 +225,14 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         ));
     }
     let mut settings = Settings::settle(&store.roots.config, &cli, &cli.model)?;
+    // A missing key is said before anything is asked or started (the
+    // project's MCP servers included).
+    if settings.replay.is_none() {
+        settings.needed_key()?;
+    }
+    if let Some(source) = settings.replay.clone() {
+        recorded_model(&store, &source, &mut settings)?;
+    }
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -313,7 +321,10 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // The effort given for this run (a flag, the variable or the config
     // file), logged when it changes what the session asks.
     if settings.effort.value.is_some() {
-        live.set_effort(settings.effort.value)?;
+        live.front_mut().hushed = true;
+        let set = live.set_effort(settings.effort.value);
+        live.front_mut().hushed = false;
+        set?;
     }
     if interactive && !cli.goal_run {
         let result = repl::run(&mut live, cli.prompt.as_deref());
@@ -560,7 +571,7 @@ fn rewind(
             let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
             return error::out(&format!("{text}\n"));
         }
-        return error::out(&revolve_core::view::rewind_list(&turns));
+        return error::out(&revolve_core::view::rewind_list(&turns, false));
     }
     let args = cli::ModelArgs::default();
     let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
@@ -662,6 +673,27 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
         )));
     }
     Ok(Scripted::replaying(found, answers))
+}
+
+/// `--provider replay:NAME` asks the model the recorded session began
+/// with, at its window, so its requests are the recorded ones; a model or
+/// window given by a flag or a variable still wins.
+fn recorded_model(store: &Store, source: &str, settings: &mut Settings) -> Result<(), Error> {
+    let found = store.find(Some(source))?;
+    let Some(first) = store.chain(&store.head(&found)).into_iter().next() else {
+        return Ok(());
+    };
+    let read = revolve_io::log::read(&first).map_err(|e| Error::at(&first, "cannot read", e))?;
+    let Some(revolve_core::record::Record::Header(header)) = read.records.first() else {
+        return Ok(());
+    };
+    if !settings.model.source.overrides_resumed() {
+        settings.model.value = header.model.clone();
+    }
+    if !settings.window.source.overrides_resumed() && header.window > 0 {
+        settings.window.value = header.window;
+    }
+    Ok(())
 }
 
 /// The provider with `--stall-timeout`, when given.

@@ -29,7 +29,7 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         Slash::Plan(on) => return live.plan(on),
         Slash::Refine(RefineCommand::Run) => return live.refine(false),
         Slash::Rewind(RewindCommand::List) => {
-            eprint!("{}", view::rewind_list(&turns(live.state())));
+            eprint!("{}", view::rewind_list(&turns(live.state()), true));
         }
         Slash::Rewind(how) => {
             let (turns, undo) = match how {
@@ -108,7 +108,8 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
 
 /// `/status`: the status row, then the model and where its window came
 /// from, the session file, and the files the prompt carries.
-fn status(live: &Live) -> String {
+fn status(live: &mut Live) -> String {
+    let (memory, instructions) = live.prompt_files();
     let state = live.state();
     let source = &live.front().window_source;
     let source = if source.is_empty() {
@@ -116,7 +117,6 @@ fn status(live: &Live) -> String {
     } else {
         format!(" (from {source})")
     };
-    let memory = live.memory_files();
     let memory = if memory.is_empty() {
         "memory: none".to_owned()
     } else {
@@ -133,7 +133,7 @@ fn status(live: &Live) -> String {
         state.model(),
         state.window(),
         live.path().display(),
-        view::instructions(&live.instructions()),
+        view::instructions(&instructions),
     )
 }
 

@@ -307,15 +307,21 @@ pub fn transcript(records: &[Record]) -> String {
             // Its request's body is what `replay --requests` shows; the
             // transcript tells the refinement once, at its end.
             Record::Refining(_) => {}
-            Record::Refined(r) => out.push_str(&format!(
-                "── memory refined{}{}\n",
-                if r.auto { " on its own" } else { "" },
-                if r.entry.is_none() {
-                    " (nothing changed)"
-                } else {
-                    ""
-                }
-            )),
+            Record::Refined(r) => out.push_str(&match &r.unmade {
+                Some(why) => format!(
+                    "── memory not refined{}: {why}\n",
+                    if r.auto { " on its own" } else { "" },
+                ),
+                None => format!(
+                    "── memory refined{}{}\n",
+                    if r.auto { " on its own" } else { "" },
+                    if r.entry.is_none() {
+                        " (nothing changed)"
+                    } else {
+                        ""
+                    }
+                ),
+            }),
             Record::Stopped(s) => out.push_str(&format!(
                 "! {}
 ",
@@ -448,9 +454,10 @@ pub fn transcript(records: &[Record]) -> String {
     out
 }
 
-/// `revolve rewind --list`: the turns a rewind reaches, newest first, with
-/// the files each changed.
-pub fn rewind_list(turns: &[crate::edit::TurnEdits]) -> String {
+/// `revolve rewind --list` (`/rewind list` in the REPL, `repl`): the turns
+/// a rewind reaches, newest first, with the files each changed, and how to
+/// take them back in the form the user typed.
+pub fn rewind_list(turns: &[crate::edit::TurnEdits], repl: bool) -> String {
     if turns.is_empty() {
         return "no turn to rewind (since the last compaction)\n".to_owned();
     }
@@ -464,7 +471,11 @@ pub fn rewind_list(turns: &[crate::edit::TurnEdits]) -> String {
             out.push_str(&format!("       {f}\n"));
         }
     }
-    out.push_str("--turns N takes back the N newest (1 is the last)\n");
+    out.push_str(if repl {
+        "/rewind N takes back the N newest (1 is the last)\n"
+    } else {
+        "--turns N takes back the N newest (1 is the last)\n"
+    });
     out
 }
 
@@ -708,6 +719,16 @@ pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
             .then_with(|| b.id.cmp(&a.id))
     });
     sessions
+}
+
+/// [`listed`], and without `all` the session `latest` names too (the one
+/// `--continue` resumes and the REPL's exit hint names), named or not.
+pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) -> Vec<Summary> {
+    sessions.retain(|s| {
+        shown(s.named, s.continued.is_some(), all)
+            || (s.continued.is_none() && Some(s.id.as_str()) == latest)
+    });
+    listed(sessions, true)
 }
 
 /// The listing table, one session a line, in the order given (see

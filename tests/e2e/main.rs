@@ -46,5 +46,6 @@ mod skills;
 mod stream_json;
 mod terminal;
 mod tools;
+mod trust;
 mod turns;
 mod window;
