@@ -69,6 +69,16 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
                 Err(e) => eprintln!("/{e}"),
             },
         },
+        Slash::MaxCost(text) => {
+            let max = match text.as_str() {
+                "off" | "none" => Ok(None),
+                text => revolve_core::models::parse_dollars(text).map(Some),
+            };
+            match max {
+                Ok(max) => return live.set_max_cost(max),
+                Err(e) => eprintln!("/max-cost: {e}, or off"),
+            }
+        }
         Slash::Cost => eprint!(
             "{}",
             view::cost(live.state(), live.prices(), live.max_cost())

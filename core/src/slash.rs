@@ -10,6 +10,9 @@ pub enum Slash {
     Status,
     /// `/cost`: the session's tokens and what they cost.
     Cost,
+    /// `/max-cost USD` or `/max-cost off`: the session's cost limit from
+    /// now on.
+    MaxCost(String),
     /// `/model NAME`: ask another model from the next request on.
     Model(String),
     /// `/effort [low|medium|high|default]`: the reasoning effort (shown
@@ -83,6 +86,7 @@ pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /cost        show the tokens sent and received and what they cost, where prices are known
+/max-cost USD  raise (or set) this session's cost limit; /max-cost off lifts it
 /model NAME  ask another model from the next request on (with its window from the model table)
 /effort LEVEL  low, medium, high or default: how hard a reasoning model thinks
 /compact     summarize all but the last three turns into notes; go on in a fresh file
@@ -100,9 +104,9 @@ Ctrl-C cancels the turn in flight; what streamed so far is kept.";
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 16] = [
-    "name", "status", "cost", "model", "effort", "compact", "goal", "refine", "rewind", "plan",
-    "send", "help", "?", "quit", "exit", "q",
+pub const BUILTIN: [&str; 17] = [
+    "name", "status", "cost", "max-cost", "model", "effort", "compact", "goal", "refine", "rewind",
+    "plan", "send", "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -265,6 +269,10 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
         "cost" => Slash::Cost,
+        "max-cost" if arg.is_empty() => {
+            Slash::Incomplete("/max-cost takes an amount of US dollars (e.g. /max-cost 5) or off")
+        }
+        "max-cost" => Slash::MaxCost(arg.to_owned()),
         "model" if arg.is_empty() => {
             Slash::Incomplete("/model needs a model name, e.g. /model gpt-5.4-mini")
         }

@@ -335,6 +335,13 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// `/max-cost USD`: the session's cost limit from now on (`None`:
+    /// none), for `/cost` and the requests alike.
+    pub fn set_max_cost(&mut self, max: Option<u64>) -> Result<Outcome, Error> {
+        self.runtime.settings.max_cost = max;
+        self.drive(Input::MaxCost(max))
+    }
+
     /// `/model NAME`.
     pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
         self.drive(Input::Model {

@@ -4,6 +4,8 @@
 //! REPL and the commands say is true (items 5–16, 24). Each test failed
 //! before its fix.
 
+use std::time::Duration;
+
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
@@ -334,4 +336,55 @@ fn sessions_lists_the_latest_even_unnamed() {
     let list: Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(list.as_array().map(Vec::len), Some(1), "{}", json.stdout);
     assert_eq!(list[0]["id"], json!(id));
+}
+
+/// Item 12, in the REPL: a message `--max-cost` refuses is no turn,
+/// `/max-cost` raises the limit inside the session, and `/refine` in a
+/// session with no turns sends nothing.
+#[test]
+fn max_cost_refusals_are_no_turns_and_max_cost_raises_the_limit() {
+    let env = TestEnv::new("max-cost-raise");
+    let server = serve(vec![FakeReply::text("Three.")]);
+    let url = server.url();
+    let args = [
+        "--base-url",
+        &url,
+        "--model",
+        "gpt-5.4-mini",
+        "--max-cost",
+        "0.000001",
+        "-n",
+        "budget",
+    ];
+    let mut term = env.terminal(&args, 200, &[("OPENAI_API_KEY", "sk-test")]);
+    let within = Duration::from_secs(20);
+    let prompt = "\u{203a} ";
+    term.wait_for_next(prompt, within);
+    term.type_keys("/refine\r");
+    term.wait_for_next("nothing sent", within);
+    for line in ["one\r", "two\r"] {
+        term.wait_for_next(prompt, within);
+        term.type_keys(line);
+        term.wait_for_next("stopped before a request", within);
+    }
+    term.wait_for_next(prompt, within);
+    term.type_keys("/max-cost 5\r");
+    term.wait_for_next("max cost: $5.0000", within);
+    term.wait_for_next(prompt, within);
+    term.type_keys("three\r");
+    term.wait_for_next("Three.", within);
+    term.wait_for_next(prompt, within);
+    term.type_keys("/status\r");
+    term.wait_for_next("session file", within);
+    term.wait_for_next(prompt, within);
+    term.type_keys("/quit\r");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    assert_eq!(server.requests().len(), 1, "only the third message asked");
+    let status = shown
+        .lines()
+        .rfind(|l| l.contains("budget · "))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(status.contains(" 1 turn "), "{status}\n{shown}");
 }

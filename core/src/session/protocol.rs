@@ -119,6 +119,10 @@ pub enum Input {
         effort: Option<crate::models::Effort>,
         now: OffsetDateTime,
     },
+    /// `/max-cost USD` (`/max-cost off`): the session's cost limit from
+    /// now on, in nano-dollars, in place of `--max-cost`'s (a setting of
+    /// this run, not logged).
+    MaxCost(Option<u64>),
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]); `effects` as
     /// there, logged first.

@@ -119,6 +119,13 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let state = &self.state;
+        // A session with nothing said yet has nothing to teach: no paid
+        // request for it.
+        if !auto && state.messages.is_empty() && state.totals.turns == 0 {
+            return vec![Command::Show(
+                "/refine: this session has no turns yet; nothing to refine, nothing sent".into(),
+            )];
+        }
         let wire = Wire::of(&state.provider);
         let model = state.model.as_str();
         let limit = state.answer_limit();
