@@ -774,11 +774,9 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
                     .max_cost
                     .map_or_else(String::new, revolve_core::models::dollars_text),
                 serde_json::Value::String(s) if name == "api_key" => format!("from {s}"),
-                // Servers by name: their commands are `--json`'s (and
-                // `revolve mcp list`'s), so the table keeps its width.
-                serde_json::Value::Object(servers) if name == "mcp_servers" => {
-                    servers.keys().cloned().collect::<Vec<_>>().join(", ")
-                }
+                // The project's servers by name: their commands are
+                // `--json`'s (and `revolve mcp list`'s), so the table
+                // keeps its width.
                 serde_json::Value::Object(project) if name == "mcp_project_servers" => {
                     let names: Vec<&str> = project["servers"]
                         .as_object()

@@ -233,6 +233,14 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if let Some(source) = settings.replay.clone() {
         recorded_model(&store, &source, &mut settings)?;
     }
+    // Blobs no session names any more go, at most once a day.
+    let state = &store.roots.state;
+    if let Err(e) = revolve_io::edit::prune_due(state, &state.join("projects")) {
+        eprintln!(
+            "revolve: cannot prune the content store {}: {e}",
+            state.join("blobs").display()
+        );
+    }
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -329,7 +337,11 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     if interactive && !cli.goal_run {
         let result = repl::run(&mut live, cli.prompt.as_deref());
         let address = sessions::address(live.state());
-        if !live.close() {
+        let id = live.state().id().to_owned();
+        let closed = live.close();
+        // Nothing a command started outlives the session.
+        revolve_io::tools::end_session(&id);
+        if !closed {
             eprintln!("{}", sessions::exit_hint(&address));
         }
         return result;
@@ -341,7 +353,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         piped(&mut live, cli.prompt, stdin_tty)
     };
     console::end(&mut live, &result);
+    let id = live.state().id().to_owned();
     live.close();
+    revolve_io::tools::end_session(&id);
     result
 }
 

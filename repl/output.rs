@@ -206,8 +206,8 @@ impl Sink {
 
     /// A call that did not run, and the result the model got instead (in
     /// the log already): its `tool_call` and `tool_result` events in JSON;
-    /// in text, the call's line and why it did not run (a `--deny` rule,
-    /// a refusal, a repeat), so no call the model made goes unseen.
+    /// in text, a call a permission rule (`--deny`) refused, with why (a
+    /// refusal of another kind is told on stderr by itself).
     pub fn not_run(&mut self, call: &ToolCall, output: &str) {
         let (id, name) = (call.id.as_str(), call.name.as_str());
         match self.format {
@@ -215,7 +215,8 @@ impl Sink {
                 self.event("tool_call", call_fields(id, name, &call.arguments));
                 self.event("tool_result", result_fields(id, name, output, false));
             }
-            Format::Text => {
+            // Others (a repeat, a refusal) are told by themselves.
+            Format::Text if revolve_core::rules::is_denied(output) => {
                 self.stop_waiting();
                 let line = revolve_core::tools::parse(call)
                     .map_or_else(|_| format!("→ {name}"), |tool| view::tool_line(&tool));
@@ -225,6 +226,7 @@ impl Sink {
                     crate::render::dim(&format!("{line}\n  {why}"), self.colour_err)
                 );
             }
+            Format::Text => {}
         }
     }
 

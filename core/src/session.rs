@@ -394,7 +394,7 @@ impl Session {
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
             Input::Effort { effort, now } => self.set_effort(effort, now),
-            Input::MaxCost(max) => {
+            Input::MaxCost { max } => {
                 self.settings.max_cost = max;
                 vec![Command::Show(match max {
                     Some(max) => format!(

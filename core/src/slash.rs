@@ -360,8 +360,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            14,
-            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29)"
+            15,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47)"
         );
         for word in BUILTIN {
             assert!(

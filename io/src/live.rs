@@ -339,7 +339,7 @@ impl<F: Front> Live<F> {
     /// none), for `/cost` and the requests alike.
     pub fn set_max_cost(&mut self, max: Option<u64>) -> Result<Outcome, Error> {
         self.runtime.settings.max_cost = max;
-        self.drive(Input::MaxCost(max))
+        self.drive(Input::MaxCost { max })
     }
 
     /// `/model NAME`.

@@ -122,7 +122,7 @@ pub enum Input {
     /// `/max-cost USD` (`/max-cost off`): the session's cost limit from
     /// now on, in nano-dollars, in place of `--max-cost`'s (a setting of
     /// this run, not logged).
-    MaxCost(Option<u64>),
+    MaxCost { max: Option<u64> },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]); `effects` as
     /// there, logged first.
@@ -568,7 +568,7 @@ mod tests {
     fn every_input_has_one_row_in_the_protocol_table() {
         let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
             Interrupted, ToolDone, Prompt, Refine, RefineReply, RefineFailed, Compact, MemoryChanged,
-            Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
+            Undo, Undone, GoOn, Plan, Model, Effort, MaxCost, SandboxRefused, Outside, Summarized,
             SummaryFailed, Rename, Address, Inbox, Opened, Staged,
             McpTools, Answered, Wrote, Found, Rewind, Restored);
         let mut rows = rows("Input");
