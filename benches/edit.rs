@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use common::{median, ms, Rng, Scratch};
 use revolve_core::edit;
 use revolve_core::record::Restore;
-use revolve_io::edit::{self as io_edit, Blobs};
+use revolve_tools::edit::{self as io_edit, Blobs};
 
 /// The file the figures are for.
 const FULL_BYTES: usize = 10 * 1024 * 1024;

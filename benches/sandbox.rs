@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use common::{median, ms, Scratch};
 use revolve_core::sandbox::{self, Mode, Policy};
 use revolve_core::tools::Tool;
-use revolve_io::memory::MemoryDirs;
-use revolve_io::tools::{self, AgentInfo, Context, FileId};
+use revolve_store::memory::MemoryDirs;
+use revolve_tools::{self as tools, AgentInfo, Context, FileId};
 
 fn main() {
     let (_, smoke) = common::scale();

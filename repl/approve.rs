@@ -7,7 +7,7 @@ use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use revolve_core::edit::Answer;
-use revolve_core::view::inert;
+use revolve_view::inert;
 
 use crate::error::Error;
 

@@ -1,12 +1,13 @@
 //! Subcommands that read sessions without running one.
 
 use revolve_core::state::{self, State};
-use revolve_core::view;
-use revolve_io::log;
-use revolve_io::store::{Store, Unlisted};
+use revolve_store::log;
+use revolve_store::store::{Store, Unlisted};
+use revolve_view as view;
 
 use crate::error::{out, Error};
 use revolve_core::policy::CHECK_LISTS;
+use revolve_io::error::ReplayFault;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
@@ -26,8 +27,7 @@ pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error
     // Unnamed sessions left out.
     let unnamed = all_unnamed - list.iter().filter(|s| !s.named).count();
     let text = if json {
-        let text =
-            serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&list).map_err(Error::encode)?;
         format!("{text}\n")
     } else if list.is_empty() && !all {
         format!(
@@ -142,8 +142,7 @@ pub(crate) fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> R
                 true
             })?;
             note_skipped(&path, skipped);
-            let text =
-                serde_json::to_string_pretty(&state).map_err(|e| Error::Runtime(e.to_string()))?;
+            let text = serde_json::to_string_pretty(&state).map_err(Error::encode)?;
             out(&format!("{text}\n"))
         }
         ReplayMode::Check => check(store, &path),
@@ -195,7 +194,7 @@ impl Stdout {
         match self.failed.take() {
             None => Ok(()),
             Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
-            Some(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
+            Some(e) => Err(Error::Stdout(e)),
         }
     }
 }
@@ -227,10 +226,10 @@ fn note_skipped(path: &std::path::Path, skipped: usize) {
 fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
     // Memory records are checked against the snapshot store of this
     // directory's memory.
-    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-    let entries = revolve_io::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
+    let dirs = revolve_store::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let entries = revolve_store::refine::entries(&store.roots.state, &dirs).unwrap_or_default();
     // Edits and rewinds are checked against the content store.
-    let blobs = revolve_io::edit::Blobs::new(&store.roots.state);
+    let blobs = revolve_tools::edit::Blobs::new(&store.roots.state);
     let mut state = State::default();
     let (mut records, mut notes, mut skipped) = (0usize, 0usize, 0usize);
     let (mut note_lines, mut skip_lines) = (String::new(), String::new());
@@ -286,25 +285,25 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
     out(&text)?;
     // A file with nothing in it, or no header, is no session at all.
     if records == 0 && skipped == 0 {
-        return Err(Error::Runtime(format!(
-            "{} is empty: not a session log",
-            path.display()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::Empty,
+        });
     }
     if state.header().is_none() {
-        return Err(Error::Runtime(format!(
-            "{} holds no session header: not a session log",
-            path.display()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NoHeader,
+        });
     }
     // Torn lines are what crashes leave (one each); everything else is not.
     if notes == 0 && all_torn {
         Ok(())
     } else {
-        Err(Error::Runtime(format!(
-            "{} does not replay cleanly",
-            path.display()
-        )))
+        Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NotClean,
+        })
     }
 }
 
@@ -314,7 +313,7 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
 pub(crate) fn goal(dir: &std::path::Path, args: &str) -> Result<String, Error> {
     let cmd = revolve_core::goal::parse(args).map_err(Error::Usage)?;
     let now = revolve_io::clock::now();
-    revolve_io::goal::update(dir, |goals| goals.apply(&cmd, now))
+    revolve_store::goal::update(dir, |goals| goals.apply(&cmd, now))
         .map_err(Error::store)?
         .map_err(Error::Usage)
 }
@@ -325,13 +324,13 @@ pub(crate) fn goal_json(dir: &std::path::Path, args: &str) -> Result<(), Error> 
     if !args.trim().is_empty() {
         goal(dir, args)?;
     }
-    let goals = revolve_io::goal::load(dir).map_err(Error::store)?;
+    let goals = revolve_store::goal::load(dir).map_err(Error::store)?;
     json_out(&goals)
 }
 
 /// Pretty JSON and a newline on stdout.
 fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
-    let text = serde_json::to_string_pretty(value).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(value).map_err(Error::encode)?;
     out(&format!("{text}\n"))
 }
 
@@ -339,10 +338,10 @@ fn json_out(value: &impl serde::Serialize) -> Result<(), Error> {
 /// misses of `memory/`, `tasks/` and `subagents/` (with their templates)
 /// when it exists; prints what was created.
 pub(crate) fn init(store: &Store) -> Result<(), Error> {
-    let dirs = revolve_io::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-    let made = revolve_io::memory::ensure_project_dir(&dirs).and_then(|created| match created {
+    let dirs = revolve_store::memory::MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    let made = revolve_store::memory::ensure_project_dir(&dirs).and_then(|created| match created {
         Some(created) => Ok(Some(created)),
-        None => revolve_io::memory::complete_project_dir(&dirs),
+        None => revolve_store::memory::complete_project_dir(&dirs),
     });
     match made {
         Ok(Some(created)) => {
@@ -363,7 +362,7 @@ pub(crate) fn init(store: &Store) -> Result<(), Error> {
 /// `/refine history` and `revolve memory history`.
 pub(crate) fn memory_history(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
     let (entries, diffs) = history(store, dirs, diff)?;
@@ -374,13 +373,19 @@ pub(crate) fn memory_history(
 /// `diff` (none otherwise).
 fn history(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
-) -> Result<(Vec<revolve_core::refine::Entry>, revolve_io::refine::Diffs), Error> {
+) -> Result<
+    (
+        Vec<revolve_core::refine::Entry>,
+        revolve_store::refine::Diffs,
+    ),
+    Error,
+> {
     let state = &store.roots.state;
-    let entries = revolve_io::refine::entries(state, dirs).map_err(Error::store)?;
+    let entries = revolve_store::refine::entries(state, dirs).map_err(Error::store)?;
     let diffs = if diff {
-        revolve_io::refine::diffs(state, dirs, &entries).map_err(Error::store)?
+        revolve_store::refine::diffs(state, dirs, &entries).map_err(Error::store)?
     } else {
         Default::default()
     };
@@ -391,22 +396,22 @@ fn history(
 /// [`revolve_core::refine::HistoryEntry`]); with `diff`, each file's diff.
 pub(crate) fn memory_history_json(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
     diff: bool,
 ) -> Result<String, Error> {
     let (entries, diffs) = history(store, dirs, diff)?;
     let list = revolve_core::refine::history_entries(&entries, &diffs, diff);
-    let text = serde_json::to_string_pretty(&list).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&list).map_err(Error::encode)?;
     Ok(format!("{text}\n"))
 }
 
 /// `/refine undo` and `revolve memory undo`.
 pub(crate) fn memory_undo(
     store: &Store,
-    dirs: &revolve_io::memory::MemoryDirs,
+    dirs: &revolve_store::memory::MemoryDirs,
 ) -> Result<String, Error> {
-    let done =
-        revolve_io::refine::undo(&store.roots.state, dirs).map_err(Error::memory("cannot undo"))?;
+    let done = revolve_store::refine::undo(&store.roots.state, dirs)
+        .map_err(Error::memory("cannot undo"))?;
     Ok(undo_text(done.as_deref()))
 }
 
@@ -428,9 +433,9 @@ pub(crate) fn undo_text(done: Option<&[String]>) -> String {
 
 /// `revolve memory show`: where each memory file is, then the files as
 /// the system prompt holds them.
-pub(crate) fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<String, Error> {
+pub(crate) fn memory_show(dirs: &revolve_store::memory::MemoryDirs) -> Result<String, Error> {
     use revolve_core::memory::Scope;
-    let files = revolve_io::memory::load(dirs).map_err(Error::store)?;
+    let files = revolve_store::memory::load(dirs).map_err(Error::store)?;
     let Some(block) = revolve_core::memory::prompt_block(&files) else {
         return Ok(format!(
             "no memory files (global: {}, project: {})\n",
@@ -461,7 +466,7 @@ pub(crate) fn memory_show(dirs: &revolve_io::memory::MemoryDirs) -> Result<Strin
 pub(crate) fn replay_against(
     store: &Store,
     needle: Option<&str>,
-    provider: std::sync::Arc<dyn revolve_io::provider::Provider>,
+    provider: std::sync::Arc<dyn revolve_provider::Provider>,
     model: Option<String>,
 ) -> Result<(), Error> {
     use revolve_core::fixture::{self, Answer};
@@ -490,12 +495,13 @@ pub(crate) fn replay_against(
         .filter(|a| *a != Answer::NotRecorded)
         .collect();
     if answers.len() != requests.len() {
-        return Err(Error::Runtime(format!(
-            "{}: {} requests but {} answers; the log is not whole (revolve replay --check tells more)",
-            path.display(),
-            requests.len(),
-            answers.len()
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::NotWhole {
+                requests: requests.len(),
+                answers: answers.len(),
+            },
+        });
     }
     let total = requests.len();
     let mut differ = 0;
@@ -520,9 +526,10 @@ pub(crate) fn replay_against(
         }
     }
     if differ > 0 {
-        return Err(Error::Runtime(format!(
-            "{differ} of {total} answers differ from the recording"
-        )));
+        return Err(Error::Replay {
+            path: path.to_owned(),
+            fault: ReplayFault::Differ { differ, total },
+        });
     }
     out(&format!("all {total} answers are the same as recorded\n"))
 }

@@ -502,7 +502,7 @@ impl Settings {
         let given = (!matches!(self.window.source, Source::Default | Source::Table))
             .then_some(self.window.value);
         let key = self.key.as_ref().map(|(_, k)| k.clone());
-        let server = revolve_io::provider::OpenAi::new(&self.base_url.value, key);
+        let server = revolve_provider::OpenAi::new(&self.base_url.value, key);
         // Where the window comes from: the server, or (Ollama saying
         // nothing) Ollama's default context, a default still.
         let (learned, source) = if probe == WindowProbe::OllamaShow {
@@ -756,7 +756,7 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
             "file_found": settings.file_found,
             "settings": map,
         });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(Error::encode)?;
         return out(&format!("{text}\n"));
     }
     let found = if settings.file_found {
@@ -869,7 +869,7 @@ fn writable_dirs(dirs: &[String]) -> Result<Vec<String>, String> {
 /// The config file's settings, and whether it exists; a missing file is an
 /// empty config.
 fn read(path: &Path) -> Result<(File, bool), Error> {
-    let text = match revolve_io::regular::read_text(path, revolve_core::policy::OWN_FILE_CAP) {
+    let text = match revolve_store::regular::read_text(path, revolve_core::policy::OWN_FILE_CAP) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((File::default(), false)),
         Err(e) => return Err(Error::at(path, "cannot read the config file", e)),

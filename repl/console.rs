@@ -94,11 +94,11 @@ impl Front for Console {
         self.sink.stop_waiting();
     }
 
-    fn watch(&self) -> revolve_io::tools::Watch {
+    fn watch(&self) -> revolve_tools::Watch {
         if self.sink.live_view() {
             crate::progress::command_view(crate::progress::columns())
         } else {
-            revolve_io::tools::Watch::default()
+            revolve_tools::Watch::default()
         }
     }
 

@@ -13,6 +13,6 @@ pub fn out(text: &str) -> Result<(), Error> {
     {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(Error::BrokenPipe),
-        Err(e) => Err(Error::Runtime(format!("cannot write to stdout: {e}"))),
+        Err(e) => Err(Error::Stdout(e)),
     }
 }

@@ -38,9 +38,9 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_core::config::Source;
-use revolve_io::memory::MemoryDirs;
-use revolve_io::provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
-use revolve_io::store::Store;
+use revolve_provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
+use revolve_store::memory::MemoryDirs;
+use revolve_store::store::Store;
 
 use revolve_io::live::{Outcome, Runtime};
 
@@ -71,8 +71,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     if let Some(Sub::Man) = cli.command {
         return man();
     }
-    let cwd = std::env::current_dir()
-        .map_err(|e| Error::Runtime(format!("cannot read the working directory: {e}")))?;
+    let cwd = std::env::current_dir().map_err(Error::Cwd)?;
     let store = Store::open(&cwd)?;
     match cli.command {
         Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
@@ -132,7 +131,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             // The goal is kept in the project directory: one set before any
             // session creates that directory whole, as the first session
             // would have, since no session fills in a folder that exists.
-            revolve_io::memory::ensure_project_dir(&dirs)
+            revolve_store::memory::ensure_project_dir(&dirs)
                 .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
             if json {
                 return commands::goal_json(&dirs.project_dir, &args.join(" "));
@@ -206,7 +205,7 @@ fn man() -> Result<(), Error> {
     let mut page = Vec::new();
     clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
         .render(&mut page)
-        .map_err(|e| Error::Runtime(format!("cannot render the manual page: {e}")))?;
+        .map_err(Error::Manual)?;
     error::out(&String::from_utf8_lossy(&page))
 }
 
@@ -235,7 +234,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     }
     // Blobs no session names any more go, at most once a day.
     let state = &store.roots.state;
-    if let Err(e) = revolve_io::edit::prune_due(state, &state.join("projects")) {
+    if let Err(e) = revolve_tools::edit::prune_due(state, &state.join("projects")) {
         eprintln!(
             "revolve: cannot prune the content store {}: {e}",
             state.join("blobs").display()
@@ -278,7 +277,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // are writable too (made now, since a rule needs a folder).
     let mut writable = settings.sandbox_writable.value.clone();
     let inboxes = store.roots.project(&store.project).join("inbox");
-    if revolve_io::files::create_dir_all(&inboxes).is_ok() {
+    if revolve_store::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
@@ -286,7 +285,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         settings.sandbox.value,
         settings.sandbox_network.value,
         writable,
-        revolve_io::tools::sandbox::probe(),
+        revolve_tools::sandbox::probe(),
         stdin_tty,
     );
     let mut live = if resuming {
@@ -340,7 +339,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         let id = live.state().id().to_owned();
         let closed = live.close();
         // Nothing a command started outlives the session.
-        revolve_io::tools::end_session(&id);
+        revolve_tools::end_session(&id);
         if !closed {
             eprintln!("{}", sessions::exit_hint(&address));
         }
@@ -355,7 +354,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     console::end(&mut live, &result);
     let id = live.state().id().to_owned();
     live.close();
-    revolve_io::tools::end_session(&id);
+    revolve_tools::end_session(&id);
     result
 }
 
@@ -366,8 +365,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         Some(prompt) => {
             let mut text = prompt;
             if !stdin_tty {
-                let piped = stdin::read_all()
-                    .map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let piped = stdin::read_all().map_err(Error::Stdin)?;
                 if !piped.trim().is_empty() {
                     text = format!("{text}\n\n{piped}");
                 }
@@ -376,7 +374,7 @@ fn piped(live: &mut Live, prompt: Option<String>, stdin_tty: bool) -> Result<(),
         }
         None => {
             for line in stdin::lines() {
-                let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let line = line.map_err(Error::Stdin)?;
                 if piped_line(live, &line)? == Outcome::Quit {
                     break;
                 }
@@ -435,14 +433,14 @@ fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
     match line::handle(live, line)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Stopped(reason) => Err(Error::Runtime(revolve_core::guard::describe(&reason))),
+        Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
         other => Ok(other),
     }
 }
 
 /// Finishes a refinement or an undo a crash interrupted, and says so.
 fn recover(store: &Store, dirs: &MemoryDirs) {
-    match revolve_io::refine::recover(&store.roots.state, dirs) {
+    match revolve_store::refine::recover(&store.roots.state, dirs) {
         Ok(done) => done.iter().for_each(|d| eprintln!("revolve: {d}")),
         Err(e) => eprintln!("revolve: cannot check the memory snapshots: {e}"),
     }
@@ -464,7 +462,7 @@ fn memory(store: &Store) -> MemoryDirs {
 /// alone); the folder created is named in a terminal only. Failures here
 /// are told, never fatal.
 fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
-    match revolve_io::memory::seed(&dirs.global) {
+    match revolve_store::memory::seed(&dirs.global) {
         Ok(seeded) if !seeded.is_empty() => {
             eprintln!(
                 "seeded {} into {}",
@@ -475,8 +473,8 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
         Ok(_) => {}
         Err(e) => eprintln!("revolve: cannot seed {}: {e}", dirs.global.display()),
     }
-    if let Some(folder) = revolve_io::skills::global_folder(dirs) {
-        match revolve_io::skills::seed(&folder) {
+    if let Some(folder) = revolve_store::skills::global_folder(dirs) {
+        match revolve_store::skills::seed(&folder) {
             Ok(seeded) if !seeded.is_empty() => {
                 eprintln!("seeded {} into {}", seeded.join(", "), folder.display())
             }
@@ -484,7 +482,7 @@ fn prepare(dirs: &MemoryDirs, interactive: bool) -> bool {
             Err(e) => eprintln!("revolve: cannot seed {}: {e}", folder.display()),
         }
     }
-    match revolve_io::memory::ensure_project_dir(dirs) {
+    match revolve_store::memory::ensure_project_dir(dirs) {
         Ok(Some(_)) => {
             if interactive {
                 eprintln!(
@@ -518,7 +516,7 @@ fn runtime(
         memory,
         // Told once the session is open (Live::set_created_project_dir).
         created_project_dir: false,
-        tree: revolve_io::tools::FileId::of(&store.cwd),
+        tree: revolve_tools::FileId::of(&store.cwd),
         provider,
         model: chosen(settings.model.source).then(|| settings.model.value.clone()),
         // A model given for this run brings its window from the table,
@@ -554,8 +552,8 @@ impl Provider for Offline {
         &self,
         _: &revolve_core::Request,
         _: &mut dyn FnMut(&str),
-    ) -> Result<revolve_core::Reply, revolve_io::provider::ProviderError> {
-        Err(revolve_io::provider::ProviderError::new(
+    ) -> Result<revolve_core::Reply, revolve_provider::ProviderError> {
+        Err(revolve_provider::ProviderError::new(
             "this command asks no model",
             "",
         ))
@@ -577,7 +575,7 @@ fn rewind(
 ) -> Result<(), Error> {
     let found = store.find(needle)?;
     if how.list {
-        let read = revolve_io::log::read(&store.head(&found))
+        let read = revolve_store::log::read(&store.head(&found))
             .map_err(|e| Error::at(&found, "cannot read", e))?;
         let state = revolve_core::State::fold(&read.records);
         let turns = revolve_core::edit::turns(&state);
@@ -585,7 +583,7 @@ fn rewind(
             let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
             return error::out(&format!("{text}\n"));
         }
-        return error::out(&revolve_core::view::rewind_list(&turns, false));
+        return error::out(&revolve_view::rewind_list(&turns, false));
     }
     let args = cli::ModelArgs::default();
     let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
@@ -676,7 +674,8 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
-        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        let read =
+            revolve_store::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         records.extend(read.records);
     }
     let answers = revolve_core::fixture::answers(&records);
@@ -697,7 +696,7 @@ fn recorded_model(store: &Store, source: &str, settings: &mut Settings) -> Resul
     let Some(first) = store.chain(&store.head(&found)).into_iter().next() else {
         return Ok(());
     };
-    let read = revolve_io::log::read(&first).map_err(|e| Error::at(&first, "cannot read", e))?;
+    let read = revolve_store::log::read(&first).map_err(|e| Error::at(&first, "cannot read", e))?;
     let Some(revolve_core::record::Record::Header(header)) = read.records.first() else {
         return Ok(());
     };
@@ -728,7 +727,7 @@ fn retrying<P: Provider>(inner: P, retries: u32) -> Retrying<P> {
         } else {
             ""
         };
-        eprintln!("{clear}revolve: {}", revolve_core::view::inert(text));
+        eprintln!("{clear}revolve: {}", revolve_view::inert(text));
     };
     Retrying::new(inner, notice)
         .with_retries(retries)

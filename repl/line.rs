@@ -1,9 +1,9 @@
 //! One line the user sent: a slash command, told on stderr, or a turn.
 
 use revolve_core::edit::{turns, Scope};
-use revolve_core::slash::{self, RefineCommand, RewindCommand, Slash};
-use revolve_core::view;
 use revolve_io::live::Outcome;
+use revolve_view as view;
+use revolve_view::slash::{self, RefineCommand, RewindCommand, Slash};
 
 use crate::commands;
 use crate::console::Live;
@@ -156,7 +156,7 @@ pub(crate) fn attached(live: &Live, text: &str) -> String {
         return text.to_owned();
     }
     let mut files = Vec::new();
-    for path in revolve_core::attach::mentions(text) {
+    for path in revolve_view::attach::mentions(text) {
         match live.read_for_attachment(&path) {
             Ok(content) => {
                 eprintln!("attached {path}");
@@ -165,5 +165,5 @@ pub(crate) fn attached(live: &Live, text: &str) -> String {
             Err(why) => eprintln!("not attached: @{path}: {}", view::inert(&why)),
         }
     }
-    revolve_core::attach::message(text, &files)
+    revolve_view::attach::message(text, &files)
 }

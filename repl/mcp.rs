@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::mcp::{self as core_mcp, Origin, Server};
-use revolve_io::mcp::{Hub, Spec, Status};
-use revolve_io::store::Store;
+use revolve_mcp::{Hub, Spec, Status};
+use revolve_store::store::Store;
 use serde_json::json;
 
 use crate::config::Settings;
@@ -58,7 +58,7 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
     let text = std::fs::read_to_string(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
     let servers =
         core_mcp::parse_project_file(&text, &path.to_string_lossy()).map_err(Error::Usage)?;
-    let hash = revolve_io::edit::hash(text.as_bytes());
+    let hash = revolve_tools::edit::hash(text.as_bytes());
     let approved = approvals(store)
         .get(&key(&path))
         .is_some_and(|h| *h == hash);
@@ -94,9 +94,10 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
     all.insert(key(&file.path), file.hash.clone());
     let path = approvals_path(store);
     if let Some(dir) = path.parent() {
-        revolve_io::files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+        revolve_store::files::create_dir_all(dir)
+            .map_err(|e| Error::at(dir, "cannot create", e))?;
     }
-    let text = serde_json::to_string_pretty(&all).map_err(|e| Error::Runtime(e.to_string()))?;
+    let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
     let temp = path.with_extension("json.tmp");
     std::fs::write(&temp, text.as_bytes())
         .and_then(|()| std::fs::rename(&temp, &path))
@@ -315,7 +316,8 @@ pub(crate) fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded
     let found = store.find(Some(source))?;
     let mut records = Vec::new();
     for file in store.chain(&store.head(&found)) {
-        let read = revolve_io::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
+        let read =
+            revolve_store::log::read(&file).map_err(|e| Error::at(&file, "cannot read", e))?;
         records.extend(read.records);
     }
     Ok(core_mcp::Recorded::of(&records))

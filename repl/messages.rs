@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::record::Record;
-use revolve_core::view;
-use revolve_io::inbox::Inbox;
-use revolve_io::registry::Running;
-use revolve_io::store::Store;
 use revolve_io::{clock, interrupt};
+use revolve_store::inbox::Inbox;
+use revolve_store::registry::Running;
+use revolve_store::store::Store;
+use revolve_view as view;
 
 use crate::error::{out, Error};
 
@@ -28,7 +28,7 @@ pub(crate) fn running(store: &Store, name: &str) -> Result<Running, Error> {
     {
         return Ok(r);
     }
-    let elsewhere = revolve_io::registry::running(&store.roots.running(&store.project))
+    let elsewhere = revolve_store::registry::running(&store.roots.running(&store.project))
         .into_iter()
         .find(|r| r.name.as_deref() == Some(name));
     if let Some(r) = elsewhere {
@@ -43,9 +43,7 @@ pub(crate) fn running(store: &Store, name: &str) -> Result<Running, Error> {
         .into_iter()
         .any(|s| s.name.as_deref() == Some(name));
     if known {
-        Err(Error::Runtime(format!(
-            "session '{name}' is not running (revolve --resume {name} continues it)"
-        )))
+        Err(Error::NotRunning(name.to_owned()))
     } else {
         Err(Error::Usage(format!(
             "no session '{name}' in {} (revolve sessions lists them)",
@@ -63,7 +61,7 @@ pub(crate) fn send(
 ) -> Result<(), Error> {
     running(store, name)?;
     let text = if words.is_empty() {
-        crate::stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?
+        crate::stdin::read_all().map_err(Error::Stdin)?
     } else {
         words.join(" ")
     };
@@ -129,7 +127,7 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
     let mut editor = if tty {
         Some(
             rustyline::DefaultEditor::new()
-                .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?,
+                .map_err(Error::terminal("cannot start the line editor"))?,
         )
     } else {
         None
@@ -153,7 +151,7 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
                 Err(e) => printer(format!("revolve: {e}\n")),
             }
             let id = follow.id();
-            if !revolve_io::registry::is_running(&running_dir, &id) {
+            if !revolve_store::registry::is_running(&running_dir, &id) {
                 // Whatever it wrote last, then the end.
                 if let Ok(text) = follow.poll() {
                     printer(inert(&text, tty));
@@ -179,12 +177,12 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
                     }
                 }
                 Err(rustyline::error::ReadlineError::Eof) => break,
-                Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+                Err(e) => return Err(Error::terminal("cannot read the terminal")(e)),
             }
         },
         None => {
             for line in crate::stdin::lines() {
-                let line = line.map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+                let line = line.map_err(Error::Stdin)?;
                 send_line(&inbox, name, &line)?;
             }
         }
@@ -275,7 +273,7 @@ impl Follow {
     /// Renders the new complete lines; the next file's id when the session
     /// went on in one.
     fn read_new(&mut self, tail: &mut view::TranscriptTail) -> Result<Option<String>, String> {
-        let mut file = match revolve_io::regular::read(&self.path) {
+        let mut file = match revolve_store::regular::read(&self.path) {
             Ok((f, _)) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),

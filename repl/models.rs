@@ -7,8 +7,8 @@ use serde_json::json;
 use revolve_core::config::redact_url_credentials;
 use revolve_core::models::price_text;
 use revolve_core::request::Wire;
-use revolve_core::view;
-use revolve_io::provider::{Anthropic, OpenAi};
+use revolve_provider::{Anthropic, OpenAi};
+use revolve_view as view;
 
 use crate::config::Settings;
 use crate::error::{out, Error};
@@ -55,7 +55,7 @@ pub(crate) fn list(settings: &Settings, json: bool) -> Result<(), Error> {
             "base_url": redact_url_credentials(OpenAi::new(base, None).base_url()),
             "models": models,
         });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| Error::Runtime(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&doc).map_err(Error::encode)?;
         return out(&format!("{text}\n"));
     }
     let width = ids

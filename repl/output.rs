@@ -36,8 +36,8 @@ use serde_json::{json, Value};
 
 use revolve_core::record::ToolCall;
 use revolve_core::tools::Tool;
-use revolve_core::view;
 use revolve_core::Totals;
+use revolve_view as view;
 
 use crate::error::{out, Error};
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use revolve_core::policy::{PROGRESS_AFTER_MS, PROGRESS_LINES};
-use revolve_core::view;
-use revolve_io::tools::Watch;
+use revolve_tools::Watch;
+use revolve_view as view;
 use unicode_width::UnicodeWidthChar;
 
 /// How often the view is drawn again, at most.

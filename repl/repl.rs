@@ -15,7 +15,7 @@ use rustyline::validate::Validator;
 use rustyline::{Editor, Helper};
 
 use revolve_core::guard;
-use revolve_core::view;
+use revolve_view as view;
 
 use revolve_io::live::Outcome;
 
@@ -30,7 +30,7 @@ type LineEditor = Editor<Commands, DefaultHistory>;
 /// session (read again before each prompt, as each turn reads them), and
 /// their arguments where they are words or names: the other running
 /// sessions of this directory (read on each Tab), skills and commands. The
-/// choice is `revolve_core::slash::complete` and `complete_argument`.
+/// choice is `revolve_view::slash::complete` and `complete_argument`.
 #[derive(Default)]
 struct Commands {
     skills: Vec<revolve_core::skills::Skill>,
@@ -38,7 +38,7 @@ struct Commands {
     models: Vec<String>,
     /// Where the running sessions are found, and this session's own name
     /// (never offered to `/send`).
-    sessions: Option<(revolve_io::store::Store, Option<String>)>,
+    sessions: Option<(revolve_store::store::Store, Option<String>)>,
 }
 
 impl Completer for Commands {
@@ -58,18 +58,18 @@ impl Completer for Commands {
             }
             _ => Vec::new(),
         };
-        let names = revolve_core::slash::Names {
+        let names = revolve_view::slash::Names {
             sessions: &sessions,
             skills: &self.skills,
             models: &self.models,
         };
-        if let Some((start, words)) = revolve_core::slash::complete_argument(line, pos, names) {
+        if let Some((start, words)) = revolve_view::slash::complete_argument(line, pos, names) {
             return Ok((start, spaced(words)));
         }
         if let Some((start, pairs)) = at_path(line, pos) {
             return Ok((start, pairs));
         }
-        let commands = revolve_core::slash::complete(line, pos, &self.skills);
+        let commands = revolve_view::slash::complete(line, pos, &self.skills);
         Ok((0, spaced(commands)))
     }
 }
@@ -138,8 +138,8 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
         .build();
-    let mut editor = LineEditor::with_config(config)
-        .map_err(|e| Error::Runtime(format!("cannot start the line editor: {e}")))?;
+    let mut editor =
+        LineEditor::with_config(config).map_err(Error::terminal("cannot start the line editor"))?;
     editor.set_helper(Some(Commands::default()));
     live.front_mut().sink.allow_spinner();
     let history = live.history_path();
@@ -193,11 +193,11 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>) -> Result<(), Error> {
                 continue;
             }
             Err(ReadlineError::Eof) => break,
-            Err(e) => return Err(Error::Runtime(format!("cannot read the terminal: {e}"))),
+            Err(e) => return Err(Error::terminal("cannot read the terminal")(e)),
         }
     }
     if let Some(dir) = history.parent() {
-        revolve_io::files::create_dir_all(dir).ok();
+        revolve_store::files::create_dir_all(dir).ok();
     }
     editor.save_history(&history).ok();
     Ok(())

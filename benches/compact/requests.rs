@@ -25,8 +25,8 @@ use revolve_core::compact;
 use revolve_core::record::{Context, Header, Message, Resumed, Totals};
 use revolve_core::{guard, prompt, refine};
 use revolve_core::{Command, Input, Record, Reply, Session, Settings, State, Usage};
-use revolve_io::log::LogWriter;
-use revolve_io::paths::{Project, Roots};
+use revolve_store::log::LogWriter;
+use revolve_store::paths::{Project, Roots};
 use revolve_testkit::{FakeProtocol, FakeReply, FakeServer, Limit, Overflows};
 use time::macros::datetime;
 use time::Duration as TimeDelta;
@@ -209,10 +209,12 @@ fn compaction(window: u64) -> Compaction {
     let started = Instant::now();
     let (mut session, _) = Session::resume(state, settings(), resumed);
     let notes = notes();
-    let mut cmds = session.handle(Input::User {
-        text: "one more turn".into(),
-        now: at,
-    });
+    let mut cmds = session
+        .handle(Input::User {
+            text: "one more turn".into(),
+            now: at,
+        })
+        .commands;
     let mut summaries = Vec::new();
     let mut sent_turn = 0;
     loop {
@@ -241,7 +243,7 @@ fn compaction(window: u64) -> Compaction {
             }
         }
         match next {
-            Some(input) => cmds = session.handle(input),
+            Some(input) => cmds = session.handle(input).commands,
             None => break,
         }
     }

@@ -71,8 +71,8 @@ use revolve_core::record::{
     Compacted, Compacting, Context, Continued, Failed, Header, Message, Pruned, ToolCall, Totals,
 };
 use revolve_core::Record;
-use revolve_io::log::LogWriter;
-use revolve_io::paths::{Project, Roots};
+use revolve_store::log::LogWriter;
+use revolve_store::paths::{Project, Roots};
 use time::{Duration as TimeDelta, OffsetDateTime};
 
 const MB: u64 = 1024 * 1024;

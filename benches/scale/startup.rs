@@ -9,7 +9,7 @@ pub(crate) fn startup(config: &Config, bin: &Path, scratch: &Scratch, table: &mu
     let mut rng = Rng(0x3e3e_0000_0000_0005);
     let texts = Texts::new(&mut rng);
     let config_root = env.root.join("config").join("task-agent");
-    let slug = revolve_io::paths::slug(&env.cwd);
+    let slug = revolve_store::paths::slug(&env.cwd);
     for (dir, n) in [
         (config_root.join("memory"), 50),
         (config_root.join("projects").join(&slug).join("memory"), 50),

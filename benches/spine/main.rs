@@ -39,9 +39,9 @@ use revolve_core::record::{
     Context, Failed, Header, Interrupted, Message, Renamed, Resumed, Totals,
 };
 use revolve_core::{Record, State};
-use revolve_io::log::{self, LogWriter};
-use revolve_io::paths::{Project, Roots};
-use revolve_io::store::Store;
+use revolve_store::log::{self, LogWriter};
+use revolve_store::paths::{Project, Roots};
+use revolve_store::store::Store;
 use time::{Duration as TimeDelta, OffsetDateTime};
 
 const MB: f64 = 1024.0 * 1024.0;

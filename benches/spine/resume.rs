@@ -123,13 +123,13 @@ pub(crate) fn resume(config: &Config, scratch: &Scratch, table: &mut Table) {
     let peak_reset = reset_peak_rss();
     let live = median(&mut repeat(few, || {
         let (state, records) = live_resume(&path);
-        let transcript = revolve_core::view::transcript(&records);
+        let transcript = revolve_view::transcript(&records);
         black_box((state.messages().len(), records.len(), transcript.len()))
     }));
     let live_peak = peak_rss();
     let (_, records) = live_resume(&path);
     let transcript = median(&mut repeat(few, || {
-        black_box(revolve_core::view::transcript(&records).len())
+        black_box(revolve_view::transcript(&records).len())
     }));
     drop(records);
     println!(

@@ -50,7 +50,7 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::view::when;
+use crate::text::{flat as one_line, when};
 
 /// How many progress notes travel in the prompt (the newest ones).
 pub(crate) const PROMPT_NOTES: usize = 8;
@@ -532,13 +532,6 @@ pub fn status_row(goals: &Goals, width: usize) -> Option<String> {
         return Some(String::new());
     };
     Some(line.chars().take(keep).chain(['…']).collect())
-}
-
-/// Text on one line: every control character (newlines, tabs) is a space.
-fn one_line(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
 }
 
 /// `text` cut to at most `max` characters (the last one `…` when cut), and

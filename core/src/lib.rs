@@ -21,11 +21,11 @@
 //! * [`config`]: where each setting comes from, provider presets, the
 //!   config file.
 //! * [`models`]: the known models' windows and prices, as data.
-//! * [`view`]: the status line, transcripts and listings.
+//! * [`summary`]: what a listing knows of a session.
+//! * [`text`]: times, token counts, text made safe for a terminal.
 
 #![forbid(unsafe_code)]
 
-pub mod attach;
 pub mod compact;
 pub mod config;
 pub mod edit;
@@ -48,12 +48,12 @@ pub mod rules;
 pub mod sandbox;
 pub mod session;
 pub mod skills;
-pub mod slash;
 pub mod state;
+pub mod summary;
+pub mod text;
 pub mod tools;
-pub mod view;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;
-pub use session::{Command, Delivery, Input, Reply, Session, Settings, Usage};
+pub use session::{Command, Delivery, Input, Outcome, Reply, Session, Settings, Step, Usage};
 pub use state::State;

@@ -4,7 +4,7 @@
 use std::collections::{BTreeSet, HashSet};
 use std::hash::BuildHasher;
 
-use crate::view::Summary;
+use crate::summary::Summary;
 
 /// The names in use, as [`allocate`] and [`validate`] ask about them: any
 /// set of strings (the shell lists ten thousand sessions' names into a hash

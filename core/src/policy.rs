@@ -97,6 +97,13 @@ pub const EDIT_CAP: u64 = 256 * 1024 * 1024;
 /// not be read without end.
 pub const OWN_FILE_CAP: u64 = 16 * 1024 * 1024;
 
+/// The most read of a file revolve reads because it sits in the
+/// repository (project instructions, a skill's `SKILL.md`, memory in a
+/// `.task-agent/` workspace, a `.git` file): past it the rest is left
+/// out. A cloned repository chooses these files, so they are bounded
+/// whatever they are.
+pub const REPO_FILE_CAP: u64 = 256 * 1024;
+
 /// The largest session index or journal read: they grow with the number
 /// of sessions (about 300 bytes each), so this bounds reading, not users.
 pub const INDEX_CAP: u64 = 1024 * 1024 * 1024;

@@ -20,7 +20,7 @@ use time::{Duration, OffsetDateTime};
 use crate::memory::{Label, MemoryFile, Scope, SnapshotKind, SnapshotMeta};
 use crate::record::{Message, Role};
 use crate::request::{AnswerLimit, Request, Wire};
-use crate::view;
+use crate::text;
 
 /// Turns after which a refinement runs on its own.
 pub(crate) const AUTO_TURNS: u64 = 25;
@@ -614,7 +614,7 @@ pub fn history(entries: &[Entry], diffs: &BTreeMap<(String, String), String>) ->
     }
     let mut out = String::new();
     for change in history_entries(entries, diffs, true) {
-        let when = change.at.map_or_else(|| change.stamp.clone(), view::when);
+        let when = change.at.map_or_else(|| change.stamp.clone(), text::when);
         let undone = if change.undone { " · (undone)" } else { "" };
         out.push_str(&format!(
             "{when} · session '{}' · after {} messages · {}{undone}\n",

@@ -9,12 +9,26 @@
 //!    folded records of an existing file);
 //! 2. feeds every event as an [`Input`] to [`Session::handle`], each stamped
 //!    with the time the shell read from its clock;
-//! 3. executes the returned [`Command`]s **in order** before the next input.
-//!    A command that asks for an answer makes the shell queue one input
-//!    (its answer); the shell feeds its queue first in, first out, and the
-//!    user's next input waits until the queue is empty (`drive` in
-//!    `io/src/live.rs`). So at most one request, tool or question is in
-//!    flight, and each answer reaches the core before anything newer.
+//! 3. executes the [`Step`]'s [`Command`]s **in order** before the next
+//!    input. A command that asks for an answer makes the shell queue one
+//!    input (its answer); the shell feeds its queue first in, first out,
+//!    and the user's next input waits until the queue is empty
+//!    (`run_input` in `io/src/live.rs`). So at most one request, tool or
+//!    question is in flight, and each answer reaches the core before
+//!    anything newer;
+//! 4. reports how the user's line or command ended from the steps'
+//!    [`Outcome`]s: the last one that is not [`Outcome::Going`] or
+//!    [`Outcome::Ignored`] stands. The shell never reads inputs or records
+//!    to find it.
+//!
+//! The session waits for one thing at a time: its phase (idle, counting,
+//! confirming, requesting, summarizing, running a tool, asking, editing,
+//! refining, rewinding, undoing), which carries what that wait needs. Every
+//! command that asks for an answer moves it into the phase that waits for
+//! that answer; [`Session::handle`] matches on the phase and the input, and
+//! an input that answers nothing outstanding falls into one arm that
+//! changes nothing and says so ([`Outcome::Ignored`]). [`Session::busy`]
+//! is "not idle".
 //!
 //! A memory refinement is driven the same way: the shell sends
 //! [`Input::Refine`] (the memory files it read, and for `/refine` the
@@ -157,15 +171,18 @@ use crate::record::{
 };
 use crate::refine;
 use crate::state::State;
+use crate::text as view;
 use crate::tools::{self, Tool};
-use crate::view;
 
 mod approval;
 mod compaction;
 mod edits;
+mod phase;
 mod protocol;
 mod refinement;
 pub use edits::Opened;
+use phase::{Due, Flight, Phase, Question};
+pub use phase::{Outcome, Step};
 pub use protocol::{
     Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, ToolEffects, Usage,
     SPILL_CHARS,
@@ -191,54 +208,13 @@ pub struct Session {
     /// or spilled by this run. Held here only, never logged, so a resumed
     /// session starts without them.
     grants: BTreeSet<String>,
-    /// The token estimate of the request in flight, for when the provider
-    /// reports no usage.
-    estimate: u64,
     /// The memory files and goal the next request's system prompt holds.
     parts: prompt::Parts,
-    /// Whether the request due now compacted already (each request
-    /// compacts at most once on its own, so a history that cannot shrink
-    /// never loops); cleared when a request goes out and when a turn begins.
-    compacted_this_turn: bool,
-    /// Whether the request due now was counted by the server already; the
-    /// body size of the one being counted, while it is.
-    counted: bool,
-    stop_counted: bool,
-    counting: usize,
-    /// A costly compaction waits for the user's answer; the user said yes
-    /// (or no) to the one due now.
-    confirming: bool,
-    costly: Option<bool>,
-    /// How many turns the compaction for the request due now keeps
-    /// verbatim: [`compact::KEEP_TURNS`], fewer when they do not fit.
-    keep_turns: usize,
-    /// The body size of the request in flight, for the calibration.
-    in_flight_bytes: usize,
-    /// A summary in pieces: the pieces asked for so far, and about how
-    /// many it takes (said as "piece k of about n").
-    pieces: (u64, u64),
-    /// Whether the request due now was refused as too large once already.
-    overflow_retried: bool,
-    /// Whether messages taken from the inbox wait for the next user line's
-    /// request.
-    inbox_waiting: bool,
-    /// The edit between its [`Command::Stage`] and its write.
-    staged: Option<edits::Staged>,
-    /// The shell call the user just allowed, which runs without asking.
-    allowed_call: Option<String>,
-    /// The shell call the sandbox seems to have refused, and its output,
-    /// while the user is asked whether it may run once outside.
-    held_refusal: Option<(String, String)>,
-    /// The shell call the user let run outside the sandbox (asked once).
-    outside_call: Option<String>,
-    /// The `request_file_grant` call the user is asked about, and the path
-    /// (canonical) it asks for.
-    asked_grant: Option<(String, String)>,
     /// Whether the user was told that shell changes outside git are not
     /// tracked (once a run).
     told_untracked: bool,
-    /// The refinement under way (`/refine`, or on its own).
-    refinement: Option<refinement::Refinement>,
+    /// What the session waits for now.
+    phase: Phase,
 }
 
 impl Session {
@@ -259,7 +235,14 @@ impl Session {
         let mut session = Session::new(state, settings);
         // A turn a crash left open is closed the way Ctrl-C closes one, so
         // the history the model gets next is well formed and the turn counts.
-        let mut cmds = session.interrupt(String::new(), resumed.at);
+        let open = session.state.awaiting
+            || !session.state.open_calls.is_empty()
+            || session.state.compacting.is_some();
+        let mut cmds = if open {
+            session.interrupt(String::new(), resumed.at)
+        } else {
+            Vec::new()
+        };
         cmds.extend(session.append(vec![Record::Resumed(resumed)]));
         (session, cmds)
     }
@@ -269,26 +252,9 @@ impl Session {
             state,
             settings,
             grants: BTreeSet::new(),
-            estimate: 0,
-            compacted_this_turn: false,
-            counted: false,
-            stop_counted: false,
-            counting: 0,
-            confirming: false,
-            costly: None,
-            keep_turns: compact::KEEP_TURNS,
-            in_flight_bytes: 0,
-            pieces: (0, 0),
-            overflow_retried: false,
             parts: prompt::Parts::default(),
-            inbox_waiting: false,
-            staged: None,
-            allowed_call: None,
-            held_refusal: None,
-            outside_call: None,
-            asked_grant: None,
             told_untracked: false,
-            refinement: None,
+            phase: Phase::Idle,
         }
     }
 
@@ -325,71 +291,176 @@ impl Session {
             )
     }
 
-    /// Whether a request, a tool or a compaction is in flight.
+    /// Whether anything is outstanding: a turn (its request, a count, a
+    /// question, a summary, a tool, an edit), a compaction, a refinement,
+    /// a rewind or an undo.
     pub fn busy(&self) -> bool {
-        self.state.awaiting
-            || !self.state.open_calls.is_empty()
-            || self.state.compacting.is_some()
-            || self.confirming
+        !matches!(self.phase, Phase::Idle)
     }
 
-    /// Handles one input; the commands must be executed in order.
-    #[must_use = "the shell must execute every command, in order"]
-    pub fn handle(&mut self, input: Input) -> Vec<Command> {
-        match input {
-            Input::User { text, now } => self.user(text, now),
-            Input::Counted { tokens, now } => self.counted(tokens, now),
-            Input::Confirmed { yes, now } if self.refine_confirming() => {
-                self.refine_confirmed(yes, now)
+    /// Handles one input: the commands must be executed in order, and the
+    /// outcome says how it ended what the user asked (see the module doc).
+    pub fn handle(&mut self, input: Input) -> Step {
+        let phase = std::mem::take(&mut self.phase);
+        let (commands, outcome) = match (phase, input) {
+            (Phase::Counting { bytes, due }, Input::Counted { tokens, now }) => {
+                (self.counted(bytes, due, tokens, now), Outcome::Going)
             }
-            Input::Confirmed { yes, now } => self.confirmed(yes, now),
-            Input::Reply { reply, now } => self.reply(reply, now),
-            Input::Inbox {
-                messages,
-                answer,
-                now,
-            } => self.inbox(messages, answer, now),
+            (Phase::Confirming { due }, Input::Confirmed { yes, now }) => {
+                (self.confirmed(due, yes, now), Outcome::Going)
+            }
+            (
+                Phase::Requesting { flight, retried },
+                input @ (Input::Reply { .. } | Input::Failed { .. } | Input::Overflowed { .. }),
+            ) => self.request_answered(flight, retried, input),
+            (
+                Phase::Summarizing { flight, due },
+                input @ (Input::Summarized { .. }
+                | Input::SummaryFailed { .. }
+                | Input::Overflowed { .. }),
+            ) => self.summary_answered(flight, due, input),
+            (
+                p @ Phase::Refining(_),
+                input @ (Input::Confirmed { .. }
+                | Input::RefineReply { .. }
+                | Input::RefineFailed { .. }
+                | Input::Interrupted { .. }
+                | Input::MemoryChanged { .. }),
+            ) => {
+                self.phase = p;
+                self.refinement_input(input)
+            }
+            (
+                Phase::Running {
+                    id: running,
+                    outside,
+                },
+                input @ (Input::ToolDone { .. } | Input::SandboxRefused { .. }),
+            ) if tool_id(&input) == Some(running.as_str()) => {
+                (self.tool_ended(outside, input), Outcome::Going)
+            }
+            (
+                Phase::Asking(Question::Outside { id: held, output }),
+                Input::Outside { id, yes, now },
+            ) if held == id => (self.outside(id, output, yes, now), Outcome::Going),
+            (Phase::Asking(q), Input::Answered { id, answer, now }) if q.id() == id => {
+                (self.answered(q, id, answer, now), Outcome::Going)
+            }
+            (
+                Phase::Editing {
+                    id: editing,
+                    staged,
+                },
+                input @ (Input::Opened { .. } | Input::Staged { .. } | Input::Wrote { .. }),
+            ) if tool_id(&input) == Some(editing.as_str()) => {
+                (self.edit_input(staged, input), Outcome::Going)
+            }
+            (
+                Phase::Rewinding,
+                Input::Restored {
+                    on_disk,
+                    errors,
+                    resumed,
+                    now,
+                },
+            ) => (
+                self.restored(&on_disk, &errors, resumed, now),
+                Outcome::Going,
+            ),
+            (Phase::Undoing, Input::Undone { entry, files, now }) => {
+                let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
+                    at: now,
+                    entry,
+                    files,
+                })]);
+                cmds.push(Command::Sync);
+                (cmds, Outcome::Going)
+            }
+            (phase, Input::Interrupted { partial, now }) if phase.in_turn() => {
+                (self.interrupt(partial, now), Outcome::Interrupted)
+            }
+            (phase, input) => {
+                self.phase = phase;
+                self.between(input)
+            }
+        };
+        // A turn core ended on its own says why in its `stopped` record.
+        let outcome = commands
+            .iter()
+            .find_map(|c| match c {
+                Command::Append(Record::Stopped(s)) => Some(Outcome::Stopped(s.reason.clone())),
+                _ => None,
+            })
+            .unwrap_or(outcome);
+        Step { commands, outcome }
+    }
+
+    /// The answer to the turn's request in flight.
+    fn request_answered(
+        &mut self,
+        flight: Flight,
+        retried: bool,
+        input: Input,
+    ) -> (Vec<Command>, Outcome) {
+        match input {
+            Input::Reply { reply, now } => (self.reply(flight, reply, now), Outcome::Answered),
             Input::Failed {
                 error,
                 partial,
                 now,
             } => {
-                // Only a request can fail; tools report errors as results,
-                // and a summary's failure is SummaryFailed.
-                if !self.state.awaiting || self.state.compacting.is_some() {
-                    return Vec::new();
-                }
-                let end = Record::Failed(Failed { at: now, error });
-                self.cut_short(partial, end, now)
+                let end = Record::Failed(Failed {
+                    at: now,
+                    error: error.clone(),
+                });
+                (self.cut_short(partial, end, now), Outcome::Failed(error))
             }
             Input::Overflowed {
                 error,
                 limit,
                 asked,
                 now,
-            } => self.overflowed(error, crate::overflow::Overflow { limit, asked }, now),
-            Input::Interrupted { now, .. } if self.refine_asking() => self.refine_interrupted(now),
-            Input::Interrupted { partial, now } => self.interrupt(partial, now),
-            Input::Refine {
-                auto,
-                files,
-                chain,
+            } => {
+                let overflow = crate::overflow::Overflow { limit, asked };
+                let cmds = self.overflowed(flight, retried, error, overflow, now);
+                (cmds, Outcome::Going)
+            }
+            other => self.ignored(&other),
+        }
+    }
+
+    /// An input that answers nothing outstanding: what the user asks
+    /// between turns (each says itself what it does while busy), the
+    /// prompt's parts, and the one arm for an answer nobody waits for.
+    fn between(&mut self, input: Input) -> (Vec<Command>, Outcome) {
+        let cmds = match input {
+            Input::User { text, now } => self.user(text, now),
+            Input::Inbox {
+                messages,
+                answer,
                 now,
-            } => self.refine(auto, files, chain, now),
-            Input::RefineReply { reply, now } => self.refine_reply(reply, now),
-            Input::RefineFailed { error, now } => self.refine_failed(&error, now),
+            } => self.inbox(messages, answer, now),
             Input::Prompt(parts) => {
                 self.parts = parts;
                 Vec::new()
             }
             Input::Compact { now } => {
                 if self.busy() {
-                    return vec![Command::Show(
-                        "a turn is still running; compact after it".into(),
-                    )];
+                    return (
+                        vec![Command::Show(
+                            "a turn is still running; compact after it".into(),
+                        )],
+                        Outcome::Going,
+                    );
                 }
-                self.compact(true, now)
+                self.compact(true, &mut Due::default(), now)
             }
+            Input::Refine {
+                auto,
+                files,
+                chain,
+                now,
+            } if !self.busy() => self.refine(auto, files, chain, now),
             Input::GoOn { now } => self.go_on(now),
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
@@ -405,90 +476,12 @@ impl Session {
                     None => "max cost: none for this session from now on".to_owned(),
                 })]
             }
-            Input::SandboxRefused {
-                id,
-                output,
-                effects,
-                now,
-            } => {
-                let mut cmds = self.tool_effects(&id, effects, now);
-                cmds.extend(self.sandbox_refused(id, output, now));
-                cmds
+            Input::Undo if !self.busy() => {
+                self.phase = Phase::Undoing;
+                vec![Command::Undo]
             }
-            Input::Outside { id, yes, now } => self.outside(id, yes, now),
-            Input::MemoryChanged { entry, now } if self.refine_writing() => {
-                self.refine_written(entry, now)
-            }
-            Input::MemoryChanged { entry, .. } => vec![Command::Show(format!(
-                "ignored a memory change ({entry}) no refinement asked for"
-            ))],
-            Input::Undo => vec![Command::Undo],
-            Input::Undone { entry, files, now } => {
-                let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
-                    at: now,
-                    entry,
-                    files,
-                })]);
-                cmds.push(Command::Sync);
-                cmds
-            }
-            Input::Summarized { reply, new_id, now } => self.summarized(reply, new_id, now),
-            Input::SummaryFailed { error, now } => {
-                if self.state.compacting.is_none() {
-                    return Vec::new();
-                }
-                let failed = Record::CompactionFailed(Failed {
-                    at: now,
-                    error: error.clone(),
-                });
-                let mut cmds = self.append(vec![failed]);
-                cmds.push(Command::Show(format!(
-                    "compaction failed ({error}); the session goes on uncompacted"
-                )));
-                if self.state.awaiting {
-                    cmds.extend(self.request(now));
-                }
-                cmds
-            }
-            Input::ToolDone {
-                id,
-                output,
-                grant,
-                effects,
-                now,
-            } => {
-                // What the tool did is logged before its result.
-                let mut cmds = self.tool_effects(&id, effects, now);
-                cmds.extend(self.tool_done(id, output, grant, now));
-                cmds
-            }
-            Input::Opened {
-                id,
-                opened,
-                keys,
-                now,
-            } => self.opened(id, opened, &keys, now),
-            Input::Staged {
-                id,
-                answer,
-                after,
-                error,
-                now,
-            } => self.staged(id, answer, after, error, now),
-            Input::Wrote { id, error, now } => self.wrote(id, error, now),
-            Input::Answered { id, answer, now } => self.answered(id, answer, now),
             Input::Found { hash, now } => self.found(hash, now),
-            Input::McpTools { tools, now } => {
-                // Between turns only: a request in flight was sent with
-                // the list standing, and replay rebuilds it with that one.
-                if tools == self.state.mcp_tools || self.busy() {
-                    return Vec::new();
-                }
-                self.append(vec![Record::McpTools(crate::record::McpTools {
-                    at: now,
-                    tools,
-                })])
-            }
+            Input::McpTools { tools, now } => self.mcp_tools(tools, now),
             Input::Rewind {
                 turns,
                 scope,
@@ -500,66 +493,168 @@ impl Session {
             Input::Restored {
                 on_disk,
                 errors,
-                resumed,
+                resumed: true,
                 now,
-            } => self.restored(&on_disk, &errors, resumed, now),
-            Input::Rename { name, used, now } => match names::validate(&name, &used) {
-                Ok(()) => {
-                    let renamed = Record::Renamed(Renamed {
-                        at: now,
-                        name: name.clone(),
-                        generated: false,
-                    });
-                    let mut cmds = self.append(vec![renamed]);
-                    cmds.push(Command::Show(format!("this session is now named '{name}'")));
-                    cmds
-                }
-                Err(why) => vec![Command::Show(format!(
-                    "cannot name this session '{name}': {why}"
-                ))],
-            },
-            Input::Address { used, now } => {
-                if self.state().name.is_some() {
-                    return Vec::new();
-                }
-                let name = names::allocate(&used);
+            } if !self.busy() => self.restored(&on_disk, &errors, true, now),
+            Input::Rename { name, used, now } => self.rename(name, &used, now),
+            Input::Address { used, now } => self.address(&used, now),
+            other => return self.ignored(&other),
+        };
+        (cmds, Outcome::Going)
+    }
+
+    /// The one arm for an input that answers nothing the session waits
+    /// for: nothing changes, and the user is told (an interrupt with
+    /// nothing in flight, or an answer to a request no longer waited for,
+    /// is told nothing: it raced with the end it answers).
+    fn ignored(&mut self, input: &Input) -> (Vec<Command>, Outcome) {
+        let quiet = matches!(
+            input,
+            Input::Interrupted { .. }
+                | Input::Failed { .. }
+                | Input::Counted { .. }
+                | Input::Confirmed { .. }
+                | Input::Overflowed { .. }
+                | Input::SummaryFailed { .. }
+                | Input::Summarized { .. }
+                | Input::RefineReply { .. }
+                | Input::RefineFailed { .. }
+                | Input::Restored { .. }
+        );
+        let cmds = if quiet {
+            Vec::new()
+        } else {
+            let call = tool_id(input).map_or(String::new(), |id| format!(" for tool call {id}"));
+            vec![Command::Show(format!(
+                "ignored {}{call}: it answers nothing the session waits for",
+                input.name()
+            ))]
+        };
+        (cmds, Outcome::Ignored)
+    }
+
+    /// `/name`: the name, when no other session of this directory uses
+    /// it.
+    fn rename(
+        &mut self,
+        name: String,
+        used: &BTreeSet<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        match names::validate(&name, used) {
+            Ok(()) => {
                 let renamed = Record::Renamed(Renamed {
                     at: now,
                     name: name.clone(),
-                    generated: true,
+                    generated: false,
                 });
                 let mut cmds = self.append(vec![renamed]);
-                cmds.push(Command::Show(format!(
-                    "this session has no name: it is '{name}' now, for revolve send and attach"
-                )));
+                cmds.push(Command::Show(format!("this session is now named '{name}'")));
                 cmds
             }
+            Err(why) => vec![Command::Show(format!(
+                "cannot name this session '{name}': {why}"
+            ))],
+        }
+    }
+
+    /// An unnamed session gets a generated name, for `revolve send` and
+    /// `attach`.
+    fn address(&mut self, used: &BTreeSet<String>, now: OffsetDateTime) -> Vec<Command> {
+        if self.state().name.is_some() {
+            return Vec::new();
+        }
+        let name = names::allocate(used);
+        let renamed = Record::Renamed(Renamed {
+            at: now,
+            name: name.clone(),
+            generated: true,
+        });
+        let mut cmds = self.append(vec![renamed]);
+        cmds.push(Command::Show(format!(
+            "this session has no name: it is '{name}' now, for revolve send and attach"
+        )));
+        cmds
+    }
+
+    /// The MCP tools offered now, logged when the list changed; between
+    /// turns only: a request in flight was sent with the list standing,
+    /// and replay rebuilds it with that one.
+    fn mcp_tools(&mut self, tools: Vec<crate::mcp::McpTool>, now: OffsetDateTime) -> Vec<Command> {
+        if tools == self.state.mcp_tools || self.busy() {
+            return Vec::new();
+        }
+        self.append(vec![Record::McpTools(crate::record::McpTools {
+            at: now,
+            tools,
+        })])
+    }
+
+    /// A compaction's summary failed: the session goes on uncompacted (the
+    /// turn's request goes out when one waits).
+    fn summary_failed(&mut self, due: Due, error: String, now: OffsetDateTime) -> Vec<Command> {
+        let failed = Record::CompactionFailed(Failed {
+            at: now,
+            error: error.clone(),
+        });
+        let mut cmds = self.append(vec![failed]);
+        cmds.push(Command::Show(format!(
+            "compaction failed ({error}); the session goes on uncompacted"
+        )));
+        if self.state.awaiting {
+            cmds.extend(self.request(due, now));
+        }
+        cmds
+    }
+
+    /// The running tool's result ([`Input::ToolDone`],
+    /// [`Input::SandboxRefused`]): what it did is logged before it.
+    fn tool_ended(&mut self, outside: bool, input: Input) -> Vec<Command> {
+        match input {
+            Input::ToolDone {
+                id,
+                output,
+                grant,
+                effects,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.tool_done(id, output, grant, now));
+                cmds
+            }
+            Input::SandboxRefused {
+                id,
+                output,
+                effects,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.sandbox_refused(id, output, outside, now));
+                cmds
+            }
+            other => self.ignored(&other).0,
         }
     }
 
     fn user(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
         // Messages just taken from the inbox wait for this turn's request.
-        let inbox = std::mem::take(&mut self.inbox_waiting);
-        if self.busy() && !inbox {
+        let inbox = matches!(self.phase, Phase::Taken);
+        if inbox {
+            self.phase = Phase::Idle;
+        }
+        if self.busy() {
             return vec![Command::Show(
                 "a turn is still running; wait for it or press Ctrl-C".into(),
             )];
         }
         if text.trim().is_empty() {
             if inbox {
-                self.compacted_this_turn = false;
-                self.counted = false;
-                self.stop_counted = false;
-                return self.request(now);
+                return self.request(Due::default(), now);
             }
             return Vec::new();
         }
-        self.compacted_this_turn = false;
-        self.counted = false;
-        self.stop_counted = false;
-        self.overflow_retried = false;
         let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
-        cmds.extend(self.request(now));
+        cmds.extend(self.request(Due::default(), now));
         cmds
     }
 
@@ -600,19 +695,16 @@ impl Session {
         // Taken for good before the inbox forgets them.
         cmds.push(Command::Sync);
         if answer {
-            self.compacted_this_turn = false;
-            self.counted = false;
-            self.stop_counted = false;
-            cmds.extend(self.request(now));
+            cmds.extend(self.request(Due::default(), now));
         } else {
-            self.inbox_waiting = true;
+            self.phase = Phase::Taken;
         }
         cmds
     }
 
     /// The next request, once it is due: the system prompt is written when
     /// it changed, and a session near its window compacts first.
-    fn request(&mut self, now: OffsetDateTime) -> Vec<Command> {
+    fn request(&mut self, mut due: Due, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         let mut system = prompt::system(
             self.state.header.as_ref().map_or("", |h| &h.cwd),
@@ -628,24 +720,25 @@ impl Session {
         }
         let window = self.state.window;
         let (mut request, estimate) = self.measure();
-        let due = compact::due(self.state.totals.last_context, window)
+        let near = compact::due(self.state.totals.last_context, window)
             || !compact::fits(estimate, window);
         // Before compacting on an estimate no count stands behind, ask
         // the server to count, where that is free.
-        if due && !self.compacted_this_turn && !self.counted && self.settings.counts {
+        if near && !due.compacted && !due.counted && self.settings.counts {
             if let Some(request) = request.as_ref().filter(|r| {
                 compact::count_helps(&self.state.totals, r.body.len(), estimate, window)
             }) {
-                self.counted = true;
-                self.counting = request.body.len();
+                due.counted = true;
+                let bytes = request.body.len();
+                self.phase = Phase::Counting { bytes, due };
                 cmds.push(Command::Count(request.clone()));
                 return cmds;
             }
         }
-        if due && !self.compacted_this_turn {
-            self.compacted_this_turn = true;
-            let done = self.compact(false, now);
-            if self.state.compacting.is_some() || self.confirming {
+        if near && !due.compacted {
+            due.compacted = true;
+            let done = self.compact(false, &mut due, now);
+            if self.waits_for_notes() {
                 // The request goes out once the notes are in.
                 cmds.extend(done);
                 return cmds;
@@ -663,8 +756,8 @@ impl Session {
             None => self.built(),
         };
         if !compact::fits(estimate, window) {
-            cmds.extend(self.give_way(now));
-            if self.state.compacting.is_some() || self.confirming {
+            cmds.extend(self.give_way(&mut due, now));
+            if self.waits_for_notes() {
                 return cmds;
             }
             (request, estimate) = self.built();
@@ -673,11 +766,12 @@ impl Session {
         // request, where that is free: it may fit after all.
         if !compact::fits(estimate, window)
             && self.settings.counts
-            && !self.stop_counted
+            && !due.stop_counted
             && request.body.len() as u64 != self.state.totals.cal_bytes
         {
-            self.stop_counted = true;
-            self.counting = request.body.len();
+            due.stop_counted = true;
+            let bytes = request.body.len();
+            self.phase = Phase::Counting { bytes, due };
             cmds.push(Command::Count(request));
             return cmds;
         }
@@ -699,19 +793,28 @@ impl Session {
             cmds.extend(self.stop(reason, now));
             return cmds;
         }
-        self.estimate = estimate;
-        self.in_flight_bytes = request.body.len();
-        self.compacted_this_turn = false;
-        self.counted = false;
-        self.stop_counted = false;
-        self.costly = None;
-        self.keep_turns = compact::KEEP_TURNS;
         if let Some(reason) = self.over_budget(estimate) {
             cmds.extend(self.stop(reason, now));
             return cmds;
         }
+        self.phase = Phase::Requesting {
+            flight: Flight {
+                estimate,
+                bytes: request.body.len(),
+            },
+            retried: due.retried,
+        };
         cmds.push(Command::Call(request));
         cmds
+    }
+
+    /// Whether the request due waits for working notes, or for the user's
+    /// yes to writing them.
+    fn waits_for_notes(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Summarizing { .. } | Phase::Confirming { .. }
+        )
     }
 
     /// The prices of the model this session asks, when the table knows
@@ -751,14 +854,10 @@ impl Session {
     /// The user answered whether a costly compaction may run: yes runs it
     /// (the request due, or `/compact`, decided again); no leaves the
     /// history as it is, and the turn goes on as far as it fits.
-    fn confirmed(&mut self, yes: bool, now: OffsetDateTime) -> Vec<Command> {
-        if !self.confirming {
-            return Vec::new();
-        }
-        self.confirming = false;
-        self.costly = Some(yes);
-        self.compacted_this_turn = false;
-        self.keep_turns = compact::KEEP_TURNS;
+    fn confirmed(&mut self, mut due: Due, yes: bool, now: OffsetDateTime) -> Vec<Command> {
+        due.costly = Some(yes);
+        due.compacted = false;
+        due.keep_turns = compact::KEEP_TURNS;
         let mut cmds = Vec::new();
         if !yes {
             cmds.push(Command::Show(
@@ -766,12 +865,13 @@ impl Session {
             ));
         }
         if self.state.awaiting {
-            cmds.extend(self.request(now));
+            cmds.extend(self.request(due, now));
         } else if yes {
-            cmds.extend(self.compact(true, now));
-            self.costly = None;
-        } else {
-            self.costly = None;
+            cmds.extend(self.compact(true, &mut due, now));
+            // The yes was for this compaction only.
+            if let Phase::Summarizing { due, .. } = &mut self.phase {
+                due.costly = None;
+            }
         }
         cmds
     }
@@ -779,8 +879,13 @@ impl Session {
     /// The server counted the request due ([`Command::Count`]): the count
     /// is logged (it calibrates every later estimate) and the request is
     /// decided again.
-    fn counted(&mut self, tokens: Option<u64>, now: OffsetDateTime) -> Vec<Command> {
-        let bytes = std::mem::take(&mut self.counting);
+    fn counted(
+        &mut self,
+        bytes: usize,
+        due: Due,
+        tokens: Option<u64>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         if bytes == 0 || !self.state.awaiting {
             return Vec::new();
         }
@@ -792,16 +897,11 @@ impl Session {
                 tokens,
             })]));
         }
-        cmds.extend(self.request(now));
+        cmds.extend(self.request(due, now));
         cmds
     }
 
-    fn reply(&mut self, reply: Reply, now: OffsetDateTime) -> Vec<Command> {
-        // While notes are being written, the turn's request has not gone out.
-        if !self.state.awaiting || self.state.compacting.is_some() {
-            return vec![Command::Show("ignored an answer to no request".into())];
-        }
-        self.overflow_retried = false;
+    fn reply(&mut self, flight: Flight, reply: Reply, now: OffsetDateTime) -> Vec<Command> {
         // Without the provider's count, the estimate: the request's, and
         // the answer's text and calls as the same bytes per token.
         let answer_bytes = reply.text.len()
@@ -811,7 +911,7 @@ impl Session {
                 .map(|c| c.name.len() + c.arguments.len())
                 .sum::<usize>();
         let usage = reply.usage.unwrap_or(Usage {
-            prompt_tokens: self.estimate,
+            prompt_tokens: flight.estimate,
             completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
             ..Usage::default()
         });
@@ -836,8 +936,8 @@ impl Session {
         let mut totals = self.totals(Some(usage), last_context, !counted, ends_turn, now);
         if let Record::Totals(t) = &mut totals {
             t.in_out_estimated |= !counted;
-            if counted && usage.prompt_tokens > 0 && self.in_flight_bytes > 0 {
-                t.cal_bytes = self.in_flight_bytes as u64;
+            if counted && usage.prompt_tokens > 0 && flight.bytes > 0 {
+                t.cal_bytes = flight.bytes as u64;
                 t.cal_tokens = usage.prompt_tokens;
             }
         }
@@ -855,6 +955,12 @@ impl Session {
     /// error as result at once. When none is left, the next request goes
     /// out, unless the turn took its tool rounds.
     fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        self.next_tool_allowed(None, now)
+    }
+
+    /// [`Session::next_tool`], where the user just allowed the call
+    /// `allowed` (it runs without asking).
+    fn next_tool_allowed(&mut self, allowed: Option<&str>, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         while let Some(call) = self.state.open_calls.first().cloned() {
             if let Some(error) = self.over_calls_per_answer() {
@@ -879,13 +985,20 @@ impl Session {
                 }
             }
             if crate::mcp::is_mcp(&call.name) {
-                match self.mcp_gate(&call, now) {
+                match self.mcp_gate(&call, allowed, now) {
                     approval::Gate::Run(logged) => {
                         cmds.extend(logged);
                         cmds.push(self.call_mcp(&call));
+                        self.phase = Phase::Running {
+                            id: call.id,
+                            outside: false,
+                        };
                         return cmds;
                     }
                     approval::Gate::Ask => {
+                        self.phase = Phase::Asking(Question::Run {
+                            id: call.id.clone(),
+                        });
                         cmds.push(Command::Ask {
                             command: crate::mcp::question(&call.name, &call.arguments),
                             id: call.id,
@@ -933,6 +1046,10 @@ impl Session {
                         continue;
                     }
                     if let Some(path) = tool.edit_path() {
+                        self.phase = Phase::Editing {
+                            id: call.id.clone(),
+                            staged: None,
+                        };
                         cmds.push(Command::Open {
                             id: call.id,
                             path: path.to_owned(),
@@ -943,9 +1060,12 @@ impl Session {
                         return cmds;
                     }
                     if let Tool::Shell { command, .. } = &tool {
-                        match self.shell_gate(&call.id, command, now) {
+                        match self.shell_gate(&call.id, command, allowed, now) {
                             approval::Gate::Run(logged) => cmds.extend(logged),
                             approval::Gate::Ask => {
+                                self.phase = Phase::Asking(Question::Run {
+                                    id: call.id.clone(),
+                                });
                                 cmds.push(Command::Ask {
                                     id: call.id,
                                     command: command.clone(),
@@ -958,6 +1078,10 @@ impl Session {
                             }
                         }
                     }
+                    self.phase = Phase::Running {
+                        id: call.id.clone(),
+                        outside: false,
+                    };
                     cmds.push(Command::RunTool {
                         id: call.id,
                         tool,
@@ -980,7 +1104,7 @@ impl Session {
             cmds.extend(self.stop(StopReason::ToolRounds { limit }, now));
             return cmds;
         }
-        cmds.extend(self.request(now));
+        cmds.extend(self.request(Due::default(), now));
         cmds
     }
 
@@ -1030,17 +1154,25 @@ impl Session {
     /// The shell call `id` reads as refused by the sandbox: a user at a
     /// terminal is asked whether it may run once outside (not while
     /// planning, and once per call); otherwise its output is its result.
-    fn sandbox_refused(&mut self, id: String, output: String, now: OffsetDateTime) -> Vec<Command> {
+    fn sandbox_refused(
+        &mut self,
+        id: String,
+        output: String,
+        again: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let command = self
             .running_call(&id)
             .and_then(|call| match tools::parse(call) {
                 Ok(Tool::Shell { command, .. }) => Some(command),
                 _ => None,
             });
-        let again = self.outside_call.as_deref() == Some(id.as_str());
         match command {
             Some(command) if self.settings.interactive && !self.state.planning && !again => {
-                self.held_refusal = Some((id.clone(), output));
+                self.phase = Phase::Asking(Question::Outside {
+                    id: id.clone(),
+                    output,
+                });
                 vec![Command::AskOutside { id, command }]
             }
             _ => self.tool_done(id, output, None, now),
@@ -1050,12 +1182,13 @@ impl Session {
     /// The user answered whether the refused call `id` may run once
     /// outside the sandbox: logged (an `approved` record of `unsandboxed`);
     /// yes runs it again outside, no keeps the sandbox's result.
-    fn outside(&mut self, id: String, yes: bool, now: OffsetDateTime) -> Vec<Command> {
-        let Some((_, output)) = self.held_refusal.take_if(|(held, _)| *held == id) else {
-            return vec![Command::Show(format!(
-                "ignored an answer for tool call {id}, which is not waiting for one"
-            ))];
-        };
+    fn outside(
+        &mut self,
+        id: String,
+        output: String,
+        yes: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let Some(call) = self.running_call(&id).cloned() else {
             return Vec::new();
         };
@@ -1082,7 +1215,10 @@ impl Session {
             cmds.extend(self.tool_done(id, output, None, now));
             return cmds;
         }
-        self.outside_call = Some(id.clone());
+        self.phase = Phase::Running {
+            id: id.clone(),
+            outside: true,
+        };
         cmds.push(Command::RunTool {
             id,
             tool,
@@ -1230,8 +1366,6 @@ impl Session {
     /// saying it was not run, then the `stopped` record and the totals.
     /// The shell tells the user, from the record.
     fn stop(&mut self, reason: StopReason, now: OffsetDateTime) -> Vec<Command> {
-        self.asked_grant = None;
-        self.held_refusal = None;
         let text = guard::stopped_result(&reason);
         let mut records: Vec<Record> = self
             .state
@@ -1272,11 +1406,8 @@ impl Session {
                 "nothing to go on with: no turn stopped after its tool results".into(),
             )];
         }
-        self.compacted_this_turn = false;
-        self.counted = false;
-        self.stop_counted = false;
         let mut cmds = self.append(vec![Record::WentOn(WentOn { at: now })]);
-        cmds.extend(self.request(now));
+        cmds.extend(self.request(Due::default(), now));
         cmds
     }
 
@@ -1369,13 +1500,6 @@ impl Session {
     /// Ends a turn in flight: open tool calls get results saying they were
     /// cut, or what streamed is kept as a partial answer; then `end`.
     fn cut_short(&mut self, partial: String, end: Record, now: OffsetDateTime) -> Vec<Command> {
-        if !self.busy() {
-            return Vec::new();
-        }
-        // A question still open is about a call that ends here, and so is
-        // an edit staged and not logged.
-        self.asked_grant = None;
-        self.staged = None;
         let mut records = interrupted_results(&self.state.open_calls, now);
         if !partial.is_empty() && records.is_empty() {
             records.push(Record::Message(Message {
@@ -1390,6 +1514,8 @@ impl Session {
     /// Appends what ends a turn (results for the calls still open, the
     /// record saying why), then the totals counting the turn, and syncs.
     fn close_turn(&mut self, records: Vec<Record>, now: OffsetDateTime) -> Vec<Command> {
+        // Whatever was asked or staged is about a call that ends here.
+        self.phase = Phase::Idle;
         let mut cmds = self.append(records);
         let before = &self.state.totals;
         let totals = self.totals(None, before.last_context, before.estimated, true, now);
@@ -1494,6 +1620,18 @@ impl Session {
                 Command::Append(r)
             })
             .collect()
+    }
+}
+
+/// The tool call an answer about a tool is for.
+fn tool_id(input: &Input) -> Option<&str> {
+    match input {
+        Input::ToolDone { id, .. }
+        | Input::SandboxRefused { id, .. }
+        | Input::Opened { id, .. }
+        | Input::Staged { id, .. }
+        | Input::Wrote { id, .. } => Some(id),
+        _ => None,
     }
 }
 

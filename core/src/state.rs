@@ -235,6 +235,11 @@ impl State {
         &self.rewinds
     }
 
+    /// Whether the session is planning (`/plan`): edits refused.
+    pub fn planning(&self) -> bool {
+        self.planning
+    }
+
     /// The reasoning effort the requests ask (the last `effort` record).
     pub fn effort(&self) -> Option<crate::models::Effort> {
         self.effort

@@ -259,7 +259,7 @@ impl World {
         let mut last = Vec::new();
         while let Some(input) = queue.pop_front() {
             self.now += Duration::seconds(1);
-            let cmds = self.session.handle(input);
+            let cmds = self.session.handle(input).commands;
             last = cmds.clone();
             queue.extend(self.take(cmds));
             // Replay equals live, step by step.

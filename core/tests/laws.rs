@@ -17,6 +17,22 @@ use revolve_core::{Command, Delivery, Input, Reply, Request, Session, Settings, 
 use time::macros::datetime;
 use time::{Duration, OffsetDateTime};
 
+/// The seed the laws run with unless `REVOLVE_LAWS_SEED` (read when the
+/// tests are built) names another: a fixed one, so a failure shows again.
+const SEED: u64 = 0x5eed_1a35;
+
+/// The laws' runner: seeded ([`SEED`] or `REVOLVE_LAWS_SEED`), the seed
+/// said on stderr, which the test harness shows with a failing law.
+fn laws() -> QuickCheck {
+    let seed = option_env!("REVOLVE_LAWS_SEED")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(SEED);
+    eprintln!(
+        "laws: seed {seed} (REVOLVE_LAWS_SEED={seed} cargo test -p revolve-core --test laws repeats this run)"
+    );
+    QuickCheck::new().rng(Gen::from_size_and_seed(100, seed))
+}
+
 #[derive(Clone, Debug)]
 enum Op {
     User(String),
@@ -266,12 +282,15 @@ impl Run {
             // Longer than one request holds: read in parts.
             chain.extend((0..2).map(|i| format!("[user]\n{}\n", "y".repeat(150_000 + i))));
         }
-        let mut cmds = self.session.handle(Input::Refine {
-            auto,
-            files,
-            chain,
-            now,
-        });
+        let mut cmds = self
+            .session
+            .handle(Input::Refine {
+                auto,
+                files,
+                chain,
+                now,
+            })
+            .commands;
         let mut part = 0u8;
         loop {
             let mut next = None;
@@ -323,7 +342,7 @@ impl Run {
             }
             self.take(cmds);
             let Some(input) = next else { break };
-            cmds = self.session.handle(input);
+            cmds = self.session.handle(input).commands;
         }
     }
 
@@ -464,11 +483,14 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         text: format!("note {seq}"),
                     })
                     .collect();
-                let cmds = run.session.handle(Input::Inbox {
-                    messages,
-                    answer,
-                    now,
-                });
+                let cmds = run
+                    .session
+                    .handle(Input::Inbox {
+                        messages,
+                        answer,
+                        now,
+                    })
+                    .commands;
                 run.take(cmds);
                 // The shell settles: what the log holds leaves the inbox.
                 let delivered = run.session.state().totals().delivered;
@@ -533,7 +555,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 continue;
             }
         };
-        let cmds = run.session.handle(input);
+        let cmds = run.session.handle(input).commands;
         run.take(cmds);
     }
     run
@@ -596,9 +618,7 @@ fn replay_equals_live() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// [`replay_equals_live`] for an Anthropic session of this build's format,
@@ -632,9 +652,7 @@ fn replay_equals_live_with_thinking() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -669,9 +687,7 @@ fn inbox_messages_are_taken_once_in_order_and_never_lost() {
         );
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -686,9 +702,7 @@ fn a_recording_gives_one_answer_per_request() {
         assert_eq!(answers.len(), rebuilt.len(), "one answer per request");
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -717,9 +731,7 @@ fn every_request_carries_a_well_formed_history() {
         }
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// Under small windows and results up to 60k characters, every request that
@@ -767,7 +779,7 @@ fn every_request_fits_the_window() {
         );
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(200)
         .quickcheck(prop as fn(Vec<Op>, u8) -> bool);
 }
@@ -826,9 +838,7 @@ fn misbehaving_models_are_bounded() {
         }
         true
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]
@@ -854,9 +864,7 @@ fn totals_only_grow() {
                 && w[1].tokens_out >= w[0].tokens_out
         })
     }
-    QuickCheck::new()
-        .tests(300)
-        .quickcheck(prop as fn(Vec<Op>) -> bool);
+    laws().tests(300).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 /// Refinements between turns, compactions and restarts: the fold still
@@ -912,9 +920,7 @@ fn replay_equals_live_with_refinements() {
         );
         state.totals().requests == rebuilt.len() as u64 + unsent
     }
-    QuickCheck::new()
-        .tests(400)
-        .quickcheck(prop as fn(Refining) -> bool);
+    laws().tests(400).quickcheck(prop as fn(Refining) -> bool);
 }
 
 /// Any record at all, in any order, including nonsense ones.
@@ -1027,12 +1033,14 @@ fn fold_never_panics() {
             provider: String::new(),
         };
         let (mut s, _) = Session::resume(state, settings(), resumed);
-        let _ = revolve_core::view::status(s.state());
-        let _ = revolve_core::view::transcript(&records);
-        let cmds = s.handle(Input::User {
-            text: "hi".into(),
-            now: OffsetDateTime::UNIX_EPOCH,
-        });
+        let _ = revolve_view::status(s.state());
+        let _ = revolve_view::transcript(&records);
+        let cmds = s
+            .handle(Input::User {
+                text: "hi".into(),
+                now: OffsetDateTime::UNIX_EPOCH,
+            })
+            .commands;
         !s.state().open_calls().is_empty()
             || cmds.iter().any(|c| {
                 matches!(
@@ -1041,7 +1049,7 @@ fn fold_never_panics() {
                 )
             })
     }
-    QuickCheck::new()
+    laws()
         .tests(500)
         .quickcheck(prop as fn(Vec<AnyRecord>) -> bool);
 }
@@ -1118,7 +1126,7 @@ fn a_plan_keeps_three_turns_and_prunes_only_what_it_may() {
         assert_eq!(Plan::of(&pruned, threshold).cut, plan.cut);
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(500)
         .quickcheck(prop as fn(History, u16) -> bool);
 }
@@ -1155,7 +1163,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
                 provider: String::new(),
             },
         );
-        let mut cmds = session.handle(Input::Compact { now: at });
+        let mut cmds = session.handle(Input::Compact { now: at }).commands;
         let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
         let mut sent = Vec::new();
         let mut notes_seen = Vec::new();
@@ -1194,14 +1202,16 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
             sent.push(req);
             let notes = format!("Facts: piece {round} port 5432");
             notes_seen.push(notes.clone());
-            cmds = session.handle(Input::Summarized {
-                reply: Reply {
-                    text: notes,
-                    ..Reply::default()
-                },
-                new_id: format!("s{round}"),
-                now: at,
-            });
+            cmds = session
+                .handle(Input::Summarized {
+                    reply: Reply {
+                        text: notes,
+                        ..Reply::default()
+                    },
+                    new_id: format!("s{round}"),
+                    now: at,
+                })
+                .commands;
         }
         // A round too big for any request fails the compaction, saying so;
         // otherwise the pieces tile 0..cut, in order.
@@ -1238,7 +1248,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
         }
         true
     }
-    QuickCheck::new()
+    laws()
         .tests(150)
         .quickcheck(prop as fn(History, u8) -> bool);
 }

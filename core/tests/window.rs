@@ -220,10 +220,12 @@ enum End {
 /// rounds and text.
 fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &Turn) -> End {
     let mut rounds = turn.rounds.clone().into_iter();
-    let mut queue: Vec<Command> = session.handle(Input::User {
-        text: "u".repeat(turn.user.max(1)),
-        now: NOW,
-    });
+    let mut queue: Vec<Command> = session
+        .handle(Input::User {
+            text: "u".repeat(turn.user.max(1)),
+            now: NOW,
+        })
+        .commands;
     let mut end = None;
     let mut steps = 0;
     while !queue.is_empty() {
@@ -295,7 +297,7 @@ fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &
             }
             _ => continue,
         };
-        let mut next = session.handle(input);
+        let mut next = session.handle(input).commands;
         next.extend(queue);
         queue = next;
     }

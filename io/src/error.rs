@@ -35,6 +35,65 @@ pub enum Error {
     /// `--goal-run` stopped without the goal proposed met: a turn limit,
     /// a paused or missing goal; the text says why (exit 3).
     GoalNotMet(String),
+    /// Reading stdin failed (exit 1).
+    Stdin(std::io::Error),
+    /// Writing to stdout failed, other than by its reader closing it
+    /// (exit 1).
+    Stdout(std::io::Error),
+    /// The terminal: the line editor could not start or read a line
+    /// (exit 1).
+    Terminal {
+        /// What failed, as the line starts (`cannot read the terminal`).
+        doing: &'static str,
+        /// What the line editor said.
+        error: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The working directory could not be read (exit 1).
+    Cwd(std::io::Error),
+    /// The manual page could not be rendered (exit 1).
+    Manual(std::io::Error),
+    /// What revolve prints as JSON could not be encoded (exit 1).
+    Encode(Box<dyn std::error::Error + Send + Sync>),
+    /// A turn was stopped by a guard (a repeated call, the tool-round
+    /// cap…) in a run that ends with it (exit 1).
+    Stopped(revolve_core::guard::StopReason),
+    /// A session named that is known but not running, so nothing can be
+    /// sent to it (exit 1).
+    NotRunning(String),
+    /// `revolve replay --check` or `--against`: the log does not replay
+    /// as it should (exit 1).
+    Replay {
+        /// The session log.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        fault: ReplayFault,
+    },
+}
+
+/// Why a log does not replay as it should.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplayFault {
+    /// The file has no line at all.
+    Empty,
+    /// The file has lines but no session header.
+    NoHeader,
+    /// Lines were skipped (other than one torn tail per file) or the fold
+    /// noted inconsistencies.
+    NotClean,
+    /// Fewer recorded answers than requests: the log is cut short.
+    NotWhole {
+        /// Requests the log rebuilds.
+        requests: usize,
+        /// Answers it recorded.
+        answers: usize,
+    },
+    /// Answers a provider gave again that differ from the recorded ones.
+    Differ {
+        /// How many differ.
+        differ: usize,
+        /// Of how many.
+        total: usize,
+    },
 }
 
 impl Error {
@@ -42,7 +101,16 @@ impl Error {
     pub fn code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,
-            Error::Runtime(_) => 1,
+            Error::Runtime(_)
+            | Error::Stdin(_)
+            | Error::Stdout(_)
+            | Error::Terminal { .. }
+            | Error::Cwd(_)
+            | Error::Manual(_)
+            | Error::Encode(_)
+            | Error::Stopped(_)
+            | Error::NotRunning(_)
+            | Error::Replay { .. } => 1,
             Error::Store(e) if e.is_usage() => 2,
             Error::Store(_) | Error::Provider(_) => 1,
             Error::Interrupted => 130,
@@ -82,6 +150,34 @@ impl fmt::Display for Error {
             Error::Terminated => {
                 f.write_str("stopped by a signal; the turn is logged as interrupted")
             }
+            Error::Stdin(e) => write!(f, "cannot read stdin: {e}"),
+            Error::Stdout(e) => write!(f, "cannot write to stdout: {e}"),
+            Error::Terminal { doing, error } => write!(f, "{doing}: {error}"),
+            Error::Cwd(e) => write!(f, "cannot read the working directory: {e}"),
+            Error::Manual(e) => write!(f, "cannot render the manual page: {e}"),
+            Error::Encode(e) => e.fmt(f),
+            Error::Stopped(reason) => f.write_str(&revolve_core::guard::describe(reason)),
+            Error::NotRunning(name) => write!(
+                f,
+                "session '{name}' is not running (revolve --resume {name} continues it)"
+            ),
+            Error::Replay { path, fault } => {
+                let path = path.display();
+                match fault {
+                    ReplayFault::Empty => write!(f, "{path} is empty: not a session log"),
+                    ReplayFault::NoHeader => {
+                        write!(f, "{path} holds no session header: not a session log")
+                    }
+                    ReplayFault::NotClean => write!(f, "{path} does not replay cleanly"),
+                    ReplayFault::NotWhole { requests, answers } => write!(
+                        f,
+                        "{path}: {requests} requests but {answers} answers; the log is not whole (revolve replay --check tells more)"
+                    ),
+                    ReplayFault::Differ { differ, total } => {
+                        write!(f, "{differ} of {total} answers differ from the recording")
+                    }
+                }
+            }
         }
     }
 }
@@ -103,6 +199,23 @@ impl From<revolve_store::store::FindError> for Error {
 impl From<revolve_store::resume::ResumeError> for Error {
     fn from(e: revolve_store::resume::ResumeError) -> Error {
         Error::Store(e.into())
+    }
+}
+
+impl Error {
+    /// The line editor failed doing `doing` (`cannot read the terminal`).
+    pub fn terminal<E: std::error::Error + Send + Sync + 'static>(
+        doing: &'static str,
+    ) -> impl FnOnce(E) -> Error {
+        move |e| Error::Terminal {
+            doing,
+            error: Box::new(e),
+        }
+    }
+
+    /// JSON output that could not be encoded.
+    pub fn encode<E: std::error::Error + Send + Sync + 'static>(e: E) -> Error {
+        Error::Encode(Box::new(e))
     }
 }
 
@@ -182,6 +295,44 @@ mod tests {
         assert_eq!(
             shown(refused.into()),
             ("HTTP 401 from http://h/v1".into(), 1)
+        );
+    }
+
+    #[test]
+    fn the_shells_own_failures_keep_their_lines() {
+        let closed = || io::Error::new(io::ErrorKind::UnexpectedEof, "closed");
+        assert_eq!(
+            shown(Error::Stdin(closed())),
+            ("cannot read stdin: closed".into(), 1)
+        );
+        assert_eq!(
+            shown(Error::Stdout(closed())),
+            ("cannot write to stdout: closed".into(), 1)
+        );
+        assert_eq!(
+            shown(Error::terminal("cannot read the terminal")(closed())),
+            ("cannot read the terminal: closed".into(), 1)
+        );
+        assert_eq!(
+            shown(Error::Replay {
+                path: PathBuf::from("/s/a.jsonl"),
+                fault: super::ReplayFault::NotWhole {
+                    requests: 3,
+                    answers: 2
+                },
+            }),
+            (
+                "/s/a.jsonl: 3 requests but 2 answers; the log is not whole (revolve replay --check tells more)"
+                    .into(),
+                1
+            )
+        );
+        assert_eq!(
+            shown(Error::NotRunning("amber".into())),
+            (
+                "session 'amber' is not running (revolve --resume amber continues it)".into(),
+                1
+            )
         );
     }
 }

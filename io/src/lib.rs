@@ -6,20 +6,19 @@
 //! feeds the core's state machine and executes the commands it returns,
 //! showing and asking through a [`front::Front`] (the binary's terminal or
 //! JSON stream, a test's recorder). The rest of the shell lives in crates
-//! of their own, one job each, re-exported here so the binary names one
-//! crate:
+//! of their own, one job each, that the binary names itself (nothing is
+//! re-exported here, so the dependency graph says what `repl` uses):
 //!
 //! * [`live`]: a running session, the command executor.
 //! * [`front`]: what the executor shows and asks, as a trait.
 //! * [`error`]: why a run stopped, and its exit code.
 //! * [`clock`]: the clock and session ids.
 //! * [`interrupt`]: Ctrl-C and termination signals as flags.
-//! * `revolve-store` ([`store`], [`log`], [`paths`], [`files`],
-//!   [`regular`], [`registry`], [`inbox`], [`goal`], [`memory`],
-//!   [`refine`]): revolve's own files, written atomically; what the binary
-//!   and the tests name of it.
-//! * `revolve-provider` ([`provider`]): the model APIs.
-//! * `revolve-tools` ([`tools`], [`edit`]): the tools, executed.
+//! * `revolve-store`: revolve's own files, written atomically.
+//! * `revolve-provider`: the model APIs.
+//! * `revolve-tools`: the tools, executed.
+//! * `revolve-mcp`: the MCP clients.
+//! * `revolve-view`: what the user reads (status, transcripts, listings).
 //! * The fake model server for tests is `revolve-testkit`, a
 //!   dev-dependency only: the shipped binary carries no test server.
 //!
@@ -41,11 +40,3 @@ pub mod front;
 pub mod interrupt;
 #[cfg(unix)]
 pub mod live;
-
-pub use revolve_mcp as mcp;
-pub use revolve_provider as provider;
-pub use revolve_store::{
-    files, goal, inbox, log, memory, paths, refine, registry, regular, skills, store,
-};
-pub use revolve_tools as tools;
-pub use revolve_tools::edit;

@@ -11,9 +11,9 @@ use revolve_core::edit::Answer;
 use revolve_core::guard::StopReason;
 use revolve_core::names;
 use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
+use revolve_core::text as view;
 use revolve_core::tools::Tool;
-use revolve_core::view;
-use revolve_core::{Command, Input, Session, Settings, State};
+use revolve_core::{Command, Input, Outcome as CoreOutcome, Session, Settings, State};
 use revolve_provider::Provider;
 use revolve_store::goal;
 use revolve_store::inbox::Inbox;
@@ -563,22 +563,17 @@ impl<F: Front> Live<F> {
         let mut did = Did::default();
         let mut flight = Flight::default();
         while let Some(input) = queue.pop_front() {
-            match &input {
-                Input::Failed { error, .. } | Input::SummaryFailed { error, .. } => {
-                    outcome = Outcome::Failed(error.clone())
-                }
-                // The turn went on after a failed summary.
-                Input::Reply { .. } => outcome = Outcome::Done,
-                Input::Interrupted { .. } => outcome = Outcome::Interrupted,
-                _ => {}
+            let step = self.session.handle(input);
+            // The core says how the step ended what the user asked; the
+            // last one that says stands.
+            match step.outcome {
+                CoreOutcome::Going | CoreOutcome::Ignored => {}
+                CoreOutcome::Answered => outcome = Outcome::Done,
+                CoreOutcome::Failed(error) => outcome = Outcome::Failed(error),
+                CoreOutcome::Interrupted => outcome = Outcome::Interrupted,
+                CoreOutcome::Stopped(reason) => outcome = Outcome::Stopped(reason),
             }
-            let cmds = self.session.handle(input);
-            if let Some(reason) = cmds.iter().find_map(|c| match c {
-                Command::Append(Record::Stopped(s)) => Some(s.reason.clone()),
-                _ => None,
-            }) {
-                outcome = Outcome::Stopped(reason);
-            }
+            let cmds = step.commands;
             did.then(self.execute(cmds, &mut queue, &mut flight)?);
         }
         self.front.settled();
@@ -624,7 +619,7 @@ impl<F: Front> Live<F> {
                 Command::AskOutside { id, command } => {
                     let yes = self.front.confirm(&format!(
                         "the sandbox seems to have refused `{}`; run it once outside the sandbox? [y]es, [n]o: ",
-                        revolve_core::view::inert(&command)
+                        revolve_core::text::inert(&command)
                     ));
                     queue.push_back(Input::Outside {
                         id,

@@ -112,6 +112,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use revolve_core::retry::{self, Failure};
+use revolve_core::text::squeezed as one_line;
 use revolve_core::{Reply, Request};
 
 mod anthropic;
@@ -389,11 +390,6 @@ fn seconds(d: Duration) -> String {
     }
 }
 
-/// Whitespace runs collapsed to one space, trimmed.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 /// The first `max` characters of `text` on one line, `…` when cut.
 fn excerpt(text: &str, max: usize) -> String {
     let line = one_line(text);
@@ -403,7 +399,7 @@ fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
-pub use revolve_core::view::word_pieces;
+pub use revolve_core::text::word_pieces;
 
 /// Helpers shared by the providers' tests.
 #[cfg(test)]

@@ -81,6 +81,70 @@ pub fn temp_sibling(path: &Path) -> PathBuf {
     path.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()))
 }
 
+/// Removes the temp files and folders ([`temp_sibling`] names) in `dir`
+/// that a process no longer running left: a write killed between its
+/// temp file and its rename (a refinement's memory write, a snapshot, the
+/// project directory being made). One whose process still runs is left
+/// alone (it may be renaming it now); a name that is not revolve's, a
+/// link, is never touched. Returns how many were removed. Best effort.
+pub fn sweep(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        if pid == std::process::id() || alive(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let gone = match entry.file_type() {
+            Ok(kind) if kind.is_dir() => std::fs::remove_dir_all(&path).is_ok(),
+            Ok(kind) if kind.is_file() => std::fs::remove_file(&path).is_ok(),
+            _ => false,
+        };
+        removed += usize::from(gone);
+    }
+    if removed > 0 {
+        sync_dir(dir);
+    }
+    removed
+}
+
+/// The pid in a [`temp_sibling`] name (`.<name>.<pid>-<n>.tmp`).
+fn temp_owner(name: &str) -> Option<u32> {
+    let stem = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (_, tail) = stem.rsplit_once('.')?;
+    let (pid, n) = tail.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+/// Whether a process `pid` exists (one of another user counts).
+fn alive(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Some(pid) = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return false;
+        };
+        match rustix::process::test_kill_process(pid) {
+            Ok(()) => true,
+            Err(e) => e != rustix::io::Errno::SRCH,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        true
+    }
+}
+
 /// Makes a rename, creation or removal in `dir` durable, where the platform
 /// allows (best effort; a no-op off unix).
 pub(crate) fn sync_dir(dir: &Path) {
@@ -173,6 +237,40 @@ fn written<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sweep_removes_what_dead_processes_left_and_nothing_else() {
+        let dir = std::env::temp_dir().join(format!("revolve-sweep-{}", std::process::id()));
+        std::fs::remove_dir_all(&dir).ok();
+        std::fs::create_dir_all(&dir).unwrap();
+        // A pid no process has: above the kernel's pid_max.
+        let dead = 4_194_304 + 1;
+        let mine = std::process::id();
+        let write = |name: &str| std::fs::write(dir.join(name), "x").unwrap();
+        write(&format!(".a.md.{dead}-0.tmp"));
+        std::fs::create_dir(dir.join(format!(".2026.{dead}-3.tmp"))).unwrap();
+        write(&format!(".b.md.{mine}-1.tmp"));
+        write(".c.md.1-0.tmp"); // pid 1 always runs
+        write("a.md");
+        write(&format!("d.{dead}-0.tmp")); // not hidden: not revolve's
+        assert_eq!(temp_owner(&format!(".x.y.{dead}-7.tmp")), Some(dead));
+        assert_eq!(sweep(&dir), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                format!(".b.md.{mine}-1.tmp"),
+                ".c.md.1-0.tmp".into(),
+                "a.md".into(),
+                format!("d.{dead}-0.tmp")
+            ]
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
 
     /// A fresh, empty temp folder for one test.
     fn scratch(name: &str) -> PathBuf {

@@ -82,12 +82,37 @@ mod tests {
     use std::fs;
     use time::macros::datetime;
 
+    /// A path in a temporary directory that goes when the test ends.
+    struct Temp {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    }
+
+    impl std::ops::Deref for Temp {
+        type Target = PathBuf;
+
+        fn deref(&self) -> &PathBuf {
+            &self.path
+        }
+    }
+
+    impl AsRef<std::path::Path> for Temp {
+        fn as_ref(&self) -> &std::path::Path {
+            &self.path
+        }
+    }
+
     /// A fresh directory under the system temp dir (never HOME); it does not
     /// exist yet.
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-goal-{}-{name}", std::process::id()));
-        fs::remove_dir_all(&dir).ok();
-        dir
+    fn temp(name: &str) -> Temp {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("revolve-goal-{name}-"))
+            .tempdir()
+            .unwrap();
+        Temp {
+            path: dir.path().join("d"),
+            _dir: dir,
+        }
     }
 
     fn sample() -> Goals {

@@ -11,6 +11,16 @@
 //! least what it took. So a message is never lost (its file stays until the
 //! log holds it) and never taken twice (its number is in the log), across
 //! a crash at any point on either side.
+//!
+//! No link is followed below `<state>/projects/`: a command that could
+//! write there (the sandbox keeps the state root read-only, but not
+//! everywhere: `--sandbox off`, another program) could swap the inbox, or
+//! a folder above it, for a symlink, and `send` (unsandboxed) would then
+//! write wherever it leads while the session reads letters planted there.
+//! Each folder from the project's down is checked not to be a link (and
+//! the inbox's real path to be its own) before a letter is written or
+//! read, and the lock file is opened without following a link; a swapped
+//! inbox is an error naming it, the message is not sent.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,6 +38,8 @@ use crate::paths::{slug, Project, Roots};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Inbox {
     dir: PathBuf,
+    /// `<state>/projects`: below it no folder on the way may be a link.
+    base: PathBuf,
 }
 
 /// A message as its file holds it.
@@ -49,6 +61,7 @@ impl Inbox {
                 .join("inbox")
                 .join(slug(cwd))
                 .join(name),
+            base: roots.state.join("projects"),
         }
     }
 
@@ -80,6 +93,10 @@ impl Inbox {
     pub fn waiting(&self) -> io::Result<(Vec<Delivery>, Vec<PathBuf>)> {
         let mut out = Vec::new();
         let mut bad = Vec::new();
+        match self.unlinked() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, bad)),
+            other => other?,
+        }
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, bad)),
@@ -158,9 +175,71 @@ impl Inbox {
     }
 
     fn lock(&self) -> io::Result<Lock> {
+        self.unlinked_above()?;
         files::create_dir_all(&self.dir)?;
-        Lock::acquire(&self.dir.join(".lock"))
+        self.unlinked()?;
+        let lock = self.dir.join(".lock");
+        if lock
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_symlink())
+        {
+            return Err(swapped(&lock));
+        }
+        let held = Lock::acquire(&lock)?;
+        // Checked again with the lock held: a swap in between is caught.
+        self.unlinked()?;
+        Ok(held)
     }
+
+    /// That no folder from `<state>/projects` down to the inbox is a link
+    /// and the inbox's real path is its own (see the module doc).
+    fn unlinked(&self) -> io::Result<()> {
+        self.unlinked_above()?;
+        let meta = self.dir.symlink_metadata()?;
+        if !meta.is_dir() {
+            return Err(swapped(&self.dir));
+        }
+        let base = self.base.canonicalize()?;
+        let real = self.dir.canonicalize()?;
+        let rel = self.dir.strip_prefix(&self.base).unwrap_or(&self.dir);
+        if real != base.join(rel) {
+            return Err(swapped(&self.dir));
+        }
+        Ok(())
+    }
+
+    /// That no existing folder between `<state>/projects` and the inbox
+    /// (excluded) is a link.
+    fn unlinked_above(&self) -> io::Result<()> {
+        let Ok(rel) = self.dir.strip_prefix(&self.base) else {
+            return Ok(());
+        };
+        let mut at = self.base.clone();
+        let parts: Vec<_> = rel.components().collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            at.push(part);
+            match at.symlink_metadata() {
+                Ok(m) if m.file_type().is_symlink() || !m.is_dir() => return Err(swapped(&at)),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The error of an inbox (or a folder above it) that is not a folder of
+/// its own.
+fn swapped(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!(
+            "{} is a link or not a folder: the inbox was swapped, and revolve does not follow it; \
+             remove it and send again",
+            path.display()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -175,6 +254,7 @@ mod tests {
         (
             Inbox {
                 dir: root.join("bob"),
+                base: root.clone(),
             },
             root,
         )
@@ -206,6 +286,25 @@ mod tests {
         inbox.settle(2).unwrap();
         assert_eq!(inbox.send("alice", "three", now).unwrap(), 3);
         std::fs::remove_dir_all(root).ok();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_swapped_inbox_is_neither_written_nor_read_through() {
+        let (inbox, root) = inbox("swapped");
+        let now = datetime!(2026-12-02 10:00 UTC);
+        inbox.send("alice", "one", now).unwrap();
+        let elsewhere = root.with_extension("elsewhere");
+        std::fs::remove_dir_all(&elsewhere).ok();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::fs::rename(inbox.dir(), root.join("kept")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, inbox.dir()).unwrap();
+        let err = inbox.send("alice", "two", now).unwrap_err();
+        assert!(err.to_string().contains("the inbox was swapped"), "{err}");
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert!(inbox.waiting().is_err());
+        std::fs::remove_dir_all(root).ok();
+        std::fs::remove_dir_all(elsewhere).ok();
     }
 
     #[test]

@@ -85,7 +85,7 @@ pub struct Row<'a> {
     /// The id of the session this one went on in after compaction, if any.
     pub continued: Option<Cow<'a, str>>,
     /// What the session spent, from its last totals.
-    pub spent: revolve_core::view::Spent,
+    pub spent: revolve_core::summary::Spent,
 }
 
 /// The JSON head after the magic bytes and the version.
@@ -259,7 +259,7 @@ impl<'a> Reader<'a> {
                     return None;
                 }
                 let (started, turns) = (self.i64()?, self.u64()?);
-                let spent = revolve_core::view::Spent {
+                let spent = revolve_core::summary::Spent {
                     tokens_in: self.u64()?,
                     tokens_cached: self.u64()?,
                     tokens_out: self.u64()?,
@@ -321,7 +321,7 @@ mod tests {
             started: 1_764_670_500,
             turns: 3,
             continued: continued.map(|c| Cow::Owned(c.to_owned())),
-            spent: revolve_core::view::Spent {
+            spent: revolve_core::summary::Spent {
                 tokens_in: 812,
                 tokens_cached: 512,
                 tokens_out: 40,
@@ -465,7 +465,7 @@ mod tests {
                     started,
                     turns,
                     continued: continued.map(Cow::Owned),
-                    spent: revolve_core::view::Spent {
+                    spent: revolve_core::summary::Spent {
                         tokens_in: turns.wrapping_mul(7),
                         tokens_cached: turns / 2,
                         tokens_out: turns.rotate_left(3),

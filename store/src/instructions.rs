@@ -1,14 +1,16 @@
 //! Reading the project's instructions (`AGENTS.md`, else `CLAUDE.md`, in
 //! each folder from the repository root down to the working directory; see
 //! `revolve_core::instructions`): found, opened only if regular (a FIFO
-//! never makes a start wait), read up to the core's bound.
+//! never makes a start wait) and inside the repository (a link out of it,
+//! to `/proc/self/environ` or a key, is refused; see [`crate::intree`]),
+//! read up to the core's bound.
 
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use revolve_core::instructions::{self, Instructions, CAP, NAMES};
 
-use crate::regular;
+use crate::intree;
 
 /// The repository root `cwd` is in: the nearest folder up from it that
 /// holds `.git` (a folder, or the file of a linked worktree or submodule);
@@ -25,10 +27,11 @@ pub fn root(cwd: &Path) -> PathBuf {
 pub fn load(cwd: &Path) -> (Vec<Instructions>, Vec<String>) {
     let mut read = Vec::new();
     let mut problems = Vec::new();
-    for folder in instructions::folders(&root(cwd), cwd) {
+    let root = root(cwd);
+    for folder in instructions::folders(&root, cwd) {
         for name in NAMES {
             let path = folder.join(name);
-            match read_bounded(&path) {
+            match read_bounded(&root, &path) {
                 Ok(Some(file)) => {
                     read.push(file);
                     break;
@@ -49,19 +52,14 @@ pub fn load(cwd: &Path) -> (Vec<Instructions>, Vec<String>) {
 
 /// The first [`CAP`] bytes of `path` and its size, `None` when there is no
 /// such file.
-fn read_bounded(path: &Path) -> io::Result<Option<instructions::Read>> {
-    let (file, meta) = match regular::read(path) {
-        Ok(opened) => opened,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut bytes = Vec::new();
-    file.take(CAP as u64).read_to_end(&mut bytes)?;
-    Ok(Some(instructions::Read {
-        path: path.to_string_lossy().into_owned(),
-        bytes,
-        size: meta.len(),
-    }))
+fn read_bounded(root: &Path, path: &Path) -> io::Result<Option<instructions::Read>> {
+    Ok(
+        intree::read(root, path, CAP as u64)?.map(|head| instructions::Read {
+            path: path.to_string_lossy().into_owned(),
+            bytes: head.bytes,
+            size: head.size,
+        }),
+    )
 }
 
 #[cfg(test)]
@@ -92,6 +90,15 @@ mod tests {
         assert_eq!(files.len(), 2);
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].contains("not a regular file"), "{problems:?}");
+        // A link out of the repository is refused, said, never read.
+        std::fs::remove_dir(deep.join("AGENTS.md")).unwrap();
+        std::os::unix::fs::symlink("/proc/self/environ", deep.join("AGENTS.md")).unwrap();
+        let (files, problems) = load(&deep);
+        assert_eq!(files.len(), 2);
+        assert!(
+            problems[0].contains("leads out of the tree"),
+            "{problems:?}"
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

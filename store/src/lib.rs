@@ -8,8 +8,12 @@
 //! * [`paths`]: state and config roots, the project key and slug.
 //! * [`log`]: appending and reading session logs, listing summaries.
 //! * [`files`]: making revolve's own files and folders; errors that name them.
+//! * [`git`]: revolve's own `git`, with the repository's config-driven
+//!   execution (fsmonitor, hooks, filters) disabled.
 //! * [`fsx`]: atomic writes (temp file, fsync, rename) and lock files.
 //! * [`regular`]: opening files that must be regular, without blocking.
+//! * [`intree`]: reading a file because it sits in the repository: never
+//!   through a link out of it, regular files only, bounded.
 //! * [`registry`]: which sessions are running (OS file locks).
 //! * [`store`]: the sessions of a directory: listing, naming, finding, creating.
 //! * [`index`]: the listing cache's file format.
@@ -30,10 +34,12 @@ compile_error!("revolve supports Linux and macOS (unix); Windows is not supporte
 pub mod error;
 pub mod files;
 pub mod fsx;
+pub mod git;
 pub mod goal;
 pub mod inbox;
 pub mod index;
 pub mod instructions;
+pub mod intree;
 pub mod log;
 pub mod memory;
 pub mod paths;

@@ -6,7 +6,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use revolve_core::record::{Header, LineError, Record, HEADER_START};
-use revolve_core::view::Summary;
+use revolve_core::summary::Summary;
 
 use crate::files;
 use crate::fsx;
@@ -352,7 +352,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         match std::str::from_utf8(line).ok().map(Record::parse_line) {
             Some(Ok(Record::Totals(t))) => {
                 if turns.is_none() {
-                    summary.spent = revolve_core::view::Spent::of(&t);
+                    summary.spent = revolve_core::summary::Spent::of(&t);
                 }
                 turns.get_or_insert(t.turns);
                 if name.is_none() && t.name.is_some() {
@@ -426,11 +426,35 @@ mod tests {
         }
     }
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-log-{}-{name}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("s1.jsonl")
+    /// A path in a temporary directory that goes when the test ends.
+    struct Temp {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    }
+
+    impl std::ops::Deref for Temp {
+        type Target = PathBuf;
+
+        fn deref(&self) -> &PathBuf {
+            &self.path
+        }
+    }
+
+    impl AsRef<std::path::Path> for Temp {
+        fn as_ref(&self) -> &std::path::Path {
+            &self.path
+        }
+    }
+
+    fn temp(name: &str) -> Temp {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("revolve-log-{name}-"))
+            .tempdir()
+            .unwrap();
+        Temp {
+            path: dir.path().join("s1.jsonl"),
+            _dir: dir,
+        }
     }
 
     #[test]

@@ -86,7 +86,12 @@ impl MemoryDirs {
 /// memory, each sorted by name. Hidden files, directories and symlinks are
 /// left out; a directory that does not exist has no files. Content that is
 /// not UTF-8 is read lossily.
+/// Temp files a killed write left there (see [`fsx::sweep`]) are removed
+/// first, and from the project directory.
 pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
+    for dir in [&dirs.global, &dirs.project, &dirs.project_dir] {
+        fsx::sweep(dir);
+    }
     let mut files = Vec::new();
     for (scope, dir) in [
         (Scope::Global, &dirs.global),
@@ -96,10 +101,15 @@ pub fn load(dirs: &MemoryDirs) -> io::Result<Vec<MemoryFile>> {
             if !name.ends_with(".md") {
                 continue;
             }
-            let bytes = match crate::regular::read_whole(
-                &dir.join(&name),
-                revolve_core::policy::OWN_FILE_CAP,
-            ) {
+            let path = dir.join(&name);
+            let cap = revolve_core::policy::OWN_FILE_CAP;
+            // In a `.task-agent/` workspace (which a cloned repository may
+            // hold), never through a link out of the folder holding it.
+            let read = match dirs.workspace.as_deref().and_then(Path::parent) {
+                Some(tree) => crate::intree::read_whole(tree, &path, cap),
+                None => crate::regular::read_whole(&path, cap),
+            };
+            let bytes = match read {
                 Ok(b) => b,
                 // Deleted between listing and reading: it is simply gone.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -363,6 +373,7 @@ pub fn snapshot(
 ) -> io::Result<PathBuf> {
     let store = refinements(state_root, memory_dir)?;
     files::create_dir_all(&store)?;
+    fsx::sweep(&store);
     let tmp = temp_sibling(&store.join(stamp));
     let built = build_snapshot(&tmp, memory_dir, meta);
     if let Err(e) = built {

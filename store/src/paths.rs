@@ -3,7 +3,6 @@
 //! them at temp dirs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The two roots everything else hangs off.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +123,9 @@ fn is_git_dir(dir: &Path) -> bool {
     dir.join("HEAD").is_file() && dir.join("objects").is_dir() && dir.join("refs").is_dir()
 }
 
+/// The most read of a `.git` file or a `commondir` file: one path.
+const GIT_FILE_CAP: u64 = 4096; // not policy: a path, as git writes it
+
 /// [`git_main_worktree`] below the given ceilings.
 fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
     #[cfg(unix)]
@@ -144,7 +146,11 @@ fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
                 return Some(git_common_key(dot.canonicalize().unwrap_or(dot)));
             }
             Ok(m) if m.is_file() => {
-                let text = std::fs::read_to_string(&dot).ok();
+                // A file in the tree: never through a link out, bounded.
+                let text = crate::intree::read(dir, &dot, GIT_FILE_CAP)
+                    .ok()
+                    .flatten()
+                    .map(|head| String::from_utf8_lossy(&head.bytes).into_owned());
                 let Some(gitdir) = text.as_deref().and_then(|t| t.strip_prefix("gitdir: ")) else {
                     return ask_git(cwd);
                 };
@@ -152,11 +158,12 @@ fn find_git(cwd: &Path, ceilings: &[PathBuf]) -> Option<PathBuf> {
                 if !gitdir.join("HEAD").is_file() {
                     return ask_git(cwd);
                 }
-                let common = match std::fs::read_to_string(gitdir.join("commondir")) {
-                    Ok(c) => gitdir.join(c.trim()),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => gitdir,
-                    Err(_) => return ask_git(cwd),
-                };
+                let common =
+                    match crate::regular::read_text(&gitdir.join("commondir"), GIT_FILE_CAP) {
+                        Ok(c) => gitdir.join(c.trim()),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => gitdir,
+                        Err(_) => return ask_git(cwd),
+                    };
                 return match common.canonicalize() {
                     Ok(common) if is_git_dir(&common) => Some(git_common_key(common)),
                     _ => ask_git(cwd),
@@ -184,11 +191,8 @@ fn git_common_key(common: PathBuf) -> PathBuf {
 
 /// [`git_main_worktree`] by running `git rev-parse`.
 fn ask_git(cwd: &Path) -> Option<PathBuf> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(cwd)
+    let out = crate::git::command(cwd)
         .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
-        .stderr(std::process::Stdio::null())
         .output()
         .ok()?;
     if !out.status.success() {
@@ -214,7 +218,7 @@ mod tests {
         let main = tmp.join("main");
         std::fs::create_dir_all(&main).unwrap();
         let git = |dir: &Path, args: &[&str]| {
-            let ok = Command::new("git")
+            let ok = std::process::Command::new("git")
                 .arg("-C")
                 .arg(dir)
                 .args(args)

@@ -75,7 +75,7 @@ pub fn read_text(path: &Path, cap: u64) -> io::Result<String> {
 }
 
 /// What a file that is not a regular one is, in a few words.
-fn kind(meta: &Metadata) -> &'static str {
+pub(crate) fn kind(meta: &Metadata) -> &'static str {
     if meta.is_dir() {
         return "a directory";
     }

@@ -1,13 +1,13 @@
 //! Picking a session up again: its file claimed before it is folded, the
 //! fold, and the checks that it may be written to ([`Store::resume`]).
 
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use revolve_core::view::TranscriptTail;
 use revolve_core::State;
+use revolve_view::TranscriptTail;
 
+pub use crate::error::ResumeError;
 use crate::log::{self, LogWriter};
 use crate::registry::Claim;
 use crate::store::Store;
@@ -27,57 +27,6 @@ pub struct Reopened {
     /// Lines that could not be read.
     pub skipped: usize,
 }
-
-/// Why a session cannot be picked up again.
-#[derive(Debug)]
-pub enum ResumeError {
-    /// Reading, claiming or opening the file failed.
-    Io {
-        /// The session file.
-        path: PathBuf,
-        /// What failed, as the message says it ("cannot read").
-        what: &'static str,
-        /// What the system said.
-        error: io::Error,
-    },
-    /// The file holds no header: not a session log.
-    NoHeader {
-        /// The session file.
-        path: PathBuf,
-    },
-    /// A newer version wrote it: nothing is written into it.
-    NotWritable {
-        /// The session file.
-        path: PathBuf,
-        /// The line the user reads: which version wrote it.
-        why: String,
-    },
-    /// The session went on in a file another process runs now.
-    RunningElsewhere {
-        /// The id of the file that runs elsewhere.
-        id: String,
-    },
-    /// Claiming it failed (another process runs it, or the lock failed).
-    Claim(io::Error),
-}
-
-impl fmt::Display for ResumeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResumeError::Io { path, what, error } => {
-                write!(f, "{what} {}: {error}", path.display())
-            }
-            ResumeError::NoHeader { path } => write!(f, "{} has no session header", path.display()),
-            ResumeError::NotWritable { path, why } => write!(f, "{}: {why}", path.display()),
-            ResumeError::RunningElsewhere { id } => {
-                write!(f, "session {id} is already running in another process")
-            }
-            ResumeError::Claim(error) => write!(f, "{error}"),
-        }
-    }
-}
-
-impl std::error::Error for ResumeError {}
 
 impl Store {
     /// Opens the session of `found` to go on in it: the newest file of its

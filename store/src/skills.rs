@@ -1,28 +1,32 @@
 //! Finding skills (see `revolve_core::skills`): each folder with a
-//! `SKILL.md` in the skill folders given, read bounded and only if regular.
+//! `SKILL.md` in the skill folders given, read bounded and only if regular
+//! and inside the skill's own folder (see [`crate::intree`]): a
+//! repository's `.agents/skills/` cannot lead revolve out through a link.
 
-use std::io::{self, Read};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use revolve_core::skills::{self, Skill, FILE};
 
+use crate::intree;
 use crate::memory::MemoryDirs;
-use crate::regular;
-
-/// The most of a `SKILL.md` read to find its front matter and body.
-const READ: u64 = 256 * 1024; // not policy: the tool reads its body again, bounded by READ_CAP
 
 /// The skill folders of a session working in `cwd` with memory in `dirs`,
 /// first wins on a name: the project's (`skills/` in the project
 /// directory), the repository's `.agents/skills/` at its root, the global
 /// ones (`skills/` beside the global memory folder).
 pub fn folders(dirs: &MemoryDirs, cwd: &Path) -> Vec<PathBuf> {
-    let mut out = vec![
-        dirs.project_dir.join("skills"),
-        crate::instructions::root(cwd)
-            .join(".agents")
-            .join("skills"),
-    ];
+    let root = crate::instructions::root(cwd);
+    let mut out = vec![dirs.project_dir.join("skills")];
+    // The repository's, unless a link takes it out of the repository.
+    let repo = root.join(".agents").join("skills");
+    let inside = match (repo.canonicalize(), root.canonicalize()) {
+        (Ok(real), Ok(root)) => real.starts_with(root),
+        _ => true,
+    };
+    if inside {
+        out.push(repo);
+    }
     out.extend(global_folder(dirs));
     out
 }
@@ -60,7 +64,7 @@ pub fn load(folders: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
         dirs.sort();
         for dir in dirs {
             let path = dir.join(FILE);
-            let text = match read(&path) {
+            let text = match read(&dir, &path) {
                 Ok(Some(text)) => text,
                 Ok(None) => continue,
                 Err(e) => {
@@ -101,7 +105,7 @@ pub fn load(folders: &[PathBuf]) -> (Vec<Skill>, Vec<String>) {
 /// it cannot be had.
 pub fn body(dir: &Path) -> Result<String, String> {
     let path = dir.join(FILE);
-    match read(&path) {
+    match read(dir, &path) {
         Ok(Some(text)) => skills::parse(&text)
             .map(|p| p.body)
             .map_err(|e| format!("{} is not a skill: {e}", path.display())),
@@ -110,16 +114,11 @@ pub fn body(dir: &Path) -> Result<String, String> {
     }
 }
 
-/// The text of `path`, `None` when there is none.
-fn read(path: &Path) -> io::Result<Option<String>> {
-    let (file, _) = match regular::read(path) {
-        Ok(opened) => opened,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let mut bytes = Vec::new();
-    file.take(READ).read_to_end(&mut bytes)?;
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
+/// The text of `path` in the skill folder `dir` (at most
+/// `REPO_FILE_CAP` bytes), `None` when there is none.
+fn read(dir: &Path, path: &Path) -> io::Result<Option<String>> {
+    let head = intree::read(dir, path, revolve_core::policy::REPO_FILE_CAP)?;
+    Ok(head.map(|head| String::from_utf8_lossy(&head.bytes).into_owned()))
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use revolve_core::record::Header;
-use revolve_core::view::Summary;
+use revolve_core::summary::Summary;
 // rustc's hash for the cache's lookups: they hash a hundred thousand short
 // file names, which SipHash (std's default, made for untrusted keys) takes
 // several times as long over. The names are the user's own files.

@@ -78,7 +78,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use revolve_core::view::word_pieces;
+use revolve_core::text::word_pieces;
 
 /// One scripted answer of the fake server.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -149,7 +149,7 @@ impl TestEnv {
     pub fn landlock() -> bool {
         static FOUND: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         *FOUND.get_or_init(|| {
-            let files = revolve_io::tools::sandbox::probe().files;
+            let files = revolve_tools::sandbox::probe().files;
             if !files {
                 eprintln!(
                     "this kernel enforces no Landlock: the tests run shell commands with \

@@ -45,7 +45,7 @@ fn of_kind(env: &TestEnv, kind: &str) -> Vec<Value> {
 
 /// The file of the content store holding `bytes`.
 fn blob(env: &TestEnv, bytes: &[u8]) -> PathBuf {
-    let hash = revolve_io::edit::hash(bytes);
+    let hash = revolve_tools::edit::hash(bytes);
     let hex = hash.strip_prefix("sha256:").expect("a sha256 hash");
     env.state.join("task-agent/blobs").join(&hex[..2]).join(hex)
 }

@@ -103,7 +103,7 @@ fn abs(env: &TestEnv, rel: &str) -> String {
 }
 
 fn hash(bytes: &[u8]) -> String {
-    revolve_io::edit::hash(bytes)
+    revolve_tools::edit::hash(bytes)
 }
 
 /// The content store's file for `hash`.
@@ -214,8 +214,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// Item 2: a command that writes its parent's environment into a tracked
-/// file puts no key in the log (the `edit` record's diff says `[key]`);
+/// Item 2: a command that writes a key into a tracked file (read from a
+/// file beside the tree) puts no key in the log (the `edit` record's diff says `[key]`);
 /// the blob keeps the file's real bytes, so a rewind restores it exactly.
 #[cfg(target_os = "linux")]
 #[test]
@@ -225,9 +225,15 @@ fn a_key_a_command_writes_into_a_tracked_file_is_not_logged() {
         return;
     }
     let key = "sk-audit-shell-0123456789abcdefghijklmnopqrstuvwxyz";
+    // Not from /proc/$PPID/environ, which holds no key any more (issue
+    // 42, item 19; tests/e2e/boundaries.rs): from a file the user left
+    // readable beside the tree.
+    let leaked = env.root.join("leaked.env");
+    std::fs::write(&leaked, format!("REVOLVE_API_KEY={key}\n")).unwrap();
+    let command = format!("cat {} >> notes.txt", leaked.display());
     let run = run_shells(
         &env,
-        &["tr '\\0' '\\n' < /proc/$PPID/environ | grep '^REVOLVE_API_KEY=' >> notes.txt"],
+        &[&command],
         Duration::from_secs(60),
         &[("REVOLVE_API_KEY", key)],
     );

@@ -120,7 +120,7 @@ fn of_kind(env: &TestEnv, kind: &str) -> Vec<Value> {
 
 /// The file of the content store holding `bytes`.
 fn blob(env: &TestEnv, bytes: &[u8]) -> PathBuf {
-    let hash = revolve_io::edit::hash(bytes);
+    let hash = revolve_tools::edit::hash(bytes);
     let hex = hash.strip_prefix("sha256:").expect("a sha256 hash");
     env.state.join("task-agent/blobs").join(&hex[..2]).join(hex)
 }
@@ -731,7 +731,7 @@ fn rewind_refuses_a_file_changed_behind_its_back_and_force_keeps_what_it_held() 
     let theirs = b"somebody else's work\n";
     assert_eq!(
         rewound[0]["files"][0]["from"],
-        revolve_io::edit::hash(theirs)
+        revolve_tools::edit::hash(theirs)
     );
     // What it overwrote is recoverable from the content store.
     assert_eq!(std::fs::read(blob(&env, theirs)).unwrap(), theirs);
@@ -774,8 +774,8 @@ fn rewind_list_and_json_shapes() {
     assert_eq!(
         done["files"],
         json!([
-            {"path": a, "from": revolve_io::edit::hash(b"ONE\ntwo\n"), "to": revolve_io::edit::hash(b"one\ntwo\n")},
-            {"path": n, "from": revolve_io::edit::hash(b"fresh\n")},
+            {"path": a, "from": revolve_tools::edit::hash(b"ONE\ntwo\n"), "to": revolve_tools::edit::hash(b"one\ntwo\n")},
+            {"path": n, "from": revolve_tools::edit::hash(b"fresh\n")},
         ])
     );
     // It is what the log holds.
@@ -888,7 +888,7 @@ fn shell_changes_in_a_git_repository_are_logged_and_rewound() {
         })
         .collect();
     seen.sort();
-    let h = |b: &[u8]| Some(revolve_io::edit::hash(b));
+    let h = |b: &[u8]| Some(revolve_tools::edit::hash(b));
     assert_eq!(
         seen,
         [
@@ -1074,8 +1074,8 @@ fn replay_check_finds_a_broken_chain_of_hashes() {
     // The second edit's prior content made to be something the first did
     // not leave.
     let log = env.only_session();
-    let two = revolve_io::edit::hash(b"two\n");
-    let other = revolve_io::edit::hash(b"something else\n");
+    let two = revolve_tools::edit::hash(b"two\n");
+    let other = revolve_tools::edit::hash(b"something else\n");
     let body = std::fs::read_to_string(&log).unwrap();
     let n = body.matches(&format!(r#""before":"{two}""#)).count();
     assert_eq!(n, 1);
@@ -1215,7 +1215,7 @@ fn a_dirty_tracked_file_is_rewound_to_its_dirty_content() {
     assert_eq!(edits.len(), 1, "{edits:?}");
     assert_eq!(
         edits[0]["before"].as_str(),
-        Some(revolve_io::edit::hash(b"dirty before the command\n").as_str())
+        Some(revolve_tools::edit::hash(b"dirty before the command\n").as_str())
     );
 
     let run = env.run(&["rewind"], "");

@@ -1519,7 +1519,7 @@ fn a_huge_answer_is_cut_with_bounded_memory() {
         &run,
         &format!("answer from {endpoint} is longer than 8 MiB; stopped reading"),
     );
-    let limit = revolve_io::provider::MAX_ANSWER_BYTES;
+    let limit = revolve_provider::MAX_ANSWER_BYTES;
     let shown = run.stdout.trim_end_matches('\n').len();
     assert!(shown > limit && shown < limit + 64 * 1024, "{shown}");
     let recs = all_records(&env);

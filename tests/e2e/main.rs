@@ -14,6 +14,7 @@ mod audit_reads;
 mod audit_rewind;
 mod audit_shell;
 mod audit_write;
+mod boundaries;
 mod cli;
 mod compaction;
 mod completions;

@@ -337,14 +337,15 @@ pub fn prune(
 /// Opens the file an edit names: confined like `read_file` (inside the
 /// working tree or a grant; `..` and symlinks resolved first), a regular
 /// file if it exists, its folder existing if it does not. Says whether it
-/// is outside the working tree or under `state` (revolve's own files):
-/// core decides what that allows.
+/// is outside the working tree, under `state` (revolve's own files) or in
+/// the tree's `.git`: core decides what that allows.
 pub fn open(ctx: &Context, grants: &[String], raw: &str, state: &Path) -> Result<Opened, String> {
     let mut opened = open_confined(ctx, grants, raw)?;
     let path = Path::new(&opened.path);
     let state = fs::canonicalize(state).unwrap_or_else(|_| state.to_path_buf());
     opened.outside = !path.starts_with(&ctx.root);
     opened.own = path.starts_with(&state);
+    opened.git = path.starts_with(ctx.root.join(".git"));
     Ok(opened)
 }
 

@@ -361,7 +361,14 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
                 session,
                 command,
                 *timeout_s,
-                &ctx.sandbox,
+                Confinement {
+                    policy: &ctx.sandbox,
+                    protect: &crate::sandbox::protected(
+                        &scope.root,
+                        Path::new(&ctx.info.state_root),
+                        ctx.memory.global.parent(),
+                    ),
+                },
                 cancel,
                 &ctx.watch,
             );

@@ -11,6 +11,13 @@ pub(crate) const SHELL_POLL: Duration = Duration::from_millis(50); // not policy
 /// How much of a command's latest output a watcher is given.
 const TAIL_BYTES: usize = 4096; // not policy: enough for a few lines on screen
 
+/// The sandbox a command runs in: the session's policy, and what stays
+/// read-only whatever it allows (see [`crate::sandbox::protected`]).
+pub(crate) struct Confinement<'a> {
+    pub(crate) policy: &'a Policy,
+    pub(crate) protect: &'a [PathBuf],
+}
+
 /// How a command ended.
 pub(crate) enum Ending {
     Exited(ExitStatus),
@@ -29,10 +36,14 @@ pub(crate) fn shell(
     session: &str,
     command: &str,
     secs: u64,
-    sandbox: &Policy,
+    sandbox: Confinement<'_>,
     cancel: &dyn Fn() -> bool,
     watch: &Watch,
 ) -> Outcome {
+    let Confinement {
+        policy: sandbox,
+        protect,
+    } = sandbox;
     let mut sh = group::command(command);
     let tag = group::tag();
     // Confined first, while nothing but the program is set on the command
@@ -51,7 +62,7 @@ pub(crate) fn shell(
                 }
             };
             if let Err(e) =
-                crate::sandbox::confine(&mut sh, sandbox, *close_network, root, tmp.path())
+                crate::sandbox::confine(&mut sh, sandbox, *close_network, root, tmp.path(), protect)
             {
                 return Outcome::text(format!("error: not run: {e}"));
             }

@@ -38,7 +38,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::{Duration, SystemTime};
 
 use revolve_core::edit::{Change, Diff};
@@ -129,15 +128,7 @@ enum Opened {
 }
 
 fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = revolve_store::git::command(dir).args(args).output().ok()?;
     out.status.success().then_some(out.stdout)
 }
 
@@ -244,7 +235,18 @@ impl Before {
         let head = git(&self.top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
         if let (Some(old), Some(new)) = (&self.head, &head) {
             if old != new {
-                if let Some(out) = git(&self.top, &["diff", "--name-only", "-z", old, new]) {
+                if let Some(out) = git(
+                    &self.top,
+                    &[
+                        "diff",
+                        "--no-ext-diff",
+                        "--no-textconv",
+                        "--name-only",
+                        "-z",
+                        old,
+                        new,
+                    ],
+                ) {
                     paths.extend(
                         out.split(|&b| b == 0)
                             .filter(|p| !p.is_empty())

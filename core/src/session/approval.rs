@@ -12,7 +12,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Command, Session};
+use super::{Command, Phase, Question, Session};
 use crate::edit::Answer;
 use crate::record::{Approved, Asked, Message, Record};
 use crate::rules::Verdict;
@@ -53,7 +53,13 @@ impl Session {
     /// Whether the shell call `id` may run `command` now: a permission
     /// rule decides first (a deny one over everything, logged with it),
     /// then the flags, the user's "always", the user.
-    pub(super) fn shell_gate(&mut self, id: &str, command: &str, now: OffsetDateTime) -> Gate {
+    pub(super) fn shell_gate(
+        &mut self,
+        id: &str,
+        command: &str,
+        allowed: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Gate {
         match self.settings.rules.decide("shell", command) {
             Verdict::Deny(rule) => {
                 let mut cmds = self.append(vec![Record::Approved(Approved {
@@ -83,10 +89,7 @@ impl Session {
             }
             Verdict::Silent => {}
         }
-        if self.settings.allow_shell
-            || self.state.shell_always
-            || self.allowed_call.take_if(|a| a == id).is_some()
-        {
+        if self.settings.allow_shell || self.state.shell_always || allowed == Some(id) {
             return Gate::Run(Vec::new());
         }
         if self.settings.interactive {
@@ -104,7 +107,12 @@ impl Session {
     /// Whether the MCP call may run now: a tool not offered gets its
     /// error at once; then the rules, `--allow-mcp`, the user's "always"
     /// for this tool, the user, as for a shell command.
-    pub(super) fn mcp_gate(&mut self, call: &crate::record::ToolCall, now: OffsetDateTime) -> Gate {
+    pub(super) fn mcp_gate(
+        &mut self,
+        call: &crate::record::ToolCall,
+        allowed: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Gate {
         let id = call.id.clone();
         let result = |s: &mut Session, text: String| {
             s.append(vec![Record::Message(Message::tool(now, id.clone(), text))])
@@ -136,7 +144,7 @@ impl Session {
         }
         if self.settings.allow_mcp
             || self.state.mcp_always.contains(&call.name)
-            || self.allowed_call.take_if(|a| *a == call.id).is_some()
+            || allowed == Some(call.id.as_str())
         {
             return Gate::Run(Vec::new());
         }
@@ -205,7 +213,10 @@ impl Session {
                     Ok(crate::tools::Tool::RequestFileGrant { reason, .. }) => reason,
                     _ => None,
                 });
-            self.asked_grant = Some((id.clone(), path.clone()));
+            self.phase = Phase::Asking(Question::Grant {
+                id: id.clone(),
+                path: path.clone(),
+            });
             return vec![Command::AskGrant { id, path, reason }];
         }
         let mut cmds = vec![Command::Show(format!(
@@ -239,11 +250,13 @@ impl Session {
     /// then it runs (or is granted) or its refusal is its result.
     pub(super) fn answered(
         &mut self,
+        question: Question,
         id: String,
         answer: Answer,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        if let Some((_, path)) = self.asked_grant.take_if(|(asked, _)| *asked == id) {
+        if let Question::Grant { path, .. } = &question {
+            let path = path.clone();
             if self.running_call(&id).is_some() {
                 // A grant is this once: "always" means yes.
                 let yes = answer != Answer::No;
@@ -260,7 +273,10 @@ impl Session {
                 return cmds;
             }
         }
-        let Some(call) = self.running_call(&id) else {
+        let Some(call) = self
+            .running_call(&id)
+            .filter(|_| matches!(question, Question::Run { .. }))
+        else {
             return vec![Command::Show(format!(
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];
@@ -282,10 +298,10 @@ impl Session {
         if answer == Answer::No {
             let refused = if mcp { crate::mcp::REFUSED } else { REFUSED };
             cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, refused))]));
-        } else {
-            self.allowed_call = Some(id);
+            cmds.extend(self.next_tool(now));
+            return cmds;
         }
-        cmds.extend(self.next_tool(now));
+        cmds.extend(self.next_tool_allowed(Some(&id), now));
         cmds
     }
 }

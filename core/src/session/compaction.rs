@@ -5,7 +5,7 @@
 
 use time::OffsetDateTime;
 
-use super::{Command, Input, Reply, Session};
+use super::{Command, Due, Flight, Input, Outcome, Phase, Reply, Session};
 use crate::compact;
 use crate::record::{
     Compacted, Compacting, Continued, Failed, Header, Message, Noted, Overflowed, Pruned, Record,
@@ -13,7 +13,7 @@ use crate::record::{
 };
 use crate::request::Request;
 use crate::state::State;
-use crate::view;
+use crate::text as view;
 
 impl Session {
     /// The request due now and its estimated size. A history whose text
@@ -58,7 +58,7 @@ impl Session {
     ///
     /// Step 2 asks for notes and returns with the compaction in flight; the
     /// request comes back here once they are in.
-    pub(super) fn give_way(&mut self, now: OffsetDateTime) -> Vec<Command> {
+    pub(super) fn give_way(&mut self, due: &mut Due, now: OffsetDateTime) -> Vec<Command> {
         let window = self.state.window;
         let mut cmds = Vec::new();
         // 1. Prune, oldest first, until the estimate fits.
@@ -93,21 +93,21 @@ impl Session {
             }
         }
         // 2. Keep fewer turns.
-        while self.keep_turns > 1 {
-            self.keep_turns -= 1;
+        while due.keep_turns > 1 {
+            due.keep_turns -= 1;
             let plan = compact::Plan::keeping(
                 &self.state.messages,
                 self.settings.prune_chars,
-                self.keep_turns,
+                due.keep_turns,
             );
             if plan.summarizes() {
                 let said = Command::Show(format!(
                     "window: {} turns do not fit the {}-token window; {} verbatim",
                     compact::KEEP_TURNS,
                     view::tokens(window),
-                    self.kept_words()
+                    self.kept_words(due.keep_turns)
                 ));
-                if let Some(summary) = self.summarize(plan.cut, now) {
+                if let Some(summary) = self.summarize(plan.cut, due, now) {
                     cmds.push(said);
                     cmds.extend(summary);
                     return cmds;
@@ -152,7 +152,7 @@ impl Session {
                     "window: this turn's tool rounds do not fit the {}-token window; its earlier rounds become working notes, your message and its latest round stay verbatim",
                     view::tokens(window)
                 ));
-                if let Some(summary) = self.summarize(cut, now) {
+                if let Some(summary) = self.summarize(cut, due, now) {
                     cmds.push(said);
                     cmds.extend(summary);
                 }
@@ -199,14 +199,19 @@ impl Session {
     /// Compaction, step one then, only if needed, step two. Automatic
     /// compaction (`manual` false) stops after pruning when the history then
     /// fits; `/compact` always summarizes what lies before the kept turns.
-    pub(super) fn compact(&mut self, manual: bool, now: OffsetDateTime) -> Vec<Command> {
+    pub(super) fn compact(
+        &mut self,
+        manual: bool,
+        due: &mut Due,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         // Three finished turns stay, as `/compact` between turns keeps
         // them, and the turn in flight with them.
-        self.keep_turns = compact::KEEP_TURNS + usize::from(self.state.awaiting);
+        due.keep_turns = compact::KEEP_TURNS + usize::from(self.state.awaiting);
         let plan = compact::Plan::keeping(
             &self.state.messages,
             self.settings.prune_chars,
-            self.keep_turns,
+            due.keep_turns,
         );
         let mut cmds = Vec::new();
         if !plan.prune.is_empty() {
@@ -245,7 +250,7 @@ impl Session {
             }
             return cmds;
         }
-        match self.summarize(plan.cut, now) {
+        match self.summarize(plan.cut, due, now) {
             Some(summary) => cmds.extend(summary),
             None => cmds.push(Command::Show(format!(
                 "compaction: the {} messages to summarize do not fit one request to the {}-token window; the session goes on uncompacted",
@@ -307,8 +312,8 @@ impl Session {
 
     /// What a compaction keeps verbatim, in words: `the last 3 turns`, or
     /// `the last 2 turns and the one in flight`.
-    fn kept_words(&self) -> String {
-        let finished = self.keep_turns - usize::from(self.state.awaiting);
+    fn kept_words(&self, keep_turns: usize) -> String {
+        let finished = keep_turns - usize::from(self.state.awaiting);
         let turns = |n: usize| if n == 1 { "turn" } else { "turns" };
         match (finished, self.state.awaiting) {
             (0, _) => "the turn in flight stays".to_owned(),
@@ -333,7 +338,12 @@ impl Session {
     /// messages, in one request when it fits the window, else in pieces
     /// (see [`Session::next_piece`]); `None` when not even a first piece
     /// fits.
-    fn summarize(&mut self, cut: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+    fn summarize(
+        &mut self,
+        cut: usize,
+        due: &mut Due,
+        now: OffsetDateTime,
+    ) -> Option<Vec<Command>> {
         let mut cmds = Vec::new();
         let text = compact::estimate(self.state.text_bytes(0..cut), &self.state.totals);
         // The summary's requests count toward --max-cost like any other.
@@ -356,10 +366,15 @@ impl Session {
             })]));
             cmds.push(Command::Show(format!(
                 "compaction: summarizing {cut} messages into working notes; {} verbatim",
-                self.kept_words()
+                self.kept_words(due.keep_turns)
             )));
-            self.estimate = tokens;
-            self.in_flight_bytes = summary.body.len();
+            self.phase = Phase::Summarizing {
+                flight: Flight {
+                    estimate: tokens,
+                    bytes: summary.body.len(),
+                },
+                due: *due,
+            };
             cmds.push(Command::Summarize(summary));
             return Some(cmds);
         }
@@ -368,12 +383,12 @@ impl Session {
         let (requests, input) =
             compact::summary_cost(text, cut as u64, system + prompt, self.state.window);
         if let Some(line) = compact::cost_line("compaction", requests, input) {
-            match self.costly {
+            match due.costly {
                 // Declined: not summarized.
                 Some(false) => return None,
                 Some(true) => {}
                 None if self.settings.asks_costly() => {
-                    self.confirming = true;
+                    self.phase = Phase::Confirming { due: *due };
                     return Some(vec![
                         Command::Show(line),
                         Command::Confirm(format!(
@@ -384,8 +399,8 @@ impl Session {
                 None => cmds.push(Command::Show(line)),
             }
         }
-        self.pieces = (0, requests);
-        let first = self.next_piece(cut, 0, now)?;
+        due.pieces = (0, requests);
+        let first = self.next_piece(cut, 0, due, now)?;
         cmds.push(Command::Show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
             view::tokens(self.state.window)
@@ -401,7 +416,13 @@ impl Session {
     /// too large cut to head and tail for the request
     /// ([`State::piece_request`]). `None` only when the request cannot fit
     /// at all (the system prompt and the notes alone fill the window).
-    fn next_piece(&mut self, cut: usize, from: usize, now: OffsetDateTime) -> Option<Vec<Command>> {
+    fn next_piece(
+        &mut self,
+        cut: usize,
+        from: usize,
+        due: &mut Due,
+        now: OffsetDateTime,
+    ) -> Option<Vec<Command>> {
         let notes = if from == 0 {
             None
         } else {
@@ -428,22 +449,57 @@ impl Session {
             from: from as u64,
             upto: if upto == cut { 0 } else { upto as u64 },
         })]);
-        self.pieces.0 += 1;
-        let (k, n) = (self.pieces.0, self.pieces.1.max(self.pieces.0));
+        due.pieces.0 += 1;
+        let (k, n) = (due.pieces.0, due.pieces.1.max(due.pieces.0));
         cmds.push(Command::Show(format!(
             "compaction: piece {k} of about {n}: summarizing messages {}..{upto} of {cut}",
             from + 1
         )));
-        self.estimate = compact::estimate(request.body.len(), &self.state.totals);
-        self.in_flight_bytes = request.body.len();
+        self.phase = Phase::Summarizing {
+            flight: Flight {
+                estimate: compact::estimate(request.body.len(), &self.state.totals),
+                bytes: request.body.len(),
+            },
+            due: *due,
+        };
         cmds.push(Command::Summarize(request));
         Some(cmds)
     }
 
+    /// The answer to the summary request in flight.
+    pub(super) fn summary_answered(
+        &mut self,
+        flight: Flight,
+        due: Due,
+        input: Input,
+    ) -> (Vec<Command>, Outcome) {
+        match input {
+            Input::Summarized { reply, new_id, now } => {
+                (self.summarized(due, reply, new_id, now), Outcome::Going)
+            }
+            Input::SummaryFailed { error, now } => (
+                self.summary_failed(due, error.clone(), now),
+                Outcome::Failed(error),
+            ),
+            Input::Overflowed {
+                error,
+                limit,
+                asked,
+                now,
+            } => {
+                let overflow = crate::overflow::Overflow { limit, asked };
+                let cmds = self.summary_overflowed(flight, due, error, overflow, now);
+                (cmds, Outcome::Going)
+            }
+            other => self.ignored(&other),
+        }
+    }
+
     /// The notes are in: the old file ends pointing forward, and the session
     /// goes on in a new file holding the notes and the kept turns.
-    pub(super) fn summarized(
+    fn summarized(
         &mut self,
+        mut due: Due,
         reply: Reply,
         new_id: String,
         now: OffsetDateTime,
@@ -459,10 +515,7 @@ impl Session {
             ""
         };
         if !error.is_empty() {
-            return self.handle(Input::SummaryFailed {
-                error: error.to_owned(),
-                now,
-            });
+            return self.summary_failed(due, error.to_owned(), now);
         }
         let (_, upto) = self.state.piece;
         if upto < cut {
@@ -475,12 +528,13 @@ impl Session {
             let mut cmds = self.append(vec![noted]);
             cmds.extend(self.spent_aside(reply.usage, now));
             let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-            match self.next_piece(idx(cut), idx(upto), now) {
+            match self.next_piece(idx(cut), idx(upto), &mut due, now) {
                 Some(next) => cmds.extend(next),
-                None => cmds.extend(self.handle(Input::SummaryFailed {
-                    error: "a piece of the part to summarize does not fit the window".into(),
+                None => cmds.extend(self.summary_failed(
+                    due,
+                    "a piece of the part to summarize does not fit the window".into(),
                     now,
-                })),
+                )),
             }
             return cmds;
         }
@@ -575,7 +629,7 @@ impl Session {
             "compaction: {cut} messages became working notes; the session goes on in a new file"
         )));
         if pending {
-            cmds.extend(self.request(now));
+            cmds.extend(self.request(due, now));
         } else {
             // A file must end with its totals: listings read them there.
             let totals = self.state.totals.clone();
@@ -591,31 +645,24 @@ impl Session {
     /// and sent again. A second refusal fails the turn.
     pub(super) fn overflowed(
         &mut self,
+        flight: Flight,
+        retried: bool,
         error: String,
         overflow: crate::overflow::Overflow,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        if self.state.compacting.is_some() {
-            return self.summary_overflowed(error, overflow, now);
-        }
-        if !self.state.awaiting {
-            return Vec::new();
-        }
-        if self.overflow_retried {
+        if retried {
             let end = Record::Failed(Failed { at: now, error });
             return self.cut_short(String::new(), end, now);
         }
-        self.overflow_retried = true;
-        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let (lowered, before, window) = self.lowered(flight, error, overflow, now);
         let mut cmds = self.append(vec![lowered]);
         cmds.push(Command::Show(format!(
             "window: the request is larger than the server's context; the window goes from {} to {} tokens, and the request is compacted and sent once more",
             view::tokens(before),
             view::tokens(window)
         )));
-        self.compacted_this_turn = false;
-        self.keep_turns = compact::KEEP_TURNS;
-        cmds.extend(self.request(now));
+        cmds.extend(self.request(Due::retried(), now));
         cmds
     }
 
@@ -624,6 +671,7 @@ impl Session {
     /// count for the calibration; with the window before and after.
     fn lowered(
         &self,
+        flight: Flight,
         error: String,
         overflow: crate::overflow::Overflow,
         now: OffsetDateTime,
@@ -633,13 +681,13 @@ impl Session {
         // The least window in which that part fits below the compaction
         // point (the room is at most a quarter of the window).
         let floor = fixed.saturating_mul(4).div_ceil(3).saturating_add(1);
-        let window = crate::overflow::lowered_window(before, self.estimate, overflow, floor);
+        let window = crate::overflow::lowered_window(before, flight.estimate, overflow, floor);
         let record = Record::Overflowed(Overflowed {
             at: now,
             error,
             window,
             asked: overflow.asked.unwrap_or(0),
-            bytes: self.in_flight_bytes as u64,
+            bytes: flight.bytes as u64,
         });
         (record, before, window)
     }
@@ -649,17 +697,19 @@ impl Session {
     /// it starts again under the lowered window, once.
     fn summary_overflowed(
         &mut self,
+        flight: Flight,
+        mut due: Due,
         error: String,
         overflow: crate::overflow::Overflow,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let retry = !self.overflow_retried;
-        self.overflow_retried = true;
+        let retry = !due.retried;
+        due.retried = true;
         let failed = Record::CompactionFailed(Failed {
             at: now,
             error: error.clone(),
         });
-        let (lowered, before, window) = self.lowered(error, overflow, now);
+        let (lowered, before, window) = self.lowered(flight, error, overflow, now);
         let mut cmds = self.append(vec![lowered, failed]);
         cmds.push(Command::Show(format!(
             "window: the summary request is larger than the server's context; the window goes from {} to {} tokens{}",
@@ -669,16 +719,16 @@ impl Session {
         )));
         if !retry {
             if self.state.awaiting {
-                cmds.extend(self.request(now));
+                cmds.extend(self.request(due, now));
             }
             return cmds;
         }
-        self.keep_turns = compact::KEEP_TURNS;
+        due.keep_turns = compact::KEEP_TURNS;
         if self.state.awaiting {
-            self.compacted_this_turn = false;
-            cmds.extend(self.request(now));
+            due.compacted = false;
+            cmds.extend(self.request(due, now));
         } else {
-            cmds.extend(self.compact(true, now));
+            cmds.extend(self.compact(true, &mut due, now));
         }
         cmds
     }

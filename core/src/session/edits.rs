@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use time::OffsetDateTime;
 
-use super::{Command, Session};
+use super::{Command, Input, Phase, Session};
 use crate::edit::{self, Answer, Keys, Scope, View};
 use crate::record::{Approved, Asked, Edit, EditBy, Record, Seen, Written};
 use crate::rules::Verdict;
@@ -32,6 +32,10 @@ pub struct Opened {
     /// Whether the path is in revolve's own state folder (session logs,
     /// spilled output, the content store): never written by a tool.
     pub own: bool,
+    /// Whether the path is in the working tree's `.git` (its config,
+    /// hooks): never written by a tool, as revolve's own `git` and the
+    /// user's would run what is planted there.
+    pub git: bool,
     /// How many names (hard links) the file has; 0 or 1 for one.
     pub links: u64,
 }
@@ -58,6 +62,43 @@ pub(super) struct Staged {
 }
 
 impl Session {
+    /// An answer about the edit in flight ([`Input::Opened`],
+    /// [`Input::Staged`], [`Input::Wrote`]); `staged` is the edit once
+    /// staged.
+    pub(super) fn edit_input(&mut self, staged: Option<Staged>, input: Input) -> Vec<Command> {
+        match (input, staged) {
+            (
+                Input::Opened {
+                    id,
+                    opened,
+                    keys,
+                    now,
+                },
+                None,
+            ) => self.opened(id, opened, &keys, now),
+            (
+                Input::Staged {
+                    id,
+                    answer,
+                    after,
+                    error,
+                    now,
+                },
+                Some(staged),
+            ) => self.staged(staged, id, answer, after, error, now),
+            (Input::Wrote { id, error, now }, Some(staged)) => self.wrote(staged, id, error, now),
+            (input, staged) => {
+                if let Some(id) = super::tool_id(&input) {
+                    self.phase = Phase::Editing {
+                        id: id.to_owned(),
+                        staged,
+                    };
+                }
+                self.ignored(&input).0
+            }
+        }
+    }
+
     /// `read_file` read a file: logged, so an edit may follow.
     pub(super) fn seen(&mut self, path: String, hash: String, now: OffsetDateTime) -> Vec<Command> {
         if self.state.open_calls.is_empty() {
@@ -101,7 +142,7 @@ impl Session {
     }
 
     /// The file of the edit in flight was opened: decide the change.
-    pub(super) fn opened(
+    fn opened(
         &mut self,
         id: String,
         opened: Result<Opened, String>,
@@ -144,7 +185,10 @@ impl Session {
                     ask: staged.asked,
                     once: staged.outside,
                 };
-                self.staged = Some(staged);
+                self.phase = Phase::Editing {
+                    id: staged.id.clone(),
+                    staged: Some(staged),
+                };
                 vec![cmd]
             }
         }
@@ -163,6 +207,12 @@ impl Session {
             return Err(format!(
                 "error: {name}: {shown} is in revolve's own state folder (session logs, spilled \
                  output, the content store); no tool writes there"
+            ));
+        }
+        if o.git {
+            return Err(format!(
+                "error: {name}: {shown} is in the repository's .git folder (config, hooks), \
+                 which no tool writes; change it with git yourself"
             ));
         }
         if o.outside && !self.settings.interactive {
@@ -272,19 +322,15 @@ impl Session {
 
     /// Both contents are stored and the user answered (if asked): log the
     /// edit, then write it.
-    pub(super) fn staged(
+    fn staged(
         &mut self,
+        mut staged: Staged,
         id: String,
         answer: Option<Answer>,
         after: String,
         error: Option<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(mut staged) = self.staged.take().filter(|s| s.id == id) else {
-            return vec![Command::Show(format!(
-                "ignored a staged edit for tool call {id}, which is not running"
-            ))];
-        };
         if let Some(e) = error {
             let text = format!(
                 "error: {}: cannot keep the prior content of {} ({e}); nothing was written",
@@ -353,22 +399,21 @@ impl Session {
             mode: staged.mode,
             expect: staged.before.clone(),
         });
-        self.staged = Some(staged);
+        self.phase = Phase::Editing {
+            id: staged.id.clone(),
+            staged: Some(staged),
+        };
         cmds
     }
 
     /// The write of the logged edit ran.
-    pub(super) fn wrote(
+    fn wrote(
         &mut self,
+        staged: Staged,
         id: String,
         error: Option<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(staged) = self.staged.take().filter(|s| s.id == id) else {
-            return vec![Command::Show(format!(
-                "ignored a write for tool call {id}, which is not running"
-            ))];
-        };
         let written = Record::Written(Written {
             at: now,
             call: id.clone(),
@@ -483,6 +528,7 @@ impl Session {
                 let files = r.files.clone();
                 let mut cmds = self.append(vec![Record::Rewinding(r)]);
                 cmds.push(Command::Sync);
+                self.phase = Phase::Rewinding;
                 cmds.push(Command::Restore(files));
                 cmds
             }

@@ -244,6 +244,50 @@ pub enum Input {
     },
 }
 
+impl Input {
+    /// The variant's name, as the protocol table names it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Input::User { .. } => "User",
+            Input::Counted { .. } => "Counted",
+            Input::Confirmed { .. } => "Confirmed",
+            Input::Reply { .. } => "Reply",
+            Input::Failed { .. } => "Failed",
+            Input::Overflowed { .. } => "Overflowed",
+            Input::Interrupted { .. } => "Interrupted",
+            Input::ToolDone { .. } => "ToolDone",
+            Input::Prompt(_) => "Prompt",
+            Input::Refine { .. } => "Refine",
+            Input::RefineReply { .. } => "RefineReply",
+            Input::RefineFailed { .. } => "RefineFailed",
+            Input::Compact { .. } => "Compact",
+            Input::MemoryChanged { .. } => "MemoryChanged",
+            Input::Undo => "Undo",
+            Input::Undone { .. } => "Undone",
+            Input::GoOn { .. } => "GoOn",
+            Input::Plan { .. } => "Plan",
+            Input::Model { .. } => "Model",
+            Input::Effort { .. } => "Effort",
+            Input::MaxCost { .. } => "MaxCost",
+            Input::SandboxRefused { .. } => "SandboxRefused",
+            Input::Outside { .. } => "Outside",
+            Input::Summarized { .. } => "Summarized",
+            Input::SummaryFailed { .. } => "SummaryFailed",
+            Input::Rename { .. } => "Rename",
+            Input::Address { .. } => "Address",
+            Input::Inbox { .. } => "Inbox",
+            Input::Opened { .. } => "Opened",
+            Input::Staged { .. } => "Staged",
+            Input::McpTools { .. } => "McpTools",
+            Input::Answered { .. } => "Answered",
+            Input::Wrote { .. } => "Wrote",
+            Input::Found { .. } => "Found",
+            Input::Rewind { .. } => "Rewind",
+            Input::Restored { .. } => "Restored",
+        }
+    }
+}
+
 /// What a tool did besides its output, carried by its result
 /// ([`Input::ToolDone`], [`Input::SandboxRefused`]) and logged before it,
 /// in this order.

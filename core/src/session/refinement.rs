@@ -16,14 +16,14 @@ use std::ops::Range;
 
 use time::OffsetDateTime;
 
-use super::{Command, Reply, Session};
+use super::{Command, Input, Outcome, Phase, Reply, Session};
 use crate::compact;
 use crate::guard;
 use crate::memory::{MemoryFile, SnapshotMeta};
 use crate::record::{ChangedBy, MemoryChanged, Record, Refined, Refining};
 use crate::refine::{self, Change};
 use crate::request::Wire;
-use crate::view;
+use crate::text as view;
 
 /// A refinement under way.
 #[derive(Clone, Debug)]
@@ -106,7 +106,44 @@ impl Session {
     }
 
     fn refining_in(&self, stage: Stage) -> bool {
-        self.refinement.as_ref().is_some_and(|r| r.stage == stage)
+        self.refinement().is_some_and(|r| r.stage == stage)
+    }
+
+    fn refinement(&self) -> Option<&Refinement> {
+        match &self.phase {
+            Phase::Refining(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn refinement_mut(&mut self) -> Option<&mut Refinement> {
+        match &mut self.phase {
+            Phase::Refining(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// An answer while refining: each is taken in the stage that waits
+    /// for it, and any other falls to the one arm that ignores it.
+    pub(super) fn refinement_input(&mut self, input: Input) -> (Vec<Command>, Outcome) {
+        match input {
+            Input::Confirmed { yes, now } if self.refine_confirming() => {
+                (self.refine_confirmed(yes, now), Outcome::Going)
+            }
+            Input::RefineReply { reply, now } if self.refine_asking() => {
+                (self.refine_reply(reply, now), Outcome::Going)
+            }
+            Input::RefineFailed { error, now } if self.refine_asking() => {
+                (self.refine_failed(&error, now), Outcome::Going)
+            }
+            Input::Interrupted { now, .. } if self.refine_asking() => {
+                (self.refine_interrupted(now), Outcome::Interrupted)
+            }
+            Input::MemoryChanged { entry, now } if self.refine_writing() => {
+                (self.refine_written(entry, now), Outcome::Going)
+            }
+            other => self.ignored(&other),
+        }
     }
 
     /// [`super::Input::Refine`]: plans the parts and sends the first, or
@@ -173,12 +210,12 @@ impl Session {
             stage: Stage::Asking,
         };
         let what = refinement.what();
-        self.refinement = Some(refinement);
+        self.phase = Phase::Refining(Box::new(refinement));
         let mut cmds = Vec::new();
         if let Some(line) = compact::cost_line(what, of as u64, input) {
             cmds.push(Command::Show(line));
             if self.settings.asks_costly() {
-                if let Some(r) = &mut self.refinement {
+                if let Some(r) = self.refinement_mut() {
                     r.stage = Stage::Confirming;
                 }
                 cmds.push(Command::Confirm(format!(
@@ -193,7 +230,7 @@ impl Session {
 
     /// The user's answer to a costly refinement.
     pub(super) fn refine_confirmed(&mut self, yes: bool, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = &mut self.refinement else {
+        let Some(r) = self.refinement_mut() else {
             return Vec::new();
         };
         r.stage = Stage::Asking;
@@ -208,7 +245,7 @@ impl Session {
 
     /// Says what the model reads, and sends the first part.
     fn refine_begin(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = &self.refinement else {
+        let Some(r) = self.refinement() else {
             return Vec::new();
         };
         let (what, of) = (r.what(), r.of());
@@ -234,7 +271,7 @@ impl Session {
     /// Sends the next part, logged first; or, after the last, asks for the
     /// writes.
     fn refine_next(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = &self.refinement else {
+        let Some(r) = self.refinement() else {
             return Vec::new();
         };
         if r.next >= r.of() {
@@ -266,7 +303,7 @@ impl Session {
             return cmds;
         }
         let auto = r.auto;
-        if let Some(r) = &mut self.refinement {
+        if let Some(r) = self.refinement_mut() {
             r.next += 1;
             r.stage = Stage::Asking;
         }
@@ -296,7 +333,7 @@ impl Session {
         if reply.usage.is_some_and(|u| u != super::Usage::default()) {
             cmds.extend(self.spent_aside(reply.usage, now));
         }
-        let Some(r) = &mut self.refinement else {
+        let Some(r) = self.refinement_mut() else {
             return cmds;
         };
         let (what, of, k) = (r.what(), r.of(), r.next);
@@ -327,7 +364,7 @@ impl Session {
     /// A part's request failed: one alone ends the refinement; one of
     /// several changes nothing and the others go on.
     pub(super) fn refine_failed(&mut self, error: &str, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = self.refinement.as_ref().filter(|_| self.refine_asking()) else {
+        let Some(r) = self.refinement().filter(|_| self.refine_asking()) else {
             return Vec::new();
         };
         let (what, of, k) = (r.what(), r.of(), r.next);
@@ -349,7 +386,7 @@ impl Session {
 
     /// The user interrupted a part's request: nothing changes.
     pub(super) fn refine_interrupted(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = &self.refinement else {
+        let Some(r) = self.refinement() else {
             return Vec::new();
         };
         let mut cmds = vec![Command::Show(format!(
@@ -363,7 +400,8 @@ impl Session {
     /// Every part answered: the changes of all, as one, are snapshotted
     /// and written; none, and the refinement ends.
     fn refine_conclude(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        let Some(r) = &mut self.refinement else {
+        let session = (self.state.name.clone()).unwrap_or_else(|| self.state.id().to_owned());
+        let Some(r) = self.refinement_mut() else {
             return Vec::new();
         };
         let changes = refine::combined(&r.files, std::mem::take(&mut r.changes));
@@ -374,8 +412,6 @@ impl Session {
             return cmds;
         }
         r.stage = Stage::Writing;
-        let state = &self.state;
-        let session = state.name.clone().unwrap_or_else(|| state.id().to_owned());
         let meta = refine::meta(&session, r.messages, r.auto, &changes, &r.files);
         r.meta = Some(meta.clone());
         vec![Command::Snapshot {
@@ -389,15 +425,9 @@ impl Session {
     /// The snapshot was taken and the files written: logged, said, and the
     /// refinement ends with its entry.
     pub(super) fn refine_written(&mut self, entry: String, now: OffsetDateTime) -> Vec<Command> {
-        let what = self
-            .refinement
-            .as_ref()
-            .map_or("refinement", Refinement::what);
-        let by = self
-            .refinement
-            .as_ref()
-            .map_or(ChangedBy::Refine, Refinement::by);
-        let meta = self.refinement.as_mut().and_then(|r| r.meta.take());
+        let what = self.refinement().map_or("refinement", Refinement::what);
+        let by = self.refinement().map_or(ChangedBy::Refine, Refinement::by);
+        let meta = self.refinement_mut().and_then(|r| r.meta.take());
         // What the record says of each file, as the snapshot's meta does.
         let files = meta
             .iter()
@@ -438,8 +468,12 @@ impl Session {
         unmade: Option<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(r) = self.refinement.take() else {
-            return Vec::new();
+        let r = match std::mem::take(&mut self.phase) {
+            Phase::Refining(r) => r,
+            other => {
+                self.phase = other;
+                return Vec::new();
+            }
         };
         let mut cmds = self.append(vec![Record::Refined(Refined {
             at: now,

@@ -40,6 +40,7 @@ fn user(s: &mut Session, text: &str) -> Vec<Command> {
         text: text.into(),
         now: datetime!(2026-12-02 10:01 UTC),
     })
+    .commands
 }
 
 fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Command> {
@@ -66,6 +67,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
         },
         now: datetime!(2026-12-02 10:02 UTC),
     })
+    .commands
 }
 
 fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Command> {
@@ -77,6 +79,7 @@ fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Com
         effects: Default::default(),
         now: datetime!(2026-12-02 10:03 UTC),
     })
+    .commands
 }
 
 fn kinds(cmds: &[Command]) -> Vec<&'static str> {
@@ -277,18 +280,22 @@ fn the_tool_round_cap_ends_the_turn_and_go_on_resets_it() {
     assert_eq!(stop.reason, StopReason::ToolRounds { limit: 2 });
     assert!(guard::describe(&stop.reason).contains("--max-tool-rounds 2"));
     // Going on sends the request the cap held back, with two rounds more.
-    let cmds = s.handle(Input::GoOn {
-        now: datetime!(2026-12-02 10:04 UTC),
-    });
+    let cmds = s
+        .handle(Input::GoOn {
+            now: datetime!(2026-12-02 10:04 UTC),
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["went-on", "call"]);
     assert_eq!(s.state().turn_rounds, 0);
     reply(&mut s, "", &[("c", "read_file", r#"{"path":"3"}"#)]);
     let cmds = done(&mut s, "c", "x", None);
     assert!(matches!(cmds.last(), Some(Command::Call(_))));
     reply(&mut s, "done", &[]);
-    let cmds = s.handle(Input::GoOn {
-        now: datetime!(2026-12-02 10:05 UTC),
-    });
+    let cmds = s
+        .handle(Input::GoOn {
+            now: datetime!(2026-12-02 10:05 UTC),
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["show"], "nothing to go on with");
 }
 
@@ -402,10 +409,12 @@ fn grants_from_the_user_reach_later_tool_runs() {
 fn an_interrupted_stream_keeps_what_arrived() {
     let mut s = start();
     user(&mut s, "hi");
-    let cmds = s.handle(Input::Interrupted {
-        partial: "Hel".into(),
-        now: datetime!(2026-12-02 10:01 UTC),
-    });
+    let cmds = s
+        .handle(Input::Interrupted {
+            partial: "Hel".into(),
+            now: datetime!(2026-12-02 10:01 UTC),
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["message", "interrupted", "totals", "sync"]);
     let last = s.state().messages.last().unwrap();
     assert!(last.partial && last.content == "Hel");
@@ -424,10 +433,12 @@ fn interrupting_tools_answers_every_open_call_and_sends_nothing() {
             ("b", "agent_info", "{}"),
         ],
     );
-    let cmds = s.handle(Input::Interrupted {
-        partial: String::new(),
-        now: datetime!(2026-12-02 10:05 UTC),
-    });
+    let cmds = s
+        .handle(Input::Interrupted {
+            partial: String::new(),
+            now: datetime!(2026-12-02 10:05 UTC),
+        })
+        .commands;
     assert_eq!(
         kinds(&cmds),
         ["result", "result", "interrupted", "totals", "sync"]
@@ -496,10 +507,12 @@ fn long_session(turns: usize, context: u64) -> Session {
             tool_calls: Vec::new(),
             usage,
         };
-        let _ = s.handle(Input::Reply {
-            reply,
-            now: datetime!(2026-12-02 10:02 UTC),
-        });
+        let _ = s
+            .handle(Input::Reply {
+                reply,
+                now: datetime!(2026-12-02 10:02 UTC),
+            })
+            .commands;
     }
     s
 }
@@ -550,15 +563,17 @@ fn summarizing_moves_the_session_to_a_new_file() {
     assert!(s.busy());
     assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
     let now = datetime!(2026-12-02 10:05 UTC);
-    let cmds = s.handle(Input::Summarized {
-        reply: Reply {
-            text: "Facts: port 5432".into(),
-            usage: None,
-            ..Reply::default()
-        },
-        new_id: "s2".into(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::Summarized {
+            reply: Reply {
+                text: "Facts: port 5432".into(),
+                usage: None,
+                ..Reply::default()
+            },
+            new_id: "s2".into(),
+            now,
+        })
+        .commands;
     assert_eq!(
         kinds(&cmds),
         [
@@ -605,10 +620,12 @@ fn a_failed_summary_changes_nothing_and_the_turn_goes_on() {
     user(&mut s, "next");
     let before = s.state().messages.len();
     let now = datetime!(2026-12-02 10:05 UTC);
-    let cmds = s.handle(Input::SummaryFailed {
-        error: "HTTP 500".into(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::SummaryFailed {
+            error: "HTTP 500".into(),
+            now,
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
     assert_eq!(s.state().messages.len(), before);
 }
@@ -630,11 +647,13 @@ fn notes_that_call_a_tool_are_no_notes() {
         usage: None,
     };
     let now = datetime!(2026-12-02 10:05 UTC);
-    let cmds = s.handle(Input::Summarized {
-        reply,
-        new_id: "s2".into(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::Summarized {
+            reply,
+            new_id: "s2".into(),
+            now,
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
     assert!(matches!(&cmds[1], Command::Show(t) if t.contains("called a tool")));
 }
@@ -644,25 +663,27 @@ fn manual_compaction() {
     let now = datetime!(2026-12-02 10:05 UTC);
     let mut s = long_session(2, 100);
     assert_eq!(
-        kinds(&s.handle(Input::Compact { now })),
+        kinds(&s.handle(Input::Compact { now }).commands),
         ["show"],
         "two turns: nothing to do"
     );
     let mut s = long_session(5, 100);
-    let cmds = s.handle(Input::Compact { now });
+    let cmds = s.handle(Input::Compact { now }).commands;
     assert_eq!(
         kinds(&cmds),
         ["pruned", "show", "compacting", "show", "summarize"]
     );
-    let cmds = s.handle(Input::Summarized {
-        reply: Reply {
-            text: "notes".into(),
-            usage: None,
-            ..Reply::default()
-        },
-        new_id: "s2".into(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::Summarized {
+            reply: Reply {
+                text: "notes".into(),
+                usage: None,
+                ..Reply::default()
+            },
+            new_id: "s2".into(),
+            now,
+        })
+        .commands;
     assert_eq!(
         kinds(&cmds),
         [
@@ -678,11 +699,13 @@ fn manual_compaction() {
     assert!(!s.busy());
     // Interrupting a /compact leaves everything as it was.
     let mut s = long_session(5, 100);
-    let _ = s.handle(Input::Compact { now });
-    let cmds = s.handle(Input::Interrupted {
-        partial: String::new(),
-        now,
-    });
+    let _ = s.handle(Input::Compact { now }).commands;
+    let cmds = s
+        .handle(Input::Interrupted {
+            partial: String::new(),
+            now,
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show"]);
     assert!(!s.busy());
 }
@@ -693,19 +716,25 @@ fn rename_is_validated() {
     let mut s = start();
     let used = BTreeSet::from(["birch".to_owned()]);
     assert_eq!(
-        kinds(&s.handle(Input::Rename {
-            name: "birch".into(),
-            used: used.clone(),
-            now
-        })),
+        kinds(
+            &s.handle(Input::Rename {
+                name: "birch".into(),
+                used: used.clone(),
+                now
+            })
+            .commands
+        ),
         ["show"]
     );
     assert_eq!(
-        kinds(&s.handle(Input::Rename {
-            name: "db".into(),
-            used,
-            now
-        })),
+        kinds(
+            &s.handle(Input::Rename {
+                name: "db".into(),
+                used,
+                now
+            })
+            .commands
+        ),
         ["other", "show"]
     );
     assert_eq!(s.state().name.as_deref(), Some("db"));
@@ -740,11 +769,13 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
     user(&mut s, "list");
     let cmds = reply(&mut s, "", &shell);
     assert_eq!(kinds(&cmds).last(), Some(&"ask"));
-    let cmds = s.handle(Input::Answered {
-        id: "c1".into(),
-        answer: crate::edit::Answer::Always,
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "c1".into(),
+            answer: crate::edit::Answer::Always,
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["other", "run"]);
     let folded = State::fold(
         &std::iter::once(Record::Header(header()))
@@ -763,11 +794,13 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
     let mut s = Session::start(header(), asking).0;
     user(&mut s, "list");
     reply(&mut s, "", &shell);
-    let cmds = s.handle(Input::Answered {
-        id: "c1".into(),
-        answer: crate::edit::Answer::No,
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "c1".into(),
+            answer: crate::edit::Answer::No,
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
 }
 
@@ -816,11 +849,13 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
             reason: Some("the notes".into()),
         })
     );
-    let cmds = s.handle(Input::Answered {
-        id: "g".into(),
-        answer: crate::edit::Answer::Always,
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "g".into(),
+            answer: crate::edit::Answer::Always,
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     let approved: Vec<_> = cmds
         .iter()
         .filter_map(|c| match c {
@@ -866,11 +901,13 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     // "no" is the call's result.
     let mut s = Session::start(header(), asking.clone()).0;
     asked(&mut s);
-    let cmds = s.handle(Input::Answered {
-        id: "g".into(),
-        answer: crate::edit::Answer::No,
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "g".into(),
+            answer: crate::edit::Answer::No,
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     assert_eq!(
         result_of(&cmds, "g"),
         Some(approval::not_granted("/srv/notes.txt").as_str())
@@ -885,18 +922,22 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     };
     let mut s = Session::start(header(), ask_shell).0;
     asked(&mut s);
-    let _ = s.handle(Input::Interrupted {
-        partial: String::new(),
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let _ = s
+        .handle(Input::Interrupted {
+            partial: String::new(),
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     user(&mut s, "list");
     let cmds = reply(&mut s, "", &[("g", "shell", r#"{"command":"ls"}"#)]);
     assert_eq!(kinds(&cmds).last(), Some(&"ask"));
-    let cmds = s.handle(Input::Answered {
-        id: "g".into(),
-        answer: crate::edit::Answer::Yes,
-        now: datetime!(2026-12-02 10:00 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "g".into(),
+            answer: crate::edit::Answer::Yes,
+            now: datetime!(2026-12-02 10:00 UTC),
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["other", "run"]);
     assert!(s.grants().is_empty());
 }
@@ -1070,14 +1111,16 @@ fn a_message_larger_than_the_window_is_named_and_the_next_turn_is_answered() {
         compact::estimate(summary.body.len(), &s.state.totals),
         4_096
     ));
-    let cmds = s.handle(Input::Summarized {
-        reply: Reply {
-            text: "Facts: the user pasted a long text".into(),
-            ..Reply::default()
-        },
-        new_id: "s2".into(),
-        now: datetime!(2026-12-02 10:05 UTC),
-    });
+    let cmds = s
+        .handle(Input::Summarized {
+            reply: Reply {
+                text: "Facts: the user pasted a long text".into(),
+                ..Reply::default()
+            },
+            new_id: "s2".into(),
+            now: datetime!(2026-12-02 10:05 UTC),
+        })
+        .commands;
     let call = call_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
     assert!(compact::fits(
         compact::estimate(call.body.len(), &s.state.totals),
@@ -1141,7 +1184,7 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
         kinds(&cmds)
     );
     assert!(s.busy());
-    let cmds = s.handle(Input::Confirmed { yes: true, now });
+    let cmds = s.handle(Input::Confirmed { yes: true, now }).commands;
     assert!(kinds(&cmds).contains(&"summarize"), "{:?}", kinds(&cmds));
     // Each piece says which it is, of about how many (issue 32).
     let said: Vec<&String> = cmds
@@ -1159,7 +1202,7 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
     // No: nothing is summarized; the turn goes on as far as it fits.
     let mut s = grown();
     user(&mut s, "next");
-    let cmds = s.handle(Input::Confirmed { yes: false, now });
+    let cmds = s.handle(Input::Confirmed { yes: false, now }).commands;
     let k = kinds(&cmds);
     assert!(
         !k.contains(&"summarize") && !k.contains(&"confirm"),
@@ -1199,12 +1242,14 @@ fn write_opened(interactive: bool, opened: Opened) -> (Session, Vec<Command>) {
     let args = format!(r#"{{"path":"{}","content":"x\n"}}"#, opened.shown);
     let cmds = reply(&mut s, "", &[("w1", "write_file", &args)]);
     assert_eq!(kinds(&cmds).last(), Some(&"open"));
-    let cmds = s.handle(Input::Opened {
-        id: "w1".into(),
-        opened: Ok(opened),
-        keys: Default::default(),
-        now: datetime!(2026-12-02 10:03 UTC),
-    });
+    let cmds = s
+        .handle(Input::Opened {
+            id: "w1".into(),
+            opened: Ok(opened),
+            keys: Default::default(),
+            now: datetime!(2026-12-02 10:03 UTC),
+        })
+        .commands;
     (s, cmds)
 }
 
@@ -1234,13 +1279,15 @@ fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
         Some(("/granted/k (outside the working tree)".into(), true, true))
     );
     // "always" there is a yes for this write only, logged as such.
-    let cmds = s.handle(Input::Staged {
-        id: "w1".into(),
-        answer: Some(crate::edit::Answer::Always),
-        after: "sha256:after".into(),
-        error: None,
-        now: datetime!(2026-12-02 10:04 UTC),
-    });
+    let cmds = s
+        .handle(Input::Staged {
+            id: "w1".into(),
+            answer: Some(crate::edit::Answer::Always),
+            after: "sha256:after".into(),
+            error: None,
+            now: datetime!(2026-12-02 10:04 UTC),
+        })
+        .commands;
     let approved = cmds.iter().find_map(|c| match c {
         Command::Append(Record::Approved(a)) => Some(a.clone()),
         _ => None,
@@ -1275,15 +1322,17 @@ fn an_unnamed_session_gets_an_address_that_stays_unlisted() {
     let mut s = Session::start(unnamed, settings()).0;
     assert_eq!(s.state().name, None);
     let used = BTreeSet::from(["amber".to_owned()]);
-    let cmds = s.handle(Input::Address {
-        used: used.clone(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::Address {
+            used: used.clone(),
+            now,
+        })
+        .commands;
     assert_eq!(kinds(&cmds), ["other", "show"]);
     assert_eq!(s.state().name.as_deref(), Some("birch"));
     assert!(!s.state().named, "a generated name is not listed");
     // A session with a name keeps it.
-    assert!(s.handle(Input::Address { used, now }).is_empty());
+    assert!(s.handle(Input::Address { used, now }).commands.is_empty());
     assert_eq!(s.state().name.as_deref(), Some("birch"));
     // The fold gives the same.
     let records: Vec<Record> = cmds
@@ -1307,13 +1356,15 @@ fn mcp_session(settings: Settings) -> Session {
         }],
     )]);
     let now = datetime!(2026-12-02 10:00 UTC);
-    let cmds = s.handle(Input::McpTools {
-        tools: tools.clone(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::McpTools {
+            tools: tools.clone(),
+            now,
+        })
+        .commands;
     assert!(matches!(&cmds[..], [Command::Append(Record::McpTools(_))]));
     // The same list again is not logged again.
-    assert!(s.handle(Input::McpTools { tools, now }).is_empty());
+    assert!(s.handle(Input::McpTools { tools, now }).commands.is_empty());
     s
 }
 
@@ -1379,11 +1430,13 @@ fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
     assert!(
         matches!(cmds.last(), Some(Command::Ask { command, .. }) if command == "mcp__ev__echo")
     );
-    let cmds = s.handle(Input::Answered {
-        id: "c1".into(),
-        answer: crate::edit::Answer::Always,
-        now: datetime!(2026-12-02 10:03 UTC),
-    });
+    let cmds = s
+        .handle(Input::Answered {
+            id: "c1".into(),
+            answer: crate::edit::Answer::Always,
+            now: datetime!(2026-12-02 10:03 UTC),
+        })
+        .commands;
     assert!(
         matches!(cmds.last(), Some(Command::CallMcp { .. })),
         "{:?}",
@@ -1444,10 +1497,12 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
     );
     take(done(&mut s, "c1", "hi", None), &mut records);
     // Not while a request is in flight.
-    let none = s.handle(Input::McpTools {
-        tools: Vec::new(),
-        now: datetime!(2026-12-02 10:04 UTC),
-    });
+    let none = s
+        .handle(Input::McpTools {
+            tools: Vec::new(),
+            now: datetime!(2026-12-02 10:04 UTC),
+        })
+        .commands;
     assert!(none.is_empty());
     take(reply(&mut s, "done", &[]), &mut records);
     // The list changes: a record, and the next request offers no MCP tool.
@@ -1455,7 +1510,8 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
         s.handle(Input::McpTools {
             tools: Vec::new(),
             now: datetime!(2026-12-02 10:04 UTC),
-        }),
+        })
+        .commands,
         &mut records,
     );
     take(user(&mut s, "again"), &mut records);
@@ -1474,10 +1530,12 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
     let mut s = start();
     let window = s.state().window;
     let now = datetime!(2026-12-02 10:05 UTC);
-    let cmds = s.handle(Input::Model {
-        model: "my-model".into(),
-        now,
-    });
+    let cmds = s
+        .handle(Input::Model {
+            model: "my-model".into(),
+            now,
+        })
+        .commands;
     assert!(matches!(
         &cmds[0],
         Command::Append(Record::ModelChanged(m)) if m.model == "my-model" && m.window == window
@@ -1485,10 +1543,12 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
     assert_eq!(s.state().model, "my-model");
     // The same model again, or no name: nothing logged.
     for model in ["my-model", " ", "two words"] {
-        let cmds = s.handle(Input::Model {
-            model: model.into(),
-            now,
-        });
+        let cmds = s
+            .handle(Input::Model {
+                model: model.into(),
+                now,
+            })
+            .commands;
         assert!(
             cmds.iter().all(|c| matches!(c, Command::Show(_))),
             "{model}: {cmds:?}"
@@ -1503,10 +1563,12 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
         },
     )
     .0;
-    let _ = s.handle(Input::Model {
-        model: "claude-sonnet-4-5".into(),
-        now,
-    });
+    let _ = s
+        .handle(Input::Model {
+            model: "claude-sonnet-4-5".into(),
+            now,
+        })
+        .commands;
     assert_eq!(s.state().window, 200_000);
 }
 
@@ -1537,6 +1599,7 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
             effects: effects.clone(),
             now: datetime!(2026-12-02 10:03 UTC),
         })
+        .commands
     };
     let cmds = done(&mut s, "c1");
     let logged: Vec<&str> = cmds

@@ -60,7 +60,7 @@ impl<F: Front> Live<F> {
         let name = revolve_core::mcp::tool_name(server, tool);
         self.front.notice(&format!(
             "→ {}",
-            revolve_core::view::inert(&revolve_core::mcp::question(&name, arguments))
+            revolve_core::text::inert(&revolve_core::mcp::question(&name, arguments))
         ));
         // Not marked shown: once its result is logged the front gets the
         // call and its result as one not run through the tools (a

@@ -3,18 +3,38 @@
 use super::*;
 use revolve_core::record::{Record, Totals};
 
-fn store(name: &str) -> Store {
-    let root = std::env::temp_dir().join(format!("revolve-store-{}-{name}", std::process::id()));
-    std::fs::remove_dir_all(&root).ok();
+/// A store in a temporary directory that goes when the test ends.
+struct Temp {
+    store: Store,
+    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Temp {
+    type Target = Store;
+
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+fn store(name: &str) -> Temp {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("revolve-store-{name}-"))
+        .tempdir()
+        .unwrap();
+    let root = dir.path();
     let cwd = root.join("work");
     std::fs::create_dir_all(&cwd).unwrap();
-    Store {
-        roots: Roots {
-            state: root.join("state"),
-            config: root.join("config"),
+    Temp {
+        store: Store {
+            roots: Roots {
+                state: root.join("state"),
+                config: root.join("config"),
+            },
+            project: Project::from_key(cwd.clone()),
+            cwd,
         },
-        project: Project::from_key(cwd.clone()),
-        cwd,
+        _dir: dir,
     }
 }
 

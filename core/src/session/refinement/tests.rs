@@ -39,18 +39,22 @@ fn settings() -> Settings {
 fn after_a_turn(settings: Settings) -> (Session, Vec<Record>) {
     let (mut s, cmds) = Session::start(header(), settings);
     let mut log = appended(&cmds);
-    let cmds = s.handle(Input::User {
-        text: "the port is 6543 now".into(),
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::User {
+            text: "the port is 6543 now".into(),
+            now: NOW,
+        })
+        .commands;
     log.extend(appended(&cmds));
-    let cmds = s.handle(Input::Reply {
-        reply: Reply {
-            text: "noted".into(),
-            ..Reply::default()
-        },
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::Reply {
+            reply: Reply {
+                text: "noted".into(),
+                ..Reply::default()
+            },
+            now: NOW,
+        })
+        .commands;
     log.extend(appended(&cmds));
     (s, log)
 }
@@ -95,6 +99,7 @@ fn refine(s: &mut Session, chain: Vec<String>) -> Vec<Command> {
         chain,
         now: NOW,
     })
+    .commands
 }
 
 fn answer(s: &mut Session, text: &str) -> Vec<Command> {
@@ -110,6 +115,7 @@ fn answer(s: &mut Session, text: &str) -> Vec<Command> {
         },
         now: NOW,
     })
+    .commands
 }
 
 fn ended(cmds: &[Command]) -> Option<Refined> {
@@ -158,10 +164,12 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
         "the refinement's tokens count"
     );
 
-    let cmds = s.handle(Input::MemoryChanged {
-        entry: entry.clone(),
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::MemoryChanged {
+            entry: entry.clone(),
+            now: NOW,
+        })
+        .commands;
     log.extend(appended(&cmds));
     assert_eq!(
         shown(&cmds),
@@ -190,10 +198,12 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
 fn a_failed_or_unusable_single_request_changes_nothing_and_says_why() {
     let (mut s, _) = after_a_turn(settings());
     refine(&mut s, vec!["[user]\nhi\n".into()]);
-    let cmds = s.handle(Input::RefineFailed {
-        error: "HTTP 500".into(),
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::RefineFailed {
+            error: "HTTP 500".into(),
+            now: NOW,
+        })
+        .commands;
     assert_eq!(
         shown(&cmds),
         ["refinement failed (HTTP 500); memory unchanged"]
@@ -220,10 +230,12 @@ fn a_failed_or_unusable_single_request_changes_nothing_and_says_why() {
 fn an_interrupted_request_ends_the_refinement_not_a_turn() {
     let (mut s, _) = after_a_turn(settings());
     refine(&mut s, vec!["[user]\nhi\n".into()]);
-    let cmds = s.handle(Input::Interrupted {
-        partial: String::new(),
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::Interrupted {
+            partial: String::new(),
+            now: NOW,
+        })
+        .commands;
     assert_eq!(shown(&cmds), ["refinement interrupted; memory unchanged"]);
     assert!(
         !appended(&cmds)
@@ -252,10 +264,12 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
         "{cmds:?}"
     );
     assert!(sent(&cmds).is_none(), "nothing sent before the answer");
-    let cmds = s.handle(Input::Confirmed {
-        yes: false,
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::Confirmed {
+            yes: false,
+            now: NOW,
+        })
+        .commands;
     assert_eq!(shown(&cmds), ["refinement declined; memory unchanged"]);
     let refined = ended(&cmds).expect("refined");
     assert_eq!(refined.pieces, 0);
@@ -268,10 +282,12 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
         "{cmds:?}"
     );
     let mut seqs = vec![sent(&cmds).expect("part 1").seq];
-    let cmds = s.handle(Input::RefineFailed {
-        error: "HTTP 500".into(),
-        now: NOW,
-    });
+    let cmds = s
+        .handle(Input::RefineFailed {
+            error: "HTTP 500".into(),
+            now: NOW,
+        })
+        .commands;
     log.extend(appended(&cmds));
     assert_eq!(
         shown(&cmds),
@@ -298,34 +314,40 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
 #[test]
 fn a_memory_change_a_tool_made_is_logged_before_its_result() {
     let (mut s, _) = after_a_turn(settings());
-    let _ = s.handle(Input::User {
-        text: "remember it".into(),
-        now: NOW,
-    });
-    let _ = s.handle(Input::Reply {
-        reply: Reply {
-            tool_calls: vec![ToolCall {
-                id: "c1".into(),
-                name: "remember".into(),
-                arguments: r#"{"label":"db","content":"port 6543"}"#.into(),
-            }],
-            ..Reply::default()
-        },
-        now: NOW,
-    });
-    let cmds = s.handle(Input::ToolDone {
-        id: "c1".into(),
-        output: "created project memory db.md".into(),
-        grant: None,
-        effects: crate::session::ToolEffects {
-            memory: Some(MemoryWrite {
-                entry: "20261202T100500Z".into(),
-                files: vec!["project/db.md: created: db".into()],
-            }),
-            ..Default::default()
-        },
-        now: NOW,
-    });
+    let _ = s
+        .handle(Input::User {
+            text: "remember it".into(),
+            now: NOW,
+        })
+        .commands;
+    let _ = s
+        .handle(Input::Reply {
+            reply: Reply {
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "remember".into(),
+                    arguments: r#"{"label":"db","content":"port 6543"}"#.into(),
+                }],
+                ..Reply::default()
+            },
+            now: NOW,
+        })
+        .commands;
+    let cmds = s
+        .handle(Input::ToolDone {
+            id: "c1".into(),
+            output: "created project memory db.md".into(),
+            grant: None,
+            effects: crate::session::ToolEffects {
+                memory: Some(MemoryWrite {
+                    entry: "20261202T100500Z".into(),
+                    files: vec!["project/db.md: created: db".into()],
+                }),
+                ..Default::default()
+            },
+            now: NOW,
+        })
+        .commands;
     let records = appended(&cmds);
     let Record::MemoryChanged(m) = &records[0] else {
         panic!("memory_changed first: {records:?}");

@@ -1,43 +1,28 @@
-//! What the user reads: the status line, transcripts, session listings.
-//! Pure text from state, so every view is snapshot-tested.
+//! What the user reads: the status line, transcripts, session listings,
+//! the slash commands' parsing and help ([`slash`]), `@path` parsing
+//! ([`attach`]). Pure text from state, so every view is snapshot-tested.
+//!
+//! A crate of its own beside `revolve-core`: core is the session machine,
+//! and nothing here decides what a session does; only the shell (`repl`,
+//! `revolve-io`, the store's resume) reads it. Like core it touches
+//! nothing in the world.
 
-use serde::Serialize;
-use time::OffsetDateTime;
+#![forbid(unsafe_code)]
 
-use crate::compact;
-use crate::guard;
-use crate::record::{Record, Role};
-use crate::state::State;
-use crate::tools::Tool;
+pub mod attach;
+mod limits;
+pub mod slash;
 
-/// A time as the user reads it: `2026-12-02 10:26 UTC`. (Written out by
-/// hand: a listing formats tens of thousands of them.)
-pub fn when(t: OffsetDateTime) -> String {
-    let mut out = String::with_capacity(20);
-    push_when(&mut out, t);
-    out
-}
+use limits::WAITING_SHOWN_AFTER_MS;
 
-/// [`when`], written at the end of `out` (a listing writes a hundred
-/// thousand of them: no allocation, no formatting machinery).
-fn push_when(out: &mut String, t: OffsetDateTime) {
-    let t = t.to_offset(time::UtcOffset::UTC);
-    let year = t.year();
-    if (0..10_000).contains(&year) {
-        push_digits(out, year as u32, 4);
-    } else {
-        out.push_str(&format!("{year:04}"));
-    }
-    out.push('-');
-    push_digits(out, u32::from(u8::from(t.month())), 2);
-    out.push('-');
-    push_digits(out, u32::from(t.day()), 2);
-    out.push(' ');
-    push_digits(out, u32::from(t.hour()), 2);
-    out.push(':');
-    push_digits(out, u32::from(t.minute()), 2);
-    out.push_str(" UTC");
-}
+use revolve_core::compact;
+use revolve_core::guard;
+use revolve_core::record::{Record, Role};
+use revolve_core::state::State;
+pub use revolve_core::summary::{listed, listed_with, shown, Spent, Summary};
+pub use revolve_core::text::{inert, tokens, when, word_pieces};
+use revolve_core::text::{one_line, push_when};
+use revolve_core::tools::Tool;
 
 /// `n` in decimal, right-aligned in `width` columns.
 fn push_right(out: &mut String, n: u64, width: usize) {
@@ -59,32 +44,6 @@ fn push_right(out: &mut String, n: u64, width: usize) {
     out.extend(digits[at..].iter().map(|d| char::from(*d)));
 }
 
-/// `n`'s last `width` decimal digits, zero-padded.
-fn push_digits(out: &mut String, n: u32, width: u32) {
-    for i in (0..width).rev() {
-        let digit = n / 10u32.pow(i) % 10;
-        out.push(char::from(b'0' + digit as u8));
-    }
-}
-
-/// A token count in a few characters: `812`, `12.3k`, `128k`, `1.3M`
-/// (one decimal below a hundred of the unit, none above).
-pub fn tokens(n: u64) -> String {
-    let (unit, suffix) = match n {
-        0..=999 => return n.to_string(),
-        1_000..=999_499 => (1_000u64, "k"),
-        _ => (1_000_000, "M"),
-    };
-    // u128: no overflow for any u64 count.
-    let (n, unit) = (u128::from(n), u128::from(unit));
-    let tenths = (n * 10 + unit / 2) / unit;
-    if tenths % 10 == 0 || tenths >= 1000 {
-        format!("{}{suffix}", (n + unit / 2) / unit)
-    } else {
-        format!("{}.{}{suffix}", tenths / 10, tenths % 10)
-    }
-}
-
 /// The `/status` line naming the project's instruction files the prompt
 /// carries, root first.
 pub fn instructions(paths: &[String]) -> String {
@@ -99,8 +58,8 @@ pub fn instructions(paths: &[String]) -> String {
 ///
 /// `amber · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 128k (3%)`
 pub fn status(state: &State) -> String {
-    let t = &state.totals;
-    let name = state.name.as_deref().unwrap_or("(unnamed)");
+    let t = &state.totals();
+    let name = state.name().as_deref().unwrap_or("(unnamed)");
     let turns = if t.turns == 1 {
         "1 turn".to_owned()
     } else {
@@ -108,10 +67,10 @@ pub fn status(state: &State) -> String {
     };
     let approx = if t.estimated { "~" } else { "" };
     let pct = (u128::from(t.last_context) * 100)
-        .checked_div(u128::from(state.window))
+        .checked_div(u128::from(state.window()))
         .unwrap_or(0);
     let in_out = if t.in_out_estimated { "~" } else { "" };
-    let model = &state.model;
+    let model = state.model();
     // The part of the input read from the provider's prompt cache, when
     // it reported one.
     let cached = if t.tokens_cached > 0 {
@@ -124,21 +83,21 @@ pub fn status(state: &State) -> String {
         tokens(t.tokens_in),
         tokens(t.tokens_out),
         tokens(t.last_context),
-        tokens(state.window),
+        tokens(state.window()),
     );
     if t.cost > 0 {
         line.push_str(&format!(
             " · {in_out}{}",
-            crate::models::dollars_text(t.cost)
+            revolve_core::models::dollars_text(t.cost)
         ));
     }
-    if state.planning {
+    if state.planning() {
         line.push_str(" · planning (/plan off ends it)");
     }
-    if compact::near(t.last_context, state.window) {
+    if compact::near(t.last_context, state.window()) {
         line.push_str(&format!(
             " · compacts at {}",
-            tokens(compact::point(state.window))
+            tokens(compact::point(state.window()))
         ));
     }
     line
@@ -153,9 +112,13 @@ pub fn status(state: &State) -> String {
 /// cost: $0.0123 at the prices of claude-sonnet-5 (per million tokens: $2 in, $0.2 cached, $2.5 cache write, $10 out)
 /// limit: $5.0000 (--max-cost)
 /// ```
-pub fn cost(state: &State, prices: Option<crate::models::Prices>, max_cost: Option<u64>) -> String {
-    use crate::models::{dollars_text, price_text};
-    let t = &state.totals;
+pub fn cost(
+    state: &State,
+    prices: Option<revolve_core::models::Prices>,
+    max_cost: Option<u64>,
+) -> String {
+    use revolve_core::models::{dollars_text, price_text};
+    let t = &state.totals();
     let approx = if t.in_out_estimated { "~" } else { "" };
     let mut cache = Vec::new();
     if t.tokens_cached > 0 {
@@ -189,7 +152,7 @@ pub fn cost(state: &State, prices: Option<crate::models::Prices>, max_cost: Opti
             out.push_str(&format!(
                 "cost: {approx}{} at the prices of {} (per million tokens: {} in, {} cached{write}, {} out)\n",
                 dollars_text(t.cost),
-                state.model,
+                state.model(),
                 price_text(p.input),
                 price_text(p.cached_input),
                 price_text(p.output)
@@ -197,7 +160,7 @@ pub fn cost(state: &State, prices: Option<crate::models::Prices>, max_cost: Opti
         }
         None => out.push_str(&format!(
             "cost: not known: the table of known models has no prices for {} (add them under \"models\" in config.json)\n",
-            state.model
+            state.model()
         )),
     }
     if t.unpriced && prices.is_some() {
@@ -380,8 +343,8 @@ pub fn transcript(records: &[Record]) -> String {
                 q.message, q.path
             )),
             Record::Approved(a) => {
-                use crate::edit::Answer;
-                use crate::record::Asked;
+                use revolve_core::edit::Answer;
+                use revolve_core::record::Asked;
                 // A command can span lines; its record's line does not.
                 let path = a.path.replace('\n', " ");
                 if let Some(rule) = &a.rule {
@@ -423,7 +386,7 @@ pub fn transcript(records: &[Record]) -> String {
                 out.push_str(&format!("── the user {line}\n"));
             }
             Record::Edit(e) => {
-                let (added, removed) = crate::edit::lines(e);
+                let (added, removed) = revolve_core::edit::lines(e);
                 let what = match (&e.before, &e.after) {
                     (None, _) => "created",
                     (_, None) => "removed",
@@ -443,7 +406,7 @@ pub fn transcript(records: &[Record]) -> String {
                 }
             }
             Record::Rewound(r) => {
-                for (i, line) in crate::edit::describe(r).lines().enumerate() {
+                for (i, line) in revolve_core::edit::describe(r).lines().enumerate() {
                     let lead = if i == 0 { "── " } else { "│" };
                     out.push_str(&format!("{lead}{line}\n"));
                 }
@@ -457,7 +420,7 @@ pub fn transcript(records: &[Record]) -> String {
 /// `revolve rewind --list` (`/rewind list` in the REPL, `repl`): the turns
 /// a rewind reaches, newest first, with the files each changed, and how to
 /// take them back in the form the user typed.
-pub fn rewind_list(turns: &[crate::edit::TurnEdits], repl: bool) -> String {
+pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits], repl: bool) -> String {
     if turns.is_empty() {
         return "no turn to rewind (since the last compaction)\n".to_owned();
     }
@@ -479,27 +442,6 @@ pub fn rewind_list(turns: &[crate::edit::TurnEdits], repl: bool) -> String {
     out
 }
 
-/// `text` cut before every whitespace run that follows a non-space, so each
-/// piece is a word with the whitespace before it; the pieces concatenated
-/// are `text`.
-pub fn word_pieces(text: &str) -> Vec<&str> {
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    let mut after_space = true;
-    for (i, c) in text.char_indices() {
-        let space = c.is_whitespace();
-        if space && !after_space && i > start {
-            pieces.push(&text[start..i]);
-            start = i;
-        }
-        after_space = space;
-    }
-    if start < text.len() {
-        pieces.push(&text[start..]);
-    }
-    pieces
-}
-
 /// The line shown when a tool starts: `→ shell cargo test`.
 pub fn tool_line(tool: &Tool) -> String {
     let what = match tool {
@@ -519,10 +461,6 @@ pub fn tool_line(tool: &Tool) -> String {
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
 
-/// How long a wait goes unshown: a model that answers within this many
-/// milliseconds gets no spinner (no flicker on fast replies).
-pub(crate) const WAITING_SHOWN_AFTER_MS: u64 = 300;
-
 /// The line shown on stderr while waiting for a model's first token, or
 /// `None` while the wait is still too short to show: a spinner frame that
 /// turns every 100 ms, and the seconds waited to the tenth.
@@ -538,40 +476,6 @@ pub fn waiting(elapsed_ms: u64) -> Option<String> {
         tenths / 10,
         tenths % 10
     ))
-}
-
-/// Text from a model or a tool made safe for a terminal: escape sequences
-/// and other control characters (all but newline and tab) become visible
-/// `^X` / `\u{..}` notation instead of acting on the screen.
-pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() && c != '\n' && c != '\t';
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            c if !unsafe_char(c) => out.push(c),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
-/// Text on one line, at most `max` characters, with `…` where it was cut.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    match flat.char_indices().nth(max) {
-        Some((i, _)) => format!("{}…", &flat[..i]),
-        None => flat,
-    }
 }
 
 /// The end of a transcript within a byte budget, built record by record, so
@@ -627,69 +531,6 @@ impl TranscriptTail {
     }
 }
 
-/// What a session has spent, from its last totals: the tokens in (of them
-/// read from a prompt cache) and out, and the money, in nano-dollars,
-/// where the model's prices are known (absent otherwise).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Spent {
-    /// Input tokens, the cached ones included.
-    #[serde(default)]
-    pub tokens_in: u64,
-    /// Of `tokens_in`, those read from a prompt cache.
-    #[serde(default)]
-    pub tokens_cached: u64,
-    /// Output tokens.
-    #[serde(default)]
-    pub tokens_out: u64,
-    /// The cost, in nano-dollars (0: unknown prices or none spent).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cost_nano_usd: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
-
-impl Spent {
-    /// What the totals say.
-    pub fn of(t: &crate::record::Totals) -> Spent {
-        Spent {
-            tokens_in: t.tokens_in,
-            tokens_cached: t.tokens_cached,
-            tokens_out: t.tokens_out,
-            cost_nano_usd: t.cost,
-        }
-    }
-}
-
-/// One session as `revolve sessions` lists it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Summary {
-    /// The session's id.
-    pub id: String,
-    /// Its name, if it has one.
-    pub name: Option<String>,
-    /// Whether the user named it (else unlisted unless `--all`).
-    pub named: bool,
-    /// When its header was written.
-    #[serde(with = "time::serde::rfc3339")]
-    pub started: OffsetDateTime,
-    /// User lines answered.
-    pub turns: u64,
-    /// When its file was last written.
-    #[serde(with = "time::serde::rfc3339")]
-    pub last_activity: OffsetDateTime,
-    /// Its log file.
-    pub path: String,
-    /// The id of the file this session went on in after a compaction: such
-    /// a file is not listed, and resuming it resumes the newest of the chain.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub continued: Option<String>,
-    /// What it spent (`revolve sessions --json` says it).
-    #[serde(flatten, default)]
-    pub spent: Spent,
-}
-
 /// The line `revolve sessions` ends with when it left unnamed sessions
 /// out: how many, and how to list them (nothing when none was).
 pub fn left_out(unnamed: usize) -> String {
@@ -698,38 +539,6 @@ pub fn left_out(unnamed: usize) -> String {
         1 => "1 unnamed session not shown: revolve sessions --all lists it\n".to_owned(),
         n => format!("{n} unnamed sessions not shown: revolve sessions --all lists them\n"),
     }
-}
-
-/// Whether `revolve sessions` (`--all` with `all`) shows a session file:
-/// named ones (any with `all`), and not a file a compaction continued.
-pub fn shown(named: bool, continued: bool, all: bool) -> bool {
-    (all || named) && !continued
-}
-
-/// The sessions `revolve sessions` shows, newest activity first: the named
-/// ones (all with `all`), and of a compacted session only the newest file
-/// of its chain.
-pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
-    sessions.retain(|s| shown(s.named, s.continued.is_some(), all));
-    // Ids are unique, so the order is total and an unstable sort (faster,
-    // no scratch buffer for a hundred thousand sessions) gives the same.
-    sessions.sort_unstable_by(|a, b| {
-        b.last_activity
-            .cmp(&a.last_activity)
-            .then_with(|| b.id.cmp(&a.id))
-    });
-    sessions
-}
-
-/// [`listed`], and without `all` the session `latest` names too when the
-/// REPL gave it an address (a generated name): the one its exit hint
-/// told the user to resume.
-pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) -> Vec<Summary> {
-    sessions.retain(|s| {
-        shown(s.named, s.continued.is_some(), all)
-            || (s.continued.is_none() && s.name.is_some() && Some(s.id.as_str()) == latest)
-    });
-    listed(sessions, true)
 }
 
 /// The listing table, one session a line, in the order given (see
@@ -775,8 +584,8 @@ pub fn listing(sessions: &[Summary]) -> String {
 /// The one line a transcript gives an answer's thinking (its text stays
 /// in the log, not shown): how much there was, and how many blocks the
 /// server encrypted.
-pub fn thought(blocks: &[crate::record::Thinking]) -> String {
-    use crate::record::Thinking;
+pub fn thought(blocks: &[revolve_core::record::Thinking]) -> String {
+    use revolve_core::record::Thinking;
     let chars: usize = blocks
         .iter()
         .map(|b| match b {
@@ -799,8 +608,10 @@ pub fn thought(blocks: &[crate::record::Thinking]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use time::OffsetDateTime;
+
     use super::*;
-    use crate::record::{Message, Thinking, Totals};
+    use revolve_core::record::{Message, Thinking, Totals};
 
     #[test]
     fn a_transcript_says_an_answer_thought_without_its_text() {
@@ -825,25 +636,35 @@ mod tests {
 
     #[test]
     fn the_status_says_the_cached_input_when_there_is_some() {
-        let mut state = State {
+        let at = time::macros::datetime!(2026-12-02 10:00 UTC);
+        let header = Record::Header(revolve_core::Header {
+            version: revolve_core::record::FORMAT_VERSION,
+            id: "s".into(),
             name: Some("amber".into()),
+            named: true,
+            cwd: "/w".into(),
+            project: "/w".into(),
+            started: at,
             model: "claude-sonnet-4-6".into(),
             window: 200_000,
-            ..State::default()
-        };
-        state.totals = Totals {
+            provider: String::new(),
+            continues: None,
+        });
+        let mut totals = Totals {
             tokens_in: 12_300,
             tokens_out: 1_100,
             turns: 3,
             last_context: 4_100,
             ..Totals::default()
         };
+        let state = State::fold(&[header.clone(), Record::Totals(totals.clone())]);
         let plain = status(&state);
         assert_eq!(
             plain,
             "amber · claude-sonnet-4-6 · 3 turns · 12.3k in / 1.1k out · context 4.1k of 200k (2%)"
         );
-        state.totals.tokens_cached = 9_800;
+        totals.tokens_cached = 9_800;
+        let state = State::fold(&[header, Record::Totals(totals)]);
         assert_eq!(
             status(&state),
             "amber · claude-sonnet-4-6 · 3 turns · 12.3k in (9.8k cached) / 1.1k out · context 4.1k of 200k (2%)"
@@ -852,9 +673,9 @@ mod tests {
 
     #[test]
     fn an_answer_is_told_as_what_it_allowed() {
-        use crate::edit::Answer;
+        use revolve_core::edit::Answer;
         let approved = |tool: &str, path: &str, answer| {
-            Record::Approved(crate::record::Approved {
+            Record::Approved(revolve_core::record::Approved {
                 at: time::macros::datetime!(2026-12-02 10:00 UTC),
                 call: "c".into(),
                 path: path.into(),

@@ -114,7 +114,7 @@ pub const BUILTIN: [&str; 17] = [
 /// aliases, and the skills that are commands) that start with it, each
 /// once, sorted; the word starts at 0.
 /// Anything else completes to nothing.
-pub fn complete(line: &str, pos: usize, skills: &[crate::skills::Skill]) -> Vec<String> {
+pub fn complete(line: &str, pos: usize, skills: &[revolve_core::skills::Skill]) -> Vec<String> {
     let Some(word) = line.get(..pos).filter(|w| w.starts_with('/')) else {
         return Vec::new();
     };
@@ -146,7 +146,7 @@ pub struct Names<'a> {
     /// addresses `/send` takes).
     pub sessions: &'a [String],
     /// The session's skills (`/help` takes their names).
-    pub skills: &'a [crate::skills::Skill],
+    pub skills: &'a [revolve_core::skills::Skill],
     /// The known models' names (`/model` takes them).
     pub models: &'a [String],
 }
@@ -195,7 +195,7 @@ pub fn complete_argument(line: &str, pos: usize, names: Names<'_>) -> Option<(us
         Takes::Words(words) => words.iter().map(|w| (*w).to_owned()).collect(),
         Takes::Session => names.sessions.to_vec(),
         Takes::Model => names.models.to_vec(),
-        Takes::Effort => crate::models::Effort::ALL
+        Takes::Effort => revolve_core::models::Effort::ALL
             .iter()
             .map(|e| e.as_str().to_owned())
             .chain(["default".to_owned()])
@@ -213,7 +213,7 @@ pub fn complete_argument(line: &str, pos: usize, names: Names<'_>) -> Option<(us
 
 /// What `/help NAME` prints: the [`HELP`] lines of a builtin command, a
 /// skill's name and description, or that there is no such command.
-pub fn help_on(name: &str, skills: &[crate::skills::Skill]) -> String {
+pub fn help_on(name: &str, skills: &[revolve_core::skills::Skill]) -> String {
     let name = name.trim_start_matches('/');
     if BUILTIN.contains(&name) {
         let word = format!("/{name}");
@@ -238,7 +238,7 @@ pub fn help_on(name: &str, skills: &[crate::skills::Skill]) -> String {
 /// The `/help` lines for the commands of the user's own (skills by name
 /// and description), after [`HELP`]; a skill named like a builtin command
 /// is said to be no command.
-pub fn help_commands(skills: &[crate::skills::Skill]) -> String {
+pub fn help_commands(skills: &[revolve_core::skills::Skill]) -> String {
     if skills.is_empty() {
         return String::new();
     }
@@ -337,7 +337,7 @@ mod tests {
                 arg: "x  y".into()
             })
         );
-        let skill = |name: &str| crate::skills::Skill {
+        let skill = |name: &str| revolve_core::skills::Skill {
             name: name.into(),
             description: String::new(),
             dir: String::new(),
@@ -387,8 +387,8 @@ mod tests {
         assert_eq!(complete_argument("hello /goal p", 13, none), None);
     }
 
-    fn skill(name: &str, description: &str) -> crate::skills::Skill {
-        crate::skills::Skill {
+    fn skill(name: &str, description: &str) -> revolve_core::skills::Skill {
+        revolve_core::skills::Skill {
             name: name.into(),
             description: description.into(),
             dir: format!("/skills/{name}"),

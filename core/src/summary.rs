@@ -1,0 +1,100 @@
+//! What a listing knows of a session, and which sessions `revolve sessions`
+//! shows (the text of the listing is the shell's).
+
+use serde::Serialize;
+use time::OffsetDateTime;
+
+/// What a session has spent, from its last totals: the tokens in (of them
+/// read from a prompt cache) and out, and the money, in nano-dollars,
+/// where the model's prices are known (absent otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Spent {
+    /// Input tokens, the cached ones included.
+    #[serde(default)]
+    pub tokens_in: u64,
+    /// Of `tokens_in`, those read from a prompt cache.
+    #[serde(default)]
+    pub tokens_cached: u64,
+    /// Output tokens.
+    #[serde(default)]
+    pub tokens_out: u64,
+    /// The cost, in nano-dollars (0: unknown prices or none spent).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nano_usd: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl Spent {
+    /// What the totals say.
+    pub fn of(t: &crate::record::Totals) -> Spent {
+        Spent {
+            tokens_in: t.tokens_in,
+            tokens_cached: t.tokens_cached,
+            tokens_out: t.tokens_out,
+            cost_nano_usd: t.cost,
+        }
+    }
+}
+
+/// One session as `revolve sessions` lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Summary {
+    /// The session's id.
+    pub id: String,
+    /// Its name, if it has one.
+    pub name: Option<String>,
+    /// Whether the user named it (else unlisted unless `--all`).
+    pub named: bool,
+    /// When its header was written.
+    #[serde(with = "time::serde::rfc3339")]
+    pub started: OffsetDateTime,
+    /// User lines answered.
+    pub turns: u64,
+    /// When its file was last written.
+    #[serde(with = "time::serde::rfc3339")]
+    pub last_activity: OffsetDateTime,
+    /// Its log file.
+    pub path: String,
+    /// The id of the file this session went on in after a compaction: such
+    /// a file is not listed, and resuming it resumes the newest of the chain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continued: Option<String>,
+    /// What it spent (`revolve sessions --json` says it).
+    #[serde(flatten, default)]
+    pub spent: Spent,
+}
+
+/// Whether `revolve sessions` (`--all` with `all`) shows a session file:
+/// named ones (any with `all`), and not a file a compaction continued.
+pub fn shown(named: bool, continued: bool, all: bool) -> bool {
+    (all || named) && !continued
+}
+
+/// The sessions `revolve sessions` shows, newest activity first: the named
+/// ones (all with `all`), and of a compacted session only the newest file
+/// of its chain.
+pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
+    sessions.retain(|s| shown(s.named, s.continued.is_some(), all));
+    // Ids are unique, so the order is total and an unstable sort (faster,
+    // no scratch buffer for a hundred thousand sessions) gives the same.
+    sessions.sort_unstable_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    sessions
+}
+
+/// [`listed`], and without `all` the session `latest` names too when the
+/// REPL gave it an address (a generated name): the one its exit hint
+/// told the user to resume.
+pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) -> Vec<Summary> {
+    sessions.retain(|s| {
+        shown(s.named, s.continued.is_some(), all)
+            || (s.continued.is_none() && s.name.is_some() && Some(s.id.as_str()) == latest)
+    });
+    listed(sessions, true)
+}
