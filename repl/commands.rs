@@ -12,34 +12,32 @@ use revolve_io::error::ReplayFault;
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
     let mut unlisted = Unlisted::default();
-    // Unnamed sessions left out, counted as the listing decides.
-    let unnamed = std::cell::Cell::new(0usize);
+    // Unnamed ones are read too: the latest (the one `-c` resumes and the
+    // REPL's exit hint names) is listed even when unnamed.
     let list = store
         .list_noting(
-            |named, continued| {
-                let shown = view::shown(named, continued, all);
-                if !shown && !continued {
-                    unnamed.set(unnamed.get() + 1);
-                }
-                shown
-            },
+            |_, continued| view::shown(true, continued, all),
             &mut unlisted,
         )
         .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
     note_unlisted(store, &unlisted);
-    let list = view::listed(list, all);
+    let latest = revolve_core::names::latest(&list).map(|s| s.id.clone());
+    let all_unnamed = list.iter().filter(|s| !s.named).count();
+    let list = view::listed_with(list, all, latest.as_deref());
+    // Unnamed sessions left out.
+    let unnamed = all_unnamed - list.iter().filter(|s| !s.named).count();
     let text = if json {
         let text = serde_json::to_string_pretty(&list).map_err(Error::encode)?;
         format!("{text}\n")
     } else if list.is_empty() && !all {
         format!(
             "no named sessions in this directory\n{}",
-            view::left_out(unnamed.get())
+            view::left_out(unnamed)
         )
     } else if all {
         view::listing(&list)
     } else {
-        format!("{}{}", view::listing(&list), view::left_out(unnamed.get()))
+        format!("{}{}", view::listing(&list), view::left_out(unnamed))
     };
     // The process ends after this: freeing a hundred thousand summaries
     // one by one would take longer than printing them.

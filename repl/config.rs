@@ -219,7 +219,7 @@ impl Settings {
             args.max_cost.map(Some),
             file.max_cost
                 .as_ref()
-                .map(|n| revolve_core::models::parse_dollars(&n.to_string()).map(Some))
+                .map(|n| revolve_core::models::parse_dollars(&dollars_of(n)).map(Some))
                 .transpose()
                 .map_err(|e| {
                     Error::Usage(format!("bad config file {}: max_cost: {e}", path.display()))
@@ -608,10 +608,8 @@ impl Settings {
             }),
             (
                 "max_cost",
-                core(
-                    "max_cost",
-                    json!(c.max_cost.map(revolve_core::models::dollars_text)),
-                ),
+                // A number of dollars, as config.json takes it.
+                core("max_cost", json!(c.max_cost.map(nanos_dollars))),
             ),
             (
                 "effort",
@@ -718,12 +716,31 @@ impl Settings {
             rows.push((
                 "mcp_project_servers",
                 json!({"file": file, "approved": approved, "servers": described}),
-                // A config file too: the project's.
+                // A config file too (`--json` says so); the table says
+                // whose: the project's.
                 "config",
             ));
         }
         rows
     }
+}
+
+/// A JSON number of dollars as [`revolve_core::models::parse_dollars`]
+/// reads it: `1e-6` as `0.000001000`, a plain decimal as it is written.
+fn dollars_of(n: &serde_json::Number) -> String {
+    let text = n.to_string();
+    match n.as_f64() {
+        Some(f) if text.contains(['e', 'E']) && f >= 0.0 => format!("{f:.9}"),
+        _ => text,
+    }
+}
+
+/// Nano-dollars as a JSON number of dollars (`3.5`).
+fn nanos_dollars(nanos: u64) -> serde_json::Value {
+    // not policy: nano-dollars per dollar, a unit.
+    let per_dollar = 1e9;
+    serde_json::Number::from_f64(nanos as f64 / per_dollar)
+        .map_or(serde_json::Value::Null, Into::into)
 }
 
 /// `revolve config show [--json]`.
@@ -752,10 +769,39 @@ pub fn show(settings: &Settings, json: bool) -> Result<(), Error> {
         .into_iter()
         .map(|(name, value, source)| {
             let value = match value {
+                serde_json::Value::Number(_) if name == "max_cost" => settings
+                    .core
+                    .max_cost
+                    .map_or_else(String::new, revolve_core::models::dollars_text),
                 serde_json::Value::String(s) if name == "api_key" => format!("from {s}"),
+                // The project's servers by name: their commands are
+                // `--json`'s (and `revolve mcp list`'s), so the table
+                // keeps its width.
+                serde_json::Value::Object(project) if name == "mcp_project_servers" => {
+                    let names: Vec<&str> = project["servers"]
+                        .as_object()
+                        .map(|m| m.keys().map(String::as_str).collect())
+                        .unwrap_or_default();
+                    let approved = if project["approved"] == json!(true) {
+                        "approved"
+                    } else {
+                        "not approved"
+                    };
+                    format!(
+                        "{} in {} ({approved})",
+                        names.join(", "),
+                        project["file"].as_str().unwrap_or("")
+                    )
+                }
                 serde_json::Value::String(s) => s,
                 serde_json::Value::Null => "(none)".to_owned(),
                 other => other.to_string(),
+            };
+            // The project's `.mcp.json`, not the user's config file.
+            let source = if name == "mcp_project_servers" {
+                "project"
+            } else {
+                source
             };
             (name, value, source)
         })

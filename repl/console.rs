@@ -24,6 +24,9 @@ pub struct Console {
     /// Where the session's window came from, for `/status` (`flag`,
     /// `server`, `the session's`, …; empty when not told).
     pub window_source: String,
+    /// Notices are dropped while set: the settings a run starts with
+    /// (`--effort`) are not news from the next request on.
+    pub hushed: bool,
 }
 
 impl Console {
@@ -33,6 +36,7 @@ impl Console {
             sink: Sink::new(format),
             approvals,
             window_source: String::new(),
+            hushed: false,
         }
     }
 }
@@ -68,6 +72,9 @@ impl Front for Console {
     }
 
     fn notice(&mut self, text: &str) {
+        if self.hushed {
+            return;
+        }
         self.sink.notice(text);
     }
 

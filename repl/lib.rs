@@ -225,6 +225,22 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         ));
     }
     let mut settings = Settings::settle(&store.roots.config, &cli, &cli.model)?;
+    // A missing key is said before anything is asked or started (the
+    // project's MCP servers included).
+    if settings.replay.is_none() {
+        settings.needed_key()?;
+    }
+    if let Some(source) = settings.replay.clone() {
+        recorded_model(&store, &source, &mut settings)?;
+    }
+    // Blobs no session names any more go, at most once a day.
+    let state = &store.roots.state;
+    if let Err(e) = revolve_tools::edit::prune_due(state, &state.join("projects")) {
+        eprintln!(
+            "revolve: cannot prune the content store {}: {e}",
+            state.join("blobs").display()
+        );
+    }
     let mut recorded = None;
     // The MCP servers start now, in parallel with the rest of the start
     // and the first prompt; a replayed session runs none (its calls are
@@ -320,13 +336,20 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     // The effort given for this run (a flag, the variable or the config
     // file), logged when it changes what the session asks.
     if settings.effort.value.is_some() {
-        live.set_effort(settings.effort.value)?;
+        live.front_mut().hushed = true;
+        let set = live.set_effort(settings.effort.value);
+        live.front_mut().hushed = false;
+        set?;
     }
     if interactive && !cli.goal_run {
         let banner = banner(&live, &settings, seeded);
         let result = repl::run(&mut live, cli.prompt.as_deref(), &banner);
         let address = sessions::address(live.state());
-        if !live.close() {
+        let id = live.state().id().to_owned();
+        let closed = live.close();
+        // Nothing a command started outlives the session.
+        revolve_tools::end_session(&id);
+        if !closed {
             eprintln!("{}", sessions::exit_hint(&address));
         }
         return result;
@@ -338,7 +361,9 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         piped(&mut live, cli.prompt, cli.print, stdin_tty)
     };
     console::end(&mut live, &result);
+    let id = live.state().id().to_owned();
     live.close();
+    revolve_tools::end_session(&id);
     result
 }
 
@@ -641,7 +666,7 @@ fn rewind(
             let text = serde_json::to_string_pretty(&turns).unwrap_or_default();
             return error::out(&format!("{text}\n"));
         }
-        return error::out(&revolve_view::rewind_list(&turns));
+        return error::out(&revolve_view::rewind_list(&turns, false));
     }
     let args = cli::ModelArgs::default();
     let mut settings = Settings::resolve(&store.roots.config, &args, false, false, false, sources)?;
@@ -744,6 +769,27 @@ fn replaying(store: &Store, source: &str) -> Result<Scripted, Error> {
         )));
     }
     Ok(Scripted::replaying(found, answers))
+}
+
+/// `--provider replay:NAME` asks the model the recorded session began
+/// with, at its window, so its requests are the recorded ones; a model or
+/// window given by a flag or a variable still wins.
+fn recorded_model(store: &Store, source: &str, settings: &mut Settings) -> Result<(), Error> {
+    let found = store.find(Some(source))?;
+    let Some(first) = store.chain(&store.head(&found)).into_iter().next() else {
+        return Ok(());
+    };
+    let read = revolve_store::log::read(&first).map_err(|e| Error::at(&first, "cannot read", e))?;
+    let Some(revolve_core::record::Record::Header(header)) = read.records.first() else {
+        return Ok(());
+    };
+    if !settings.model.source.overrides_resumed() {
+        settings.model.value = header.model.clone();
+    }
+    if !settings.window.source.overrides_resumed() && header.window > 0 {
+        settings.window.value = header.window;
+    }
+    Ok(())
 }
 
 /// The provider with `--stall-timeout`, when given.

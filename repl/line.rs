@@ -29,7 +29,7 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         Slash::Plan(on) => return live.plan(on),
         Slash::Refine(RefineCommand::Run) => return live.refine(false),
         Slash::Rewind(RewindCommand::List) => {
-            eprint!("{}", view::rewind_list(&turns(live.state())));
+            eprint!("{}", view::rewind_list(&turns(live.state()), true));
         }
         Slash::Rewind(how) => {
             let (turns, undo) = match how {
@@ -77,6 +77,16 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
                 Err(e) => eprintln!("/{e}"),
             },
         },
+        Slash::MaxCost(text) => {
+            let max = match text.as_str() {
+                "off" | "none" => Ok(None),
+                text => revolve_core::models::parse_dollars(text).map(Some),
+            };
+            match max {
+                Ok(max) => return live.set_max_cost(max),
+                Err(e) => eprintln!("/max-cost: {e}, or off"),
+            }
+        }
         Slash::Cost => eprint!(
             "{}",
             view::cost(live.state(), live.prices(), live.max_cost())
@@ -116,7 +126,8 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
 
 /// `/status`: the status row, then the model and where its window came
 /// from, the session file, and the files the prompt carries.
-fn status(live: &Live) -> String {
+fn status(live: &mut Live) -> String {
+    let (memory, instructions) = live.prompt_files();
     let state = live.state();
     let source = &live.front().window_source;
     let source = if source.is_empty() {
@@ -124,7 +135,6 @@ fn status(live: &Live) -> String {
     } else {
         format!(" (from {source})")
     };
-    let memory = live.memory_files();
     let memory = if memory.is_empty() {
         "memory: none".to_owned()
     } else {
@@ -141,7 +151,7 @@ fn status(live: &Live) -> String {
         state.model(),
         state.window(),
         live.path().display(),
-        view::instructions(&live.instructions()),
+        view::instructions(&instructions),
     )
 }
 

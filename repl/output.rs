@@ -232,13 +232,27 @@ impl Sink {
 
     /// A call that did not run, and the result the model got instead (in
     /// the log already): its `tool_call` and `tool_result` events in JSON;
-    /// nothing in text (a refusal the user should know of is told on
-    /// stderr by itself).
+    /// in text, a call a permission rule (`--deny`) refused, with why (a
+    /// refusal of another kind is told on stderr by itself).
     pub fn not_run(&mut self, call: &ToolCall, output: &str) {
-        if self.format == Format::StreamJson {
-            let (id, name) = (call.id.as_str(), call.name.as_str());
-            self.event("tool_call", call_fields(id, name, &call.arguments));
-            self.event("tool_result", result_fields(id, name, output, false));
+        let (id, name) = (call.id.as_str(), call.name.as_str());
+        match self.format {
+            Format::StreamJson => {
+                self.event("tool_call", call_fields(id, name, &call.arguments));
+                self.event("tool_result", result_fields(id, name, output, false));
+            }
+            // Others (a repeat, a refusal) are told by themselves.
+            Format::Text if revolve_core::rules::is_denied(output) => {
+                self.stop_waiting();
+                let line = revolve_core::tools::parse(call)
+                    .map_or_else(|_| format!("→ {name}"), |tool| view::tool_line(&tool));
+                let why = output.lines().next().unwrap_or("not run");
+                eprintln!(
+                    "{}",
+                    crate::render::dim(&format!("{line}\n  {why}"), self.colour_err)
+                );
+            }
+            Format::Text => {}
         }
     }
 

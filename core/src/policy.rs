@@ -316,3 +316,9 @@ pub const EXPECTED_ANSWER_TOKENS: u64 = 1_024;
 /// `max_tokens` 56,576, inside the 64,000 the oldest Claude models of the
 /// table ([`crate::models`]) may write.
 pub const THINKING_BUDGETS: [u64; 3] = [2_048, 8_192, 24_576];
+
+/// How often the content store is pruned of blobs no session file names
+/// (at a start, at most once in this many seconds), and how old a blob
+/// must be to go: one written since (by a session whose record of it is
+/// not in its log yet) stays.
+pub const BLOB_PRUNE_EVERY_S: u64 = 86_400;

@@ -783,6 +783,11 @@ pub struct Refined {
     /// in pieces (0, in older files: one).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub pieces: u64,
+    /// Why it ended without changing the memory when it did not run to
+    /// its end (`declined`, `failed: …`, `interrupted`, …); none when it
+    /// ran (a change, or nothing to change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unmade: Option<String>,
 }
 
 impl Refined {

@@ -19,7 +19,7 @@ use time::{Duration, OffsetDateTime};
 
 use crate::memory::{Label, MemoryFile, Scope, SnapshotKind, SnapshotMeta};
 use crate::record::{Message, Role};
-use crate::request::{Request, Wire};
+use crate::request::{AnswerLimit, Request, Wire};
 use crate::text;
 
 /// Turns after which a refinement runs on its own.
@@ -58,13 +58,16 @@ file's front matter unless you mean to change it. If nothing should change, answ
 
 /// The request that asks for a refinement: `transcript` is the whole
 /// session (every file of its chain, or one piece of it), or for an
-/// automatic refinement [`auto_text`]; `files` the memory as it is.
+/// automatic refinement [`auto_text`]; `files` the memory as it is. The
+/// answer is limited to `limit` as a turn's is (the room the window keeps:
+/// [`crate::state::State::answer_limit`]), so a model that rambles stops.
 pub fn request(
     wire: Wire,
     model: &str,
     transcript: &str,
     files: &[MemoryFile],
     at: OffsetDateTime,
+    limit: Option<AnswerLimit>,
 ) -> Request {
     let mut text = format!("<session>\n{transcript}</session>\n\n<memory>\n");
     for f in sorted(files) {
@@ -80,7 +83,7 @@ pub fn request(
     }
     text.push_str("</memory>\n\n");
     text.push_str(PROMPT);
-    Request::build(wire, model, None, &[Message::user(at, text)])
+    Request::limited(wire, model, None, &[Message::user(at, text)], limit)
 }
 
 /// One message of the session as a refinement reads it: its real content,
@@ -232,16 +235,17 @@ pub(crate) fn piece_request(
     (part, of): (usize, usize),
     files: &[MemoryFile],
     at: OffsetDateTime,
+    limit: Option<AnswerLimit>,
 ) -> Request {
     if of <= 1 {
-        return request(wire, model, text, files, at);
+        return request(wire, model, text, files, at, limit);
     }
     let intro = format!(
         "This session is too long for one request; here is part {part} of {of}. The memory \
          files below already hold what the earlier parts taught: rewrite them from this part, \
          keeping what still holds.\n\n"
     );
-    request(wire, model, &format!("{intro}{text}"), files, at)
+    request(wire, model, &format!("{intro}{text}"), files, at, limit)
 }
 
 /// The memory after `changes`, as a later piece reads it.

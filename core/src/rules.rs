@@ -270,6 +270,12 @@ pub fn denied(rule: &str) -> String {
     format!("error: not run: the user's permission rule {rule} denies this call")
 }
 
+/// Whether a tool result is one [`denied`] wrote: the front shows such a
+/// call, since the user's own rule refused it.
+pub fn is_denied(result: &str) -> bool {
+    result.starts_with("error: not run: the user's permission rule ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -113,6 +113,7 @@
 //! | [`Input::Plan`] | `Live::plan` | `--plan`, `/plan` | `Append` of `planning`, `Show` |
 //! | [`Input::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
 //! | [`Input::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
+//! | [`Input::MaxCost`] | `Live::set_max_cost` | `/max-cost` | `Show` |
 //! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused; carries its [`ToolEffects`] | what the effects log, as for `ToolDone`, then `AskOutside`, or the result as `ToolDone` would |
 //! | [`Input::Outside`] | `execute` | answer to `AskOutside` | `RunTool` with [`Sandboxing::Off`] (yes) or the refused result (no) |
 //! | [`Input::Summarized`] | `Live::summarize` | answer to `Summarize` | the next `Summarize` (pieces), or `Append` of `compacted`, `Sync`, `StartFile`, then the `Call` the compaction made room for |
@@ -465,6 +466,17 @@ impl Session {
             Input::Plan { on, now } => self.plan(on, now),
             Input::Model { model, now } => self.switch_model(model, now),
             Input::Effort { effort, now } => self.set_effort(effort, now),
+            Input::MaxCost { max } => {
+                self.settings.max_cost = max;
+                vec![Command::Show(match max {
+                    Some(max) => format!(
+                        "max cost: {} for this session from now on (spent {})",
+                        crate::models::dollars_text(max),
+                        crate::models::dollars_text(self.state.totals.cost)
+                    ),
+                    None => "max cost: none for this session from now on".to_owned(),
+                })]
+            }
             Input::Undo if !self.busy() => {
                 self.phase = Phase::Undoing;
                 vec![Command::Undo]
@@ -1374,7 +1386,23 @@ impl Session {
             .iter()
             .map(|c| Record::Message(Message::tool(now, c.id.clone(), text.clone())))
             .collect();
+        // A message the budget refused before any request went out is
+        // not a turn: nothing was asked, nothing answered.
+        let unasked = matches!(reason, StopReason::Budget { .. })
+            && self
+                .state
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::User);
         records.push(Record::Stopped(Stopped { at: now, reason }));
+        if unasked {
+            let mut cmds = self.append(records);
+            let before = &self.state.totals;
+            let totals = self.totals(None, before.last_context, before.estimated, false, now);
+            cmds.extend(self.append(vec![totals]));
+            cmds.push(Command::Sync);
+            return cmds;
+        }
         self.close_turn(records, now)
     }
 

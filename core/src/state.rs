@@ -121,6 +121,21 @@ pub struct State {
 }
 
 impl State {
+    /// Whether the session holds anything a user made or paid for: a
+    /// message, a request sent (a refinement, a failed turn), a rewind, an
+    /// edit, a resume or a compaction. Only a session without any of them
+    /// may leave no file behind.
+    pub fn holds_anything(&self) -> bool {
+        !self.messages.is_empty()
+            || self.totals.requests > 0
+            || !self.rewinds.is_empty()
+            || self.pending_rewind.is_some()
+            || !self.edits.is_empty()
+            || self.refined_at.is_some()
+            || self.resumes > 0
+            || self.continued.is_some()
+    }
+
     /// The header as written.
     pub fn header(&self) -> &Option<Header> {
         &self.header
@@ -790,6 +805,9 @@ impl State {
                 if r.conversation && from <= self.messages.len() {
                     entry.messages = Arc::make_mut(&mut self.messages).split_off(from);
                     self.messages_at_refine = self.messages_at_refine.min(from);
+                    // The turns taken back no longer count.
+                    self.totals.turns = self.totals.turns.saturating_sub(r.turns);
+                    self.turns_at_refine = self.turns_at_refine.min(self.totals.turns);
                 } else if r.conversation {
                     note = Some("a rewind from past the end of the history".to_owned());
                 }
@@ -808,6 +826,8 @@ impl State {
                         if undone.record.conversation {
                             if self.messages.len() == from {
                                 Arc::make_mut(&mut self.messages).append(&mut undone.messages);
+                                self.totals.turns =
+                                    self.totals.turns.saturating_add(undone.record.turns);
                             } else {
                                 note = Some("a rewind taken back after later turns".to_owned());
                             }

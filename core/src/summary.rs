@@ -87,3 +87,14 @@ pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
     });
     sessions
 }
+
+/// [`listed`], and without `all` the session `latest` names too when the
+/// REPL gave it an address (a generated name): the one its exit hint
+/// told the user to resume.
+pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) -> Vec<Summary> {
+    sessions.retain(|s| {
+        shown(s.named, s.continued.is_some(), all)
+            || (s.continued.is_none() && s.name.is_some() && Some(s.id.as_str()) == latest)
+    });
+    listed(sessions, true)
+}

@@ -1007,6 +1007,7 @@ impl Arbitrary for AnyRecord {
                 auto: bool::arbitrary(g),
                 entry: Option::arbitrary(g),
                 pieces: u64::arbitrary(g),
+                unmade: Option::<bool>::arbitrary(g).map(|_| s(g)),
             }),
             _ => Record::Renamed(Renamed {
                 at,

@@ -335,6 +335,13 @@ impl<F: Front> Live<F> {
         })
     }
 
+    /// `/max-cost USD`: the session's cost limit from now on (`None`:
+    /// none), for `/cost` and the requests alike.
+    pub fn set_max_cost(&mut self, max: Option<u64>) -> Result<Outcome, Error> {
+        self.runtime.settings.max_cost = max;
+        self.drive(Input::MaxCost { max })
+    }
+
     /// `/model NAME`.
     pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
         self.drive(Input::Model {
@@ -497,14 +504,13 @@ impl<F: Front> Live<F> {
         Ok(outcome)
     }
 
-    /// Ends the session; one this run started that never got a message
-    /// leaves no file, so its name is free again and `--continue` finds
+    /// Ends the session; one this run started that never held anything
+    /// (no message, request, rewind or edit: see
+    /// [`revolve_core::state::State::holds_anything`]) leaves no file, so its name is free again and `--continue` finds
     /// the session before it. Returns whether the file was removed.
     pub fn close(self) -> bool {
         let state = self.state();
-        let unused =
-            state.messages().is_empty() && state.resumes() == 0 && state.continued().is_none();
-        if !unused {
+        if state.holds_anything() {
             return false;
         }
         // Under the naming lock, before the claim goes: no new session
@@ -839,6 +845,23 @@ impl<F: Front> Live<F> {
             .iter()
             .map(|f| format!("{}/{}", f.scope.as_str(), f.name))
             .collect()
+    }
+
+    /// The memory files (as [`Live::memory_files`]) and the project's
+    /// instruction files (as [`Live::instructions`]) the next request's
+    /// prompt carries, read now: right before the first turn too, when
+    /// the session has not read them yet.
+    pub fn prompt_files(&mut self) -> (Vec<String>, Vec<String>) {
+        let Input::Prompt(parts) = self.prompt_parts() else {
+            return (self.memory_files(), self.instructions());
+        };
+        let memory = parts
+            .memory
+            .iter()
+            .map(|f| format!("{}/{}", f.scope.as_str(), f.name))
+            .collect();
+        let instructions = parts.instructions.iter().map(|f| f.path.clone()).collect();
+        (memory, instructions)
     }
 
     /// What the next system prompt is built from, read now: the project's

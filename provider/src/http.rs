@@ -445,10 +445,14 @@ impl Http {
                 message.push_str(&format!(" (retry after {shown})"));
             }
             let text = String::from_utf8_lossy(&bytes);
-            let shown = excerpt(&text, ERROR_BODY_SHOWN);
+            let mut shown = excerpt(&text, ERROR_BODY_SHOWN);
             if matches!(status.as_u16(), 401 | 403) {
-                // What to do first, the server's words after.
+                // What to do first, the server's words after: its message
+                // alone, not the JSON around it.
                 message.push_str(&format!(": {}", self.refused_key_hint()));
+                if let Some(said) = error_message(&text) {
+                    shown = excerpt(&said, ERROR_BODY_SHOWN);
+                }
             }
             if !shown.is_empty() {
                 message.push_str(": ");
@@ -1273,6 +1277,18 @@ fn describe(error: &ureq::Error, stall: Duration) -> String {
         ureq::Error::HostNotFound => "host not found".to_owned(),
         e => e.to_string(),
     }
+}
+
+/// The message of a JSON error body (`{"error": {"message": …}}`,
+/// `{"error": "…"}` or `{"message": …}`), when the body is one.
+fn error_message(body: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
+    let error = value.get("error").unwrap_or(&value);
+    let said = match error {
+        serde_json::Value::String(s) => s.as_str(),
+        other => other.get("message")?.as_str()?,
+    };
+    Some(said.trim().to_owned()).filter(|s| !s.is_empty())
 }
 
 #[cfg(test)]

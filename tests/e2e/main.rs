@@ -50,5 +50,6 @@ mod skills;
 mod stream_json;
 mod terminal;
 mod tools;
+mod trust;
 mod turns;
 mod window;

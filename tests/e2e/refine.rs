@@ -1533,19 +1533,28 @@ fn another_projects_refinement_is_not_this_projects_history() {
             ("project/db.md", b"port 5432\n"),
         ]),
     );
+    // Each session says something first: a refinement of a session with
+    // no turns sends nothing (issue 47 item 12).
     let server = serve(vec![
+        FakeReply::text("Noted."),
         FakeReply::text(&refinement(&[put(
             "project/db.md",
             "port 6543\n",
             "the port moved",
         )])),
+        FakeReply::text("Noted."),
         FakeReply::text(&refinement(&[put(
             "project/other.md",
             "elsewhere\n",
             "the other project's note",
         )])),
     ]);
-    talk(&env, &server, &["--name", "here"], "/refine\n");
+    talk(
+        &env,
+        &server,
+        &["--name", "here"],
+        "the port moved\n/refine\n",
+    );
 
     // An hour later, a session in another directory refines its own files.
     let other = env.root.join("other");
@@ -1560,7 +1569,7 @@ fn another_projects_refinement_is_not_this_projects_history() {
         .spawn()
         .expect("run revolve in the other directory");
     let mut stdin = child.stdin.take().expect("stdin is piped");
-    std::io::Write::write_all(&mut stdin, b"/refine\n").expect("write stdin");
+    std::io::Write::write_all(&mut stdin, b"a note\n/refine\n").expect("write stdin");
     drop(stdin);
     let out = child.wait_with_output().expect("wait for revolve");
     assert!(out.status.success(), "{out:?}");
@@ -1573,7 +1582,8 @@ fn another_projects_refinement_is_not_this_projects_history() {
     let history = env.ok(&["memory", "history"]).stdout;
     assert_eq!(
         heads(&history),
-        ["2026-12-02 10:00 UTC · session 'here' · after 0 messages · manual"],
+        // Its one turn (a message and the answer) came first.
+        ["2026-12-02 10:00 UTC · session 'here' · after 2 messages · manual"],
         "{history}"
     );
     let undo = env.ok(&["memory", "undo"]).stdout;

@@ -198,9 +198,14 @@ fn an_unnamed_session_resumed_in_the_repl_gets_an_address() {
         (&renamed[0]["name"], &renamed[0]["generated"]),
         (&"amber".into(), &true.into())
     );
-    // Addressable, yet still unlisted (a generated name).
+    // Addressable, and listed though its name is generated: the REPL
+    // just told the user to resume it (issue 47 item 24), in `--json` too.
     let listed = env.ok(&["sessions"]).stdout;
-    assert!(listed.contains("1 unnamed session not shown"), "{listed}");
+    assert!(listed.contains("amber"), "{listed}");
+    assert!(!listed.contains("unnamed session not shown"), "{listed}");
+    let json: serde_json::Value =
+        serde_json::from_str(&env.ok(&["sessions", "--json"]).stdout).unwrap();
+    assert_eq!(json[0]["name"], "amber", "{json}");
     let run = env.run(&["replay", "amber", "--check"], "");
     assert_eq!(run.code, Some(0), "{run:?}");
 }

@@ -23,8 +23,14 @@
 //! `<state>/blobs/<first two hex digits>/<sha256 hex>`, one file per
 //! content (0600, written by temp file and rename, never rewritten): the
 //! content before and after every edit, and what a rewind overwrote. A
-//! hash is `sha256:` and 64 hex digits. Nothing removes blobs; they are as
-//! durable as the session logs that name them.
+//! hash is `sha256:` and 64 hex digits.
+//!
+//! A content that holds one of this process's API keys is stored sealed
+//! (`<sha256 hex>.sealed`): each key replaced by a mark naming the key's
+//! own hash, never the key. Reading it puts the keys of the environment
+//! back and checks the hash; with that key no longer set, the content
+//! cannot be had and says so. Blobs no session file names any more are
+//! removed by [`prune`], which the shell runs at most once a day.
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -36,7 +42,7 @@ use revolve_core::record::Restore;
 use revolve_core::session::Opened;
 
 use crate::Context;
-use revolve_core::policy::EDIT_CAP;
+use revolve_core::policy::{BLOB_PRUNE_EVERY_S, EDIT_CAP};
 #[cfg(not(unix))]
 use revolve_store::regular;
 
@@ -102,7 +108,8 @@ impl Blobs {
     /// Whether the store holds `hash` (by name; [`Blobs::get`] checks
     /// the bytes).
     pub fn has(&self, hash: &str) -> bool {
-        self.path(hash).is_ok_and(|p| p.is_file())
+        self.path(hash)
+            .is_ok_and(|p| p.is_file() || sealed_path(&p).is_file())
     }
 
     /// Stores `bytes`; their hash.
@@ -116,17 +123,43 @@ impl Blobs {
     /// bytes ([`open`] did, and shell tracking): not hashed again.
     pub(crate) fn put_as(&self, hash: &str, bytes: &[u8]) -> io::Result<()> {
         let path = self.path(hash)?;
+        let sealed = seal(bytes, &crate::keys());
+        let path = match sealed {
+            Some(_) => sealed_path(&path),
+            None => path,
+        };
         if path.exists() {
             return Ok(());
         }
         let dir = path.parent().unwrap_or(&self.dir);
         revolve_store::files::create_dir_all(dir)?;
-        revolve_store::fsx::write_atomic(&path, bytes)
+        revolve_store::fsx::write_atomic(&path, sealed.as_deref().unwrap_or(bytes))
     }
 
     /// The content stored under `hash`.
     pub fn get(&self, hash: &str) -> io::Result<Vec<u8>> {
         let path = self.path(hash)?;
+        let sealed = sealed_path(&path);
+        if !path.exists() && sealed.is_file() {
+            let bytes = unseal(&fs::read(&sealed)?, &crate::keys()).map_err(|mark| {
+                io::Error::new(
+                    io::ErrorKind::NotFound,
+                    format!(
+                        "content {hash} held an API key that is not set now (key {mark}); set                          it again to restore this content"
+                    ),
+                )
+            })?;
+            if self::hash(&bytes) != hash {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "content store file {} does not hold {hash}",
+                        sealed.display()
+                    ),
+                ));
+            }
+            return Ok(bytes);
+        }
         let bytes = fs::read(&path).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -144,6 +177,161 @@ impl Blobs {
         }
         Ok(bytes)
     }
+}
+
+/// The name of the sealed form of the blob at `path`.
+fn sealed_path(path: &Path) -> PathBuf {
+    path.with_extension("sealed")
+}
+
+/// The mark a key is stored as: its own hash's first 16 hex digits,
+/// between NUL bytes and a word no text holds by chance.
+fn mark(key: &str) -> Vec<u8> {
+    let hash = hash(key.as_bytes());
+    let mut out = b"\0revolve-key:".to_vec();
+    out.extend_from_slice(&hash.as_bytes()[7..23]);
+    out.push(0);
+    out
+}
+
+/// `bytes` with every key replaced by its [`mark`]; `None` when it holds
+/// none.
+fn seal(bytes: &[u8], keys: &revolve_core::edit::Keys) -> Option<Vec<u8>> {
+    let mut out: Option<Vec<u8>> = None;
+    for key in keys.values() {
+        let from = out.as_deref().unwrap_or(bytes);
+        if let Some(replaced) = replace_all(from, key.as_bytes(), &mark(key)) {
+            out = Some(replaced);
+        }
+    }
+    out
+}
+
+/// [`seal`] undone with `keys`; a mark no key of `keys` has is the error.
+fn unseal(bytes: &[u8], keys: &revolve_core::edit::Keys) -> Result<Vec<u8>, String> {
+    let mut out = bytes.to_vec();
+    for key in keys.values() {
+        if let Some(replaced) = replace_all(&out, &mark(key), key.as_bytes()) {
+            out = replaced;
+        }
+    }
+    let prefix = b"\0revolve-key:";
+    match out.windows(prefix.len()).position(|w| w == prefix) {
+        Some(at) => {
+            let start = at + prefix.len();
+            let end = (start + 16).min(out.len());
+            Err(String::from_utf8_lossy(&out[start..end]).into_owned())
+        }
+        None => Ok(out),
+    }
+}
+
+/// `bytes` with every `from` replaced by `to`; `None` when there is none.
+fn replace_all(bytes: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
+    if from.is_empty() || bytes.len() < from.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    let mut found = false;
+    while at < bytes.len() {
+        if bytes[at..].starts_with(from) {
+            out.extend_from_slice(to);
+            at += from.len();
+            found = true;
+        } else {
+            out.push(bytes[at]);
+            at += 1;
+        }
+    }
+    found.then_some(out)
+}
+
+/// [`prune`] when the last one was [`BLOB_PRUNE_EVERY_S`] or more ago (a
+/// stamp file, `blobs/.pruned`, says when); `None` when it was not due.
+pub fn prune_due(state_root: &Path, sessions_root: &Path) -> io::Result<Option<usize>> {
+    let stamp = state_root.join("blobs").join(".pruned");
+    let every = std::time::Duration::from_secs(BLOB_PRUNE_EVERY_S);
+    let recent = fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|at| at.elapsed().ok())
+        .is_some_and(|age| age < every);
+    if recent || !state_root.join("blobs").is_dir() {
+        return Ok(None);
+    }
+    revolve_store::fsx::write_atomic(&stamp, b"")?;
+    prune(state_root, sessions_root, every).map(Some)
+}
+
+/// Removes the blobs older than `min_age` that no session file under
+/// `sessions_root` names (by its `sha256:` hash, anywhere in the file),
+/// and says how many went. A folder or file that cannot be read keeps
+/// every blob: nothing is removed on a guess.
+pub fn prune(
+    state_root: &Path,
+    sessions_root: &Path,
+    min_age: std::time::Duration,
+) -> io::Result<usize> {
+    let dir = state_root.join("blobs");
+    if !dir.is_dir() {
+        return Ok(0);
+    }
+    let mut named = std::collections::HashSet::new();
+    let mut stack = vec![sessions_root.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        let entries = match fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        for entry in entries {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            let path = entry.path();
+            if kind.is_dir() {
+                stack.push(path);
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "jsonl") {
+                let text = fs::read(&path)?;
+                let prefix = b"sha256:";
+                let mut at = 0;
+                while let Some(found) = text[at..].windows(prefix.len()).position(|w| w == prefix) {
+                    let start = at + found + prefix.len();
+                    let hex = &text[start..(start + 64).min(text.len())];
+                    if hex.len() == 64 && hex.iter().all(u8::is_ascii_hexdigit) {
+                        named.insert(String::from_utf8_lossy(hex).into_owned());
+                    }
+                    at = start;
+                }
+            }
+        }
+    }
+    let mut removed = 0;
+    for shard in fs::read_dir(&dir)? {
+        let shard = shard?;
+        if !shard.file_type()?.is_dir() {
+            continue;
+        }
+        for blob in fs::read_dir(shard.path())? {
+            let blob = blob?;
+            let name = blob.file_name().to_string_lossy().into_owned();
+            let hex = name.strip_suffix(".sealed").unwrap_or(&name);
+            // Temp files of a write under way and anything else: left.
+            if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let young = blob
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_none_or(|age| age < min_age);
+            if !young && !named.contains(hex) && fs::remove_file(blob.path()).is_ok() {
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
 }
 
 /// Opens the file an edit names: confined like `read_file` (inside the

@@ -22,6 +22,14 @@
 //!   `/proc/self/task/*/children`; without it, nothing is reaped. A process
 //!   that left the group while revolve itself is SIGKILLed still escapes
 //!   (only a PID namespace or a cgroup would hold it).
+//! * Every process a command starts inherits two variables: the
+//!   command's own tag (`REVOLVE_COMMAND`, this process's pid and a
+//!   count) and the session's id (`REVOLVE_SESSION`). When the command
+//!   ends, and when the session does, revolve (on Linux) looks through
+//!   `/proc/*/environ` for processes carrying that tag or id and kills
+//!   them: a grandchild that forked, called `setsid` and is still held by
+//!   a living parent (so not yet orphaned to revolve) goes too. A process
+//!   that empties its own environment is beyond this.
 
 use std::collections::BTreeSet;
 use std::io;
@@ -42,6 +50,57 @@ static RUNNING: Mutex<BTreeSet<i32>> = Mutex::new(BTreeSet::new());
 /// stdin `/dev/null`.
 const WRAPPER: &str =
     "exec 3<&0 </dev/null; { read _ <&3; kill -9 0; } & exec 3<&-; exec sh -c \"$1\"";
+
+/// The variable naming the command a process was started for.
+pub(crate) const COMMAND_VAR: &str = "REVOLVE_COMMAND";
+
+/// The variable naming the session a process was started for.
+pub(crate) const SESSION_VAR: &str = "REVOLVE_SESSION";
+
+/// A tag no other command of any running revolve has: this process's
+/// pid and a count.
+pub(crate) fn tag() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
+
+/// Kills every process but this one whose environment holds
+/// `var=value`, looking again until none is left (one may fork while it
+/// is looked for), and reaps those that were this process's children.
+/// Linux only (`/proc`); elsewhere the group and the watchdog do what
+/// they can.
+pub(crate) fn kill_tagged(var: &str, value: &str) {
+    #[cfg(target_os = "linux")]
+    {
+        let entry = format!("{var}={value}").into_bytes();
+        let own = std::process::id();
+        for _ in 0..16 {
+            let Ok(dir) = std::fs::read_dir("/proc") else {
+                return;
+            };
+            let found: Vec<Pid> = dir
+                .flatten()
+                .filter_map(|e| {
+                    let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                    let environ = std::fs::read(e.path().join("environ")).ok()?;
+                    (pid != own && environ.split(|b| *b == 0).any(|kv| kv == entry))
+                        .then(|| Pid::from_raw(i32::try_from(pid).ok()?))
+                        .flatten()
+                })
+                .collect();
+            if found.is_empty() {
+                break;
+            }
+            for pid in found {
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+            }
+            reap_escaped();
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (var, value);
+}
 
 /// The command's session and group, watched.
 pub(crate) struct Group {

@@ -285,6 +285,15 @@ pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> b
     outcome
 }
 
+/// Ends what the session's commands left running: every process that
+/// carries its id (see the `group` module; Linux only).
+pub fn end_session(session: &str) {
+    #[cfg(unix)]
+    group::kill_tagged(group::SESSION_VAR, session);
+    #[cfg(not(unix))]
+    let _ = session;
+}
+
 /// The API keys of this process (core's `API_KEY_VARS`), as core hides
 /// them ([`Keys`]): from tool output here, and from what an edit shows.
 pub fn keys() -> Keys {

@@ -45,6 +45,7 @@ pub(crate) fn shell(
         protect,
     } = sandbox;
     let mut sh = group::command(command);
+    let tag = group::tag();
     // Confined first, while nothing but the program is set on the command
     // (on macOS it is wrapped whole). Held to the end: dropped, the temp
     // dir is removed.
@@ -71,7 +72,8 @@ pub(crate) fn shell(
     sh.current_dir(root)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env("REVOLVE_SESSION", session);
+        .env(group::SESSION_VAR, session)
+        .env(group::COMMAND_VAR, &tag);
     if let Some(tmp) = &tmp {
         sh.env("TMPDIR", tmp.path());
     }
@@ -90,7 +92,7 @@ pub(crate) fn shell(
     let (stdout, stderr) = match (stdout, stderr) {
         (Ok(out), Ok(err)) => (out, err),
         (Err(e), _) | (_, Err(e)) => {
-            end(&mut group, &mut child);
+            end(&mut group, &mut child, &tag);
             return Outcome::text(format!("error: cannot capture the command's output: {e}"));
         }
     };
@@ -120,7 +122,7 @@ pub(crate) fn shell(
         pause = (pause * 2).min(SHELL_POLL);
     };
     // However it ended, nothing it started outlives it.
-    end(&mut group, &mut child);
+    end(&mut group, &mut child, &tag);
     watch.end();
 
     // Both readers end at EOF, unless a background process keeps a pipe.
@@ -270,10 +272,12 @@ impl Capture {
 }
 
 /// Kills the command's whole group (background children included), reaps
-/// the command, then what escaped the group (see [`group`]).
-pub(crate) fn end(group: &mut Group, child: &mut Child) {
+/// the command, then what escaped the group, then whatever still carries
+/// the command's `tag` (see [`group`]).
+pub(crate) fn end(group: &mut Group, child: &mut Child, tag: &str) {
     group.kill();
     let _ = child.kill();
     let _ = child.wait();
     group::reap_escaped();
+    group::kill_tagged(group::COMMAND_VAR, tag);
 }

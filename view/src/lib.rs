@@ -19,7 +19,7 @@ use revolve_core::compact;
 use revolve_core::guard;
 use revolve_core::record::{Record, Role};
 use revolve_core::state::State;
-pub use revolve_core::summary::{listed, shown, Spent, Summary};
+pub use revolve_core::summary::{listed, listed_with, shown, Spent, Summary};
 pub use revolve_core::text::{inert, tokens, when, word_pieces};
 use revolve_core::text::{one_line, push_when};
 use revolve_core::tools::Tool;
@@ -270,15 +270,21 @@ pub fn transcript(records: &[Record]) -> String {
             // Its request's body is what `replay --requests` shows; the
             // transcript tells the refinement once, at its end.
             Record::Refining(_) => {}
-            Record::Refined(r) => out.push_str(&format!(
-                "── memory refined{}{}\n",
-                if r.auto { " on its own" } else { "" },
-                if r.entry.is_none() {
-                    " (nothing changed)"
-                } else {
-                    ""
-                }
-            )),
+            Record::Refined(r) => out.push_str(&match &r.unmade {
+                Some(why) => format!(
+                    "── memory not refined{}: {why}\n",
+                    if r.auto { " on its own" } else { "" },
+                ),
+                None => format!(
+                    "── memory refined{}{}\n",
+                    if r.auto { " on its own" } else { "" },
+                    if r.entry.is_none() {
+                        " (nothing changed)"
+                    } else {
+                        ""
+                    }
+                ),
+            }),
             Record::Stopped(s) => out.push_str(&format!(
                 "! {}
 ",
@@ -411,9 +417,10 @@ pub fn transcript(records: &[Record]) -> String {
     out
 }
 
-/// `revolve rewind --list`: the turns a rewind reaches, newest first, with
-/// the files each changed.
-pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits]) -> String {
+/// `revolve rewind --list` (`/rewind list` in the REPL, `repl`): the turns
+/// a rewind reaches, newest first, with the files each changed, and how to
+/// take them back in the form the user typed.
+pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits], repl: bool) -> String {
     if turns.is_empty() {
         return "no turn to rewind (since the last compaction)\n".to_owned();
     }
@@ -427,7 +434,11 @@ pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits]) -> String {
             out.push_str(&format!("       {f}\n"));
         }
     }
-    out.push_str("--turns N takes back the N newest (1 is the last)\n");
+    out.push_str(if repl {
+        "/rewind N takes back the N newest (1 is the last)\n"
+    } else {
+        "--turns N takes back the N newest (1 is the last)\n"
+    });
     out
 }
 

@@ -10,6 +10,9 @@ pub enum Slash {
     Status,
     /// `/cost`: the session's tokens and what they cost.
     Cost,
+    /// `/max-cost USD` or `/max-cost off`: the session's cost limit from
+    /// now on.
+    MaxCost(String),
     /// `/model NAME`: ask another model from the next request on; empty
     /// (a bare `/model`): show the one in use.
     Model(String),
@@ -84,6 +87,7 @@ pub const HELP: &str = "\
 /name NAME   name this session (named sessions are listed by `revolve sessions`)
 /status      show the session, turns, tokens and context reading
 /cost        show the tokens sent and received and what they cost, where prices are known
+/max-cost USD  raise (or set) this session's cost limit; /max-cost off lifts it
 /model [NAME]  show the model, or ask another from the next request on (with its window from the model table)
 /effort LEVEL  low, medium, high or default: how hard a reasoning model thinks
 /compact     summarize all but the last three turns into notes; go on in a fresh file
@@ -104,9 +108,9 @@ An approval takes one key: y yes, a always this session, n (or Esc, Ctrl-C) no."
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 16] = [
-    "name", "status", "cost", "model", "effort", "compact", "goal", "refine", "rewind", "plan",
-    "send", "help", "?", "quit", "exit", "q",
+pub const BUILTIN: [&str; 17] = [
+    "name", "status", "cost", "max-cost", "model", "effort", "compact", "goal", "refine", "rewind",
+    "plan", "send", "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -269,6 +273,10 @@ pub fn parse(line: &str) -> Option<Slash> {
         "name" => Slash::Name(arg.to_owned()),
         "status" => Slash::Status,
         "cost" => Slash::Cost,
+        "max-cost" if arg.is_empty() => {
+            Slash::Incomplete("/max-cost takes an amount of US dollars (e.g. /max-cost 5) or off")
+        }
+        "max-cost" => Slash::MaxCost(arg.to_owned()),
         // A bare `/model` shows the one in use (an empty name).
         "model" => Slash::Model(arg.to_owned()),
         "effort" => Slash::Effort(arg.to_owned()),
@@ -354,8 +362,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            14,
-            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29)"
+            15,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47)"
         );
         for word in BUILTIN {
             assert!(

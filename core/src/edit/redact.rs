@@ -78,6 +78,13 @@ impl Keys {
         self.0.is_empty()
     }
 
+    /// The keys, longest first: for the shell's content store, which
+    /// stores a content holding one without it (see `Blobs` in
+    /// revolve-tools).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+
     /// Where the keys are in `text`, in order, none overlapping.
     fn spans(&self, text: &str) -> Vec<Range<usize>> {
         let mut out = Vec::new();

@@ -235,6 +235,7 @@ fn what_an_automatic_refinement_reads_starts_at_the_last_refinement_or_compactio
         auto: false,
         entry: None,
         pieces: 1,
+        unmade: None,
     }));
     assert!(unrefined(&s).is_empty());
     turn(&mut s, 2);

@@ -119,6 +119,10 @@ pub enum Input {
         effort: Option<crate::models::Effort>,
         now: OffsetDateTime,
     },
+    /// `/max-cost USD` (`/max-cost off`): the session's cost limit from
+    /// now on, in nano-dollars, in place of `--max-cost`'s (a setting of
+    /// this run, not logged).
+    MaxCost { max: Option<u64> },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`Input::ToolDone`]); `effects` as
     /// there, logged first.
@@ -264,6 +268,7 @@ impl Input {
             Input::Plan { .. } => "Plan",
             Input::Model { .. } => "Model",
             Input::Effort { .. } => "Effort",
+            Input::MaxCost { .. } => "MaxCost",
             Input::SandboxRefused { .. } => "SandboxRefused",
             Input::Outside { .. } => "Outside",
             Input::Summarized { .. } => "Summarized",
@@ -614,7 +619,7 @@ mod tests {
     fn every_input_has_one_row_in_the_protocol_table() {
         let names = variants!(Input: User, Counted, Confirmed, Reply, Failed, Overflowed,
             Interrupted, ToolDone, Prompt, Refine, RefineReply, RefineFailed, Compact, MemoryChanged,
-            Undo, Undone, GoOn, Plan, Model, Effort, SandboxRefused, Outside, Summarized,
+            Undo, Undone, GoOn, Plan, Model, Effort, MaxCost, SandboxRefused, Outside, Summarized,
             SummaryFailed, Rename, Address, Inbox, Opened, Staged,
             McpTools, Answered, Wrote, Found, Rewind, Restored);
         let mut rows = rows("Input");

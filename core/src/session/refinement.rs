@@ -156,14 +156,24 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let state = &self.state;
+        // A session with nothing said yet has nothing to teach: no paid
+        // request for it.
+        if !auto && state.messages.is_empty() && state.totals.turns == 0 {
+            return vec![Command::Show(
+                "/refine: this session has no turns yet; nothing to refine, nothing sent".into(),
+            )];
+        }
         let wire = Wire::of(&state.provider);
         let model = state.model.as_str();
+        let limit = state.answer_limit();
         // The session text of each request: a piece of `blocks` cut to
         // `budget`. On its own, what the session added since the last
         // refinement (after a compaction, from its notes on) as one block,
         // so one request: the compaction read the old files just now.
         let (blocks, budget, read) = if auto {
-            let base = refine::request(wire, model, "", &files, now).body.len();
+            let base = refine::request(wire, model, "", &files, now, limit)
+                .body
+                .len();
             let budget = refine::budget(state.window, &state.totals, base);
             let unrefined = refine::unrefined(state);
             let read = (refine::auto_range(unrefined, budget).len(), unrefined.len());
@@ -171,7 +181,7 @@ impl Session {
             let budget = text.len();
             (vec![text], budget, Some(read))
         } else {
-            let base = refine::piece_request(wire, model, "", (1, 2), &files, now)
+            let base = refine::piece_request(wire, model, "", (1, 2), &files, now, limit)
                 .body
                 .len();
             let budget = refine::budget(state.window, &state.totals, base);
@@ -233,7 +243,7 @@ impl Session {
         if !yes {
             let said = format!("{} declined; memory unchanged", r.what());
             let mut cmds = vec![Command::Show(said)];
-            cmds.extend(self.refine_end(None, now));
+            cmds.extend(self.refine_unmade("declined".into(), now));
             return cmds;
         }
         self.refine_begin(now)
@@ -276,8 +286,16 @@ impl Session {
         let (k, of) = (r.next, r.of());
         let text = refine::piece_text(&r.blocks[r.parts[k].clone()], r.budget);
         let wire = Wire::of(&self.state.provider);
-        let request =
-            refine::piece_request(wire, &self.state.model, &text, (k + 1, of), &r.current, now);
+        let limit = self.state.answer_limit();
+        let request = refine::piece_request(
+            wire,
+            &self.state.model,
+            &text,
+            (k + 1, of),
+            &r.current,
+            now,
+            limit,
+        );
         // A refinement's requests count toward --max-cost too.
         let tokens = compact::estimate(request.body.len(), &self.state.totals);
         if let Some(reason) = self.over_budget(tokens) {
@@ -287,7 +305,7 @@ impl Session {
                 guard::describe(&reason)
             );
             let mut cmds = vec![Command::Show(said)];
-            cmds.extend(self.refine_end(None, now));
+            cmds.extend(self.refine_unmade(guard::describe(&reason), now));
             return cmds;
         }
         let auto = r.auto;
@@ -335,7 +353,8 @@ impl Session {
                     "{what}: the answer was not usable ({}); memory unchanged",
                     view::inert(&why)
                 )));
-                cmds.extend(self.refine_end(None, now));
+                let unmade = format!("the answer was not usable ({})", view::inert(&why));
+                cmds.extend(self.refine_unmade(unmade, now));
                 return cmds;
             }
             Err(why) => cmds.push(Command::Show(format!(
@@ -360,7 +379,7 @@ impl Session {
                 "{what} failed ({}); memory unchanged",
                 view::inert(error)
             ))];
-            cmds.extend(self.refine_end(None, now));
+            cmds.extend(self.refine_unmade(format!("failed ({})", view::inert(error)), now));
             return cmds;
         }
         let mut cmds = vec![Command::Show(format!(
@@ -380,7 +399,7 @@ impl Session {
             "{} interrupted; memory unchanged",
             r.what()
         ))];
-        cmds.extend(self.refine_end(None, now));
+        cmds.extend(self.refine_unmade("interrupted".into(), now));
         cmds
     }
 
@@ -440,6 +459,21 @@ impl Session {
     /// The refinement ends, logged with its entry (if any) and how many
     /// requests it sent, whatever happened: the automatic trigger knows.
     fn refine_end(&mut self, entry: Option<String>, now: OffsetDateTime) -> Vec<Command> {
+        self.refine_close(entry, None, now)
+    }
+
+    /// The refinement ends before it ran to its end (`unmade` says why:
+    /// declined, failed, interrupted, over budget), the memory unchanged.
+    fn refine_unmade(&mut self, unmade: String, now: OffsetDateTime) -> Vec<Command> {
+        self.refine_close(None, Some(unmade), now)
+    }
+
+    fn refine_close(
+        &mut self,
+        entry: Option<String>,
+        unmade: Option<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let r = match std::mem::take(&mut self.phase) {
             Phase::Refining(r) => r,
             other => {
@@ -452,6 +486,7 @@ impl Session {
             auto: r.auto,
             entry,
             pieces: r.next as u64,
+            unmade,
         })]);
         cmds.push(Command::Sync);
         cmds

@@ -416,6 +416,7 @@ fn older_files_count_a_refinement_by_its_refined_record() {
         auto: false,
         entry: None,
         pieces: 3,
+        unmade: None,
     }));
     let state = State::fold(&log);
     assert_eq!(state.totals.requests, 4);
