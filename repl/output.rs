@@ -242,7 +242,7 @@ impl Sink {
                 self.event("tool_result", result_fields(id, name, output, false));
             }
             // Others (a repeat, a refusal) are told by themselves.
-            Format::Text if revolve_core::rules::is_denied(output) => {
+            Format::Text | Format::Json if revolve_core::rules::is_denied(output) => {
                 self.stop_waiting();
                 let line = revolve_core::tools::parse(call)
                     .map_or_else(|_| format!("→ {name}"), |tool| view::tool_line(&tool));
@@ -252,7 +252,7 @@ impl Sink {
                     crate::render::dim(&format!("{line}\n  {why}"), self.colour_err)
                 );
             }
-            Format::Text => {}
+            Format::Text | Format::Json => {}
         }
     }
 

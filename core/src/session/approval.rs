@@ -89,7 +89,7 @@ impl Session {
             }
             Verdict::Unclear(why) => {
                 // Only the user's own yes runs it.
-                if self.allowed_call.take_if(|a| a == id).is_some() {
+                if allowed == Some(id) {
                     return Gate::Run(Vec::new());
                 }
                 if self.settings.interactive {
