@@ -758,7 +758,7 @@ impl Session {
         };
         if !compact::fits(estimate, window) {
             cmds.extend(self.give_way(&mut due, now));
-            if self.waits_for_notes() {
+            if self.waits_for_notes() || due.stopped {
                 return cmds;
             }
             (request, estimate) = self.built();

@@ -366,7 +366,7 @@ fn bidi_and_invisible_characters_show_on_a_terminal() {
         &["--provider", "scripted", "--script", &script],
         &[
             ("go\r", "\u{203a} "),
-            ("n\r", "[a]lways this session: "),
+            ("n", "[n]o: "),
             ("\u{4}", "\u{203a} "),
         ],
         &[],

@@ -402,6 +402,7 @@ impl Session {
                         requests,
                         tokens: input,
                     };
+                    due.stopped = true;
                     return Some(self.stop(reason, now));
                 }
                 None => cmds.push(Command::Show(line)),

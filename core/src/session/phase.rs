@@ -110,6 +110,9 @@ pub(super) struct Due {
     pub pieces: (u64, u64),
     /// The turn's request was refused as too large once already.
     pub retried: bool,
+    /// Making room for it stopped the turn (a costly compaction with no
+    /// one to ask): nothing more is tried for it.
+    pub stopped: bool,
 }
 
 impl Default for Due {
@@ -122,6 +125,7 @@ impl Default for Due {
             keep_turns: compact::KEEP_TURNS,
             pieces: (0, 0),
             retried: false,
+            stopped: false,
         }
     }
 }
