@@ -303,6 +303,8 @@ fn the_first_screen_says_how_the_session_runs_and_help_names_the_habits() {
     term.wait_for_next("/model NAME asks another", within);
     term.type_keys("/help\r");
     term.wait_for_next("Esc or Ctrl-C cancels", within);
+    // Ctrl-D at the prompt, not while the help is still being written.
+    term.wait_until(within, "the prompt", crate::common::at_prompt);
     let (ok, screen) = term.finish(within);
     assert!(ok, "{screen}");
     let lines = plain_lines(&screen);

@@ -24,10 +24,12 @@
 //!   (only a PID namespace or a cgroup would hold it).
 //! * Every process a command starts inherits two variables: the
 //!   command's own tag (`REVOLVE_COMMAND`, this process's pid and a
-//!   count) and the session's id (`REVOLVE_SESSION`). When the command
-//!   ends, and when the session does, revolve (on Linux) looks through
-//!   `/proc/*/environ` for processes carrying that tag or id and kills
-//!   them: a grandchild that forked, called `setsid` and is still held by
+//!   count) and the session's id (`REVOLVE_SESSION`, for `revolve
+//!   send`). When the command ends, revolve (on Linux) looks through
+//!   `/proc/*/environ` for processes carrying its tag, and when the
+//!   session ends, for any tag of this process's commands, and kills
+//!   them (not by session id: another revolve may run a session of the
+//!   same id): a grandchild that forked, called `setsid` and is still held by
 //!   a living parent (so not yet orphaned to revolve) goes too. A process
 //!   that empties its own environment is beyond this.
 
@@ -71,9 +73,23 @@ pub(crate) fn tag() -> String {
 /// Linux only (`/proc`); elsewhere the group and the watchdog do what
 /// they can.
 pub(crate) fn kill_tagged(var: &str, value: &str) {
+    kill_carrying(&format!("{var}={value}"), true);
+}
+
+/// Kills every process, as [`kill_tagged`] does, that carries a command
+/// tag of this process ([`tag`]: `REVOLVE_COMMAND=<pid>-<n>`), whichever
+/// command it was: what this revolve's commands left behind, and nothing
+/// of another revolve's, even one that runs a session of the same id.
+pub(crate) fn kill_own_commands() {
+    kill_carrying(&format!("{COMMAND_VAR}={}-", std::process::id()), false);
+}
+
+/// Kills the processes whose environment holds `entry` (the whole
+/// variable when `whole`, else its start).
+fn kill_carrying(entry: &str, whole: bool) {
     #[cfg(target_os = "linux")]
     {
-        let entry = format!("{var}={value}").into_bytes();
+        let entry = entry.as_bytes();
         let own = std::process::id();
         for _ in 0..16 {
             let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -84,7 +100,14 @@ pub(crate) fn kill_tagged(var: &str, value: &str) {
                 .filter_map(|e| {
                     let pid: u32 = e.file_name().to_str()?.parse().ok()?;
                     let environ = std::fs::read(e.path().join("environ")).ok()?;
-                    (pid != own && environ.split(|b| *b == 0).any(|kv| kv == entry))
+                    let carries = |kv: &[u8]| {
+                        if whole {
+                            kv == entry
+                        } else {
+                            kv.starts_with(entry)
+                        }
+                    };
+                    (pid != own && environ.split(|b| *b == 0).any(carries))
                         .then(|| Pid::from_raw(i32::try_from(pid).ok()?))
                         .flatten()
                 })
@@ -99,7 +122,7 @@ pub(crate) fn kill_tagged(var: &str, value: &str) {
         }
     }
     #[cfg(not(target_os = "linux"))]
-    let _ = (var, value);
+    let _ = (entry, whole);
 }
 
 /// The command's session and group, watched.

@@ -286,12 +286,14 @@ pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> b
 }
 
 /// Ends what the session's commands left running: every process that
-/// carries its id (see the `group` module; Linux only).
+/// carries the tag of a command this process ran (see the `group`
+/// module; Linux only). Not the session's id: another revolve may run a
+/// session of the same id (a resumed copy, tests with a pinned clock), and
+/// its commands are not this one's to end.
 pub fn end_session(session: &str) {
-    #[cfg(unix)]
-    group::kill_tagged(group::SESSION_VAR, session);
-    #[cfg(not(unix))]
     let _ = session;
+    #[cfg(unix)]
+    group::kill_own_commands();
 }
 
 /// The API keys of this process (core's `API_KEY_VARS`), as core hides
