@@ -94,7 +94,17 @@ fn read_into(src: &str, depth: usize, line: &mut Line) {
     // alone, nor `a && ;`), and whether one must follow (`a &&`).
     let mut may_end = false;
     let mut must_follow = false;
+    // Parentheses open now: sh refuses a script where they do not pair.
+    let mut groups: usize = 0;
     while let Some(token) = tokens.next() {
+        match &token {
+            Token::Separator(Sep::Open) => groups += 1,
+            Token::Separator(Sep::Close) if groups == 0 => {
+                unclear(line, "a `)` that closes nothing");
+            }
+            Token::Separator(Sep::Close) => groups -= 1,
+            _ => {}
+        }
         let empty = words.is_empty() && controls.kinds.is_empty();
         match &token {
             Token::Word(_) | Token::Redirect(_) => must_follow = false,
@@ -150,6 +160,9 @@ fn read_into(src: &str, depth: usize, line: &mut Line) {
     }
     if must_follow && words.is_empty() {
         unclear(line, "no command after `&&`, `||` or `|`");
+    }
+    if groups > 0 {
+        unclear(line, "a `(` that is not closed");
     }
     finish(words, &mut controls, depth, line);
 }
@@ -222,12 +235,19 @@ fn finish(words: Vec<Word>, controls: &mut Controls, depth: usize, line: &mut Li
     } = std::mem::take(controls);
     let mut rest = &words[..];
     // Keywords (unquoted) lead into the command.
+    let mut negated = false;
     while let Some(w) = rest.first() {
         if !w.quoted && LEADING.contains(&w.text.as_str()) {
+            negated |= w.text == "!";
             rest = &rest[1..];
         } else {
             break;
         }
+    }
+    // A `!` with no pipeline after it: sh refuses it, bash runs nothing;
+    // neither is a command a rule can vouch for.
+    if negated && rest.is_empty() {
+        unclear(line, "`!` with no command after it");
     }
     if let Some(w) = rest.first().filter(|w| !w.quoted) {
         match w.text.as_str() {
