@@ -301,6 +301,9 @@ fn the_first_screen_says_how_the_session_runs_and_help_names_the_habits() {
     term.wait_until(within, "the prompt", crate::common::at_prompt);
     term.type_keys("/model\r");
     term.wait_for_next("/model NAME asks another", within);
+    // At the prompt again before typing: an Enter typed ahead, while the
+    // line editor is not reading, arrives as a newline (in the note).
+    term.wait_until(within, "the prompt", crate::common::at_prompt);
     term.type_keys("/help\r");
     term.wait_for_next("Esc or Ctrl-C cancels", within);
     // Ctrl-D at the prompt, not while the help is still being written.
