@@ -75,22 +75,23 @@
 //!
 //! ## One turn, from the REPL line to the request on the wire
 //!
-//! Five files, in this order:
+//! With this file and the protocol table (`core/src/session/protocol.rs`)
+//! at hand, five files, in this order:
 //!
 //! 1. `repl/line.rs`: `handle` sends a line that is not a slash command to
 //!    `Live::turn`;
 //! 2. `io/src/live/user.rs`: `Live::turn` reads the turn's context and
-//!    feeds one [`UserInput::Line`]; `run_input` (`io/src/live.rs`) feeds
-//!    it and each answer, and hands each command to its family's executor;
-//! 3. `core/src/session/protocol.rs`: the inputs and commands, and the
-//!    table of who sends and who executes each;
-//! 4. `core/src/session.rs` (this file): [`Session::handle`] takes the
-//!    line to `line`, then `request`, which logs the system prompt when
-//!    it changed, compacts or counts when the window is near, and returns
+//!    feeds one [`UserInput::Line`];
+//! 3. `io/src/live.rs`: `run_input` feeds it to [`Session::handle`] (here:
+//!    a user input goes to `user_input`, then `between`), then each
+//!    answer, and hands each command to its family's executor;
+//! 4. `core/src/session/turn.rs`: `line` logs the context and the
+//!    message, then `request` logs the system prompt when it changed,
+//!    compacts or counts when the window is near, and returns
 //!    [`ModelCommand::Call`] with the body `crate::request` built byte for
 //!    byte;
 //! 5. `io/src/live/model.rs`: `execute_model` sends it through the
-//!    provider (whose `http.rs` posts the body as it is) and queues the
+//!    provider (whose `http.rs` posts the body as it is) and returns the
 //!    [`ModelInput`] that answers it.
 //!
 //! A memory refinement is driven the same way: [`UserInput::Refine`]
