@@ -5,6 +5,10 @@ use super::{
     FileCommand, FileInput, LogCommand, MemoryCommand, ModelCommand, ModelInput, ToolCommand,
     ToolInput, TurnContext, UserCommand, UserInput,
 };
+use crate::compact;
+use crate::guard::{self, StopReason};
+use crate::record::{Role, ToolCall};
+use crate::tools::Tool;
 use time::macros::datetime;
 
 use crate::record::test_header as header;
