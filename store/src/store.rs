@@ -65,10 +65,12 @@ impl Store {
                 return Ok(as_path.to_path_buf());
             }
         }
-        let sessions = self.list().map_err(|error| FindError::Unlisted {
-            dir: self.sessions_dir(),
-            error,
-        })?;
+        let sessions = self
+            .candidates(needle)
+            .map_err(|error| FindError::Unlisted {
+                dir: self.sessions_dir(),
+                error,
+            })?;
         let cwd = self.cwd.clone();
         let found = match needle {
             None => revolve_core::names::latest(&sessions).ok_or(FindError::NoSession { cwd })?,
@@ -84,6 +86,42 @@ impl Store {
             })?,
         };
         Ok(PathBuf::from(&found.path))
+    }
+
+    /// The sessions [`Store::find`] chooses among, as
+    /// `revolve_core::names::pick` and `latest` choose: for a needle, those
+    /// whose id or name it is or whose id it begins; without one, the
+    /// newest (by last activity, then id) of those that took a turn and
+    /// the newest of all. Only these are made summaries: at 100,000
+    /// sessions, making one of each was most of a `--continue`.
+    fn candidates(&self, needle: Option<&str>) -> io::Result<Vec<Summary>> {
+        let dir_text = self.sessions_dir().to_string_lossy().into_owned();
+        let path = |name: &str| format!("{dir_text}/{name}");
+        let mut out = Vec::new();
+        // The newest that took a turn, and the newest of all.
+        let mut newest: [Option<(i64, String, Summary)>; 2] = [None, None];
+        self.scan(&mut Unlisted::default(), |row, name, stamp| match needle {
+            Some(n) => {
+                let named = row.name.as_deref() == Some(n);
+                if row.id == n || named || row.id.starts_with(n) {
+                    out.extend(summary(row, path(name), stamp));
+                }
+            }
+            None => {
+                for (slot, counts) in newest.iter_mut().zip([row.turns > 0, true]) {
+                    let newer = slot
+                        .as_ref()
+                        .is_none_or(|(at, id, _)| (stamp.1, &*row.id) > (*at, id.as_str()));
+                    if counts && newer {
+                        if let Some(s) = summary(row, path(name), stamp) {
+                            *slot = Some((stamp.1, row.id.to_string(), s));
+                        }
+                    }
+                }
+            }
+        })?;
+        out.extend(newest.into_iter().flatten().map(|(_, _, s)| s));
+        Ok(out)
     }
 
     /// Every session file of this directory, read from head and tail only,

@@ -486,3 +486,36 @@ fn a_file_removed_through_the_store_is_journaled() {
     assert_eq!(ids(&store), ["b"]);
     assert!(!store.remove(&store.path_of("a"), None), "gone already");
 }
+
+#[test]
+fn find_chooses_as_the_core_does_over_the_whole_listing() {
+    let store = store("find");
+    // Ids that share prefixes, names used twice, sessions with no turn.
+    for (id, name, turns) in [
+        ("a1", "db", 1),
+        ("a2", "db", 2),
+        ("b1", "web", 0),
+        ("b2", "api", 3),
+        ("c1", "empty", 0),
+    ] {
+        let mut h = header(&store, id);
+        h.name = Some(name.into());
+        let mut w = LogWriter::create(&store.path_of(id)).unwrap();
+        w.append(&Record::Header(h)).unwrap();
+        if turns > 0 {
+            w.append(&totals(turns)).unwrap();
+        }
+    }
+    let all = store.list().unwrap();
+    let path = |s: &Summary| PathBuf::from(&s.path);
+    let latest = revolve_core::names::latest(&all).map(path);
+    assert_eq!(store.find(None).ok(), latest);
+    for needle in ["db", "a", "a1", "b", "b2", "web", "c", "api", "x", "empty"] {
+        let core = revolve_core::names::pick(needle, &all).map(path);
+        let found = store.find(Some(needle));
+        match core {
+            Ok(p) => assert_eq!(found.unwrap(), p, "{needle}"),
+            Err(_) => assert!(found.is_err(), "{needle}"),
+        }
+    }
+}
