@@ -144,6 +144,7 @@ struct Env {
 
 impl Env {
     fn new(root: &Path) -> Env {
+        std::fs::create_dir_all(root).expect("the root");
         let root = root.canonicalize().expect("a canonical root");
         let cwd = root.join("work");
         std::fs::create_dir_all(&cwd).expect("the cwd");

@@ -738,22 +738,30 @@ impl Files {
 /// the cache was written may be among the entries already.)
 fn known_names(entries: &[Entry], changed: &[(String, bool)]) -> String {
     let mut names = String::with_capacity(entries.len() * 32);
-    let mut made: Vec<&str> = changed
+    // Each changed name, and whether it is there now; a made one found
+    // among the entries is taken out (it is listed there).
+    let mut changes: FxHashMap<&str, bool> = changed
         .iter()
-        .filter(|(_, made)| *made)
-        .map(|(name, _)| name.as_str())
+        .map(|(name, made)| (name.as_str(), *made))
         .collect();
     for entry in entries {
-        if !changed.is_empty() {
-            if changed.iter().any(|(n, made)| !made && *n == entry.file) {
-                continue;
+        if !changes.is_empty() {
+            match changes.get(&*entry.file) {
+                Some(false) => continue,
+                Some(true) => {
+                    changes.remove(&*entry.file);
+                }
+                None => {}
             }
-            made.retain(|m| *m != entry.file);
         }
         names.push_str(&entry.file);
         names.push('\0');
     }
-    for name in made {
+    // In the journal's order, as a folder read would list them.
+    for (name, _) in changed
+        .iter()
+        .filter(|(n, _)| changes.get(n.as_str()) == Some(&true))
+    {
         names.push_str(name);
         names.push('\0');
     }
