@@ -33,6 +33,11 @@ use revolve_store::store::Store;
 
 const RUNS: usize = 15; // not policy: a bench's repeat count
 
+/// A library call timed: what it found, kept from the optimiser.
+type Figure<'a> = Box<dyn Fn() -> usize + 'a>;
+/// A command timed: its arguments, made for each run.
+type Case<'a> = Box<dyn FnMut() -> Vec<String> + 'a>;
+
 fn main() {
     let (scale, smoke) = common::scale();
     println!(
@@ -71,7 +76,7 @@ fn library(store: &Store, count: usize, name: &str) {
     let listed = store.list().expect("listing").len();
     assert_eq!(listed, count, "every session is listed");
     println!("  first listing (builds the cache): {}", ms(t.elapsed()));
-    let figures: [(&str, Box<dyn Fn() -> usize>); 4] = [
+    let figures: [(&str, Figure); 4] = [
         (
             "Store::find(None) (--continue)",
             Box::new(|| store.find(None).map(|p| p.as_os_str().len()).unwrap_or(0)),
@@ -111,7 +116,7 @@ fn commands(env: &Env, bin: &Path, count: usize, name: &str) {
         n += 1;
         format!("fresh-{n}")
     };
-    let cases: [(&str, Box<dyn FnMut() -> Vec<String>>); 4] = [
+    let cases: [(&str, Case); 4] = [
         ("revolve -c", Box::new(|| args(&["-c"], &quit))),
         ("revolve -r NAME", Box::new(|| args(&["-r", name], &quit))),
         (

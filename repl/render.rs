@@ -822,7 +822,7 @@ mod tests {
     #[test]
     fn a_code_line_shows_as_it_arrives_before_its_fence_closes() {
         let mut md = Markdown::default();
-        let mut out = md.push("Here:\n```rust\nfn ma");
+        let out = md.push("Here:\n```rust\nfn ma");
         assert!(strip(&out).contains("```rust"), "{out:?}");
         assert!(!out.contains("fn ma"), "a line shows once whole: {out:?}");
         let first = md.push("in() {\n");
