@@ -107,7 +107,7 @@ fn first_lines() {
         let t = Instant::now();
         let shown = markdown.push(" # a comment\n");
         let took = t.elapsed();
-        assert!(shown.contains("def x = 1"), "{shown:?}");
+        assert!(shown.contains("comment"), "the line is shown: {shown:?}");
         markdown.push("```\n");
         println!("first code line of {what}: shown after {}", ms(took));
     }
