@@ -16,6 +16,8 @@ use crate::models::Effort;
 use crate::record::{McpTool, Message, Role, Thinking};
 use crate::tools;
 
+mod elements;
+
 /// The wire protocol of a provider.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -515,6 +517,43 @@ impl Body {
         String::from_utf8(bytes).unwrap_or_default()
     }
 
+    /// Writes it to `w` as bodies were written before [`elements`]: each
+    /// element built as a [`Value`] first. The same bytes as
+    /// [`Body::write_to`], slower; for `benches/body.rs`, which compares.
+    #[doc(hidden)]
+    pub fn write_valued_to(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.head.as_bytes())?;
+        for (i, value) in self.elements().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *w, &value).map_err(io::Error::other)?;
+        }
+        w.write_all(self.tail.as_bytes())
+    }
+
+    /// The elements' writer, from the first.
+    fn cursor(&self) -> Cursor<'_> {
+        match &self.elements {
+            Elements::OpenAi {
+                system,
+                history,
+                limited,
+            } => Cursor::OpenAi {
+                system: system.as_deref(),
+                history: history.get(),
+                next: 0,
+                limited: *limited,
+            },
+            Elements::Anthropic {
+                history,
+                marked,
+                thinking,
+            } => Cursor::Anthropic(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Whole => Cursor::Done,
+        }
+    }
+
     fn elements(&self) -> Box<dyn Iterator<Item = Value> + '_> {
         match &self.elements {
             Elements::OpenAi {
@@ -596,10 +635,50 @@ enum Stage {
     Done,
 }
 
+/// Writes a body's elements one at a time (see [`elements`]).
+enum Cursor<'a> {
+    OpenAi {
+        system: Option<&'a str>,
+        history: &'a [Message],
+        /// The next message (the system prompt goes before the first).
+        next: usize,
+        limited: bool,
+    },
+    Anthropic(Runs<'a>),
+    Done,
+}
+
+impl Cursor<'_> {
+    /// The next element written into `out`; false after the last.
+    fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Cursor::OpenAi {
+                system,
+                history,
+                next,
+                limited,
+            } => {
+                if let Some(system) = system.take() {
+                    elements::openai_system(out, system);
+                    return true;
+                }
+                let Some(m) = history.get(*next) else {
+                    return false;
+                };
+                *next += 1;
+                elements::openai_message(out, m, *limited);
+                true
+            }
+            Cursor::Anthropic(runs) => runs.write_next(out),
+            Cursor::Done => false,
+        }
+    }
+}
+
 /// Reads a [`Body`], making each element when the one before is read.
 pub struct BodyReader<'a> {
     body: &'a Body,
-    elements: Option<Box<dyn Iterator<Item = Value> + 'a>>,
+    elements: Option<Cursor<'a>>,
     stage: Stage,
     buf: Vec<u8>,
     at: usize,
@@ -617,19 +696,16 @@ impl BodyReader<'_> {
             }
             Stage::Elements { first } => {
                 let body = self.body;
-                let next = self.elements.get_or_insert_with(|| body.elements()).next();
-                match next {
-                    Some(value) => {
-                        if !first {
-                            self.buf.push(b',');
-                        }
-                        serde_json::to_writer(&mut self.buf, &value).map_err(io::Error::other)?;
-                        self.stage = Stage::Elements { first: false };
-                    }
-                    None => {
-                        self.buf.extend_from_slice(self.body.tail.as_bytes());
-                        self.stage = Stage::Tail;
-                    }
+                let cursor = self.elements.get_or_insert_with(|| body.cursor());
+                if !first {
+                    self.buf.push(b',');
+                }
+                if cursor.write_next(&mut self.buf) {
+                    self.stage = Stage::Elements { first: false };
+                } else {
+                    self.buf.clear();
+                    self.buf.extend_from_slice(self.body.tail.as_bytes());
+                    self.stage = Stage::Tail;
                 }
             }
             Stage::Tail => {
@@ -711,26 +787,47 @@ impl<'a> Runs<'a> {
     }
 }
 
-impl Iterator for Runs<'_> {
-    type Item = Value;
-
-    fn next(&mut self) -> Option<Value> {
+impl<'a> Runs<'a> {
+    /// The next run: its role, its messages, and whether it is marked.
+    fn span(&mut self) -> Option<(&'static str, &'a [Message], bool)> {
         let (start, role) = self.history[self.next..]
             .iter()
             .enumerate()
             .find_map(|(i, m)| Runs::role(m).map(|r| (self.next + i, r)))?;
         let end = self.end(start, role);
         self.next = end;
-        let mut blocks: Vec<Value> = self.history[start..end]
+        let marked = self.marked.contains(&Some(self.run));
+        self.run += 1;
+        Some((role, &self.history[start..end], marked))
+    }
+
+    /// The next run written into `out`; false after the last.
+    fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        let thinking = self.thinking;
+        self.span()
+            .map(|(role, messages, marked)| {
+                elements::anthropic_run(out, role, messages, thinking, marked)
+            })
+            .is_some()
+    }
+}
+
+/// The runs as values: the way bodies were written before
+/// [`elements`] (kept to hold the two equal, and for the bench).
+impl Iterator for Runs<'_> {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        let (role, messages, marked) = self.span()?;
+        let mut blocks: Vec<Value> = messages
             .iter()
             .flat_map(|m| anthropic_blocks(m, self.thinking))
             .collect();
-        if self.marked.contains(&Some(self.run)) {
+        if marked {
             if let Some(last) = blocks.last_mut() {
                 last["cache_control"] = breakpoint();
             }
         }
-        self.run += 1;
         Some(json!({"role": role, "content": blocks}))
     }
 }

@@ -358,7 +358,7 @@ impl<F: Front> Live<F> {
         // sees the name free while the file is still there, nor the
         // reverse.
         let naming = self.store.naming().ok();
-        let removed = std::fs::remove_file(self.writer.path()).is_ok();
+        let removed = self.store.remove(self.writer.path(), naming.as_ref());
         drop(self);
         drop(naming);
         removed
