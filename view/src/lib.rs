@@ -411,6 +411,29 @@ pub fn transcript(records: &[Record]) -> String {
                     out.push_str(&format!("{lead}{line}\n"));
                 }
             }
+            Record::Hook(h) => {
+                let call = h.tool.as_deref().map_or(String::new(), |t| format!(" {t}"));
+                let how = match (h.exit, &h.ended) {
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, Some(how)) => how.replace('_', " "),
+                    (None, None) => "ended".to_owned(),
+                };
+                out.push_str(&format!(
+                    "── hook {}{call}: {} ({how}, {})\n",
+                    h.event, h.command, h.decision
+                ));
+                for (label, text) in [("reason", &h.reason), ("added", &h.added), ("said", &h.note)] {
+                    if let Some(text) = text {
+                        out.push_str(&format!("│ {label}: {}\n", revolve_core::text::one_line(text, 200)));
+                    }
+                }
+            }
+            Record::Plan(p) => {
+                out.push_str(&format!("── plan ({}/{} done)\n", p.steps.done(), p.steps.steps.len()));
+                for line in p.steps.checklist().lines() {
+                    out.push_str(&format!("│ {line}\n"));
+                }
+            }
             Record::Context(_) | Record::Totals(_) | Record::Seen(_) | Record::Rewinding(_) => {}
         }
     }
@@ -457,6 +480,7 @@ pub fn tool_line(tool: &Tool) -> String {
         }
         Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => path.clone(),
         Tool::Skill { name, .. } => name.clone(),
+        Tool::UpdatePlan { plan } => plan.summary().unwrap_or_default(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
