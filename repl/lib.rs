@@ -23,6 +23,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 mod highlight;
+mod hooks;
 mod keys;
 mod line;
 mod mcp;
@@ -115,6 +116,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 mcp::list(&store, &settings, json)
             }
             cli::McpAction::Approve => mcp::approve_command(&store),
+        },
+        Some(Sub::Hooks { action }) => match action {
+            cli::HooksAction::List { json } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                hooks::list(&store, &settings, json)
+            }
+            cli::HooksAction::Approve => hooks::approve_command(&store),
         },
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, ref model },

@@ -261,6 +261,24 @@ impl Hooks {
         out
     }
 
+    /// Each hook as an approval covers it: `EVENT MATCHER: COMMAND` (its
+    /// timeout left out), with its command, in order.
+    pub fn approval_keys(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (event, groups) in &self.by_event {
+            for group in groups {
+                let matcher = group.pattern.as_deref().unwrap_or("*");
+                for hook in &group.hooks {
+                    out.push((
+                        format!("{event} {matcher}: {}", hook.command),
+                        hook.command.clone(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// Every hook as one line (`PreToolUse shell|edit_file: ./check.sh
     /// (60 s, config.json)`), for `revolve hooks list` and `/status`.
     pub fn listing(&self) -> Vec<String> {

@@ -103,6 +103,27 @@ pub fn status(state: &State) -> String {
     line
 }
 
+/// The plan as `/status` shows it: a heading with the count done, then
+/// the checklist, indented; `None` without a plan.
+///
+/// ```text
+/// plan (1/3 done):
+///   [x] read the code
+///   [~] fix the bug
+///   [ ] run the tests
+/// ```
+pub fn plan(plan: &revolve_core::plan::Plan) -> Option<String> {
+    if plan.is_empty() {
+        return None;
+    }
+    let mut out = format!("plan ({}/{} done):", plan.done(), plan.steps.len());
+    for line in plan.checklist().lines() {
+        out.push_str("\n  ");
+        out.push_str(&inert(line));
+    }
+    Some(out)
+}
+
 /// What `/cost` prints: the tokens in (cached and written to the cache),
 /// out, and the money they cost at `prices` (the session model's, when the
 /// table knows them), then the `--max-cost` limit if there is one.
@@ -636,6 +657,29 @@ mod tests {
 
     use super::*;
     use revolve_core::record::{Message, Thinking, Totals};
+
+    #[test]
+    fn the_plan_and_its_records_read_as_checklists() {
+        let p = revolve_core::plan::parse(
+            r#"{"steps":[{"step":"read the code","status":"done"},{"step":"fix \u001b[31mit","status":"in_progress"},{"step":"test","status":"pending"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            plan(&p).unwrap(),
+            "plan (1/3 done):\n  [x] read the code\n  [~] fix ^[[31mit\n  [ ] test"
+        );
+        assert_eq!(plan(&revolve_core::plan::Plan::default()), None);
+        let at = time::macros::datetime!(2026-12-05 10:00 UTC);
+        let record = Record::Plan(revolve_core::record::PlanSet {
+            at,
+            call: Some("call_1".into()),
+            steps: p,
+        });
+        assert_eq!(
+            transcript(&[record]),
+            "── plan (1/3 done)\n│ [x] read the code\n│ [~] fix \u{1b}[31mit\n│ [ ] test\n"
+        );
+    }
 
     #[test]
     fn a_transcript_says_an_answer_thought_without_its_text() {
