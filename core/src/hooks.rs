@@ -50,6 +50,9 @@ use std::collections::BTreeMap;
 use regex_automata::meta::Regex;
 use serde_json::{json, Map, Value};
 
+mod round;
+pub use round::{Got, Next, Round};
+
 use crate::policy::{HOOK_CONTEXT_CHARS, HOOK_MAX_TIMEOUT_S, HOOK_TIMEOUT_S, STOP_HOOK_ROUNDS};
 
 /// When a hook runs.
