@@ -188,6 +188,8 @@ impl PartialEq for Hooks {
     }
 }
 
+impl Eq for Hooks {}
+
 impl Hooks {
     /// Reads the `hooks` object of a config file or a project's hook
     /// file. A wrong shape is an error naming where; an event or a hook
