@@ -273,14 +273,15 @@ impl Sink {
         }
     }
 
-    /// The plan the model set: a checklist on stderr under the call's
-    /// line in text, a `plan` event in stream-json (after the call's
+    /// The plan the model set: the call's line and the checklist under it
+    /// on stderr in text, a `plan` event in stream-json (after the call's
     /// `tool_result`), nothing in json.
     pub fn plan(&mut self, plan: &revolve_core::plan::Plan) {
         match self.format {
             Format::Text => {
                 self.stop_waiting();
-                let mut text = String::new();
+                let call = revolve_core::tools::Tool::UpdatePlan { plan: plan.clone() };
+                let mut text = format!("{}\n", view::tool_line(&call));
                 for line in plan.checklist().lines() {
                     text.push_str("  ");
                     text.push_str(&view::inert(line));
