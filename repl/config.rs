@@ -372,6 +372,9 @@ impl Settings {
             confirm_costly: took.value("confirm_costly", confirm_costly),
             allow_mcp: took.value("allow_mcp", allow_mcp),
             mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
+            // The project's hook file joins at a session's start
+            // (`crate::hooks`).
+            hooks: hooks.clone(),
             models,
             max_cost: took.value("max_cost", max_cost),
         };

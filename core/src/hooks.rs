@@ -388,7 +388,7 @@ pub struct Place<'a> {
 
 /// What an event is about: the fields of a hook's input besides
 /// [`Place`], and the subject its matcher is matched against.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum About {
     /// The session starts (`startup`), resumes (`resume`) or goes on in a
     /// new file after a compaction (`compact`).

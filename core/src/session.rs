@@ -121,6 +121,7 @@ use crate::tools::{self, Tool};
 mod approval;
 mod compaction;
 mod edits;
+mod hooking;
 mod phase;
 mod protocol;
 mod refinement;
@@ -161,6 +162,12 @@ pub struct Session {
     told_untracked: bool,
     /// What the session waits for now.
     phase: Phase,
+    /// The first open call as its `PreToolUse` hooks left it (its input
+    /// perhaps rewritten), once they ran: it runs without running them
+    /// again (after a question, say). Forgotten with the next answer.
+    checked: Option<ToolCall>,
+    /// How many times `Stop` hooks sent the turn on since the user's line.
+    stop_rounds: u32,
 }
 
 impl Session {
@@ -201,6 +208,8 @@ impl Session {
             parts: prompt::Parts::default(),
             told_untracked: false,
             phase: Phase::Idle,
+            checked: None,
+            stop_rounds: 0,
         }
     }
 
@@ -341,13 +350,18 @@ impl Session {
             self.parts = parts;
         }
         match (phase, input) {
+            (Phase::Hooking { round, resume }, ToolInput::Hooked { ran, now }) => {
+                (self.hook_ran(round, resume, ran, now), Outcome::Going)
+            }
             (
                 Phase::Running {
                     id: running,
                     outside,
                 },
                 input,
-            ) if input.id() == running => (self.tool_ended(outside, input), Outcome::Going),
+            ) if !matches!(input, ToolInput::Hooked { .. }) && input.id() == running => {
+                (self.tool_ended(outside, input), Outcome::Going)
+            }
             (phase, input) => {
                 self.phase = phase;
                 self.ignored(&Input::Tool(input))
@@ -470,12 +484,26 @@ impl Session {
                 self.parts = parts;
                 self.inbox(messages, now)
             }
+            UserInput::Start { source, now: _ } => {
+                if self.busy() {
+                    return (Vec::new(), Outcome::Going);
+                }
+                let about = crate::hooks::About::SessionStart { source };
+                self.hooks_for(about, None, hooking::Resume::Idle)
+                    .unwrap_or_default()
+            }
             UserInput::Compact { now } => {
                 if self.busy() {
                     let busy = "a turn is still running; compact after it";
                     return (vec![Command::show(busy.into())], Outcome::Going);
                 }
-                self.compact(true, &mut Due::default(), now)
+                let about = crate::hooks::About::PreCompact {
+                    trigger: "manual".into(),
+                };
+                match self.hooks_for(about, None, hooking::Resume::Compact) {
+                    Some(run) => run,
+                    None => self.compact(true, &mut Due::default(), now),
+                }
             }
             UserInput::Refine {
                 auto,
@@ -655,6 +683,7 @@ impl Session {
                 cmds.extend(self.sandbox_refused(id, output, outside, now));
                 cmds
             }
+            other @ ToolInput::Hooked { .. } => self.ignored(&Input::Tool(other)).0,
         }
     }
 
@@ -691,7 +720,21 @@ impl Session {
             }
             return cmds;
         }
-        cmds.extend(self.append(vec![Record::Message(Message::user(now, text))]));
+        self.stop_rounds = 0;
+        let about = crate::hooks::About::UserPromptSubmit {
+            prompt: text.clone(),
+        };
+        match self.hooks_for(about, None, hooking::Resume::Line { text: text.clone() }) {
+            Some(run) => cmds.extend(run),
+            None => cmds.extend(self.send_line(text, now)),
+        }
+        cmds
+    }
+
+    /// The user's line (with what `UserPromptSubmit` hooks added) logged,
+    /// and its request.
+    fn send_line(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
         cmds.extend(self.request(Due::default(), now));
         cmds
     }
@@ -755,6 +798,7 @@ impl Session {
             system.push_str("\n\n");
             system.push_str(PLANNING_PROMPT);
         }
+        self.hook_and_plan_blocks(&mut system);
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
@@ -982,8 +1026,10 @@ impl Session {
             }
         }
         cmds.extend(self.append(vec![totals]));
+        // The calls of this answer are new: none ran its hooks yet.
+        self.checked = None;
         if ends_turn {
-            cmds.push(Command::sync());
+            cmds.extend(self.turn_ends());
         } else {
             cmds.extend(self.next_tool(now));
         }
@@ -1024,6 +1070,11 @@ impl Session {
                     return cmds;
                 }
             }
+            // Its `PreToolUse` hooks first: they may block it or rewrite
+            // its input.
+            let Some(call) = self.checked_call(call, allowed, &mut cmds) else {
+                return cmds;
+            };
             if crate::mcp::is_mcp(&call.name) && self.state.planning {
                 let refused = Message::tool(now, call.id, PLANNING_REFUSED);
                 cmds.extend(self.append(vec![Record::Message(refused)]));
@@ -1041,13 +1092,15 @@ impl Session {
                         return cmds;
                     }
                     approval::Gate::Ask => {
-                        self.phase = Phase::Asking(Question::Run {
+                        let question = crate::mcp::question(&call.name, &call.arguments);
+                        let phase = Phase::Asking(Question::Run {
                             id: call.id.clone(),
                         });
-                        cmds.push(Command::User(UserCommand::Ask {
-                            command: crate::mcp::question(&call.name, &call.arguments),
+                        let ask = Command::User(UserCommand::Ask {
+                            command: question.clone(),
                             id: call.id,
-                        }));
+                        });
+                        cmds.extend(self.notified(question, phase, ask));
                         return cmds;
                     }
                     approval::Gate::Refused(refused) => {
@@ -1057,6 +1110,9 @@ impl Session {
                 }
             }
             match tools::parse(&call) {
+                Ok(Tool::UpdatePlan { plan }) => {
+                    cmds.extend(self.set_plan(call.id, plan, now));
+                }
                 Ok(Tool::Skill { name, .. })
                     if crate::skills::find(&self.parts.skills, &name).is_none() =>
                 {
@@ -1108,13 +1164,15 @@ impl Session {
                         match self.shell_gate(&call.id, command, allowed, now) {
                             approval::Gate::Run(logged) => cmds.extend(logged),
                             approval::Gate::Ask => {
-                                self.phase = Phase::Asking(Question::Run {
+                                let phase = Phase::Asking(Question::Run {
                                     id: call.id.clone(),
                                 });
-                                cmds.push(Command::User(UserCommand::Ask {
+                                let ask = Command::User(UserCommand::Ask {
                                     id: call.id,
                                     command: command.clone(),
-                                }));
+                                });
+                                let message = format!("revolve asks to run `{command}`");
+                                cmds.extend(self.notified(message, phase, ask));
                                 return cmds;
                             }
                             approval::Gate::Refused(refused) => {
@@ -1478,8 +1536,21 @@ impl Session {
         if let Some(path) = grant {
             return self.grant_gate(id, path, now);
         }
+        // Its `PostToolUse` hooks first, then `result`.
+        self.after_tool(id, output, true, now)
+    }
+
+    /// The call `id`'s result logged (spilled first when `spill` and
+    /// long), then the next tool or request.
+    fn result(
+        &mut self,
+        id: String,
+        output: String,
+        spill: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let mut cmds = Vec::new();
-        let content = if output.chars().count() > self.settings.spill_chars {
+        let content = if spill && output.chars().count() > self.settings.spill_chars {
             // Named by the request that made the call (numbers only grow,
             // across compactions and resumes) and the result's place in its
             // round, so no spill ever takes another's name.

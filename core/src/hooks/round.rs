@@ -38,7 +38,7 @@ pub struct Round {
 }
 
 /// A hook to run now, with its input's facts.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Next {
     /// The hook.
     pub hook: Hook,
