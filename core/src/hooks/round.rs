@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use super::{decide, About, Decision, Hook, Hooks, Ran};
+use super::{decide, About, Decision, Ended, Hook, Hooks, Ran, Verdict};
 use crate::record::Hooked;
 
 /// What an event's hooks decided, together.
@@ -100,18 +100,14 @@ impl Round {
                     stderr: String::new(),
                 },
             );
-            return (
-                Hooked::new(now, &stray, None, &ran.ended, &verdict),
-                None,
-                None,
-            );
+            return (hooked(now, &stray, None, &ran.ended, &verdict), None, None);
         };
         let verdict = decide(&hook, ran);
         let call = self
             .call
             .as_ref()
             .map(|(id, name)| (id.as_str(), name.as_str()));
-        let record = Hooked::new(now, &hook, call, &ran.ended, &verdict);
+        let record = hooked(now, &hook, call, &ran.ended, &verdict);
         if let Some(added) = &verdict.added {
             self.got.added.push(added.clone());
         }
@@ -136,6 +132,38 @@ impl Round {
     /// hook).
     pub fn got(self) -> Got {
         self.got
+    }
+}
+
+/// The record of `hook`'s run, which ended as `ended` and meant
+/// `verdict`, for the tool call `call` (id and name) if any.
+fn hooked(
+    at: OffsetDateTime,
+    hook: &Hook,
+    call: Option<(&str, &str)>,
+    ended: &Ended,
+    verdict: &Verdict,
+) -> Hooked {
+    let (exit, how) = match ended {
+        Ended::Exited(code) => (Some(*code), None),
+        Ended::Killed(_) => (None, Some("killed")),
+        Ended::TimedOut(_) => (None, Some("timed_out")),
+        Ended::Cut(_) => (None, Some("cut")),
+        Ended::Failed(_) => (None, Some("failed")),
+    };
+    Hooked {
+        at,
+        event: hook.event.as_str().to_owned(),
+        command: hook.command.clone(),
+        call: call.map(|(id, _)| id.to_owned()),
+        tool: call.map(|(_, name)| name.to_owned()),
+        exit,
+        ended: how.map(str::to_owned),
+        decision: verdict.decision.as_str().to_owned(),
+        reason: verdict.reason.clone(),
+        added: verdict.added.clone(),
+        input: verdict.input.clone(),
+        note: verdict.note.clone(),
     }
 }
 

@@ -4,14 +4,13 @@
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-use crate::hooks::{Decision, Ended, Hook, Verdict};
 use crate::plan::Plan;
 
 /// A hook's run: which, how it ended and what it decided. What it changed
 /// for the model is in the records after it (a tool's result, a user
 /// message, the system prompt); this record is what lets replay show it
 /// without running the hook, and lets the fold give back what a
-/// `SessionStart` hook added.
+/// `SessionStart` hook added. Made by [`crate::hooks::Round`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hooked {
     /// When it happened, by the shell's clock: the log's only time.
@@ -50,41 +49,9 @@ pub struct Hooked {
 }
 
 impl Hooked {
-    /// The record of `hook`'s run, which ended as `ended` and meant
-    /// `verdict`, for the tool call `call` (id and name) if any.
-    pub fn new(
-        at: OffsetDateTime,
-        hook: &Hook,
-        call: Option<(&str, &str)>,
-        ended: &Ended,
-        verdict: &Verdict,
-    ) -> Hooked {
-        let (exit, how) = match ended {
-            Ended::Exited(code) => (Some(*code), None),
-            Ended::Killed(_) => (None, Some("killed")),
-            Ended::TimedOut(_) => (None, Some("timed_out")),
-            Ended::Cut(_) => (None, Some("cut")),
-            Ended::Failed(_) => (None, Some("failed")),
-        };
-        Hooked {
-            at,
-            event: hook.event.as_str().to_owned(),
-            command: hook.command.clone(),
-            call: call.map(|(id, _)| id.to_owned()),
-            tool: call.map(|(_, name)| name.to_owned()),
-            exit,
-            ended: how.map(str::to_owned),
-            decision: verdict.decision.as_str().to_owned(),
-            reason: verdict.reason.clone(),
-            added: verdict.added.clone(),
-            input: verdict.input.clone(),
-            note: verdict.note.clone(),
-        }
-    }
-
     /// Whether the hook blocked.
     pub fn blocked(&self) -> bool {
-        self.decision == Decision::Block.as_str()
+        self.decision == "block"
     }
 }
 
