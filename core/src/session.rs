@@ -484,7 +484,7 @@ impl Session {
                 self.parts = parts;
                 self.inbox(messages, now)
             }
-            UserInput::Start { source, now: _ } => {
+            UserInput::Start { source } => {
                 if self.busy() {
                     return (Vec::new(), Outcome::Going);
                 }

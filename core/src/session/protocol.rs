@@ -177,7 +177,7 @@ pub enum UserInput {
     },
     /// The session started (`source` `startup`) or resumed (`resume`):
     /// its `SessionStart` hooks run.
-    Start { source: String, now: OffsetDateTime },
+    Start { source: String },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
     /// Refine the memory: the user asked (`/refine`), or, with `auto`, the

@@ -174,9 +174,9 @@ impl<F: Front> Live<F> {
     /// The session started (`startup`) or resumed (`resume`): its
     /// `SessionStart` hooks run, as the core decides.
     pub fn start_hooks(&mut self, source: &str) -> Result<Outcome, Error> {
+        // No clock is read: a start with no hook is no event.
         self.drive(Input::User(UserInput::Start {
             source: source.to_owned(),
-            now: clock::now(),
         }))
     }
 
