@@ -382,6 +382,14 @@ pub enum Sub {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// List the hooks, or approve the project's .revolve/hooks.json
+    #[command(
+        after_help = "Examples:\n  revolve hooks list   each hook: its event, matcher, command and where it is configured\n  revolve hooks approve   let this repository's .revolve/hooks.json run its hooks"
+    )]
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// Show the settings in force and where each came from (file: <config>/config.json)
     #[command(
         after_help = "Example:\n  revolve config show --provider ollama   what a run with this flag would use"
@@ -434,6 +442,23 @@ pub enum McpAction {
     /// Approve this repository's .mcp.json as it is now (remembered by its hash)
     #[command(
         after_help = "Example:\n  revolve mcp approve   after reading .mcp.json: its servers start from the next session on"
+    )]
+    Approve,
+}
+
+/// `revolve hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Print every hook: its event, matcher, command, timeout and where it is configured
+    #[command(after_help = "Example:\n  revolve hooks list --json   the hooks as JSON")]
+    List {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve this repository's .revolve/hooks.json as it is now (its commands and the scripts they name, by hash)
+    #[command(
+        after_help = "Example:\n  revolve hooks approve   after reading .revolve/hooks.json: its hooks run from the next session on"
     )]
     Approve,
 }

@@ -141,6 +141,11 @@ pub struct Settings {
     pub stall_timeout: Option<std::time::Duration>,
     /// The MCP servers of `mcp_servers` (values not expanded).
     pub mcp_servers: Vec<revolve_core::mcp::Server>,
+    /// The hooks of `hooks` in the config file (the project's hook file
+    /// is read at a session's start: `crate::hooks`).
+    pub hooks: revolve_core::hooks::Hooks,
+    /// What reading them had to say (an event this build does not know).
+    pub hook_notes: Vec<String>,
     /// The project's `.mcp.json`, its servers and whether it is approved,
     /// for `config show` (set by the caller, which knows the project).
     pub mcp_project: Option<(String, Vec<revolve_core::mcp::Server>, bool)>,
@@ -321,6 +326,13 @@ impl Settings {
                 .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?,
             None => Vec::new(),
         };
+        let (hooks, hook_notes) = match &file.hooks {
+            Some(value) => {
+                revolve_core::hooks::Hooks::parse(value, &revolve_core::hooks::Origin::Config)
+                    .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?
+            }
+            None => Default::default(),
+        };
         let mcp_timeout_s = pick(
             None,
             None,
@@ -360,6 +372,9 @@ impl Settings {
             confirm_costly: took.value("confirm_costly", confirm_costly),
             allow_mcp: took.value("allow_mcp", allow_mcp),
             mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
+            // The project's hook file joins at a session's start
+            // (`crate::hooks`).
+            hooks: hooks.clone(),
             models,
             max_cost: took.value("max_cost", max_cost),
         };
@@ -383,6 +398,8 @@ impl Settings {
             replay,
             stall_timeout: args.stall_timeout,
             mcp_servers,
+            hooks,
+            hook_notes,
             mcp_project: None,
             key,
         })

@@ -23,6 +23,7 @@ pub mod config;
 pub mod console;
 pub mod error;
 mod highlight;
+mod hooks;
 mod keys;
 mod line;
 mod mcp;
@@ -115,6 +116,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 mcp::list(&store, &settings, json)
             }
             cli::McpAction::Approve => mcp::approve_command(&store),
+        },
+        Some(Sub::Hooks { action }) => match action {
+            cli::HooksAction::List { json } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                hooks::list(&store, &settings, json)
+            }
+            cli::HooksAction::Approve => hooks::approve_command(&store),
         },
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, ref model },
@@ -286,6 +295,15 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
+    // The hooks: the config file's, and the project's once approved (a
+    // replayed session runs none: its answers are recorded).
+    if settings.replay.is_none() {
+        let (hooks, notes) = hooks::hooks(&store, &settings, true);
+        for note in notes {
+            eprintln!("{note}");
+        }
+        runtime.settings.hooks = hooks;
+    }
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -316,6 +334,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         live.set_created_project_dir(created);
         seeded = any;
     }
+    live.start_hooks(if resuming { "resume" } else { "startup" })?;
     live.front_mut().window_source = match settings.window.source {
         Source::Table if !resuming || settings.model.source.overrides_resumed() => {
             "the model table".to_owned()

@@ -145,14 +145,19 @@ fn status(live: &mut Live) -> String {
     } else {
         state.provider().as_str()
     };
-    format!(
+    let mut out = format!(
         "{}\nmodel {} · provider {provider} · window {} tokens{source}\nsession file {}\n{memory}\n{}\n",
         view::status(state),
         state.model(),
         state.window(),
         live.path().display(),
         view::instructions(&instructions),
-    )
+    );
+    if let Some(plan) = view::plan(state.plan()) {
+        out.push_str(&plan);
+        out.push('\n');
+    }
+    out
 }
 
 /// The REPL's line with the files its `@path` words name attached (see

@@ -196,6 +196,11 @@ pub struct File {
     /// Whether MCP tool calls run without asking.
     #[serde(default)]
     pub allow_mcp: Option<bool>,
+    /// Hooks, in Claude Code's shape: EVENT to `[{"matcher", "hooks":
+    /// [{"type": "command", "command", "timeout"}]}]` (see
+    /// [`crate::hooks`]).
+    #[serde(default)]
+    pub hooks: Option<serde_json::Value>,
     /// Models added to the table of known models, or fields of shipped
     /// ones changed: NAME to `{"window", "max_output", "input",
     /// "cached_input", "cache_write", "output"}` (see [`crate::models`]).

@@ -322,3 +322,30 @@ pub const THINKING_BUDGETS: [u64; 3] = [2_048, 8_192, 24_576];
 /// must be to go: one written since (by a session whose record of it is
 /// not in its log yet) stays.
 pub const BLOB_PRUNE_EVERY_S: u64 = 86_400;
+
+// ---------------------------------------------------------------------------
+// hooks (issue 43)
+
+/// How long a hook command may run, in seconds, when its `timeout` does
+/// not say (Claude Code's default): then it is killed with its process
+/// group, said once, and the session goes on as if it had not run.
+pub const HOOK_TIMEOUT_S: u64 = 60;
+
+/// The longest `timeout` a hook may ask, in seconds.
+pub const HOOK_MAX_TIMEOUT_S: u64 = 600;
+
+/// The most a hook's stdout or stderr is read, in bytes: past it the hook
+/// is killed, said once, and what came is all there is (a hook printing
+/// 100 MB costs no more than this).
+pub const HOOK_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// The most text one hook adds for the model (`additionalContext`, a
+/// block's reason, plain output of a `SessionStart` or
+/// `UserPromptSubmit` hook), in characters (Claude Code's bound): cut
+/// beyond, with a line saying so.
+pub const HOOK_CONTEXT_CHARS: usize = 10_000;
+
+/// How many times `Stop` hooks may send one turn on (a `block` decision
+/// with a reason) before the turn ends anyway, said once: a hook that
+/// always blocks cannot loop a session.
+pub const STOP_HOOK_ROUNDS: u32 = 2;

@@ -220,6 +220,23 @@
 //! ```json
 //! {"type":"mcp_tools","at":"2026-12-05T10:00:00Z","tools":[{"name":"mcp__git__log","server":"git","tool":"log","description":"Show the log.","input_schema":{"type":"object"}}]}
 //! ```
+//!
+//! `hook`, a hook ran (see [`crate::hooks`]): the event, the command,
+//! the tool call it ran for, its exit code (or `ended`: `killed`,
+//! `timed_out`, `cut`, `failed`), its decision and what it added, rewrote
+//! or told the user. What it changed for the model is in the records that
+//! follow (the call's result, a user message, the system prompt), so
+//! replay never runs a hook:
+//! ```json
+//! {"type":"hook","at":"…","event":"PreToolUse","command":"./no-rm.sh","call":"call_2","tool":"shell","exit":2,"decision":"block","reason":"rm is not allowed here"}
+//! {"type":"hook","at":"…","event":"SessionStart","command":"git status -sb","exit":0,"decision":"go","added":"## main"}
+//! ```
+//!
+//! `plan`, the plan an `update_plan` call set, whole (see [`crate::plan`];
+//! without `call`: carried into the file a compaction continues in):
+//! ```json
+//! {"type":"plan","at":"…","call":"call_5","steps":[{"step":"read the code","status":"done"},{"step":"fix the bug","status":"in_progress"}]}
+//! ```
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -253,10 +270,12 @@ macro_rules! word_field {
 
 mod compaction;
 mod edits;
+mod hooks;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
 pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
+pub use hooks::{Hooked, PlanSet};
 
 /// The version written into every new header.
 ///
@@ -375,6 +394,10 @@ pub enum Record {
     /// The MCP tools offered from now on (issue 30), whenever the list
     /// changes: every later request offers them after revolve's own.
     McpTools(McpTools),
+    /// A hook ran (issue 43): its event, command, ending and decision.
+    Hook(Hooked),
+    /// `update_plan` set the plan (or a compaction carried it over).
+    Plan(PlanSet),
 }
 
 /// `mcp_tools`: the MCP server tools offered from now on (an empty list:
@@ -1067,6 +1090,8 @@ impl Record {
             "rewound" => Record::Rewound(body(line)?),
             "rewinding" => Record::Rewinding(body(line)?),
             "mcp_tools" => Record::McpTools(body(line)?),
+            "hook" => Record::Hook(body(line)?),
+            "plan" => Record::Plan(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -1117,6 +1142,8 @@ impl Record {
             Record::Written(r) => Some(r.at),
             Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
             Record::McpTools(r) => Some(r.at),
+            Record::Hook(r) => Some(r.at),
+            Record::Plan(r) => Some(r.at),
         }
     }
 }

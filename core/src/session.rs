@@ -115,6 +115,7 @@ mod approval;
 mod commands;
 mod compaction;
 mod edits;
+mod hooking;
 mod phase;
 mod protocol;
 mod refinement;
@@ -159,6 +160,12 @@ pub struct Session {
     told_untracked: bool,
     /// What the session waits for now.
     phase: Phase,
+    /// The first open call as its `PreToolUse` hooks left it (its input
+    /// perhaps rewritten), once they ran: it runs without running them
+    /// again (after a question, say). Forgotten with the next answer.
+    checked: Option<crate::record::ToolCall>,
+    /// How many times `Stop` hooks sent the turn on since the user's line.
+    stop_rounds: u32,
 }
 
 impl Session {
@@ -199,6 +206,8 @@ impl Session {
             parts: prompt::Parts::default(),
             told_untracked: false,
             phase: Phase::Idle,
+            checked: None,
+            stop_rounds: 0,
         }
     }
 
@@ -339,13 +348,18 @@ impl Session {
             self.parts = parts;
         }
         match (phase, input) {
+            (Phase::Hooking { round, resume }, ToolInput::Hooked { ran, now }) => {
+                (self.hook_ran(round, resume, ran, now), Outcome::Going)
+            }
             (
                 Phase::Running {
                     id: running,
                     outside,
                 },
                 input,
-            ) if input.id() == running => (self.tool_ended(outside, input), Outcome::Going),
+            ) if !matches!(input, ToolInput::Hooked { .. }) && input.id() == running => {
+                (self.tool_ended(outside, input), Outcome::Going)
+            }
             (phase, input) => {
                 self.phase = phase;
                 self.ignored(&Input::Tool(input))
@@ -468,12 +482,26 @@ impl Session {
                 self.parts = parts;
                 self.inbox(messages, now)
             }
+            UserInput::Start { source } => {
+                if self.busy() {
+                    return (Vec::new(), Outcome::Going);
+                }
+                let about = crate::hooks::About::SessionStart { source };
+                self.hooks_for(about, None, hooking::Resume::Idle)
+                    .unwrap_or_default()
+            }
             UserInput::Compact { now } => {
                 if self.busy() {
                     let busy = "a turn is still running; compact after it";
                     return (vec![Command::show(busy.into())], Outcome::Going);
                 }
-                self.compact(true, &mut Due::default(), now)
+                let about = crate::hooks::About::PreCompact {
+                    trigger: "manual".into(),
+                };
+                match self.hooks_for(about, None, hooking::Resume::Compact) {
+                    Some(run) => run,
+                    None => self.compact(true, &mut Due::default(), now),
+                }
             }
             UserInput::Refine {
                 auto,

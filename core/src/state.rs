@@ -121,6 +121,14 @@ pub struct State {
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub(crate) mcp_always: std::collections::BTreeSet<String>,
+    /// The plan (the last `plan` record; see [`crate::plan`]).
+    #[serde(skip_serializing_if = "crate::plan::Plan::is_empty")]
+    pub(crate) plan: crate::plan::Plan,
+    /// What `SessionStart` hooks added for the model since this run
+    /// started, resumed or went on after a compaction (the system prompt
+    /// holds it: [`crate::hooks::start_block`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) start_context: Vec<String>,
 }
 
 impl State {
@@ -137,6 +145,16 @@ impl State {
             || self.refined_at.is_some()
             || self.resumes > 0
             || self.continued.is_some()
+    }
+
+    /// The plan, as the last `update_plan` call set it.
+    pub fn plan(&self) -> &crate::plan::Plan {
+        &self.plan
+    }
+
+    /// What `SessionStart` hooks added for the model in this run.
+    pub fn start_context(&self) -> &[String] {
+        &self.start_context
     }
 
     /// The header as written.
@@ -342,6 +360,11 @@ impl State {
             Record::Refined(r) => self.apply_refined(r),
             Record::Compacted(c) => self.apply_compacted(c),
             Record::Continued(c) => self.apply_continued(c),
+            Record::Hook(h) => self.apply_hook(h),
+            Record::Plan(p) => {
+                self.plan = p.steps.clone();
+                None
+            }
         };
         // A record's own note replaces an earlier one (a repair, a record
         // before the header), except a message's and a totals record's,
@@ -550,6 +573,8 @@ impl State {
     fn apply_resumed(&mut self, r: &Resumed) -> Option<Inconsistency> {
         // A refinement a crash cut short counted its requests.
         self.refining_sent = 0;
+        // This run's `SessionStart` hooks say it again.
+        self.start_context.clear();
         self.resumes += 1;
         self.model = r.model.clone();
         self.window = r.window;
@@ -723,6 +748,17 @@ impl State {
         self.pending_edit = None;
         self.pending_rewind = None;
         self.rewinds.clear();
+        None
+    }
+
+    /// A hook's run: what a `SessionStart` hook added stays for the
+    /// system prompt; every other hook's effect is in the records after it.
+    fn apply_hook(&mut self, h: &crate::record::Hooked) -> Option<Inconsistency> {
+        if h.event == crate::hooks::Event::SessionStart.as_str() {
+            if let Some(added) = &h.added {
+                self.start_context.push(added.clone());
+            }
+        }
         None
     }
 

@@ -202,6 +202,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }
@@ -258,6 +259,8 @@ impl Run {
                 | Command::User(UserCommand::AskGrant { .. })
                 | Command::User(UserCommand::AskOutside { .. })
                 | Command::Model(ModelCommand::Count(_))
+                // No hook is configured here.
+                | Command::Tool(ToolCommand::Hook(_))
                 | Command::User(UserCommand::Confirm(_)) => {}
             }
         }

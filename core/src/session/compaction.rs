@@ -597,6 +597,8 @@ impl Session {
         let pending = self.state.awaiting;
         let (refined_at, turns_at_refine) = (self.state.refined_at, self.state.turns_at_refine);
         let turn_rounds = self.state.turn_rounds;
+        // The plan goes on in the new file, as the goal does beside it.
+        let plan = self.state.plan.clone();
         let mut cmds = self.append(vec![Record::Continued(Continued {
             at: now,
             next: new_id,
@@ -618,6 +620,13 @@ impl Session {
             turn_rounds,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
+        if !plan.is_empty() {
+            cmds.extend(self.append(vec![Record::Plan(crate::record::PlanSet {
+                at: now,
+                call: None,
+                steps: plan,
+            })]));
+        }
         cmds.push(Command::show(format!(
             "compaction: {cut} messages became working notes; the session goes on in a new file"
         )));

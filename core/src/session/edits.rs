@@ -438,7 +438,8 @@ impl Session {
                 text
             }
         };
-        cmds.extend(self.answer(id, text, now));
+        // Its `PostToolUse` hooks first (a formatter after an edit).
+        cmds.extend(self.after_tool(id, text, false, now));
         cmds
     }
 

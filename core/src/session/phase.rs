@@ -34,6 +34,12 @@ pub(super) enum Phase {
     Running { id: String, outside: bool },
     /// The user is asked about a tool call.
     Asking(Question),
+    /// An event's hooks run, one [`super::ToolCommand::Hook`] at a time;
+    /// `resume` is what the session goes on to once they are done.
+    Hooking {
+        round: crate::hooks::Round,
+        resume: super::hooking::Resume,
+    },
     /// The edit call `id` between its [`FileCommand::Open`] and its write:
     /// `staged` from [`FileCommand::Stage`] on.
     Editing { id: String, staged: Option<Staged> },
@@ -59,7 +65,7 @@ impl Phase {
                 | Phase::Running { .. }
                 | Phase::Asking(_)
                 | Phase::Editing { .. }
-        )
+        ) || matches!(self, Phase::Hooking { resume, .. } if resume.in_turn())
     }
 }
 

@@ -53,6 +53,7 @@
 //! | [`UserInput::Answered`] | `execute_user` | answer to `Ask` or `AskGrant` | `Run`/`CallMcp`, or the grant or refusal result, then the next tool |
 //! | [`UserInput::Outside`] | `execute_user` | answer to `AskOutside` | `Run` with [`Sandboxing::Off`] (yes) or the refused result (no) |
 //! | [`UserInput::Interrupted`] | `execute_model`, `execute_tool`, `execute_user`, `execute_file` (`Stage`) | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
+//! | [`UserInput::Start`] | `Live::start_hooks` | a session started or resumed | `Hook` for each `SessionStart` hook (its `hook` record after each), or nothing |
 //! | [`UserInput::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
 //! | [`UserInput::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`super::Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
 //! | [`UserInput::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
@@ -75,6 +76,7 @@
 //! | [`ModelInput::RefineFailed`] | `execute_model` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`ToolInput::SandboxRefused`] | `execute_tool` | answer to a `shell` `Run` whose output reads as refused; carries its [`ToolEffects`] and the prompt parts | what the effects log, as for `Done`, then `AskOutside`, or the result as `Done` would |
+//! | [`ToolInput::Hooked`] | `execute_tool` | answer to `Hook` | `Append` of its `hook` record, `Show` of its note, then the next `Hook` of the round, or what the round goes on to (the call, its result, the line, the turn's end or going on; see `session/hooking.rs`) |
 //! | [`FileInput::Opened`] | `execute_file` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
 //! | [`FileInput::Staged`] | `execute_file` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
 //! | [`FileInput::Wrote`] | `execute_file` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
@@ -96,6 +98,7 @@
 //! | [`ModelCommand::Count`] | asks the server to count the request | `Counted` |
 //! | [`ToolCommand::Run`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named, reads the prompt parts again | `Done`, `SandboxRefused` or `Interrupted` |
 //! | [`ToolCommand::CallMcp`] | calls the MCP tool, within the timeout | `Done` |
+//! | [`ToolCommand::Hook`] | runs the hook's command under the session's sandbox with its input on stdin (`revolve_tools::hook`) | `Hooked` |
 //! | [`FileCommand::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`FileCommand::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
 //! | [`FileCommand::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
@@ -172,6 +175,9 @@ pub enum UserInput {
         partial: String,
         now: OffsetDateTime,
     },
+    /// The session started (`source` `startup`) or resumed (`resume`):
+    /// its `SessionStart` hooks run.
+    Start { source: String },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
     /// Refine the memory: the user asked (`/refine`), or, with `auto`, the
@@ -348,6 +354,11 @@ pub enum ToolInput {
         parts: Option<prompt::Parts>,
         now: OffsetDateTime,
     },
+    /// The hook of a [`ToolCommand::Hook`] ran, and ended as `ran`.
+    Hooked {
+        ran: crate::hooks::Ran,
+        now: OffsetDateTime,
+    },
 }
 
 impl ToolInput {
@@ -355,6 +366,7 @@ impl ToolInput {
     pub fn id(&self) -> &str {
         match self {
             ToolInput::Done { id, .. } | ToolInput::SandboxRefused { id, .. } => id,
+            ToolInput::Hooked { .. } => "",
         }
     }
 
@@ -362,6 +374,7 @@ impl ToolInput {
     pub fn take_parts(&mut self) -> Option<prompt::Parts> {
         match self {
             ToolInput::Done { parts, .. } | ToolInput::SandboxRefused { parts, .. } => parts.take(),
+            ToolInput::Hooked { .. } => None,
         }
     }
 }
@@ -461,6 +474,7 @@ impl Input {
             Input::User(UserInput::Answered { .. }) => "UserInput::Answered",
             Input::User(UserInput::Outside { .. }) => "UserInput::Outside",
             Input::User(UserInput::Interrupted { .. }) => "UserInput::Interrupted",
+            Input::User(UserInput::Start { .. }) => "UserInput::Start",
             Input::User(UserInput::Compact { .. }) => "UserInput::Compact",
             Input::User(UserInput::Refine { .. }) => "UserInput::Refine",
             Input::User(UserInput::Undo) => "UserInput::Undo",
@@ -483,6 +497,7 @@ impl Input {
             Input::Model(ModelInput::RefineFailed { .. }) => "ModelInput::RefineFailed",
             Input::Tool(ToolInput::Done { .. }) => "ToolInput::Done",
             Input::Tool(ToolInput::SandboxRefused { .. }) => "ToolInput::SandboxRefused",
+            Input::Tool(ToolInput::Hooked { .. }) => "ToolInput::Hooked",
             Input::File(FileInput::Opened { .. }) => "FileInput::Opened",
             Input::File(FileInput::Staged { .. }) => "FileInput::Staged",
             Input::File(FileInput::Wrote { .. }) => "FileInput::Wrote",
@@ -651,6 +666,10 @@ pub enum ToolCommand {
         arguments: String,
         timeout_s: u64,
     },
+    /// Run this hook (see [`crate::hooks`]) with its input: the shell
+    /// adds where it runs ([`crate::hooks::Place`]) and writes it with
+    /// [`crate::hooks::stdin`]; answer with [`ToolInput::Hooked`].
+    Hook(crate::hooks::Next),
 }
 
 /// A file beside the log, answered by a [`FileInput`] (a spill by
@@ -836,7 +855,7 @@ mod tests {
         let families = [
             (
                 "UserInput",
-                variants!(UserInput: Line, Confirmed, Answered, Outside, Interrupted, Compact,
+                variants!(UserInput: Line, Confirmed, Answered, Outside, Interrupted, Start, Compact,
                     Refine, Undo, GoOn, Plan, Model, Effort, MaxCost, Rename, Address, Rewind,
                     Inbox),
             ),
@@ -845,7 +864,10 @@ mod tests {
                 variants!(ModelInput: Reply, Failed, Overflowed, Counted, Summarized,
                     SummaryFailed, RefineReply, RefineFailed),
             ),
-            ("ToolInput", variants!(ToolInput: Done, SandboxRefused)),
+            (
+                "ToolInput",
+                variants!(ToolInput: Done, SandboxRefused, Hooked),
+            ),
             (
                 "FileInput",
                 variants!(FileInput: Opened, Staged, Wrote, Restored, Found),
@@ -869,7 +891,7 @@ mod tests {
                 "ModelCommand",
                 variants!(ModelCommand: Call, Summarize, Refine, Count),
             ),
-            ("ToolCommand", variants!(ToolCommand: Run, CallMcp)),
+            ("ToolCommand", variants!(ToolCommand: Run, CallMcp, Hook)),
             (
                 "FileCommand",
                 variants!(FileCommand: Spill, Open, Stage, Write, Restore),

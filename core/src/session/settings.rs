@@ -53,6 +53,9 @@ pub struct Settings {
     pub allow_mcp: bool,
     /// Seconds an MCP tool call may take (`mcp_timeout_s`).
     pub mcp_timeout_s: u64,
+    /// The hooks that run (`hooks` of the config file, and an approved
+    /// project hook file; see [`crate::hooks`]).
+    pub hooks: crate::hooks::Hooks,
     /// The known models, whose prices the totals count the cost by.
     pub models: crate::models::Table,
     /// `--max-cost`, in nano-dollars: no request goes out that is expected

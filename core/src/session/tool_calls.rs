@@ -40,6 +40,7 @@ impl Session {
                 cmds.extend(self.sandbox_refused(id, output, outside, now));
                 cmds
             }
+            other @ ToolInput::Hooked { .. } => self.ignored(&super::Input::Tool(other)).0,
         }
     }
 
@@ -94,6 +95,12 @@ impl Session {
             Verdict::Refuse(error) => return Next::Answered(self.result(call.id, error, now)),
             Verdict::Stop(reason) => return Next::Waits(self.stop(reason, now)),
         }
+        // Its `PreToolUse` hooks first: they may block it or rewrite its
+        // input.
+        let mut hooked = Vec::new();
+        let Some(call) = self.checked_call(call, allowed, &mut hooked) else {
+            return Next::Waits(hooked);
+        };
         if crate::mcp::is_mcp(&call.name) {
             return self.start_mcp(call, allowed, now);
         }
@@ -120,7 +127,7 @@ impl Session {
             }
             approval::Gate::Ask => {
                 let command = crate::mcp::question(&call.name, &call.arguments);
-                Next::Waits(self.ask_run(call.id, command))
+                Next::Waits(self.ask_run(call.id, command.clone(), command))
             }
             approval::Gate::Refused(refused) => Next::Answered(refused),
         }
@@ -137,6 +144,7 @@ impl Session {
         now: OffsetDateTime,
     ) -> Next {
         let tool = match tool {
+            Tool::UpdatePlan { plan } => return Next::Answered(self.set_plan(call.id, plan, now)),
             Tool::Skill { name, .. } => match crate::skills::find(&self.parts.skills, &name) {
                 Some(skill) => Tool::Skill {
                     dir: skill.dir.clone(),
@@ -176,7 +184,10 @@ impl Session {
         if let Tool::Shell { command, .. } = &tool {
             match self.shell_gate(&call.id, command, allowed, now) {
                 approval::Gate::Run(logged) => cmds.extend(logged),
-                approval::Gate::Ask => return Next::Waits(self.ask_run(call.id, command.clone())),
+                approval::Gate::Ask => {
+                    let message = format!("revolve asks to run `{command}`");
+                    return Next::Waits(self.ask_run(call.id, command.clone(), message));
+                }
                 approval::Gate::Refused(refused) => return Next::Answered(refused),
             }
         }
@@ -199,9 +210,11 @@ impl Session {
     }
 
     /// Asks the user whether the call `id` may run `command`.
-    fn ask_run(&mut self, id: String, command: String) -> Vec<Command> {
-        self.phase = Phase::Asking(Question::Run { id: id.clone() });
-        vec![Command::User(UserCommand::Ask { id, command })]
+    fn ask_run(&mut self, id: String, command: String, message: String) -> Vec<Command> {
+        let phase = Phase::Asking(Question::Run { id: id.clone() });
+        let ask = Command::User(UserCommand::Ask { id, command });
+        // The `Notification` hooks tell of it first.
+        self.notified(message, phase, ask)
     }
 
     /// The call `id` gets `text` as its result at once (the next call is
@@ -384,8 +397,21 @@ impl Session {
         if let Some(path) = grant {
             return self.grant_gate(id, path, now);
         }
+        // Its `PostToolUse` hooks first, then `tool_result`.
+        self.after_tool(id, output, true, now)
+    }
+
+    /// The call `id`'s result logged (spilled first when `spill` and
+    /// long), then the next tool or request.
+    pub(super) fn tool_result(
+        &mut self,
+        id: String,
+        output: String,
+        spill: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let mut cmds = Vec::new();
-        let content = if output.chars().count() > self.settings.spill_chars {
+        let content = if spill && output.chars().count() > self.settings.spill_chars {
             // Named by the request that made the call (numbers only grow,
             // across compactions and resumes) and the result's place in its
             // round, so no spill ever takes another's name.

@@ -57,7 +57,25 @@ impl Session {
             }
             return cmds;
         }
-        cmds.extend(self.append(vec![Record::Message(Message::user(now, text))]));
+        self.stop_rounds = 0;
+        let about = crate::hooks::About::UserPromptSubmit {
+            prompt: text.clone(),
+        };
+        match self.hooks_for(
+            about,
+            None,
+            super::hooking::Resume::Line { text: text.clone() },
+        ) {
+            Some(run) => cmds.extend(run),
+            None => cmds.extend(self.send_line(text, now)),
+        }
+        cmds
+    }
+
+    /// The user's line (with what `UserPromptSubmit` hooks added) logged,
+    /// and its request.
+    pub(super) fn send_line(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
         cmds.extend(self.request(Due::default(), now));
         cmds
     }
@@ -125,6 +143,7 @@ impl Session {
             system.push_str("\n\n");
             system.push_str(PLANNING_PROMPT);
         }
+        self.hook_and_plan_blocks(&mut system);
         if self.state.system.as_deref() != Some(system.as_str()) {
             cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
         }
@@ -362,8 +381,10 @@ impl Session {
             }
         }
         cmds.extend(self.append(vec![totals]));
+        // The calls of this answer are new: none ran its hooks yet.
+        self.checked = None;
         if ends_turn {
-            cmds.push(Command::sync());
+            cmds.extend(self.turn_ends());
         } else {
             cmds.extend(self.next_tool(now));
         }

@@ -200,6 +200,7 @@ impl World {
                 confirm_costly: true,
                 allow_mcp: false,
                 mcp_timeout_s: revolve_core::policy::MCP_TIMEOUT_S,
+                hooks: Default::default(),
                 models: Default::default(),
                 max_cost: None,
             },
