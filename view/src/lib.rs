@@ -649,6 +649,7 @@ mod tests {
             window: 200_000,
             provider: String::new(),
             continues: None,
+            tool_choice: None,
         });
         let mut totals = Totals {
             tokens_in: 12_300,
