@@ -39,6 +39,7 @@ mod messages;
 mod models;
 mod permissions;
 mod real_server;
+mod real_tools;
 mod recorded;
 mod refine;
 mod replay;
