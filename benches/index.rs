@@ -218,6 +218,7 @@ fn write_sessions(store: &Store, count: usize) -> std::io::Result<String> {
             window: 100_000,
             provider: "scripted".into(),
             continues: None,
+            tool_choice: None,
         };
         let totals = Totals {
             turns: 1,

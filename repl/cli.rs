@@ -81,6 +81,10 @@ pub struct Cli {
     #[arg(long, value_name = "LEVEL", env = "REVOLVE_EFFORT", value_parser = ["low", "medium", "high"])]
     pub effort: Option<String>,
 
+    /// Whether a turn's first request must call a tool: auto (the model decides) or required (config "tool_choice"; kept in a new session's log)
+    #[arg(long, value_name = "CHOICE", value_parser = ["auto", "required"])]
+    pub tool_choice: Option<String>,
+
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,

@@ -111,6 +111,9 @@ pub struct Settings {
     /// The config file's `effort` (the flag is the caller's, see
     /// [`Settings::effort_flag`]).
     pub effort: Setting<Option<revolve_core::models::Effort>>,
+    /// `tool_choice` of a new session's requests: `--tool-choice`, else
+    /// the config file's (see [`revolve_core::request::ToolChoice`]).
+    pub tool_choice: Setting<Option<revolve_core::request::ToolChoice>>,
     pub retries: Setting<u32>,
     /// The settings the core runs by, settled once and handed to a
     /// session as they are (through [`revolve_io::live::Runtime`]): the
@@ -232,6 +235,7 @@ impl Settings {
             None,
         );
         let effort = pick(None, None, file.effort.map(Some), None);
+        let tool_choice = pick(None, None, file.tool_choice.map(Some), None);
         let retries = settle(
             sources,
             "retries",
@@ -386,6 +390,7 @@ impl Settings {
             model,
             window,
             effort,
+            tool_choice,
             retries,
             core,
             sources: core_sources,
@@ -429,6 +434,13 @@ impl Settings {
         settings.rule_flags(&cli.allow, &cli.deny)?;
         settings.mcp_flag(cli.allow_mcp);
         settings.effort_flag(cli.effort.as_deref(), sources);
+        if let Some(choice) = cli.tool_choice.as_deref() {
+            let value = revolve_core::request::ToolChoice::parse(choice).map_err(Error::Usage)?;
+            settings.tool_choice = Setting {
+                value: Some(value),
+                source: Source::Flag,
+            };
+        }
         settings.core.bare = cli.bare;
         settings.core.auto_refine = !cli.no_auto_refine;
         Ok(settings)
@@ -633,6 +645,13 @@ impl Settings {
                 (
                     json!(self.effort.value.map(|e| e.as_str())),
                     self.effort.source.as_str(),
+                ),
+            ),
+            (
+                "tool_choice",
+                (
+                    json!(self.tool_choice.value.unwrap_or_default().as_str()),
+                    self.tool_choice.source.as_str(),
                 ),
             ),
             ("retries", n(self.retries.value.into(), self.retries.source)),

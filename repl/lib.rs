@@ -632,6 +632,7 @@ fn runtime(
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
         mcp: Default::default(),
+        tool_choice: settings.tool_choice.value,
     }
 }
 

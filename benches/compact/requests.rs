@@ -173,6 +173,7 @@ fn header(id: &str, window: u64) -> Header {
         window,
         provider: "openai".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

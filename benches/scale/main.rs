@@ -174,6 +174,7 @@ fn header(id: &str, name: Option<&str>, started: OffsetDateTime) -> Header {
         window: 128_000,
         provider: "openai".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

@@ -528,6 +528,10 @@ pub struct Header {
     /// The id of the file this one continues after a compaction.
     #[serde(default)]
     pub continues: Option<String>,
+    /// `tool_choice` of the session's requests (see
+    /// [`crate::request::ToolChoice`]); absent: the model decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<crate::request::ToolChoice>,
 }
 
 /// A system prompt as it was sent.
@@ -1168,6 +1172,7 @@ pub(crate) fn test_header() -> Header {
         window: 100_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::models::Effort;
@@ -34,6 +34,48 @@ impl Wire {
         match provider {
             "anthropic" => Wire::Anthropic,
             _ => Wire::OpenAi,
+        }
+    }
+}
+
+/// Whether the model must call a tool (`tool_choice` in `config.json`,
+/// `--tool-choice`), kept in the session's header so replay asks the same.
+///
+/// With [`ToolChoice::Required`], the request that answers a user message
+/// (a turn's first) says `"tool_choice": "required"` on the Chat
+/// Completions wire: the model calls at least one tool before it may
+/// answer in words; the requests after a tool result leave the choice to
+/// the model, so a turn still ends. Summaries and notes never carry it.
+/// [`ToolChoice::Auto`] writes nothing (the API's default). Anthropic
+/// requests carry nothing either way (forced tool use and extended
+/// thinking do not mix there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides: the default.
+    #[default]
+    Auto,
+    /// A turn's first request must call a tool.
+    Required,
+}
+
+impl ToolChoice {
+    /// The word of the config file and the flag.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+        }
+    }
+
+    /// `auto` or `required`; otherwise what is accepted.
+    pub fn parse(text: &str) -> Result<ToolChoice, String> {
+        match text {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(format!(
+                "tool choice {other:?} is not one of auto, required"
+            )),
         }
     }
 }
@@ -142,6 +184,9 @@ pub struct Shape {
     /// tools are used. Without it, thinking blocks are not sent. Nothing
     /// on the Chat Completions wire.
     pub thinking: Option<Think>,
+    /// `tool_choice` of this request, when it is asked (see
+    /// [`ToolChoice`]); only on the Chat Completions wire, with tools.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// How an Anthropic request thinks at an effort, decided by the model (not
@@ -227,6 +272,7 @@ impl Shape {
             mcp: Vec::new(),
             effort: None,
             thinking: None,
+            tool_choice: None,
         }
     }
 }
@@ -857,6 +903,9 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
     }
     if let Some(effort) = shape.effort {
         body["reasoning_effort"] = json!(effort.as_str());
+    }
+    if let (true, Some(ToolChoice::Required)) = (shape.tools, shape.tool_choice) {
+        body["tool_choice"] = json!("required");
     }
     body
 }
@@ -1688,6 +1737,7 @@ mod streaming_tests {
                     0 => Think::Budget(u64::from(t)),
                     _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
                 }),
+                tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

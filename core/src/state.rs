@@ -967,7 +967,17 @@ impl State {
             },
             effort: self.effort,
             thinking: self.thinking(),
+            tool_choice: None,
         }
+    }
+
+    /// The `tool_choice` of the request [`State::request`] sends now: the
+    /// header's `required` when that request answers a user message (a
+    /// turn's first), else none (see [`crate::request::ToolChoice`]).
+    pub fn tool_choice(&self) -> Option<crate::request::ToolChoice> {
+        let asked = self.header.as_ref().and_then(|h| h.tool_choice)?;
+        let answers_user = self.messages.last().is_some_and(|m| m.role == Role::User);
+        (asked == crate::request::ToolChoice::Required && answers_user).then_some(asked)
     }
 
     /// How this state's Anthropic requests think at its effort
@@ -1007,11 +1017,12 @@ impl State {
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let limit = self.answer_limit();
-        let mut request = self.request_of(
-            self.system.as_deref(),
-            Shared::of(&self.messages),
-            &self.shape(limit, true),
-        );
+        let shape = |limit| Shape {
+            tool_choice: self.tool_choice(),
+            ..self.shape(limit, true)
+        };
+        let mut request =
+            self.request_of(self.system.as_deref(), Shared::of(&self.messages), &shape(limit));
         // A history that gave way as far as it can but still leaves less
         // than the answer's full room asks for what is left (see
         // compact::shrunk_room): a request sent with the full room never
@@ -1026,7 +1037,7 @@ impl State {
                 request = self.request_of(
                     self.system.as_deref(),
                     Shared::of(&self.messages),
-                    &self.shape(Some(limit), true),
+                    &shape(Some(limit)),
                 );
             }
         }
@@ -1246,6 +1257,45 @@ mod tests {
     use time::macros::datetime;
 
     use crate::record::test_header as header;
+
+    /// A header's `required` tool choice is asked by the request that
+    /// answers a user message only: after a tool result the model may
+    /// answer in words; without it nothing is written; a header without
+    /// the field (older logs) reads as none.
+    #[test]
+    fn required_tool_choice_asks_a_turns_first_request_only() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let required = Header {
+            tool_choice: Some(crate::request::ToolChoice::Required),
+            ..header()
+        };
+        let user = Record::Message(Message::user(at, "list the files"));
+        let mut calling = Message::assistant(at, "");
+        calling.tool_calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: r#"{"path":"."}"#.into(),
+        }];
+        let result = Message::tool(at, "c1", "a.txt");
+        let first = State::fold(&[Record::Header(required.clone()), user.clone()]);
+        assert!(first
+            .request()
+            .body
+            .text()
+            .contains(r#""tool_choice":"required""#));
+        let after = State::fold(&[
+            Record::Header(required),
+            user.clone(),
+            Record::Message(calling),
+            Record::Message(result),
+        ]);
+        assert_eq!(after.tool_choice(), None);
+        assert!(!after.request().body.text().contains("tool_choice"));
+        let auto = State::fold(&[Record::Header(header()), user]);
+        assert!(!auto.request().body.text().contains("tool_choice"));
+        let line = serde_json::to_string(&header()).unwrap();
+        assert!(!line.contains("tool_choice"), "{line}");
+    }
 
     /// The effort thinks on the Anthropic wire from format 5 on; a
     /// format-4 log (whose requests sent nothing for it there) and the

@@ -187,6 +187,7 @@ fn header() -> Header {
         window: 1_000_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

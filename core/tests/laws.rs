@@ -174,6 +174,7 @@ fn header() -> Header {
         window: 100_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

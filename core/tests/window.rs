@@ -212,6 +212,7 @@ fn header(window: u64) -> Header {
         window,
         provider: "llamacpp".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

@@ -87,6 +87,9 @@ pub struct Runtime {
     /// The MCP servers (whether their calls need approval, and how long
     /// one may take, are in [`Runtime::settings`]).
     pub mcp: Mcp,
+    /// `tool_choice` of a new session's requests (`--tool-choice`, config
+    /// `tool_choice`), kept in its header; a resumed session keeps its own.
+    pub tool_choice: Option<revolve_core::request::ToolChoice>,
 }
 
 /// The MCP servers of a session (none by default).
@@ -141,6 +144,7 @@ impl<F: Front> Live<F> {
             window: runtime.window.unwrap_or(DEFAULT_WINDOW),
             provider: runtime.provider.name().to_owned(),
             continues: None,
+            tool_choice: runtime.tool_choice,
         };
         // A piped run without --name gets no name, so it needs no listing.
         let naming =

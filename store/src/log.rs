@@ -425,6 +425,7 @@ mod tests {
             window: 1000,
             provider: "scripted".into(),
             continues: None,
+            tool_choice: None,
         }
     }
 

@@ -41,6 +41,7 @@ mod models;
 mod permissions;
 mod plan;
 mod real_server;
+mod real_tools;
 mod recorded;
 mod refine;
 mod replay;

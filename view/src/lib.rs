@@ -717,6 +717,7 @@ mod tests {
             window: 200_000,
             provider: String::new(),
             continues: None,
+            tool_choice: None,
         });
         let mut totals = Totals {
             tokens_in: 12_300,

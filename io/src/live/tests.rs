@@ -210,6 +210,7 @@ impl World {
             sandbox: revolve_core::sandbox::Policy::off(),
             sandbox_note: None,
             mcp: Default::default(),
+            tool_choice: None,
         }
     }
 

@@ -51,6 +51,7 @@ fn header(store: &Store, id: &str) -> Header {
         window: 1000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 
