@@ -183,15 +183,13 @@ impl Cut {
     /// quarters from its start, a quarter from its end.
     pub fn of(text: &str, max: usize, keys: &Keys) -> Cut {
         let text = keys.redact(text);
-        let total = if text.len() <= max {
-            // Fewer bytes than max: fewer characters too.
-            return Cut {
-                head: text.into_owned(),
-                omitted: 0,
-                tail: String::new(),
-            };
-        } else {
-            text.chars().count()
+        // Fewer bytes than max: fewer characters too. ASCII (most tool
+        // output) counts by bytes; std's check is fast even unoptimised.
+        let ascii = text.is_ascii();
+        let total = match text.len() {
+            len if len <= max => len,
+            len if ascii => len,
+            _ => text.chars().count(),
         };
         if total <= max {
             return Cut {
@@ -202,14 +200,12 @@ impl Cut {
         }
         let head_chars = max - max / 4;
         let tail_chars = max / 4;
-        let head_end = text
-            .char_indices()
-            .nth(head_chars)
-            .map_or(text.len(), |(i, _)| i);
-        let tail_start = text
-            .char_indices()
-            .nth(total - tail_chars)
-            .map_or(text.len(), |(i, _)| i);
+        let (head_end, tail_start) = if ascii {
+            (head_chars, total - tail_chars)
+        } else {
+            let at = |n: usize| text.char_indices().nth(n).map_or(text.len(), |(i, _)| i);
+            (at(head_chars), at(total - tail_chars))
+        };
         Cut {
             head: text[..head_end].to_owned(),
             omitted: total - head_chars - tail_chars,
