@@ -402,6 +402,22 @@ pub enum Sub {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Write a session out as Markdown, one self-contained HTML page, or JSON
+    #[command(
+        after_help = "Examples:\n  revolve export db --format html -o db.html   the page: a chart, then the conversation\n  revolve export --format md > session.md      the latest session as Markdown"
+    )]
+    Export {
+        /// A session file, or a name or id of this directory's sessions
+        /// [default: the latest]
+        #[arg(value_name = "FILE|NAME")]
+        session: Option<String>,
+        /// What to write: md (Markdown), html (one page, nothing fetched), json (the records)
+        #[arg(long, short = 'f', default_value = "md", value_parser = ["md", "html", "json"])]
+        format: String,
+        /// Write to FILE instead of stdout
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
+    },
     /// Show a session from its log: transcript, state, requests, or a check
     #[command(
         after_help = "Examples:\n  revolve replay db --requests   every request the session db sent, rebuilt from its log\n  revolve replay db --against anthropic   the recorded requests sent again, each answer diffed"

@@ -22,6 +22,7 @@ mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+mod export;
 mod highlight;
 mod hooks;
 mod keys;
@@ -98,6 +99,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             &store,
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
+        ),
+        Some(Sub::Export {
+            session,
+            format,
+            output,
+        }) => export::export(
+            &store,
+            session.as_deref(),
+            // clap admits only the formats' words.
+            revolve_view::export::Format::parse(&format)
+                .unwrap_or(revolve_view::export::Format::Markdown),
+            output.as_deref(),
         ),
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),

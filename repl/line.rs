@@ -110,6 +110,17 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
                 }
             }
         }
+        Slash::Export(args) => {
+            let title = live
+                .state()
+                .name()
+                .clone()
+                .unwrap_or_else(|| live.state().id().to_owned());
+            match crate::export::slash(live.store(), live.path(), &title, &args) {
+                Ok(said) => eprintln!("{said}"),
+                Err(e) => eprintln!("{e}"),
+            }
+        }
         Slash::Incomplete(why) => eprintln!("{why}"),
         Slash::Other { word, arg } => {
             // A skill of that name is a command of the user's own: its body,

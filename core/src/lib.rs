@@ -57,6 +57,7 @@ pub mod state;
 pub mod summary;
 pub mod text;
 pub mod tools;
+pub mod web;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;

@@ -349,3 +349,21 @@ pub const HOOK_CONTEXT_CHARS: usize = 10_000;
 /// with a reason) before the turn ends anyway, said once: a hook that
 /// always blocks cannot loop a session.
 pub const STOP_HOOK_ROUNDS: u32 = 2;
+
+// ---------------------------------------------------------------------------
+// web_fetch (issue 44)
+
+/// The most bytes of a page `web_fetch` reads; the rest is not read, and
+/// the result says the page was cut there.
+pub const WEB_FETCH_BYTES: u64 = 10 * 1024 * 1024;
+
+/// How long a fetch may take in all (connecting, every redirect, the
+/// body), before it is given up.
+pub const WEB_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many redirects a fetch follows before it stops.
+pub const WEB_FETCH_REDIRECTS: u32 = 5;
+
+/// How long a fetched page is served from the session's cache instead of
+/// the network: the same URL asked again within this many seconds.
+pub const WEB_FETCH_CACHE_S: u64 = 15 * 60;

@@ -1021,8 +1021,11 @@ impl State {
             tool_choice: self.tool_choice(),
             ..self.shape(limit, true)
         };
-        let mut request =
-            self.request_of(self.system.as_deref(), Shared::of(&self.messages), &shape(limit));
+        let mut request = self.request_of(
+            self.system.as_deref(),
+            Shared::of(&self.messages),
+            &shape(limit),
+        );
         // A history that gave way as far as it can but still leaves less
         // than the answer's full room asks for what is left (see
         // compact::shrunk_room): a request sent with the full room never

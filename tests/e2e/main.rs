@@ -24,6 +24,7 @@ mod cost;
 mod docs;
 mod edit_kills;
 mod edits;
+mod export;
 mod faults;
 mod goals;
 mod guards;

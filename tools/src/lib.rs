@@ -119,6 +119,7 @@ pub mod edit;
 mod group;
 mod track;
 
+pub mod fetch;
 mod grant;
 mod grep;
 #[cfg(unix)]

@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attach;
+pub mod export;
 mod limits;
 pub mod slash;
 
