@@ -1454,6 +1454,9 @@ mod oracle {
                 if let Some(effort) = shape.effort {
                     body["reasoning_effort"] = json!(effort.as_str());
                 }
+                if let (true, Some(ToolChoice::Required)) = (shape.tools, shape.tool_choice) {
+                    body["tool_choice"] = json!("required");
+                }
             }
             Wire::Anthropic => {}
         }
