@@ -529,9 +529,9 @@ pub struct Header {
     #[serde(default)]
     pub continues: Option<String>,
     /// `tool_choice` of the session's requests (see
-    /// [`crate::request::ToolChoice`]); absent: the model decides.
+    /// [`ToolChoice`]); absent: the model decides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_choice: Option<crate::request::ToolChoice>,
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// A system prompt as it was sent.
@@ -1154,6 +1154,48 @@ impl Record {
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// Whether the model must call a tool (`tool_choice` in `config.json`,
+/// `--tool-choice`), kept in the session's header so replay asks the same.
+///
+/// With [`ToolChoice::Required`], the request that answers a user message
+/// (a turn's first) says `"tool_choice": "required"` on the Chat
+/// Completions wire: the model calls at least one tool before it may
+/// answer in words; the requests after a tool result leave the choice to
+/// the model, so a turn still ends. Summaries and notes never carry it.
+/// [`ToolChoice::Auto`] writes nothing (the API's default). Anthropic
+/// requests carry nothing either way (forced tool use and extended
+/// thinking do not mix there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides: the default.
+    #[default]
+    Auto,
+    /// A turn's first request must call a tool.
+    Required,
+}
+
+impl ToolChoice {
+    /// The word of the config file and the flag.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+        }
+    }
+
+    /// `auto` or `required`; otherwise what is accepted.
+    pub fn parse(text: &str) -> Result<ToolChoice, String> {
+        match text {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(format!(
+                "tool choice {other:?} is not one of auto, required"
+            )),
+        }
+    }
 }
 
 /// The header the unit tests start from: session `s1`, named `amber`

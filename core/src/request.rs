@@ -9,7 +9,7 @@ use std::fmt;
 use std::io;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::models::Effort;
@@ -38,47 +38,7 @@ impl Wire {
     }
 }
 
-/// Whether the model must call a tool (`tool_choice` in `config.json`,
-/// `--tool-choice`), kept in the session's header so replay asks the same.
-///
-/// With [`ToolChoice::Required`], the request that answers a user message
-/// (a turn's first) says `"tool_choice": "required"` on the Chat
-/// Completions wire: the model calls at least one tool before it may
-/// answer in words; the requests after a tool result leave the choice to
-/// the model, so a turn still ends. Summaries and notes never carry it.
-/// [`ToolChoice::Auto`] writes nothing (the API's default). Anthropic
-/// requests carry nothing either way (forced tool use and extended
-/// thinking do not mix there).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolChoice {
-    /// The model decides: the default.
-    #[default]
-    Auto,
-    /// A turn's first request must call a tool.
-    Required,
-}
-
-impl ToolChoice {
-    /// The word of the config file and the flag.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolChoice::Auto => "auto",
-            ToolChoice::Required => "required",
-        }
-    }
-
-    /// `auto` or `required`; otherwise what is accepted.
-    pub fn parse(text: &str) -> Result<ToolChoice, String> {
-        match text {
-            "auto" => Ok(ToolChoice::Auto),
-            "required" => Ok(ToolChoice::Required),
-            other => Err(format!(
-                "tool choice {other:?} is not one of auto, required"
-            )),
-        }
-    }
-}
+pub use crate::record::ToolChoice;
 
 /// `max_tokens` of Anthropic requests of version-1 logs (the API requires
 /// one); later requests say the room the window keeps ([`AnswerLimit`]).
