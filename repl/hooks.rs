@@ -222,16 +222,7 @@ fn approval_text(file: &ProjectFile) -> String {
     let mut text = String::new();
     for (key, print) in &file.fingerprints {
         text.push_str(&format!("  {key}\n"));
-        for (name, seen) in &print.files {
-            if let Some(hash) = seen.strip_prefix("sha256:") {
-                text.push_str(&format!(
-                    "    runs {name} (sha256 {})\n",
-                    &hash[..hash.len().min(12)]
-                ));
-            } else if seen.starts_with("a link") {
-                text.push_str(&format!("    names {name}: {seen}\n"));
-            }
-        }
+        text.push_str(&crate::mcp::files_text(print));
     }
     text
 }

@@ -251,16 +251,24 @@ fn approval_text(file: &ProjectFile) -> String {
     for s in &file.servers {
         text.push_str(&format!("  {}  {}\n", s.name, core_mcp::describe(s)));
         if let Some(print) = file.fingerprints.get(&s.name) {
-            for (name, seen) in &print.files {
-                if let Some(hash) = seen.strip_prefix("sha256:") {
-                    text.push_str(&format!(
-                        "    runs {name} (sha256 {})\n",
-                        &hash[..hash.len().min(12)]
-                    ));
-                } else if seen.starts_with("a link") {
-                    text.push_str(&format!("    names {name}: {seen}\n"));
-                }
-            }
+            text.push_str(&files_text(print));
+        }
+    }
+    text
+}
+
+/// The files of the repository an approved command runs, a line each, as
+/// an approval question shows them (MCP servers and project hooks alike).
+pub(crate) fn files_text(print: &Fingerprint) -> String {
+    let mut text = String::new();
+    for (name, seen) in &print.files {
+        if let Some(hash) = seen.strip_prefix("sha256:") {
+            text.push_str(&format!(
+                "    runs {name} (sha256 {})\n",
+                &hash[..hash.len().min(12)]
+            ));
+        } else if seen.starts_with("a link") {
+            text.push_str(&format!("    names {name}: {seen}\n"));
         }
     }
     text
