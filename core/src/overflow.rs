@@ -103,23 +103,34 @@ fn number_before(text: &str, marker: &str) -> Option<u64> {
     before[start..].parse().ok()
 }
 
-/// The window to go on with after an overflow: the limit the server named
-/// (at most the window); when it named none, nine tenths of what failed
-/// (the server's count of it, else the estimate), so the next try is
-/// smaller for certain, but never below `floor` (the least window in
-/// which the part of a request no compaction shrinks still fits): a
-/// server whose words name no limit that parses cannot lower a session
-/// into one it can never leave.
+/// The window to go on with after an overflow, given `fixed` (the tokens of
+/// the part of a request no compaction shrinks):
+///
+/// * the limit the server named (at most the window), unless it is below
+///   [`crate::policy::LEAST_NAMED_WINDOW`] (no server's context; a number
+///   misread): the server knows its context, and a window above it only
+///   buys a second refusal. When the fixed part leaves little room in it,
+///   the answer's room shrinks to what is left
+///   ([`crate::compact::shrunk_room`]); when the fixed part does not fit,
+///   the turn stops saying which part is too large;
+/// * else nine tenths of what failed (the server's count of it, else the
+///   estimate), so the next try is smaller for certain, but never below the
+///   floor (the least window in which the fixed part fits below the
+///   compaction point, a quarter of the window being the answer's room): a
+///   server whose words name no limit that parses, or an absurd one, cannot
+///   lower a session into one it can never leave.
 pub(crate) fn lowered_window(
     window: u64,
     failed_estimate: u64,
     overflow: Overflow,
-    floor: u64,
+    fixed: u64,
 ) -> u64 {
     let below = |n: u64| n.saturating_sub(n / 10);
-    // A limit below the floor is no limit a session could work in: read
-    // as none named.
-    let lowered = match overflow.limit.filter(|&l| l >= floor.min(window)) {
+    let floor = fixed.saturating_mul(4).div_ceil(3).saturating_add(1);
+    let lowered = match overflow
+        .limit
+        .filter(|&l| l >= crate::policy::LEAST_NAMED_WINDOW)
+    {
         Some(limit) => limit.min(window),
         None => below(window.min(overflow.asked.unwrap_or(failed_estimate).max(1)))
             .max(floor.min(window)),
@@ -195,14 +206,36 @@ mod tests {
             4096
         );
         assert_eq!(lowered_window(1, 0, o(None, None), 0), 1);
-        // A limit that did not parse lowers no further than the floor.
-        assert_eq!(lowered_window(128_000, 5, o(None, Some(5)), 3_000), 3_000);
-        assert_eq!(lowered_window(2_000, 5, o(None, None), 3_000), 2_000);
-        // So does an absurd limit.
+        // A limit that did not parse lowers no further than the floor
+        // (3,001 for a fixed part of 2,250).
+        assert_eq!(lowered_window(128_000, 5, o(None, Some(5)), 2_250), 3_001);
+        assert_eq!(lowered_window(2_000, 5, o(None, None), 2_250), 2_000);
+        // So does an absurd limit, one no server has.
         assert_eq!(
-            lowered_window(128_000, 90_000, o(Some(3), Some(5)), 3_000),
-            3_000
+            lowered_window(128_000, 90_000, o(Some(3), Some(5)), 2_250),
+            3_001
         );
+        // A limit the fixed part does not fit in is still the limit: the
+        // turn then stops saying the fixed part is too large.
+        assert_eq!(
+            lowered_window(128_000, 90_000, o(Some(2_048), Some(5)), 2_250),
+            2_048
+        );
+    }
+
+    /// The CI run of 2026-12-06 (stop 49): llama-cpp-python at n_ctx 4096
+    /// said "maximum context length is 4096 tokens … 9202 in the
+    /// messages" for a session whose fixed part was about 3,200 tokens.
+    /// Holding the window at the floor (4,268) threw the named limit away,
+    /// the window went to 8,282, and the retry was refused again. The
+    /// named limit is the window.
+    #[test]
+    fn a_named_limit_below_the_floor_is_still_the_limit() {
+        let named = Overflow {
+            limit: Some(4096),
+            asked: Some(9202),
+        };
+        assert_eq!(lowered_window(128_000, 9_000, named, 3_200), 4096);
     }
 
     #[test]

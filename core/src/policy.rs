@@ -217,6 +217,12 @@ pub const GOAL_RUN_TURNS: u32 = 20;
 /// estimates).
 pub const MAX_TOKEN_COUNT: u64 = 1 << 40;
 
+/// The least context a server's overflow error may name and be believed
+/// (see [`crate::overflow::lowered_window`]): no chat model serves fewer
+/// tokens, so a smaller number is a misreading, and the window is lowered
+/// below the size that failed instead.
+pub const LEAST_NAMED_WINDOW: u64 = 512;
+
 /// The bytes of request body one token of a server's count may stand for,
 /// in tenths of a byte (1.5 to 12): a request body is JSON around prose,
 /// code and schemas, which tokenizers read at 3 to 5 bytes a token (dense

@@ -740,10 +740,7 @@ impl Session {
     ) -> (Record, u64, u64) {
         let before = self.state.window;
         let fixed = self.fixed_tokens();
-        // The least window in which that part fits below the compaction
-        // point (the room is at most a quarter of the window).
-        let floor = fixed.saturating_mul(4).div_ceil(3).saturating_add(1);
-        let window = crate::overflow::lowered_window(before, flight.estimate, overflow, floor);
+        let window = crate::overflow::lowered_window(before, flight.estimate, overflow, fixed);
         let record = Record::Overflowed(Overflowed {
             at: now,
             error,
