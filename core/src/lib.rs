@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agents;
 pub mod approval;
 pub mod compact;
 pub mod config;

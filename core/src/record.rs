@@ -251,8 +251,10 @@ macro_rules! word_field {
     };
 }
 
+mod agents;
 mod compaction;
 mod edits;
+pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
@@ -375,6 +377,12 @@ pub enum Record {
     /// The MCP tools offered from now on (issue 30), whenever the list
     /// changes: every later request offers them after revolve's own.
     McpTools(McpTools),
+    /// A background shell command started, was read or ended (issue 43).
+    Background(Background),
+    /// A `task` call ran a child session (issue 43).
+    Delegated(Delegated),
+    /// This session is a child of another's `task` call (issue 43).
+    Spawned(Spawned),
 }
 
 /// `mcp_tools`: the MCP server tools offered from now on (an empty list:
@@ -1067,6 +1075,9 @@ impl Record {
             "rewound" => Record::Rewound(body(line)?),
             "rewinding" => Record::Rewinding(body(line)?),
             "mcp_tools" => Record::McpTools(body(line)?),
+            "background" => Record::Background(body(line)?),
+            "delegated" => Record::Delegated(body(line)?),
+            "spawned" => Record::Spawned(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -1117,6 +1128,9 @@ impl Record {
             Record::Written(r) => Some(r.at),
             Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
             Record::McpTools(r) => Some(r.at),
+            Record::Background(r) => Some(r.at),
+            Record::Delegated(r) => Some(r.at),
+            Record::Spawned(r) => Some(r.at),
         }
     }
 }

@@ -115,6 +115,10 @@ pub struct State {
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) mcp_tools: Vec<crate::mcp::McpTool>,
+    /// Background commands, children and, for a child, its parent's call
+    /// (the `background`, `delegated` and `spawned` records).
+    #[serde(skip_serializing_if = "crate::agents::Agents::is_empty")]
+    pub(crate) agents: crate::agents::Agents,
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub(crate) mcp_always: std::collections::BTreeSet<String>,
@@ -339,6 +343,9 @@ impl State {
             Record::Refined(r) => self.apply_refined(r),
             Record::Compacted(c) => self.apply_compacted(c),
             Record::Continued(c) => self.apply_continued(c),
+            Record::Background(r) => self.agents.apply_background(r),
+            Record::Delegated(r) => self.agents.apply_delegated(r),
+            Record::Spawned(r) => self.agents.apply_spawned(r),
         };
         // A record's own note replaces an earlier one (a repair, a record
         // before the header), except a message's and a totals record's,
@@ -933,7 +940,13 @@ impl State {
             },
             effort: self.effort,
             thinking: self.thinking(),
+            builtin: self.agents.offered(),
         }
+    }
+
+    /// Background commands, children and the parent's call, as folded.
+    pub fn agents(&self) -> &crate::agents::Agents {
+        &self.agents
     }
 
     /// How this state's Anthropic requests think at its effort

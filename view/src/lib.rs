@@ -308,6 +308,22 @@ pub fn transcript(records: &[Record]) -> String {
                 let names: Vec<&str> = t.tools.iter().map(|t| t.name.as_str()).collect();
                 out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));
             }
+            Record::Background(b) => out.push_str(&background_line(b)),
+            Record::Delegated(d) => out.push_str(&format!(
+                "── subagent {} ({}) ended: {} requests, {} in, {} out; log {}\n",
+                d.subagent.as_deref().unwrap_or("task"),
+                one_line(&d.description, 60),
+                d.requests,
+                tokens(d.tokens_in),
+                tokens(d.tokens_out),
+                d.log
+            )),
+            Record::Spawned(s) => out.push_str(&format!(
+                "── subagent of session {} (call {}), tools: {}\n",
+                s.parent,
+                s.call,
+                s.tools.join(", ")
+            )),
             Record::MemoryChanged(m) => {
                 out.push_str(&format!(
                     "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",
@@ -442,6 +458,30 @@ pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits], repl: bool) -> Strin
     out
 }
 
+/// A `background` record as the transcript shows it.
+fn background_line(b: &revolve_core::record::Background) -> String {
+    use revolve_core::record::BackgroundEvent;
+    match &b.event {
+        BackgroundEvent::Started { command, .. } => {
+            format!(
+                "── background {} started: {}\n",
+                b.id,
+                one_line(command, 100)
+            )
+        }
+        BackgroundEvent::Read { bytes, spilled } => format!(
+            "── background {} read: {bytes} bytes{}\n",
+            b.id,
+            if *spilled {
+                " (cut; the whole in its file)"
+            } else {
+                ""
+            }
+        ),
+        BackgroundEvent::Ended { status } => format!("── background {} ended: {status}\n", b.id),
+    }
+}
+
 /// The line shown when a tool starts: `→ shell cargo test`.
 pub fn tool_line(tool: &Tool) -> String {
     let what = match tool {
@@ -457,6 +497,15 @@ pub fn tool_line(tool: &Tool) -> String {
         }
         Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => path.clone(),
         Tool::Skill { name, .. } => name.clone(),
+        Tool::ShellOutput { id } | Tool::ShellKill { id } => id.clone(),
+        Tool::Task {
+            description,
+            subagent,
+            ..
+        } => match subagent {
+            Some(name) => format!("{name}: {description}"),
+            None => description.clone(),
+        },
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
