@@ -51,6 +51,7 @@ pub mod sandbox;
 pub mod session;
 pub mod skills;
 pub mod state;
+pub mod subagents;
 pub mod summary;
 pub mod text;
 pub mod tools;
