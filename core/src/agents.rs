@@ -74,8 +74,17 @@ impl Agents {
         }
     }
 
-    /// Folds one `delegated` record.
-    pub(crate) fn apply_delegated(&mut self, r: &Delegated) -> Option<String> {
+    /// Folds one `delegated` record; its requests, tokens and cost roll
+    /// into `totals` (the parent's), so `--max-cost` counts them.
+    pub(crate) fn apply_delegated(
+        &mut self,
+        r: &Delegated,
+        totals: &mut crate::record::Totals,
+    ) -> Option<String> {
+        totals.requests = totals.requests.saturating_add(r.requests);
+        totals.tokens_in = totals.tokens_in.saturating_add(r.tokens_in);
+        totals.tokens_out = totals.tokens_out.saturating_add(r.tokens_out);
+        totals.cost = totals.cost.saturating_add(r.cost);
         self.delegated.push(r.clone());
         None
     }
@@ -113,14 +122,14 @@ impl Agents {
     }
 
     /// What the children cost together: requests, tokens in, tokens out,
-    /// millionths of a USD.
+    /// nano-dollars.
     pub fn children_totals(&self) -> (u64, u64, u64, u64) {
         self.delegated.iter().fold((0, 0, 0, 0), |(r, i, o, c), d| {
             (
                 r.saturating_add(d.requests),
                 i.saturating_add(d.tokens_in),
                 o.saturating_add(d.tokens_out),
-                c.saturating_add(d.cost_micro_usd),
+                c.saturating_add(d.cost),
             )
         })
     }
@@ -250,6 +259,11 @@ mod tests {
             ..ended
         };
         assert!(agents.apply_background(&stray).is_some());
+        let mut totals = crate::record::Totals {
+            requests: 1,
+            tokens_in: 1,
+            ..Default::default()
+        };
         for n in 1..=2 {
             let d = Delegated {
                 at,
@@ -261,10 +275,20 @@ mod tests {
                 requests: n,
                 tokens_in: 10 * n,
                 tokens_out: n,
-                cost_micro_usd: 5,
+                cost: 5,
             };
-            agents.apply_delegated(&d);
+            agents.apply_delegated(&d, &mut totals);
         }
         assert_eq!(agents.children_totals(), (3, 30, 3, 10));
+        assert_eq!(
+            (
+                totals.requests,
+                totals.tokens_in,
+                totals.tokens_out,
+                totals.cost
+            ),
+            (4, 31, 3, 10),
+            "they roll into the parent's totals"
+        );
     }
 }

@@ -344,7 +344,7 @@ impl State {
             Record::Compacted(c) => self.apply_compacted(c),
             Record::Continued(c) => self.apply_continued(c),
             Record::Background(r) => self.agents.apply_background(r),
-            Record::Delegated(r) => self.agents.apply_delegated(r),
+            Record::Delegated(r) => self.agents.apply_delegated(r, &mut self.totals),
             Record::Spawned(r) => self.agents.apply_spawned(r),
         };
         // A record's own note replaces an earlier one (a repair, a record

@@ -91,10 +91,10 @@ pub struct Delegated {
     /// Its tokens out.
     #[serde(default)]
     pub tokens_out: u64,
-    /// What it cost, in millionths of a USD (0 when the model's price is
-    /// not known).
+    /// What it cost, in nano-dollars as [`crate::record::Totals`] counts
+    /// (0 when the model's prices are not known).
     #[serde(default)]
-    pub cost_micro_usd: u64,
+    pub cost: u64,
 }
 
 /// `spawned`: this session is a subagent, run for the `task` call `call`
