@@ -34,6 +34,7 @@ pub mod render;
 mod repl;
 mod sessions;
 mod stdin;
+mod subagent;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
