@@ -596,9 +596,14 @@ pub fn listing(sessions: &[Summary]) -> String {
     if sessions.is_empty() {
         return "no sessions in this directory\n".to_owned();
     }
+    // A subagent's session is shown as `└ task` under its parent's.
+    let label = |s: &Summary| match (&s.parent, s.name.as_deref()) {
+        (Some(_), name) => format!("└ {}", name.unwrap_or("task")),
+        (None, name) => name.unwrap_or("-").to_owned(),
+    };
     let width = sessions
         .iter()
-        .map(|s| s.name.as_deref().map_or(1, |n| n.chars().count()))
+        .map(|s| label(s).chars().count())
         .max()
         .unwrap_or(4);
     let width = width.max(4);
@@ -616,7 +621,10 @@ pub fn listing(sessions: &[Summary]) -> String {
         out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
     };
     for s in sessions {
-        pad(&mut out, s.name.as_deref().unwrap_or("-"), width);
+        match (&s.parent, s.name.as_deref()) {
+            (None, name) => pad(&mut out, name.unwrap_or("-"), width),
+            _ => pad(&mut out, &label(s), width),
+        }
         out.push_str("  ");
         pad(&mut out, &s.id, 22);
         out.push_str("  ");
@@ -769,6 +777,7 @@ mod tests {
             path: String::new(),
             continued: None,
             spent: Spent::default(),
+            parent: None,
         };
         let sessions = [
             summary(Some("amber"), "20261202-100059-a1b2c3", 3, 5),
