@@ -337,7 +337,7 @@ fn respond_to_inbox(
     ahead: &mut Ahead,
 ) -> Result<(), Error> {
     let keys = crate::keys::TurnKeys::start();
-    let outcome = live.take_inbox(true);
+    let outcome = live.take_inbox();
     ahead.add(keys.finish());
     told(live, outcome?, editor)?;
     Ok(())

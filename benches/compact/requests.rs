@@ -21,6 +21,7 @@
 //!    most servers) and with `TCP_NODELAY` ([`FakeOptions::no_delay`]):
 //!    the ratio is what a reused connection loses to delayed ACKs.
 
+use revolve_core::{ModelCommand, ModelInput, TurnContext, UserInput};
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
 use std::time::{Duration, Instant};
@@ -214,10 +215,11 @@ fn compaction(window: u64) -> Compaction {
     let (mut session, _) = Session::resume(state, settings(), resumed);
     let notes = notes();
     let mut cmds = session
-        .handle(Input::User {
+        .handle(Input::User(UserInput::Line {
+            context: TurnContext::default(),
             text: "one more turn".into(),
             now: at,
-        })
+        }))
         .commands;
     let mut summaries = Vec::new();
     let mut sent_turn = 0;
@@ -225,10 +227,10 @@ fn compaction(window: u64) -> Compaction {
         let mut next = None;
         for c in cmds {
             match c {
-                Command::Summarize(req) => {
+                Command::Model(ModelCommand::Summarize(req)) => {
                     let asked = tokens(req.body.len());
                     summaries.push(asked);
-                    next = Some(Input::Summarized {
+                    next = Some(Input::Model(ModelInput::Summarized {
                         reply: Reply {
                             text: notes.clone(),
                             usage: Some(Usage {
@@ -240,9 +242,9 @@ fn compaction(window: u64) -> Compaction {
                         },
                         new_id: format!("s{}", summaries.len() + 1),
                         now: at,
-                    });
+                    }));
                 }
-                Command::Call(req) => sent_turn = tokens(req.body.len()),
+                Command::Model(ModelCommand::Call(req)) => sent_turn = tokens(req.body.len()),
                 _ => {}
             }
         }

@@ -58,5 +58,9 @@ pub mod tools;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;
-pub use session::{Command, Delivery, Input, Outcome, Reply, Session, Settings, Step, Usage};
+pub use session::{
+    Command, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand, MemoryInput,
+    ModelCommand, ModelInput, Outcome, Reply, Session, Settings, Step, ToolCommand, ToolInput,
+    TurnContext, Usage, UserCommand, UserInput,
+};
 pub use state::State;

@@ -2,24 +2,41 @@
 //!
 //! # Driving it
 //!
-//! [`Session`] holds no sockets, files or clock. The shell:
+//! [`Session`] holds no sockets, files or clock: it reads no time and
+//! makes no id (both come in with the inputs) and does nothing itself
+//! (everything that must happen leaves as a [`Command`]). The shell:
 //!
 //! 1. makes one with [`Session::start`] (a new file: the shell supplies the
 //!    header with the id, name and time it chose) or [`Session::resume`] (the
-//!    folded records of an existing file);
+//!    folded records of an existing file), and executes the commands they
+//!    return;
 //! 2. feeds every event as an [`Input`] to [`Session::handle`], each stamped
-//!    with the time the shell read from its clock;
-//! 3. executes the [`Step`]'s [`Command`]s **in order** before the next
-//!    input. A command that asks for an answer makes the shell queue one
-//!    input (its answer); the shell feeds its queue first in, first out,
-//!    and the user's next input waits until the queue is empty
-//!    (`run_input` in `io/src/live.rs`). So at most one request, tool or
-//!    question is in flight, and each answer reaches the core before
-//!    anything newer;
+//!    with the time the shell read from its clock. What the user does is
+//!    one [`UserInput`]: a line is [`UserInput::Line`], carrying everything
+//!    its turn goes out with ([`TurnContext`]: the prompt's parts, the MCP
+//!    tools offered, the inbox's messages);
+//! 3. executes the returned [`Step`]'s commands **in order** before the
+//!    next input, each by its family's executor (the families, who
+//!    executes them and what answers them are the tables at the top of
+//!    `core/src/session/protocol.rs`, beside the enums). A command that asks
+//!    for an answer makes its executor queue exactly one input (its
+//!    answer); the shell feeds its queue first in, first out, and the
+//!    user's next input waits until the queue is empty (`run_input` in
+//!    `io/src/live.rs`). So at most one request, tool or question is in
+//!    flight, and each answer reaches the core before anything newer. A
+//!    `handle` whose step has no command asking for an answer leaves the
+//!    session idle or waiting for the user (the str0m rule: drain until
+//!    nothing is queued);
 //! 4. reports how the user's line or command ended from the steps'
 //!    [`Outcome`]s: the last one that is not [`Outcome::Going`] or
 //!    [`Outcome::Ignored`] stands. The shell never reads inputs or records
 //!    to find it.
+//!
+//! Besides `handle`, the shell only reads: [`Session::state`] (the folded
+//! log), [`Session::parts`], [`Session::grants`], [`Session::prices`],
+//! [`Session::busy`] and [`Session::refine_due`] (asked after a turn that
+//! ended done: an automatic refinement is then one more
+//! [`UserInput::Refine`]).
 //!
 //! The session waits for one thing at a time: its phase (idle, counting,
 //! confirming, requesting, summarizing, running a tool, asking, editing,
@@ -30,132 +47,59 @@
 //! changes nothing and says so ([`Outcome::Ignored`]). [`Session::busy`]
 //! is "not idle".
 //!
-//! A memory refinement is driven the same way: the shell sends
-//! [`Input::Refine`] (the memory files it read, and for `/refine` the
-//! session's whole chain); the core may ask [`Command::Confirm`] (answered
-//! by [`Input::Confirmed`]), then logs each request as a `refining` record
-//! and sends it as [`Command::Refine`], answered by [`Input::RefineReply`],
-//! [`Input::RefineFailed`] or [`Input::Interrupted`]; with changes to
-//! write it asks [`Command::Snapshot`], answered by [`Input::MemoryChanged`];
-//! a `refined` record ends it. A tool's memory change (`remember`) comes
-//! inside its [`Input::ToolDone`], as every side effect of a tool does.
-//!
 //! The session's [`State`] changes only by applying the records it asks to
 //! append, which is why folding the file gives back the same state and
 //! [`crate::state::requests`] the same requests.
 //!
-//! ## One turn, from the REPL line to the request on the wire
-//!
-//! Read three files, in this order:
-//!
-//! 1. `repl/line.rs`: `handle` sends a line that is not a slash command to
-//!    `Live::turn`;
-//! 2. `io/src/live.rs`: `Live::turn` feeds [`Input::Prompt`],
-//!    [`Input::McpTools`], [`Input::Inbox`] and [`Input::User`]; `drive`
-//!    feeds each input and its answers, `execute` runs each command
-//!    ([`Command::Call`] goes through `io/src/live/ask.rs` to the
-//!    provider, whose `http.rs` posts the body as it is);
-//! 3. `core/src/session.rs` (this file): [`Session::handle`] takes the
-//!    user's line to `user`, then `request`, which logs the system prompt
-//!    when it changed, compacts or counts when the window is near, and
-//!    returns [`Command::Call`] with the body `crate::request` built
-//!    byte for byte.
-//!
 //! ## The orders the shell feeds inputs in
 //!
-//! * A user line (`Live::turn`): [`Input::Prompt`], [`Input::McpTools`]
-//!   (when MCP servers are configured), [`Input::Inbox`] with `answer`
-//!   false (when messages wait), [`Input::User`]; once the turn ended
-//!   done, [`Input::Refine`] with `auto` when [`Session::refine_due`]
-//!   says so (`Live::refine_if_due`).
-//! * Messages taken while idle (`Live::take_inbox`): [`Input::Prompt`],
-//!   [`Input::Inbox`] with `answer` true. A stopped turn let go on
-//!   (`Live::go_on`): [`Input::Prompt`], [`Input::GoOn`].
-//! * One [`Command::RunTool`] becomes two inputs, always in this order
-//!   (`run_tool` in `io/src/live/tools.rs`): [`Input::Prompt`] (a tool
-//!   may have changed memory or the goal), then exactly one of
-//!   [`Input::SandboxRefused`] and [`Input::ToolDone`], which carries what
-//!   the tool did besides its output ([`ToolEffects`]: a `shell` call's
-//!   changes or that it ran outside git, what `read_file` saw, what
-//!   `remember` wrote). A tool the user interrupted sends
-//!   [`Input::Interrupted`] alone.
+//! * A user line: one [`UserInput::Line`]; once the turn ended done,
+//!   [`UserInput::Refine`] with `auto` when [`Session::refine_due`] says
+//!   so (`Live::refine_if_due`).
+//! * Messages arriving at an idle REPL: one [`UserInput::Inbox`]. A
+//!   stopped turn let go on: one [`UserInput::GoOn`].
+//! * A tool: its [`ToolCommand`] is answered by one [`ToolInput`], which
+//!   carries the prompt's parts read after it and what the tool did
+//!   besides its output ([`ToolEffects`]), or by
+//!   [`UserInput::Interrupted`] alone.
 //! * A resume (`Live::resume_at`): the commands of [`Session::resume`],
-//!   then [`Input::Found`] when the log has an edit not seen written
-//!   ([`State::pending_edit`]), then [`Input::Restored`] with `resumed`
-//!   when it has an unfinished rewind ([`State::pending_rewind`]); the
-//!   REPL then sends [`Input::Address`], [`Input::Plan`] (`--plan`) and
-//!   [`Input::Effort`] (`--effort`).
+//!   then [`FileInput::Found`] when the log has an edit not seen written
+//!   ([`State::pending_edit`]), then [`FileInput::Restored`] with
+//!   `resumed` when it has an unfinished rewind
+//!   ([`State::pending_rewind`]); the REPL then sends
+//!   [`UserInput::Address`], [`UserInput::Plan`] (`--plan`) and
+//!   [`UserInput::Effort`] (`--effort`).
 //! * A command the user typed (`/compact`, `/name`, `/plan`, `/model`,
 //!   `/effort`, `/refine`, `/refine undo`, `/rewind`) is one input between
 //!   turns.
 //!
-//! ## Inputs
+//! ## One turn, from the REPL line to the request on the wire
 //!
-//! | Input | Sent by (in `io`) | When | The core answers with |
-//! |---|---|---|---|
-//! | [`Input::User`] | `Live::turn` | the user's line, after its `Prompt` | `Append` of the message, then what a request needs: `Call`, or `Count`, `Summarize`, `Confirm` first |
-//! | [`Input::Counted`] | `execute` | answer to `Count` | `Append` of `counted`, then `Call` or a compaction |
-//! | [`Input::Confirmed`] | `execute` | answer to `Confirm` | the compaction (yes) or `Show` and the `Call` uncompacted (no) |
-//! | [`Input::Reply`] | `Live::call` | answer to `Call` | `Append` of the answer, then the first tool's command (`RunTool`, `Open`, `Ask`, `CallMcp`), the next `Call`, or `Sync` at the turn's end |
-//! | [`Input::Failed`] | `Live::call` | answer to `Call` | `Append` of the partial answer, `failed` and `totals`, `Sync` (nothing when no request is in flight) |
-//! | [`Input::Overflowed`] | `Live::call`, `Live::summarize` | answer to `Call` or `Summarize` the server refused as too large | a compaction, or a smaller `Summarize`, or `Failed` as above |
-//! | [`Input::Interrupted`] | `Live::call`, `Live::summarize`, `Live::refine_request`, `run_tool`, `answered` | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
-//! | [`Input::ToolDone`] | `run_tool`, `Live::call_mcp` | last answer to `RunTool` or `CallMcp`; carries the tool's [`ToolEffects`] | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
-//! | [`Input::Prompt`] | `Live::prompt_parts` | before each user line, inbox take and go-on, and after each tool | nothing (the next request's system prompt) |
-//! | [`Input::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
-//! | [`Input::RefineReply`] | `Live::refine_request` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
-//! | [`Input::RefineFailed`] | `Live::refine_request` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
-//! | [`Input::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
-//! | [`Input::MemoryChanged`] | `execute` (`Snapshot`) | answer to `Snapshot`: the entry taken | `Append` of `memory_changed` (its `by` and files those of the `Snapshot`), `Show`, then `refined`, `Sync`; `Show` alone when no refinement asked |
-//! | [`Input::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
-//! | [`Input::Undone`] | `execute` | answer to `Undo` | `Append` of `memory_undone`, `Sync` |
-//! | [`Input::GoOn`] | `Live::go_on` | the user lets a stopped turn go on, after its `Prompt` | `Call` |
-//! | [`Input::Plan`] | `Live::plan` | `--plan`, `/plan` | `Append` of `planning`, `Show` |
-//! | [`Input::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
-//! | [`Input::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
-//! | [`Input::MaxCost`] | `Live::set_max_cost` | `/max-cost` | `Show` |
-//! | [`Input::SandboxRefused`] | `run_tool` | last answer to a `shell` `RunTool` whose output reads as refused; carries its [`ToolEffects`] | what the effects log, as for `ToolDone`, then `AskOutside`, or the result as `ToolDone` would |
-//! | [`Input::Outside`] | `execute` | answer to `AskOutside` | `RunTool` with [`Sandboxing::Off`] (yes) or the refused result (no) |
-//! | [`Input::Summarized`] | `Live::summarize` | answer to `Summarize` | the next `Summarize` (pieces), or `Append` of `compacted`, `Sync`, `StartFile`, then the `Call` the compaction made room for |
-//! | [`Input::SummaryFailed`] | `Live::summarize` | answer to `Summarize` | `Append` of `compaction_failed`, `Show`, and the `Call` uncompacted when one waits |
-//! | [`Input::Rename`] | `Live::rename` | `/name` | `Append` of `renamed`, `Show`; or `Show` why not |
-//! | [`Input::Address`] | `Live::address` | the REPL resumes an unnamed session | `Append` of a generated `renamed`, `Show` |
-//! | [`Input::Inbox`] | `Live::take_inbox` | before a user line (`answer` false); an idle REPL (`answer` true, after its `Prompt`) | `Show` and `Append` per message, `Sync`, and `Call` with `answer` |
-//! | [`Input::Opened`] | `Live::open_edit` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
-//! | [`Input::Staged`] | `Live::stage_edit` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
-//! | [`Input::McpTools`] | `Live::offer_mcp` | before a user line, after its `Prompt` | `Append` of `mcp_tools` when the list changed (never while busy) |
-//! | [`Input::Answered`] | `answered` | answer to `Ask` or `AskGrant` | `RunTool`/`CallMcp`, or the grant or refusal result, then the next tool |
-//! | [`Input::Wrote`] | `Live::write_edit` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
-//! | [`Input::Found`] | `Live::settle_pending_edit` | a resume with [`State::pending_edit`] | `Append` of `written` (what was found), `Show`, `Sync` |
-//! | [`Input::Rewind`] | `Live::rewind` | `/rewind`, `revolve rewind` | `Append` of `rewinding`, `Sync`, `Restore`; or `Refused` |
-//! | [`Input::Restored`] | `Live::restore`, `Live::settle_pending_rewind` | answer to `Restore`; a resume with [`State::pending_rewind`] | `Append` of `rewound`, `Sync`, `Show` (and `Refused` for what failed) |
+//! Five files, in this order:
 //!
-//! ## Commands
+//! 1. `repl/line.rs`: `handle` sends a line that is not a slash command to
+//!    `Live::turn`;
+//! 2. `io/src/live/user.rs`: `Live::turn` reads the turn's context and
+//!    feeds one [`UserInput::Line`]; `run_input` (`io/src/live.rs`) feeds
+//!    it and each answer, and hands each command to its family's executor;
+//! 3. `core/src/session/protocol.rs`: the inputs and commands, and the
+//!    table of who sends and who executes each;
+//! 4. `core/src/session.rs` (this file): [`Session::handle`] takes the
+//!    line to `line`, then `request`, which logs the system prompt when
+//!    it changed, compacts or counts when the window is near, and returns
+//!    [`ModelCommand::Call`] with the body `crate::request` built byte for
+//!    byte;
+//! 5. `io/src/live/model.rs`: `execute_model` sends it through the
+//!    provider (whose `http.rs` posts the body as it is) and queues the
+//!    [`ModelInput`] that answers it.
 //!
-//! | Command | The shell (`execute` in `io/src/live.rs`) | Answer it queues |
-//! |---|---|---|
-//! | [`Command::Append`] | writes the record as one line (a tool result is shown once logged) | none |
-//! | [`Command::Sync`] | flushes and fsyncs the log (a turn's end) | none |
-//! | [`Command::Call`] | sends the request, streaming its text | `Reply`, `Failed`, `Overflowed` or `Interrupted` |
-//! | [`Command::RunTool`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named | the tool's inputs, in the order above |
-//! | [`Command::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
-//! | [`Command::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
-//! | [`Command::Summarize`] | sends the request without showing it | `Summarized`, `SummaryFailed`, `Overflowed` or `Interrupted` |
-//! | [`Command::Refine`] | sends the refinement's request without showing it | `RefineReply`, `RefineFailed` or `Interrupted` |
-//! | [`Command::Count`] | asks the server to count the request | `Counted` |
-//! | [`Command::Confirm`] | asks the yes-or-no question | `Confirmed` |
-//! | [`Command::StartFile`] | creates, syncs and claims the next file of the chain; later `Append`s go there | none |
-//! | [`Command::Snapshot`] | snapshots the memory, then writes the changes | `MemoryChanged` |
-//! | [`Command::Undo`] | restores the newest snapshot entry standing; the files it put back are returned (`Live::run_input`) to `/refine undo` | `Undone` |
-//! | [`Command::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
-//! | [`Command::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
-//! | [`Command::Write`] | writes the file atomically if it still holds `expect` | `Wrote` |
-//! | [`Command::Restore`] | puts the files back from the content store | `Restored` |
-//! | [`Command::Ask`] | asks whether the shell or MCP call may run | `Answered` (or `Interrupted`) |
-//! | [`Command::CallMcp`] | calls the MCP tool, within the timeout | `ToolDone` |
-//! | [`Command::AskGrant`] | asks whether the session may read the path | `Answered` (or `Interrupted`) |
-//! | [`Command::Refused`] | the text is returned (`Live::run_input`); the user's command fails with it | none |
-//! | [`Command::Show`] | tells the user (stderr, or the REPL's terminal) | none |
+//! A memory refinement is driven the same way: [`UserInput::Refine`]
+//! brings the memory files (and for `/refine` the session's whole chain);
+//! the core may ask [`UserCommand::Confirm`], logs each request as a
+//! `refining` record and sends it as [`ModelCommand::Refine`]; with changes
+//! to write it asks [`MemoryCommand::Snapshot`]; a `refined` record ends
+//! it. A tool's memory change (`remember`) comes inside its
+//! [`ToolInput::Done`], as every side effect of a tool does.
 
 use std::collections::BTreeSet;
 
@@ -184,8 +128,9 @@ pub use edits::Opened;
 use phase::{Due, Flight, Phase, Question};
 pub use phase::{Outcome, Step};
 pub use protocol::{
-    Command, Delivery, Input, MemoryWrite, Reply, Sandboxing, Settings, ToolEffects, Usage,
-    SPILL_CHARS,
+    Command, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand, MemoryInput,
+    MemoryWrite, ModelCommand, ModelInput, Reply, Sandboxing, Settings, ToolCommand, ToolEffects,
+    ToolInput, TurnContext, Usage, UserCommand, UserInput, SPILL_CHARS,
 };
 
 /// The result of an edit or a write while planning.
@@ -301,64 +246,131 @@ impl Session {
 
     /// Handles one input: the commands must be executed in order, and the
     /// outcome says how it ended what the user asked (see the module doc).
+    /// Each family's inputs are matched with the phase that waits for
+    /// them; what answers nothing outstanding falls to one arm
+    /// ([`Session::ignored`]).
     pub fn handle(&mut self, input: Input) -> Step {
         let phase = std::mem::take(&mut self.phase);
-        let (commands, outcome) = match (phase, input) {
-            (Phase::Counting { bytes, due }, Input::Counted { tokens, now }) => {
-                (self.counted(bytes, due, tokens, now), Outcome::Going)
-            }
-            (Phase::Confirming { due }, Input::Confirmed { yes, now }) => {
+        let (commands, outcome) = match input {
+            Input::User(input) => self.user_input(phase, input),
+            Input::Model(input) => self.model_input(phase, input),
+            Input::Tool(input) => self.tool_input(phase, input),
+            Input::File(input) => self.file_input(phase, input),
+            Input::Memory(input) => self.memory_input(phase, input),
+        };
+        // A turn core ended on its own says why in its `stopped` record.
+        let outcome = commands
+            .iter()
+            .find_map(|c| match c {
+                Command::Log(LogCommand::Append(Record::Stopped(s))) => {
+                    Some(Outcome::Stopped(s.reason.clone()))
+                }
+                _ => None,
+            })
+            .unwrap_or(outcome);
+        Step { commands, outcome }
+    }
+
+    /// What the user did: an answer to the question asked, Ctrl-C, or (in
+    /// [`Session::between`]) a line or a command of theirs.
+    fn user_input(&mut self, phase: Phase, input: UserInput) -> (Vec<Command>, Outcome) {
+        match (phase, input) {
+            (Phase::Confirming { due }, UserInput::Confirmed { yes, now }) => {
                 (self.confirmed(due, yes, now), Outcome::Going)
             }
             (
+                p @ Phase::Refining(_),
+                input @ (UserInput::Confirmed { .. } | UserInput::Interrupted { .. }),
+            ) => {
+                self.phase = p;
+                self.refinement_input(Input::User(input))
+            }
+            (
+                Phase::Asking(Question::Outside { id: held, output }),
+                UserInput::Outside { id, yes, now },
+            ) if held == id => (self.outside(id, output, yes, now), Outcome::Going),
+            (Phase::Asking(q), UserInput::Answered { id, answer, now }) if q.id() == id => {
+                (self.answered(q, id, answer, now), Outcome::Going)
+            }
+            (phase, UserInput::Interrupted { partial, now }) if phase.in_turn() => {
+                (self.interrupt(partial, now), Outcome::Interrupted)
+            }
+            (phase, input) => {
+                self.phase = phase;
+                self.between(input)
+            }
+        }
+    }
+
+    /// An answer from the model, to the request the phase waits for.
+    fn model_input(&mut self, phase: Phase, input: ModelInput) -> (Vec<Command>, Outcome) {
+        match (phase, input) {
+            (Phase::Counting { bytes, due }, ModelInput::Counted { tokens, now }) => {
+                (self.counted(bytes, due, tokens, now), Outcome::Going)
+            }
+            (
                 Phase::Requesting { flight, retried },
-                input @ (Input::Reply { .. } | Input::Failed { .. } | Input::Overflowed { .. }),
+                input @ (ModelInput::Reply { .. }
+                | ModelInput::Failed { .. }
+                | ModelInput::Overflowed { .. }),
             ) => self.request_answered(flight, retried, input),
             (
                 Phase::Summarizing { flight, due },
-                input @ (Input::Summarized { .. }
-                | Input::SummaryFailed { .. }
-                | Input::Overflowed { .. }),
+                input @ (ModelInput::Summarized { .. }
+                | ModelInput::SummaryFailed { .. }
+                | ModelInput::Overflowed { .. }),
             ) => self.summary_answered(flight, due, input),
             (
                 p @ Phase::Refining(_),
-                input @ (Input::Confirmed { .. }
-                | Input::RefineReply { .. }
-                | Input::RefineFailed { .. }
-                | Input::Interrupted { .. }
-                | Input::MemoryChanged { .. }),
+                input @ (ModelInput::RefineReply { .. } | ModelInput::RefineFailed { .. }),
             ) => {
                 self.phase = p;
-                self.refinement_input(input)
+                self.refinement_input(Input::Model(input))
             }
+            (phase, input) => {
+                self.phase = phase;
+                self.ignored(&Input::Model(input))
+            }
+        }
+    }
+
+    /// The running tool's result.
+    fn tool_input(&mut self, phase: Phase, mut input: ToolInput) -> (Vec<Command>, Outcome) {
+        // The prompt's parts read after the tool stand, whatever it answers.
+        if let Some(parts) = input.take_parts() {
+            self.parts = parts;
+        }
+        match (phase, input) {
             (
                 Phase::Running {
                     id: running,
                     outside,
                 },
-                input @ (Input::ToolDone { .. } | Input::SandboxRefused { .. }),
-            ) if tool_id(&input) == Some(running.as_str()) => {
-                (self.tool_ended(outside, input), Outcome::Going)
+                input,
+            ) if input.id() == running => (self.tool_ended(outside, input), Outcome::Going),
+            (phase, input) => {
+                self.phase = phase;
+                self.ignored(&Input::Tool(input))
             }
-            (
-                Phase::Asking(Question::Outside { id: held, output }),
-                Input::Outside { id, yes, now },
-            ) if held == id => (self.outside(id, output, yes, now), Outcome::Going),
-            (Phase::Asking(q), Input::Answered { id, answer, now }) if q.id() == id => {
-                (self.answered(q, id, answer, now), Outcome::Going)
-            }
+        }
+    }
+
+    /// An answer about the edit in flight, the rewind's restores, or what
+    /// a resume found on disk.
+    fn file_input(&mut self, phase: Phase, input: FileInput) -> (Vec<Command>, Outcome) {
+        match (phase, input) {
             (
                 Phase::Editing {
                     id: editing,
                     staged,
                 },
-                input @ (Input::Opened { .. } | Input::Staged { .. } | Input::Wrote { .. }),
-            ) if tool_id(&input) == Some(editing.as_str()) => {
+                input,
+            ) if input.edit_id() == Some(editing.as_str()) => {
                 (self.edit_input(staged, input), Outcome::Going)
             }
             (
                 Phase::Rewinding,
-                Input::Restored {
+                FileInput::Restored {
                     on_disk,
                     errors,
                     resumed,
@@ -368,32 +380,47 @@ impl Session {
                 self.restored(&on_disk, &errors, resumed, now),
                 Outcome::Going,
             ),
-            (Phase::Undoing, Input::Undone { entry, files, now }) => {
+            (
+                Phase::Idle,
+                FileInput::Restored {
+                    on_disk,
+                    errors,
+                    resumed: true,
+                    now,
+                },
+            ) => (self.restored(&on_disk, &errors, true, now), Outcome::Going),
+            (phase, FileInput::Found { hash, now }) => {
+                self.phase = phase;
+                (self.found(hash, now), Outcome::Going)
+            }
+            (phase, input) => {
+                self.phase = phase;
+                self.ignored(&Input::File(input))
+            }
+        }
+    }
+
+    /// What the memory commands did.
+    fn memory_input(&mut self, phase: Phase, input: MemoryInput) -> (Vec<Command>, Outcome) {
+        match (phase, input) {
+            (p @ Phase::Refining(_), input @ MemoryInput::Changed { .. }) => {
+                self.phase = p;
+                self.refinement_input(Input::Memory(input))
+            }
+            (Phase::Undoing, MemoryInput::Undone { entry, files, now }) => {
                 let mut cmds = self.append(vec![Record::MemoryUndone(MemoryUndone {
                     at: now,
                     entry,
                     files,
                 })]);
-                cmds.push(Command::Sync);
+                cmds.push(Command::sync());
                 (cmds, Outcome::Going)
-            }
-            (phase, Input::Interrupted { partial, now }) if phase.in_turn() => {
-                (self.interrupt(partial, now), Outcome::Interrupted)
             }
             (phase, input) => {
                 self.phase = phase;
-                self.between(input)
+                self.ignored(&Input::Memory(input))
             }
-        };
-        // A turn core ended on its own says why in its `stopped` record.
-        let outcome = commands
-            .iter()
-            .find_map(|c| match c {
-                Command::Append(Record::Stopped(s)) => Some(Outcome::Stopped(s.reason.clone())),
-                _ => None,
-            })
-            .unwrap_or(outcome);
-        Step { commands, outcome }
+        }
     }
 
     /// The answer to the turn's request in flight.
@@ -401,11 +428,11 @@ impl Session {
         &mut self,
         flight: Flight,
         retried: bool,
-        input: Input,
+        input: ModelInput,
     ) -> (Vec<Command>, Outcome) {
         match input {
-            Input::Reply { reply, now } => (self.reply(flight, reply, now), Outcome::Answered),
-            Input::Failed {
+            ModelInput::Reply { reply, now } => (self.reply(flight, reply, now), Outcome::Answered),
+            ModelInput::Failed {
                 error,
                 partial,
                 now,
@@ -416,7 +443,7 @@ impl Session {
                 });
                 (self.cut_short(partial, end, now), Outcome::Failed(error))
             }
-            Input::Overflowed {
+            ModelInput::Overflowed {
                 error,
                 limit,
                 asked,
@@ -426,64 +453,49 @@ impl Session {
                 let cmds = self.overflowed(flight, retried, error, overflow, now);
                 (cmds, Outcome::Going)
             }
-            other => self.ignored(&other),
+            other => self.ignored(&Input::Model(other)),
         }
     }
 
-    /// An input that answers nothing outstanding: what the user asks
-    /// between turns (each says itself what it does while busy), the
-    /// prompt's parts, and the one arm for an answer nobody waits for.
-    fn between(&mut self, input: Input) -> (Vec<Command>, Outcome) {
+    /// What the user asks between turns (each says itself what it does
+    /// while busy), and the one arm for an answer nobody waits for.
+    fn between(&mut self, input: UserInput) -> (Vec<Command>, Outcome) {
         let cmds = match input {
-            Input::User { text, now } => self.user(text, now),
-            Input::Inbox {
+            UserInput::Line { text, context, now } => self.line(text, context, now),
+            UserInput::Inbox {
                 messages,
-                answer,
+                parts,
                 now,
-            } => self.inbox(messages, answer, now),
-            Input::Prompt(parts) => {
+            } => {
                 self.parts = parts;
-                Vec::new()
+                self.inbox(messages, now)
             }
-            Input::Compact { now } => {
+            UserInput::Compact { now } => {
                 if self.busy() {
-                    return (
-                        vec![Command::Show(
-                            "a turn is still running; compact after it".into(),
-                        )],
-                        Outcome::Going,
-                    );
+                    let busy = "a turn is still running; compact after it";
+                    return (vec![Command::show(busy.into())], Outcome::Going);
                 }
                 self.compact(true, &mut Due::default(), now)
             }
-            Input::Refine {
+            UserInput::Refine {
                 auto,
                 files,
                 chain,
                 now,
             } if !self.busy() => self.refine(auto, files, chain, now),
-            Input::GoOn { now } => self.go_on(now),
-            Input::Plan { on, now } => self.plan(on, now),
-            Input::Model { model, now } => self.switch_model(model, now),
-            Input::Effort { effort, now } => self.set_effort(effort, now),
-            Input::MaxCost { max } => {
-                self.settings.max_cost = max;
-                vec![Command::Show(match max {
-                    Some(max) => format!(
-                        "max cost: {} for this session from now on (spent {})",
-                        crate::models::dollars_text(max),
-                        crate::models::dollars_text(self.state.totals.cost)
-                    ),
-                    None => "max cost: none for this session from now on".to_owned(),
-                })]
+            UserInput::GoOn { parts, now } => {
+                self.parts = parts;
+                self.go_on(now)
             }
-            Input::Undo if !self.busy() => {
+            UserInput::Plan { on, now } => self.plan(on, now),
+            UserInput::Model { model, now } => self.switch_model(model, now),
+            UserInput::Effort { effort, now } => self.set_effort(effort, now),
+            UserInput::MaxCost { max } => self.set_max_cost(max),
+            UserInput::Undo if !self.busy() => {
                 self.phase = Phase::Undoing;
-                vec![Command::Undo]
+                vec![Command::Memory(MemoryCommand::Undo)]
             }
-            Input::Found { hash, now } => self.found(hash, now),
-            Input::McpTools { tools, now } => self.mcp_tools(tools, now),
-            Input::Rewind {
+            UserInput::Rewind {
                 turns,
                 scope,
                 undo,
@@ -491,17 +503,24 @@ impl Session {
                 on_disk,
                 now,
             } => self.rewind(turns, scope, undo, force, &on_disk, now),
-            Input::Restored {
-                on_disk,
-                errors,
-                resumed: true,
-                now,
-            } if !self.busy() => self.restored(&on_disk, &errors, true, now),
-            Input::Rename { name, used, now } => self.rename(name, &used, now),
-            Input::Address { used, now } => self.address(&used, now),
-            other => return self.ignored(&other),
+            UserInput::Rename { name, used, now } => self.rename(name, &used, now),
+            UserInput::Address { used, now } => self.address(&used, now),
+            other => return self.ignored(&Input::User(other)),
         };
         (cmds, Outcome::Going)
+    }
+
+    /// `/max-cost`: the session's cost limit from now on.
+    fn set_max_cost(&mut self, max: Option<u64>) -> Vec<Command> {
+        self.settings.max_cost = max;
+        vec![Command::show(match max {
+            Some(max) => format!(
+                "max cost: {} for this session from now on (spent {})",
+                crate::models::dollars_text(max),
+                crate::models::dollars_text(self.state.totals.cost)
+            ),
+            None => "max cost: none for this session from now on".to_owned(),
+        })]
     }
 
     /// The one arm for an input that answers nothing the session waits
@@ -511,22 +530,23 @@ impl Session {
     fn ignored(&mut self, input: &Input) -> (Vec<Command>, Outcome) {
         let quiet = matches!(
             input,
-            Input::Interrupted { .. }
-                | Input::Failed { .. }
-                | Input::Counted { .. }
-                | Input::Confirmed { .. }
-                | Input::Overflowed { .. }
-                | Input::SummaryFailed { .. }
-                | Input::Summarized { .. }
-                | Input::RefineReply { .. }
-                | Input::RefineFailed { .. }
-                | Input::Restored { .. }
+            Input::User(UserInput::Interrupted { .. } | UserInput::Confirmed { .. })
+                | Input::Model(
+                    ModelInput::Failed { .. }
+                        | ModelInput::Counted { .. }
+                        | ModelInput::Overflowed { .. }
+                        | ModelInput::SummaryFailed { .. }
+                        | ModelInput::Summarized { .. }
+                        | ModelInput::RefineReply { .. }
+                        | ModelInput::RefineFailed { .. }
+                )
+                | Input::File(FileInput::Restored { .. })
         );
         let cmds = if quiet {
             Vec::new()
         } else {
             let call = tool_id(input).map_or(String::new(), |id| format!(" for tool call {id}"));
-            vec![Command::Show(format!(
+            vec![Command::show(format!(
                 "ignored {}{call}: it answers nothing the session waits for",
                 input.name()
             ))]
@@ -550,10 +570,10 @@ impl Session {
                     generated: false,
                 });
                 let mut cmds = self.append(vec![renamed]);
-                cmds.push(Command::Show(format!("this session is now named '{name}'")));
+                cmds.push(Command::show(format!("this session is now named '{name}'")));
                 cmds
             }
-            Err(why) => vec![Command::Show(format!(
+            Err(why) => vec![Command::show(format!(
                 "cannot name this session '{name}': {why}"
             ))],
         }
@@ -572,7 +592,7 @@ impl Session {
             generated: true,
         });
         let mut cmds = self.append(vec![renamed]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "this session has no name: it is '{name}' now, for revolve send and attach"
         )));
         cmds
@@ -599,7 +619,7 @@ impl Session {
             error: error.clone(),
         });
         let mut cmds = self.append(vec![failed]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "compaction failed ({error}); the session goes on uncompacted"
         )));
         if self.state.awaiting {
@@ -608,67 +628,91 @@ impl Session {
         cmds
     }
 
-    /// The running tool's result ([`Input::ToolDone`],
-    /// [`Input::SandboxRefused`]): what it did is logged before it.
-    fn tool_ended(&mut self, outside: bool, input: Input) -> Vec<Command> {
+    /// The running tool's result ([`ToolInput::Done`],
+    /// [`ToolInput::SandboxRefused`]): what it did is logged before it.
+    fn tool_ended(&mut self, outside: bool, input: ToolInput) -> Vec<Command> {
         match input {
-            Input::ToolDone {
+            ToolInput::Done {
                 id,
                 output,
                 grant,
                 effects,
+                parts: _,
                 now,
             } => {
                 let mut cmds = self.tool_effects(&id, effects, now);
                 cmds.extend(self.tool_done(id, output, grant, now));
                 cmds
             }
-            Input::SandboxRefused {
+            ToolInput::SandboxRefused {
                 id,
                 output,
                 effects,
+                parts: _,
                 now,
             } => {
                 let mut cmds = self.tool_effects(&id, effects, now);
                 cmds.extend(self.sandbox_refused(id, output, outside, now));
                 cmds
             }
-            other => self.ignored(&other).0,
         }
     }
 
-    fn user(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
-        // Messages just taken from the inbox wait for this turn's request.
-        let inbox = matches!(self.phase, Phase::Taken);
-        if inbox {
-            self.phase = Phase::Idle;
-        }
+    /// The user's line ([`UserInput::Line`]): its context first (the
+    /// prompt's parts; the MCP tools, logged when they changed; the inbox's
+    /// new messages, logged and synced), then the message and its request.
+    fn line(&mut self, text: String, context: TurnContext, now: OffsetDateTime) -> Vec<Command> {
+        let TurnContext {
+            parts,
+            mcp_tools,
+            inbox,
+        } = context;
+        self.parts = parts;
         if self.busy() {
-            return vec![Command::Show(
+            // A line with nothing in it asks nothing.
+            if text.trim().is_empty() {
+                return Vec::new();
+            }
+            return vec![Command::show(
                 "a turn is still running; wait for it or press Ctrl-C".into(),
             )];
         }
+        let mut cmds = match mcp_tools {
+            Some(tools) => self.mcp_tools(tools, now),
+            None => Vec::new(),
+        };
+        let taken = self.take_inbox(inbox, now);
+        let took = !taken.is_empty();
+        cmds.extend(taken);
         if text.trim().is_empty() {
-            if inbox {
-                return self.request(Due::default(), now);
+            // Messages just taken go out without a line of the user's.
+            if took {
+                cmds.extend(self.request(Due::default(), now));
             }
-            return Vec::new();
+            return cmds;
         }
-        let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
+        cmds.extend(self.append(vec![Record::Message(Message::user(now, text))]));
         cmds.extend(self.request(Due::default(), now));
         cmds
     }
 
-    /// Takes the inbox's new messages (see [`Input::Inbox`]).
-    fn inbox(
-        &mut self,
-        mut messages: Vec<Delivery>,
-        answer: bool,
-        now: OffsetDateTime,
-    ) -> Vec<Command> {
+    /// Messages that arrived at an idle REPL ([`UserInput::Inbox`]):
+    /// taken, and the model asked at once.
+    fn inbox(&mut self, messages: Vec<Delivery>, now: OffsetDateTime) -> Vec<Command> {
         if self.busy() {
             return Vec::new();
         }
+        let mut cmds = self.take_inbox(messages, now);
+        if !cmds.is_empty() {
+            cmds.extend(self.request(Due::default(), now));
+        }
+        cmds
+    }
+
+    /// Takes the inbox's new messages (see [`TurnContext::inbox`]): each
+    /// shown and logged as a user message marked with its origin, then the
+    /// log synced; nothing when none is new.
+    fn take_inbox(&mut self, mut messages: Vec<Delivery>, now: OffsetDateTime) -> Vec<Command> {
         messages.sort_by_key(|m| m.seq);
         messages.dedup_by_key(|m| m.seq);
         let mut cmds = Vec::new();
@@ -676,7 +720,7 @@ impl Session {
             if m.seq <= self.state.totals.delivered {
                 continue;
             }
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "── message from {}: {}",
                 view::inert(&m.from),
                 view::inert(&m.text)
@@ -694,12 +738,7 @@ impl Session {
             return cmds;
         }
         // Taken for good before the inbox forgets them.
-        cmds.push(Command::Sync);
-        if answer {
-            cmds.extend(self.request(Due::default(), now));
-        } else {
-            self.phase = Phase::Taken;
-        }
+        cmds.push(Command::sync());
         cmds
     }
 
@@ -732,7 +771,7 @@ impl Session {
                 due.counted = true;
                 let bytes = request.body.len();
                 self.phase = Phase::Counting { bytes, due };
-                cmds.push(Command::Count(request.clone()));
+                cmds.push(Command::Model(ModelCommand::Count(request.clone())));
                 return cmds;
             }
         }
@@ -773,7 +812,7 @@ impl Session {
             due.stop_counted = true;
             let bytes = request.body.len();
             self.phase = Phase::Counting { bytes, due };
-            cmds.push(Command::Count(request));
+            cmds.push(Command::Model(ModelCommand::Count(request)));
             return cmds;
         }
         if !compact::fits(estimate, window) {
@@ -805,7 +844,7 @@ impl Session {
             },
             retried: due.retried,
         };
-        cmds.push(Command::Call(request));
+        cmds.push(Command::Model(ModelCommand::Call(request)));
         cmds
     }
 
@@ -861,7 +900,7 @@ impl Session {
         due.keep_turns = compact::KEEP_TURNS;
         let mut cmds = Vec::new();
         if !yes {
-            cmds.push(Command::Show(
+            cmds.push(Command::show(
                 "compaction declined: the history stays as it is".into(),
             ));
         }
@@ -877,7 +916,7 @@ impl Session {
         cmds
     }
 
-    /// The server counted the request due ([`Command::Count`]): the count
+    /// The server counted the request due ([`ModelCommand::Count`]): the count
     /// is logged (it calibrates every later estimate) and the request is
     /// decided again.
     fn counted(
@@ -928,7 +967,7 @@ impl Session {
         // The totals after the answer, which counts as a request.
         let mut cmds = self.append(vec![Record::Message(answer)]);
         if reply.truncated {
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "the answer was cut at its {}-token limit (the room the {}-token window keeps for it)",
                 view::tokens(compact::room(self.state.window)),
                 view::tokens(self.state.window)
@@ -944,7 +983,7 @@ impl Session {
         }
         cmds.extend(self.append(vec![totals]));
         if ends_turn {
-            cmds.push(Command::Sync);
+            cmds.push(Command::sync());
         } else {
             cmds.extend(self.next_tool(now));
         }
@@ -1005,10 +1044,10 @@ impl Session {
                         self.phase = Phase::Asking(Question::Run {
                             id: call.id.clone(),
                         });
-                        cmds.push(Command::Ask {
+                        cmds.push(Command::User(UserCommand::Ask {
                             command: crate::mcp::question(&call.name, &call.arguments),
                             id: call.id,
-                        });
+                        }));
                         return cmds;
                     }
                     approval::Gate::Refused(refused) => {
@@ -1056,13 +1095,13 @@ impl Session {
                             id: call.id.clone(),
                             staged: None,
                         };
-                        cmds.push(Command::Open {
+                        cmds.push(Command::File(FileCommand::Open {
                             id: call.id,
                             path: path.to_owned(),
                             tool,
                             arguments: call.arguments,
                             grants,
-                        });
+                        }));
                         return cmds;
                     }
                     if let Tool::Shell { command, .. } = &tool {
@@ -1072,10 +1111,10 @@ impl Session {
                                 self.phase = Phase::Asking(Question::Run {
                                     id: call.id.clone(),
                                 });
-                                cmds.push(Command::Ask {
+                                cmds.push(Command::User(UserCommand::Ask {
                                     id: call.id,
                                     command: command.clone(),
-                                });
+                                }));
                                 return cmds;
                             }
                             approval::Gate::Refused(refused) => {
@@ -1088,7 +1127,7 @@ impl Session {
                         id: call.id.clone(),
                         outside: false,
                     };
-                    cmds.push(Command::RunTool {
+                    cmds.push(Command::Tool(ToolCommand::Run {
                         id: call.id,
                         tool,
                         arguments: call.arguments,
@@ -1098,7 +1137,7 @@ impl Session {
                         } else {
                             Sandboxing::Session
                         },
-                    });
+                    }));
                     return cmds;
                 }
                 Err(error) => cmds
@@ -1137,7 +1176,7 @@ impl Session {
         if untracked && !self.told_untracked {
             self.told_untracked = true;
             let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "revolve: {cwd} is not in a git repository: what shell commands change in \
                  it is not tracked, and a rewind cannot take it back (edit_file and \
                  write_file are tracked)"
@@ -1179,7 +1218,7 @@ impl Session {
                     id: id.clone(),
                     output,
                 });
-                vec![Command::AskOutside { id, command }]
+                vec![Command::User(UserCommand::AskOutside { id, command })]
             }
             _ => self.tool_done(id, output, None, now),
         }
@@ -1225,13 +1264,13 @@ impl Session {
             id: id.clone(),
             outside: true,
         };
-        cmds.push(Command::RunTool {
+        cmds.push(Command::Tool(ToolCommand::Run {
             id,
             tool,
             arguments: call.arguments,
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
-        });
+        }));
         cmds
     }
 
@@ -1241,25 +1280,25 @@ impl Session {
     fn switch_model(&mut self, model: String, now: OffsetDateTime) -> Vec<Command> {
         let model = model.trim().to_owned();
         if self.busy() {
-            return vec![Command::Show(
+            return vec![Command::show(
                 "/model waits for the turn in flight to end".into(),
             )];
         }
         if model.is_empty() || model.chars().any(char::is_whitespace) {
-            return vec![Command::Show(format!(
+            return vec![Command::show(format!(
                 "/model takes one model name; the session asks {}",
                 self.state.model
             ))];
         }
         if model == self.state.model {
-            return vec![Command::Show(format!("already asking {model}"))];
+            return vec![Command::show(format!("already asking {model}"))];
         }
         let entry = self.settings.models.find(&self.state.provider, &model);
         // A budget is kept only at known prices: a switch to a model
         // without them would end it without a word, so it is refused.
         let priced = entry.as_ref().is_some_and(|(_, m)| m.prices.is_some());
         if self.settings.max_cost.is_some() && self.prices().is_some() && !priced {
-            return vec![Command::Show(format!(
+            return vec![Command::show(format!(
                 "/model: the prices of {model} are not known, so --max-cost could not be kept; \
                  the session stays with {} (add its prices under \"models\" in config.json)",
                 self.state.model
@@ -1277,7 +1316,7 @@ impl Session {
         } else {
             "the session's, as the model table does not know it"
         };
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "model {model} from the next request on; window {window} tokens ({from})"
         )));
         cmds
@@ -1292,10 +1331,10 @@ impl Session {
     ) -> Vec<Command> {
         let named = effort.map_or("the model's default", |e| e.as_str());
         if self.state.effort == effort {
-            return vec![Command::Show(format!("effort: {named}"))];
+            return vec![Command::show(format!("effort: {named}"))];
         }
         if self.busy() {
-            return vec![Command::Show(
+            return vec![Command::show(
                 "/effort waits for the turn in flight to end".into(),
             )];
         }
@@ -1303,7 +1342,7 @@ impl Session {
             at: now,
             effort,
         })]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "effort: {named} from the next request on"
         )));
         cmds
@@ -1312,7 +1351,7 @@ impl Session {
     /// Plan mode turned on or off: logged when it changes, and told.
     fn plan(&mut self, on: bool, now: OffsetDateTime) -> Vec<Command> {
         if self.state.planning == on {
-            return vec![Command::Show(
+            return vec![Command::show(
                 if on {
                     "already planning (/plan off ends it)"
                 } else {
@@ -1325,7 +1364,7 @@ impl Session {
             at: now,
             on,
         })]);
-        cmds.push(Command::Show(
+        cmds.push(Command::show(
             if on {
                 "planning: the model may read, search and run commands read-only; edits and \
                  writes are refused (/plan off ends it)"
@@ -1400,7 +1439,7 @@ impl Session {
             let before = &self.state.totals;
             let totals = self.totals(None, before.last_context, before.estimated, false, now);
             cmds.extend(self.append(vec![totals]));
-            cmds.push(Command::Sync);
+            cmds.push(Command::sync());
             return cmds;
         }
         self.close_turn(records, now)
@@ -1415,7 +1454,7 @@ impl Session {
             .last()
             .is_some_and(|m| m.role == Role::Tool);
         if self.busy() || !after_results {
-            return vec![Command::Show(
+            return vec![Command::show(
                 "nothing to go on with: no turn stopped after its tool results".into(),
             )];
         }
@@ -1432,7 +1471,7 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         if self.state.open_calls.first().is_none_or(|c| c.id != id) {
-            return vec![Command::Show(format!(
+            return vec![Command::show(format!(
                 "ignored a result for tool call {id}, which is not running"
             ))];
         }
@@ -1472,10 +1511,10 @@ impl Session {
                 &note,
             );
             self.grants.insert(path.clone());
-            cmds.push(Command::Spill {
+            cmds.push(Command::File(FileCommand::Spill {
                 path,
                 content: output,
-            });
+            }));
             shown
         } else {
             output
@@ -1493,7 +1532,7 @@ impl Session {
                 error: "interrupted".into(),
             });
             let mut cmds = self.append(vec![failed]);
-            cmds.push(Command::Show(
+            cmds.push(Command::show(
                 "compaction interrupted; nothing changed".into(),
             ));
             return cmds;
@@ -1533,7 +1572,7 @@ impl Session {
         let before = &self.state.totals;
         let totals = self.totals(None, before.last_context, before.estimated, true, now);
         cmds.extend(self.append(vec![totals]));
-        cmds.push(Command::Sync);
+        cmds.push(Command::sync());
         cmds
     }
 
@@ -1630,7 +1669,7 @@ impl Session {
             .into_iter()
             .map(|r| {
                 self.state.apply(&r);
-                Command::Append(r)
+                Command::append(r)
             })
             .collect()
     }
@@ -1639,11 +1678,8 @@ impl Session {
 /// The tool call an answer about a tool is for.
 fn tool_id(input: &Input) -> Option<&str> {
     match input {
-        Input::ToolDone { id, .. }
-        | Input::SandboxRefused { id, .. }
-        | Input::Opened { id, .. }
-        | Input::Staged { id, .. }
-        | Input::Wrote { id, .. } => Some(id),
+        Input::Tool(input) => Some(input.id()),
+        Input::File(input) => input.edit_id(),
         _ => None,
     }
 }

@@ -13,6 +13,10 @@
 //! - a file changed behind the session's back refuses a rewind that would
 //!   overwrite it, unless forced.
 
+use revolve_core::{
+    FileCommand, FileInput, LogCommand, ModelCommand, ModelInput, ToolCommand, ToolInput,
+    TurnContext, UserCommand, UserInput,
+};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
@@ -277,21 +281,21 @@ impl World {
         let mut inputs = Vec::new();
         for c in cmds {
             match c {
-                Command::Append(r) => {
+                Command::Log(LogCommand::Append(r)) => {
                     let parsed = Record::parse_line(&r.to_line()).expect("a record parses back");
                     assert_eq!(parsed, r, "a record survives its line");
                     let note = self.replayed.apply(&parsed);
                     assert_eq!(note, None, "the live session appended {parsed:?}");
                     self.log.push(parsed);
                 }
-                Command::Call(_) => {
+                Command::Model(ModelCommand::Call(_)) => {
                     let reply = self.script.pop_front().unwrap_or_else(|| Reply {
                         text: "done".into(),
                         ..Reply::default()
                     });
-                    inputs.push(Input::Reply { reply, now });
+                    inputs.push(Input::Model(ModelInput::Reply { reply, now }));
                 }
-                Command::RunTool { id, tool, .. } => {
+                Command::Tool(ToolCommand::Run { id, tool, .. }) => {
                     let Tool::ReadFile { path, .. } = tool else {
                         panic!("only read_file runs as a tool here: {tool:?}");
                     };
@@ -304,18 +308,19 @@ impl World {
                         }
                         None => format!("error: no such file: {path}"),
                     };
-                    inputs.push(Input::ToolDone {
+                    inputs.push(Input::Tool(ToolInput::Done {
+                        parts: None,
                         id,
                         output,
                         grant: None,
                         effects,
                         now,
-                    });
+                    }));
                 }
-                Command::Open { id, path, .. } => {
+                Command::File(FileCommand::Open { id, path, .. }) => {
                     let full = canonical(&path);
                     let content = self.fs.get(&full).cloned();
-                    inputs.push(Input::Opened {
+                    inputs.push(Input::File(FileInput::Opened {
                         id,
                         opened: Ok(Opened {
                             hash: content.as_deref().map(hash),
@@ -327,11 +332,11 @@ impl World {
                         }),
                         keys: Keys::default(),
                         now,
-                    });
+                    }));
                 }
-                Command::Stage {
+                Command::File(FileCommand::Stage {
                     id, before, after, ..
-                } => {
+                }) => {
                     if let Some((b, h)) = before {
                         // The hash the fake gave the file when it opened it.
                         assert_eq!(h, hash(&b));
@@ -339,26 +344,26 @@ impl World {
                     }
                     let h = hash(&after);
                     self.blobs.insert(h.clone(), after);
-                    inputs.push(Input::Staged {
+                    inputs.push(Input::File(FileInput::Staged {
                         id,
                         answer: None,
                         after: h,
                         error: None,
                         now,
-                    });
+                    }));
                 }
-                Command::Write {
+                Command::File(FileCommand::Write {
                     id, path, content, ..
-                } => {
+                }) => {
                     let error = if self.failing.contains(&id) {
                         Some("disk full".to_owned())
                     } else {
                         self.fs.insert(path, content);
                         None
                     };
-                    inputs.push(Input::Wrote { id, error, now });
+                    inputs.push(Input::File(FileInput::Wrote { id, error, now }));
                 }
-                Command::Restore(files) => {
+                Command::File(FileCommand::Restore(files)) => {
                     let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
                     for f in files {
                         if let Some(old) = self.fs.get(&f.path) {
@@ -383,14 +388,16 @@ impl World {
                             (p, h)
                         })
                         .collect();
-                    inputs.push(Input::Restored {
+                    inputs.push(Input::File(FileInput::Restored {
                         on_disk,
                         errors: Default::default(),
                         resumed: false,
                         now: self.now,
-                    });
+                    }));
                 }
-                Command::Sync | Command::Show(_) | Command::Refused(_) => {}
+                Command::Log(LogCommand::Sync)
+                | Command::User(UserCommand::Show(_))
+                | Command::User(UserCommand::Refused(_)) => {}
                 other => panic!("a command these runs never ask for: {other:?}"),
             }
         }
@@ -461,10 +468,11 @@ impl World {
             });
         }
         let now = self.now;
-        self.drive(Input::User {
+        self.drive(Input::User(UserInput::Line {
+            context: TurnContext::default(),
             text: format!("turn at {now}"),
             now,
-        });
+        }));
         assert!(self.script.is_empty(), "the turn ended early");
         assert!(!self.session.busy(), "the turn is still running");
     }
@@ -489,14 +497,14 @@ impl World {
         force: bool,
     ) -> Option<revolve_core::record::Rewound> {
         let before = self.log.len();
-        let input = Input::Rewind {
+        let input = Input::User(UserInput::Rewind {
             turns,
             scope: Scope::Both,
             undo,
             force,
             on_disk: self.on_disk(),
             now: self.now,
-        };
+        });
         self.drive(input);
         let rewound: Vec<_> = self.log[before..]
             .iter()

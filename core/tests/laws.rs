@@ -3,6 +3,10 @@
 //! events, including tool rounds, spills and restarts from the log, is run
 //! live; the log it appended is folded; state and request bytes must agree.
 
+use revolve_core::{
+    FileCommand, LogCommand, MemoryCommand, MemoryInput, ModelCommand, ModelInput, ToolCommand,
+    ToolInput, TurnContext, UserCommand, UserInput,
+};
 use std::collections::BTreeSet;
 
 use quickcheck::{Arbitrary, Gen, QuickCheck};
@@ -226,35 +230,35 @@ impl Run {
     fn take(&mut self, cmds: Vec<Command>) {
         for c in cmds {
             match c {
-                Command::Append(r) => {
+                Command::Log(LogCommand::Append(r)) => {
                     // Every record survives a trip through its line.
                     assert_eq!(Record::parse_line(&r.to_line()).unwrap(), r);
                     self.log_mut().push(r);
                 }
-                Command::Call(req) | Command::Refine(req) => self.sent.push(req),
-                Command::Summarize(req) => {
+                Command::Model(ModelCommand::Call(req))
+                | Command::Model(ModelCommand::Refine(req)) => self.sent.push(req),
+                Command::Model(ModelCommand::Summarize(req)) => {
                     self.sent.push(req);
                     self.summarizing = true;
                 }
-                Command::StartFile(h) => self.files.push(vec![Record::Header(h)]),
-                Command::RunTool { id, .. } | Command::CallMcp { id, .. } => {
-                    self.running = Some(id)
-                }
-                Command::Spill { path, .. } => self.spilled.push(path),
-                Command::Sync
-                | Command::Show(_)
-                | Command::Refused(_)
-                | Command::Snapshot { .. }
-                | Command::Undo
-                | Command::Open { .. }
-                | Command::Stage { .. }
-                | Command::Write { .. }
-                | Command::Restore(_)
-                | Command::Ask { .. }
-                | Command::AskGrant { .. }
-                | Command::AskOutside { .. }
-                | Command::Count(_)
-                | Command::Confirm(_) => {}
+                Command::Log(LogCommand::StartFile(h)) => self.files.push(vec![Record::Header(h)]),
+                Command::Tool(ToolCommand::Run { id, .. })
+                | Command::Tool(ToolCommand::CallMcp { id, .. }) => self.running = Some(id),
+                Command::File(FileCommand::Spill { path, .. }) => self.spilled.push(path),
+                Command::Log(LogCommand::Sync)
+                | Command::User(UserCommand::Show(_))
+                | Command::User(UserCommand::Refused(_))
+                | Command::Memory(MemoryCommand::Snapshot { .. })
+                | Command::Memory(MemoryCommand::Undo)
+                | Command::File(FileCommand::Open { .. })
+                | Command::File(FileCommand::Stage { .. })
+                | Command::File(FileCommand::Write { .. })
+                | Command::File(FileCommand::Restore(_))
+                | Command::User(UserCommand::Ask { .. })
+                | Command::User(UserCommand::AskGrant { .. })
+                | Command::User(UserCommand::AskOutside { .. })
+                | Command::Model(ModelCommand::Count(_))
+                | Command::User(UserCommand::Confirm(_)) => {}
             }
         }
     }
@@ -284,37 +288,37 @@ impl Run {
         }
         let mut cmds = self
             .session
-            .handle(Input::Refine {
+            .handle(Input::User(UserInput::Refine {
                 auto,
                 files,
                 chain,
                 now,
-            })
+            }))
             .commands;
         let mut part = 0u8;
         loop {
             let mut next = None;
             for c in &cmds {
                 match c {
-                    Command::Refine(_) => {
+                    Command::Model(ModelCommand::Refine(_)) => {
                         part += 1;
                         next = Some(match how.wrapping_add(part) % 4 {
-                            0 => Input::RefineFailed {
+                            0 => Input::Model(ModelInput::RefineFailed {
                                 error: "HTTP 500".into(),
                                 now,
-                            },
-                            1 => Input::RefineReply {
+                            }),
+                            1 => Input::Model(ModelInput::RefineReply {
                                 reply: Reply {
                                     text: "not json".into(),
                                     ..Reply::default()
                                 },
                                 now,
-                            },
-                            2 if part > 1 => Input::Interrupted {
+                            }),
+                            2 if part > 1 => Input::User(UserInput::Interrupted {
                                 partial: String::new(),
                                 now,
-                            },
-                            _ => Input::RefineReply {
+                            }),
+                            _ => Input::Model(ModelInput::RefineReply {
                                 reply: Reply {
                                     text: format!(
                                         r#"{{"files":[{{"file":"project/notes.md","content":"port {part}\n","change":"the port"}}]}}"#
@@ -327,15 +331,17 @@ impl Run {
                                     ..Reply::default()
                                 },
                                 now,
-                            },
+                            }),
                         });
                     }
-                    Command::Confirm(_) => next = Some(Input::Confirmed { yes: true, now }),
-                    Command::Snapshot { entry, .. } => {
-                        next = Some(Input::MemoryChanged {
+                    Command::User(UserCommand::Confirm(_)) => {
+                        next = Some(Input::User(UserInput::Confirmed { yes: true, now }))
+                    }
+                    Command::Memory(MemoryCommand::Snapshot { entry, .. }) => {
+                        next = Some(Input::Memory(MemoryInput::Changed {
                             entry: entry.clone(),
                             now,
-                        })
+                        }))
                     }
                     _ => {}
                 }
@@ -384,8 +390,12 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
     for (i, op) in ops.iter().enumerate() {
         now += Duration::seconds(1);
         let input = match op.clone() {
-            Op::User(text) => Input::User { text, now },
-            Op::Effort(n) => Input::Effort {
+            Op::User(text) => Input::User(UserInput::Line {
+                context: TurnContext::default(),
+                text,
+                now,
+            }),
+            Op::Effort(n) => Input::User(UserInput::Effort {
                 effort: [
                     None,
                     Some(Effort::Low),
@@ -393,7 +403,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     Some(Effort::High),
                 ][usize::from(n % 4)],
                 now,
-            },
+            }),
             Op::Reply(text, calls, usage, thinking) => {
                 let thinking = (0..thinking)
                     .map(|k| match k {
@@ -423,7 +433,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         }
                     })
                     .collect();
-                Input::Reply {
+                Input::Model(ModelInput::Reply {
                     reply: Reply {
                         thinking,
                         truncated: false,
@@ -432,7 +442,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         usage,
                     },
                     now,
-                }
+                })
             }
             Op::ToolDone { big, grant } => {
                 let Some(id) = run.running.take() else {
@@ -443,25 +453,29 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     1 => "0123456789".repeat(long[1] / 10),
                     _ => "ok".into(),
                 };
-                Input::ToolDone {
+                Input::Tool(ToolInput::Done {
+                    parts: None,
                     id,
                     output,
                     grant: grant.then(|| "/etc/hosts".into()),
                     effects: Default::default(),
                     now,
-                }
+                })
             }
-            Op::Fail(partial) => Input::Failed {
+            Op::Fail(partial) => Input::Model(ModelInput::Failed {
                 error: "boom".into(),
                 partial,
                 now,
-            },
+            }),
             Op::Interrupt(partial) => {
                 run.summarizing = false;
-                Input::Interrupted { partial, now }
+                Input::User(UserInput::Interrupted { partial, now })
             }
-            Op::Compact => Input::Compact { now },
-            Op::GoOn => Input::GoOn { now },
+            Op::Compact => Input::User(UserInput::Compact { now }),
+            Op::GoOn => Input::User(UserInput::GoOn {
+                parts: Default::default(),
+                now,
+            }),
             Op::Refine { auto, pieces } => {
                 if run.session.busy() {
                     continue;
@@ -483,25 +497,30 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         text: format!("note {seq}"),
                     })
                     .collect();
-                let cmds = run
-                    .session
-                    .handle(Input::Inbox {
+                // An idle REPL takes them and asks at once; otherwise they
+                // go with the user's next line.
+                let input = if answer {
+                    Input::User(UserInput::Inbox {
                         messages,
-                        answer,
+                        parts: Default::default(),
                         now,
                     })
-                    .commands;
+                } else {
+                    Input::User(UserInput::Line {
+                        context: TurnContext {
+                            inbox: messages,
+                            ..TurnContext::default()
+                        },
+                        text: "and this".into(),
+                        now,
+                    })
+                };
+                let cmds = run.session.handle(input).commands;
                 run.take(cmds);
                 // The shell settles: what the log holds leaves the inbox.
                 let delivered = run.session.state().totals().delivered;
                 run.inbox.retain(|&seq| seq > delivered);
-                if answer {
-                    continue;
-                }
-                Input::User {
-                    text: "and this".into(),
-                    now,
-                }
+                continue;
             }
             Op::Summary { ok } => {
                 if !run.summarizing {
@@ -515,7 +534,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         completion_tokens: 3,
                         ..Default::default()
                     });
-                    Input::Summarized {
+                    Input::Model(ModelInput::Summarized {
                         reply: Reply {
                             text: "Facts: port 5432".into(),
                             usage,
@@ -523,22 +542,22 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                         },
                         new_id,
                         now,
-                    }
+                    })
                 } else {
                     run.summarizing = false;
-                    Input::SummaryFailed {
+                    Input::Model(ModelInput::SummaryFailed {
                         error: "HTTP 500".into(),
                         now,
-                    }
+                    })
                 }
             }
             Op::Rename(n) => {
                 let used = BTreeSet::from(["birch".to_owned()]);
-                Input::Rename {
+                Input::User(UserInput::Rename {
                     name: ["birch", "db", "", "a/b"][n as usize].into(),
                     used,
                     now,
-                }
+                })
             }
             Op::Restart => {
                 let resumed = Resumed {
@@ -1036,16 +1055,19 @@ fn fold_never_panics() {
         let _ = revolve_view::status(s.state());
         let _ = revolve_view::transcript(&records);
         let cmds = s
-            .handle(Input::User {
+            .handle(Input::User(UserInput::Line {
+                context: TurnContext::default(),
                 text: "hi".into(),
                 now: OffsetDateTime::UNIX_EPOCH,
-            })
+            }))
             .commands;
         !s.state().open_calls().is_empty()
             || cmds.iter().any(|c| {
                 matches!(
                     c,
-                    Command::Call(_) | Command::Summarize(_) | Command::Append(Record::Stopped(_))
+                    Command::Model(ModelCommand::Call(_))
+                        | Command::Model(ModelCommand::Summarize(_))
+                        | Command::Log(LogCommand::Append(Record::Stopped(_)))
                 )
             })
     }
@@ -1163,7 +1185,9 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
                 provider: String::new(),
             },
         );
-        let mut cmds = session.handle(Input::Compact { now: at }).commands;
+        let mut cmds = session
+            .handle(Input::User(UserInput::Compact { now: at }))
+            .commands;
         let mut pieces: Vec<(u64, u64, u64)> = Vec::new();
         let mut sent = Vec::new();
         let mut notes_seen = Vec::new();
@@ -1173,7 +1197,7 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
             let mut summary = None;
             for c in cmds.drain(..) {
                 match c {
-                    Command::Append(r) => {
+                    Command::Log(LogCommand::Append(r)) => {
                         if let Record::Compacting(c) = &r {
                             let (from, upto) = c.piece();
                             pieces.push((from, upto, c.cut));
@@ -1184,8 +1208,8 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
                             log.push(r);
                         }
                     }
-                    Command::Summarize(req) => summary = Some(req),
-                    Command::StartFile(_) => finished = true,
+                    Command::Model(ModelCommand::Summarize(req)) => summary = Some(req),
+                    Command::Log(LogCommand::StartFile(_)) => finished = true,
                     _ => {}
                 }
             }
@@ -1203,14 +1227,14 @@ fn a_summary_in_pieces_covers_the_part_before_the_cut_once() {
             let notes = format!("Facts: piece {round} port 5432");
             notes_seen.push(notes.clone());
             cmds = session
-                .handle(Input::Summarized {
+                .handle(Input::Model(ModelInput::Summarized {
                     reply: Reply {
                         text: notes,
                         ..Reply::default()
                     },
                     new_id: format!("s{round}"),
                     now: at,
-                })
+                }))
                 .commands;
         }
         // A round too big for any request fails the compaction, saying so;

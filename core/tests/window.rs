@@ -21,6 +21,9 @@ use quickcheck::{Arbitrary, Gen, QuickCheck, TestResult};
 use revolve_core::record::{Header, Message, Record, StopReason, FORMAT_VERSION};
 use revolve_core::request::Wire;
 use revolve_core::{compact, Command, Input, Reply, Request, Session, Settings, Usage};
+use revolve_core::{
+    LogCommand, ModelCommand, ModelInput, ToolCommand, ToolInput, TurnContext, UserInput,
+};
 use time::macros::datetime;
 use time::OffsetDateTime;
 
@@ -122,7 +125,7 @@ impl Server {
             }
             // What a refusal gives is a count too.
             self.counted = true;
-            return Input::Overflowed {
+            return Input::Model(ModelInput::Overflowed {
                 error: format!(
                     "This model's maximum context length is {} tokens. However, your messages resulted in {tokens} tokens.",
                     self.context
@@ -130,7 +133,7 @@ impl Server {
                 limit: Some(self.context),
                 asked: Some(tokens),
                 now: NOW,
-            };
+            });
         }
         self.counted |= self.usage;
         let most = Server::limit(request)
@@ -154,7 +157,7 @@ impl Server {
                 .collect()
         };
         let completion = (text.len() as u64).div_ceil(self.bytes_per_token);
-        Input::Reply {
+        Input::Model(ModelInput::Reply {
             reply: Reply {
                 thinking: Vec::new(),
                 text,
@@ -167,7 +170,7 @@ impl Server {
                 truncated,
             },
             now: NOW,
-        }
+        })
     }
 }
 
@@ -224,10 +227,11 @@ enum End {
 fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &Turn) -> End {
     let mut rounds = turn.rounds.clone().into_iter();
     let mut queue: Vec<Command> = session
-        .handle(Input::User {
+        .handle(Input::User(UserInput::Line {
+            context: TurnContext::default(),
             text: "u".repeat(turn.user.max(1)),
             now: NOW,
-        })
+        }))
         .commands;
     let mut end = None;
     let mut steps = 0;
@@ -238,50 +242,52 @@ fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &
         }
         let command = queue.remove(0);
         let input = match command {
-            Command::Call(request) => {
+            Command::Model(ModelCommand::Call(request)) => {
                 let (text, calls) = match rounds.next() {
                     Some(round) => (String::new(), vec![round]),
                     None => ("t".repeat(turn.answer.max(1)), Vec::new()),
                 };
                 let input = server.answer(&request, text, calls);
-                if matches!(input, Input::Reply { ref reply, .. } if reply.tool_calls.is_empty()) {
+                if matches!(input, Input::Model(ModelInput::Reply { ref reply, .. }) if reply.tool_calls.is_empty())
+                {
                     end = Some(End::Answered);
                 }
                 input
             }
-            Command::Summarize(request) => {
+            Command::Model(ModelCommand::Summarize(request)) => {
                 match server.answer(&request, "notes ".repeat(40), vec![]) {
-                    Input::Reply { reply, now } => {
+                    Input::Model(ModelInput::Reply { reply, now }) => {
                         *files += 1;
-                        Input::Summarized {
+                        Input::Model(ModelInput::Summarized {
                             reply,
                             new_id: format!("s{files}"),
                             now,
-                        }
+                        })
                     }
                     overflow => overflow,
                 }
             }
             // The server counts for free (llama.cpp): its count, and a
             // count is what later estimates are calibrated from.
-            Command::Count(request) => {
+            Command::Model(ModelCommand::Count(request)) => {
                 server.counted = true;
-                Input::Counted {
+                Input::Model(ModelInput::Counted {
                     tokens: Some(server.tokens(&request)),
                     now: NOW,
-                }
+                })
             }
-            Command::RunTool { id, .. } => {
+            Command::Tool(ToolCommand::Run { id, .. }) => {
                 let size = turn.rounds.first().map_or(10, |r| r.1);
-                Input::ToolDone {
+                Input::Tool(ToolInput::Done {
+                    parts: None,
                     id,
                     output: "r".repeat(size.max(1)),
                     grant: None,
                     effects: Default::default(),
                     now: NOW,
-                }
+                })
             }
-            Command::Append(Record::Stopped(stopped)) => {
+            Command::Log(LogCommand::Append(Record::Stopped(stopped))) => {
                 end = Some(match stopped.reason {
                     StopReason::TooLarge { largest, .. } => End::TooLarge {
                         fixed_named: largest.is_some(),
@@ -290,11 +296,11 @@ fn run_turn(session: &mut Session, server: &mut Server, files: &mut u64, turn: &
                 });
                 continue;
             }
-            Command::Append(Record::Failed(f)) => {
+            Command::Log(LogCommand::Append(Record::Failed(f))) => {
                 end = Some(End::Other(format!("failed: {}", f.error)));
                 continue;
             }
-            Command::Append(Record::CompactionFailed(f)) => {
+            Command::Log(LogCommand::Append(Record::CompactionFailed(f))) => {
                 end = Some(End::Other(format!("compaction failed: {}", f.error)));
                 continue;
             }

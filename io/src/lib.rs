@@ -9,7 +9,8 @@
 //! of their own, one job each, that the binary names itself (nothing is
 //! re-exported here, so the dependency graph says what `repl` uses):
 //!
-//! * [`live`]: a running session, the command executor.
+//! * [`live`]: a running session, the command executor (one executor per
+//!   command family: `live/{log,model,tool,file,memory,user}.rs`).
 //! * [`front`]: what the executor shows and asks, as a trait.
 //! * [`error`]: why a run stopped, and its exit code.
 //! * [`clock`]: the clock and session ids.

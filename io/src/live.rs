@@ -1,16 +1,21 @@
 //! A running session: feeds inputs to the core's state machine and executes
 //! the commands it returns, in order (see `revolve_core::session`), showing
-//! and asking through a [`Front`]. This is the executor; the binary reads
-//! lines and turns the user's commands into calls here.
+//! and asking through a [`Front`]. The binary reads lines and turns the
+//! user's commands into calls here (`user.rs`: one input each).
+//!
+//! `Live::run_input` is the driver: it feeds an input, hands each
+//! command of the step to its family's executor (`log.rs`, `model.rs`,
+//! `tool.rs`, `file.rs`, `memory.rs`, `user.rs`, one `execute_<family>`
+//! each, as the protocol table in `core/src/session/protocol.rs` says),
+//! queues the answer each returns, and feeds the queue until it is empty.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use revolve_core::edit::Answer;
 use revolve_core::guard::StopReason;
 use revolve_core::names;
-use revolve_core::record::{Header, Message, Record, Resumed, Role, FORMAT_VERSION};
+use revolve_core::record::{Header, Resumed, FORMAT_VERSION};
 use revolve_core::text as view;
 use revolve_core::tools::Tool;
 use revolve_core::{Command, Input, Outcome as CoreOutcome, Session, Settings, State};
@@ -18,21 +23,23 @@ use revolve_provider::Provider;
 use revolve_store::goal;
 use revolve_store::inbox::Inbox;
 use revolve_store::log::LogWriter;
-use revolve_store::memory::{self, MemoryDirs};
+use revolve_store::memory::MemoryDirs;
 use revolve_store::registry::Claim;
 use revolve_store::store::{CreateError, Store};
-use revolve_store::{files, fsx};
 use revolve_tools::FileId;
 
 use crate::error::Error;
 use crate::front::Front;
 use crate::{clock, interrupt};
 
-mod ask;
-mod edits;
+mod file;
+mod log;
 mod mcp;
+mod memory;
+mod model;
 mod refine;
-mod tools;
+mod tool;
+mod user;
 
 /// How a line the user sent ended.
 #[derive(Debug, PartialEq, Eq)]
@@ -320,99 +327,10 @@ impl<F: Front> Live<F> {
         self.inbox.as_ref()
     }
 
-    /// Lets a turn stopped at its tool-round cap go on, for as many rounds
-    /// again.
-    /// Plan mode on or off (`--plan`, `/plan`, `/plan off`): logged, and
-    /// told.
-    /// `--effort`, `/effort`.
-    pub fn set_effort(
-        &mut self,
-        effort: Option<revolve_core::models::Effort>,
-    ) -> Result<Outcome, Error> {
-        self.drive(Input::Effort {
-            effort,
-            now: clock::now(),
-        })
-    }
-
-    /// `/max-cost USD`: the session's cost limit from now on (`None`:
-    /// none), for `/cost` and the requests alike.
-    pub fn set_max_cost(&mut self, max: Option<u64>) -> Result<Outcome, Error> {
-        self.runtime.settings.max_cost = max;
-        self.drive(Input::MaxCost { max })
-    }
-
-    /// `/model NAME`.
-    pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
-        self.drive(Input::Model {
-            model: model.to_owned(),
-            now: clock::now(),
-        })
-    }
-
-    /// Turns plan mode on or off from the next request on (`--plan`, `/plan`).
-    pub fn plan(&mut self, on: bool) -> Result<Outcome, Error> {
-        self.drive(Input::Plan {
-            on,
-            now: clock::now(),
-        })
-    }
-
-    /// Lets a turn stopped at the tool-round cap go on with as many rounds again.
-    pub fn go_on(&mut self) -> Result<Outcome, Error> {
-        let parts = self.prompt_parts();
-        self.drive(parts)?;
-        let outcome = self.drive(Input::GoOn { now: clock::now() })?;
-        self.front.totals(self.session.state().totals());
-        Ok(outcome)
-    }
-
     /// The tool rounds the last turn took (the one running, or the last
     /// one that ended).
     pub fn turn_rounds(&self) -> u64 {
         self.session.state().turn_rounds()
-    }
-
-    /// Takes the messages waiting in the inbox: logged as user messages
-    /// marked with their origin, then removed from the inbox. With `answer`
-    /// the model answers them now; otherwise they go with the next turn.
-    pub fn take_inbox(&mut self, answer: bool) -> Result<Outcome, Error> {
-        let Some(inbox) = &self.inbox else {
-            return Ok(Outcome::Done);
-        };
-        let messages = match inbox.waiting() {
-            Ok((messages, bad)) => {
-                for path in bad {
-                    self.front.notice(&format!(
-                        "revolve: {} is not a readable message; left where it is",
-                        path.display()
-                    ));
-                }
-                messages
-            }
-            Err(e) => {
-                self.front.notice(&format!(
-                    "revolve: cannot read the inbox {}: {e}",
-                    inbox.dir().display()
-                ));
-                return Ok(Outcome::Done);
-            }
-        };
-        if messages.is_empty() {
-            return Ok(Outcome::Done);
-        }
-        if answer {
-            let parts = self.prompt_parts();
-            self.drive(parts)?;
-        }
-        let outcome = self.drive(Input::Inbox {
-            messages,
-            answer,
-            now: clock::now(),
-        });
-        // Whatever happened, what the log holds leaves the inbox.
-        self.settle_inbox();
-        outcome
     }
 
     /// Removes from the inbox what the log holds.
@@ -425,83 +343,6 @@ impl<F: Front> Live<F> {
                 ));
             }
         }
-    }
-
-    /// A user turn: the prompt read again, messages delivered meanwhile
-    /// taken along, the model asked until the turn ends, and the memory
-    /// refined afterwards when the core says it is due.
-    pub fn turn(&mut self, text: &str) -> Result<Outcome, Error> {
-        let parts = self.prompt_parts();
-        self.drive(parts)?;
-        self.offer_mcp()?;
-        // Messages delivered meanwhile go out with this turn.
-        self.take_inbox(false)?;
-        let outcome = self.drive(Input::User {
-            text: text.to_owned(),
-            now: clock::now(),
-        })?;
-        self.front.totals(self.session.state().totals());
-        if outcome == Outcome::Done {
-            // After 25 turns or a compaction, as the core decides.
-            self.refine_if_due()?;
-        }
-        Ok(outcome)
-    }
-
-    /// `/compact`: compacts the session now.
-    pub fn compact(&mut self) -> Result<Outcome, Error> {
-        self.drive(Input::Compact { now: clock::now() })
-    }
-
-    /// `/refine undo`: the core asks for the undo and logs what it did.
-    /// What the undo put back or removed, a line a file, or `None` when
-    /// there was nothing to undo.
-    pub fn undo_memory(&mut self) -> Result<Option<Vec<String>>, Error> {
-        Ok(self.run_input(Input::Undo)?.1.undone)
-    }
-
-    /// `/name NAME`: renames the session, under the naming lock as a new
-    /// session picks its name, so two sessions never end up with one name.
-    /// Its inbox and its entry among the running sessions follow the name.
-    pub fn rename(&mut self, name: String) -> Result<Outcome, Error> {
-        let _naming = self.store.naming().map_err(Error::store)?;
-        let mut used = self.store.names_in_use().map_err(Error::store)?;
-        if let Some(own) = &self.state().name() {
-            used.remove(own);
-        }
-        let outcome = self.drive(Input::Rename {
-            name,
-            used: used.into_iter().collect(),
-            now: clock::now(),
-        })?;
-        self.inbox = inbox_of(&self.store, self.state().name().as_deref());
-        let entry = self
-            .store
-            .running_entry(self.state().id(), self.state().name().clone());
-        self.claim.update(&entry).map_err(Error::store)?;
-        Ok(outcome)
-    }
-
-    /// Gives an unnamed session (a piped one resumed in the REPL) a
-    /// generated name, under the naming lock, so `revolve send` and
-    /// `revolve attach` can address it (the core picks the name; it stays
-    /// unlisted). A session with a name is left as it is.
-    pub fn address(&mut self) -> Result<Outcome, Error> {
-        if self.state().name().is_some() {
-            return Ok(Outcome::Done);
-        }
-        let _naming = self.store.naming().map_err(Error::store)?;
-        let used = self.store.names_in_use().map_err(Error::store)?;
-        let outcome = self.drive(Input::Address {
-            used: used.into_iter().collect(),
-            now: clock::now(),
-        })?;
-        self.inbox = inbox_of(&self.store, self.state().name().as_deref());
-        let entry = self
-            .store
-            .running_entry(self.state().id(), self.state().name().clone());
-        self.claim.update(&entry).map_err(Error::store)?;
-        Ok(outcome)
     }
 
     /// Ends the session; one this run started that never held anything
@@ -591,9 +432,10 @@ impl<F: Front> Live<F> {
         Ok((outcome, did))
     }
 
-    /// Executes `cmds` in order, queueing the answers they ask for; what
-    /// they did beyond that. `flight` is the tool call in flight, kept
-    /// across the commands of one [`Live::run_input`].
+    /// Executes `cmds` in order, each by its family's executor, queueing
+    /// the answer each asks for (one at most); what they did beyond that.
+    /// `flight` is the tool call in flight, kept across the commands of
+    /// one [`Live::run_input`].
     fn execute(
         &mut self,
         cmds: Vec<Command>,
@@ -602,209 +444,20 @@ impl<F: Front> Live<F> {
     ) -> Result<Did, Error> {
         let mut did = Did::default();
         for cmd in cmds {
-            match cmd {
-                Command::Append(record) => self.append(&record, flight)?,
-                Command::Sync => self
-                    .writer
-                    .sync()
-                    .map_err(|e| Error::at(self.writer.path(), "cannot sync", e))?,
-                Command::Call(request) => queue.push_back(self.call(request)?),
-                Command::RunTool {
-                    id,
-                    tool,
-                    arguments,
-                    grants,
-                    sandbox,
-                } => queue.extend(self.run_tool(id, &tool, &arguments, &grants, sandbox, flight)),
-                Command::AskOutside { id, command } => {
-                    let yes = self.front.confirm(&format!(
-                        "the sandbox seems to have refused `{}`; run it once outside the sandbox? [y]es, [n]o: ",
-                        revolve_core::text::inert(&command)
-                    ));
-                    queue.push_back(Input::Outside {
-                        id,
-                        yes,
-                        now: clock::now(),
-                    });
+            let answer = match cmd {
+                Command::Log(cmd) => {
+                    self.execute_log(cmd, flight)?;
+                    None
                 }
-                Command::Spill { path, content } => {
-                    // The result still goes to the model (its head and tail);
-                    // only the whole of it is lost.
-                    if let Err(e) = spill(Path::new(&path), &content) {
-                        self.front.notice(&format!(
-                            "revolve: {e}; the model gets the head and tail only"
-                        ));
-                    }
-                }
-                Command::Summarize(request) => queue.push_back(self.summarize(request)),
-                Command::Refine(request) => queue.push_back(self.refine_request(request)),
-                Command::Confirm(question) => {
-                    let yes = self.front.confirm(&question);
-                    queue.push_back(Input::Confirmed {
-                        yes,
-                        now: clock::now(),
-                    });
-                }
-                Command::Count(request) => {
-                    let tokens = self.runtime.provider.count(&request);
-                    queue.push_back(Input::Counted {
-                        tokens,
-                        now: clock::now(),
-                    });
-                }
-                Command::StartFile(header) => self.start_file(&header)?,
-                Command::Snapshot {
-                    entry,
-                    // Core logs who changed it, and what, itself.
-                    by: _,
-                    changes,
-                    meta,
-                } => {
-                    let entry = revolve_store::refine::apply(
-                        &self.store.roots.state,
-                        &self.runtime.memory,
-                        &entry,
-                        &changes,
-                        &meta,
-                    )
-                    .map_err(Error::memory("cannot write the refined memory"))?;
-                    queue.push_back(Input::MemoryChanged {
-                        entry,
-                        now: clock::now(),
-                    });
-                }
-                Command::Undo => {
-                    let done = revolve_store::refine::undo_entry(
-                        &self.store.roots.state,
-                        &self.runtime.memory,
-                    )
-                    .map_err(Error::memory("cannot undo"))?;
-                    did.undone = done.as_ref().map(|(_, files)| files.clone());
-                    let (entry, files) = match done {
-                        Some((entry, files)) => (Some(entry), files),
-                        None => (None, Vec::new()),
-                    };
-                    queue.push_back(Input::Undone {
-                        entry,
-                        files,
-                        now: clock::now(),
-                    });
-                }
-                Command::Open {
-                    id,
-                    path,
-                    tool,
-                    arguments,
-                    grants,
-                } => {
-                    // Shown as the call now; its result once core logs it.
-                    self.front.tool_call(&id, &tool, &arguments);
-                    flight.run(&id, Some(tool));
-                    queue.push_back(self.open_edit(id, &path, &grants));
-                }
-                Command::Stage {
-                    id,
-                    shown,
-                    before,
-                    after,
-                    diff,
-                    ask,
-                    once,
-                } => queue.push_back(self.stage_edit(
-                    id,
-                    &shown,
-                    before,
-                    &after,
-                    &diff,
-                    ask.then_some(once),
-                )),
-                Command::Write {
-                    id,
-                    path,
-                    content,
-                    mode,
-                    expect,
-                } => queue.push_back(self.write_edit(id, &path, &content, mode, expect)),
-                Command::Restore(files) => queue.push_back(self.restore(&files)),
-                Command::Ask { id, command } => {
-                    let answer = self.front.ask_shell(&command);
-                    queue.push_back(answered(id, answer));
-                }
-                Command::CallMcp {
-                    id,
-                    server,
-                    tool,
-                    arguments,
-                    timeout_s,
-                } => queue.push_back(self.call_mcp(id, &server, &tool, &arguments, timeout_s)),
-                Command::AskGrant { id, path, reason } => {
-                    let yes = self.front.ask_grant(&path, reason.as_deref());
-                    let answer = if yes { Answer::Yes } else { Answer::No };
-                    queue.push_back(answered(id, answer));
-                }
-                Command::Refused(why) => did.refused = Some(why),
-                Command::Show(text) => self.front.notice(&text),
-            }
+                Command::Model(cmd) => Some(self.execute_model(cmd)?),
+                Command::Tool(cmd) => Some(self.execute_tool(cmd, flight)),
+                Command::File(cmd) => self.execute_file(cmd, flight)?,
+                Command::Memory(cmd) => Some(self.execute_memory(cmd, &mut did)?),
+                Command::User(cmd) => self.execute_user(cmd, &mut did),
+            };
+            queue.extend(answer);
         }
         Ok(did)
-    }
-
-    fn append(&mut self, record: &Record, flight: &mut Flight) -> Result<(), Error> {
-        // Never answer into nothing: a log deleted under the session is
-        // written again first (from the open file, which holds it all).
-        let relinked = self
-            .writer
-            .relink()
-            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
-        if let Some(bytes) = relinked {
-            self.front.notice(&format!(
-                "revolve: the session log {} was deleted while the session ran; written again \
-                 from the open file ({bytes} bytes), and the session goes on in it",
-                self.writer.path().display()
-            ));
-        }
-        self.writer
-            .append(record)
-            .map_err(|e| Error::at(self.writer.path(), "cannot write the session log", e))?;
-        // A tool's result is shown once it is in the log.
-        if let Record::Message(Message {
-            role: Role::Tool,
-            tool_call_id: Some(id),
-            content,
-            ..
-        }) = record
-        {
-            match flight.logged(id) {
-                Logged::Shown => {}
-                Logged::Result(tool) => self.front.tool_result(id, &tool, content, false),
-                Logged::NotRun => {
-                    if let Some(call) = self.session.state().tool_call(id) {
-                        self.front.not_run(call, content);
-                    }
-                }
-            }
-            self.front.logged(id);
-        }
-        Ok(())
-    }
-
-    /// Goes on in the file a compaction started: created with its header,
-    /// claimed as running; the old file's claim is released.
-    fn start_file(&mut self, header: &Header) -> Result<(), Error> {
-        // Claimed first: a file nobody may write is never created.
-        let claim = self
-            .store
-            .claim(&header.id, header.name.clone())
-            .map_err(Error::store)?;
-        let path = self.store.path_of(&header.id);
-        let mut writer = LogWriter::create_with(&path, &Record::Header(header.clone()))
-            .map_err(|e| Error::at(&path, "cannot create", e))?;
-        writer
-            .sync()
-            .map_err(|e| Error::at(&path, "cannot sync", e))?;
-        self.claim = claim;
-        self.writer = writer;
-        Ok(())
     }
 
     /// The skills found now (none with `--bare`): the commands of the
@@ -852,9 +505,7 @@ impl<F: Front> Live<F> {
     /// prompt carries, read now: right before the first turn too, when
     /// the session has not read them yet.
     pub fn prompt_files(&mut self) -> (Vec<String>, Vec<String>) {
-        let Input::Prompt(parts) = self.prompt_parts() else {
-            return (self.memory_files(), self.instructions());
-        };
+        let parts = self.prompt_parts();
         let memory = parts
             .memory
             .iter()
@@ -867,7 +518,7 @@ impl<F: Front> Live<F> {
     /// What the next system prompt is built from, read now: the project's
     /// instructions, memory files and the goal (none with `--bare`). A file
     /// that cannot be read is left out and said so (once), never fatal.
-    fn prompt_parts(&mut self) -> Input {
+    fn prompt_parts(&mut self) -> revolve_core::prompt::Parts {
         let mut parts = revolve_core::prompt::Parts::default();
         if !self.runtime.settings.bare {
             let (instructions, mut problems) = revolve_store::instructions::load(&self.store.cwd);
@@ -882,7 +533,7 @@ impl<F: Front> Live<F> {
                     self.said.push(problem);
                 }
             }
-            match memory::load(&self.runtime.memory) {
+            match revolve_store::memory::load(&self.runtime.memory) {
                 Ok(files) => parts.memory = files,
                 Err(e) => self
                     .front
@@ -893,16 +544,16 @@ impl<F: Front> Live<F> {
                 Err(e) => self.front.notice(&format!("revolve: {e}")),
             }
         }
-        Input::Prompt(parts)
+        parts
     }
 }
 
 /// What executed commands did beyond the answers they queued.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Did {
-    /// The text of a [`Command::Refused`].
+    /// The text of a [`UserCommand::Refused`].
     refused: Option<String>,
-    /// The files a [`Command::Undo`] put back, when it restored an entry.
+    /// The files a [`MemoryCommand::Undo`] put back, when it restored an entry.
     undone: Option<Vec<String>>,
 }
 
@@ -965,19 +616,6 @@ impl Flight {
     }
 }
 
-/// The user's answer to a question about the call `id`; Ctrl-C pressed
-/// while it was asked ends the turn instead, whatever the answer was.
-fn answered(id: String, answer: Answer) -> Input {
-    let now = clock::now();
-    if interrupt::take() {
-        return Input::Interrupted {
-            partial: String::new(),
-            now,
-        };
-    }
-    Input::Answered { id, answer, now }
-}
-
 /// The core's settings for a session of `store` run with `runtime`: the
 /// settled ones as they are, with what the session learns when it opens.
 fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Settings {
@@ -991,17 +629,6 @@ fn settings(store: &Store, id: &str, runtime: &Runtime, interactive: bool) -> Se
         counts: runtime.provider.counts(),
         ..runtime.settings.clone()
     }
-}
-
-/// Writes a spilled tool result whole or not at all: through a temp file
-/// renamed into place ([`fsx::write_atomic`]), so a full disk leaves no
-/// partial file under the name the model is given.
-fn spill(path: &Path, content: &str) -> Result<(), Error> {
-    if let Some(dir) = path.parent() {
-        files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
-    }
-    fsx::write_atomic(path, content.as_bytes())
-        .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 
 /// The inbox of the session `name` of `store`'s directory.

@@ -13,6 +13,7 @@
 use time::OffsetDateTime;
 
 use super::{Command, Phase, Question, Session};
+use super::{ToolCommand, UserCommand};
 use crate::edit::Answer;
 use crate::record::{Approved, Asked, Message, Record};
 use crate::rules::Verdict;
@@ -21,7 +22,7 @@ use crate::rules::Verdict;
 pub(super) enum Gate {
     /// It may run (after these commands: the rule that allowed it logged).
     Run(Vec<Command>),
-    /// The user is asked first ([`Command::Ask`]).
+    /// The user is asked first ([`UserCommand::Ask`]).
     Ask,
     /// It is refused: its result is appended (these commands).
     Refused(Vec<Command>),
@@ -95,7 +96,7 @@ impl Session {
                 if self.settings.interactive {
                     return Gate::Ask;
                 }
-                let mut cmds = vec![Command::Show(format!(
+                let mut cmds = vec![Command::show(format!(
                     "revolve: refused a shell command that cannot be checked against the deny rules ({why})"
                 ))];
                 cmds.extend(self.append(vec![Record::Message(Message::tool(
@@ -113,7 +114,7 @@ impl Session {
         if self.settings.interactive {
             return Gate::Ask;
         }
-        let mut cmds = vec![Command::Show(NO_TERMINAL.to_owned())];
+        let mut cmds = vec![Command::show(NO_TERMINAL.to_owned())];
         cmds.extend(self.append(vec![Record::Message(Message::tool(
             now,
             id.to_owned(),
@@ -169,7 +170,7 @@ impl Session {
         if self.settings.interactive {
             return Gate::Ask;
         }
-        let mut cmds = vec![Command::Show(crate::mcp::NO_TERMINAL.to_owned())];
+        let mut cmds = vec![Command::show(crate::mcp::NO_TERMINAL.to_owned())];
         cmds.extend(result(self, crate::mcp::REFUSED.to_owned()));
         Gate::Refused(cmds)
     }
@@ -183,13 +184,13 @@ impl Session {
             .find(|t| t.name == call.name)
             .map(|t| (t.server.clone(), t.tool.clone()))
             .unwrap_or_default();
-        Command::CallMcp {
+        Command::Tool(ToolCommand::CallMcp {
             id: call.id.clone(),
             server,
             tool,
             arguments: call.arguments.clone(),
             timeout_s: self.settings.mcp_timeout_s,
-        }
+        })
     }
 
     /// The `request_file_grant` call `id` asks for `path` (canonical):
@@ -235,9 +236,9 @@ impl Session {
                 id: id.clone(),
                 path: path.clone(),
             });
-            return vec![Command::AskGrant { id, path, reason }];
+            return vec![Command::User(UserCommand::AskGrant { id, path, reason })];
         }
-        let mut cmds = vec![Command::Show(format!(
+        let mut cmds = vec![Command::show(format!(
             "revolve: refused to grant {path} (pass --grant PATH to allow it without a terminal)"
         ))];
         cmds.extend(self.grant_result(id, path, false, now));
@@ -295,7 +296,7 @@ impl Session {
             .running_call(&id)
             .filter(|_| matches!(question, Question::Run { .. }))
         else {
-            return vec![Command::Show(format!(
+            return vec![Command::show(format!(
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];
         };

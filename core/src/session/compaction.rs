@@ -6,6 +6,7 @@
 use time::OffsetDateTime;
 
 use super::{Command, Due, Flight, Input, Outcome, Phase, Reply, Session};
+use super::{FileCommand, LogCommand, ModelCommand, ModelInput, UserCommand};
 use crate::compact;
 use crate::record::{
     Compacted, Compacting, Continued, Failed, Header, Message, Noted, Overflowed, Pruned, Record,
@@ -84,7 +85,7 @@ impl Session {
             let estimate = compact::estimate(body.saturating_sub(saved), &self.state.totals);
             let n = chosen.len();
             cmds.extend(self.prune(chosen, estimate, now));
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "window: pruned {n} oversized tool result(s) in the kept turns to fit the {}-token window",
                 view::tokens(window)
             )));
@@ -101,7 +102,7 @@ impl Session {
                 due.keep_turns,
             );
             if plan.summarizes() {
-                let said = Command::Show(format!(
+                let said = Command::show(format!(
                     "window: {} turns do not fit the {}-token window; {} verbatim",
                     compact::KEEP_TURNS,
                     view::tokens(window),
@@ -125,7 +126,7 @@ impl Session {
             .unwrap_or_else(|| (0, self.squeezed(0).1));
         let keep_said = (keep < default).then_some(keep as u64);
         if !squeezed.is_empty() {
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "window: cut {} tool result(s), newest first, to head and tail to fit the {}-token window; each is whole in a spill file",
                 squeezed.len(),
                 view::tokens(window)
@@ -133,10 +134,10 @@ impl Session {
         }
         for (i, path, content) in squeezed {
             self.grants.insert(path.clone());
-            cmds.push(Command::Spill {
+            cmds.push(Command::File(FileCommand::Spill {
                 path: path.clone(),
                 content,
-            });
+            }));
             cmds.extend(self.append(vec![Record::Squeezed(Squeezed {
                 at: now,
                 message: i as u64,
@@ -148,7 +149,7 @@ impl Session {
         //    summarized, its message and its latest round kept verbatim.
         if !compact::fits(self.estimate_now(), window) {
             if let Some(cut) = compact::latest_round(&self.state.messages) {
-                let said = Command::Show(format!(
+                let said = Command::show(format!(
                     "window: this turn's tool rounds do not fit the {}-token window; its earlier rounds become working notes, your message and its latest round stay verbatim",
                     view::tokens(window)
                 ));
@@ -229,7 +230,7 @@ impl Session {
             let indices = plan.prune.iter().map(|&i| i as u64).collect();
             let estimate = self.state.totals.last_context.saturating_sub(saved);
             cmds.extend(self.prune(indices, estimate, now));
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "compaction: pruned {} oversized tool result(s), about {} tokens",
                 plan.prune.len(),
                 view::tokens(saved)
@@ -243,7 +244,7 @@ impl Session {
         }
         if !plan.summarizes() {
             if manual && plan.prune.is_empty() {
-                cmds.push(Command::Show(format!(
+                cmds.push(Command::show(format!(
                     "nothing to compact: the session has at most {} turns, which are kept verbatim",
                     compact::KEEP_TURNS
                 )));
@@ -252,7 +253,7 @@ impl Session {
         }
         match self.summarize(plan.cut, due, now) {
             Some(summary) => cmds.extend(summary),
-            None => cmds.push(Command::Show(format!(
+            None => cmds.push(Command::show(format!(
                 "compaction: the {} messages to summarize do not fit one request to the {}-token window; the session goes on uncompacted",
                 plan.cut,
                 view::tokens(self.state.window)
@@ -364,7 +365,7 @@ impl Session {
                 from: 0,
                 upto: 0,
             })]));
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "compaction: summarizing {cut} messages into working notes; {} verbatim",
                 self.kept_words(due.keep_turns)
             )));
@@ -375,7 +376,7 @@ impl Session {
                 },
                 due: *due,
             };
-            cmds.push(Command::Summarize(summary));
+            cmds.push(Command::Model(ModelCommand::Summarize(summary)));
             return Some(cmds);
         }
         let system = self.fixed_parts()[0].tokens;
@@ -390,10 +391,10 @@ impl Session {
                 None if self.settings.asks_costly() => {
                     self.phase = Phase::Confirming { due: *due };
                     return Some(vec![
-                        Command::Show(line),
-                        Command::Confirm(format!(
+                        Command::show(line),
+                        Command::User(UserCommand::Confirm(format!(
                             "compact now, sending about {requests} model requests? [y]es, [n]o: "
-                        )),
+                        ))),
                     ]);
                 }
                 None if self.settings.refuses_costly() => {
@@ -405,12 +406,12 @@ impl Session {
                     due.stopped = true;
                     return Some(self.stop(reason, now));
                 }
-                None => cmds.push(Command::Show(line)),
+                None => cmds.push(Command::show(line)),
             }
         }
         due.pieces = (0, requests);
         let first = self.next_piece(cut, 0, due, now)?;
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "compaction: the {cut} messages to summarize do not fit one request to the {}-token window; summarizing them in pieces, each carrying the notes so far",
             view::tokens(self.state.window)
         )));
@@ -460,7 +461,7 @@ impl Session {
         })]);
         due.pieces.0 += 1;
         let (k, n) = (due.pieces.0, due.pieces.1.max(due.pieces.0));
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "compaction: piece {k} of about {n}: summarizing messages {}..{upto} of {cut}",
             from + 1
         )));
@@ -471,7 +472,7 @@ impl Session {
             },
             due: *due,
         };
-        cmds.push(Command::Summarize(request));
+        cmds.push(Command::Model(ModelCommand::Summarize(request)));
         Some(cmds)
     }
 
@@ -480,17 +481,17 @@ impl Session {
         &mut self,
         flight: Flight,
         due: Due,
-        input: Input,
+        input: ModelInput,
     ) -> (Vec<Command>, Outcome) {
         match input {
-            Input::Summarized { reply, new_id, now } => {
+            ModelInput::Summarized { reply, new_id, now } => {
                 (self.summarized(due, reply, new_id, now), Outcome::Going)
             }
-            Input::SummaryFailed { error, now } => (
+            ModelInput::SummaryFailed { error, now } => (
                 self.summary_failed(due, error.clone(), now),
                 Outcome::Failed(error),
             ),
-            Input::Overflowed {
+            ModelInput::Overflowed {
                 error,
                 limit,
                 asked,
@@ -500,7 +501,7 @@ impl Session {
                 let cmds = self.summary_overflowed(flight, due, error, overflow, now);
                 (cmds, Outcome::Going)
             }
-            other => self.ignored(&other),
+            other => self.ignored(&Input::Model(other)),
         }
     }
 
@@ -617,8 +618,8 @@ impl Session {
             at: now,
             next: new_id,
         })]);
-        cmds.push(Command::Sync);
-        cmds.push(Command::StartFile(header.clone()));
+        cmds.push(Command::sync());
+        cmds.push(Command::Log(LogCommand::StartFile(header.clone())));
         self.state = State::default();
         self.state.apply(&Record::Header(header));
         let compacted = Compacted {
@@ -634,7 +635,7 @@ impl Session {
             turn_rounds,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "compaction: {cut} messages became working notes; the session goes on in a new file"
         )));
         if pending {
@@ -643,7 +644,7 @@ impl Session {
             // A file must end with its totals: listings read them there.
             let totals = self.state.totals.clone();
             cmds.extend(self.append(vec![Record::Totals(totals)]));
-            cmds.push(Command::Sync);
+            cmds.push(Command::sync());
         }
         cmds
     }
@@ -666,7 +667,7 @@ impl Session {
         }
         let (lowered, before, window) = self.lowered(flight, error, overflow, now);
         let mut cmds = self.append(vec![lowered]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "window: the request is larger than the server's context; the window goes from {} to {} tokens, and the request is compacted and sent once more",
             view::tokens(before),
             view::tokens(window)
@@ -720,7 +721,7 @@ impl Session {
         });
         let (lowered, before, window) = self.lowered(flight, error, overflow, now);
         let mut cmds = self.append(vec![lowered, failed]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "window: the summary request is larger than the server's context; the window goes from {} to {} tokens{}",
             view::tokens(before),
             view::tokens(window),

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use time::OffsetDateTime;
 
 use super::{Command, Input, Phase, Session};
+use super::{FileCommand, FileInput, UserCommand};
 use crate::edit::{self, Answer, Keys, Scope, View};
 use crate::record::{Approved, Asked, Edit, EditBy, Record, Seen, Written};
 use crate::rules::Verdict;
@@ -62,13 +63,13 @@ pub(super) struct Staged {
 }
 
 impl Session {
-    /// An answer about the edit in flight ([`Input::Opened`],
-    /// [`Input::Staged`], [`Input::Wrote`]); `staged` is the edit once
+    /// An answer about the edit in flight ([`FileInput::Opened`],
+    /// [`FileInput::Staged`], [`FileInput::Wrote`]); `staged` is the edit once
     /// staged.
-    pub(super) fn edit_input(&mut self, staged: Option<Staged>, input: Input) -> Vec<Command> {
+    pub(super) fn edit_input(&mut self, staged: Option<Staged>, input: FileInput) -> Vec<Command> {
         match (input, staged) {
             (
-                Input::Opened {
+                FileInput::Opened {
                     id,
                     opened,
                     keys,
@@ -77,7 +78,7 @@ impl Session {
                 None,
             ) => self.opened(id, opened, &keys, now),
             (
-                Input::Staged {
+                FileInput::Staged {
                     id,
                     answer,
                     after,
@@ -86,15 +87,17 @@ impl Session {
                 },
                 Some(staged),
             ) => self.staged(staged, id, answer, after, error, now),
-            (Input::Wrote { id, error, now }, Some(staged)) => self.wrote(staged, id, error, now),
+            (FileInput::Wrote { id, error, now }, Some(staged)) => {
+                self.wrote(staged, id, error, now)
+            }
             (input, staged) => {
-                if let Some(id) = super::tool_id(&input) {
+                if let Some(id) = input.edit_id() {
                     self.phase = Phase::Editing {
                         id: id.to_owned(),
                         staged,
                     };
                 }
-                self.ignored(&input).0
+                self.ignored(&Input::File(input)).0
             }
         }
     }
@@ -150,7 +153,7 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let Some(tool) = self.running_call(&id).map(tools::parse) else {
-            return vec![Command::Show(format!(
+            return vec![Command::show(format!(
                 "ignored an opened file for tool call {id}, which is not running"
             ))];
         };
@@ -176,7 +179,7 @@ impl Session {
                 } else {
                     staged.shown.clone()
                 };
-                let cmd = Command::Stage {
+                let cmd = Command::File(FileCommand::Stage {
                     id,
                     shown,
                     before: before.zip(staged.before.clone()),
@@ -184,7 +187,7 @@ impl Session {
                     diff: staged.diff.text.clone(),
                     ask: staged.asked,
                     once: staged.outside,
-                };
+                });
                 self.phase = Phase::Editing {
                     id: staged.id.clone(),
                     staged: Some(staged),
@@ -392,13 +395,13 @@ impl Session {
             written: false,
         }));
         let mut cmds = self.append(records);
-        cmds.push(Command::Write {
+        cmds.push(Command::File(FileCommand::Write {
             id,
             path: staged.path.clone(),
             content: std::mem::take(&mut staged.content),
             mode: staged.mode,
             expect: staged.before.clone(),
-        });
+        }));
         self.phase = Phase::Editing {
             id: staged.id.clone(),
             staged: Some(staged),
@@ -444,7 +447,7 @@ impl Session {
                 );
                 if let Some(split) = split_links(&staged) {
                     text = format!("{split}\n{text}");
-                    cmds.push(Command::Show(format!("revolve: {split}")));
+                    cmds.push(Command::show(format!("revolve: {split}")));
                 }
                 text
             }
@@ -484,11 +487,11 @@ impl Session {
             path: e.path.clone(),
             error,
         })]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "revolve: the last run stopped between logging an edit of {} and writing it; {told}",
             e.path
         )));
-        cmds.push(Command::Sync);
+        cmds.push(Command::sync());
         cmds
     }
 
@@ -503,9 +506,9 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         if self.busy() {
-            return vec![Command::Refused(
+            return vec![Command::User(UserCommand::Refused(
                 "rewind: a turn is still running; rewind after it".into(),
-            )];
+            ))];
         }
         let planned = if undo {
             edit::plan_undo(&self.state, force, on_disk, now)
@@ -513,12 +516,12 @@ impl Session {
             edit::plan(&self.state, turns, scope, force, on_disk, now)
         };
         match planned {
-            Err(why) => vec![Command::Refused(why)],
+            Err(why) => vec![Command::User(UserCommand::Refused(why))],
             Ok(r) if r.files.is_empty() => {
                 let told = edit::describe(&r);
                 let mut cmds = self.append(vec![Record::Rewound(r)]);
-                cmds.push(Command::Sync);
-                cmds.push(Command::Show(told));
+                cmds.push(Command::sync());
+                cmds.push(Command::show(told));
                 cmds
             }
             // The plan is logged before any file is touched; what was done
@@ -527,9 +530,9 @@ impl Session {
             Ok(r) => {
                 let files = r.files.clone();
                 let mut cmds = self.append(vec![Record::Rewinding(r)]);
-                cmds.push(Command::Sync);
+                cmds.push(Command::sync());
                 self.phase = Phase::Rewinding;
-                cmds.push(Command::Restore(files));
+                cmds.push(Command::File(FileCommand::Restore(files)));
                 cmds
             }
         }
@@ -552,24 +555,24 @@ impl Session {
         let (done, failed) = edit::settle(&self.state, &planned, on_disk, errors, now);
         let told = edit::describe(&done);
         let mut cmds = self.append(vec![Record::Rewound(done.clone())]);
-        cmds.push(Command::Sync);
+        cmds.push(Command::sync());
         if resumed {
-            cmds.push(Command::Show(format!(
+            cmds.push(Command::show(format!(
                 "revolve: the last run stopped during a rewind; what it had done is logged: {told}"
             )));
             if !failed.is_empty() {
-                cmds.push(Command::Show(format!(
+                cmds.push(Command::show(format!(
                     "revolve: {}",
                     edit::describe_failed(&planned, &done, &failed)
                 )));
             }
             return cmds;
         }
-        cmds.push(Command::Show(told));
+        cmds.push(Command::show(told));
         if !failed.is_empty() {
-            cmds.push(Command::Refused(edit::describe_failed(
+            cmds.push(Command::User(UserCommand::Refused(edit::describe_failed(
                 &planned, &done, &failed,
-            )));
+            ))));
         }
         cmds
     }

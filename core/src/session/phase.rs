@@ -18,34 +18,31 @@ pub(super) enum Phase {
     /// begin.
     #[default]
     Idle,
-    /// Messages taken from the inbox wait for the user's line, whose
-    /// request carries them ([`super::Input::Inbox`] without `answer`).
-    Taken,
-    /// The server counts the request due ([`Command::Count`]): the body
+    /// The server counts the request due ([`ModelCommand::Count`]): the body
     /// size it counts.
     Counting { bytes: usize, due: Due },
     /// The user is asked whether a costly compaction may run
-    /// ([`Command::Confirm`]).
+    /// ([`UserCommand::Confirm`]).
     Confirming { due: Due },
-    /// The turn's request is out ([`Command::Call`]).
+    /// The turn's request is out ([`ModelCommand::Call`]).
     Requesting { flight: Flight, retried: bool },
-    /// Working notes are asked for ([`Command::Summarize`]), for the turn
+    /// Working notes are asked for ([`ModelCommand::Summarize`]), for the turn
     /// (the request goes out once they are in) or for `/compact`.
     Summarizing { flight: Flight, due: Due },
-    /// The tool call `id` runs ([`Command::RunTool`], [`Command::CallMcp`]);
+    /// The tool call `id` runs ([`ToolCommand::Run`], [`ToolCommand::CallMcp`]);
     /// `outside`: the user let it run outside the sandbox, once.
     Running { id: String, outside: bool },
     /// The user is asked about a tool call.
     Asking(Question),
-    /// The edit call `id` between its [`Command::Open`] and its write:
-    /// `staged` from [`Command::Stage`] on.
+    /// The edit call `id` between its [`FileCommand::Open`] and its write:
+    /// `staged` from [`FileCommand::Stage`] on.
     Editing { id: String, staged: Option<Staged> },
     /// The memory is refined (its own stages inside).
     Refining(Box<Refinement>),
     /// The files of a logged `rewinding` are put back
-    /// ([`Command::Restore`]).
+    /// ([`FileCommand::Restore`]).
     Rewinding,
-    /// The last memory change is undone ([`Command::Undo`]).
+    /// The last memory change is undone ([`MemoryCommand::Undo`]).
     Undoing,
 }
 
@@ -69,13 +66,13 @@ impl Phase {
 /// The questions the session asks about a tool call.
 #[derive(Clone, Debug)]
 pub(super) enum Question {
-    /// Whether the shell or MCP call `id` may run ([`Command::Ask`]).
+    /// Whether the shell or MCP call `id` may run ([`UserCommand::Ask`]).
     Run { id: String },
     /// Whether the session may read `path` for the grant call `id`
-    /// ([`Command::AskGrant`]).
+    /// ([`UserCommand::AskGrant`]).
     Grant { id: String, path: String },
     /// Whether the shell call `id` the sandbox seems to have refused may
-    /// run once outside ([`Command::AskOutside`]); `output` is its result
+    /// run once outside ([`UserCommand::AskOutside`]); `output` is its result
     /// if not.
     Outside { id: String, output: String },
 }

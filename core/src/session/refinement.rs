@@ -1,22 +1,23 @@
 //! Refining the memory from the session (`/refine`, or on its own when
-//! due), driven like a compaction: [`Input::Refine`] brings the memory
+//! due), driven like a compaction: [`UserInput::Refine`] brings the memory
 //! files (and, for `/refine`, the session's whole chain); the core decides
 //! the parts, asks about a costly one, sends each part as a
-//! [`Command::Refine`] logged first as `refining` (so `replay --requests`
+//! [`ModelCommand::Refine`] logged first as `refining` (so `replay --requests`
 //! gives it back), judges each answer, and asks for one snapshot and the
-//! writes ([`Command::Snapshot`]); `refined` ends it, whatever happened.
+//! writes ([`MemoryCommand::Snapshot`]); `refined` ends it, whatever happened.
 //!
 //! What the user is told is decided here too: a failed, unusable or
 //! interrupted single request changes nothing; a failed part of several
 //! changes nothing of its own and the others go on.
 //!
-//! [`Input::Refine`]: super::Input::Refine
+//! [`UserInput::Refine`]: super::Input::Refine
 
 use std::ops::Range;
 
 use time::OffsetDateTime;
 
 use super::{Command, Input, Outcome, Phase, Reply, Session};
+use super::{MemoryCommand, MemoryInput, ModelCommand, ModelInput, UserCommand, UserInput};
 use crate::compact;
 use crate::guard;
 use crate::memory::{MemoryFile, SnapshotMeta};
@@ -57,11 +58,11 @@ pub(super) struct Refinement {
 /// What the refinement waits for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
-    /// The user's answer to [`Command::Confirm`].
+    /// The user's answer to [`UserCommand::Confirm`].
     Confirming,
-    /// The answer to a [`Command::Refine`].
+    /// The answer to a [`ModelCommand::Refine`].
     Asking,
-    /// The snapshot and the writes ([`Command::Snapshot`]).
+    /// The snapshot and the writes ([`MemoryCommand::Snapshot`]).
     Writing,
 }
 
@@ -127,19 +128,19 @@ impl Session {
     /// for it, and any other falls to the one arm that ignores it.
     pub(super) fn refinement_input(&mut self, input: Input) -> (Vec<Command>, Outcome) {
         match input {
-            Input::Confirmed { yes, now } if self.refine_confirming() => {
+            Input::User(UserInput::Confirmed { yes, now }) if self.refine_confirming() => {
                 (self.refine_confirmed(yes, now), Outcome::Going)
             }
-            Input::RefineReply { reply, now } if self.refine_asking() => {
+            Input::Model(ModelInput::RefineReply { reply, now }) if self.refine_asking() => {
                 (self.refine_reply(reply, now), Outcome::Going)
             }
-            Input::RefineFailed { error, now } if self.refine_asking() => {
+            Input::Model(ModelInput::RefineFailed { error, now }) if self.refine_asking() => {
                 (self.refine_failed(&error, now), Outcome::Going)
             }
-            Input::Interrupted { now, .. } if self.refine_asking() => {
+            Input::User(UserInput::Interrupted { now, .. }) if self.refine_asking() => {
                 (self.refine_interrupted(now), Outcome::Interrupted)
             }
-            Input::MemoryChanged { entry, now } if self.refine_writing() => {
+            Input::Memory(MemoryInput::Changed { entry, now }) if self.refine_writing() => {
                 (self.refine_written(entry, now), Outcome::Going)
             }
             other => self.ignored(&other),
@@ -159,7 +160,7 @@ impl Session {
         // A session with nothing said yet has nothing to teach: no paid
         // request for it.
         if !auto && state.messages.is_empty() && state.totals.turns == 0 {
-            return vec![Command::Show(
+            return vec![Command::show(
                 "/refine: this session has no turns yet; nothing to refine, nothing sent".into(),
             )];
         }
@@ -215,18 +216,18 @@ impl Session {
         if let Some(line) = compact::cost_line(what, of as u64, input) {
             if self.settings.refuses_costly() {
                 let said = crate::guard::costly_unasked(what, of as u64, input);
-                let mut cmds = vec![Command::Show(said)];
+                let mut cmds = vec![Command::show(said)];
                 cmds.extend(self.refine_end(None, now));
                 return cmds;
             }
-            cmds.push(Command::Show(line));
+            cmds.push(Command::show(line));
             if self.settings.asks_costly() {
                 if let Some(r) = self.refinement_mut() {
                     r.stage = Stage::Confirming;
                 }
-                cmds.push(Command::Confirm(format!(
+                cmds.push(Command::User(UserCommand::Confirm(format!(
                     "refine now, sending {of} model requests? [y]es, [n]o: "
-                )));
+                ))));
                 return cmds;
             }
         }
@@ -242,7 +243,7 @@ impl Session {
         r.stage = Stage::Asking;
         if !yes {
             let said = format!("{} declined; memory unchanged", r.what());
-            let mut cmds = vec![Command::Show(said)];
+            let mut cmds = vec![Command::show(said)];
             cmds.extend(self.refine_unmade("declined".into(), now));
             return cmds;
         }
@@ -269,7 +270,7 @@ impl Session {
             ),
             None => format!("{what}: the model reads the session and the memory files…"),
         };
-        let mut cmds = vec![Command::Show(said)];
+        let mut cmds = vec![Command::show(said)];
         cmds.extend(self.refine_next(now));
         cmds
     }
@@ -304,7 +305,7 @@ impl Session {
                 r.what(),
                 guard::describe(&reason)
             );
-            let mut cmds = vec![Command::Show(said)];
+            let mut cmds = vec![Command::show(said)];
             cmds.extend(self.refine_unmade(guard::describe(&reason), now));
             return cmds;
         }
@@ -324,7 +325,9 @@ impl Session {
             body: body.clone(),
         })]);
         let seq = self.state.totals.requests;
-        cmds.push(Command::Refine(self.state.refinement_request(&body, seq)));
+        cmds.push(Command::Model(ModelCommand::Refine(
+            self.state.refinement_request(&body, seq),
+        )));
         cmds
     }
 
@@ -349,7 +352,7 @@ impl Session {
                 r.changes.extend(changes);
             }
             Err(why) if of == 1 => {
-                cmds.push(Command::Show(format!(
+                cmds.push(Command::show(format!(
                     "{what}: the answer was not usable ({}); memory unchanged",
                     view::inert(&why)
                 )));
@@ -357,7 +360,7 @@ impl Session {
                 cmds.extend(self.refine_unmade(unmade, now));
                 return cmds;
             }
-            Err(why) => cmds.push(Command::Show(format!(
+            Err(why) => cmds.push(Command::show(format!(
                 "{what} (part {k} of {of}): the answer was not usable ({}); that part changes \
                  nothing",
                 view::inert(&why)
@@ -375,14 +378,14 @@ impl Session {
         };
         let (what, of, k) = (r.what(), r.of(), r.next);
         if of == 1 {
-            let mut cmds = vec![Command::Show(format!(
+            let mut cmds = vec![Command::show(format!(
                 "{what} failed ({}); memory unchanged",
                 view::inert(error)
             ))];
             cmds.extend(self.refine_unmade(format!("failed ({})", view::inert(error)), now));
             return cmds;
         }
-        let mut cmds = vec![Command::Show(format!(
+        let mut cmds = vec![Command::show(format!(
             "{what} (part {k} of {of}) failed ({}); that part changes nothing",
             view::inert(error)
         ))];
@@ -395,7 +398,7 @@ impl Session {
         let Some(r) = self.refinement() else {
             return Vec::new();
         };
-        let mut cmds = vec![Command::Show(format!(
+        let mut cmds = vec![Command::show(format!(
             "{} interrupted; memory unchanged",
             r.what()
         ))];
@@ -413,19 +416,19 @@ impl Session {
         let changes = refine::combined(&r.files, std::mem::take(&mut r.changes));
         if changes.is_empty() {
             let said = format!("{}: nothing to change", r.what());
-            let mut cmds = vec![Command::Show(said)];
+            let mut cmds = vec![Command::show(said)];
             cmds.extend(self.refine_end(None, now));
             return cmds;
         }
         r.stage = Stage::Writing;
         let meta = refine::meta(&session, r.messages, r.auto, &changes, &r.files);
         r.meta = Some(meta.clone());
-        vec![Command::Snapshot {
+        vec![Command::Memory(MemoryCommand::Snapshot {
             entry: refine::stamp(now),
             by: r.by(),
             changes,
             meta,
-        }]
+        })]
     }
 
     /// The snapshot was taken and the files written: logged, said, and the
@@ -446,11 +449,11 @@ impl Session {
             by,
             files,
         })]);
-        cmds.push(Command::Show(format!(
+        cmds.push(Command::show(format!(
             "{what}: memory changed (/refine undo takes it back)"
         )));
         for (file, change) in meta.iter().flat_map(|m| &m.files) {
-            cmds.push(Command::Show(format!("    {file} — {change}")));
+            cmds.push(Command::show(format!("    {file} — {change}")));
         }
         cmds.extend(self.refine_end(Some(entry), now));
         cmds
@@ -488,7 +491,7 @@ impl Session {
             pieces: r.next as u64,
             unmade,
         })]);
-        cmds.push(Command::Sync);
+        cmds.push(Command::sync());
         cmds
     }
 }

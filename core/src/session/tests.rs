@@ -1,6 +1,10 @@
 //! The unit tests of the turn state machine: turns, tools, compaction and the window.
 
 use super::*;
+use super::{
+    FileCommand, FileInput, LogCommand, MemoryCommand, ModelCommand, ModelInput, ToolCommand,
+    ToolInput, TurnContext, UserCommand, UserInput,
+};
 use time::macros::datetime;
 
 use crate::record::test_header as header;
@@ -35,11 +39,18 @@ fn start() -> Session {
     Session::start(header(), settings()).0
 }
 
+/// The user's line, with the prompt's parts the session holds (as a
+/// shell that read them unchanged would send).
 fn user(s: &mut Session, text: &str) -> Vec<Command> {
-    s.handle(Input::User {
+    let parts = s.parts.clone();
+    s.handle(Input::User(UserInput::Line {
+        context: TurnContext {
+            parts,
+            ..TurnContext::default()
+        },
         text: text.into(),
         now: datetime!(2026-12-02 10:01 UTC),
-    })
+    }))
     .commands
 }
 
@@ -57,7 +68,7 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
         completion_tokens: 2,
         ..Default::default()
     });
-    s.handle(Input::Reply {
+    s.handle(Input::Model(ModelInput::Reply {
         reply: Reply {
             thinking: Vec::new(),
             truncated: false,
@@ -66,61 +77,64 @@ fn reply(s: &mut Session, text: &str, calls: &[(&str, &str, &str)]) -> Vec<Comma
             usage,
         },
         now: datetime!(2026-12-02 10:02 UTC),
-    })
+    }))
     .commands
 }
 
 fn done(s: &mut Session, id: &str, output: &str, grant: Option<&str>) -> Vec<Command> {
     let grant = grant.map(str::to_owned);
-    s.handle(Input::ToolDone {
+    s.handle(Input::Tool(ToolInput::Done {
+        parts: None,
         id: id.into(),
         output: output.into(),
         grant,
         effects: Default::default(),
         now: datetime!(2026-12-02 10:03 UTC),
-    })
+    }))
     .commands
 }
 
 fn kinds(cmds: &[Command]) -> Vec<&'static str> {
     cmds.iter()
         .map(|c| match c {
-            Command::Append(Record::Header(_)) => "header",
-            Command::Append(Record::Context(_)) => "context",
-            Command::Append(Record::Message(m)) if m.role == Role::Tool => "result",
-            Command::Append(Record::Message(_)) => "message",
-            Command::Append(Record::Totals(_)) => "totals",
-            Command::Append(Record::Failed(_)) => "failed",
-            Command::Append(Record::Interrupted(_)) => "interrupted",
-            Command::Append(Record::Pruned(_)) => "pruned",
-            Command::Append(Record::Continued(_)) => "continued",
-            Command::Append(Record::Compacted(_)) => "compacted",
-            Command::Append(Record::Compacting(_)) => "compacting",
-            Command::Append(Record::CompactionFailed(_)) => "compaction-failed",
-            Command::Append(Record::Stopped(_)) => "stopped",
-            Command::Append(Record::WentOn(_)) => "went-on",
-            Command::Append(_) => "other",
-            Command::Sync => "sync",
-            Command::Call(_) => "call",
-            Command::RunTool { .. } => "run",
-            Command::Spill { .. } => "spill",
-            Command::Summarize(_) => "summarize",
-            Command::Refine(_) => "refine",
-            Command::Count(_) => "count",
-            Command::Confirm(_) => "confirm",
-            Command::StartFile(_) => "start-file",
-            Command::Snapshot { .. } => "snapshot",
-            Command::Undo => "undo",
-            Command::Open { .. } => "open",
-            Command::Stage { .. } => "stage",
-            Command::Write { .. } => "write",
-            Command::Restore(_) => "restore",
-            Command::Ask { .. } => "ask",
-            Command::CallMcp { .. } => "call-mcp",
-            Command::AskGrant { .. } => "ask-grant",
-            Command::AskOutside { .. } => "ask-outside",
-            Command::Show(_) => "show",
-            Command::Refused(_) => "refused",
+            Command::Log(LogCommand::Append(Record::Header(_))) => "header",
+            Command::Log(LogCommand::Append(Record::Context(_))) => "context",
+            Command::Log(LogCommand::Append(Record::Message(m))) if m.role == Role::Tool => {
+                "result"
+            }
+            Command::Log(LogCommand::Append(Record::Message(_))) => "message",
+            Command::Log(LogCommand::Append(Record::Totals(_))) => "totals",
+            Command::Log(LogCommand::Append(Record::Failed(_))) => "failed",
+            Command::Log(LogCommand::Append(Record::Interrupted(_))) => "interrupted",
+            Command::Log(LogCommand::Append(Record::Pruned(_))) => "pruned",
+            Command::Log(LogCommand::Append(Record::Continued(_))) => "continued",
+            Command::Log(LogCommand::Append(Record::Compacted(_))) => "compacted",
+            Command::Log(LogCommand::Append(Record::Compacting(_))) => "compacting",
+            Command::Log(LogCommand::Append(Record::CompactionFailed(_))) => "compaction-failed",
+            Command::Log(LogCommand::Append(Record::Stopped(_))) => "stopped",
+            Command::Log(LogCommand::Append(Record::WentOn(_))) => "went-on",
+            Command::Log(LogCommand::Append(_)) => "other",
+            Command::Log(LogCommand::Sync) => "sync",
+            Command::Model(ModelCommand::Call(_)) => "call",
+            Command::Tool(ToolCommand::Run { .. }) => "run",
+            Command::File(FileCommand::Spill { .. }) => "spill",
+            Command::Model(ModelCommand::Summarize(_)) => "summarize",
+            Command::Model(ModelCommand::Refine(_)) => "refine",
+            Command::Model(ModelCommand::Count(_)) => "count",
+            Command::User(UserCommand::Confirm(_)) => "confirm",
+            Command::Log(LogCommand::StartFile(_)) => "start-file",
+            Command::Memory(MemoryCommand::Snapshot { .. }) => "snapshot",
+            Command::Memory(MemoryCommand::Undo) => "undo",
+            Command::File(FileCommand::Open { .. }) => "open",
+            Command::File(FileCommand::Stage { .. }) => "stage",
+            Command::File(FileCommand::Write { .. }) => "write",
+            Command::File(FileCommand::Restore(_)) => "restore",
+            Command::User(UserCommand::Ask { .. }) => "ask",
+            Command::Tool(ToolCommand::CallMcp { .. }) => "call-mcp",
+            Command::User(UserCommand::AskGrant { .. }) => "ask-grant",
+            Command::User(UserCommand::AskOutside { .. }) => "ask-outside",
+            Command::User(UserCommand::Show(_)) => "show",
+            Command::User(UserCommand::Refused(_)) => "refused",
         })
         .collect()
 }
@@ -162,7 +176,7 @@ fn tools_run_one_at_a_time_in_order_and_bad_calls_get_error_results() {
     let cmds = reply(&mut s, "", &calls);
     assert_eq!(kinds(&cmds), ["message", "totals", "run"]);
     assert!(
-        matches!(&cmds[2], Command::RunTool { id, tool: Tool::ReadFile { .. }, .. } if id == "c1")
+        matches!(&cmds[2], Command::Tool(ToolCommand::Run { id, tool: Tool::ReadFile { .. }, .. }) if id == "c1")
     );
     assert_eq!(
         s.state().totals.turns,
@@ -173,7 +187,7 @@ fn tools_run_one_at_a_time_in_order_and_bad_calls_get_error_results() {
     let cmds = done(&mut s, "c1", "text", None);
     assert_eq!(kinds(&cmds), ["result", "result", "run"]);
     assert!(
-        matches!(&cmds[1], Command::Append(Record::Message(m)) if m.content.contains("no tool named"))
+        matches!(&cmds[1], Command::Log(LogCommand::Append(Record::Message(m))) if m.content.contains("no tool named"))
     );
     assert_eq!(kinds(&done(&mut s, "c9", "x", None)), ["show"]);
     assert_eq!(kinds(&done(&mut s, "c3", "a\nb", None)), ["result", "call"]);
@@ -187,7 +201,9 @@ fn tools_run_one_at_a_time_in_order_and_bad_calls_get_error_results() {
 
 fn result_of<'a>(cmds: &'a [Command], id: &str) -> Option<&'a str> {
     cmds.iter().find_map(|c| match c {
-        Command::Append(Record::Message(m)) if m.tool_call_id.as_deref() == Some(id) => {
+        Command::Log(LogCommand::Append(Record::Message(m)))
+            if m.tool_call_id.as_deref() == Some(id) =>
+        {
             Some(m.content.as_str())
         }
         _ => None,
@@ -201,7 +217,10 @@ fn a_call_repeated_three_times_is_refused_and_a_fourth_ends_the_turn() {
     let args = r#"{"path":"a"}"#;
     for id in ["c1", "c2"] {
         let cmds = reply(&mut s, "", &[(id, "read_file", args)]);
-        assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{id}");
+        assert!(
+            matches!(cmds.last(), Some(Command::Tool(ToolCommand::Run { .. }))),
+            "{id}"
+        );
         done(&mut s, id, "x", None);
     }
     // The third: not run, an error result, and the next request goes out.
@@ -227,7 +246,7 @@ fn a_call_repeated_three_times_is_refused_and_a_fourth_ends_the_turn() {
         .starts_with("error: not run"));
     assert!(!s.busy());
     assert_eq!(s.state().totals.turns, 1);
-    let Some(Command::Append(Record::Stopped(stop))) = cmds.get(4) else {
+    let Some(Command::Log(LogCommand::Append(Record::Stopped(stop)))) = cmds.get(4) else {
         panic!("{cmds:?}");
     };
     assert_eq!(
@@ -240,7 +259,10 @@ fn a_call_repeated_three_times_is_refused_and_a_fourth_ends_the_turn() {
     // A new turn starts the count again.
     user(&mut s, "again");
     let cmds = reply(&mut s, "", &[("c6", "read_file", args)]);
-    assert!(matches!(cmds.last(), Some(Command::RunTool { .. })));
+    assert!(matches!(
+        cmds.last(),
+        Some(Command::Tool(ToolCommand::Run { .. }))
+    ));
 }
 
 #[test]
@@ -251,7 +273,10 @@ fn distinct_calls_are_never_refused() {
         let id = format!("c{i}");
         let args = format!(r#"{{"path":"f{}"}}"#, i % 2);
         let cmds = reply(&mut s, "", &[(&id, "read_file", &args)]);
-        assert!(matches!(cmds.last(), Some(Command::RunTool { .. })), "{i}");
+        assert!(
+            matches!(cmds.last(), Some(Command::Tool(ToolCommand::Run { .. }))),
+            "{i}"
+        );
         done(&mut s, &id, "x", None);
     }
 }
@@ -269,32 +294,40 @@ fn the_tool_round_cap_ends_the_turn_and_go_on_resets_it() {
     user(&mut s, "work");
     reply(&mut s, "", &[("a", "read_file", r#"{"path":"1"}"#)]);
     let cmds = done(&mut s, "a", "x", None);
-    assert!(matches!(cmds.last(), Some(Command::Call(_))));
+    assert!(matches!(
+        cmds.last(),
+        Some(Command::Model(ModelCommand::Call(_)))
+    ));
     reply(&mut s, "", &[("b", "read_file", r#"{"path":"2"}"#)]);
     let cmds = done(&mut s, "b", "x", None);
     assert_eq!(kinds(&cmds), ["result", "stopped", "totals", "sync"]);
     assert!(!s.busy());
-    let Some(Command::Append(Record::Stopped(stop))) = cmds.get(1) else {
+    let Some(Command::Log(LogCommand::Append(Record::Stopped(stop)))) = cmds.get(1) else {
         panic!("{cmds:?}");
     };
     assert_eq!(stop.reason, StopReason::ToolRounds { limit: 2 });
     assert!(guard::describe(&stop.reason).contains("--max-tool-rounds 2"));
     // Going on sends the request the cap held back, with two rounds more.
     let cmds = s
-        .handle(Input::GoOn {
+        .handle(Input::User(UserInput::GoOn {
+            parts: Default::default(),
             now: datetime!(2026-12-02 10:04 UTC),
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["went-on", "call"]);
     assert_eq!(s.state().turn_rounds, 0);
     reply(&mut s, "", &[("c", "read_file", r#"{"path":"3"}"#)]);
     let cmds = done(&mut s, "c", "x", None);
-    assert!(matches!(cmds.last(), Some(Command::Call(_))));
+    assert!(matches!(
+        cmds.last(),
+        Some(Command::Model(ModelCommand::Call(_)))
+    ));
     reply(&mut s, "done", &[]);
     let cmds = s
-        .handle(Input::GoOn {
+        .handle(Input::User(UserInput::GoOn {
+            parts: Default::default(),
             now: datetime!(2026-12-02 10:05 UTC),
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["show"], "nothing to go on with");
 }
@@ -317,9 +350,9 @@ fn only_the_first_calls_of_an_answer_run() {
         ("d", "read_file", r#"{"path":"4"}"#),
     ];
     let cmds = reply(&mut s, "", &calls);
-    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "a"));
+    assert!(matches!(cmds.last(), Some(Command::Tool(ToolCommand::Run { id, .. })) if id == "a"));
     let cmds = done(&mut s, "a", "x", None);
-    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "b"));
+    assert!(matches!(cmds.last(), Some(Command::Tool(ToolCommand::Run { id, .. })) if id == "b"));
     // The last two are refused, in order, and the next request goes out.
     let cmds = done(&mut s, "b", "x", None);
     assert_eq!(kinds(&cmds), ["result", "result", "result", "call"]);
@@ -336,7 +369,7 @@ fn only_the_first_calls_of_an_answer_run() {
     }
     // A later answer has its own count.
     let cmds = reply(&mut s, "", &[("e", "read_file", r#"{"path":"5"}"#)]);
-    assert!(matches!(cmds.last(), Some(Command::RunTool { id, .. }) if id == "e"));
+    assert!(matches!(cmds.last(), Some(Command::Tool(ToolCommand::Run { id, .. })) if id == "e"));
 }
 
 #[test]
@@ -351,7 +384,7 @@ fn big_results_are_spilled_and_granted_to_this_run_only() {
     let big = "y\n".repeat(2500);
     let cmds = done(&mut s, "call/1", &big, None);
     assert_eq!(kinds(&cmds), ["spill", "result", "call"]);
-    let Command::Spill { path, content } = &cmds[0] else {
+    let Command::File(FileCommand::Spill { path, content }) = &cmds[0] else {
         unreachable!()
     };
     assert_eq!(path, "/state/spills/s1/0001-1-call_1.txt");
@@ -401,7 +434,7 @@ fn grants_from_the_user_reach_later_tool_runs() {
         &[("r", "read_file", r#"{"path":"/etc/hosts"}"#)],
     );
     assert!(
-        matches!(&cmds[2], Command::RunTool { grants, .. } if grants == &["/etc/hosts".to_owned()])
+        matches!(&cmds[2], Command::Tool(ToolCommand::Run { grants, .. }) if grants == &["/etc/hosts".to_owned()])
     );
 }
 
@@ -410,10 +443,10 @@ fn an_interrupted_stream_keeps_what_arrived() {
     let mut s = start();
     user(&mut s, "hi");
     let cmds = s
-        .handle(Input::Interrupted {
+        .handle(Input::User(UserInput::Interrupted {
             partial: "Hel".into(),
             now: datetime!(2026-12-02 10:01 UTC),
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["message", "interrupted", "totals", "sync"]);
     let last = s.state().messages.last().unwrap();
@@ -434,16 +467,18 @@ fn interrupting_tools_answers_every_open_call_and_sends_nothing() {
         ],
     );
     let cmds = s
-        .handle(Input::Interrupted {
+        .handle(Input::User(UserInput::Interrupted {
             partial: String::new(),
             now: datetime!(2026-12-02 10:05 UTC),
-        })
+        }))
         .commands;
     assert_eq!(
         kinds(&cmds),
         ["result", "result", "interrupted", "totals", "sync"]
     );
-    assert!(matches!(&cmds[2], Command::Append(Record::Interrupted(i)) if i.unsent));
+    assert!(
+        matches!(&cmds[2], Command::Log(LogCommand::Append(Record::Interrupted(i))) if i.unsent)
+    );
     assert!(!s.busy());
     assert_eq!(kinds(&user(&mut s, "next")), ["message", "call"]);
 }
@@ -508,10 +543,10 @@ fn long_session(turns: usize, context: u64) -> Session {
             usage,
         };
         let _ = s
-            .handle(Input::Reply {
+            .handle(Input::Model(ModelInput::Reply {
                 reply,
                 now: datetime!(2026-12-02 10:02 UTC),
-            })
+            }))
             .commands;
     }
     s
@@ -555,7 +590,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
         ],
         "{cmds:#?}"
     );
-    let Command::Summarize(req) = &cmds[5] else {
+    let Command::Model(ModelCommand::Summarize(req)) = &cmds[5] else {
         unreachable!()
     };
     assert!(req.body.text().contains("question 0") && !req.body.text().contains("question 2"));
@@ -564,7 +599,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
     assert_eq!(kinds(&user(&mut s, "again")), ["show"]);
     let now = datetime!(2026-12-02 10:05 UTC);
     let cmds = s
-        .handle(Input::Summarized {
+        .handle(Input::Model(ModelInput::Summarized {
             reply: Reply {
                 text: "Facts: port 5432".into(),
                 usage: None,
@@ -572,7 +607,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
             },
             new_id: "s2".into(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(
         kinds(&cmds),
@@ -587,7 +622,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
         ],
         "{cmds:#?}"
     );
-    let Command::StartFile(h) = &cmds[2] else {
+    let Command::Log(LogCommand::StartFile(h)) = &cmds[2] else {
         unreachable!()
     };
     assert_eq!(
@@ -605,7 +640,7 @@ fn summarizing_moves_the_session_to_a_new_file() {
         &users[1..],
         ["question 2", "question 3", "question 4", "next"]
     );
-    let Command::Call(req) = &cmds[6] else {
+    let Command::Model(ModelCommand::Call(req)) = &cmds[6] else {
         unreachable!()
     };
     assert!(
@@ -621,10 +656,10 @@ fn a_failed_summary_changes_nothing_and_the_turn_goes_on() {
     let before = s.state().messages.len();
     let now = datetime!(2026-12-02 10:05 UTC);
     let cmds = s
-        .handle(Input::SummaryFailed {
+        .handle(Input::Model(ModelInput::SummaryFailed {
             error: "HTTP 500".into(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
     assert_eq!(s.state().messages.len(), before);
@@ -648,14 +683,14 @@ fn notes_that_call_a_tool_are_no_notes() {
     };
     let now = datetime!(2026-12-02 10:05 UTC);
     let cmds = s
-        .handle(Input::Summarized {
+        .handle(Input::Model(ModelInput::Summarized {
             reply,
             new_id: "s2".into(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
-    assert!(matches!(&cmds[1], Command::Show(t) if t.contains("called a tool")));
+    assert!(matches!(&cmds[1], Command::User(UserCommand::Show(t)) if t.contains("called a tool")));
 }
 
 #[test]
@@ -663,18 +698,18 @@ fn manual_compaction() {
     let now = datetime!(2026-12-02 10:05 UTC);
     let mut s = long_session(2, 100);
     assert_eq!(
-        kinds(&s.handle(Input::Compact { now }).commands),
+        kinds(&s.handle(Input::User(UserInput::Compact { now })).commands),
         ["show"],
         "two turns: nothing to do"
     );
     let mut s = long_session(5, 100);
-    let cmds = s.handle(Input::Compact { now }).commands;
+    let cmds = s.handle(Input::User(UserInput::Compact { now })).commands;
     assert_eq!(
         kinds(&cmds),
         ["pruned", "show", "compacting", "show", "summarize"]
     );
     let cmds = s
-        .handle(Input::Summarized {
+        .handle(Input::Model(ModelInput::Summarized {
             reply: Reply {
                 text: "notes".into(),
                 usage: None,
@@ -682,7 +717,7 @@ fn manual_compaction() {
             },
             new_id: "s2".into(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(
         kinds(&cmds),
@@ -699,12 +734,12 @@ fn manual_compaction() {
     assert!(!s.busy());
     // Interrupting a /compact leaves everything as it was.
     let mut s = long_session(5, 100);
-    let _ = s.handle(Input::Compact { now }).commands;
+    let _ = s.handle(Input::User(UserInput::Compact { now })).commands;
     let cmds = s
-        .handle(Input::Interrupted {
+        .handle(Input::User(UserInput::Interrupted {
             partial: String::new(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show"]);
     assert!(!s.busy());
@@ -717,22 +752,22 @@ fn rename_is_validated() {
     let used = BTreeSet::from(["birch".to_owned()]);
     assert_eq!(
         kinds(
-            &s.handle(Input::Rename {
+            &s.handle(Input::User(UserInput::Rename {
                 name: "birch".into(),
                 used: used.clone(),
                 now
-            })
+            }))
             .commands
         ),
         ["show"]
     );
     assert_eq!(
         kinds(
-            &s.handle(Input::Rename {
+            &s.handle(Input::User(UserInput::Rename {
                 name: "db".into(),
                 used,
                 now
-            })
+            }))
             .commands
         ),
         ["other", "show"]
@@ -754,7 +789,7 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
     let cmds = reply(&mut s, "", &shell);
     assert!(cmds
         .iter()
-        .any(|c| matches!(c, Command::Show(t) if t.contains("--allow-shell"))));
+        .any(|c| matches!(c, Command::User(UserCommand::Show(t)) if t.contains("--allow-shell"))));
     assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
     assert!(!kinds(&cmds).contains(&"run"));
 
@@ -770,17 +805,17 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
     let cmds = reply(&mut s, "", &shell);
     assert_eq!(kinds(&cmds).last(), Some(&"ask"));
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "c1".into(),
             answer: crate::edit::Answer::Always,
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["other", "run"]);
     let folded = State::fold(
         &std::iter::once(Record::Header(header()))
             .chain(cmds.iter().filter_map(|c| match c {
-                Command::Append(r) => Some(r.clone()),
+                Command::Log(LogCommand::Append(r)) => Some(r.clone()),
                 _ => None,
             }))
             .collect::<Vec<_>>(),
@@ -795,11 +830,11 @@ fn a_shell_call_is_asked_about_refused_without_a_terminal_and_always_is_remember
     user(&mut s, "list");
     reply(&mut s, "", &shell);
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "c1".into(),
             answer: crate::edit::Answer::No,
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     assert_eq!(result_of(&cmds, "c1"), Some(approval::REFUSED));
 }
@@ -826,7 +861,7 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     let cmds = asked(&mut s);
     assert!(cmds
         .iter()
-        .any(|c| matches!(c, Command::Show(t) if t.contains("--grant"))));
+        .any(|c| matches!(c, Command::User(UserCommand::Show(t)) if t.contains("--grant"))));
     assert_eq!(
         result_of(&cmds, "g"),
         Some(approval::not_granted("/srv/notes.txt").as_str())
@@ -843,23 +878,23 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     let cmds = asked(&mut s);
     assert_eq!(
         cmds.last(),
-        Some(&Command::AskGrant {
+        Some(&Command::User(UserCommand::AskGrant {
             id: "g".into(),
             path: "/srv/notes.txt".into(),
             reason: Some("the notes".into()),
-        })
+        }))
     );
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "g".into(),
             answer: crate::edit::Answer::Always,
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     let approved: Vec<_> = cmds
         .iter()
         .filter_map(|c| match c {
-            Command::Append(Record::Approved(a)) => Some(a.clone()),
+            Command::Log(LogCommand::Append(Record::Approved(a))) => Some(a.clone()),
             _ => None,
         })
         .collect();
@@ -880,7 +915,7 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     let folded = State::fold(
         &std::iter::once(Record::Header(header()))
             .chain(cmds.iter().filter_map(|c| match c {
-                Command::Append(r) => Some(r.clone()),
+                Command::Log(LogCommand::Append(r)) => Some(r.clone()),
                 _ => None,
             }))
             .collect::<Vec<_>>(),
@@ -902,11 +937,11 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     let mut s = Session::start(header(), asking.clone()).0;
     asked(&mut s);
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "g".into(),
             answer: crate::edit::Answer::No,
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     assert_eq!(
         result_of(&cmds, "g"),
@@ -923,20 +958,20 @@ fn a_grant_is_asked_about_at_a_terminal_and_refused_without_one() {
     let mut s = Session::start(header(), ask_shell).0;
     asked(&mut s);
     let _ = s
-        .handle(Input::Interrupted {
+        .handle(Input::User(UserInput::Interrupted {
             partial: String::new(),
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     user(&mut s, "list");
     let cmds = reply(&mut s, "", &[("g", "shell", r#"{"command":"ls"}"#)]);
     assert_eq!(kinds(&cmds).last(), Some(&"ask"));
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "g".into(),
             answer: crate::edit::Answer::Yes,
             now: datetime!(2026-12-02 10:00 UTC),
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["other", "run"]);
     assert!(s.grants().is_empty());
@@ -955,14 +990,14 @@ fn small(window: u64) -> Session {
 
 fn summarize_request(cmds: &[Command]) -> Option<&Request> {
     cmds.iter().find_map(|c| match c {
-        Command::Summarize(r) => Some(r),
+        Command::Model(ModelCommand::Summarize(r)) => Some(r),
         _ => None,
     })
 }
 
 fn call_request(cmds: &[Command]) -> Option<&Request> {
     cmds.iter().find_map(|c| match c {
-        Command::Call(r) => Some(r),
+        Command::Model(ModelCommand::Call(r)) => Some(r),
         _ => None,
     })
 }
@@ -1040,7 +1075,7 @@ fn an_answer_larger_than_the_window_is_squeezed_and_the_turn_goes_on() {
     // the whole of it in a spill file this run may read.
     let cmds = keep(done(&mut s, "w", "error: the command was too long", None));
     let spilled = cmds.iter().find_map(|c| match c {
-        Command::Spill { content, .. } => Some(content.len()),
+        Command::File(FileCommand::Spill { content, .. }) => Some(content.len()),
         _ => None,
     });
     assert!(spilled.is_some_and(|n| n > 6 << 20), "{:?}", kinds(&cmds));
@@ -1054,7 +1089,7 @@ fn an_answer_larger_than_the_window_is_squeezed_and_the_turn_goes_on() {
     let records: Vec<Record> = log
         .into_iter()
         .filter_map(|c| match c {
-            Command::Append(r) => Some(r),
+            Command::Log(LogCommand::Append(r)) => Some(r),
             _ => None,
         })
         .collect();
@@ -1074,7 +1109,9 @@ fn a_system_prompt_larger_than_the_window_is_named_and_later_turns_are_not_stuck
     let line = cmds
         .iter()
         .find_map(|c| match c {
-            Command::Append(Record::Stopped(st)) => Some(guard::describe(&st.reason)),
+            Command::Log(LogCommand::Append(Record::Stopped(st))) => {
+                Some(guard::describe(&st.reason))
+            }
             _ => None,
         })
         .unwrap_or_else(|| panic!("{cmds:#?}"));
@@ -1093,13 +1130,13 @@ fn a_message_larger_than_the_window_is_named_and_the_next_turn_is_answered() {
     assert!(
         cmds.iter().any(|c| matches!(
             c,
-            Command::Append(Record::Stopped(Stopped {
+            Command::Log(LogCommand::Append(Record::Stopped(Stopped {
                 reason: StopReason::TooLarge {
                     largest: Some((FixedKind::Message, _)),
                     ..
                 },
                 ..
-            }))
+            })))
         )),
         "{cmds:#?}"
     );
@@ -1112,14 +1149,14 @@ fn a_message_larger_than_the_window_is_named_and_the_next_turn_is_answered() {
         4_096
     ));
     let cmds = s
-        .handle(Input::Summarized {
+        .handle(Input::Model(ModelInput::Summarized {
             reply: Reply {
                 text: "Facts: the user pasted a long text".into(),
                 ..Reply::default()
             },
             new_id: "s2".into(),
             now: datetime!(2026-12-02 10:05 UTC),
-        })
+        }))
         .commands;
     let call = call_request(&cmds).unwrap_or_else(|| panic!("{cmds:#?}"));
     assert!(compact::fits(
@@ -1143,7 +1180,7 @@ fn a_compaction_of_many_pieces_says_its_cost_first() {
     let shown: Vec<&str> = cmds
         .iter()
         .filter_map(|c| match c {
-            Command::Show(text) => Some(text.as_str()),
+            Command::User(UserCommand::Show(text)) => Some(text.as_str()),
             _ => None,
         })
         .collect();
@@ -1184,13 +1221,15 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
         kinds(&cmds)
     );
     assert!(s.busy());
-    let cmds = s.handle(Input::Confirmed { yes: true, now }).commands;
+    let cmds = s
+        .handle(Input::User(UserInput::Confirmed { yes: true, now }))
+        .commands;
     assert!(kinds(&cmds).contains(&"summarize"), "{:?}", kinds(&cmds));
     // Each piece says which it is, of about how many (issue 32).
     let said: Vec<&String> = cmds
         .iter()
         .filter_map(|c| match c {
-            Command::Show(text) => Some(text),
+            Command::User(UserCommand::Show(text)) => Some(text),
             _ => None,
         })
         .collect();
@@ -1202,7 +1241,9 @@ fn a_costly_compaction_is_asked_about_at_a_terminal() {
     // No: nothing is summarized; the turn goes on as far as it fits.
     let mut s = grown();
     user(&mut s, "next");
-    let cmds = s.handle(Input::Confirmed { yes: false, now }).commands;
+    let cmds = s
+        .handle(Input::User(UserInput::Confirmed { yes: false, now }))
+        .commands;
     let k = kinds(&cmds);
     assert!(
         !k.contains(&"summarize") && !k.contains(&"confirm"),
@@ -1243,12 +1284,12 @@ fn write_opened(interactive: bool, opened: Opened) -> (Session, Vec<Command>) {
     let cmds = reply(&mut s, "", &[("w1", "write_file", &args)]);
     assert_eq!(kinds(&cmds).last(), Some(&"open"));
     let cmds = s
-        .handle(Input::Opened {
+        .handle(Input::File(FileInput::Opened {
             id: "w1".into(),
             opened: Ok(opened),
             keys: Default::default(),
             now: datetime!(2026-12-02 10:03 UTC),
-        })
+        }))
         .commands;
     (s, cmds)
 }
@@ -1269,9 +1310,9 @@ fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
     // At a terminal it is asked about, the question naming it outside.
     let (mut s, cmds) = write_opened(true, outside("/granted/k"));
     let asked = cmds.iter().find_map(|c| match c {
-        Command::Stage {
+        Command::File(FileCommand::Stage {
             shown, ask, once, ..
-        } => Some((shown.clone(), *ask, *once)),
+        }) => Some((shown.clone(), *ask, *once)),
         _ => None,
     });
     assert_eq!(
@@ -1280,16 +1321,16 @@ fn a_write_outside_the_tree_is_asked_at_a_terminal_and_refused_without_one() {
     );
     // "always" there is a yes for this write only, logged as such.
     let cmds = s
-        .handle(Input::Staged {
+        .handle(Input::File(FileInput::Staged {
             id: "w1".into(),
             answer: Some(crate::edit::Answer::Always),
             after: "sha256:after".into(),
             error: None,
             now: datetime!(2026-12-02 10:04 UTC),
-        })
+        }))
         .commands;
     let approved = cmds.iter().find_map(|c| match c {
-        Command::Append(Record::Approved(a)) => Some(a.clone()),
+        Command::Log(LogCommand::Append(Record::Approved(a))) => Some(a.clone()),
         _ => None,
     });
     let approved = approved.expect("an approved record");
@@ -1323,22 +1364,25 @@ fn an_unnamed_session_gets_an_address_that_stays_unlisted() {
     assert_eq!(s.state().name, None);
     let used = BTreeSet::from(["amber".to_owned()]);
     let cmds = s
-        .handle(Input::Address {
+        .handle(Input::User(UserInput::Address {
             used: used.clone(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(kinds(&cmds), ["other", "show"]);
     assert_eq!(s.state().name.as_deref(), Some("birch"));
     assert!(!s.state().named, "a generated name is not listed");
     // A session with a name keeps it.
-    assert!(s.handle(Input::Address { used, now }).commands.is_empty());
+    assert!(s
+        .handle(Input::User(UserInput::Address { used, now }))
+        .commands
+        .is_empty());
     assert_eq!(s.state().name.as_deref(), Some("birch"));
     // The fold gives the same.
     let records: Vec<Record> = cmds
         .iter()
         .filter_map(|c| match c {
-            Command::Append(r) => Some(r.clone()),
+            Command::Log(LogCommand::Append(r)) => Some(r.clone()),
             _ => None,
         })
         .collect();
@@ -1356,15 +1400,13 @@ fn mcp_session(settings: Settings) -> Session {
         }],
     )]);
     let now = datetime!(2026-12-02 10:00 UTC);
-    let cmds = s
-        .handle(Input::McpTools {
-            tools: tools.clone(),
-            now,
-        })
-        .commands;
-    assert!(matches!(&cmds[..], [Command::Append(Record::McpTools(_))]));
+    let cmds = s.handle(offer_mcp(tools.clone(), now)).commands;
+    assert!(matches!(
+        &cmds[..],
+        [Command::Log(LogCommand::Append(Record::McpTools(_)))]
+    ));
     // The same list again is not logged again.
-    assert!(s.handle(Input::McpTools { tools, now }).commands.is_empty());
+    assert!(s.handle(offer_mcp(tools, now)).commands.is_empty());
     s
 }
 
@@ -1375,7 +1417,7 @@ fn mcp_tools_are_offered_and_called_when_allowed() {
         ..settings()
     });
     let cmds = user(&mut s, "echo");
-    let Some(Command::Call(request)) = cmds.last() else {
+    let Some(Command::Model(ModelCommand::Call(request))) = cmds.last() else {
         panic!("{:?}", kinds(&cmds))
     };
     assert!(
@@ -1389,13 +1431,13 @@ fn mcp_tools_are_offered_and_called_when_allowed() {
         &[("c1", "mcp__ev__echo", r#"{"message":"hi"}"#)],
     );
     match cmds.last() {
-        Some(Command::CallMcp {
+        Some(Command::Tool(ToolCommand::CallMcp {
             server,
             tool,
             arguments,
             timeout_s,
             ..
-        }) => {
+        })) => {
             assert_eq!((server.as_str(), tool.as_str()), ("ev", "echo"));
             assert_eq!(
                 (arguments.as_str(), *timeout_s),
@@ -1417,9 +1459,9 @@ fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
     let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
     assert!(cmds
         .iter()
-        .any(|c| matches!(c, Command::Show(t) if t.contains("--allow-mcp"))));
+        .any(|c| matches!(c, Command::User(UserCommand::Show(t)) if t.contains("--allow-mcp"))));
     assert!(cmds.iter().any(|c| matches!(c,
-        Command::Append(Record::Message(m)) if m.content == crate::mcp::REFUSED)));
+        Command::Log(LogCommand::Append(Record::Message(m))) if m.content == crate::mcp::REFUSED)));
     // A terminal: asked; "always" is remembered for the tool.
     let mut s = mcp_session(Settings {
         interactive: true,
@@ -1428,17 +1470,20 @@ fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
     user(&mut s, "echo");
     let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
     assert!(
-        matches!(cmds.last(), Some(Command::Ask { command, .. }) if command == "mcp__ev__echo")
+        matches!(cmds.last(), Some(Command::User(UserCommand::Ask { command, .. })) if command == "mcp__ev__echo")
     );
     let cmds = s
-        .handle(Input::Answered {
+        .handle(Input::User(UserInput::Answered {
             id: "c1".into(),
             answer: crate::edit::Answer::Always,
             now: datetime!(2026-12-02 10:03 UTC),
-        })
+        }))
         .commands;
     assert!(
-        matches!(cmds.last(), Some(Command::CallMcp { .. })),
+        matches!(
+            cmds.last(),
+            Some(Command::Tool(ToolCommand::CallMcp { .. }))
+        ),
         "{:?}",
         kinds(&cmds)
     );
@@ -1452,8 +1497,11 @@ fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
     user(&mut s, "echo");
     let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
     assert!(cmds.iter().any(|c| matches!(c,
-        Command::Append(Record::Approved(a)) if a.rule.as_deref() == Some("mcp__ev__*"))));
-    assert!(matches!(cmds.last(), Some(Command::CallMcp { .. })));
+        Command::Log(LogCommand::Append(Record::Approved(a))) if a.rule.as_deref() == Some("mcp__ev__*"))));
+    assert!(matches!(
+        cmds.last(),
+        Some(Command::Tool(ToolCommand::CallMcp { .. }))
+    ));
     let rules = crate::rules::Rules::parse(&[], &["mcp__ev__echo".into()]).unwrap();
     let mut s = mcp_session(Settings {
         rules,
@@ -1462,11 +1510,13 @@ fn mcp_calls_are_refused_without_a_terminal_asked_at_one_and_ruled() {
     });
     user(&mut s, "echo");
     let cmds = reply(&mut s, "", &[("c1", "mcp__ev__echo", "{}")]);
-    assert!(!cmds.iter().any(|c| matches!(c, Command::CallMcp { .. })));
+    assert!(!cmds
+        .iter()
+        .any(|c| matches!(c, Command::Tool(ToolCommand::CallMcp { .. }))));
     // A tool no server offers is an error result, never a call.
     let cmds = reply(&mut s, "", &[("c2", "mcp__ev__nope", "{}")]);
     assert!(cmds.iter().any(|c| matches!(c,
-        Command::Append(Record::Message(m)) if m.content.contains("no tool named \"mcp__ev__nope\""))));
+        Command::Log(LogCommand::Append(Record::Message(m))) if m.content.contains("no tool named \"mcp__ev__nope\""))));
 }
 
 #[test]
@@ -1480,8 +1530,8 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
     let mut take = |cmds: Vec<Command>, records: &mut Vec<Record>| {
         for c in cmds {
             match c {
-                Command::Append(r) => records.push(r),
-                Command::Call(r) => sent.push(r.body.text()),
+                Command::Log(LogCommand::Append(r)) => records.push(r),
+                Command::Model(ModelCommand::Call(r)) => sent.push(r.body.text()),
                 _ => {}
             }
         }
@@ -1498,20 +1548,14 @@ fn the_offered_mcp_tools_are_rebuilt_by_replay() {
     take(done(&mut s, "c1", "hi", None), &mut records);
     // Not while a request is in flight.
     let none = s
-        .handle(Input::McpTools {
-            tools: Vec::new(),
-            now: datetime!(2026-12-02 10:04 UTC),
-        })
+        .handle(offer_mcp(Vec::new(), datetime!(2026-12-02 10:04 UTC)))
         .commands;
     assert!(none.is_empty());
     take(reply(&mut s, "done", &[]), &mut records);
     // The list changes: a record, and the next request offers no MCP tool.
     take(
-        s.handle(Input::McpTools {
-            tools: Vec::new(),
-            now: datetime!(2026-12-02 10:04 UTC),
-        })
-        .commands,
+        s.handle(offer_mcp(Vec::new(), datetime!(2026-12-02 10:04 UTC)))
+            .commands,
         &mut records,
     );
     take(user(&mut s, "again"), &mut records);
@@ -1531,26 +1575,27 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
     let window = s.state().window;
     let now = datetime!(2026-12-02 10:05 UTC);
     let cmds = s
-        .handle(Input::Model {
+        .handle(Input::User(UserInput::Model {
             model: "my-model".into(),
             now,
-        })
+        }))
         .commands;
     assert!(matches!(
         &cmds[0],
-        Command::Append(Record::ModelChanged(m)) if m.model == "my-model" && m.window == window
+        Command::Log(LogCommand::Append(Record::ModelChanged(m))) if m.model == "my-model" && m.window == window
     ));
     assert_eq!(s.state().model, "my-model");
     // The same model again, or no name: nothing logged.
     for model in ["my-model", " ", "two words"] {
         let cmds = s
-            .handle(Input::Model {
+            .handle(Input::User(UserInput::Model {
                 model: model.into(),
                 now,
-            })
+            }))
             .commands;
         assert!(
-            cmds.iter().all(|c| matches!(c, Command::Show(_))),
+            cmds.iter()
+                .all(|c| matches!(c, Command::User(UserCommand::Show(_)))),
             "{model}: {cmds:?}"
         );
     }
@@ -1564,10 +1609,10 @@ fn model_switches_are_logged_and_keep_the_window_of_an_unknown_model() {
     )
     .0;
     let _ = s
-        .handle(Input::Model {
+        .handle(Input::User(UserInput::Model {
             model: "claude-sonnet-4-5".into(),
             now,
-        })
+        }))
         .commands;
     assert_eq!(s.state().window, 200_000);
 }
@@ -1592,32 +1637,39 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
         }),
     };
     let done = |s: &mut Session, id: &str| {
-        s.handle(Input::ToolDone {
+        s.handle(Input::Tool(ToolInput::Done {
+            parts: None,
             id: id.into(),
             output: "ok".into(),
             grant: None,
             effects: effects.clone(),
             now: datetime!(2026-12-02 10:03 UTC),
-        })
+        }))
         .commands
     };
     let cmds = done(&mut s, "c1");
     let logged: Vec<&str> = cmds
         .iter()
         .map(|c| match c {
-            Command::Append(Record::Edit(e))
+            Command::Log(LogCommand::Append(Record::Edit(e)))
                 if e.by == crate::record::EditBy::Shell && e.call == "c1" =>
             {
                 "edit"
             }
-            Command::Show(t) if t.contains("not in a git repository") => "untracked",
-            Command::Append(Record::Seen(seen)) if seen.path == "/work/b" => "seen",
-            Command::Append(Record::MemoryChanged(m))
+            Command::User(UserCommand::Show(t)) if t.contains("not in a git repository") => {
+                "untracked"
+            }
+            Command::Log(LogCommand::Append(Record::Seen(seen))) if seen.path == "/work/b" => {
+                "seen"
+            }
+            Command::Log(LogCommand::Append(Record::MemoryChanged(m)))
                 if m.by == crate::record::ChangedBy::Remember =>
             {
                 "memory"
             }
-            Command::Append(Record::Message(m)) if m.role == Role::Tool => "result",
+            Command::Log(LogCommand::Append(Record::Message(m))) if m.role == Role::Tool => {
+                "result"
+            }
             _ => "next",
         })
         .collect();
@@ -1631,9 +1683,22 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
     let cmds = done(&mut s, "c2");
     assert!(!cmds
         .iter()
-        .any(|c| matches!(c, Command::Show(t) if t.contains("not in a git repository"))));
+        .any(|c| matches!(c, Command::User(UserCommand::Show(t)) if t.contains("not in a git repository"))));
     let stale = done(&mut s, "c9");
     assert!(!stale
         .iter()
-        .any(|c| matches!(c, Command::Append(Record::Edit(_)))));
+        .any(|c| matches!(c, Command::Log(LogCommand::Append(Record::Edit(_))))));
+}
+
+/// The MCP tools the servers offer now, as a line with nothing in it
+/// carries them.
+fn offer_mcp(tools: Vec<crate::mcp::McpTool>, now: time::OffsetDateTime) -> Input {
+    Input::User(UserInput::Line {
+        text: String::new(),
+        context: TurnContext {
+            mcp_tools: Some(tools),
+            ..TurnContext::default()
+        },
+        now,
+    })
 }

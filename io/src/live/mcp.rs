@@ -4,17 +4,17 @@
 
 use std::time::Duration;
 
-use revolve_core::Input;
+use revolve_core::{Input, ToolInput};
 
 use super::Live;
 use crate::clock;
-use crate::error::Error;
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
-    /// Tells the core which MCP tools the servers offer now (it logs the
-    /// list when it changed), and the user of servers that failed.
-    pub(super) fn offer_mcp(&mut self) -> Result<(), Error> {
+    /// The MCP tools the servers offer now, for the core to log when the
+    /// list changed (`None`: no server is configured); the user is told of
+    /// servers that failed.
+    pub(super) fn mcp_offered(&mut self) -> Option<Vec<revolve_core::mcp::McpTool>> {
         if let Some(recorded) = &self.runtime.mcp.recorded {
             let users = self
                 .state()
@@ -22,16 +22,9 @@ impl<F: Front> Live<F> {
                 .iter()
                 .filter(|m| m.role == revolve_core::Role::User)
                 .count();
-            let tools = recorded.list(users);
-            self.drive(Input::McpTools {
-                tools,
-                now: clock::now(),
-            })?;
-            return Ok(());
+            return Some(recorded.list(users));
         }
-        let Some(hub) = self.runtime.mcp.hub.clone() else {
-            return Ok(());
-        };
+        let hub = self.runtime.mcp.hub.clone()?;
         hub.wait(Duration::from_millis(
             revolve_core::policy::MCP_START_WAIT_MS,
         ));
@@ -43,11 +36,7 @@ impl<F: Front> Live<F> {
         for line in hub.once(collisions) {
             self.front.notice(&line);
         }
-        self.drive(Input::McpTools {
-            tools,
-            now: clock::now(),
-        })?;
-        Ok(())
+        Some(tools)
     }
 
     /// Runs the MCP call `id`; its result (or the error the model gets,
@@ -70,13 +59,14 @@ impl<F: Front> Live<F> {
         // `tool_call` and a `tool_result` event in stream-json; nothing
         // more in text, where the line above said it).
         if let Some(recorded) = self.runtime.mcp.recorded.as_mut() {
-            return Input::ToolDone {
+            return Input::Tool(ToolInput::Done {
                 id,
                 output: recorded.next_result(),
                 grant: None,
                 effects: Default::default(),
+                parts: None,
                 now: clock::now(),
-            };
+            });
         }
         let (outcome, secrets) = match &self.runtime.mcp.hub {
             Some(hub) => (
@@ -105,12 +95,13 @@ impl<F: Front> Live<F> {
                 .chain(secrets),
         );
         let output = keys.redact(&output).into_owned();
-        Input::ToolDone {
+        Input::Tool(ToolInput::Done {
             id,
             output,
             grant: None,
             effects: Default::default(),
+            parts: None,
             now: clock::now(),
-        }
+        })
     }
 }

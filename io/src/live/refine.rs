@@ -7,12 +7,11 @@
 
 use revolve_core::record::Record;
 use revolve_core::refine;
-use revolve_core::{Input, Request, State};
+use revolve_core::{Input, State, UserInput};
 use revolve_store::{log, memory};
 
 use crate::clock;
 
-use super::ask::Asked;
 use super::{Live, Outcome};
 use crate::error::Error;
 use crate::front::Front;
@@ -32,31 +31,18 @@ impl<F: Front> Live<F> {
         } else {
             self.chain_blocks()?
         };
-        let outcome = self.drive(Input::Refine {
+        let outcome = self.drive(Input::User(UserInput::Refine {
             auto,
             files,
             chain,
             now: clock::now(),
-        })?;
+        }))?;
         // An interrupted refinement changed nothing and said so; the
         // session goes on.
         Ok(match outcome {
             Outcome::Interrupted => Outcome::Done,
             other => other,
         })
-    }
-
-    /// Sends a refinement's request (its answer is not shown).
-    pub(super) fn refine_request(&mut self, request: Request) -> Input {
-        let now = clock::now;
-        match self.ask(request, false) {
-            Asked::Reply(reply) => Input::RefineReply { reply, now: now() },
-            Asked::Failed { error, .. } => Input::RefineFailed { error, now: now() },
-            Asked::Interrupted { .. } => Input::Interrupted {
-                partial: String::new(),
-                now: now(),
-            },
-        }
     }
 
     /// The session's real content, every file of its chain folded (so

@@ -1,5 +1,9 @@
 //! A refinement driven through the core: what it logs, says and asks for.
 
+use crate::session::{
+    LogCommand, MemoryCommand, MemoryInput, ModelCommand, ModelInput, ToolInput, TurnContext,
+    UserCommand, UserInput,
+};
 use time::macros::datetime;
 use time::OffsetDateTime;
 
@@ -40,20 +44,21 @@ fn after_a_turn(settings: Settings) -> (Session, Vec<Record>) {
     let (mut s, cmds) = Session::start(header(), settings);
     let mut log = appended(&cmds);
     let cmds = s
-        .handle(Input::User {
+        .handle(Input::User(UserInput::Line {
+            context: TurnContext::default(),
             text: "the port is 6543 now".into(),
             now: NOW,
-        })
+        }))
         .commands;
     log.extend(appended(&cmds));
     let cmds = s
-        .handle(Input::Reply {
+        .handle(Input::Model(ModelInput::Reply {
             reply: Reply {
                 text: "noted".into(),
                 ..Reply::default()
             },
             now: NOW,
-        })
+        }))
         .commands;
     log.extend(appended(&cmds));
     (s, log)
@@ -62,7 +67,7 @@ fn after_a_turn(settings: Settings) -> (Session, Vec<Record>) {
 fn appended(cmds: &[Command]) -> Vec<Record> {
     cmds.iter()
         .filter_map(|c| match c {
-            Command::Append(r) => Some(r.clone()),
+            Command::Log(LogCommand::Append(r)) => Some(r.clone()),
             _ => None,
         })
         .collect()
@@ -71,7 +76,7 @@ fn appended(cmds: &[Command]) -> Vec<Record> {
 fn shown(cmds: &[Command]) -> Vec<&str> {
     cmds.iter()
         .filter_map(|c| match c {
-            Command::Show(s) => Some(s.as_str()),
+            Command::User(UserCommand::Show(s)) => Some(s.as_str()),
             _ => None,
         })
         .collect()
@@ -79,7 +84,7 @@ fn shown(cmds: &[Command]) -> Vec<&str> {
 
 fn sent(cmds: &[Command]) -> Option<&crate::Request> {
     cmds.iter().find_map(|c| match c {
-        Command::Refine(r) => Some(r),
+        Command::Model(ModelCommand::Refine(r)) => Some(r),
         _ => None,
     })
 }
@@ -93,17 +98,17 @@ fn files() -> Vec<MemoryFile> {
 }
 
 fn refine(s: &mut Session, chain: Vec<String>) -> Vec<Command> {
-    s.handle(Input::Refine {
+    s.handle(Input::User(UserInput::Refine {
         auto: false,
         files: files(),
         chain,
         now: NOW,
-    })
+    }))
     .commands
 }
 
 fn answer(s: &mut Session, text: &str) -> Vec<Command> {
-    s.handle(Input::RefineReply {
+    s.handle(Input::Model(ModelInput::RefineReply {
         reply: Reply {
             text: text.into(),
             usage: Some(Usage {
@@ -114,7 +119,7 @@ fn answer(s: &mut Session, text: &str) -> Vec<Command> {
             ..Reply::default()
         },
         now: NOW,
-    })
+    }))
     .commands
 }
 
@@ -147,9 +152,11 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
     let tokens_in = s.state().totals.tokens_in;
     let cmds = answer(&mut s, CHANGE);
     log.extend(appended(&cmds));
-    let Some(Command::Snapshot {
+    let Some(Command::Memory(MemoryCommand::Snapshot {
         entry, by, changes, ..
-    }) = cmds.iter().find(|c| matches!(c, Command::Snapshot { .. }))
+    })) = cmds
+        .iter()
+        .find(|c| matches!(c, Command::Memory(MemoryCommand::Snapshot { .. })))
     else {
         panic!("a snapshot: {cmds:?}");
     };
@@ -165,10 +172,10 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
     );
 
     let cmds = s
-        .handle(Input::MemoryChanged {
+        .handle(Input::Memory(MemoryInput::Changed {
             entry: entry.clone(),
             now: NOW,
-        })
+        }))
         .commands;
     log.extend(appended(&cmds));
     assert_eq!(
@@ -184,7 +191,7 @@ fn each_request_is_logged_before_it_goes_out_and_the_change_is_snapshotted() {
         (refined.entry.as_deref(), refined.pieces),
         (Some("20261202T100500Z"), 1)
     );
-    assert_eq!(cmds.last(), Some(&Command::Sync));
+    assert_eq!(cmds.last(), Some(&Command::Log(LogCommand::Sync)));
 
     // The log gives it all back: the state, and the requests sent.
     assert_eq!(&State::fold(&log), s.state());
@@ -199,10 +206,10 @@ fn a_failed_or_unusable_single_request_changes_nothing_and_says_why() {
     let (mut s, _) = after_a_turn(settings());
     refine(&mut s, vec!["[user]\nhi\n".into()]);
     let cmds = s
-        .handle(Input::RefineFailed {
+        .handle(Input::Model(ModelInput::RefineFailed {
             error: "HTTP 500".into(),
             now: NOW,
-        })
+        }))
         .commands;
     assert_eq!(
         shown(&cmds),
@@ -231,10 +238,10 @@ fn an_interrupted_request_ends_the_refinement_not_a_turn() {
     let (mut s, _) = after_a_turn(settings());
     refine(&mut s, vec!["[user]\nhi\n".into()]);
     let cmds = s
-        .handle(Input::Interrupted {
+        .handle(Input::User(UserInput::Interrupted {
             partial: String::new(),
             now: NOW,
-        })
+        }))
         .commands;
     assert_eq!(shown(&cmds), ["refinement interrupted; memory unchanged"]);
     assert!(
@@ -260,15 +267,15 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
     });
     let cmds = refine(&mut s, chain.clone());
     assert!(
-        matches!(cmds.last(), Some(Command::Confirm(q)) if q.starts_with("refine now, sending 6 model requests?")),
+        matches!(cmds.last(), Some(Command::User(UserCommand::Confirm(q))) if q.starts_with("refine now, sending 6 model requests?")),
         "{cmds:?}"
     );
     assert!(sent(&cmds).is_none(), "nothing sent before the answer");
     let cmds = s
-        .handle(Input::Confirmed {
+        .handle(Input::User(UserInput::Confirmed {
             yes: false,
             now: NOW,
-        })
+        }))
         .commands;
     assert_eq!(shown(&cmds), ["refinement declined; memory unchanged"]);
     let refined = ended(&cmds).expect("refined");
@@ -283,10 +290,10 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
     );
     let mut seqs = vec![sent(&cmds).expect("part 1").seq];
     let cmds = s
-        .handle(Input::RefineFailed {
+        .handle(Input::Model(ModelInput::RefineFailed {
             error: "HTTP 500".into(),
             now: NOW,
-        })
+        }))
         .commands;
     log.extend(appended(&cmds));
     assert_eq!(
@@ -303,7 +310,7 @@ fn a_long_session_is_read_in_parts_and_a_costly_one_asked_about() {
     }
     assert_eq!(seqs, [2, 3, 4, 5, 6, 7]);
     assert!(
-        matches!(&cmds[..], [.., Command::Snapshot { changes, .. }] if changes.len() == 1),
+        matches!(&cmds[..], [.., Command::Memory(MemoryCommand::Snapshot { changes, .. })] if changes.len() == 1),
         "{cmds:?}"
     );
     assert_eq!(s.state().totals.requests, 7);
@@ -326,7 +333,9 @@ fn a_costly_refinement_without_a_terminal_stops_and_says_how_to_allow_it() {
     let cmds = refine(&mut s, chain.clone());
     assert!(sent(&cmds).is_none(), "nothing sent: {cmds:?}");
     assert!(
-        !cmds.iter().any(|c| matches!(c, Command::Confirm(_))),
+        !cmds
+            .iter()
+            .any(|c| matches!(c, Command::User(UserCommand::Confirm(_)))),
         "no one to ask: {cmds:?}"
     );
     let said = shown(&cmds);
@@ -355,13 +364,14 @@ fn a_costly_refinement_without_a_terminal_stops_and_says_how_to_allow_it() {
 fn a_memory_change_a_tool_made_is_logged_before_its_result() {
     let (mut s, _) = after_a_turn(settings());
     let _ = s
-        .handle(Input::User {
+        .handle(Input::User(UserInput::Line {
+            context: TurnContext::default(),
             text: "remember it".into(),
             now: NOW,
-        })
+        }))
         .commands;
     let _ = s
-        .handle(Input::Reply {
+        .handle(Input::Model(ModelInput::Reply {
             reply: Reply {
                 tool_calls: vec![ToolCall {
                     id: "c1".into(),
@@ -371,10 +381,11 @@ fn a_memory_change_a_tool_made_is_logged_before_its_result() {
                 ..Reply::default()
             },
             now: NOW,
-        })
+        }))
         .commands;
     let cmds = s
-        .handle(Input::ToolDone {
+        .handle(Input::Tool(ToolInput::Done {
+            parts: None,
             id: "c1".into(),
             output: "created project memory db.md".into(),
             grant: None,
@@ -386,7 +397,7 @@ fn a_memory_change_a_tool_made_is_logged_before_its_result() {
                 ..Default::default()
             },
             now: NOW,
-        })
+        }))
         .commands;
     let records = appended(&cmds);
     let Record::MemoryChanged(m) = &records[0] else {

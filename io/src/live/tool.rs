@@ -1,15 +1,37 @@
-//! Running a tool call here: where the tools run, one line about the call
-//! and its result, and what the tool changed fed back to the core.
+//! The tool family, executed: a tool call run here (where the tools run,
+//! one line about the call and its result, what the tool changed and the
+//! prompt's parts read after it fed back to the core), or an MCP call
+//! passed to its server (`mcp.rs`).
 
 use crate::{clock, interrupt};
 use revolve_core::tools::Tool;
-use revolve_core::Input;
+use revolve_core::{Input, ToolCommand, ToolInput, UserInput};
 use revolve_tools::{self as tools, AgentInfo};
 
 use super::{Flight, Live};
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
+    /// Executes one [`ToolCommand`]: the input that answers it.
+    pub(super) fn execute_tool(&mut self, cmd: ToolCommand, flight: &mut Flight) -> Input {
+        match cmd {
+            ToolCommand::Run {
+                id,
+                tool,
+                arguments,
+                grants,
+                sandbox,
+            } => self.run_tool(id, &tool, &arguments, &grants, sandbox, flight),
+            ToolCommand::CallMcp {
+                id,
+                server,
+                tool,
+                arguments,
+                timeout_s,
+            } => self.call_mcp(id, &server, &tool, &arguments, timeout_s),
+        }
+    }
+
     /// What the tools need to know about where they run, now.
     pub(super) fn tool_context(&self) -> tools::Context {
         let info = AgentInfo {
@@ -59,9 +81,9 @@ impl<F: Front> Live<F> {
 
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
     /// shows one line about it on stderr. The prompt parts are read again
-    /// after it, since a tool may have changed memory or the goal. The
-    /// inputs it answers with, in the protocol's order.
-    pub(super) fn run_tool(
+    /// after it, since a tool may have changed memory or the goal, and
+    /// travel with its result.
+    fn run_tool(
         &mut self,
         id: String,
         tool: &Tool,
@@ -69,8 +91,7 @@ impl<F: Front> Live<F> {
         grants: &[String],
         sandbox: revolve_core::session::Sandboxing,
         flight: &mut Flight,
-    ) -> Vec<Input> {
-        let mut inputs = Vec::new();
+    ) -> Input {
         self.front.tool_call(&id, tool, arguments);
         flight.run(&id, None);
         if matches!(tool, Tool::Shell { .. }) {
@@ -104,31 +125,30 @@ impl<F: Front> Live<F> {
                 .tool_result(&id, tool, &outcome.output, outcome.interrupted);
         }
         if outcome.interrupted || interrupt::take() {
-            inputs.push(Input::Interrupted {
+            return Input::User(UserInput::Interrupted {
                 partial: String::new(),
                 now: clock::now(),
             });
-            return inputs;
         }
-        inputs.push(self.prompt_parts());
+        let parts = Some(self.prompt_parts());
         // What the tool did besides its output travels inside its result:
         // the core logs it before the result.
         if outcome.sandbox_refused {
-            inputs.push(Input::SandboxRefused {
+            return Input::Tool(ToolInput::SandboxRefused {
                 id,
                 output: outcome.output,
                 effects: outcome.effects,
+                parts,
                 now: clock::now(),
             });
-            return inputs;
         }
-        inputs.push(Input::ToolDone {
+        Input::Tool(ToolInput::Done {
             id,
             output: outcome.output,
             grant: outcome.grant,
             effects: outcome.effects,
+            parts,
             now: clock::now(),
-        });
-        inputs
+        })
     }
 }

@@ -1,38 +1,89 @@
-//! The edit commands, executed: open, stage (store and ask), write, and a
-//! rewind's restores; and what a resume finds of an edit a crash left
-//! unwritten.
+//! The file family, executed: a spilled tool result written whole, the
+//! edit commands (open, stage: store and ask, write), a rewind's restores;
+//! and what a resume finds of an edit a crash left unwritten.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use crate::{clock, interrupt};
 use revolve_core::edit::Scope;
-use revolve_core::{Input, Session};
+use revolve_core::{FileCommand, FileInput, Input, Session, UserInput};
+use revolve_store::{files, fsx};
 use revolve_tools::edit::{self, Blobs};
 
-use super::Live;
+use super::{Flight, Live};
 use crate::error::Error;
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
+    /// Executes one [`FileCommand`]: the input that answers it (none for a
+    /// spill).
+    pub(super) fn execute_file(
+        &mut self,
+        cmd: FileCommand,
+        flight: &mut Flight,
+    ) -> Result<Option<Input>, Error> {
+        Ok(Some(match cmd {
+            FileCommand::Spill { path, content } => {
+                // The result still goes to the model (its head and tail);
+                // only the whole of it is lost.
+                if let Err(e) = spill(Path::new(&path), &content) {
+                    self.front.notice(&format!(
+                        "revolve: {e}; the model gets the head and tail only"
+                    ));
+                }
+                return Ok(None);
+            }
+            FileCommand::Open {
+                id,
+                path,
+                tool,
+                arguments,
+                grants,
+            } => {
+                // Shown as the call now; its result once core logs it.
+                self.front.tool_call(&id, &tool, &arguments);
+                flight.run(&id, Some(tool));
+                self.open_edit(id, &path, &grants)
+            }
+            FileCommand::Stage {
+                id,
+                shown,
+                before,
+                after,
+                diff,
+                ask,
+                once,
+            } => self.stage_edit(id, &shown, before, &after, &diff, ask.then_some(once)),
+            FileCommand::Write {
+                id,
+                path,
+                content,
+                mode,
+                expect,
+            } => self.write_edit(id, &path, &content, mode, expect),
+            FileCommand::Restore(files) => self.restore(&files),
+        }))
+    }
+
     fn blobs(&self) -> Blobs {
         Blobs::new(&self.store.roots.state)
     }
 
-    /// [`revolve_core::Command::Open`]: the file an edit names, confined.
-    pub(super) fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
+    /// [`revolve_core::FileCommand::Open`]: the file an edit names, confined.
+    fn open_edit(&mut self, id: String, raw: &str, grants: &[String]) -> Input {
         let ctx = self.tool_context();
-        Input::Opened {
+        Input::File(FileInput::Opened {
             id,
             opened: edit::open(&ctx, grants, raw, &self.store.roots.state),
             keys: revolve_tools::keys(),
             now: clock::now(),
-        }
+        })
     }
 
-    /// [`revolve_core::Command::Stage`]: both contents stored, then the
+    /// [`revolve_core::FileCommand::Stage`]: both contents stored, then the
     /// user asked when core says so.
-    pub(super) fn stage_edit(
+    fn stage_edit(
         &mut self,
         id: String,
         shown: &str,
@@ -53,23 +104,23 @@ impl<F: Front> Live<F> {
         // Ctrl-C while the diff was asked about ends the turn, whatever
         // was typed (as at a shell or grant question).
         if answer.is_some() && interrupt::take() {
-            return Input::Interrupted {
+            return Input::User(UserInput::Interrupted {
                 partial: String::new(),
                 now: clock::now(),
-            };
+            });
         }
-        Input::Staged {
+        Input::File(FileInput::Staged {
             id,
             answer,
             after,
             error,
             now: clock::now(),
-        }
+        })
     }
 
-    /// [`revolve_core::Command::Write`]: the file written whole or not at
+    /// [`revolve_core::FileCommand::Write`]: the file written whole or not at
     /// all, with its mode and owner, if it still holds what core expects.
-    pub(super) fn write_edit(
+    fn write_edit(
         &mut self,
         id: String,
         path: &str,
@@ -81,23 +132,23 @@ impl<F: Front> Live<F> {
         let error = edit::write_checked(Path::new(path), content, mode, expect)
             .err()
             .map(|e| e.to_string());
-        Input::Wrote {
+        Input::File(FileInput::Wrote {
             id,
             error,
             now: clock::now(),
-        }
+        })
     }
 
-    /// [`revolve_core::Command::Restore`]: each file put back, then what
+    /// [`revolve_core::FileCommand::Restore`]: each file put back, then what
     /// each holds looked at, for core to log what was done.
-    pub(super) fn restore(&mut self, files: &[revolve_core::record::Restore]) -> Input {
+    fn restore(&mut self, files: &[revolve_core::record::Restore]) -> Input {
         let errors = edit::restore(&self.blobs(), files).into_iter().collect();
-        Input::Restored {
+        Input::File(FileInput::Restored {
             on_disk: hashes_of(files),
             errors,
             resumed: false,
             now: clock::now(),
-        }
+        })
     }
 
     /// At a resume: a rewind the last run logged as planned but not as
@@ -111,12 +162,12 @@ impl<F: Front> Live<F> {
         else {
             return Ok(());
         };
-        self.drive(Input::Restored {
+        self.drive(Input::File(FileInput::Restored {
             on_disk: hashes_of(&files),
             errors: BTreeMap::new(),
             resumed: true,
             now: clock::now(),
-        })
+        }))
         .map(|_| ())
     }
 
@@ -127,10 +178,10 @@ impl<F: Front> Live<F> {
             return Ok(());
         };
         let hash = hash_now(&path);
-        self.drive(Input::Found {
+        self.drive(Input::File(FileInput::Found {
             hash,
             now: clock::now(),
-        })
+        }))
         .map(|_| ())
     }
 
@@ -144,17 +195,28 @@ impl<F: Front> Live<F> {
         force: bool,
     ) -> Result<Result<(), String>, Error> {
         let on_disk = on_disk(&self.session);
-        let (_, did) = self.run_input(Input::Rewind {
+        let (_, did) = self.run_input(Input::User(UserInput::Rewind {
             turns,
             scope,
             undo,
             force,
             on_disk,
             now: clock::now(),
-        })?;
-        // Core's refusal, if it refused (Command::Refused).
+        }))?;
+        // Core's refusal, if it refused (UserCommand::Refused).
         Ok(did.refused.map_or(Ok(()), Err))
     }
+}
+
+/// Writes a spilled tool result whole or not at all: through a temp file
+/// renamed into place ([`fsx::write_atomic`]), so a full disk leaves no
+/// partial file under the name the model is given.
+fn spill(path: &Path, content: &str) -> Result<(), Error> {
+    if let Some(dir) = path.parent() {
+        files::create_dir_all(dir).map_err(|e| Error::at(dir, "cannot create", e))?;
+    }
+    fsx::write_atomic(path, content.as_bytes())
+        .map_err(|e| Error::at(path, "cannot write the spilled tool output to", e))
 }
 
 /// What each file a rewind may touch holds now, by hash.

@@ -1,13 +1,14 @@
-//! Asking the model: a request sent on a worker thread, its text streamed
-//! as it comes, Ctrl-C watched, and what came back turned into the core's
-//! input.
+//! The model family, executed: a request sent on a worker thread, its
+//! text streamed as it comes (a turn's) or not (a summary's, a
+//! refinement's), Ctrl-C watched, and what came back turned into the
+//! core's input; a count asked of the server.
 
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::{clock, interrupt};
-use revolve_core::{Input, Request};
+use revolve_core::{Input, ModelCommand, ModelInput, Request, UserInput};
 use revolve_provider::ProviderError;
 
 use super::Live;
@@ -15,11 +16,27 @@ use crate::error::Error;
 use crate::front::Front;
 
 impl<F: Front> Live<F> {
+    /// Executes one [`ModelCommand`]: the input that answers it.
+    pub(super) fn execute_model(&mut self, cmd: ModelCommand) -> Result<Input, Error> {
+        Ok(match cmd {
+            ModelCommand::Call(request) => self.call(request)?,
+            ModelCommand::Summarize(request) => self.summarize(request),
+            ModelCommand::Refine(request) => self.refine_request(request),
+            ModelCommand::Count(request) => {
+                let tokens = self.runtime.provider.count(&request);
+                Input::Model(ModelInput::Counted {
+                    tokens,
+                    now: clock::now(),
+                })
+            }
+        })
+    }
+
     /// Sends a request and turns what came back into the core's input.
-    pub(super) fn call(&mut self, request: Request) -> Result<Input, Error> {
+    fn call(&mut self, request: Request) -> Result<Input, Error> {
         let now = clock::now;
         Ok(match self.ask(request, true) {
-            Asked::Reply(reply) => Input::Reply { reply, now: now() },
+            Asked::Reply(reply) => Input::Model(ModelInput::Reply { reply, now: now() }),
             // An overflow is one whether or not some text streamed
             // before it (that text is dropped: the request is sent again
             // under the lowered window).
@@ -27,56 +44,73 @@ impl<F: Front> Live<F> {
                 error,
                 overflow: Some(o),
                 ..
-            } => Input::Overflowed {
+            } => Input::Model(ModelInput::Overflowed {
                 error,
                 limit: o.limit,
                 asked: o.asked,
                 now: now(),
-            },
-            Asked::Failed { error, partial, .. } => Input::Failed {
+            }),
+            Asked::Failed { error, partial, .. } => Input::Model(ModelInput::Failed {
                 error,
                 partial,
                 now: now(),
-            },
-            Asked::Interrupted { partial } => Input::Interrupted {
+            }),
+            Asked::Interrupted { partial } => Input::User(UserInput::Interrupted {
                 partial,
                 now: now(),
-            },
+            }),
         })
     }
 
     /// Asks for a compaction's working notes (not shown as they come).
-    pub(super) fn summarize(&mut self, request: Request) -> Input {
+    fn summarize(&mut self, request: Request) -> Input {
         let now = clock::now;
         match self.ask(request, false) {
             // The core judges the answer (tool calls or no text: no notes).
-            Asked::Reply(reply) => Input::Summarized {
+            Asked::Reply(reply) => Input::Model(ModelInput::Summarized {
                 reply,
                 new_id: clock::session_id(now()),
                 now: now(),
-            },
+            }),
             Asked::Failed {
                 error,
                 overflow: Some(o),
                 ..
-            } => Input::Overflowed {
+            } => Input::Model(ModelInput::Overflowed {
                 error,
                 limit: o.limit,
                 asked: o.asked,
                 now: now(),
-            },
-            Asked::Failed { error, .. } => Input::SummaryFailed { error, now: now() },
-            Asked::Interrupted { partial } => Input::Interrupted {
+            }),
+            Asked::Failed { error, .. } => {
+                Input::Model(ModelInput::SummaryFailed { error, now: now() })
+            }
+            Asked::Interrupted { partial } => Input::User(UserInput::Interrupted {
                 partial,
                 now: now(),
-            },
+            }),
+        }
+    }
+
+    /// Sends a refinement's request (its answer is not shown).
+    fn refine_request(&mut self, request: Request) -> Input {
+        let now = clock::now;
+        match self.ask(request, false) {
+            Asked::Reply(reply) => Input::Model(ModelInput::RefineReply { reply, now: now() }),
+            Asked::Failed { error, .. } => {
+                Input::Model(ModelInput::RefineFailed { error, now: now() })
+            }
+            Asked::Interrupted { .. } => Input::User(UserInput::Interrupted {
+                partial: String::new(),
+                now: now(),
+            }),
         }
     }
 
     /// Sends a request on a worker thread, streaming its text to stdout when
     /// `stream`, and watching for Ctrl-C. An interrupted request is
     /// abandoned: its worker finishes on its own and nobody reads its answer.
-    pub(super) fn ask(&mut self, request: Request, stream: bool) -> Asked {
+    fn ask(&mut self, request: Request, stream: bool) -> Asked {
         enum Event {
             Text(String),
             Done(Result<revolve_core::Reply, ProviderError>),
@@ -154,7 +188,7 @@ impl<F: Front> Live<F> {
 }
 
 /// What came back from a request.
-pub(super) enum Asked {
+enum Asked {
     Reply(revolve_core::Reply),
     Failed {
         error: String,
