@@ -287,6 +287,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
+    runtime.agents = subagent::agents(&cli)?;
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -596,6 +597,7 @@ fn runtime(
 ) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Runtime {
+        agents: Default::default(),
         settings: settings.core.clone(),
         memory,
         // Told once the session is open (Live::set_created_project_dir).

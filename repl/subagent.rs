@@ -6,6 +6,33 @@
 //! the child starts (after a `/model`, the new one), the rest from here.
 
 use crate::cli::Cli;
+use crate::error::Error;
+
+/// What this run's children inherit, and whose child it is
+/// (`--subagent-of PARENT:CALL`, `--subagent`, `--tools`).
+pub(crate) fn agents(cli: &Cli) -> Result<revolve_io::task::Agents, Error> {
+    let child = match &cli.subagent_of {
+        None => None,
+        Some(link) => {
+            let Some((parent, call)) = link.split_once(':') else {
+                return Err(Error::Usage(format!(
+                    "--subagent-of {link}: give PARENT:CALL, the parent session's id and its call"
+                )));
+            };
+            let tools = cli.tools.clone().unwrap_or_default();
+            Some(revolve_io::task::ChildOf {
+                parent: parent.to_owned(),
+                call: call.to_owned(),
+                subagent: cli.subagent.clone(),
+                tools: tools.into_iter().filter(|t| !t.is_empty()).collect(),
+            })
+        }
+    };
+    Ok(revolve_io::task::Agents {
+        inherited: inherited(cli),
+        child,
+    })
+}
 
 /// The parent's flags a child gets again, as arguments.
 pub(crate) fn inherited(cli: &Cli) -> Vec<String> {

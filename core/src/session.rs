@@ -120,6 +120,7 @@ use crate::tools::{self, Tool};
 
 mod approval;
 mod compaction;
+mod delegation;
 mod edits;
 mod phase;
 mod protocol;
@@ -128,9 +129,9 @@ pub use edits::Opened;
 use phase::{Due, Flight, Phase, Question};
 pub use phase::{Outcome, Step};
 pub use protocol::{
-    Command, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand, MemoryInput,
-    MemoryWrite, ModelCommand, ModelInput, Reply, Sandboxing, Settings, ToolCommand, ToolEffects,
-    ToolInput, TurnContext, Usage, UserCommand, UserInput, SPILL_CHARS,
+    Command, Delegation, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand,
+    MemoryInput, MemoryWrite, ModelCommand, ModelInput, Reply, Sandboxing, Settings, TaskEnd,
+    ToolCommand, ToolEffects, ToolInput, TurnContext, Usage, UserCommand, UserInput, SPILL_CHARS,
 };
 
 /// The result of an edit or a write while planning.
@@ -348,6 +349,21 @@ impl Session {
                 },
                 input,
             ) if input.id() == running => (self.tool_ended(outside, input), Outcome::Going),
+            (
+                Phase::Delegating { ids },
+                ToolInput::Delegated {
+                    ends,
+                    interrupted,
+                    now,
+                },
+            ) if ends.iter().map(|e| &e.id).eq(ids.iter()) => {
+                let outcome = if interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Going
+                };
+                (self.delegated(ends, interrupted, now), outcome)
+            }
             (phase, input) => {
                 self.phase = phase;
                 self.ignored(&Input::Tool(input))
@@ -655,6 +671,8 @@ impl Session {
                 cmds.extend(self.sandbox_refused(id, output, outside, now));
                 cmds
             }
+            // Children answer a delegation, never a running tool.
+            ToolInput::Delegated { .. } => Vec::new(),
         }
     }
 
@@ -1056,6 +1074,22 @@ impl Session {
                     }
                 }
             }
+            if let Some(refused) = self.state.agents.refusal(&call.name) {
+                // A child calls only the tools it was given.
+                let result = Message::tool(now, call.id, refused);
+                cmds.extend(self.append(vec![Record::Message(result)]));
+                continue;
+            }
+            if call.name == "task" {
+                if let Some(started) = self.delegate(now) {
+                    let going = matches!(self.phase, Phase::Delegating { .. });
+                    cmds.extend(started);
+                    if going {
+                        return cmds;
+                    }
+                    continue;
+                }
+            }
             match tools::parse(&call) {
                 Ok(Tool::Skill { name, .. })
                     if crate::skills::find(&self.parts.skills, &name).is_none() =>
@@ -1168,6 +1202,7 @@ impl Session {
             untracked,
             seen,
             memory,
+            background,
         } = effects;
         let mut cmds = Vec::new();
         if !changes.is_empty() {
@@ -1192,6 +1227,16 @@ impl Session {
                 by: ChangedBy::Remember,
                 files: w.files,
             })]));
+        }
+        if let Some((shell, event)) = background {
+            cmds.extend(
+                self.append(vec![Record::Background(crate::record::Background {
+                    at: now,
+                    call: id.to_owned(),
+                    id: shell,
+                    event,
+                })]),
+            );
         }
         cmds
     }
@@ -1478,6 +1523,14 @@ impl Session {
         if let Some(path) = grant {
             return self.grant_gate(id, path, now);
         }
+        let mut cmds = self.tool_result(id, output, now);
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+
+    /// The result `output` of the call `id`, logged (spilled first when
+    /// long), without going on to the next tool.
+    fn tool_result(&mut self, id: String, output: String, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         let content = if output.chars().count() > self.settings.spill_chars {
             // Named by the request that made the call (numbers only grow,
@@ -1519,7 +1572,7 @@ impl Session {
         } else {
             output
         };
-        cmds.extend(self.answer(id, content, now));
+        cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, content))]));
         cmds
     }
 

@@ -41,6 +41,59 @@ const POLL: Duration = Duration::from_millis(50); // not policy: how often cance
 /// How much of a child's stderr is kept for its error message.
 const STDERR_KEPT: usize = 4096; // not policy: enough for the last lines
 
+/// What a session needs to run children, or to be one.
+#[derive(Clone, Debug, Default)]
+pub struct Agents {
+    /// The parent's command-line flags a child gets again.
+    pub inherited: Vec<String>,
+    /// Set when this session is a child: whose call it runs for.
+    pub child: Option<ChildOf>,
+}
+
+/// The call a child session runs for (`--subagent-of PARENT:CALL`).
+#[derive(Clone, Debug, Default)]
+pub struct ChildOf {
+    /// The parent session's id.
+    pub parent: String,
+    /// The parent's `task` call.
+    pub call: String,
+    /// The definition it runs under.
+    pub subagent: Option<String>,
+    /// The built-in tools it offers.
+    pub tools: Vec<String>,
+}
+
+/// The arguments of the child for `task` (see the module doc).
+pub fn child_args(
+    parent: &str,
+    task: &revolve_core::session::Delegation,
+    provider: &str,
+    model: &str,
+    inherited: &[String],
+) -> Vec<String> {
+    let mut args = vec![
+        "-p".to_owned(),
+        "--output-format=stream-json".to_owned(),
+        format!("--subagent-of={parent}:{}", task.id),
+        format!("--tools={}", task.tools.join(",")),
+        format!("--provider={provider}"),
+        format!("--model={}", task.model.as_deref().unwrap_or(model)),
+    ];
+    if let Some(name) = &task.subagent {
+        args.push(format!("--subagent={name}"));
+    }
+    if let Some(budget) = task.budget {
+        args.push(format!("--max-cost={}", dollars(budget)));
+    }
+    if task.planning {
+        args.push("--plan".to_owned());
+    }
+    args.extend(inherited.iter().cloned());
+    args.push("--".to_owned());
+    args.push(task.prompt.clone());
+    args
+}
+
 /// One child to run.
 #[derive(Clone, Debug)]
 pub struct Spec {

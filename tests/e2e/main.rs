@@ -46,6 +46,7 @@ mod sandbox;
 mod scripting;
 mod sessions;
 mod sessions_found;
+mod shells;
 mod skills;
 mod stream_json;
 mod terminal;

@@ -198,7 +198,7 @@ pub(crate) fn start(
         "started {id} in the background; read its output with shell_output(id: \"{id}\"), \
          stop it with shell_kill(id: \"{id}\"); it is killed when the session ends"
     ));
-    outcome.background = Some((
+    outcome.effects.background = Some((
         id,
         BackgroundEvent::Started {
             command: command.to_owned(),
@@ -252,7 +252,7 @@ pub(crate) fn output(session: &str, id: &str) -> Outcome {
         }
     }
     let mut outcome = Outcome::text(out);
-    outcome.background = Some(match ended {
+    outcome.effects.background = Some(match ended {
         Some(status) if newly => (id.to_owned(), BackgroundEvent::Ended { status }),
         _ => (id.to_owned(), BackgroundEvent::Read { bytes, spilled }),
     });
@@ -280,7 +280,7 @@ pub(crate) fn kill(session: &str, id: &str) -> Outcome {
                 None => format!("killed {id} and everything it started"),
             };
             let mut outcome = Outcome::text(text);
-            outcome.background = Some((id.to_owned(), BackgroundEvent::Ended { status }));
+            outcome.effects.background = Some((id.to_owned(), BackgroundEvent::Ended { status }));
             outcome
         }
     }
@@ -515,7 +515,7 @@ mod tests {
             started.output
         );
         assert!(matches!(
-            started.background,
+            started.effects.background,
             Some((ref id, BackgroundEvent::Started { .. })) if id == "bg1"
         ));
         let (read, _) = read_until(session, "bg1", |t| t.contains("two"));
@@ -525,13 +525,13 @@ mod tests {
         let again = output(session, "bg1");
         assert!(again.output.contains("nothing new"), "{}", again.output);
         assert!(matches!(
-            again.background,
+            again.effects.background,
             Some((_, BackgroundEvent::Read { bytes: 0, .. }))
         ));
         let killed = kill(session, "bg1");
         assert_eq!(killed.output, "killed bg1 and everything it started");
         assert!(matches!(
-            killed.background,
+            killed.effects.background,
             Some((_, BackgroundEvent::Ended { .. }))
         ));
         let after = output(session, "bg1");
@@ -542,7 +542,7 @@ mod tests {
         );
         // The end was told once: the read after it is a read.
         assert!(matches!(
-            after.background,
+            after.effects.background,
             Some((_, BackgroundEvent::Read { .. }))
         ));
         let listed = list(session);
@@ -608,7 +608,7 @@ mod tests {
             "{}",
             refused.output
         );
-        assert!(refused.background.is_none());
+        assert!(refused.effects.background.is_none());
         let ended = end_all(Some(session));
         assert_eq!(ended.len(), BACKGROUND_SHELLS);
         assert!(ended

@@ -276,9 +276,6 @@ pub struct Outcome {
     /// edited), what a `shell` command changed in its git repository or
     /// that it ran outside one, the memory change `remember` made.
     pub effects: ToolEffects,
-    /// What happened to a background command (its id and the event),
-    /// which the session logs as a `background` record.
-    pub background: Option<(String, revolve_core::record::BackgroundEvent)>,
 }
 
 /// Runs `tool`. `grants` are the absolute paths outside the root this
@@ -477,7 +474,6 @@ impl Outcome {
             interrupted: false,
             sandbox_refused: false,
             effects: ToolEffects::default(),
-            background: None,
         }
     }
 

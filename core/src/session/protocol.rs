@@ -74,6 +74,7 @@
 //! | [`ModelInput::RefineReply`] | `execute_model` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
 //! | [`ModelInput::RefineFailed`] | `execute_model` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`ToolInput::Delegated`] | `execute_tool` | answer to `Delegate`: each child's end, in call order, and whether Ctrl-C stopped them | `Append` of a `delegated` record and the result for each call, then the next tool or `Call`; interrupted, the turn is cut short as by `Interrupted` |
 //! | [`ToolInput::SandboxRefused`] | `execute_tool` | answer to a `shell` `Run` whose output reads as refused; carries its [`ToolEffects`] and the prompt parts | what the effects log, as for `Done`, then `AskOutside`, or the result as `Done` would |
 //! | [`FileInput::Opened`] | `execute_file` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
 //! | [`FileInput::Staged`] | `execute_file` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
@@ -96,6 +97,7 @@
 //! | [`ModelCommand::Count`] | asks the server to count the request | `Counted` |
 //! | [`ToolCommand::Run`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named, reads the prompt parts again | `Done`, `SandboxRefused` or `Interrupted` |
 //! | [`ToolCommand::CallMcp`] | calls the MCP tool, within the timeout | `Done` |
+//! | [`ToolCommand::Delegate`] | runs each `task` call as a child revolve (`io/src/task.rs`), side by side, one live line each | `Delegated` |
 //! | [`FileCommand::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`FileCommand::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
 //! | [`FileCommand::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
@@ -338,6 +340,13 @@ pub enum ToolInput {
         parts: Option<prompt::Parts>,
         now: OffsetDateTime,
     },
+    /// The children a [`ToolCommand::Delegate`] ran ended (or Ctrl-C
+    /// stopped them: `interrupted`), each with its answer, in call order.
+    Delegated {
+        ends: Vec<TaskEnd>,
+        interrupted: bool,
+        now: OffsetDateTime,
+    },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`ToolInput::Done`]); `effects` and
     /// `parts` as there.
@@ -355,6 +364,7 @@ impl ToolInput {
     pub fn id(&self) -> &str {
         match self {
             ToolInput::Done { id, .. } | ToolInput::SandboxRefused { id, .. } => id,
+            ToolInput::Delegated { ends, .. } => ends.first().map_or("", |e| e.id.as_str()),
         }
     }
 
@@ -362,6 +372,7 @@ impl ToolInput {
     pub fn take_parts(&mut self) -> Option<prompt::Parts> {
         match self {
             ToolInput::Done { parts, .. } | ToolInput::SandboxRefused { parts, .. } => parts.take(),
+            ToolInput::Delegated { .. } => None,
         }
     }
 }
@@ -483,6 +494,7 @@ impl Input {
             Input::Model(ModelInput::RefineFailed { .. }) => "ModelInput::RefineFailed",
             Input::Tool(ToolInput::Done { .. }) => "ToolInput::Done",
             Input::Tool(ToolInput::SandboxRefused { .. }) => "ToolInput::SandboxRefused",
+            Input::Tool(ToolInput::Delegated { .. }) => "ToolInput::Delegated",
             Input::File(FileInput::Opened { .. }) => "FileInput::Opened",
             Input::File(FileInput::Staged { .. }) => "FileInput::Staged",
             Input::File(FileInput::Wrote { .. }) => "FileInput::Wrote",
@@ -510,6 +522,42 @@ pub struct ToolEffects {
     /// The memory change `remember` made (snapshot first):
     /// `memory_changed`.
     pub memory: Option<MemoryWrite>,
+    /// What happened to a background command (`shell` with `background`,
+    /// `shell_output`, `shell_kill`): its id and the event, a `background`
+    /// record.
+    pub background: Option<(String, crate::record::BackgroundEvent)>,
+}
+
+/// One `task` call to run as a child session ([`ToolCommand::Delegate`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    /// The call.
+    pub id: String,
+    /// What it does, in a few words (the live line).
+    pub description: String,
+    /// The child's whole task.
+    pub prompt: String,
+    /// The definition it runs under, when one was named.
+    pub subagent: Option<String>,
+    /// The built-in tools it offers ([`crate::agents::allowed`]).
+    pub tools: Vec<String>,
+    /// The model it asks, when its definition names one.
+    pub model: Option<String>,
+    /// Its `--max-cost`: its share of what is left of the parent's.
+    pub budget: Option<u64>,
+    /// The parent plans: so does the child.
+    pub planning: bool,
+}
+
+/// How one child ended ([`ToolInput::Delegated`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskEnd {
+    /// The call.
+    pub id: String,
+    /// Its answer (the call's result), or why there is none (`error:`).
+    pub answer: String,
+    /// The child's session, log and what it spent (its `at` unused).
+    pub record: crate::record::Delegated,
 }
 
 /// A memory change a tool made as it ran (`remember`).
@@ -651,6 +699,10 @@ pub enum ToolCommand {
         arguments: String,
         timeout_s: u64,
     },
+    /// Run these `task` calls as child sessions, side by side (at most
+    /// [`crate::policy::PARALLEL_TASKS`] at once); answer with
+    /// [`ToolInput::Delegated`].
+    Delegate { tasks: Vec<Delegation> },
 }
 
 /// A file beside the log, answered by a [`FileInput`] (a spill by
@@ -922,7 +974,10 @@ mod tests {
                 variants!(ModelInput: Reply, Failed, Overflowed, Counted, Summarized,
                     SummaryFailed, RefineReply, RefineFailed),
             ),
-            ("ToolInput", variants!(ToolInput: Done, SandboxRefused)),
+            (
+                "ToolInput",
+                variants!(ToolInput: Done, SandboxRefused, Delegated),
+            ),
             (
                 "FileInput",
                 variants!(FileInput: Opened, Staged, Wrote, Restored, Found),
@@ -946,7 +1001,10 @@ mod tests {
                 "ModelCommand",
                 variants!(ModelCommand: Call, Summarize, Refine, Count),
             ),
-            ("ToolCommand", variants!(ToolCommand: Run, CallMcp)),
+            (
+                "ToolCommand",
+                variants!(ToolCommand: Run, CallMcp, Delegate),
+            ),
             (
                 "FileCommand",
                 variants!(FileCommand: Spill, Open, Stage, Write, Restore),
