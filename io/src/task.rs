@@ -107,6 +107,8 @@ pub struct Spec {
     pub args: Vec<String>,
     /// Its working directory.
     pub cwd: PathBuf,
+    /// Variables it gets besides this process's.
+    pub env: Vec<(String, String)>,
 }
 
 /// How a child goes, for the live line.
@@ -248,6 +250,7 @@ fn start(spec: Spec) -> Result<Running, End> {
     command
         .args(&spec.args)
         .current_dir(&spec.cwd)
+        .envs(spec.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -444,6 +447,7 @@ mod tests {
             program: "sh".into(),
             args: vec!["-c".into(), script.into()],
             cwd: std::env::temp_dir(),
+            env: Vec::new(),
         }
     }
 

@@ -49,6 +49,7 @@ mod sessions_found;
 mod shells;
 mod skills;
 mod stream_json;
+mod subagents;
 mod terminal;
 mod tools;
 mod trust;

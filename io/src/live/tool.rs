@@ -55,6 +55,10 @@ impl<F: Front> Live<F> {
                     &self.runtime.agents.inherited,
                 ),
                 cwd: self.store.cwd.clone(),
+                env: clock::child_seed(&t.id)
+                    .map(|seed| ("REVOLVE_ID_SEED".to_owned(), seed))
+                    .into_iter()
+                    .collect(),
             })
             .collect();
         let front = &mut self.front;
