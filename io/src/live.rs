@@ -359,17 +359,46 @@ impl<F: Front> Live<F> {
         }
     }
 
+    /// The key this session's background commands are known by.
+    fn shells_key(&self) -> String {
+        self.state()
+            .name()
+            .clone()
+            .unwrap_or_else(|| self.state().id().to_owned())
+    }
+
+    /// This session's background shell commands (`/shells`).
+    pub fn shells(&self) -> Vec<revolve_tools::background::Listed> {
+        revolve_tools::background::list(&self.shells_key())
+    }
+
+    /// Kills the background command `id` for the user (`/shells kill`),
+    /// logged; how it ended, or `None` when there is no such command.
+    pub fn kill_shell(&mut self, id: &str) -> Result<Option<String>, Error> {
+        let running = self
+            .shells()
+            .iter()
+            .any(|s| s.id == id && s.ended.is_none());
+        let Some(how) = revolve_tools::background::kill_for_user(&self.shells_key(), id) else {
+            return Ok(None);
+        };
+        if running {
+            let cmds = self
+                .session
+                .shells_ended(vec![(id.to_owned(), how.clone())], clock::now());
+            self.log_only(cmds)?;
+        }
+        Ok(Some(how))
+    }
+
     /// Ends the session; one this run started that never held anything
     /// (no message, request, rewind or edit: see
     /// [`revolve_core::state::State::holds_anything`]) leaves no file, so its name is free again and `--continue` finds
-    /// the session before it. Returns whether the file was removed.
+    /// the session before it. Its background commands are killed first
+    /// (each a `background` record). Returns whether the file was removed.
     pub fn close(mut self) -> bool {
         // The background commands end with the session, each said in the log.
-        let key = self
-            .state()
-            .name()
-            .clone()
-            .unwrap_or_else(|| self.state().id().to_owned());
+        let key = self.shells_key();
         let ended = revolve_tools::background::end_all(Some(&key));
         if !ended.is_empty() {
             let cmds = self.session.shells_ended(ended, clock::now());

@@ -165,3 +165,38 @@ fn a_long_background_read_spills_to_its_file_and_a_kill_ends_it() {
         .collect();
     assert_eq!(spilled[0]["spilled"], true);
 }
+
+#[test]
+fn slash_shells_lists_them_and_kills_one() {
+    let env = TestEnv::new("bg-slash");
+    let server = FakeServer::start(vec![
+        call(
+            "c1",
+            "shell",
+            json!({"command": "sleep 60", "background": true}),
+        ),
+        FakeReply::text("Started."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url, "--allow-shell"],
+        "start it\n/shells\n/shells kill bg1\n/shells\n/shells kill bg7\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let err = &run.stderr;
+    let listed = err.find("bg1   running").expect(err);
+    let killed = err.find("bg1: killed by the user").expect(err);
+    let after = err.find("bg1   killed by the user").expect(err);
+    assert!(listed < killed && killed < after, "{err}");
+    assert!(err.contains("there is no background command bg7"), "{err}");
+    let log = records(&env.only_session());
+    assert_eq!(
+        background(&log),
+        [
+            ("bg1".to_owned(), "started".to_owned()),
+            ("bg1".to_owned(), "ended".to_owned()),
+        ],
+        "killed by the user once, not again at the session's end"
+    );
+}
