@@ -226,3 +226,45 @@ fn ctrl_c_stops_every_child() {
     }
     assert_eq!(left(), "", "children of the interrupted parent still run");
 }
+
+#[test]
+fn the_parents_max_cost_stops_a_child() {
+    let env = TestEnv::new("task-max-cost");
+    // The parent's first request is expected to cost about $0.0011 with
+    // gpt-4o-mini's prices, a child's about $0.0010: under $0.0015 the
+    // parent asks, and each of two children, given half of what is left,
+    // is stopped before its request.
+    let server = serve(vec![
+        calls(&[task("c1", "one"), task("c2", "two")]),
+        FakeReply::text("Over budget."),
+    ]);
+    let url = server.url();
+    let run = env.run(
+        &[
+            "-p",
+            "go",
+            "--base-url",
+            &url,
+            "--model",
+            "gpt-4o-mini",
+            "--max-cost",
+            "0.0015",
+        ],
+        "",
+    );
+    let parent_log = env
+        .session_files()
+        .into_iter()
+        .map(|f| records(&f))
+        .find(|r| of_type(r, "spawned").is_empty())
+        .unwrap();
+    let results = tool_results(&parent_log);
+    assert_eq!(results.len(), 2, "{run:?}");
+    for (_, result) in &results {
+        assert!(result.starts_with("error:"), "{result}");
+        assert!(result.contains("past --max-cost"), "{result}");
+    }
+    // Neither child reached the model: the two requests are the parent's.
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(run.stdout, "Over budget.\n", "{run:?}");
+}
