@@ -245,7 +245,9 @@ impl Run {
                 Command::Tool(ToolCommand::Run { id, .. })
                 | Command::Tool(ToolCommand::CallMcp { id, .. }) => self.running = Some(id),
                 Command::File(FileCommand::Spill { path, .. }) => self.spilled.push(path),
-                Command::Log(LogCommand::Sync)
+                // The generated answers make no `task` calls.
+                Command::Tool(ToolCommand::Delegate { .. })
+                | Command::Log(LogCommand::Sync)
                 | Command::User(UserCommand::Show(_))
                 | Command::User(UserCommand::Refused(_))
                 | Command::Memory(MemoryCommand::Snapshot { .. })

@@ -205,7 +205,7 @@ pub fn run_all(
                     watch(i, &progress);
                     running.push((i, r, progress));
                 }
-                Err(end) => ends[i] = Some(end),
+                Err(end) => ends[i] = Some(*end),
             }
         }
         if cancelled {
@@ -245,7 +245,7 @@ pub fn run_all(
 }
 
 /// Starts one child; the end to give when it cannot start.
-fn start(spec: Spec) -> Result<Running, End> {
+fn start(spec: Spec) -> Result<Running, Box<End>> {
     let mut command = Command::new(&spec.program);
     command
         .args(&spec.args)
@@ -259,10 +259,12 @@ fn start(spec: Spec) -> Result<Running, End> {
         use std::os::unix::process::CommandExt;
         command.process_group(0);
     }
-    let mut child = command.spawn().map_err(|e| End {
-        call: spec.call.clone(),
-        answer: format!("error: the subagent did not start: {e}"),
-        ..End::default()
+    let mut child = command.spawn().map_err(|e| {
+        Box::new(End {
+            call: spec.call.clone(),
+            answer: format!("error: the subagent did not start: {e}"),
+            ..End::default()
+        })
     })?;
     let (tx, events) = mpsc::channel();
     let stdout = child.stdout.take();
@@ -301,11 +303,11 @@ fn start(spec: Spec) -> Result<Running, End> {
         });
     let (Ok(_), Ok(stderr)) = (read, kept) else {
         kill(&mut child);
-        return Err(End {
+        return Err(Box::new(End {
             call: spec.call.clone(),
             answer: "error: the subagent's output could not be read".into(),
             ..End::default()
-        });
+        }));
     };
     let end = End {
         call: spec.call.clone(),

@@ -120,11 +120,7 @@ fn three_task_calls_run_side_by_side_and_each_child_log_replays() {
             names,
             ["read_file", "list_dir", "grep", "skill", "agent_info"]
         );
-        assert!(
-            replayed.stdout.contains(&format!("do part ")),
-            "{}",
-            replayed.stdout
-        );
+        assert!(replayed.stdout.contains("do part "), "{}", replayed.stdout);
     }
     // The parent's replay shows its children's requests too: 2 + 3.
     let replayed = env.ok(&["replay", "--requests", parent.to_str().unwrap()]);
