@@ -249,6 +249,26 @@ pub fn fits(tokens: u64, window: u64) -> bool {
     window == 0 || tokens < point(window)
 }
 
+/// The answer's room for a request of `tokens` that does not leave the
+/// full [`room`] beside it: what is left of the window, when that is at
+/// least a quarter of the room (enough for the work of a turn); none when
+/// the full room is left (or there is no window), or not even a quarter.
+/// A 2,048-token window whose history gave way as far as it can still
+/// answers in the 400 tokens it has left, rather than stopping.
+pub fn shrunk_room(tokens: u64, window: u64) -> Option<u64> {
+    if fits(tokens, window) {
+        return None;
+    }
+    let left = window.saturating_sub(tokens);
+    (left >= room(window) / 4).then_some(left)
+}
+
+/// Whether a request of `tokens` may go out: with the full room beside it,
+/// or with a [`shrunk_room`].
+pub fn answerable(tokens: u64, window: u64) -> bool {
+    fits(tokens, window) || shrunk_room(tokens, window).is_some()
+}
+
 /// The characters a result keeps when the window makes it give way last
 /// (head and tail, the whole of it in a spill file).
 pub const SQUEEZE_HEAD: usize = 1_000;

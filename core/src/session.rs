@@ -833,7 +833,7 @@ impl Session {
             cmds.push(Command::Model(ModelCommand::Count(request)));
             return cmds;
         }
-        if !compact::fits(estimate, window) {
+        if !compact::answerable(estimate, window) {
             // When the part no compaction shrinks is what does not fit,
             // name its largest piece and what to do about it.
             // With too little left beside it for the work of a turn (a

@@ -985,11 +985,30 @@ impl State {
 
     /// The request this state would send now.
     pub fn request(&self) -> Request {
-        let request = self.request_of(
+        let limit = self.answer_limit();
+        let mut request = self.request_of(
             self.system.as_deref(),
             Shared::of(&self.messages),
-            &self.shape(self.answer_limit(), true),
+            &self.shape(limit, true),
         );
+        // A history that gave way as far as it can but still leaves less
+        // than the answer's full room asks for what is left (see
+        // compact::shrunk_room): a request sent with the full room never
+        // changes, so older logs rebuild as they were sent.
+        let tokens = compact::estimate(request.body.len(), &self.totals);
+        if let (Some(limit), Some(left)) = (limit, compact::shrunk_room(tokens, self.window)) {
+            if left < limit.tokens {
+                let limit = AnswerLimit {
+                    tokens: left,
+                    ..limit
+                };
+                request = self.request_of(
+                    self.system.as_deref(),
+                    Shared::of(&self.messages),
+                    &self.shape(Some(limit), true),
+                );
+            }
+        }
         Request {
             seq: self.totals.requests.saturating_add(1),
             ..request

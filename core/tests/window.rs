@@ -425,3 +425,20 @@ fn a_20kb_tool_result_at_4k() {
     });
     assert!(!result.is_failure() && !result.is_error(), "{result:?}");
 }
+
+/// A case the law found: at a 2,048-token window a tool call whose
+/// arguments take a quarter of the window, then an answer that rambles.
+#[test]
+fn a_long_call_at_2k_then_a_rambling_answer() {
+    let result = never_stuck(Case {
+        window: 2_048,
+        bytes_per_token: 4,
+        usage: true,
+        turns: vec![Turn {
+            user: 227,
+            rounds: vec![(0, 285), (2_339, 1)],
+            answer: 16_606,
+        }],
+    });
+    assert!(!result.is_failure() && !result.is_error(), "{result:?}");
+}

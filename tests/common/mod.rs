@@ -59,6 +59,41 @@ pub const NOW: &str = "2026-12-02T10:00:00Z";
 pub const BIN: &str = env!("CARGO_BIN_EXE_revolve");
 
 /// The repository root (for fixtures).
+/// Panics unless `program` runs here: the tests that call it need a host
+/// program the CI machine has (git, python3, perl, bash), and say so
+/// rather than pass without running.
+pub fn require(program: &str) {
+    let runs = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        runs,
+        "this test needs `{program}` on PATH: install it (Debian: apt-get install {program})"
+    );
+}
+
+/// Panics unless this kernel enforces Landlock: for the `#[ignore]`d
+/// sandbox tests, which `.ci/run` runs by name.
+pub fn require_landlock() {
+    assert!(
+        TestEnv::landlock(),
+        "this test needs a kernel that enforces Landlock (Linux 5.13 or later, with landlock among its LSMs)"
+    );
+}
+
+/// Panics unless the test runs as root: for the `#[ignore]`d tests that
+/// make device nodes or give files to other owners, which `.ci/run` runs
+/// by name.
+pub fn require_root() {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "this test needs root (run it with sudo, or in CI as root)"
+    );
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

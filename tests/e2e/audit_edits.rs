@@ -324,10 +324,7 @@ fn git(env: &TestEnv, args: &[&str]) -> bool {
 #[test]
 fn a_shell_change_is_diffed_by_bytes_and_counted_whole() {
     let env = TestEnv::new("shell-bytes");
-    if !git(&env, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return;
-    }
+    crate::common::require("git");
     std::fs::write(env.cwd.join("menu.txt"), b"caf\xe9\n").unwrap();
     for args in [
         &["init", "-q"][..],

@@ -31,10 +31,7 @@ fn git_in(env: &TestEnv, dir: &Path, args: &[&str]) -> bool {
 /// Makes `dir` a repository with `files` committed; false without git.
 fn repo_at(env: &TestEnv, dir: &Path, files: &[(&str, &str)]) -> bool {
     std::fs::create_dir_all(dir).unwrap();
-    if !git_in(env, dir, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return false;
-    }
+    crate::common::require("git");
     assert!(git_in(env, dir, &["init", "-q"]));
     assert!(git_in(env, dir, &["config", "user.name", "Test"]));
     assert!(git_in(
@@ -282,10 +279,7 @@ fn still_runs(file: &Path, within: Duration) -> bool {
 #[test]
 fn a_command_cannot_join_revolves_process_group() {
     let env = TestEnv::new("shell-join");
-    if Command::new("perl").arg("-v").output().is_err() {
-        eprintln!("skipped: perl is not installed");
-        return;
-    }
+    crate::common::require("perl");
     let join = "P=$(ps -o pgid= -p $PPID | tr -d ' '); \
                 perl -e 'setpgrp(0, $ARGV[0]) or exit 7; sleep 1000' \"$P\" >/dev/null 2>&1 & \
                 echo $! > joined.pid; sleep 1";

@@ -84,10 +84,7 @@ fn git(dir: &Path, args: &[&str]) -> bool {
 /// The working directory a repository with `a.txt` committed; false (and
 /// said) without git.
 fn repository(env: &TestEnv) -> bool {
-    if !git(&env.cwd, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return false;
-    }
+    crate::common::require("git");
     std::fs::write(env.cwd.join("a.txt"), "a\n").unwrap();
     std::fs::write(env.cwd.join(".gitattributes"), "a.txt filter=planted\n").unwrap();
     assert!(git(&env.cwd, &["init", "-q"]));
@@ -210,11 +207,11 @@ fn instructions_and_skills_linked_out_of_the_repository_are_not_read() {
 /// in `.git` nor move `.git` away, and still writes the rest of the tree,
 /// new files at its top included.
 #[test]
+#[ignore = "needs a kernel that enforces Landlock"]
 fn a_sandboxed_command_cannot_write_git() {
     let env = TestEnv::new("bound-git-ro");
-    if !TestEnv::landlock() || !repository(&env) {
-        return;
-    }
+    crate::common::require_landlock();
+    assert!(repository(&env));
     let config = std::fs::read_to_string(env.cwd.join(".git/config")).unwrap();
     let (_, results) = shells(
         &env,
@@ -324,15 +321,11 @@ fn edit_and_write_refuse_git_under_read_only() {
 /// otherwise reach a disk); a FIFO still can.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs root and a kernel that enforces Landlock"]
 fn no_device_node_can_be_made_in_the_tree() {
     let env = TestEnv::new("bound-mknod");
-    if !TestEnv::landlock() {
-        return;
-    }
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("skipped: making a device node needs root, and this test does not run as root");
-        return;
-    }
+    crate::common::require_landlock();
+    crate::common::require_root();
     let (_, results) = shells(
         &env,
         &["mknod blk b 7 0; mknod chr c 1 3; mknod \"$TMPDIR/chr\" c 1 3; mkfifo fifo && echo fifo-ok"],
@@ -353,12 +346,11 @@ fn no_device_node_can_be_made_in_the_tree() {
 /// attributes of a file it may read outside the tree; it cannot write it.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs a kernel that enforces Landlock"]
 fn metadata_changes_outside_the_tree_are_as_documented() {
     use std::os::unix::fs::PermissionsExt;
     let env = TestEnv::new("bound-metadata");
-    if !TestEnv::landlock() {
-        return;
-    }
+    crate::common::require_landlock();
     let outside = env.root.join("outside.txt");
     std::fs::write(&outside, "kept\n").unwrap();
     std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o644)).unwrap();

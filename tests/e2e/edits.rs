@@ -849,10 +849,7 @@ fn git(env: &TestEnv, args: &[&str]) -> bool {
 #[test]
 fn shell_changes_in_a_git_repository_are_logged_and_rewound() {
     let env = TestEnv::new("shell-git");
-    if !git(&env, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return;
-    }
+    crate::common::require("git");
     assert!(git(&env, &["init", "-q"]));
     assert!(git(&env, &["config", "user.name", "Test"]));
     assert!(git(&env, &["config", "user.email", "test@example.com"]));
@@ -1183,10 +1180,7 @@ fn a_rewind_after_a_conversation_only_rewind_knows_revolve_wrote_the_file() {
 #[test]
 fn a_dirty_tracked_file_is_rewound_to_its_dirty_content() {
     let env = TestEnv::new("shell-git-dirty");
-    if !git(&env, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return;
-    }
+    crate::common::require("git");
     assert!(git(&env, &["init", "-q"]));
     put(&env, "tracked.txt", b"committed\n");
     assert!(git(&env, &["add", "tracked.txt"]));

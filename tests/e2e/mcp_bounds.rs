@@ -18,17 +18,10 @@ fn hostile() -> PathBuf {
     repo().join("tests/e2e/mcp/hostile_server.py")
 }
 
-/// Whether python3 runs here (the server needs it); said when not.
+/// Panics unless python3 runs here (the hostile MCP server needs it).
 fn python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: python3 is not installed (the hostile MCP server needs it)");
-    }
-    ok
+    crate::common::require("python3");
+    true
 }
 
 /// The server's configuration, with `args` after the script.

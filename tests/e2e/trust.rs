@@ -410,10 +410,7 @@ fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn a_key_in_a_changed_file_is_not_stored_and_unnamed_blobs_are_pruned() {
     let env = TestEnv::new("blob-keys");
-    if !git(&env, &["--version"]) {
-        eprintln!("skipped: git is not installed");
-        return;
-    }
+    crate::common::require("git");
     const KEY: &str = "sk-test-very-secret-0123456789";
     assert!(git(&env, &["init", "-q"]));
     assert!(git(&env, &["config", "user.name", "Test"]));

@@ -109,11 +109,6 @@ mod imp {
     /// older kernel enforces what it has).
     const FILES: ABI = ABI::V5;
 
-    extern "C" {
-        /// The C library's environment: `NAME=value` strings, null-ended.
-        static environ: *const *mut std::ffi::c_char;
-    }
-
     pub(super) fn shield_environment(keys: &[&str]) {
         // Best effort: a kernel that refuses leaves the environment to
         // the overwrite below.
@@ -129,9 +124,13 @@ mod imp {
             // SAFETY: `environ` is a null-ended array of pointers to
             // null-ended strings, read while this process has one thread
             // (the caller's promise) so nothing changes it meanwhile.
+            // Only glibc's `environ` is declared by the libc crate; on
+            // another C library the key stays in the starting environment,
+            // which not being dumpable already keeps from commands.
+            #[cfg(target_env = "gnu")]
             #[allow(unsafe_code)]
             unsafe {
-                let mut entry = environ;
+                let mut entry = libc::environ.cast_const();
                 while !entry.is_null() && !(*entry).is_null() {
                     let text = std::ffi::CStr::from_ptr(*entry);
                     if text.to_bytes().starts_with(prefix.as_bytes()) {

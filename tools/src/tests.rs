@@ -738,15 +738,17 @@ fn shell_kills_background_children_when_the_command_ends() {
 }
 
 /// Linux only: reaping what left the group reads
-/// `/proc/self/task/*/children`, so the test is skipped without it.
+/// `/proc/self/task/*/children`, which a kernel built without
+/// CONFIG_PROC_CHILDREN lacks: `.ci/run` runs it by name.
 #[cfg(target_os = "linux")]
 #[test]
+#[ignore = "needs /proc/PID/task/TID/children (a kernel with CONFIG_PROC_CHILDREN)"]
 fn shell_kills_a_setsid_child_at_the_timeout_and_at_the_end() {
     let me = std::process::id();
-    if !Path::new(&format!("/proc/{me}/task/{me}/children")).exists() {
-        eprintln!("skipped: no /proc/PID/task/TID/children here");
-        return;
-    }
+    assert!(
+        Path::new(&format!("/proc/{me}/task/{me}/children")).exists(),
+        "this test needs /proc/PID/task/TID/children (a kernel with CONFIG_PROC_CHILDREN)"
+    );
     let t = Temp::new();
     let out = sh(
         &t.0,

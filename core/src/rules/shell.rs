@@ -37,6 +37,10 @@ pub(crate) struct Line {
     pub commands: Vec<Simple>,
     /// Why the reading cannot be sure of the whole line, when it cannot.
     pub unclear: Option<String>,
+    /// The closing words the compound commands open so far wait for
+    /// (`fi` after `if`, `done` after `do`, `}` after `{`), innermost
+    /// last: one closing nothing, or one left waiting, is unclear.
+    open: Vec<&'static str>,
 }
 
 /// One simple command.
@@ -87,6 +91,8 @@ fn read_into(src: &str, depth: usize, line: &mut Line) {
     for inner in std::mem::take(&mut lexer.nested) {
         read_into(&inner, depth + 1, line);
     }
+    // Each command string pairs its own compound commands.
+    let outer = std::mem::take(&mut line.open);
     let mut words: Vec<Word> = Vec::new();
     let mut controls = Controls::default();
     let mut tokens = lexer.tokens.into_iter().peekable();
@@ -165,6 +171,11 @@ fn read_into(src: &str, depth: usize, line: &mut Line) {
         unclear(line, "a `(` that is not closed");
     }
     finish(words, &mut controls, depth, line);
+    if let Some(waits) = line.open.last() {
+        let why = format!("a compound command that no `{waits}` closes");
+        unclear(line, &why);
+    }
+    line.open = outer;
 }
 
 /// The redirections and `&` of the simple command being read.
@@ -239,6 +250,12 @@ fn finish(words: Vec<Word>, controls: &mut Controls, depth: usize, line: &mut Li
     while let Some(w) = rest.first() {
         if !w.quoted && LEADING.contains(&w.text.as_str()) {
             negated |= w.text == "!";
+            match w.text.as_str() {
+                "if" => line.open.push("fi"),
+                "do" => line.open.push("done"),
+                "{" => line.open.push("}"),
+                _ => {}
+            }
             rest = &rest[1..];
         } else {
             break;
@@ -251,11 +268,20 @@ fn finish(words: Vec<Word>, controls: &mut Controls, depth: usize, line: &mut Li
     }
     if let Some(w) = rest.first().filter(|w| !w.quoted) {
         match w.text.as_str() {
-            c if CLOSING.contains(&c) => rest = &rest[1..],
+            c if CLOSING.contains(&c) => {
+                if line.open.last() == Some(&c) {
+                    line.open.pop();
+                } else {
+                    unclear(line, &format!("`{c}` that closes nothing"));
+                }
+                rest = &rest[1..];
+            }
             // `for x in a b`, `select`: a header, nothing runs.
             "for" | "select" => rest = &[],
             "case" | "[[" | "((" | "coproc" => unclear(line, &format!("`{}`", w.text)),
-            "function" => rest = &[],
+            // A function's body runs under the name it defines, which a
+            // rule for another command would then let through.
+            "function" => unclear(line, "`function`"),
             _ => {}
         }
     }
