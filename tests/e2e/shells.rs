@@ -11,7 +11,7 @@ use std::time::Duration;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{records, tool_results, wait_until, TestEnv};
+use crate::common::{records, require, tool_results, wait_until, TestEnv};
 
 /// A port nothing listens on now.
 fn free_port() -> u16 {
@@ -43,6 +43,7 @@ fn background(records: &[Value]) -> Vec<(String, String)> {
 
 #[test]
 fn a_background_server_answers_a_later_call_and_is_gone_after_the_session() {
+    require("python3");
     let env = TestEnv::new("bg-server");
     std::fs::write(env.cwd.join("index.html"), "hello from the background\n").unwrap();
     let port = free_port();

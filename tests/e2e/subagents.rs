@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeOptions, FakeProtocol, FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{records, tool_results, TestEnv};
+use crate::common::{records, require, tool_results, TestEnv};
 
 fn task(id: &str, description: &str) -> (String, String, String) {
     (
@@ -170,6 +170,7 @@ fn a_read_only_child_cannot_write_and_says_so() {
 
 #[test]
 fn ctrl_c_stops_every_child() {
+    require("pgrep");
     let env = TestEnv::new("task-ctrl-c");
     let list: Vec<_> = (1..=3)
         .map(|i| task(&format!("c{i}"), &format!("wait {i}")))
