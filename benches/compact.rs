@@ -327,6 +327,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
         window: 128_000,
         provider: "openai".into(),
         continues: continues.map(str::to_owned),
+        tool_choice: None,
     };
     let pruned = plan.prune.iter().map(|&i| i as u64).collect();
     let kept: Vec<Message> = history[plan.cut..].to_vec();

@@ -7,7 +7,9 @@
 //! second, so anything over a megabyte a second keeps up. Without
 //! `--bench` (`cargo test --all-targets`) it is a tiny smoke run. Two
 //! figures, side by side: every code line coloured (what rendering did
-//! before colour had a budget, see `repl/highlight.rs`), and as rendered.
+//! before colour had a budget, see `repl/highlight.rs`), and as rendered
+//! (target: 1 MB in ≤ 0.15 s); then how long the first line of a fence
+//! waits. Re-run on a quiet machine: `cargo bench --bench render`.
 
 mod common;
 
@@ -83,5 +85,30 @@ fn main() {
             pieces.len(),
             ms(t)
         );
+    }
+    first_lines();
+}
+
+/// How long the first line of a fence waits, from the piece that ends it
+/// to its output: the first fence in this process (it loads the syntaxes;
+/// an interactive run loads them on a thread at its start, see
+/// `repl/highlight.rs`), then a fence in a language seen before, then one
+/// in a language not seen before (its expressions compiled at its first
+/// line).
+fn first_lines() {
+    let mut markdown = Markdown::default();
+    for (what, lang) in [
+        ("the first fence of the process (rust)", "rust"),
+        ("a fence in a language seen before (rust)", "rust"),
+        ("a fence in a language not seen before (ruby)", "ruby"),
+    ] {
+        markdown.push(&format!("Some text.\n```{lang}\n"));
+        markdown.push("def x = 1");
+        let t = Instant::now();
+        let shown = markdown.push(" # a comment\n");
+        let took = t.elapsed();
+        assert!(shown.contains("comment"), "the line is shown: {shown:?}");
+        markdown.push("```\n");
+        println!("first code line of {what}: shown after {}", ms(took));
     }
 }

@@ -81,6 +81,10 @@ pub struct Cli {
     #[arg(long, value_name = "LEVEL", env = "REVOLVE_EFFORT", value_parser = ["low", "medium", "high"])]
     pub effort: Option<String>,
 
+    /// Whether a turn's first request must call a tool: auto (the model decides) or required (config "tool_choice"; kept in a new session's log)
+    #[arg(long, value_name = "CHOICE", value_parser = ["auto", "required"])]
+    pub tool_choice: Option<String>,
+
     /// Let the model run shell commands without asking (needed without a terminal; or allow_shell in config.json)
     #[arg(long)]
     pub allow_shell: bool,
@@ -402,6 +406,14 @@ pub enum Sub {
         #[command(subcommand)]
         action: McpAction,
     },
+    /// List the hooks, or approve the project's .revolve/hooks.json
+    #[command(
+        after_help = "Examples:\n  revolve hooks list   each hook: its event, matcher, command and where it is configured\n  revolve hooks approve   let this repository's .revolve/hooks.json run its hooks"
+    )]
+    Hooks {
+        #[command(subcommand)]
+        action: HooksAction,
+    },
     /// Show the settings in force and where each came from (file: <config>/config.json)
     #[command(
         after_help = "Example:\n  revolve config show --provider ollama   what a run with this flag would use"
@@ -409,6 +421,22 @@ pub enum Sub {
     Config {
         #[command(subcommand)]
         action: ConfigAction,
+    },
+    /// Write a session out as Markdown, one self-contained HTML page, or JSON
+    #[command(
+        after_help = "Examples:\n  revolve export db --format html -o db.html   the page: a chart, then the conversation\n  revolve export --format md > session.md      the latest session as Markdown"
+    )]
+    Export {
+        /// A session file, or a name or id of this directory's sessions
+        /// [default: the latest]
+        #[arg(value_name = "FILE|NAME")]
+        session: Option<String>,
+        /// What to write: md (Markdown), html (one page, nothing fetched), json (the records)
+        #[arg(long, short = 'f', default_value = "md", value_parser = ["md", "html", "json"])]
+        format: String,
+        /// Write to FILE instead of stdout
+        #[arg(long, short = 'o', value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
     /// Show a session from its log: transcript, state, requests, or a check
     #[command(
@@ -454,6 +482,23 @@ pub enum McpAction {
     /// Approve this repository's .mcp.json as it is now (remembered by its hash)
     #[command(
         after_help = "Example:\n  revolve mcp approve   after reading .mcp.json: its servers start from the next session on"
+    )]
+    Approve,
+}
+
+/// `revolve hooks …`.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Print every hook: its event, matcher, command, timeout and where it is configured
+    #[command(after_help = "Example:\n  revolve hooks list --json   the hooks as JSON")]
+    List {
+        /// Print JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Approve this repository's .revolve/hooks.json as it is now (its commands and the scripts they name, by hash)
+    #[command(
+        after_help = "Example:\n  revolve hooks approve   after reading .revolve/hooks.json: its hooks run from the next session on"
     )]
     Approve,
 }

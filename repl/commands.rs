@@ -267,7 +267,8 @@ fn check(store: &Store, path: &std::path::Path) -> Result<(), Error> {
                 .into_iter()
                 .find(|h| !blobs.has(h))
                 .map(|h| format!("content {h} is not in the content store"));
-            if let Some(n) = state.apply(&r).or(memory).or(missing) {
+            let fold = state.apply(&r).map(|n| n.to_string());
+            if let Some(n) = fold.or(memory).or(missing) {
                 notes += 1;
                 if notes <= CHECK_LISTS {
                     note_lines.push_str(&format!("  record {records}: {n}\n"));

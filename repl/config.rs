@@ -111,6 +111,9 @@ pub struct Settings {
     /// The config file's `effort` (the flag is the caller's, see
     /// [`Settings::effort_flag`]).
     pub effort: Setting<Option<revolve_core::models::Effort>>,
+    /// `tool_choice` of a new session's requests: `--tool-choice`, else
+    /// the config file's (see [`revolve_core::request::ToolChoice`]).
+    pub tool_choice: Setting<Option<revolve_core::request::ToolChoice>>,
     pub retries: Setting<u32>,
     /// The settings the core runs by, settled once and handed to a
     /// session as they are (through [`revolve_io::live::Runtime`]): the
@@ -141,6 +144,11 @@ pub struct Settings {
     pub stall_timeout: Option<std::time::Duration>,
     /// The MCP servers of `mcp_servers` (values not expanded).
     pub mcp_servers: Vec<revolve_core::mcp::Server>,
+    /// The hooks of `hooks` in the config file (the project's hook file
+    /// is read at a session's start: `crate::hooks`).
+    pub hooks: revolve_core::hooks::Hooks,
+    /// What reading them had to say (an event this build does not know).
+    pub hook_notes: Vec<String>,
     /// The project's `.mcp.json`, its servers and whether it is approved,
     /// for `config show` (set by the caller, which knows the project).
     pub mcp_project: Option<(String, Vec<revolve_core::mcp::Server>, bool)>,
@@ -227,6 +235,7 @@ impl Settings {
             None,
         );
         let effort = pick(None, None, file.effort.map(Some), None);
+        let tool_choice = pick(None, None, file.tool_choice.map(Some), None);
         let retries = settle(
             sources,
             "retries",
@@ -321,6 +330,13 @@ impl Settings {
                 .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?,
             None => Vec::new(),
         };
+        let (hooks, hook_notes) = match &file.hooks {
+            Some(value) => {
+                revolve_core::hooks::Hooks::parse(value, &revolve_core::hooks::Origin::Config)
+                    .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?
+            }
+            None => Default::default(),
+        };
         let mcp_timeout_s = pick(
             None,
             None,
@@ -360,6 +376,9 @@ impl Settings {
             confirm_costly: took.value("confirm_costly", confirm_costly),
             allow_mcp: took.value("allow_mcp", allow_mcp),
             mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
+            // The project's hook file joins at a session's start
+            // (`crate::hooks`).
+            hooks: hooks.clone(),
             models,
             max_cost: took.value("max_cost", max_cost),
         };
@@ -371,6 +390,7 @@ impl Settings {
             model,
             window,
             effort,
+            tool_choice,
             retries,
             core,
             sources: core_sources,
@@ -383,6 +403,8 @@ impl Settings {
             replay,
             stall_timeout: args.stall_timeout,
             mcp_servers,
+            hooks,
+            hook_notes,
             mcp_project: None,
             key,
         })
@@ -412,6 +434,13 @@ impl Settings {
         settings.rule_flags(&cli.allow, &cli.deny)?;
         settings.mcp_flag(cli.allow_mcp);
         settings.effort_flag(cli.effort.as_deref(), sources);
+        if let Some(choice) = cli.tool_choice.as_deref() {
+            let value = revolve_core::request::ToolChoice::parse(choice).map_err(Error::Usage)?;
+            settings.tool_choice = Setting {
+                value: Some(value),
+                source: Source::Flag,
+            };
+        }
         settings.core.bare = cli.bare;
         settings.core.auto_refine = !cli.no_auto_refine;
         Ok(settings)
@@ -616,6 +645,13 @@ impl Settings {
                 (
                     json!(self.effort.value.map(|e| e.as_str())),
                     self.effort.source.as_str(),
+                ),
+            ),
+            (
+                "tool_choice",
+                (
+                    json!(self.tool_choice.value.unwrap_or_default().as_str()),
+                    self.tool_choice.source.as_str(),
                 ),
             ),
             ("retries", n(self.retries.value.into(), self.retries.source)),

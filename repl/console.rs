@@ -126,6 +126,10 @@ impl Front for Console {
         self.sink.totals(totals);
     }
 
+    fn plan(&mut self, plan: &revolve_core::plan::Plan) {
+        self.sink.plan(plan);
+    }
+
     fn closed(&self) -> bool {
         self.sink.closed()
     }

@@ -22,7 +22,9 @@ mod commands;
 pub mod config;
 pub mod console;
 pub mod error;
+mod export;
 mod highlight;
+mod hooks;
 mod keys;
 mod line;
 mod mcp;
@@ -99,6 +101,18 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
+        Some(Sub::Export {
+            session,
+            format,
+            output,
+        }) => export::export(
+            &store,
+            session.as_deref(),
+            // clap admits only the formats' words.
+            revolve_view::export::Format::parse(&format)
+                .unwrap_or(revolve_view::export::Format::Markdown),
+            output.as_deref(),
+        ),
         Some(Sub::Attach { name }) => messages::attach(&store, &name),
         Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
         Some(Sub::Compact { session, model }) => {
@@ -116,6 +130,14 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 mcp::list(&store, &settings, json)
             }
             cli::McpAction::Approve => mcp::approve_command(&store),
+        },
+        Some(Sub::Hooks { action }) => match action {
+            cli::HooksAction::List { json } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                hooks::list(&store, &settings, json)
+            }
+            cli::HooksAction::Approve => hooks::approve_command(&store),
         },
         Some(Sub::Config {
             action: cli::ConfigAction::Show { json, ref model },
@@ -288,6 +310,15 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
     runtime.agents = subagent::agents(&cli)?;
+    // The hooks: the config file's, and the project's once approved (a
+    // replayed session runs none: its answers are recorded).
+    if settings.replay.is_none() {
+        let (hooks, notes) = hooks::hooks(&store, &settings, true);
+        for note in notes {
+            eprintln!("{note}");
+        }
+        runtime.settings.hooks = hooks;
+    }
     (runtime.sandbox, runtime.sandbox_note) = revolve_core::sandbox::policy(
         settings.sandbox.value,
         settings.sandbox_network.value,
@@ -318,6 +349,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         live.set_created_project_dir(created);
         seeded = any;
     }
+    live.start_hooks(if resuming { "resume" } else { "startup" })?;
     live.front_mut().window_source = match settings.window.source {
         Source::Table if !resuming || settings.model.source.overrides_resumed() => {
             "the model table".to_owned()
@@ -616,6 +648,7 @@ fn runtime(
         sandbox: revolve_core::sandbox::Policy::off(),
         sandbox_note: None,
         mcp: Default::default(),
+        tool_choice: settings.tool_choice.value,
     }
 }
 

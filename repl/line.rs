@@ -115,6 +115,17 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
                 }
             }
         }
+        Slash::Export(args) => {
+            let title = live
+                .state()
+                .name()
+                .clone()
+                .unwrap_or_else(|| live.state().id().to_owned());
+            match crate::export::slash(live.store(), live.path(), &title, &args) {
+                Ok(said) => eprintln!("{said}"),
+                Err(e) => eprintln!("{e}"),
+            }
+        }
         Slash::Incomplete(why) => eprintln!("{why}"),
         Slash::Other { word, arg } => {
             // A skill of that name is a command of the user's own: its body,
@@ -150,14 +161,19 @@ fn status(live: &mut Live) -> String {
     } else {
         state.provider().as_str()
     };
-    format!(
+    let mut out = format!(
         "{}\nmodel {} · provider {provider} · window {} tokens{source}\nsession file {}\n{memory}\n{}\n",
         view::status(state),
         state.model(),
         state.window(),
         live.path().display(),
         view::instructions(&instructions),
-    )
+    );
+    if let Some(plan) = view::plan(state.plan()) {
+        out.push_str(&plan);
+        out.push('\n');
+    }
+    out
 }
 
 /// The REPL's line with the files its `@path` words name attached (see

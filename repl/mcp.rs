@@ -55,6 +55,9 @@ pub(crate) struct ProjectFile {
     pub servers: Vec<Server>,
     pub fingerprints: BTreeMap<String, Fingerprint>,
     pub approved: bool,
+    /// Whether the user said no to the servers as they are now: not
+    /// asked again until the file (or what it runs) changes.
+    pub declined: bool,
     /// Per server, what differs from what was approved (empty when it
     /// was never approved).
     pub changed: Vec<(String, Vec<String>)>,
@@ -82,8 +85,9 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
             (s.name.clone(), print)
         })
         .collect();
-    let before = approved_prints(store, &path);
+    let before = remembered_prints(store, &path, APPROVED);
     let approved = before.as_ref() == Some(&fingerprints);
+    let declined = remembered_prints(store, &path, DECLINED).as_ref() == Some(&fingerprints);
     let changed = match &before {
         Some(before) if !approved => fingerprints
             .iter()
@@ -103,6 +107,7 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
         servers,
         fingerprints,
         approved,
+        declined,
         changed,
     }))
 }
@@ -125,17 +130,33 @@ fn approvals(store: &Store) -> BTreeMap<String, Value> {
         .unwrap_or_default()
 }
 
-/// The fingerprints the project file at `path` was approved with, if any
-/// (an older revolve's approval, a hash of the file, counts as none).
-fn approved_prints(store: &Store, path: &Path) -> Option<BTreeMap<String, Fingerprint>> {
+/// The key of an approval's fingerprints in `mcp-approved.json`.
+const APPROVED: &str = "servers";
+/// The key of a refusal's: the user said no to the servers as they were.
+const DECLINED: &str = "declined";
+
+/// The fingerprints the project file at `path` was approved with
+/// (`APPROVED`) or refused with (`DECLINED`), if any (an older revolve's
+/// approval, a hash of the file, counts as none).
+fn remembered_prints(
+    store: &Store,
+    path: &Path,
+    what: &str,
+) -> Option<BTreeMap<String, Fingerprint>> {
     let entry = approvals(store).remove(&key(path))?;
-    serde_json::from_value(entry.get("servers")?.clone()).ok()
+    serde_json::from_value(entry.get(what)?.clone()).ok()
 }
 
 /// Remembers the project file's servers as approved as they are now.
 fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
+    remember(store, file, APPROVED)
+}
+
+/// Remembers the user's yes (`APPROVED`) or no (`DECLINED`) to the project
+/// file's servers as they are now; the one replaces the other.
+fn remember(store: &Store, file: &ProjectFile, what: &str) -> Result<(), Error> {
     let mut all = approvals(store);
-    all.insert(key(&file.path), json!({"servers": file.fingerprints}));
+    all.insert(key(&file.path), json!({ what: file.fingerprints }));
     let path = approvals_path(store);
     if let Some(dir) = path.parent() {
         revolve_store::files::create_dir_all(dir)
@@ -160,15 +181,26 @@ pub(crate) fn servers(store: &Store, settings: &Settings, ask: bool) -> (Vec<Ser
     let mut notes = Vec::new();
     let project = match read_project(store) {
         Ok(Some(file)) if !file.servers.is_empty() => {
-            if !file.approved && ask && std::io::stdin().is_terminal() {
+            if !file.approved && file.declined {
+                notes.push(format!(
+                    "revolve: the MCP servers of {} are not started: you said no to them as they \
+                     are (run `revolve mcp approve` to start them)",
+                    file.path.display()
+                ));
+                Vec::new()
+            } else if !file.approved && ask && std::io::stdin().is_terminal() {
                 if ask_approval(&file) {
                     if let Err(e) = approve(store, &file) {
                         notes.push(format!("revolve: {e}"));
                     }
                     file.servers
                 } else {
+                    if let Err(e) = remember(store, &file, DECLINED) {
+                        notes.push(format!("revolve: {e}"));
+                    }
                     notes.push(format!(
-                        "revolve: the MCP servers of {} are not started",
+                        "revolve: the MCP servers of {} are not started (not asked again until \
+                         the file changes; `revolve mcp approve` starts them)",
                         file.path.display()
                     ));
                     Vec::new()

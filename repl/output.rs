@@ -11,6 +11,7 @@
 //! {"type":"text","text":"The answer, a piece"}
 //! {"type":"tool_call","arguments":{"path":"src/main.rs"},"id":"call_1","name":"read_file"}
 //! {"type":"tool_result","id":"call_1","interrupted":false,"name":"read_file","output":"fn main() {…"}
+//! {"type":"plan","steps":[{"status":"done","step":"read the code"},{"status":"in_progress","step":"fix it"}]}
 //! {"type":"totals","context":876,"requests":2,"tokens_in":812,"tokens_out":64,"turns":1}
 //! {"type":"done","log":"/…/sessions/….jsonl","name":null,"session":"20261202-100000-1a2b3c"}
 //! {"type":"error","code":1,"message":"HTTP 500 … from http://…"}
@@ -269,6 +270,30 @@ impl Sink {
     pub fn release(&mut self) {
         if let Some((_, line)) = self.held.take() {
             self.write(&line);
+        }
+    }
+
+    /// The plan the model set: the call's line and the checklist under it
+    /// on stderr in text, a `plan` event in stream-json (after the call's
+    /// `tool_result`), nothing in json.
+    pub fn plan(&mut self, plan: &revolve_core::plan::Plan) {
+        match self.format {
+            Format::Text => {
+                self.stop_waiting();
+                let call = revolve_core::tools::Tool::UpdatePlan { plan: plan.clone() };
+                let mut text = format!("{}\n", view::tool_line(&call));
+                for line in plan.checklist().lines() {
+                    text.push_str("  ");
+                    text.push_str(&view::inert(line));
+                    text.push('\n');
+                }
+                eprint!("{}", crate::render::dim(&text, self.colour_err));
+            }
+            Format::StreamJson => {
+                self.release();
+                self.event("plan", json!({"steps": plan.steps}));
+            }
+            Format::Json => {}
         }
     }
 

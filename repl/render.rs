@@ -820,6 +820,23 @@ mod tests {
     }
 
     #[test]
+    fn a_code_line_shows_as_it_arrives_before_its_fence_closes() {
+        let mut md = Markdown::default();
+        let out = md.push("Here:\n```rust\nfn ma");
+        assert!(strip(&out).contains("```rust"), "{out:?}");
+        assert!(!out.contains("fn ma"), "a line shows once whole: {out:?}");
+        let first = md.push("in() {\n");
+        // Coloured, and out before the rest of the fence came.
+        assert!(first.contains("\x1b[38;2;"), "{first:?}");
+        assert_eq!(strip(&first), "fn main() {\n");
+        let second = md.push("    let x = 1;\n");
+        assert_eq!(strip(&second), "    let x = 1;\n");
+        let rest = md.push("}\n```\nafter\n");
+        assert_eq!(strip(&rest), "}\n```\nafter\n");
+        assert_eq!(md.finish(), "");
+    }
+
+    #[test]
     fn pieces_make_the_same_lines_as_the_whole() {
         let text = "# Head\nSome **bold** text\n| a | b |\n|---|---|\n| 1 | 2 |\n```rust\nfn main() {}\n```\nend";
         let whole = shown(text);

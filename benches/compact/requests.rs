@@ -154,6 +154,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }
@@ -172,6 +173,7 @@ fn header(id: &str, window: u64) -> Header {
         window,
         provider: "openai".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

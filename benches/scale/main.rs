@@ -31,6 +31,10 @@
 //!    `--window 100000000`, so one request carries all of it (issue 29:
 //!    <= 0.5 s, peak RSS <= 1.5x the live history).
 //!
+//! 6. **Export**: `revolve export --format md|html` of a 100 MB session
+//!    beside `replay --check` of it (time and peak RSS; the bound is 2x
+//!    both), `REVOLVE_BENCH_ONLY=export`.
+//!
 //! `cargo build --release && cargo bench --bench scale`. Sizes scale with
 //! `REVOLVE_BENCH_SCALE` (`0.1` for a quick run); `REVOLVE_BENCH_ONLY=logs`,
 //! `sessions` or `startup` runs one part; `REVOLVE_BENCH_BIN` measures
@@ -44,6 +48,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod env;
+mod export;
 mod logs;
 mod sessions;
 mod startup;
@@ -54,6 +59,7 @@ mod window;
 mod pty;
 
 use env::*;
+use export::export;
 use logs::logs;
 use sessions::sessions;
 use startup::startup;
@@ -109,6 +115,9 @@ fn main() {
     }
     if config.runs("whole") {
         whole(&config, &bin, &scratch, &mut table);
+    }
+    if config.runs("export") {
+        export(&config, &bin, &scratch, &mut table);
     }
     drop(scratch);
     table.print(&config);
@@ -174,6 +183,7 @@ fn header(id: &str, name: Option<&str>, started: OffsetDateTime) -> Header {
         window: 128_000,
         provider: "openai".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

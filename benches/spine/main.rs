@@ -101,6 +101,7 @@ fn header(id: &str, name: &str, named: bool, cwd: &str, started: OffsetDateTime)
         window: 128_000,
         provider: "openai".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

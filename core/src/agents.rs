@@ -50,7 +50,8 @@ impl Agents {
         self == &Agents::default()
     }
 
-    /// Folds one `background` record.
+    /// Folds one `background` record; the id of a command that ended
+    /// without having started, when it did.
     pub(crate) fn apply_background(&mut self, r: &Background) -> Option<String> {
         match &r.event {
             BackgroundEvent::Started { command, .. } => {
@@ -68,7 +69,7 @@ impl Agents {
                         shell.ended = Some(status.clone());
                         None
                     }
-                    None => Some(format!("background command {} ended, never started", r.id)),
+                    None => Some(r.id.clone()),
                 }
             }
         }
@@ -76,24 +77,19 @@ impl Agents {
 
     /// Folds one `delegated` record; its requests, tokens and cost roll
     /// into `totals` (the parent's), so `--max-cost` counts them.
-    pub(crate) fn apply_delegated(
-        &mut self,
-        r: &Delegated,
-        totals: &mut crate::record::Totals,
-    ) -> Option<String> {
+    pub(crate) fn apply_delegated(&mut self, r: &Delegated, totals: &mut crate::record::Totals) {
         totals.requests = totals.requests.saturating_add(r.requests);
         totals.tokens_in = totals.tokens_in.saturating_add(r.tokens_in);
         totals.tokens_out = totals.tokens_out.saturating_add(r.tokens_out);
         totals.cost = totals.cost.saturating_add(r.cost);
         self.delegated.push(r.clone());
-        None
     }
 
-    /// Folds one `spawned` record.
-    pub(crate) fn apply_spawned(&mut self, r: &Spawned) -> Option<String> {
+    /// Folds one `spawned` record; whether one came before it.
+    pub(crate) fn apply_spawned(&mut self, r: &Spawned) -> bool {
         let again = self.spawned.is_some();
         self.spawned = Some(r.clone());
-        again.then(|| "a second spawned record; the last one counts".to_owned())
+        again
     }
 
     /// The built-in tools this session offers, by name: `None` for all
@@ -221,7 +217,7 @@ mod tests {
             subagent: None,
             tools: names(&["read_file", "grep"]),
         };
-        assert_eq!(agents.apply_spawned(&spawned), None);
+        assert!(!agents.apply_spawned(&spawned));
         assert_eq!(agents.offered(), Some(names(&["read_file", "grep"])));
         assert_eq!(agents.refusal("grep"), None);
         let refused = agents.refusal("write_file").unwrap();

@@ -35,7 +35,8 @@
 //!   "allow_edits": false,
 //!   "models": {"llama3.2": {"window": 32768, "input": 0, "output": 0}},
 //!   "max_cost": 2.5,
-//!   "effort": "high"
+//!   "effort": "high",
+//!   "tool_choice": "auto"
 //! }
 //! ```
 //!
@@ -196,6 +197,11 @@ pub struct File {
     /// Whether MCP tool calls run without asking.
     #[serde(default)]
     pub allow_mcp: Option<bool>,
+    /// Hooks, in Claude Code's shape: EVENT to `[{"matcher", "hooks":
+    /// [{"type": "command", "command", "timeout"}]}]` (see
+    /// [`crate::hooks`]).
+    #[serde(default)]
+    pub hooks: Option<serde_json::Value>,
     /// Models added to the table of known models, or fields of shipped
     /// ones changed: NAME to `{"window", "max_output", "input",
     /// "cached_input", "cache_write", "output"}` (see [`crate::models`]).
@@ -207,6 +213,10 @@ pub struct File {
     /// `--effort`: how hard a reasoning model thinks.
     #[serde(default)]
     pub effort: Option<crate::models::Effort>,
+    /// `--tool-choice`: whether a turn's first request must call a tool
+    /// (see [`crate::request::ToolChoice`]).
+    #[serde(default)]
+    pub tool_choice: Option<crate::request::ToolChoice>,
 }
 
 /// The `permissions` of a config file: rules that allow a call without

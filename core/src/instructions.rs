@@ -1,7 +1,9 @@
-//! Project instructions: the `AGENTS.md` files a repository carries, from
-//! its root down to the working directory, root first (a folder without
-//! one contributes its `CLAUDE.md`), as Codex, opencode and Gemini CLI read
-//! `AGENTS.md` and Claude Code reads `CLAUDE.md`. They go into the system
+//! Project instructions: the `AGENTS.md` and `CLAUDE.md` files a repository
+//! carries, from its root down to the working directory, root first, as
+//! Codex, opencode and Gemini CLI read `AGENTS.md` and Claude Code reads
+//! `CLAUDE.md`. A folder with both contributes both, once each, unless its
+//! `CLAUDE.md` only repeats its `AGENTS.md` (a copy, a link to it, or only
+//! an `@AGENTS.md` import: see [`repeats`]). They go into the system
 //! prompt under their paths, read before every turn like memory files, so
 //! an edit reaches the next request and the log's `context` record holds
 //! exactly what was read. `--bare` loads none.
@@ -13,9 +15,21 @@
 
 use std::path::{Path, PathBuf};
 
-/// The names a folder's instructions are read from, in order: a folder
-/// with an `AGENTS.md` contributes only that.
+/// The names a folder's instructions are read from, in order.
 pub const NAMES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+
+/// Whether a folder's `CLAUDE.md` (`claude`) only repeats its `AGENTS.md`
+/// (`agents`): the same text, or nothing but `@AGENTS.md` imports (Claude
+/// Code users keep such a file so both tools read one set of notes). It is
+/// then read once, as the `AGENTS.md`.
+pub fn repeats(agents: &[u8], claude: &[u8]) -> bool {
+    let claude = String::from_utf8_lossy(claude);
+    if String::from_utf8_lossy(agents).trim() == claude.trim() {
+        return true;
+    }
+    let mut lines = claude.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines.clone().next().is_some() && lines.all(|l| matches!(l, "@AGENTS.md" | "@./AGENTS.md"))
+}
 
 /// The most the instructions take of the prompt, all files together
 /// (Codex's bound for the same files).
@@ -132,6 +146,18 @@ mod tests {
             bytes: text.as_bytes().to_vec(),
             size: text.len() as u64,
         }
+    }
+
+    #[test]
+    fn a_claude_md_that_only_repeats_agents_md_is_read_once() {
+        let agents = b"Use tabs.\n";
+        assert!(repeats(agents, b"Use tabs.\n"));
+        assert!(repeats(agents, b"Use tabs."));
+        assert!(repeats(agents, b"@AGENTS.md\n"));
+        assert!(repeats(agents, b"\n@./AGENTS.md\n\n"));
+        assert!(!repeats(agents, b"@AGENTS.md\nAlso: never push.\n"));
+        assert!(!repeats(agents, b"Never push.\n"));
+        assert!(!repeats(agents, b"  \n"));
     }
 
     #[test]

@@ -14,6 +14,8 @@
 //! * [`request`]: the exact request bodies, for both wire protocols.
 //! * [`tools`]: tool definitions, argument checking, head-and-tail cuts.
 //! * [`guard`]: the repeat guard and the tool-round cap.
+//! * [`hooks`]: hook configuration, matching and decisions.
+//! * [`plan`]: the `update_plan` checklist.
 //! * [`policy`]: every bound and limit the shell enforces.
 //! * [`overflow`]: the servers' answers that a request did not fit.
 //! * [`retry`]: when a failed request is sent again.
@@ -34,12 +36,14 @@ pub mod edit;
 pub mod fixture;
 pub mod goal;
 pub mod guard;
+pub mod hooks;
 pub mod instructions;
 pub mod mcp;
 pub mod memory;
 pub mod models;
 pub mod names;
 pub mod overflow;
+pub mod plan;
 pub mod policy;
 pub mod prompt;
 pub mod record;
@@ -55,6 +59,7 @@ pub mod subagents;
 pub mod summary;
 pub mod text;
 pub mod tools;
+pub mod web;
 
 pub use record::{Header, Message, Record, Role, ToolCall, Totals};
 pub use request::Request;

@@ -345,3 +345,47 @@ pub const BACKGROUND_FILE_CAP: u64 = 64 * 1024 * 1024;
 /// How many `task` calls of one answer run at once (the others wait for a
 /// free place).
 pub const PARALLEL_TASKS: usize = 4;
+// ---------------------------------------------------------------------------
+// hooks (issue 43)
+
+/// How long a hook command may run, in seconds, when its `timeout` does
+/// not say (Claude Code's default): then it is killed with its process
+/// group, said once, and the session goes on as if it had not run.
+pub const HOOK_TIMEOUT_S: u64 = 60;
+
+/// The longest `timeout` a hook may ask, in seconds.
+pub const HOOK_MAX_TIMEOUT_S: u64 = 600;
+
+/// The most a hook's stdout or stderr is read, in bytes: past it the hook
+/// is killed, said once, and what came is all there is (a hook printing
+/// 100 MB costs no more than this).
+pub const HOOK_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// The most text one hook adds for the model (`additionalContext`, a
+/// block's reason, plain output of a `SessionStart` or
+/// `UserPromptSubmit` hook), in characters (Claude Code's bound): cut
+/// beyond, with a line saying so.
+pub const HOOK_CONTEXT_CHARS: usize = 10_000;
+
+/// How many times `Stop` hooks may send one turn on (a `block` decision
+/// with a reason) before the turn ends anyway, said once: a hook that
+/// always blocks cannot loop a session.
+pub const STOP_HOOK_ROUNDS: u32 = 2;
+
+// ---------------------------------------------------------------------------
+// web_fetch (issue 44)
+
+/// The most bytes of a page `web_fetch` reads; the rest is not read, and
+/// the result says the page was cut there.
+pub const WEB_FETCH_BYTES: u64 = 10 * 1024 * 1024;
+
+/// How long a fetch may take in all (connecting, every redirect, the
+/// body), before it is given up.
+pub const WEB_FETCH_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How many redirects a fetch follows before it stops.
+pub const WEB_FETCH_REDIRECTS: u32 = 5;
+
+/// How long a fetched page is served from the session's cache instead of
+/// the network: the same URL asked again within this many seconds.
+pub const WEB_FETCH_CACHE_S: u64 = 15 * 60;

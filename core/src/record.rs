@@ -220,6 +220,23 @@
 //! ```json
 //! {"type":"mcp_tools","at":"2026-12-05T10:00:00Z","tools":[{"name":"mcp__git__log","server":"git","tool":"log","description":"Show the log.","input_schema":{"type":"object"}}]}
 //! ```
+//!
+//! `hook`, a hook ran (see [`crate::hooks`]): the event, the command,
+//! the tool call it ran for, its exit code (or `ended`: `killed`,
+//! `timed_out`, `cut`, `failed`), its decision and what it added, rewrote
+//! or told the user. What it changed for the model is in the records that
+//! follow (the call's result, a user message, the system prompt), so
+//! replay never runs a hook:
+//! ```json
+//! {"type":"hook","at":"…","event":"PreToolUse","command":"./no-rm.sh","call":"call_2","tool":"shell","exit":2,"decision":"block","reason":"rm is not allowed here"}
+//! {"type":"hook","at":"…","event":"SessionStart","command":"git status -sb","exit":0,"decision":"go","added":"## main"}
+//! ```
+//!
+//! `plan`, the plan an `update_plan` call set, whole (see [`crate::plan`];
+//! without `call`: carried into the file a compaction continues in):
+//! ```json
+//! {"type":"plan","at":"…","call":"call_5","steps":[{"step":"read the code","status":"done"},{"step":"fix the bug","status":"in_progress"}]}
+//! ```
 
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -255,10 +272,12 @@ mod agents;
 mod compaction;
 mod edits;
 pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
+mod hooks;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
 pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
+pub use hooks::{Hooked, PlanSet};
 
 /// The version written into every new header.
 ///
@@ -383,6 +402,10 @@ pub enum Record {
     Delegated(Delegated),
     /// This session is a child of another's `task` call (issue 43).
     Spawned(Spawned),
+    /// A hook ran (issue 43): its event, command, ending and decision.
+    Hook(Hooked),
+    /// `update_plan` set the plan (or a compaction carried it over).
+    Plan(PlanSet),
 }
 
 /// `mcp_tools`: the MCP server tools offered from now on (an empty list:
@@ -513,6 +536,10 @@ pub struct Header {
     /// The id of the file this one continues after a compaction.
     #[serde(default)]
     pub continues: Option<String>,
+    /// `tool_choice` of the session's requests (see
+    /// [`ToolChoice`]); absent: the model decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// A system prompt as it was sent.
@@ -1078,6 +1105,8 @@ impl Record {
             "background" => Record::Background(body(line)?),
             "delegated" => Record::Delegated(body(line)?),
             "spawned" => Record::Spawned(body(line)?),
+            "hook" => Record::Hook(body(line)?),
+            "plan" => Record::Plan(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -1131,12 +1160,56 @@ impl Record {
             Record::Background(r) => Some(r.at),
             Record::Delegated(r) => Some(r.at),
             Record::Spawned(r) => Some(r.at),
+            Record::Hook(r) => Some(r.at),
+            Record::Plan(r) => Some(r.at),
         }
     }
 }
 
 fn is_false(b: &bool) -> bool {
     !*b
+}
+
+/// Whether the model must call a tool (`tool_choice` in `config.json`,
+/// `--tool-choice`), kept in the session's header so replay asks the same.
+///
+/// With [`ToolChoice::Required`], the request that answers a user message
+/// (a turn's first) says `"tool_choice": "required"` on the Chat
+/// Completions wire: the model calls at least one tool before it may
+/// answer in words; the requests after a tool result leave the choice to
+/// the model, so a turn still ends. Summaries and notes never carry it.
+/// [`ToolChoice::Auto`] writes nothing (the API's default). Anthropic
+/// requests carry nothing either way (forced tool use and extended
+/// thinking do not mix there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides: the default.
+    #[default]
+    Auto,
+    /// A turn's first request must call a tool.
+    Required,
+}
+
+impl ToolChoice {
+    /// The word of the config file and the flag.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+        }
+    }
+
+    /// `auto` or `required`; otherwise what is accepted.
+    pub fn parse(text: &str) -> Result<ToolChoice, String> {
+        match text {
+            "auto" => Ok(ToolChoice::Auto),
+            "required" => Ok(ToolChoice::Required),
+            other => Err(format!(
+                "tool choice {other:?} is not one of auto, required"
+            )),
+        }
+    }
 }
 
 /// The header the unit tests start from: session `s1`, named `amber`
@@ -1155,6 +1228,7 @@ pub(crate) fn test_header() -> Header {
         window: 100_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

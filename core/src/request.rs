@@ -16,6 +16,8 @@ use crate::models::Effort;
 use crate::record::{McpTool, Message, Role, Thinking};
 use crate::tools;
 
+mod elements;
+
 /// The wire protocol of a provider.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,6 +37,8 @@ impl Wire {
         }
     }
 }
+
+pub use crate::record::ToolChoice;
 
 /// `max_tokens` of Anthropic requests of version-1 logs (the API requires
 /// one); later requests say the room the window keeps ([`AnswerLimit`]).
@@ -143,6 +147,9 @@ pub struct Shape {
     /// The built-in tools offered, by name (a subagent's, from its
     /// `spawned` record); `None`: all of them.
     pub builtin: Option<Vec<String>>,
+    /// `tool_choice` of this request, when it is asked (see
+    /// [`ToolChoice`]); only on the Chat Completions wire, with tools.
+    pub tool_choice: Option<ToolChoice>,
 }
 
 /// How an Anthropic request thinks at an effort, decided by the model (not
@@ -229,6 +236,7 @@ impl Shape {
             effort: None,
             thinking: None,
             builtin: None,
+            tool_choice: None,
         }
     }
 }
@@ -519,6 +527,43 @@ impl Body {
         String::from_utf8(bytes).unwrap_or_default()
     }
 
+    /// Writes it to `w` as bodies were written before [`elements`]: each
+    /// element built as a [`Value`] first. The same bytes as
+    /// [`Body::write_to`], slower; for `benches/body.rs`, which compares.
+    #[doc(hidden)]
+    pub fn write_valued_to(&self, w: &mut dyn io::Write) -> io::Result<()> {
+        w.write_all(self.head.as_bytes())?;
+        for (i, value) in self.elements().enumerate() {
+            if i > 0 {
+                w.write_all(b",")?;
+            }
+            serde_json::to_writer(&mut *w, &value).map_err(io::Error::other)?;
+        }
+        w.write_all(self.tail.as_bytes())
+    }
+
+    /// The elements' writer, from the first.
+    fn cursor(&self) -> Cursor<'_> {
+        match &self.elements {
+            Elements::OpenAi {
+                system,
+                history,
+                limited,
+            } => Cursor::OpenAi {
+                system: system.as_deref(),
+                history: history.get(),
+                next: 0,
+                limited: *limited,
+            },
+            Elements::Anthropic {
+                history,
+                marked,
+                thinking,
+            } => Cursor::Anthropic(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Whole => Cursor::Done,
+        }
+    }
+
     fn elements(&self) -> Box<dyn Iterator<Item = Value> + '_> {
         match &self.elements {
             Elements::OpenAi {
@@ -600,10 +645,50 @@ enum Stage {
     Done,
 }
 
+/// Writes a body's elements one at a time (see [`elements`]).
+enum Cursor<'a> {
+    OpenAi {
+        system: Option<&'a str>,
+        history: &'a [Message],
+        /// The next message (the system prompt goes before the first).
+        next: usize,
+        limited: bool,
+    },
+    Anthropic(Runs<'a>),
+    Done,
+}
+
+impl Cursor<'_> {
+    /// The next element written into `out`; false after the last.
+    fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        match self {
+            Cursor::OpenAi {
+                system,
+                history,
+                next,
+                limited,
+            } => {
+                if let Some(system) = system.take() {
+                    elements::openai_system(out, system);
+                    return true;
+                }
+                let Some(m) = history.get(*next) else {
+                    return false;
+                };
+                *next += 1;
+                elements::openai_message(out, m, *limited);
+                true
+            }
+            Cursor::Anthropic(runs) => runs.write_next(out),
+            Cursor::Done => false,
+        }
+    }
+}
+
 /// Reads a [`Body`], making each element when the one before is read.
 pub struct BodyReader<'a> {
     body: &'a Body,
-    elements: Option<Box<dyn Iterator<Item = Value> + 'a>>,
+    elements: Option<Cursor<'a>>,
     stage: Stage,
     buf: Vec<u8>,
     at: usize,
@@ -621,19 +706,16 @@ impl BodyReader<'_> {
             }
             Stage::Elements { first } => {
                 let body = self.body;
-                let next = self.elements.get_or_insert_with(|| body.elements()).next();
-                match next {
-                    Some(value) => {
-                        if !first {
-                            self.buf.push(b',');
-                        }
-                        serde_json::to_writer(&mut self.buf, &value).map_err(io::Error::other)?;
-                        self.stage = Stage::Elements { first: false };
-                    }
-                    None => {
-                        self.buf.extend_from_slice(self.body.tail.as_bytes());
-                        self.stage = Stage::Tail;
-                    }
+                let cursor = self.elements.get_or_insert_with(|| body.cursor());
+                if !first {
+                    self.buf.push(b',');
+                }
+                if cursor.write_next(&mut self.buf) {
+                    self.stage = Stage::Elements { first: false };
+                } else {
+                    self.buf.clear();
+                    self.buf.extend_from_slice(self.body.tail.as_bytes());
+                    self.stage = Stage::Tail;
                 }
             }
             Stage::Tail => {
@@ -715,26 +797,47 @@ impl<'a> Runs<'a> {
     }
 }
 
-impl Iterator for Runs<'_> {
-    type Item = Value;
-
-    fn next(&mut self) -> Option<Value> {
+impl<'a> Runs<'a> {
+    /// The next run: its role, its messages, and whether it is marked.
+    fn span(&mut self) -> Option<(&'static str, &'a [Message], bool)> {
         let (start, role) = self.history[self.next..]
             .iter()
             .enumerate()
             .find_map(|(i, m)| Runs::role(m).map(|r| (self.next + i, r)))?;
         let end = self.end(start, role);
         self.next = end;
-        let mut blocks: Vec<Value> = self.history[start..end]
+        let marked = self.marked.contains(&Some(self.run));
+        self.run += 1;
+        Some((role, &self.history[start..end], marked))
+    }
+
+    /// The next run written into `out`; false after the last.
+    fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        let thinking = self.thinking;
+        self.span()
+            .map(|(role, messages, marked)| {
+                elements::anthropic_run(out, role, messages, thinking, marked)
+            })
+            .is_some()
+    }
+}
+
+/// The runs as values: the way bodies were written before
+/// [`elements`] (kept to hold the two equal, and for the bench).
+impl Iterator for Runs<'_> {
+    type Item = Value;
+
+    fn next(&mut self) -> Option<Value> {
+        let (role, messages, marked) = self.span()?;
+        let mut blocks: Vec<Value> = messages
             .iter()
             .flat_map(|m| anthropic_blocks(m, self.thinking))
             .collect();
-        if self.marked.contains(&Some(self.run)) {
+        if marked {
             if let Some(last) = blocks.last_mut() {
                 last["cache_control"] = breakpoint();
             }
         }
-        self.run += 1;
         Some(json!({"role": role, "content": blocks}))
     }
 }
@@ -764,6 +867,9 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
     }
     if let Some(effort) = shape.effort {
         body["reasoning_effort"] = json!(effort.as_str());
+    }
+    if let (true, Some(ToolChoice::Required)) = (shape.tools, shape.tool_choice) {
+        body["tool_choice"] = json!("required");
     }
     body
 }
@@ -1312,6 +1418,9 @@ mod oracle {
                 if let Some(effort) = shape.effort {
                     body["reasoning_effort"] = json!(effort.as_str());
                 }
+                if let (true, Some(ToolChoice::Required)) = (shape.tools, shape.tool_choice) {
+                    body["tool_choice"] = json!("required");
+                }
             }
             Wire::Anthropic => {}
         }
@@ -1596,6 +1705,7 @@ mod streaming_tests {
                     0 => Think::Budget(u64::from(t)),
                     _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
                 }),
+                tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

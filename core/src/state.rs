@@ -20,6 +20,9 @@ use crate::record::{
 };
 use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 
+mod inconsistency;
+pub use inconsistency::Inconsistency;
+
 /// Everything a session log says, folded.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct State {
@@ -122,6 +125,14 @@ pub struct State {
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub(crate) mcp_always: std::collections::BTreeSet<String>,
+    /// The plan (the last `plan` record; see [`crate::plan`]).
+    #[serde(skip_serializing_if = "crate::plan::Plan::is_empty")]
+    pub(crate) plan: crate::plan::Plan,
+    /// What `SessionStart` hooks added for the model since this run
+    /// started, resumed or went on after a compaction (the system prompt
+    /// holds it: [`crate::hooks::start_block`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) start_context: Vec<String>,
 }
 
 impl State {
@@ -138,6 +149,16 @@ impl State {
             || self.refined_at.is_some()
             || self.resumes > 0
             || self.continued.is_some()
+    }
+
+    /// The plan, as the last `update_plan` call set it.
+    pub fn plan(&self) -> &crate::plan::Plan {
+        &self.plan
+    }
+
+    /// What `SessionStart` hooks added for the model in this run.
+    pub fn start_context(&self) -> &[String] {
+        &self.start_context
     }
 
     /// The header as written.
@@ -300,14 +321,14 @@ impl State {
     }
 
     /// Applies one record. Never panics, whatever the order of records;
-    /// returns a note when the record does not fit what came before (shown by
-    /// `replay --check`), after applying what it can.
-    pub fn apply(&mut self, record: &Record) -> Option<String> {
+    /// returns what does not fit when the record does not fit what came
+    /// before (shown by `replay --check`), after applying what it can.
+    pub fn apply(&mut self, record: &Record) -> Option<Inconsistency> {
         let earlier = self.before(record);
         let own = match record {
             Record::Header(h) => {
                 if self.header.is_some() {
-                    return Some("a second header; ignored".to_owned());
+                    return Some(Inconsistency::SecondHeader);
                 }
                 self.apply_header(h)
             }
@@ -343,9 +364,23 @@ impl State {
             Record::Refined(r) => self.apply_refined(r),
             Record::Compacted(c) => self.apply_compacted(c),
             Record::Continued(c) => self.apply_continued(c),
-            Record::Background(r) => self.agents.apply_background(r),
-            Record::Delegated(r) => self.agents.apply_delegated(r, &mut self.totals),
-            Record::Spawned(r) => self.agents.apply_spawned(r),
+            Record::Background(r) => self
+                .agents
+                .apply_background(r)
+                .map(|id| Inconsistency::BackgroundNeverStarted { id }),
+            Record::Delegated(r) => {
+                self.agents.apply_delegated(r, &mut self.totals);
+                None
+            }
+            Record::Spawned(r) => self
+                .agents
+                .apply_spawned(r)
+                .then_some(Inconsistency::SecondSpawned),
+            Record::Hook(h) => self.apply_hook(h),
+            Record::Plan(p) => {
+                self.plan = p.steps.clone();
+                None
+            }
         };
         // A record's own note replaces an earlier one (a repair, a record
         // before the header), except a message's and a totals record's,
@@ -360,7 +395,7 @@ impl State {
     /// results whose lines were lost, the request count, the last activity.
     /// Returns the note of the repair, or that the record came before the
     /// header.
-    fn before(&mut self, record: &Record) -> Option<String> {
+    fn before(&mut self, record: &Record) -> Option<Inconsistency> {
         let repaired = self.repair(record);
         if self.answers(record) || matches!(record, Record::Compacting(_) | Record::Refining(_)) {
             self.totals.requests = self.totals.requests.saturating_add(1);
@@ -376,12 +411,12 @@ impl State {
         }
         let mut note = repaired;
         if self.header.is_none() && !matches!(record, Record::Header(_)) {
-            note = Some("record before the header".to_owned());
+            note = Some(Inconsistency::BeforeHeader);
         }
         note
     }
 
-    fn apply_header(&mut self, h: &Header) -> Option<String> {
+    fn apply_header(&mut self, h: &Header) -> Option<Inconsistency> {
         self.header = Some(h.clone());
         self.name = h.name.clone();
         self.named = h.named;
@@ -391,20 +426,20 @@ impl State {
         None
     }
 
-    fn apply_context(&mut self, c: &Context) -> Option<String> {
+    fn apply_context(&mut self, c: &Context) -> Option<Inconsistency> {
         self.system = Some(c.system.clone());
         None
     }
 
-    fn apply_message(&mut self, m: &Message) -> Option<String> {
+    fn apply_message(&mut self, m: &Message) -> Option<Inconsistency> {
         let mut note = None;
-        let mut set = |n: &str| {
-            note.get_or_insert_with(|| n.to_owned());
+        let mut set = |n: Inconsistency| {
+            note.get_or_insert(n);
         };
         match m.role {
             Role::User => {
                 if !self.open_calls.is_empty() {
-                    set("a user message while tool calls wait for results");
+                    set(Inconsistency::UserWhileCalls);
                 }
                 if let Some(origin) = &m.origin {
                     self.totals.delivered = self.totals.delivered.max(origin.seq);
@@ -414,7 +449,7 @@ impl State {
             }
             Role::Assistant => {
                 if !self.awaiting {
-                    set("an assistant message that answers no request");
+                    set(Inconsistency::AnswerToNothing);
                 }
                 self.awaiting = false;
                 self.open_calls = m.tool_calls.clone();
@@ -429,7 +464,7 @@ impl State {
                         self.open_calls.remove(i);
                         self.awaiting = self.open_calls.is_empty();
                     }
-                    None => set("a tool result for no open call"),
+                    None => set(Inconsistency::ResultForNoCall),
                 }
             }
         }
@@ -437,14 +472,14 @@ impl State {
         note
     }
 
-    fn apply_failed(&mut self) -> Option<String> {
+    fn apply_failed(&mut self) -> Option<Inconsistency> {
         self.awaiting = false;
         None
     }
 
     // The request is due again, under the lowered window (or, in a
     // compaction, its summary fails and is tried again under it).
-    fn apply_counted(&mut self, c: &Counted) -> Option<String> {
+    fn apply_counted(&mut self, c: &Counted) -> Option<Inconsistency> {
         if crate::overflow::plausible(c.bytes, c.tokens) {
             self.totals.cal_bytes = c.bytes;
             self.totals.cal_tokens = c.tokens;
@@ -452,7 +487,7 @@ impl State {
         None
     }
 
-    fn apply_overflowed(&mut self, o: &Overflowed) -> Option<String> {
+    fn apply_overflowed(&mut self, o: &Overflowed) -> Option<Inconsistency> {
         self.window = o.window;
         // An absurd count is kept as said, never calibrated from.
         if crate::overflow::plausible(o.bytes, o.asked) {
@@ -462,53 +497,53 @@ impl State {
         None
     }
 
-    fn apply_stopped(&mut self) -> Option<String> {
+    fn apply_stopped(&mut self) -> Option<Inconsistency> {
         let mut note = None;
         if !self.open_calls.is_empty() {
-            note = Some("a stop while tool calls wait for results".to_owned());
+            note = Some(Inconsistency::StopWithOpenCalls);
         }
         self.awaiting = false;
         note
     }
 
-    fn apply_planning(&mut self, p: &Planning) -> Option<String> {
+    fn apply_planning(&mut self, p: &Planning) -> Option<Inconsistency> {
         self.planning = p.on;
         None
     }
 
-    fn apply_effort(&mut self, e: &EffortChanged) -> Option<String> {
+    fn apply_effort(&mut self, e: &EffortChanged) -> Option<Inconsistency> {
         self.effort = e.effort;
         None
     }
 
-    fn apply_model_changed(&mut self, m: &ModelChanged) -> Option<String> {
+    fn apply_model_changed(&mut self, m: &ModelChanged) -> Option<Inconsistency> {
         self.model = m.model.clone();
         self.window = m.window;
         None
     }
 
-    fn apply_mcp_tools(&mut self, r: &McpTools) -> Option<String> {
+    fn apply_mcp_tools(&mut self, r: &McpTools) -> Option<Inconsistency> {
         self.mcp_tools = r.tools.clone();
         None
     }
 
-    fn apply_went_on(&mut self) -> Option<String> {
+    fn apply_went_on(&mut self) -> Option<Inconsistency> {
         let mut note = None;
         if self.awaiting || !self.open_calls.is_empty() {
-            note = Some("went on while a request was due".to_owned());
+            note = Some(Inconsistency::WentOnWhileDue);
         }
         self.awaiting = self.open_calls.is_empty();
         self.turn_rounds = 0;
         note
     }
 
-    fn apply_interrupted(&mut self) -> Option<String> {
+    fn apply_interrupted(&mut self) -> Option<Inconsistency> {
         self.awaiting = false;
         self.end_compaction();
         None
     }
 
-    fn apply_compacting(&mut self, c: &Compacting) -> Option<String> {
+    fn apply_compacting(&mut self, c: &Compacting) -> Option<Inconsistency> {
         if c.from == 0 {
             self.notes_so_far = None;
         }
@@ -517,27 +552,27 @@ impl State {
         None
     }
 
-    fn apply_noted(&mut self, n: &Noted) -> Option<String> {
+    fn apply_noted(&mut self, n: &Noted) -> Option<Inconsistency> {
         let mut note = None;
         if self.compacting.is_none() {
-            note = Some("notes for no compaction".to_owned());
+            note = Some(Inconsistency::NotesForNoCompaction);
         }
         self.notes_so_far = Some(n.notes.clone());
         note
     }
 
-    fn apply_compaction_failed(&mut self) -> Option<String> {
+    fn apply_compaction_failed(&mut self) -> Option<Inconsistency> {
         self.end_compaction();
         None
     }
 
-    fn apply_totals(&mut self, t: &Totals) -> Option<String> {
+    fn apply_totals(&mut self, t: &Totals) -> Option<Inconsistency> {
         let mut note = None;
         if t.turns < self.totals.turns {
-            note = Some(format!(
-                "turns went back from {} to {}",
-                self.totals.turns, t.turns
-            ));
+            note = Some(Inconsistency::TurnsWentBack {
+                from: self.totals.turns,
+                to: t.turns,
+            });
         }
         if t.name.is_some() {
             self.name = t.name.clone();
@@ -551,9 +586,11 @@ impl State {
         note
     }
 
-    fn apply_resumed(&mut self, r: &Resumed) -> Option<String> {
+    fn apply_resumed(&mut self, r: &Resumed) -> Option<Inconsistency> {
         // A refinement a crash cut short counted its requests.
         self.refining_sent = 0;
+        // This run's `SessionStart` hooks say it again.
+        self.start_context.clear();
         self.resumes += 1;
         self.model = r.model.clone();
         self.window = r.window;
@@ -563,13 +600,13 @@ impl State {
         None
     }
 
-    fn apply_renamed(&mut self, r: &Renamed) -> Option<String> {
+    fn apply_renamed(&mut self, r: &Renamed) -> Option<Inconsistency> {
         self.name = Some(r.name.clone());
         self.named = !r.generated;
         None
     }
 
-    fn apply_pruned(&mut self, p: &Pruned) -> Option<String> {
+    fn apply_pruned(&mut self, p: &Pruned) -> Option<Inconsistency> {
         for &i in &p.messages {
             if let Some(m) = usize::try_from(i)
                 .ok()
@@ -588,12 +625,12 @@ impl State {
         None
     }
 
-    fn apply_seen(&mut self, r: &Seen) -> Option<String> {
+    fn apply_seen(&mut self, r: &Seen) -> Option<Inconsistency> {
         self.files.insert(r.path.clone(), r.hash.clone());
         None
     }
 
-    fn apply_approved(&mut self, r: &Approved) -> Option<String> {
+    fn apply_approved(&mut self, r: &Approved) -> Option<Inconsistency> {
         if r.answer == Answer::Always {
             // A grant is never "always" (and is not remembered).
             match &r.tool {
@@ -608,29 +645,28 @@ impl State {
         None
     }
 
-    fn apply_edit(&mut self, e: &Edit) -> Option<String> {
+    fn apply_edit(&mut self, e: &Edit) -> Option<Inconsistency> {
         let mut note = None;
         // Core edits only a file whose content it knows: the chain
         // of hashes holds (a shell command's change is whatever it
         // found, so it is not held to it).
         if e.by != EditBy::Shell && e.before.as_ref() != self.files.get(&e.path) {
-            note = Some(format!(
-                "an edit of {} from a content the session had not last read or wrote",
-                e.path
-            ));
+            note = Some(Inconsistency::EditFromUnknown {
+                path: e.path.clone(),
+            });
         }
         if e.written {
             self.edited(e);
         } else {
             if self.pending_edit.is_some() {
-                note = Some("an edit while another waits for its write".to_owned());
+                note = Some(Inconsistency::EditWhilePending);
             }
             self.pending_edit = Some(e.clone());
         }
         note
     }
 
-    fn apply_written(&mut self, w: &Written) -> Option<String> {
+    fn apply_written(&mut self, w: &Written) -> Option<Inconsistency> {
         let mut note = None;
         match self.pending_edit.take() {
             Some(e) if e.call == w.call && e.path == w.path => {
@@ -640,22 +676,22 @@ impl State {
             }
             other => {
                 self.pending_edit = other;
-                note = Some("a write of no pending edit".to_owned());
+                note = Some(Inconsistency::WriteOfNoEdit);
             }
         }
         note
     }
 
-    fn apply_rewinding(&mut self, r: &Rewound) -> Option<String> {
+    fn apply_rewinding(&mut self, r: &Rewound) -> Option<Inconsistency> {
         let mut note = None;
         if self.pending_rewind.is_some() {
-            note = Some("a rewind while another waits to be settled".to_owned());
+            note = Some(Inconsistency::RewindWhilePending);
         }
         self.pending_rewind = Some(r.clone());
         note
     }
 
-    fn apply_rewound(&mut self, r: &Rewound) -> Option<String> {
+    fn apply_rewound(&mut self, r: &Rewound) -> Option<Inconsistency> {
         let mut note = None;
         self.pending_rewind = None;
         let broken = r
@@ -663,10 +699,9 @@ impl State {
             .iter()
             .find(|f| !r.forced && f.from.is_some() && f.from.as_ref() != self.files.get(&f.path));
         if let Some(f) = broken {
-            note = Some(format!(
-                "a rewind of {} from a content revolve had not last written",
-                f.path
-            ));
+            note = Some(Inconsistency::RewindFromUnknown {
+                path: f.path.clone(),
+            });
         }
         if let Some(n) = self.rewound(r) {
             note = Some(n);
@@ -674,7 +709,7 @@ impl State {
         note
     }
 
-    fn apply_squeezed(&mut self, q: &Squeezed) -> Option<String> {
+    fn apply_squeezed(&mut self, q: &Squeezed) -> Option<Inconsistency> {
         let mut note = None;
         match usize::try_from(q.message)
             .ok()
@@ -689,17 +724,17 @@ impl State {
             Some(m) if m.role == Role::Assistant => {
                 compact::squeeze_answer(m, &q.path, squeezed_keep(q));
             }
-            _ => note = Some("a squeezed message that is no tool result".to_owned()),
+            _ => note = Some(Inconsistency::SqueezedNoResult),
         }
         note
     }
 
-    fn apply_refining(&mut self) -> Option<String> {
+    fn apply_refining(&mut self) -> Option<Inconsistency> {
         self.refining_sent = self.refining_sent.saturating_add(1);
         None
     }
 
-    fn apply_refined(&mut self, r: &Refined) -> Option<String> {
+    fn apply_refined(&mut self, r: &Refined) -> Option<Inconsistency> {
         self.refining_sent = 0;
         self.refined_at = Some(r.at);
         self.turns_at_refine = self.totals.turns;
@@ -708,7 +743,7 @@ impl State {
         None
     }
 
-    fn apply_compacted(&mut self, c: &Compacted) -> Option<String> {
+    fn apply_compacted(&mut self, c: &Compacted) -> Option<Inconsistency> {
         self.compacted_since_refine = true;
         self.refined_at = c.refined_at;
         self.turns_at_refine = c.turns_at_refine;
@@ -732,7 +767,18 @@ impl State {
         None
     }
 
-    fn apply_continued(&mut self, c: &Continued) -> Option<String> {
+    /// A hook's run: what a `SessionStart` hook added stays for the
+    /// system prompt; every other hook's effect is in the records after it.
+    fn apply_hook(&mut self, h: &crate::record::Hooked) -> Option<Inconsistency> {
+        if h.event == crate::hooks::Event::SessionStart.as_str() {
+            if let Some(added) = &h.added {
+                self.start_context.push(added.clone());
+            }
+        }
+        None
+    }
+
+    fn apply_continued(&mut self, c: &Continued) -> Option<Inconsistency> {
         self.continued = Some(c.next.clone());
         self.end_compaction();
         self.awaiting = false;
@@ -744,7 +790,7 @@ impl State {
     /// results (their lines were lost): each gets [`LOST_RESULT`] first, so
     /// the history stays well formed and the request due is the one the
     /// live run sent. Says what it did.
-    fn repair(&mut self, record: &Record) -> Option<String> {
+    fn repair(&mut self, record: &Record) -> Option<Inconsistency> {
         let Record::Message(m) = record else {
             return None;
         };
@@ -761,10 +807,7 @@ impl State {
         }
         self.repaired = self.repaired.saturating_add(lost.len() as u64);
         self.awaiting = true;
-        Some(format!(
-            "{} tool call(s) without a result line before this message; answered as lost",
-            lost.len()
-        ))
+        Some(Inconsistency::LostResults { calls: lost.len() })
     }
 
     /// An edit took effect.
@@ -791,7 +834,7 @@ impl State {
     }
 
     /// A rewind, or the taking back of one.
-    fn rewound(&mut self, r: &crate::record::Rewound) -> Option<String> {
+    fn rewound(&mut self, r: &crate::record::Rewound) -> Option<Inconsistency> {
         let from = usize::try_from(r.from).unwrap_or(usize::MAX);
         let mut note = None;
         for f in &r.files {
@@ -816,7 +859,7 @@ impl State {
                     self.totals.turns = self.totals.turns.saturating_sub(r.turns);
                     self.turns_at_refine = self.turns_at_refine.min(self.totals.turns);
                 } else if r.conversation {
-                    note = Some("a rewind from past the end of the history".to_owned());
+                    note = Some(Inconsistency::RewindPastEnd);
                 }
                 for (i, e) in self.edits.iter_mut().enumerate() {
                     if !e.rewound && e.turn >= from {
@@ -836,7 +879,7 @@ impl State {
                                 self.totals.turns =
                                     self.totals.turns.saturating_add(undone.record.turns);
                             } else {
-                                note = Some("a rewind taken back after later turns".to_owned());
+                                note = Some(Inconsistency::RewindUndoneAfterTurns);
                             }
                         }
                         for &i in &undone.edits {
@@ -845,7 +888,7 @@ impl State {
                             }
                         }
                     }
-                    _ => note = Some("takes back no standing rewind".to_owned()),
+                    _ => note = Some(Inconsistency::UndoesNoRewind),
                 }
             }
         }
@@ -941,12 +984,22 @@ impl State {
             effort: self.effort,
             thinking: self.thinking(),
             builtin: self.agents.offered(),
+            tool_choice: None,
         }
     }
 
     /// Background commands, children and the parent's call, as folded.
     pub fn agents(&self) -> &crate::agents::Agents {
         &self.agents
+    }
+
+    /// The `tool_choice` of the request [`State::request`] sends now: the
+    /// header's `required` when that request answers a user message (a
+    /// turn's first), else none (see [`crate::request::ToolChoice`]).
+    pub fn tool_choice(&self) -> Option<crate::request::ToolChoice> {
+        let asked = self.header.as_ref().and_then(|h| h.tool_choice)?;
+        let answers_user = self.messages.last().is_some_and(|m| m.role == Role::User);
+        (asked == crate::request::ToolChoice::Required && answers_user).then_some(asked)
     }
 
     /// How this state's Anthropic requests think at its effort
@@ -986,10 +1039,14 @@ impl State {
     /// The request this state would send now.
     pub fn request(&self) -> Request {
         let limit = self.answer_limit();
+        let shape = |limit| Shape {
+            tool_choice: self.tool_choice(),
+            ..self.shape(limit, true)
+        };
         let mut request = self.request_of(
             self.system.as_deref(),
             Shared::of(&self.messages),
-            &self.shape(limit, true),
+            &shape(limit),
         );
         // A history that gave way as far as it can but still leaves less
         // than the answer's full room asks for what is left (see
@@ -1005,7 +1062,7 @@ impl State {
                 request = self.request_of(
                     self.system.as_deref(),
                     Shared::of(&self.messages),
-                    &self.shape(Some(limit), true),
+                    &shape(Some(limit)),
                 );
             }
         }
@@ -1226,6 +1283,45 @@ mod tests {
 
     use crate::record::test_header as header;
 
+    /// A header's `required` tool choice is asked by the request that
+    /// answers a user message only: after a tool result the model may
+    /// answer in words; without it nothing is written; a header without
+    /// the field (older logs) reads as none.
+    #[test]
+    fn required_tool_choice_asks_a_turns_first_request_only() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let required = Header {
+            tool_choice: Some(crate::request::ToolChoice::Required),
+            ..header()
+        };
+        let user = Record::Message(Message::user(at, "list the files"));
+        let mut calling = Message::assistant(at, "");
+        calling.tool_calls = vec![ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: r#"{"path":"."}"#.into(),
+        }];
+        let result = Message::tool(at, "c1", "a.txt");
+        let first = State::fold(&[Record::Header(required.clone()), user.clone()]);
+        assert!(first
+            .request()
+            .body
+            .text()
+            .contains(r#""tool_choice":"required""#));
+        let after = State::fold(&[
+            Record::Header(required),
+            user.clone(),
+            Record::Message(calling),
+            Record::Message(result),
+        ]);
+        assert_eq!(after.tool_choice(), None);
+        assert!(!after.request().body.text().contains("tool_choice"));
+        let auto = State::fold(&[Record::Header(header()), user]);
+        assert!(!auto.request().body.text().contains("tool_choice"));
+        let line = serde_json::to_string(&header()).unwrap();
+        assert!(!line.contains("tool_choice"), "{line}");
+    }
+
     /// The effort thinks on the Anthropic wire from format 5 on; a
     /// format-4 log (whose requests sent nothing for it there) and the
     /// Chat Completions wire rebuild without it; no effort, no thinking.
@@ -1308,7 +1404,10 @@ mod tests {
             })
         };
         let note = s.clone().apply(&edit("h0")).unwrap();
-        assert!(note.contains("had not last read or wrote"), "{note}");
+        assert!(
+            note.to_string().contains("had not last read or wrote"),
+            "{note}"
+        );
         assert!(s.apply(&edit("h1")).is_none());
         assert!(s.pending_edit.is_some());
         let written = Record::Written(Written {

@@ -122,6 +122,12 @@ pub enum Tool {
         /// The skill's folder.
         dir: String,
     },
+    /// Set the plan, whole (see [`crate::plan`]); the session logs it and
+    /// answers, nothing runs.
+    UpdatePlan {
+        /// The steps, checked.
+        plan: crate::plan::Plan,
+    },
 }
 
 impl Tool {
@@ -142,6 +148,7 @@ impl Tool {
             Tool::ShellOutput { .. } => "shell_output",
             Tool::ShellKill { .. } => "shell_kill",
             Tool::Task { .. } => "task",
+            Tool::UpdatePlan { .. } => "update_plan",
         }
     }
 
@@ -163,6 +170,7 @@ impl Tool {
             | Tool::AgentInfo
             | Tool::Skill { .. }
             | Tool::RequestFileGrant { .. }
+            | Tool::UpdatePlan { .. }
             | Tool::Shell { .. }
             | Tool::ShellOutput { .. }
             | Tool::ShellKill { .. }
@@ -352,6 +360,27 @@ pub fn definitions() -> Vec<Definition> {
                           and the state and config roots.",
             parameters: object(json!({}), &[]),
         },
+        Definition {
+            name: "update_plan",
+            description: "Keep a visible plan for work of several steps: give the whole list each \
+                          time, each step pending, in_progress (one at a time) or done. The user \
+                          sees it; it survives compaction.",
+            parameters: object(
+                json!({
+                    "steps": {
+                        "type": "array",
+                        "items": object(
+                            json!({
+                                "step": string("what the step is, one line"),
+                                "status": {"type": "string", "enum": ["pending", "in_progress", "done"]},
+                            }),
+                            &["step", "status"],
+                        ),
+                    },
+                }),
+                &["steps"],
+            ),
+        },
     ]
 }
 
@@ -502,6 +531,12 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
             note: a.note,
             met: a.met,
         }),
+        "update_plan" => crate::plan::parse(if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            &call.arguments
+        })
+        .map(|plan| Tool::UpdatePlan { plan }),
         "edit_file" => args::<Edit>(call).map(|a| Tool::EditFile {
             path: a.path,
             old_string: a.old_string,

@@ -187,6 +187,7 @@ fn header() -> Header {
         window: 1_000_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 
@@ -209,6 +210,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }

@@ -174,6 +174,7 @@ fn header() -> Header {
         window: 100_000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 
@@ -202,6 +203,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }
@@ -260,6 +262,8 @@ impl Run {
                 | Command::User(UserCommand::AskGrant { .. })
                 | Command::User(UserCommand::AskOutside { .. })
                 | Command::Model(ModelCommand::Count(_))
+                // No hook is configured here.
+                | Command::Tool(ToolCommand::Hook(_))
                 | Command::User(UserCommand::Confirm(_)) => {}
             }
         }

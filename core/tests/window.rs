@@ -193,6 +193,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }
@@ -211,6 +212,7 @@ fn header(window: u64) -> Header {
         window,
         provider: "llamacpp".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 

@@ -69,6 +69,10 @@ pub trait Front {
     /// A turn ended with these totals.
     fn totals(&mut self, totals: &Totals);
 
+    /// The model set the plan (`update_plan`), logged already: shown as
+    /// a checklist (nothing by default).
+    fn plan(&mut self, _plan: &revolve_core::plan::Plan) {}
+
     /// Whether whoever reads the output has gone away (a closed pipe): the
     /// session stops after the input in hand.
     fn closed(&self) -> bool;

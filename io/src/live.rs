@@ -89,6 +89,9 @@ pub struct Runtime {
     pub mcp: Mcp,
     /// What children of `task` calls inherit, or whose child this is.
     pub agents: crate::task::Agents,
+    /// `tool_choice` of a new session's requests (`--tool-choice`, config
+    /// `tool_choice`), kept in its header; a resumed session keeps its own.
+    pub tool_choice: Option<revolve_core::request::ToolChoice>,
 }
 
 /// The MCP servers of a session (none by default).
@@ -143,6 +146,7 @@ impl<F: Front> Live<F> {
             window: runtime.window.unwrap_or(DEFAULT_WINDOW),
             provider: runtime.provider.name().to_owned(),
             continues: None,
+            tool_choice: runtime.tool_choice,
         };
         // A piped run without --name gets no name, so it needs no listing.
         let naming =
@@ -412,7 +416,7 @@ impl<F: Front> Live<F> {
         // sees the name free while the file is still there, nor the
         // reverse.
         let naming = self.store.naming().ok();
-        let removed = std::fs::remove_file(self.writer.path()).is_ok();
+        let removed = self.store.remove(self.writer.path(), naming.as_ref());
         drop(self);
         drop(naming);
         removed

@@ -9,7 +9,10 @@
 //! ```text
 //! "revolve listing cache\0" u32 version
 //! u32 length, then that many bytes of JSON:
-//!     {"journal":"epoch …","offset":812,"volatile":["…"],"cwds":["/src/app"],"entries":2}
+//!     {"journal":"epoch …","offset":812,"volatile":["…"],"cwds":["/src/app"],"entries":2,
+//!      "dir":[8812,1764670500123456789]}
+//!     ("dir", when present: the sessions folder's inode and modification
+//!     time (ns) read before its names were, see `Store::list`)
 //! an entry per session file:
 //!     str file, u64 len, i64 mtime (ns), u8 has a row (0/1), and then the row:
 //!     u32 cwd (an index into cwds), u8 flags (1 named, 2 has a name,
@@ -52,7 +55,15 @@ pub(crate) struct Index<'a> {
     pub cwds: Vec<Cow<'a, str>>,
     /// Every session file of the sessions folder, as read at `stamp`.
     pub entries: Vec<Entry<'a>>,
+    /// The sessions folder's stamp when its names were read for these
+    /// entries; `None`: unknown (a cache of an earlier build), so the
+    /// folder is read again.
+    pub dir: Option<DirStamp>,
 }
+
+/// What says a folder's names are unchanged: its inode and modification
+/// time (ns). Every file made, removed or renamed in it changes the time.
+pub type DirStamp = (u64, i64);
 
 /// One session file, as it was read.
 #[derive(Debug, PartialEq)]
@@ -100,6 +111,9 @@ struct Head<'h> {
     cwds: Vec<String>,
     /// How many entries follow.
     entries: usize,
+    /// [`Index::dir`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dir: Option<DirStamp>,
 }
 
 impl<'a> Index<'a> {
@@ -132,6 +146,7 @@ impl<'a> Index<'a> {
             volatile: head.volatile,
             cwds,
             entries,
+            dir: head.dir,
         })
     }
 
@@ -143,6 +158,7 @@ impl<'a> Index<'a> {
             volatile: self.volatile.clone(),
             cwds: self.cwds.iter().map(|c| c.to_string()).collect(),
             entries: self.entries.len(),
+            dir: self.dir,
         };
         // A struct of strings and numbers always serializes.
         let head = serde_json::to_vec(&head).unwrap_or_default();
@@ -350,6 +366,7 @@ mod tests {
             volatile: vec!["a".into()],
             cwds: vec![Cow::Borrowed("/src/app"), Cow::Borrowed("/src/a\tb")],
             entries,
+            dir: None,
         }
     }
 

@@ -29,25 +29,44 @@ pub fn load(cwd: &Path) -> (Vec<Instructions>, Vec<String>) {
     let mut problems = Vec::new();
     let root = root(cwd);
     for folder in instructions::folders(&root, cwd) {
-        for name in NAMES {
-            let path = folder.join(name);
-            match read_bounded(&root, &path) {
+        let [agents, claude] = NAMES.map(|name| folder.join(name));
+        let mut first = None;
+        for path in [&agents, &claude] {
+            // A CLAUDE.md that is a link to the AGENTS.md beside it is
+            // that file, read already.
+            if *path == claude && links_to(&claude, &agents) {
+                continue;
+            }
+            match read_bounded(&root, path) {
                 Ok(Some(file)) => {
-                    read.push(file);
-                    break;
+                    let repeated = first
+                        .as_ref()
+                        .is_some_and(|a: &Vec<u8>| instructions::repeats(a, &file.bytes));
+                    if *path == agents {
+                        first = Some(file.bytes.clone());
+                    }
+                    if !repeated {
+                        read.push(file);
+                    }
                 }
                 Ok(None) => {}
-                Err(e) => {
-                    problems.push(format!(
-                        "revolve: cannot read the project instructions {}: {e}; left out",
-                        path.display()
-                    ));
-                    break;
-                }
+                Err(e) => problems.push(format!(
+                    "revolve: cannot read the project instructions {}: {e}; left out",
+                    path.display()
+                )),
             }
         }
     }
     (instructions::fit(read), problems)
+}
+
+/// Whether `path` is a link that resolves to `target`.
+fn links_to(path: &Path, target: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_symlink())
+        && matches!(
+            (path.canonicalize(), target.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
 }
 
 /// The first [`CAP`] bytes of `path` and its size, `None` when there is no
@@ -67,14 +86,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn agents_md_from_the_root_down_and_claude_md_where_there_is_none() {
+    fn agents_md_and_claude_md_from_the_root_down() {
         let dir = std::env::temp_dir().join(format!("revolve-instr-{}", std::process::id()));
         std::fs::remove_dir_all(&dir).ok();
         let deep = dir.join("a").join("b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::create_dir_all(dir.join(".git")).unwrap();
         std::fs::write(dir.join("AGENTS.md"), "root").unwrap();
-        std::fs::write(dir.join("CLAUDE.md"), "not read: AGENTS.md is there").unwrap();
+        // Only an import of the AGENTS.md beside it: read once.
+        std::fs::write(dir.join("CLAUDE.md"), "@AGENTS.md\n").unwrap();
         std::fs::write(dir.join("a").join("CLAUDE.md"), "a's claude").unwrap();
         std::fs::write(deep.join("AGENTS.md"), "b").unwrap();
         assert_eq!(root(&deep), dir);
@@ -100,5 +120,29 @@ mod tests {
             "{problems:?}"
         );
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// Claude Code users keep Claude-only notes in a CLAUDE.md beside the
+    /// AGENTS.md: both are read, once each; a copy or a link is read once.
+    #[test]
+    fn a_claude_md_beside_agents_md_is_read_unless_it_repeats_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = dir.path();
+        std::fs::create_dir_all(dir.join(".git")).unwrap();
+        std::fs::write(dir.join("AGENTS.md"), "Use tabs.\n").unwrap();
+        std::fs::write(dir.join("CLAUDE.md"), "Never push.\n").unwrap();
+        let texts = |files: Vec<Instructions>| -> Vec<String> {
+            files.into_iter().map(|f| f.text).collect()
+        };
+        let (files, problems) = load(dir);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(texts(files), ["Use tabs.", "Never push."]);
+        std::fs::write(dir.join("CLAUDE.md"), "Use tabs.\n").unwrap();
+        assert_eq!(texts(load(dir).0), ["Use tabs."]);
+        std::fs::remove_file(dir.join("CLAUDE.md")).unwrap();
+        std::os::unix::fs::symlink("AGENTS.md", dir.join("CLAUDE.md")).unwrap();
+        let (files, problems) = load(dir);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(texts(files), ["Use tabs."]);
     }
 }

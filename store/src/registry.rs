@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::files::{self, ctx};
 use crate::fsx::{self, Lock};
+use crate::index::DirStamp;
 
 /// What a lock file says about its session.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -171,6 +172,9 @@ fn scan(dir: &Path, remove_stale: bool) -> Vec<Running> {
 /// journal line until after its last write. So a write after a listing read
 /// a file is either by a claim journaled after the listing read the
 /// journal's length, or by one whose lock file the listing saw.
+///
+/// Lines of [`Change`]s (`+…`, `=…`) say how the sessions folder changed
+/// between them; a line is one write, so lines never interleave.
 #[derive(Debug, Default)]
 pub(crate) struct Journal {
     /// The first line; empty when there is no journal file.
@@ -234,31 +238,134 @@ impl Journal {
     }
 }
 
+/// A change of the sessions folder that the journal holds (see
+/// [`Journal`]): its stamp before and after a session file was made
+/// (`+ID BEFORE AFTER`), removed (`-ID BEFORE AFTER`) or the listing cache
+/// was written (`=BEFORE AFTER`), each stamp `INODE:NANOSECONDS`. A
+/// listing whose cache knew the folder at one stamp follows these from
+/// it: when they lead, unbroken, to the folder's stamp now, the folder
+/// changed by these alone and need not be read (see `store::Store::list`).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Change<'j> {
+    /// The folder's stamp before.
+    pub before: DirStamp,
+    /// Its stamp after.
+    pub after: DirStamp,
+    /// What changed.
+    pub what: What<'j>,
+}
+
+/// What a [`Change`] did to the sessions folder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum What<'j> {
+    /// Made the file of this session.
+    Made(&'j str),
+    /// Removed the file of this session.
+    Removed(&'j str),
+    /// Wrote the listing cache.
+    Cache,
+}
+
+impl<'j> Change<'j> {
+    /// The change a journal line says, if it says one.
+    pub(crate) fn of(line: &'j str) -> Option<Change<'j>> {
+        let (what, rest) = match line.as_bytes().first()? {
+            b'+' => {
+                let (id, rest) = line[1..].split_once(' ')?;
+                (What::Made(id), rest)
+            }
+            b'-' => {
+                let (id, rest) = line[1..].split_once(' ')?;
+                (What::Removed(id), rest)
+            }
+            b'=' => (What::Cache, &line[1..]),
+            _ => return None,
+        };
+        let (before, after) = rest.split_once(' ')?;
+        Some(Change {
+            before: stamp_from(before)?,
+            after: stamp_from(after)?,
+            what,
+        })
+    }
+
+    fn line(&self) -> String {
+        let stamp = |(ino, ns): DirStamp| format!("{ino}:{ns}");
+        let (before, after) = (stamp(self.before), stamp(self.after));
+        match self.what {
+            What::Made(id) => format!("+{id} {before} {after}\n"),
+            What::Removed(id) => format!("-{id} {before} {after}\n"),
+            What::Cache => format!("={before} {after}\n"),
+        }
+    }
+}
+
+fn stamp_from(text: &str) -> Option<DirStamp> {
+    let (ino, ns) = text.split_once(':')?;
+    Some((ino.parse().ok()?, ns.parse().ok()?))
+}
+
+/// The session a journal line says was claimed or made, if any.
+pub(crate) fn claimed(line: &str) -> Option<&str> {
+    match Change::of(line).map(|c| c.what) {
+        Some(What::Made(id) | What::Removed(id)) => Some(id),
+        Some(What::Cache) => None,
+        None if line.starts_with(['+', '-', '=']) => None,
+        None => Some(line),
+    }
+}
+
+/// Appends a change of the sessions folder to the journal of `dir` (the
+/// running folder); never starts the journal again (a change in an epoch a
+/// cache does not know is of no use to it).
+pub(crate) fn journal_change(dir: &Path, change: &Change) -> io::Result<()> {
+    // One short write to an append-only file: never interleaved.
+    OpenOptions::new()
+        .append(true)
+        .open(dir.join(JOURNAL))?
+        .write_all(change.line().as_bytes())
+}
+
 /// Appends `id` to the journal of `dir`, starting it again (a new epoch,
 /// written whole and renamed into place) when it is missing or too long.
 fn journal(dir: &Path, id: &str) -> io::Result<()> {
     let path = dir.join(JOURNAL);
     let fresh = std::fs::metadata(&path).map_or(true, |m| m.len() > JOURNAL_MAX);
     if fresh {
-        use std::sync::atomic::{AtomicU64, Ordering};
-        static STARTED: AtomicU64 = AtomicU64::new(0);
-        // Unique enough: the wall clock (not the pinned one), the process
-        // and a counter.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let epoch = format!(
-            "epoch {nanos}-{}-{}",
-            std::process::id(),
-            STARTED.fetch_add(1, Ordering::Relaxed)
-        );
-        return fsx::write_atomic(&path, format!("{epoch}\n{id}\n").as_bytes());
+        return fsx::write_atomic(&path, format!("{}\n{id}\n", epoch()).as_bytes());
     }
     // One short write to an append-only file: never interleaved.
     OpenOptions::new()
         .append(true)
         .open(&path)?
         .write_all(format!("{id}\n").as_bytes())
+}
+
+/// A new epoch line (without its newline).
+fn epoch() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static STARTED: AtomicU64 = AtomicU64::new(0);
+    // Unique enough: the wall clock (not the pinned one), the process
+    // and a counter.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!(
+        "epoch {nanos}-{}-{}",
+        std::process::id(),
+        STARTED.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// Starts the journal of `dir` when there is none (no session was ever
+/// claimed there), so a listing cache has one to follow: its epoch and
+/// length. `None` when one exists by now (a claim started it) or it
+/// cannot be made.
+pub(crate) fn start_journal(dir: &Path) -> Option<(String, u64)> {
+    let epoch = epoch();
+    let line = format!("{epoch}\n");
+    fsx::create_atomic(&dir.join(JOURNAL), line.as_bytes()).ok()?;
+    Some((epoch, line.len() as u64))
 }
 
 /// The ids of the lock files in `dir`, whether or not their lock is held:

@@ -13,19 +13,22 @@ use crate::memory::MemoryDirs;
 
 /// The skill folders of a session working in `cwd` with memory in `dirs`,
 /// first wins on a name: the project's (`skills/` in the project
-/// directory), the repository's `.agents/skills/` at its root, the global
-/// ones (`skills/` beside the global memory folder).
+/// directory), the repository's `.agents/skills/` then `.claude/skills/`
+/// (Claude Code's) at its root, the global ones (`skills/` beside the
+/// global memory folder).
 pub fn folders(dirs: &MemoryDirs, cwd: &Path) -> Vec<PathBuf> {
     let root = crate::instructions::root(cwd);
     let mut out = vec![dirs.project_dir.join("skills")];
     // The repository's, unless a link takes it out of the repository.
-    let repo = root.join(".agents").join("skills");
-    let inside = match (repo.canonicalize(), root.canonicalize()) {
-        (Ok(real), Ok(root)) => real.starts_with(root),
-        _ => true,
-    };
-    if inside {
-        out.push(repo);
+    for tool in [".agents", ".claude"] {
+        let repo = root.join(tool).join("skills");
+        let inside = match (repo.canonicalize(), root.canonicalize()) {
+            (Ok(real), Ok(root)) => real.starts_with(root),
+            _ => true,
+        };
+        if inside {
+            out.push(repo);
+        }
     }
     out.extend(global_folder(dirs));
     out

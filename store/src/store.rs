@@ -13,7 +13,7 @@ use revolve_core::summary::Summary;
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 pub use crate::error::FindError;
-use crate::index::{self, Entry, Index, Row, Stamp};
+use crate::index::{self, DirStamp, Entry, Index, Row, Stamp};
 use crate::log::{self, LogWriter};
 use crate::paths::{Project, Roots};
 use crate::registry::{self, Claim, NamingLock, Running};
@@ -65,10 +65,12 @@ impl Store {
                 return Ok(as_path.to_path_buf());
             }
         }
-        let sessions = self.list().map_err(|error| FindError::Unlisted {
-            dir: self.sessions_dir(),
-            error,
-        })?;
+        let sessions = self
+            .candidates(needle)
+            .map_err(|error| FindError::Unlisted {
+                dir: self.sessions_dir(),
+                error,
+            })?;
         let cwd = self.cwd.clone();
         let found = match needle {
             None => revolve_core::names::latest(&sessions).ok_or(FindError::NoSession { cwd })?,
@@ -84,6 +86,42 @@ impl Store {
             })?,
         };
         Ok(PathBuf::from(&found.path))
+    }
+
+    /// The sessions [`Store::find`] chooses among, as
+    /// `revolve_core::names::pick` and `latest` choose: for a needle, those
+    /// whose id or name it is or whose id it begins; without one, the
+    /// newest (by last activity, then id) of those that took a turn and
+    /// the newest of all. Only these are made summaries: at 100,000
+    /// sessions, making one of each was most of a `--continue`.
+    fn candidates(&self, needle: Option<&str>) -> io::Result<Vec<Summary>> {
+        let dir_text = self.sessions_dir().to_string_lossy().into_owned();
+        let path = |name: &str| format!("{dir_text}/{name}");
+        let mut out = Vec::new();
+        // The newest that took a turn, and the newest of all.
+        let mut newest: [Option<(i64, String, Summary)>; 2] = [None, None];
+        self.scan(&mut Unlisted::default(), |row, name, stamp| match needle {
+            Some(n) => {
+                let named = row.name.as_deref() == Some(n);
+                if row.id == n || named || row.id.starts_with(n) {
+                    out.extend(summary(row, path(name), stamp));
+                }
+            }
+            None => {
+                for (slot, counts) in newest.iter_mut().zip([row.turns > 0, true]) {
+                    let newer = slot
+                        .as_ref()
+                        .is_none_or(|(at, id, _)| (stamp.1, &*row.id) > (*at, id.as_str()));
+                    if counts && newer {
+                        if let Some(s) = summary(row, path(name), stamp) {
+                            *slot = Some((stamp.1, row.id.to_string(), s));
+                        }
+                    }
+                }
+            }
+        })?;
+        out.extend(newest.into_iter().flatten().map(|(_, _, s)| s));
+        Ok(out)
     }
 
     /// Every session file of this directory, read from head and tail only,
@@ -156,24 +194,38 @@ impl Store {
         // over a few hundred at a time, while the cache is read and parsed
         // here and then the names are looked at as they come: reading the
         // folder is most of a listing's time.
-        let files = Files::read(&dir);
         let bytes =
             crate::regular::read_whole(&dir.join(index::FILE), revolve_core::policy::INDEX_CAP)
                 .unwrap_or_default();
         let mut index = Index::parse(&bytes).unwrap_or_default();
-        // The files that may have changed since the cache was written, or
-        // `None`: any may have.
-        let suspects: Option<FxHashSet<String>> = journal
+        // The journal since the cache was written, or `None`: unknown.
+        let tail = journal
             .as_ref()
             .filter(|j| j.epoch == index.journal)
-            .and_then(|j| j.since(index.offset))
-            .map(|tail| {
-                tail.into_iter()
-                    .map(str::to_owned)
-                    .chain(index.volatile.iter().cloned())
-                    .chain(locked.iter().cloned())
-                    .collect()
-            });
+            .and_then(|j| j.since(index.offset));
+        // After the journal: a change journaled later is not followed.
+        let stamp = dir_stamp(&dir);
+        // The files made since, when the folder changed by nothing else
+        // (see [`made_since`]): then its names are the cache's and these,
+        // and it is not read.
+        let made = tail
+            .as_deref()
+            .and_then(|tail| made_since(index.dir, tail, stamp?));
+        let files = match &made {
+            Some(made) => Files::Read(Ok(known_names(&index.entries, made))),
+            None => Files::read(&dir),
+        };
+        // The files that may have changed since the cache was written, or
+        // `None`: any may have.
+        let suspects: Option<FxHashSet<String>> = tail.map(|tail| {
+            tail.into_iter()
+                .filter_map(registry::claimed)
+                .map(str::to_owned)
+                .chain(index.volatile.iter().cloned())
+                .chain(locked.iter().cloned())
+                .collect()
+        });
+        let unreadable = unlisted.unreadable;
         let cwd = self.cwd_str();
         let cwds = std::mem::take(&mut index.cwds);
         let mut news = News {
@@ -224,13 +276,19 @@ impl Store {
             cwds,
             entries: fresh,
             mut dirty,
+            unlisted,
             ..
         } = news;
+        // A file that cannot be read has no entry: the folder is read
+        // again next time, so it is counted again (and seen once readable).
+        let stamp = stamp.filter(|_| unlisted.unreadable == unreadable);
         // A cache entry no file was found for is of a file gone since.
         // (Saturating: a folder read while it changes may list a name twice.)
         dirty += old.len().saturating_sub(finder.found);
         drop(finder);
-        if suspects.is_none() || dirty > REWRITE_AFTER {
+        // A folder read (its names changed in a way the journal does not
+        // say) is read once: the cache is written with its new stamp.
+        if suspects.is_none() || dirty > REWRITE_AFTER || made.is_none() {
             let (journal, offset) = journal.map_or_else(Default::default, |j| (j.epoch, j.len));
             let mut old: Vec<Option<Entry>> = old.into_iter().map(Some).collect();
             let mut fresh: Vec<Option<Entry>> = fresh.into_iter().map(Some).collect();
@@ -241,16 +299,17 @@ impl Store {
                     Slot::Fresh(f) => fresh[f].take(),
                 })
                 .collect();
-            let fresh = Index {
+            let mut fresh = Index {
                 journal,
                 offset,
                 volatile: locked.into_iter().collect(),
                 cwds,
                 entries,
+                dir: stamp,
             };
             // A cache that cannot be written (read-only state dir) only costs
             // speed next time.
-            save(&dir, &fresh).ok();
+            save(&dir, &running, &mut fresh).ok();
         }
         Ok(())
     }
@@ -363,12 +422,48 @@ impl Store {
             &running_dir,
             &self.running_entry(&header.id, header.name.clone()),
         )?;
+        // The folder's stamps around the file's making, journaled (under
+        // the naming lock, so no other session is made between them): the
+        // next listing knows the folder changed by this file alone.
+        let dir = self.sessions_dir();
+        let before = dir_stamp(&dir);
         let writer = LogWriter::create_with(
             &self.path_of(&header.id),
             &revolve_core::Record::Header(header.clone()),
         )?;
+        if let (Some(before), Some(after)) = (before, dir_stamp(&dir)) {
+            let change = registry::Change {
+                before,
+                after,
+                what: registry::What::Made(&header.id),
+            };
+            // Unjournaled, the next listing reads the folder: only slower.
+            registry::journal_change(&running_dir, &change).ok();
+        }
         drop(naming);
         Ok((writer, claim, header))
+    }
+
+    /// Removes the session file `path` (a session that never held
+    /// anything). Under the naming lock (`naming`), the change is
+    /// journaled like a creation (see [`registry::Change`]), so the next
+    /// listing need not read the folder. Whether it was removed.
+    pub fn remove(&self, path: &Path, naming: Option<&NamingLock>) -> bool {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let before = dir_stamp(dir);
+        let removed = std::fs::remove_file(path).is_ok();
+        let id = path.file_stem().and_then(|s| s.to_str());
+        if let (true, Some(_), Some(before), Some(after), Some(id)) =
+            (removed, naming, before, dir_stamp(dir), id)
+        {
+            let change = registry::Change {
+                before,
+                after,
+                what: registry::What::Removed(id),
+            };
+            registry::journal_change(&self.roots.running(&self.project), &change).ok();
+        }
+        removed
     }
 
     /// Claims an existing session as running in this process.
@@ -636,6 +731,86 @@ impl Files {
     }
 }
 
+/// The names of a folder that changed since `entries` were read only by
+/// the files `changed` made (true) or removed (false), as
+/// [`session_files`] gives them (each ended by a `\0`): the entries' in
+/// their order, less those removed, then the new ones. (A file made while
+/// the cache was written may be among the entries already.)
+fn known_names(entries: &[Entry], changed: &[(String, bool)]) -> String {
+    let mut names = String::with_capacity(entries.len() * 32);
+    // Each changed name, and whether it is there now; a made one found
+    // among the entries is taken out (it is listed there).
+    let mut changes: FxHashMap<&str, bool> = changed
+        .iter()
+        .map(|(name, made)| (name.as_str(), *made))
+        .collect();
+    for entry in entries {
+        if !changes.is_empty() {
+            match changes.get(&*entry.file) {
+                Some(false) => continue,
+                Some(true) => {
+                    changes.remove(&*entry.file);
+                }
+                None => {}
+            }
+        }
+        names.push_str(&entry.file);
+        names.push('\0');
+    }
+    // In the journal's order, as a folder read would list them.
+    for (name, _) in changed
+        .iter()
+        .filter(|(n, _)| changes.get(n.as_str()) == Some(&true))
+    {
+        names.push_str(name);
+        names.push('\0');
+    }
+    names
+}
+
+/// How a folder changed since a cache knew it at `known`, when the
+/// journal's `tail` since says how it went from there to `now`: every
+/// [`registry::Change`] in it follows the one before (its `before` the
+/// last one's `after`, the first's the cache's), and the last ends at
+/// `now`. Each file made or removed, once (its last change: true when
+/// made). `None` when they do not: something else changed the folder (a
+/// file copied or removed by hand, a crash between a change and its
+/// line), so it must be read. A change within a clock tick of a journaled
+/// one could hide behind it on a file system whose times are coarse;
+/// Linux from 6.13 stamps a change after a looked-at time with a finer
+/// one.
+fn made_since(
+    known: Option<DirStamp>,
+    tail: &[&str],
+    now: DirStamp,
+) -> Option<Vec<(String, bool)>> {
+    let mut at = known?;
+    let mut changed: Vec<(String, bool)> = Vec::new();
+    for change in tail.iter().filter_map(|line| registry::Change::of(line)) {
+        if change.before != at {
+            return None;
+        }
+        at = change.after;
+        let (id, made) = match change.what {
+            registry::What::Made(id) => (id, true),
+            registry::What::Removed(id) => (id, false),
+            registry::What::Cache => continue,
+        };
+        let name = format!("{id}.jsonl");
+        changed.retain(|(n, _)| *n != name);
+        changed.push((name, made));
+    }
+    (at == now).then_some(changed)
+}
+
+/// A folder's stamp now, `None` when it cannot be read.
+fn dir_stamp(dir: &Path) -> Option<DirStamp> {
+    #[cfg(unix)]
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir).ok()?;
+    Some((meta.ino(), stamp_of(&meta).1))
+}
+
 /// How many names [`session_files`] hands over at a time.
 const BATCH: usize = 512; // not policy: a batch size
 
@@ -727,11 +902,45 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
     })
 }
 
-/// Writes the cache atomically ([`fsx::write_atomic`]), and removes the
-/// JSON cache of earlier builds.
-fn save(dir: &Path, index: &Index) -> io::Result<()> {
-    crate::fsx::write_atomic(&dir.join(index::FILE), &index.to_bytes())?;
-    std::fs::remove_file(dir.join(index::LEGACY_FILE)).ok();
+/// Writes the cache, whole or not at all, and journals the change it
+/// makes to the sessions folder `dir` (see [`registry::Change`]), so the
+/// next listing need not read the folder for it; removes the JSON cache of
+/// earlier builds. The temp file is written in the `running` folder, so
+/// the sessions folder changes only by the rename, between the two stamps
+/// journaled. Not fsynced: a cache a crash tore does not parse, and is
+/// built again.
+fn save(dir: &Path, running: &Path, index: &mut Index) -> io::Result<()> {
+    if dir.join(index::LEGACY_FILE).exists() {
+        std::fs::remove_file(dir.join(index::LEGACY_FILE)).ok();
+    }
+    crate::files::create_dir_all(running)?;
+    if index.journal.is_empty() {
+        if let Some((epoch, len)) = registry::start_journal(running) {
+            (index.journal, index.offset) = (epoch, len);
+        }
+    }
+    let tmp = crate::fsx::temp_sibling(&running.join(index::FILE));
+    let placed = (|| {
+        use std::io::Write;
+        crate::files::create_new(&tmp)?.write_all(&index.to_bytes())?;
+        let before = dir_stamp(dir);
+        std::fs::rename(&tmp, dir.join(index::FILE))?;
+        Ok::<_, io::Error>(before)
+    })();
+    let before = placed.inspect_err(|_| {
+        std::fs::remove_file(&tmp).ok();
+    })?;
+    // Journaled only when nothing changed the folder since the cache's
+    // stamp was read: else the next listing reads it again.
+    if let (Some(before), Some(after)) = (before.filter(|b| Some(*b) == index.dir), dir_stamp(dir))
+    {
+        let change = registry::Change {
+            before,
+            after,
+            what: registry::What::Cache,
+        };
+        registry::journal_change(running, &change).ok();
+    }
     Ok(())
 }
 

@@ -54,6 +54,7 @@ fn show_json(env: &TestEnv, args: &[&str], vars: &[(&str, &str)]) -> Value {
             "sandbox_network",
             "sandbox_writable",
             "spill_result_chars",
+            "tool_choice",
             "window"
         ]
     );

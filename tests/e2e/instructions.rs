@@ -49,12 +49,12 @@ fn system(body: &str) -> String {
 
 /// A repository at the env's root (its `.git` there), the working
 /// directory two folders down: `AGENTS.md` at the root (its `CLAUDE.md`
-/// beside it not read), only a `CLAUDE.md` in `work/`, an `AGENTS.md` in
-/// `work/deep/`.
+/// beside it only an `@AGENTS.md` import, so not read again), only a
+/// `CLAUDE.md` in `work/`, an `AGENTS.md` in `work/deep/`.
 fn repository(env: &TestEnv) -> std::path::PathBuf {
     std::fs::create_dir_all(env.root.join(".git")).unwrap();
     std::fs::write(env.root.join("AGENTS.md"), "Root rule: use tabs.\n").unwrap();
-    std::fs::write(env.root.join("CLAUDE.md"), "Not read: AGENTS.md is here.\n").unwrap();
+    std::fs::write(env.root.join("CLAUDE.md"), "@AGENTS.md\n").unwrap();
     std::fs::write(env.cwd.join("CLAUDE.md"), "Work rule: run make check.\n").unwrap();
     let deep = env.cwd.join("deep");
     std::fs::create_dir_all(&deep).unwrap();
@@ -187,4 +187,38 @@ fn a_fifo_named_agents_md_is_said_once_and_left_out() {
         run.stderr.contains("not a regular file (a FIFO)"),
         "{run:?}"
     );
+}
+
+/// Issue 47, item 22: a `CLAUDE.md` with notes of its own beside an
+/// `AGENTS.md` (Claude Code users keep their Claude-only notes there)
+/// reaches the prompt after it; a copy of the `AGENTS.md` does not.
+#[test]
+fn a_claude_md_beside_agents_md_is_read_too_unless_it_repeats_it() {
+    let env = TestEnv::new("instructions-both");
+    std::fs::create_dir_all(env.cwd.join(".git")).unwrap();
+    std::fs::write(env.cwd.join("AGENTS.md"), "Shared rule: use tabs.\n").unwrap();
+    std::fs::write(env.cwd.join("CLAUDE.md"), "Claude rule: never push.\n").unwrap();
+    let server = FakeServer::start(vec![FakeReply::text("Hi."), FakeReply::text("Hi.")]).unwrap();
+    let url = server.url();
+    let run = run_in(&env, &env.cwd, &["--base-url", &url], "hello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let prompt = system(&server.requests()[0].body);
+    let shared = prompt
+        .find("Shared rule: use tabs.")
+        .expect("AGENTS.md read");
+    let claude = prompt
+        .find("Claude rule: never push.")
+        .expect("CLAUDE.md read");
+    assert!(shared < claude, "{prompt}");
+    std::fs::write(env.cwd.join("CLAUDE.md"), "Shared rule: use tabs.\n").unwrap();
+    let run = run_in(&env, &env.cwd, &["--base-url", &url], "hello\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let prompt = system(&server.requests()[1].body);
+    assert_eq!(
+        prompt.matches("Shared rule: use tabs.").count(),
+        1,
+        "{prompt}"
+    );
+    let heading = format!("## {}", env.cwd.join("CLAUDE.md").display());
+    assert!(!prompt.contains(&heading), "{prompt}");
 }

@@ -23,17 +23,10 @@ fn fake() -> PathBuf {
     repo().join("tests/e2e/mcp/fake_server.py")
 }
 
-/// Whether python3 runs here (the fake server needs it); said when not.
+/// Panics unless python3 runs here (the fake MCP server needs it).
 fn python() -> bool {
-    let ok = Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("skipped: python3 is not installed (the fake MCP server needs it)");
-    }
-    ok
+    crate::common::require("python3");
+    true
 }
 
 /// Writes the config file with `servers` as `mcp_servers`, and `extra`
@@ -796,4 +789,54 @@ fn planning_runs_no_mcp_tool() {
         results[0].starts_with("error: not run: this session is planning"),
         "{results:?}"
     );
+}
+
+/// Issue 47, item 22: a "no" to a project's MCP servers is remembered as
+/// a yes is: the next start does not ask again, and says how to start
+/// them; a changed file is asked about again.
+#[test]
+fn a_no_to_a_project_mcp_json_is_not_asked_again_until_it_changes() {
+    python();
+    let env = TestEnv::new("mcp-declined");
+    let file = env.cwd.join(".mcp.json");
+    let write = |args: &[&str]| {
+        std::fs::write(
+            &file,
+            json!({"mcpServers": {"proj": fake_server(args)}}).to_string(),
+        )
+        .unwrap()
+    };
+    let within = std::time::Duration::from_secs(20);
+    let server = FakeServer::start(vec![]).unwrap();
+    let url = server.url();
+    let args = ["--allow-mcp", "--base-url", url.as_str()];
+    let question = "start them (remembered until any of this changes)? [y]es, [n]o: ";
+    write(&[]);
+    let mut term = env.terminal(&args, 120, &[]);
+    term.wait_for(question, within);
+    term.type_keys("n\r");
+    term.wait_for("not asked again until the file changes", within);
+    term.wait_for("› ", within);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+
+    let mut term = env.terminal(&args, 120, &[]);
+    term.wait_for("› ", within);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    assert!(!screen.contains("[y]es, [n]o"), "{screen}");
+    assert!(screen.contains("you said no to them"), "{screen}");
+
+    write(&["--changed"]);
+    let mut term = env.terminal(&args, 120, &[]);
+    term.wait_for(question, within);
+    term.type_keys("y\r");
+    term.wait_for("› ", within);
+    term.type_keys("\x04");
+    let (ok, screen) = term.finish(within);
+    assert!(ok, "{screen}");
+    let list = env.ok(&["mcp", "list"]);
+    assert!(!list.stdout.contains("not approved"), "{list:?}");
 }

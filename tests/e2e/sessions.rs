@@ -198,3 +198,68 @@ fn sessions_table() {
         insta::assert_snapshot!("sessions_json_all", json);
     });
 }
+
+/// The listing's index (`.index` beside the sessions, followed through the
+/// claims journal) is built again from the files when it is damaged,
+/// deleted, or stale: files copied in or removed by hand are seen.
+#[test]
+fn the_index_is_built_again_when_damaged_deleted_or_stale() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("One."),
+        FakeReply::text("Two."),
+        FakeReply::text("Three."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let env = TestEnv::new("index");
+    for name in ["alpha", "beta", "gamma"] {
+        let run = env.run(&["--base-url", url.as_str(), "--name", name], "hi\n");
+        assert_eq!(run.code, Some(0), "{run:?}");
+    }
+    let listed = |env: &TestEnv| {
+        let mut names: Vec<String> = names(&env.ok(&["sessions", "--json"]).stdout)
+            .into_iter()
+            .map(|n| n.as_str().unwrap_or("").to_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(listed(&env), ["alpha", "beta", "gamma"]);
+    let files = env.session_files();
+    let dir = files[0].parent().unwrap().to_path_buf();
+    let index = dir.join(".index");
+    assert!(index.is_file(), "a listing writes the index");
+
+    // Damaged: garbage in place of the index.
+    std::fs::write(&index, b"revolve listing cache\0garbage").unwrap();
+    assert_eq!(listed(&env), ["alpha", "beta", "gamma"]);
+    // Deleted.
+    std::fs::remove_file(&index).unwrap();
+    assert_eq!(listed(&env), ["alpha", "beta", "gamma"]);
+    assert!(index.is_file(), "written again");
+
+    // Stale: a session removed behind its back, and one copied in as a
+    // new file with another id and name.
+    let beta = files
+        .iter()
+        .find(|f| records(f)[0]["name"] == "beta")
+        .unwrap()
+        .clone();
+    let gamma = files
+        .iter()
+        .find(|f| records(f)[0]["name"] == "gamma")
+        .unwrap();
+    std::fs::remove_file(&beta).unwrap();
+    let copied = std::fs::read_to_string(gamma)
+        .unwrap()
+        .replace("\"gamma\"", "\"delta\"");
+    let id = records(gamma)[0]["id"].as_str().unwrap().to_owned();
+    let copied = copied.replace(&id, "20261202-100000-c0ffee");
+    std::fs::write(dir.join("20261202-100000-c0ffee.jsonl"), copied).unwrap();
+    assert_eq!(listed(&env), ["alpha", "delta", "gamma"]);
+    let resumed = env.run(
+        &["--base-url", url.as_str(), "-r", "delta", "-p", "/quit"],
+        "",
+    );
+    assert_eq!(resumed.code, Some(0), "{resumed:?}");
+}

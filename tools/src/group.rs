@@ -62,10 +62,12 @@ pub(crate) const SESSION_VAR: &str = "REVOLVE_SESSION";
 /// A tag no other command of any running revolve has: this process's
 /// pid and a count.
 pub(crate) fn tag() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let n = TAGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("{}-{n}", std::process::id())
 }
+
+/// How many tags [`tag`] handed out.
+static TAGS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// Kills every process but this one whose environment holds
 /// `var=value`, looking again until none is left (one may fork while it
@@ -81,6 +83,13 @@ pub(crate) fn kill_tagged(var: &str, value: &str) {
 /// command it was: what this revolve's commands left behind, and nothing
 /// of another revolve's, even one that runs a session of the same id.
 pub(crate) fn kill_own_commands() {
+    // No command was started, so no process carries a tag of this one:
+    // a session that ran none does not read every process's environment
+    // at its end (a tenth of a new session's time, with a few hundred
+    // processes on the machine).
+    if TAGS.load(std::sync::atomic::Ordering::Relaxed) == 0 {
+        return;
+    }
     kill_carrying(&format!("{COMMAND_VAR}={}-", std::process::id()), false);
 }
 

@@ -121,8 +121,11 @@ pub mod edit;
 mod group;
 mod track;
 
+pub mod fetch;
 mod grant;
 mod grep;
+#[cfg(unix)]
+pub mod hook;
 mod list;
 mod read;
 mod remember;
@@ -454,11 +457,14 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
         }
         Tool::GoalProgress { note, met } => Outcome::text(goal_progress(ctx, note, *met)),
         Tool::Skill { name, dir } => Outcome::text(skill(name, dir)),
-        // The session opens, stages and writes edits step by step.
-        Tool::EditFile { .. } | Tool::WriteFile { .. } => Outcome::text(format!(
-            "error: {} runs through the session's edit steps, not as a tool",
-            tool.name()
-        )),
+        // The session opens, stages and writes edits step by step, and
+        // sets the plan itself.
+        Tool::EditFile { .. } | Tool::WriteFile { .. } | Tool::UpdatePlan { .. } => {
+            Outcome::text(format!(
+                "error: {} runs through the session's edit steps, not as a tool",
+                tool.name()
+            ))
+        }
         // A child session, which the shell runs (see `revolve_io::task`).
         Tool::Task { .. } => {
             Outcome::text("error: task runs a child session, not as a tool here".into())

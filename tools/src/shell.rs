@@ -87,8 +87,13 @@ pub(crate) fn shell(
     let (done, drained) = mpsc::channel();
     // The end of both streams as they came, for the watcher.
     let tail: Arc<Mutex<Vec<u8>>> = Arc::default();
-    let stdout = Capture::start(child.stdout.take(), done.clone(), tail.clone());
-    let stderr = Capture::start(child.stderr.take(), done, tail.clone());
+    let stdout = Capture::start(
+        child.stdout.take(),
+        done.clone(),
+        tail.clone(),
+        SHELL_STREAM_CAP,
+    );
+    let stderr = Capture::start(child.stderr.take(), done, tail.clone(), SHELL_STREAM_CAP);
     let (stdout, stderr) = match (stdout, stderr) {
         (Ok(out), Ok(err)) => (out, err),
         (Err(e), _) | (_, Err(e)) => {
@@ -209,12 +214,15 @@ pub(crate) struct Capture {
 }
 
 impl Capture {
-    /// Reads `pipe` on a thread of its own; what it reads also goes to the
-    /// end of `tail`, which keeps its last [`TAIL_BYTES`].
+    /// Reads `pipe` on a thread of its own, keeping at most `cap` bytes
+    /// (past it, [`Capture::overflowed`] and the reading stops); what it
+    /// reads also goes to the end of `tail`, which keeps its last
+    /// [`TAIL_BYTES`].
     pub(crate) fn start(
         pipe: Option<impl Read + Send + 'static>,
         done: mpsc::Sender<()>,
         tail: Arc<Mutex<Vec<u8>>>,
+        cap: usize,
     ) -> io::Result<Capture> {
         let capture = Capture {
             buf: Arc::default(),
@@ -249,7 +257,7 @@ impl Capture {
                             tail.drain(..over);
                         }
                         let mut buf = buf.lock().unwrap_or_else(|e| e.into_inner());
-                        let room = SHELL_STREAM_CAP - buf.len();
+                        let room = cap - buf.len();
                         buf.extend_from_slice(&chunk[..n.min(room)]);
                         if n > room {
                             overflow.store(true, Ordering::SeqCst);

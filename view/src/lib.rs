@@ -10,6 +10,7 @@
 #![forbid(unsafe_code)]
 
 pub mod attach;
+pub mod export;
 mod limits;
 pub mod slash;
 
@@ -101,6 +102,27 @@ pub fn status(state: &State) -> String {
         ));
     }
     line
+}
+
+/// The plan as `/status` shows it: a heading with the count done, then
+/// the checklist, indented; `None` without a plan.
+///
+/// ```text
+/// plan (1/3 done):
+///   [x] read the code
+///   [~] fix the bug
+///   [ ] run the tests
+/// ```
+pub fn plan(plan: &revolve_core::plan::Plan) -> Option<String> {
+    if plan.is_empty() {
+        return None;
+    }
+    let mut out = format!("plan ({}/{} done):", plan.done(), plan.steps.len());
+    for line in plan.checklist().lines() {
+        out.push_str("\n  ");
+        out.push_str(&inert(line));
+    }
+    Some(out)
 }
 
 /// What `/cost` prints: the tokens in (cached and written to the cache),
@@ -427,6 +449,29 @@ pub fn transcript(records: &[Record]) -> String {
                     out.push_str(&format!("{lead}{line}\n"));
                 }
             }
+            Record::Hook(h) => {
+                let call = h.tool.as_deref().map_or(String::new(), |t| format!(" {t}"));
+                let how = match (h.exit, &h.ended) {
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, Some(how)) => how.replace('_', " "),
+                    (None, None) => "ended".to_owned(),
+                };
+                out.push_str(&format!(
+                    "── hook {}{call}: {} ({how}, {})\n",
+                    h.event, h.command, h.decision
+                ));
+                for (label, text) in [("reason", &h.reason), ("added", &h.added), ("said", &h.note)] {
+                    if let Some(text) = text {
+                        out.push_str(&format!("│ {label}: {}\n", revolve_core::text::one_line(text, 200)));
+                    }
+                }
+            }
+            Record::Plan(p) => {
+                out.push_str(&format!("── plan ({}/{} done)\n", p.steps.done(), p.steps.steps.len()));
+                for line in p.steps.checklist().lines() {
+                    out.push_str(&format!("│ {line}\n"));
+                }
+            }
             Record::Context(_) | Record::Totals(_) | Record::Seen(_) | Record::Rewinding(_) => {}
         }
     }
@@ -506,6 +551,7 @@ pub fn tool_line(tool: &Tool) -> String {
             Some(name) => format!("{name}: {description}"),
             None => description.clone(),
         },
+        Tool::UpdatePlan { plan } => plan.summary().unwrap_or_default(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }
@@ -671,6 +717,29 @@ mod tests {
     use revolve_core::record::{Message, Thinking, Totals};
 
     #[test]
+    fn the_plan_and_its_records_read_as_checklists() {
+        let p = revolve_core::plan::parse(
+            r#"{"steps":[{"step":"read the code","status":"done"},{"step":"fix \u001b[31mit","status":"in_progress"},{"step":"test","status":"pending"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            plan(&p).unwrap(),
+            "plan (1/3 done):\n  [x] read the code\n  [~] fix ^[[31mit\n  [ ] test"
+        );
+        assert_eq!(plan(&revolve_core::plan::Plan::default()), None);
+        let at = time::macros::datetime!(2026-12-05 10:00 UTC);
+        let record = Record::Plan(revolve_core::record::PlanSet {
+            at,
+            call: Some("call_1".into()),
+            steps: p,
+        });
+        assert_eq!(
+            transcript(&[record]),
+            "── plan (1/3 done)\n│ [x] read the code\n│ [~] fix \u{1b}[31mit\n│ [ ] test\n"
+        );
+    }
+
+    #[test]
     fn a_transcript_says_an_answer_thought_without_its_text() {
         let at = time::macros::datetime!(2026-12-05 10:00 UTC);
         let m = Message {
@@ -706,6 +775,7 @@ mod tests {
             window: 200_000,
             provider: String::new(),
             continues: None,
+            tool_choice: None,
         });
         let mut totals = Totals {
             tokens_in: 12_300,

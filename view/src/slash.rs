@@ -46,6 +46,9 @@ pub enum Slash {
         /// The message.
         text: String,
     },
+    /// `/export [md|html|json] [FILE]`: write this session out (the
+    /// words as typed; the shell reads them).
+    Export(String),
     /// `/quit` or `/exit`: end the session.
     Quit,
     /// Anything else starting with `/`: a command of the user's own (a
@@ -103,6 +106,7 @@ pub const HELP: &str = "\
 /plan        plan first: edits refused, commands read-only; /plan off ends it
 /shells      list the background shell commands; /shells kill ID kills one
 /send NAME TEXT   queue a message for another running session of this directory
+/export [md|html|json] [FILE]   write this session out (default: NAME.md here); html is one page with a chart
 /help        show this list; /help NAME shows one command (builtin or skill)
 /quit, /exit end the session (Ctrl-D does the same)
 @path        attach a file of the working tree to the message (Tab completes it)
@@ -112,9 +116,9 @@ An approval takes one key: y yes, a always this session, n (or Esc, Ctrl-C) no."
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 18] = [
+pub const BUILTIN: [&str; 19] = [
     "name", "status", "cost", "max-cost", "model", "effort", "compact", "goal", "refine", "rewind",
-    "plan", "shells", "send", "help", "?", "quit", "exit", "q",
+    "plan", "shells", "send", "export", "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -175,7 +179,8 @@ enum Takes {
 }
 
 /// The builtin commands whose first argument Tab completes.
-const ARGUMENTS: [(&str, Takes); 8] = [
+const ARGUMENTS: [(&str, Takes); 9] = [
+    ("export", Takes::Words(&["md", "html", "json"])),
     ("goal", Takes::Words(&["pause", "resume", "done", "clear"])),
     ("refine", Takes::Words(&["history", "undo"])),
     ("rewind", Takes::Words(&["list", "undo"])),
@@ -323,6 +328,7 @@ pub fn parse(line: &str) -> Option<Slash> {
                 "/send needs a session and a message, e.g. /send birch the tests pass now",
             ),
         },
+        "export" => Slash::Export(arg.to_owned()),
         "help" | "?" if arg.is_empty() => Slash::Help,
         "help" | "?" => Slash::HelpOn(arg.to_owned()),
         "quit" | "exit" | "q" => Slash::Quit,
@@ -373,8 +379,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            16,
-            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /shells since issue 43)"
+            17,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /shells since issue 43, /export since issue 44)"
         );
         assert_eq!(parse("/shells"), Some(Slash::Shells(None)));
         assert_eq!(

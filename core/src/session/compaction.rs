@@ -509,7 +509,7 @@ impl Session {
     /// goes on in a new file holding the notes and the kept turns.
     fn summarized(
         &mut self,
-        mut due: Due,
+        due: Due,
         reply: Reply,
         new_id: String,
         now: OffsetDateTime,
@@ -529,75 +529,58 @@ impl Session {
         }
         let (_, upto) = self.state.piece;
         if upto < cut {
-            // A piece before the last: its notes carry on into the next.
-            let noted = Record::Noted(Noted {
-                at: now,
-                upto,
-                notes: reply.text,
-            });
-            let mut cmds = self.append(vec![noted]);
-            cmds.extend(self.spent_aside(reply.usage, now));
-            let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
-            match self.next_piece(idx(cut), idx(upto), &mut due, now) {
-                Some(next) => cmds.extend(next),
-                None => cmds.extend(self.summary_failed(
-                    due,
-                    "a piece of the part to summarize does not fit the window".into(),
-                    now,
-                )),
-            }
-            return cmds;
+            return self.noted_piece(due, cut, upto, reply, now);
         }
+        self.continue_in(due, cut, reply, new_id, old, now)
+    }
+
+    /// The notes of a piece before the last are in: they carry on into
+    /// the next piece's request.
+    fn noted_piece(
+        &mut self,
+        mut due: Due,
+        cut: u64,
+        upto: u64,
+        reply: Reply,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let noted = Record::Noted(Noted {
+            at: now,
+            upto,
+            notes: reply.text,
+        });
+        let mut cmds = self.append(vec![noted]);
+        cmds.extend(self.spent_aside(reply.usage, now));
+        let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        match self.next_piece(idx(cut), idx(upto), &mut due, now) {
+            Some(next) => cmds.extend(next),
+            None => cmds.extend(self.summary_failed(
+                due,
+                "a piece of the part to summarize does not fit the window".into(),
+                now,
+            )),
+        }
+        cmds
+    }
+
+    /// The last notes are in: the old file (`old` its header) ends
+    /// pointing forward to the file `new_id`, which holds the notes and the
+    /// kept turns; the request waiting for them goes out.
+    fn continue_in(
+        &mut self,
+        due: Due,
+        cut: u64,
+        reply: Reply,
+        new_id: String,
+        old: Header,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let (notes, usage) = (reply.text, reply.usage);
         let cut = usize::try_from(cut)
             .unwrap_or(usize::MAX)
             .min(self.state.messages.len());
-        // A cut inside a turn keeps that turn's message of the user too.
-        let mut kept = Vec::new();
-        if self
-            .state
-            .messages
-            .get(cut)
-            .is_some_and(|m| m.role != Role::User)
-        {
-            kept.extend(
-                self.state.messages[..cut]
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User && !compact::is_notes(m))
-                    .cloned(),
-            );
-        }
-        kept.extend(self.state.messages[cut..].iter().cloned());
-        let usage = usage.unwrap_or_default();
-        let before = &self.state.totals;
-        // The new context as the next request will carry it: the system
-        // prompt and the tools too, not only the notes and the kept turns.
-        let estimate = {
-            let mut history = vec![Message::user(now, compact::notes_message(&notes))];
-            history.extend(kept.iter().cloned());
-            let next = self.state.request_of(
-                self.state.system.as_deref(),
-                &history,
-                &self.state.shape(self.state.answer_limit(), true),
-            );
-            compact::estimate(next.body.len(), &self.state.totals)
-        };
-        let (cost, unpriced) = self.cost_after(Some(usage));
-        let totals = Totals {
-            cost,
-            unpriced,
-            at: Some(now),
-            tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
-            tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
-            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
-            tokens_cache_written: before
-                .tokens_cache_written
-                .saturating_add(usage.cache_write_tokens),
-            last_context: estimate,
-            estimated: true,
-            ..before.clone()
-        };
+        let kept = self.kept_from(cut);
+        let totals = self.totals_with_notes(&notes, &kept, usage.unwrap_or_default(), now);
         let header = Header {
             id: new_id.clone(),
             name: self.state.name.clone(),
@@ -614,6 +597,8 @@ impl Session {
         let pending = self.state.awaiting;
         let (refined_at, turns_at_refine) = (self.state.refined_at, self.state.turns_at_refine);
         let turn_rounds = self.state.turn_rounds;
+        // The plan goes on in the new file, as the goal does beside it.
+        let plan = self.state.plan.clone();
         let mut cmds = self.append(vec![Record::Continued(Continued {
             at: now,
             next: new_id,
@@ -635,6 +620,13 @@ impl Session {
             turn_rounds,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
+        if !plan.is_empty() {
+            cmds.extend(self.append(vec![Record::Plan(crate::record::PlanSet {
+                at: now,
+                call: None,
+                steps: plan,
+            })]));
+        }
         cmds.push(Command::show(format!(
             "compaction: {cut} messages became working notes; the session goes on in a new file"
         )));
@@ -647,6 +639,66 @@ impl Session {
             cmds.push(Command::sync());
         }
         cmds
+    }
+
+    /// The messages a compaction cutting at `cut` keeps verbatim: a cut
+    /// inside a turn keeps that turn's message of the user too.
+    fn kept_from(&self, cut: usize) -> Vec<Message> {
+        let mut kept = Vec::new();
+        if self
+            .state
+            .messages
+            .get(cut)
+            .is_some_and(|m| m.role != Role::User)
+        {
+            kept.extend(
+                self.state.messages[..cut]
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == Role::User && !compact::is_notes(m))
+                    .cloned(),
+            );
+        }
+        kept.extend(self.state.messages[cut..].iter().cloned());
+        kept
+    }
+
+    /// The totals the new file starts with: what the notes cost, and the
+    /// new context as the next request will carry it (the system prompt
+    /// and the tools too, not only the notes and the kept turns).
+    fn totals_with_notes(
+        &self,
+        notes: &str,
+        kept: &[Message],
+        usage: super::Usage,
+        now: OffsetDateTime,
+    ) -> Totals {
+        let before = &self.state.totals;
+        let estimate = {
+            let mut history = vec![Message::user(now, compact::notes_message(notes))];
+            history.extend(kept.iter().cloned());
+            let next = self.state.request_of(
+                self.state.system.as_deref(),
+                &history,
+                &self.state.shape(self.state.answer_limit(), true),
+            );
+            compact::estimate(next.body.len(), &self.state.totals)
+        };
+        let (cost, unpriced) = self.cost_after(Some(usage));
+        Totals {
+            cost,
+            unpriced,
+            at: Some(now),
+            tokens_in: before.tokens_in.saturating_add(usage.prompt_tokens),
+            tokens_out: before.tokens_out.saturating_add(usage.completion_tokens),
+            tokens_cached: before.tokens_cached.saturating_add(usage.cache_read_tokens),
+            tokens_cache_written: before
+                .tokens_cache_written
+                .saturating_add(usage.cache_write_tokens),
+            last_context: estimate,
+            estimated: true,
+            ..before.clone()
+        }
     }
 
     /// The server refused the request as larger than its context. The first
@@ -754,3 +806,27 @@ pub(super) struct FixedPart {
 }
 
 pub(super) use crate::record::FixedKind;
+
+impl Session {
+    /// A compaction's summary failed: the session goes on uncompacted (the
+    /// turn's request goes out when one waits).
+    pub(super) fn summary_failed(
+        &mut self,
+        due: Due,
+        error: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let failed = Record::CompactionFailed(Failed {
+            at: now,
+            error: error.clone(),
+        });
+        let mut cmds = self.append(vec![failed]);
+        cmds.push(Command::show(format!(
+            "compaction failed ({error}); the session goes on uncompacted"
+        )));
+        if self.state.awaiting {
+            cmds.extend(self.request(due, now));
+        }
+        cmds
+    }
+}

@@ -100,7 +100,7 @@ impl Session {
                 })]));
             }
             if !interrupted {
-                cmds.extend(self.tool_result(end.id, end.answer, now));
+                cmds.extend(self.spilled_result(end.id, end.answer, now));
             }
         }
         if interrupted {

@@ -204,71 +204,8 @@ impl Session {
     fn decide(&mut self, tool: &Tool, o: Opened, keys: &Keys) -> Result<Decided, String> {
         let name = tool.name();
         let shown = o.shown.clone();
-        // Where a write may land (issue 27, item 6): a grant is for
-        // reading; revolve's own files are never written by a tool.
-        if o.own {
-            return Err(format!(
-                "error: {name}: {shown} is in revolve's own state folder (session logs, spilled \
-                 output, the content store); no tool writes there"
-            ));
-        }
-        if o.git {
-            return Err(format!(
-                "error: {name}: {shown} is in the repository's .git folder (config, hooks), \
-                 which no tool writes; change it with git yourself"
-            ));
-        }
-        if o.outside && !self.settings.interactive {
-            return Err(format!(
-                "error: {name}: {shown} is outside the working tree; a grant allows reading \
-                 only, and writing outside the tree needs the user's yes at a terminal \
-                 (--allow-edits covers the working tree only); nothing was written"
-            ));
-        }
-        match (&o.content, self.state.files.get(&o.path)) {
-            (Some(_), None) => {
-                return Err(format!(
-                    "error: {name}: {shown} has not been read in this session; read it with \
-                     read_file first, then change it"
-                ))
-            }
-            (Some(_), Some(seen)) if o.hash.as_ref() != Some(seen) => {
-                return Err(format!(
-                    "error: {name}: {shown} changed on disk since this session last read or \
-                     wrote it; read it again before changing it"
-                ))
-            }
-            (None, Some(_)) => {
-                return Err(format!(
-                    "error: {name}: {shown} was removed since this session last read or wrote \
-                     it; look again before writing it"
-                ))
-            }
-            _ => {}
-        }
-        let after = match tool {
-            Tool::EditFile {
-                old_string,
-                new_string,
-                replace_all,
-                ..
-            } => {
-                let Some(bytes) = &o.content else {
-                    return Err(format!(
-                        "error: edit_file: no such file: {shown}; create it with write_file"
-                    ));
-                };
-                View::of(bytes, keys).replace(old_string, new_string, *replace_all, &shown)?
-            }
-            Tool::WriteFile { content, .. } => {
-                let content = edit::keep_endings(o.content.as_deref(), content);
-                match &o.content {
-                    Some(bytes) => View::of(bytes, keys).rewrite(&content),
-                    None => content.into_bytes(),
-                }
-            }
-            _ => return Err(format!("error: {name} is no edit")),
-        };
+        self.may_edit(name, &o)?;
+        let after = edited(tool, &o, keys)?;
         if o.content.as_deref() == Some(after.as_slice()) {
             return Ok(Decided::Unchanged(format!(
                 "unchanged: {shown} already holds exactly that"
@@ -321,6 +258,55 @@ impl Session {
             },
             o.content,
         ))
+    }
+
+    /// Why the file `o` may not be changed by the edit `name` at all:
+    /// where it is, and whether this session read it as it is now.
+    fn may_edit(&self, name: &str, o: &Opened) -> Result<(), String> {
+        let shown = &o.shown;
+        // Where a write may land (issue 27, item 6): a grant is for
+        // reading; revolve's own files are never written by a tool.
+        if o.own {
+            return Err(format!(
+                "error: {name}: {shown} is in revolve's own state folder (session logs, spilled \
+                 output, the content store); no tool writes there"
+            ));
+        }
+        if o.git {
+            return Err(format!(
+                "error: {name}: {shown} is in the repository's .git folder (config, hooks), \
+                 which no tool writes; change it with git yourself"
+            ));
+        }
+        if o.outside && !self.settings.interactive {
+            return Err(format!(
+                "error: {name}: {shown} is outside the working tree; a grant allows reading \
+                 only, and writing outside the tree needs the user's yes at a terminal \
+                 (--allow-edits covers the working tree only); nothing was written"
+            ));
+        }
+        match (&o.content, self.state.files.get(&o.path)) {
+            (Some(_), None) => {
+                return Err(format!(
+                    "error: {name}: {shown} has not been read in this session; read it with \
+                     read_file first, then change it"
+                ))
+            }
+            (Some(_), Some(seen)) if o.hash.as_ref() != Some(seen) => {
+                return Err(format!(
+                    "error: {name}: {shown} changed on disk since this session last read or \
+                     wrote it; read it again before changing it"
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(format!(
+                    "error: {name}: {shown} was removed since this session last read or wrote \
+                     it; look again before writing it"
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// Both contents are stored and the user answered (if asked): log the
@@ -452,7 +438,8 @@ impl Session {
                 text
             }
         };
-        cmds.extend(self.answer(id, text, now));
+        // Its `PostToolUse` hooks first (a formatter after an edit).
+        cmds.extend(self.after_tool(id, text, false, now));
         cmds
     }
 
@@ -599,4 +586,34 @@ enum Decided {
     Denied(String, String, String),
     /// The change, and the content before it.
     Change(Staged, Option<Vec<u8>>),
+}
+
+/// The bytes the edit `tool` makes of the file `o` (the model's text is
+/// about the file as shown, keys as `[key]`: see [`View`]), or why it
+/// cannot.
+fn edited(tool: &Tool, o: &Opened, keys: &Keys) -> Result<Vec<u8>, String> {
+    let (name, shown) = (tool.name(), &o.shown);
+    match tool {
+        Tool::EditFile {
+            old_string,
+            new_string,
+            replace_all,
+            ..
+        } => {
+            let Some(bytes) = &o.content else {
+                return Err(format!(
+                    "error: edit_file: no such file: {shown}; create it with write_file"
+                ));
+            };
+            View::of(bytes, keys).replace(old_string, new_string, *replace_all, shown)
+        }
+        Tool::WriteFile { content, .. } => {
+            let content = edit::keep_endings(o.content.as_deref(), content);
+            match &o.content {
+                Some(bytes) => Ok(View::of(bytes, keys).rewrite(&content)),
+                None => Ok(content.into_bytes()),
+            }
+        }
+        _ => Err(format!("error: {name} is no edit")),
+    }
 }

@@ -36,6 +36,12 @@ pub(super) enum Phase {
     Delegating { ids: Vec<String> },
     /// The user is asked about a tool call.
     Asking(Question),
+    /// An event's hooks run, one [`super::ToolCommand::Hook`] at a time;
+    /// `resume` is what the session goes on to once they are done.
+    Hooking {
+        round: crate::hooks::Round,
+        resume: super::hooking::Resume,
+    },
     /// The edit call `id` between its [`FileCommand::Open`] and its write:
     /// `staged` from [`FileCommand::Stage`] on.
     Editing { id: String, staged: Option<Staged> },
@@ -62,7 +68,7 @@ impl Phase {
                 | Phase::Delegating { .. }
                 | Phase::Asking(_)
                 | Phase::Editing { .. }
-        )
+        ) || matches!(self, Phase::Hooking { resume, .. } if resume.in_turn())
     }
 }
 

@@ -1,6 +1,6 @@
-//! The session's protocol with the shell: what happened ([`Input`]), what
-//! must happen ([`Command`]), and what the session needs to know that the
-//! log does not say ([`Settings`]).
+//! The session's protocol with the shell: what happened ([`Input`]) and
+//! what must happen ([`Command`]). What the session needs to know that the
+//! log does not say is its [`super::Settings`].
 //!
 //! # Families
 //!
@@ -53,6 +53,7 @@
 //! | [`UserInput::Answered`] | `execute_user` | answer to `Ask` or `AskGrant` | `Run`/`CallMcp`, or the grant or refusal result, then the next tool |
 //! | [`UserInput::Outside`] | `execute_user` | answer to `AskOutside` | `Run` with [`Sandboxing::Off`] (yes) or the refused result (no) |
 //! | [`UserInput::Interrupted`] | `execute_model`, `execute_tool`, `execute_user`, `execute_file` (`Stage`) | Ctrl-C during a request, tool or question | `Append` of a result for each open call (or the partial answer), `interrupted` and `totals`, `Sync`; during a summary, `compaction_failed` and `Show`; during a refinement, `Show`, `refined`, `Sync` |
+//! | [`UserInput::Start`] | `Live::start_hooks` | a session started or resumed | `Hook` for each `SessionStart` hook (its `hook` record after each), or nothing |
 //! | [`UserInput::Compact`] | `Live::compact` | `/compact`, `revolve compact` | the compaction's commands, or `Show` when busy |
 //! | [`UserInput::Refine`] | `Live::refine` | `/refine`; with `auto`, a turn's end when [`super::Session::refine_due`] | `Show`, then `Confirm` (costly, asked) or `Append` of `refining` and `Refine` for the first part |
 //! | [`UserInput::Undo`] | `Live::undo_memory` | `/refine undo` | `Undo` |
@@ -76,6 +77,7 @@
 //! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`ToolInput::Delegated`] | `execute_tool` | answer to `Delegate`: each child's end, in call order, and whether Ctrl-C stopped them | `Append` of a `delegated` record and the result for each call, then the next tool or `Call`; interrupted, the turn is cut short as by `Interrupted` |
 //! | [`ToolInput::SandboxRefused`] | `execute_tool` | answer to a `shell` `Run` whose output reads as refused; carries its [`ToolEffects`] and the prompt parts | what the effects log, as for `Done`, then `AskOutside`, or the result as `Done` would |
+//! | [`ToolInput::Hooked`] | `execute_tool` | answer to `Hook` | `Append` of its `hook` record, `Show` of its note, then the next `Hook` of the round, or what the round goes on to (the call, its result, the line, the turn's end or going on; see `session/hooking.rs`) |
 //! | [`FileInput::Opened`] | `execute_file` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
 //! | [`FileInput::Staged`] | `execute_file` | answer to `Stage` | `Append` of `approved` (when asked) and `edit`, `Write`; or the refusal and the next tool |
 //! | [`FileInput::Wrote`] | `execute_file` | answer to `Write` | `Append` of `written` and the result, then the next tool or `Call` |
@@ -98,6 +100,7 @@
 //! | [`ToolCommand::Run`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named, reads the prompt parts again | `Done`, `SandboxRefused` or `Interrupted` |
 //! | [`ToolCommand::CallMcp`] | calls the MCP tool, within the timeout | `Done` |
 //! | [`ToolCommand::Delegate`] | runs each `task` call as a child revolve (`io/src/task.rs`), side by side, one live line each | `Delegated` |
+//! | [`ToolCommand::Hook`] | runs the hook's command under the session's sandbox with its input on stdin (`revolve_tools::hook`) | `Hooked` |
 //! | [`FileCommand::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`FileCommand::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
 //! | [`FileCommand::Stage`] | stores before and after, asks when told to | `Staged` (or `Interrupted`) |
@@ -174,6 +177,9 @@ pub enum UserInput {
         partial: String,
         now: OffsetDateTime,
     },
+    /// The session started (`source` `startup`) or resumed (`resume`):
+    /// its `SessionStart` hooks run.
+    Start { source: String },
     /// The user asked to compact now (`/compact`).
     Compact { now: OffsetDateTime },
     /// Refine the memory: the user asked (`/refine`), or, with `auto`, the
@@ -357,6 +363,11 @@ pub enum ToolInput {
         parts: Option<prompt::Parts>,
         now: OffsetDateTime,
     },
+    /// The hook of a [`ToolCommand::Hook`] ran, and ended as `ran`.
+    Hooked {
+        ran: crate::hooks::Ran,
+        now: OffsetDateTime,
+    },
 }
 
 impl ToolInput {
@@ -365,6 +376,7 @@ impl ToolInput {
         match self {
             ToolInput::Done { id, .. } | ToolInput::SandboxRefused { id, .. } => id,
             ToolInput::Delegated { ends, .. } => ends.first().map_or("", |e| e.id.as_str()),
+            ToolInput::Hooked { .. } => "",
         }
     }
 
@@ -373,6 +385,7 @@ impl ToolInput {
         match self {
             ToolInput::Done { parts, .. } | ToolInput::SandboxRefused { parts, .. } => parts.take(),
             ToolInput::Delegated { .. } => None,
+            ToolInput::Hooked { .. } => None,
         }
     }
 }
@@ -472,6 +485,7 @@ impl Input {
             Input::User(UserInput::Answered { .. }) => "UserInput::Answered",
             Input::User(UserInput::Outside { .. }) => "UserInput::Outside",
             Input::User(UserInput::Interrupted { .. }) => "UserInput::Interrupted",
+            Input::User(UserInput::Start { .. }) => "UserInput::Start",
             Input::User(UserInput::Compact { .. }) => "UserInput::Compact",
             Input::User(UserInput::Refine { .. }) => "UserInput::Refine",
             Input::User(UserInput::Undo) => "UserInput::Undo",
@@ -495,6 +509,7 @@ impl Input {
             Input::Tool(ToolInput::Done { .. }) => "ToolInput::Done",
             Input::Tool(ToolInput::SandboxRefused { .. }) => "ToolInput::SandboxRefused",
             Input::Tool(ToolInput::Delegated { .. }) => "ToolInput::Delegated",
+            Input::Tool(ToolInput::Hooked { .. }) => "ToolInput::Hooked",
             Input::File(FileInput::Opened { .. }) => "FileInput::Opened",
             Input::File(FileInput::Staged { .. }) => "FileInput::Staged",
             Input::File(FileInput::Wrote { .. }) => "FileInput::Wrote",
@@ -703,6 +718,10 @@ pub enum ToolCommand {
     /// [`crate::policy::PARALLEL_TASKS`] at once); answer with
     /// [`ToolInput::Delegated`].
     Delegate { tasks: Vec<Delegation> },
+    /// Run this hook (see [`crate::hooks`]) with its input: the shell
+    /// adds where it runs ([`crate::hooks::Place`]) and writes it with
+    /// [`crate::hooks::stdin`]; answer with [`ToolInput::Hooked`].
+    Hook(crate::hooks::Next),
 }
 
 /// A file beside the log, answered by a [`FileInput`] (a spill by
@@ -841,83 +860,6 @@ pub enum Sandboxing {
     Off,
 }
 
-/// What a session needs to know that the log does not say.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Settings {
-    /// A tool result longer than this many characters is spilled to a file.
-    pub spill_chars: usize,
-    /// The folder spilled results go to, absolute.
-    pub spill_dir: String,
-    /// A tool result longer than this is pruned by a compaction's first step.
-    pub prune_chars: usize,
-    /// The `limit`-th identical tool call in a row is refused, the next one
-    /// ends the turn ([`guard::REPEAT_LIMIT`] by default).
-    pub repeat_limit: u32,
-    /// A turn ends after this many tool rounds ([`guard::MAX_TOOL_ROUNDS`]
-    /// by default).
-    pub max_tool_rounds: u32,
-    /// Only this many tool calls of one answer run; the rest get an error
-    /// result ([`crate::policy::MAX_CALLS_PER_ANSWER`] by default).
-    pub max_calls_per_answer: u32,
-    /// Edits need no approval (`--allow-edits`, `allow_edits`).
-    pub allow_edits: bool,
-    /// Shell commands need no approval (`--allow-shell`, `allow_shell`).
-    pub allow_shell: bool,
-    /// A user at a terminal can be asked to approve an edit, a command or
-    /// a grant.
-    pub interactive: bool,
-    /// The permission rules (`--allow`, `--deny`, config `permissions`),
-    /// decided before anyone is asked ([`crate::rules`]).
-    pub rules: crate::rules::Rules,
-    /// Paths the user granted up front (`--grant`), canonical: a
-    /// `request_file_grant` of one, or of anything inside one, is granted
-    /// without asking.
-    pub granted: Vec<String>,
-    /// The memory may be refined on its own when due (not
-    /// `--no-auto-refine`).
-    pub auto_refine: bool,
-    /// `--bare`: no memory in this run, so none is refined.
-    pub bare: bool,
-    /// The server counts a request's tokens for free (llama.cpp, Ollama,
-    /// Anthropic's count endpoint): a request the estimate says may not
-    /// fit is counted first ([`ModelCommand::Count`]) when the estimate has no
-    /// recent count behind it.
-    pub counts: bool,
-    /// Ask before a compaction or refinement that sends more than
-    /// [`crate::compact::COSTLY_REQUESTS`] requests (not `--yes`, not
-    /// `"confirm_costly": false`); asked only when `interactive`
-    /// ([`Settings::asks_costly`]).
-    pub confirm_costly: bool,
-    /// MCP tool calls need no approval (`--allow-mcp`, `allow_mcp`).
-    pub allow_mcp: bool,
-    /// Seconds an MCP tool call may take (`mcp_timeout_s`).
-    pub mcp_timeout_s: u64,
-    /// The known models, whose prices the totals count the cost by.
-    pub models: crate::models::Table,
-    /// `--max-cost`, in nano-dollars: no request goes out that is expected
-    /// to bring the session's cost past it (see
-    /// [`crate::models::expected_cost`]).
-    pub max_cost: Option<u64>,
-}
-
-impl Settings {
-    /// A costly compaction or refinement is asked about first: the user
-    /// wants to be asked, and a user at a terminal can answer.
-    pub fn asks_costly(&self) -> bool {
-        self.confirm_costly && self.interactive
-    }
-
-    /// A costly compaction or refinement is not run at all: the user
-    /// wants to be asked, and no one is at a terminal to answer; it stops
-    /// with a line saying how to allow it (`--yes`, `confirm_costly`).
-    pub fn refuses_costly(&self) -> bool {
-        self.confirm_costly && !self.interactive
-    }
-}
-
-/// The default of `spill-result-chars`.
-pub const SPILL_CHARS: usize = 32_000;
-
 #[cfg(test)]
 mod tests {
     use super::{
@@ -965,7 +907,7 @@ mod tests {
         let families = [
             (
                 "UserInput",
-                variants!(UserInput: Line, Confirmed, Answered, Outside, Interrupted, Compact,
+                variants!(UserInput: Line, Confirmed, Answered, Outside, Interrupted, Start, Compact,
                     Refine, Undo, GoOn, Plan, Model, Effort, MaxCost, Rename, Address, Rewind,
                     Inbox),
             ),
@@ -976,7 +918,7 @@ mod tests {
             ),
             (
                 "ToolInput",
-                variants!(ToolInput: Done, SandboxRefused, Delegated),
+                variants!(ToolInput: Done, SandboxRefused, Delegated, Hooked),
             ),
             (
                 "FileInput",
@@ -1003,7 +945,7 @@ mod tests {
             ),
             (
                 "ToolCommand",
-                variants!(ToolCommand: Run, CallMcp, Delegate),
+                variants!(ToolCommand: Run, CallMcp, Delegate, Hook),
             ),
             (
                 "FileCommand",

@@ -5,6 +5,10 @@ use super::{
     FileCommand, FileInput, LogCommand, MemoryCommand, ModelCommand, ModelInput, ToolCommand,
     ToolInput, TurnContext, UserCommand, UserInput,
 };
+use crate::compact;
+use crate::guard::{self, StopReason};
+use crate::record::{Role, ToolCall};
+use crate::tools::Tool;
 use time::macros::datetime;
 
 use crate::record::test_header as header;
@@ -30,6 +34,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }
@@ -132,6 +137,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::File(FileCommand::Restore(_)) => "restore",
             Command::User(UserCommand::Ask { .. }) => "ask",
             Command::Tool(ToolCommand::CallMcp { .. }) => "call-mcp",
+            Command::Tool(ToolCommand::Hook(_)) => "hook",
             Command::User(UserCommand::AskGrant { .. }) => "ask-grant",
             Command::User(UserCommand::AskOutside { .. }) => "ask-outside",
             Command::User(UserCommand::Show(_)) => "show",
@@ -1795,4 +1801,113 @@ fn a_child_refuses_the_tools_it_was_not_given() {
         refused.is_some_and(|r| r.starts_with("error: write_file is not among")),
         "{cmds:?}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// Hooks and the plan (issue 43)
+
+fn hooked(config: serde_json::Value) -> Session {
+    let (hooks, _) = crate::hooks::Hooks::parse(&config, &crate::hooks::Origin::Config).unwrap();
+    Session::start(
+        header(),
+        Settings {
+            hooks,
+            ..settings()
+        },
+    )
+    .0
+}
+
+fn hook_ran(s: &mut Session, code: i32, stdout: &str, stderr: &str) -> Vec<Command> {
+    s.handle(Input::Tool(ToolInput::Hooked {
+        ran: crate::hooks::Ran {
+            ended: crate::hooks::Ended::Exited(code),
+            stdout: stdout.into(),
+            stderr: stderr.into(),
+        },
+        now: datetime!(2026-12-02 10:04 UTC),
+    }))
+    .commands
+}
+
+#[test]
+fn a_pre_tool_use_hook_runs_before_the_call_and_its_block_is_the_result() {
+    let mut s = hooked(serde_json::json!({"PreToolUse": [{"matcher": "shell",
+        "hooks": [{"command": "./no-rm.sh"}]}]}));
+    user(&mut s, "clean");
+    let cmds = reply(&mut s, "", &[("c1", "shell", r#"{"command":"rm -rf x"}"#)]);
+    assert_eq!(kinds(&cmds)[2..], ["hook"]);
+    let cmds = hook_ran(&mut s, 2, "", "no rm");
+    assert_eq!(kinds(&cmds), ["other", "result", "call"]);
+    assert_eq!(
+        result_of(&cmds, "c1"),
+        Some("error: not run: a PreToolUse hook blocked this call: no rm")
+    );
+    // A rewritten input is what runs; the call itself stays as made.
+    reply(&mut s, "", &[("c2", "shell", r#"{"command":"echo a"}"#)]);
+    let cmds = hook_ran(&mut s, 0, r#"{"updatedInput":{"command":"echo b"}}"#, "");
+    let run = cmds.iter().find_map(|c| match c {
+        Command::Tool(ToolCommand::Run {
+            tool, arguments, ..
+        }) => Some((tool.clone(), arguments.clone())),
+        _ => None,
+    });
+    let (tool, arguments) = run.expect("the call runs");
+    assert_eq!(arguments, r#"{"command":"echo b"}"#);
+    assert!(matches!(tool, Tool::Shell { command, .. } if command == "echo b"));
+    // Its result does not run the hooks again.
+    let cmds = done(&mut s, "c2", "b", None);
+    assert_eq!(kinds(&cmds), ["result", "call"]);
+}
+
+#[test]
+fn a_stop_hook_sends_the_turn_on_until_the_bound() {
+    let mut s = hooked(serde_json::json!({"Stop": [{"hooks": [{"command": "./more.sh"}]}]}));
+    user(&mut s, "go");
+    for round in 0..crate::policy::STOP_HOOK_ROUNDS {
+        let cmds = reply(&mut s, "done?", &[]);
+        assert_eq!(kinds(&cmds), ["message", "totals", "hook"], "{round}");
+        let cmds = hook_ran(
+            &mut s,
+            0,
+            r#"{"decision":"block","reason":"tests fail"}"#,
+            "",
+        );
+        assert_eq!(kinds(&cmds), ["other", "message", "call"]);
+    }
+    let cmds = reply(&mut s, "done.", &[]);
+    assert_eq!(kinds(&cmds), ["message", "totals", "show", "sync"]);
+    assert!(!s.busy());
+    // A new line starts the count again.
+    user(&mut s, "again");
+    assert_eq!(kinds(&reply(&mut s, "ok", &[]))[2..], ["hook"]);
+    assert_eq!(kinds(&hook_ran(&mut s, 0, "", "")), ["other", "sync"]);
+}
+
+#[test]
+fn update_plan_is_logged_answered_and_held_in_the_prompt_while_open() {
+    let mut s = start();
+    user(&mut s, "plan");
+    let cmds = reply(
+        &mut s,
+        "",
+        &[(
+            "p1",
+            "update_plan",
+            r#"{"steps":[{"step":"a","status":"in_progress"}]}"#,
+        )],
+    );
+    assert!(cmds.iter().any(|c| matches!(c,
+        Command::Log(LogCommand::Append(Record::Plan(p))) if p.call.as_deref() == Some("p1"))));
+    assert_eq!(
+        result_of(&cmds, "p1"),
+        Some("Plan updated (0/1 done):\n[~] a")
+    );
+    // The next request's system prompt holds the open plan.
+    let system = cmds.iter().rev().find_map(|c| match c {
+        Command::Log(LogCommand::Append(Record::Context(c))) => Some(c.system.clone()),
+        _ => None,
+    });
+    assert!(system.unwrap().ends_with("[~] a"));
+    assert_eq!(s.state().plan().steps.len(), 1);
 }

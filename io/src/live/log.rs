@@ -63,6 +63,12 @@ impl<F: Front> Live<F> {
             }
             self.front.logged(id);
         }
+        // The plan the model set, shown once logged.
+        if let Record::Plan(plan) = record {
+            if plan.call.is_some() {
+                self.front.plan(&plan.steps);
+            }
+        }
         Ok(())
     }
 

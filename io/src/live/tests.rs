@@ -201,6 +201,7 @@ impl World {
                 confirm_costly: true,
                 allow_mcp: false,
                 mcp_timeout_s: revolve_core::policy::MCP_TIMEOUT_S,
+                hooks: Default::default(),
                 models: Default::default(),
                 max_cost: None,
             },
@@ -210,6 +211,7 @@ impl World {
             sandbox: revolve_core::sandbox::Policy::off(),
             sandbox_note: None,
             mcp: Default::default(),
+            tool_choice: None,
         }
     }
 

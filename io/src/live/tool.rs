@@ -30,6 +30,7 @@ impl<F: Front> Live<F> {
                 timeout_s,
             } => self.call_mcp(id, &server, &tool, &arguments, timeout_s),
             ToolCommand::Delegate { tasks } => self.delegate(tasks),
+            ToolCommand::Hook(next) => self.run_hook(&next),
         }
     }
 
@@ -106,6 +107,44 @@ impl<F: Front> Live<F> {
         Input::Tool(ToolInput::Delegated {
             ends,
             interrupted,
+            now: clock::now(),
+        })
+    }
+
+    /// Runs the hook `next` under the session's sandbox, its input written
+    /// from where the session runs, and answers with how it ended.
+    fn run_hook(&mut self, next: &revolve_core::hooks::Next) -> Input {
+        let state = self.state();
+        let transcript = self.writer.path().to_string_lossy().into_owned();
+        let cwd = self.store.cwd.to_string_lossy().into_owned();
+        let input = revolve_core::hooks::stdin(
+            &revolve_core::hooks::Place {
+                session_id: state.id(),
+                transcript_path: &transcript,
+                cwd: &cwd,
+            },
+            &next.about,
+        );
+        let session = state
+            .name()
+            .clone()
+            .unwrap_or_else(|| state.id().to_owned());
+        let protect = tools::sandbox::protected(
+            &self.store.cwd,
+            &self.store.roots.state,
+            self.runtime.memory.global.parent(),
+        );
+        let ran = tools::hook::run(&tools::hook::Run {
+            command: &next.hook.command,
+            input: &input,
+            timeout_s: next.hook.timeout_s,
+            root: &self.store.cwd,
+            session: &session,
+            sandbox: &self.runtime.sandbox,
+            protect: &protect,
+        });
+        Input::Tool(ToolInput::Hooked {
+            ran,
             now: clock::now(),
         })
     }

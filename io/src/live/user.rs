@@ -171,6 +171,15 @@ impl<F: Front> Live<F> {
         Ok(outcome)
     }
 
+    /// The session started (`startup`) or resumed (`resume`): its
+    /// `SessionStart` hooks run, as the core decides.
+    pub fn start_hooks(&mut self, source: &str) -> Result<Outcome, Error> {
+        // No clock is read: a start with no hook is no event.
+        self.drive(Input::User(UserInput::Start {
+            source: source.to_owned(),
+        }))
+    }
+
     /// `/compact`: compacts the session now.
     pub fn compact(&mut self) -> Result<Outcome, Error> {
         self.drive(Input::User(UserInput::Compact { now: clock::now() }))

@@ -51,6 +51,7 @@ fn header(store: &Store, id: &str) -> Header {
         window: 1000,
         provider: "scripted".into(),
         continues: None,
+        tool_choice: None,
     }
 }
 
@@ -314,4 +315,208 @@ fn a_piped_session_is_created_without_a_listing() {
     let (_w, _claim, h) = store.create(header(&store, "a"), none).unwrap();
     assert_eq!(h.name, None);
     assert!(!store.sessions_dir().join(index::FILE).exists());
+}
+
+/// The ids listed, sorted.
+fn ids(store: &Store) -> Vec<String> {
+    let mut ids: Vec<String> = store.list().unwrap().into_iter().map(|s| s.id).collect();
+    ids.sort();
+    ids
+}
+
+/// Whether the cache on disk knows the folder's stamp now, with no
+/// change journaled since: the next listing reads no folder.
+fn cache_is_current(store: &Store) -> bool {
+    let dir = store.sessions_dir();
+    let bytes = std::fs::read(dir.join(index::FILE)).unwrap();
+    let index = Index::parse(&bytes).unwrap();
+    let journal = registry::Journal::read(&store.roots.running(&store.project)).unwrap();
+    let tail = journal.since(index.offset).unwrap();
+    index.journal == journal.epoch
+        && made_since(index.dir, &tail, dir_stamp(&dir).unwrap()).is_some()
+}
+
+#[test]
+fn sessions_made_by_revolve_are_found_without_reading_the_folder() {
+    let store = store("made");
+    for id in ["a", "b"] {
+        let (mut w, _claim, _) = store.create(header(&store, id), named(id)).unwrap();
+        w.append(&totals(1)).unwrap();
+    }
+    assert_eq!(ids(&store), ["a", "b"]);
+    // The cache's own writing is journaled: the folder is not read again.
+    assert!(cache_is_current(&store));
+    let (_w, _claim, _) = store.create(header(&store, "c"), named("c")).unwrap();
+    // Made under the naming lock and journaled with the folder's stamps.
+    assert!(cache_is_current(&store));
+    assert_eq!(ids(&store), ["a", "b", "c"]);
+    assert_eq!(
+        store.find(Some("c")).unwrap(),
+        store.path_of("c"),
+        "found by name"
+    );
+}
+
+#[test]
+fn the_cache_is_built_again_when_damaged_deleted_or_stale() {
+    let store = store("rebuilt");
+    for id in ["a", "b", "c"] {
+        let (mut w, _claim, _) = store.create(header(&store, id), named(id)).unwrap();
+        w.append(&totals(1)).unwrap();
+    }
+    assert_eq!(ids(&store), ["a", "b", "c"]);
+    let dir = store.sessions_dir();
+    let cache = dir.join(index::FILE);
+    // Damaged: bytes changed in the middle, or cut short.
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&cache, &bytes).unwrap();
+    assert_eq!(ids(&store), ["a", "b", "c"]);
+    assert!(cache_is_current(&store), "written again whole");
+    let bytes = std::fs::read(&cache).unwrap();
+    std::fs::write(&cache, &bytes[..bytes.len() - 3]).unwrap();
+    assert_eq!(ids(&store), ["a", "b", "c"]);
+    // Deleted.
+    std::fs::remove_file(&cache).unwrap();
+    assert_eq!(ids(&store), ["a", "b", "c"]);
+    assert!(cache_is_current(&store));
+    // Stale: a file removed and one copied in by hand, no journal line.
+    std::fs::remove_file(store.path_of("b")).unwrap();
+    assert_eq!(ids(&store), ["a", "c"]);
+    let mut w = LogWriter::create(&store.path_of("d")).unwrap();
+    w.append(&Record::Header(header(&store, "d"))).unwrap();
+    w.append(&totals(1)).unwrap();
+    assert_eq!(ids(&store), ["a", "c", "d"]);
+    assert_eq!(store.find(None).unwrap(), store.path_of("d"), "the latest");
+    // A file renamed by hand.
+    std::fs::rename(store.path_of("a"), dir.join("e.jsonl")).unwrap();
+    assert_eq!(
+        store.list().unwrap().len(),
+        3,
+        "the renamed file is listed, the old name is gone"
+    );
+    assert!(!store
+        .list()
+        .unwrap()
+        .iter()
+        .any(|s| s.path.ends_with("/a.jsonl")));
+}
+
+#[test]
+fn a_crash_between_a_change_and_its_journal_line_reads_the_folder() {
+    let store = store("crash");
+    let (mut w, _claim, _) = store.create(header(&store, "a"), named("a")).unwrap();
+    w.append(&totals(1)).unwrap();
+    assert_eq!(ids(&store), ["a"]);
+    assert!(cache_is_current(&store));
+    // A file made, and the process gone before its `+` line: the
+    // folder's stamp no longer follows from the journal.
+    let running = store.roots.running(&store.project);
+    drop(store.claim("b", None).unwrap());
+    let mut w = LogWriter::create(&store.path_of("b")).unwrap();
+    w.append(&Record::Header(header(&store, "b"))).unwrap();
+    assert!(!cache_is_current(&store));
+    assert_eq!(ids(&store), ["a", "b"]);
+    // A line that does not follow the one before (a change in between
+    // that was never journaled) breaks the chain too.
+    let stamp = dir_stamp(&store.sessions_dir()).unwrap();
+    let lie = registry::Change {
+        before: (stamp.0, stamp.1 - 1),
+        after: stamp,
+        what: registry::What::Made("x"),
+    };
+    registry::journal_change(&running, &lie).unwrap();
+    assert!(!cache_is_current(&store));
+    assert_eq!(ids(&store), ["a", "b"], "the made file x does not exist");
+}
+
+#[test]
+fn made_since_follows_an_unbroken_chain_only() {
+    let lines = [
+        "+a 1:10 1:20",
+        "b",
+        "=1:20 1:30",
+        "+c 1:30 1:40",
+        "-a 1:40 1:45",
+        "-d 1:45 1:50",
+    ];
+    let changed = |v: &[(&str, bool)]| {
+        Some(
+            v.iter()
+                .map(|(n, m)| (format!("{n}.jsonl"), *m))
+                .collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        made_since(Some((1, 10)), &lines, (1, 50)),
+        changed(&[("c", true), ("a", false), ("d", false)])
+    );
+    let at = |n| (1, n);
+    assert_eq!(
+        made_since(Some(at(10)), &lines, at(51)),
+        None,
+        "changed since"
+    );
+    assert_eq!(
+        made_since(Some(at(11)), &lines, at(50)),
+        None,
+        "before the first"
+    );
+    assert_eq!(made_since(None, &lines, at(50)), None, "no stamp");
+    assert_eq!(made_since(Some(at(10)), &[], at(10)), changed(&[]));
+    assert_eq!(
+        made_since(Some(at(10)), &[], (2, 10)),
+        None,
+        "another folder"
+    );
+    let gap = ["+a 1:10 1:20", "+c 1:25 1:40"];
+    assert_eq!(made_since(Some(at(10)), &gap, at(40)), None, "a gap");
+}
+
+#[test]
+fn a_file_removed_through_the_store_is_journaled() {
+    let store = store("removed");
+    for id in ["a", "b"] {
+        let (mut w, _claim, _) = store.create(header(&store, id), named(id)).unwrap();
+        w.append(&totals(1)).unwrap();
+    }
+    assert_eq!(ids(&store), ["a", "b"]);
+    assert!(store.remove(&store.path_of("a"), Some(&store.naming().unwrap())));
+    assert!(cache_is_current(&store));
+    assert_eq!(ids(&store), ["b"]);
+    assert!(!store.remove(&store.path_of("a"), None), "gone already");
+}
+
+#[test]
+fn find_chooses_as_the_core_does_over_the_whole_listing() {
+    let store = store("find");
+    // Ids that share prefixes, names used twice, sessions with no turn.
+    for (id, name, turns) in [
+        ("a1", "db", 1),
+        ("a2", "db", 2),
+        ("b1", "web", 0),
+        ("b2", "api", 3),
+        ("c1", "empty", 0),
+    ] {
+        let mut h = header(&store, id);
+        h.name = Some(name.into());
+        let mut w = LogWriter::create(&store.path_of(id)).unwrap();
+        w.append(&Record::Header(h)).unwrap();
+        if turns > 0 {
+            w.append(&totals(turns)).unwrap();
+        }
+    }
+    let all = store.list().unwrap();
+    let path = |s: &Summary| PathBuf::from(&s.path);
+    let latest = revolve_core::names::latest(&all).map(path);
+    assert_eq!(store.find(None).ok(), latest);
+    for needle in ["db", "a", "a1", "b", "b2", "web", "c", "api", "x", "empty"] {
+        let core = revolve_core::names::pick(needle, &all).map(path);
+        let found = store.find(Some(needle));
+        match core {
+            Ok(p) => assert_eq!(found.unwrap(), p, "{needle}"),
+            Err(_) => assert!(found.is_err(), "{needle}"),
+        }
+    }
 }

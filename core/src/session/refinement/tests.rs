@@ -34,6 +34,7 @@ fn settings() -> Settings {
         confirm_costly: false,
         allow_mcp: false,
         mcp_timeout_s: 60,
+        hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
     }

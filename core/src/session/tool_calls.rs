@@ -1,0 +1,546 @@
+//! The session's side of tool calls: which call runs next (the repeat
+//! guard, the cap on calls per answer, plan mode, the approval gates),
+//! what a tool's result and side effects log, the sandbox's refusals.
+
+use time::OffsetDateTime;
+
+use super::approval;
+use super::phase::Due;
+use super::{Command, FileCommand, Phase, Question, Sandboxing, Session, ToolCommand, ToolEffects};
+use super::{ToolInput, UserCommand, PLANNING_REFUSED};
+use crate::guard::{self, StopReason, Verdict};
+use crate::record::{ChangedBy, MemoryChanged, Message, Record, Role, ToolCall};
+use crate::tools::{self, Tool};
+
+impl Session {
+    /// The running tool's result ([`ToolInput::Done`],
+    /// [`ToolInput::SandboxRefused`]): what it did is logged before it.
+    pub(super) fn tool_ended(&mut self, outside: bool, input: ToolInput) -> Vec<Command> {
+        match input {
+            ToolInput::Done {
+                id,
+                output,
+                grant,
+                effects,
+                parts: _,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.tool_done(id, output, grant, now));
+                cmds
+            }
+            ToolInput::SandboxRefused {
+                id,
+                output,
+                effects,
+                parts: _,
+                now,
+            } => {
+                let mut cmds = self.tool_effects(&id, effects, now);
+                cmds.extend(self.sandbox_refused(id, output, outside, now));
+                cmds
+            }
+            // Hooks and children answer their own phases, never a running
+            // tool.
+            other @ (ToolInput::Hooked { .. } | ToolInput::Delegated { .. }) => {
+                self.ignored(&super::Input::Tool(other)).0
+            }
+        }
+    }
+
+    /// Starts the first open call that parses and that the repeat guard
+    /// and the cap on calls per answer let run; calls that do not get their
+    /// error as result at once. When none is left, the next request goes
+    /// out, unless the turn took its tool rounds.
+    pub(super) fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        self.next_tool_allowed(None, now)
+    }
+
+    /// [`Session::next_tool`], where the user just allowed the call
+    /// `allowed` (it runs without asking).
+    pub(super) fn next_tool_allowed(
+        &mut self,
+        allowed: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let mut cmds = Vec::new();
+        while let Some(call) = self.state.open_calls.first().cloned() {
+            match self.start_call(call, allowed, now) {
+                Next::Answered(done) => cmds.extend(done),
+                Next::Waits(done) => {
+                    cmds.extend(done);
+                    return cmds;
+                }
+            }
+        }
+        let limit = self.settings.max_tool_rounds;
+        if self.state.turn_rounds >= u64::from(limit) {
+            cmds.extend(self.stop(StopReason::ToolRounds { limit }, now));
+            return cmds;
+        }
+        cmds.extend(self.request(Due::default(), now));
+        cmds
+    }
+
+    /// The first open call: refused at once (over the calls of its
+    /// answer, repeated, unparsable), or started as its kind is (an MCP
+    /// call, a tool).
+    fn start_call(&mut self, call: ToolCall, allowed: Option<&str>, now: OffsetDateTime) -> Next {
+        if let Some(error) = self.over_calls_per_answer() {
+            return Next::Answered(self.result(call.id, error, now));
+        }
+        let verdict = guard::verdict(
+            self.turn_calls().into_iter(),
+            &call,
+            self.settings.repeat_limit,
+        );
+        match verdict {
+            Verdict::Run => {}
+            Verdict::Refuse(error) => return Next::Answered(self.result(call.id, error, now)),
+            Verdict::Stop(reason) => return Next::Waits(self.stop(reason, now)),
+        }
+        if let Some(refused) = self.state.agents.refusal(&call.name) {
+            // A child calls only the tools it was given.
+            return Next::Answered(self.result(call.id, refused, now));
+        }
+        if call.name == "task" {
+            // The `task` calls at the front go out together, as children.
+            if let Some(started) = self.delegate(now) {
+                return match self.phase {
+                    Phase::Delegating { .. } => Next::Waits(started),
+                    _ => Next::Answered(started),
+                };
+            }
+        }
+        // Its `PreToolUse` hooks first: they may block it or rewrite its
+        // input.
+        let mut hooked = Vec::new();
+        let Some(call) = self.checked_call(call, allowed, &mut hooked) else {
+            return Next::Waits(hooked);
+        };
+        if crate::mcp::is_mcp(&call.name) {
+            return self.start_mcp(call, allowed, now);
+        }
+        match tools::parse(&call) {
+            Ok(tool) => self.start_tool(call, tool, allowed, now),
+            Err(error) => Next::Answered(self.result(call.id, error, now)),
+        }
+    }
+
+    /// An MCP call: refused while planning, else as its gate says (run,
+    /// ask, refuse).
+    fn start_mcp(&mut self, call: ToolCall, allowed: Option<&str>, now: OffsetDateTime) -> Next {
+        if self.state.planning {
+            return Next::Answered(self.result(call.id, PLANNING_REFUSED.to_owned(), now));
+        }
+        match self.mcp_gate(&call, allowed, now) {
+            approval::Gate::Run(mut cmds) => {
+                cmds.push(self.call_mcp(&call));
+                self.phase = Phase::Running {
+                    id: call.id,
+                    outside: false,
+                };
+                Next::Waits(cmds)
+            }
+            approval::Gate::Ask => {
+                let command = crate::mcp::question(&call.name, &call.arguments);
+                Next::Waits(self.ask_run(call.id, command.clone(), command))
+            }
+            approval::Gate::Refused(refused) => Next::Answered(refused),
+        }
+    }
+
+    /// A tool of revolve's own: a skill it does not know and a change
+    /// while planning are refused; an edit opens its file; a shell command
+    /// passes its gate first; the rest runs.
+    fn start_tool(
+        &mut self,
+        call: ToolCall,
+        tool: Tool,
+        allowed: Option<&str>,
+        now: OffsetDateTime,
+    ) -> Next {
+        let tool = match tool {
+            Tool::UpdatePlan { plan } => return Next::Answered(self.set_plan(call.id, plan, now)),
+            Tool::Skill { name, .. } => match crate::skills::find(&self.parts.skills, &name) {
+                Some(skill) => Tool::Skill {
+                    dir: skill.dir.clone(),
+                    name,
+                },
+                None => {
+                    let error = crate::skills::unknown(&self.parts.skills, &name);
+                    return Next::Answered(self.result(call.id, error, now));
+                }
+            },
+            other => other,
+        };
+        // The folders of the skills listed are readable, as a spill is.
+        let grants = self
+            .grants
+            .iter()
+            .cloned()
+            .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
+            .collect();
+        if self.state.planning && !tool.changes_nothing() {
+            return Next::Answered(self.result(call.id, PLANNING_REFUSED.to_owned(), now));
+        }
+        if let Some(path) = tool.edit_path() {
+            self.phase = Phase::Editing {
+                id: call.id.clone(),
+                staged: None,
+            };
+            return Next::Waits(vec![Command::File(FileCommand::Open {
+                id: call.id,
+                path: path.to_owned(),
+                tool,
+                arguments: call.arguments,
+                grants,
+            })]);
+        }
+        let mut cmds = Vec::new();
+        if let Tool::Shell { command, .. } = &tool {
+            match self.shell_gate(&call.id, command, allowed, now) {
+                approval::Gate::Run(logged) => cmds.extend(logged),
+                approval::Gate::Ask => {
+                    let message = format!("revolve asks to run `{command}`");
+                    return Next::Waits(self.ask_run(call.id, command.clone(), message));
+                }
+                approval::Gate::Refused(refused) => return Next::Answered(refused),
+            }
+        }
+        self.phase = Phase::Running {
+            id: call.id.clone(),
+            outside: false,
+        };
+        cmds.push(Command::Tool(ToolCommand::Run {
+            id: call.id,
+            tool,
+            arguments: call.arguments,
+            grants,
+            sandbox: if self.state.planning {
+                Sandboxing::ReadOnly
+            } else {
+                Sandboxing::Session
+            },
+        }));
+        Next::Waits(cmds)
+    }
+
+    /// Asks the user whether the call `id` may run `command`.
+    fn ask_run(&mut self, id: String, command: String, message: String) -> Vec<Command> {
+        let phase = Phase::Asking(Question::Run { id: id.clone() });
+        let ask = Command::User(UserCommand::Ask { id, command });
+        // The `Notification` hooks tell of it first.
+        self.notified(message, phase, ask)
+    }
+
+    /// The call `id` gets `text` as its result at once (the next call is
+    /// looked at by the caller).
+    fn result(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
+        self.append(vec![Record::Message(Message::tool(now, id, text))])
+    }
+
+    /// What the tool call `id` did besides its output, logged before its
+    /// result, in the order of [`ToolEffects`]'s fields: a `shell`
+    /// command's changes, the note that they are not tracked (once a
+    /// run), what `read_file` saw, what `remember` wrote.
+    pub(super) fn tool_effects(
+        &mut self,
+        id: &str,
+        effects: ToolEffects,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let ToolEffects {
+            changes,
+            untracked,
+            seen,
+            memory,
+            background,
+        } = effects;
+        let mut cmds = Vec::new();
+        if !changes.is_empty() {
+            cmds.extend(self.shell_changed(id.to_owned(), changes, now));
+        }
+        if untracked && !self.told_untracked {
+            self.told_untracked = true;
+            let cwd = self.state.header.as_ref().map_or("", |h| h.cwd.as_str());
+            cmds.push(Command::show(format!(
+                "revolve: {cwd} is not in a git repository: what shell commands change in \
+                 it is not tracked, and a rewind cannot take it back (edit_file and \
+                 write_file are tracked)"
+            )));
+        }
+        if let Some((path, hash)) = seen {
+            cmds.extend(self.seen(path, hash, now));
+        }
+        if let Some(w) = memory {
+            cmds.extend(self.append(vec![Record::MemoryChanged(MemoryChanged {
+                at: now,
+                entry: w.entry,
+                by: ChangedBy::Remember,
+                files: w.files,
+            })]));
+        }
+        if let Some((shell, event)) = background {
+            cmds.extend(
+                self.append(vec![Record::Background(crate::record::Background {
+                    at: now,
+                    call: id.to_owned(),
+                    id: shell,
+                    event,
+                })]),
+            );
+        }
+        cmds
+    }
+
+    /// The shell call `id` reads as refused by the sandbox: a user at a
+    /// terminal is asked whether it may run once outside (not while
+    /// planning, and once per call); otherwise its output is its result.
+    pub(super) fn sandbox_refused(
+        &mut self,
+        id: String,
+        output: String,
+        again: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let command = self
+            .running_call(&id)
+            .and_then(|call| match tools::parse(call) {
+                Ok(Tool::Shell { command, .. }) => Some(command),
+                _ => None,
+            });
+        match command {
+            Some(command) if self.settings.interactive && !self.state.planning && !again => {
+                self.phase = Phase::Asking(Question::Outside {
+                    id: id.clone(),
+                    output,
+                });
+                vec![Command::User(UserCommand::AskOutside { id, command })]
+            }
+            _ => self.tool_done(id, output, None, now),
+        }
+    }
+
+    /// The user answered whether the refused call `id` may run once
+    /// outside the sandbox: logged (an `approved` record of `unsandboxed`);
+    /// yes runs it again outside, no keeps the sandbox's result.
+    pub(super) fn outside(
+        &mut self,
+        id: String,
+        output: String,
+        yes: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let Some(call) = self.running_call(&id).cloned() else {
+            return Vec::new();
+        };
+        let Ok(tool) = tools::parse(&call) else {
+            return self.tool_done(id, output, None, now);
+        };
+        let command = match &tool {
+            Tool::Shell { command, .. } => command.clone(),
+            _ => String::new(),
+        };
+        let mut cmds = self.append(vec![Record::Approved(crate::record::Approved {
+            at: now,
+            call: id.clone(),
+            path: command,
+            answer: if yes {
+                crate::edit::Answer::Yes
+            } else {
+                crate::edit::Answer::No
+            },
+            tool: crate::record::Asked::Unsandboxed,
+            rule: None,
+        })]);
+        if !yes {
+            cmds.extend(self.tool_done(id, output, None, now));
+            return cmds;
+        }
+        self.phase = Phase::Running {
+            id: id.clone(),
+            outside: true,
+        };
+        cmds.push(Command::Tool(ToolCommand::Run {
+            id,
+            tool,
+            arguments: call.arguments,
+            grants: self.grants.iter().cloned().collect(),
+            sandbox: Sandboxing::Off,
+        }));
+        cmds
+    }
+
+    /// The error result of the first open call when it comes after the
+    /// first [`Settings::max_calls_per_answer`] calls of its answer: one
+    /// answer cannot make any number of calls run.
+    pub(super) fn over_calls_per_answer(&self) -> Option<String> {
+        let made = self
+            .state
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map_or(0, |m| m.tool_calls.len());
+        let position = made.saturating_sub(self.state.open_calls.len());
+        let limit = self.settings.max_calls_per_answer;
+        (position >= limit as usize).then(|| {
+            format!(
+                "error: not run: this answer made {made} tool calls, and only the first {limit} of one answer run (max_calls_per_answer). Make the calls still needed in your next answer."
+            )
+        })
+    }
+
+    /// This turn's tool calls that have their results, in order: the calls
+    /// of every assistant message since the last user message, without the
+    /// ones still open.
+    pub(super) fn turn_calls(&self) -> Vec<&ToolCall> {
+        let messages = &self.state.messages;
+        let start = messages
+            .iter()
+            .rposition(|m| m.role == Role::User)
+            .map_or(0, |i| i + 1);
+        let mut calls: Vec<&ToolCall> = messages[start..]
+            .iter()
+            .filter(|m| m.role == Role::Assistant)
+            .flat_map(|m| &m.tool_calls)
+            .collect();
+        calls.truncate(calls.len().saturating_sub(self.state.open_calls.len()));
+        calls
+    }
+
+    pub(super) fn tool_done(
+        &mut self,
+        id: String,
+        output: String,
+        grant: Option<String>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        if self.state.open_calls.first().is_none_or(|c| c.id != id) {
+            return vec![Command::show(format!(
+                "ignored a result for tool call {id}, which is not running"
+            ))];
+        }
+        if let Some(path) = grant {
+            return self.grant_gate(id, path, now);
+        }
+        // Its `PostToolUse` hooks first, then `tool_result`.
+        self.after_tool(id, output, true, now)
+    }
+
+    /// The call `id`'s result logged (spilled first when `spill` and
+    /// long), then the next tool or request.
+    pub(super) fn tool_result(
+        &mut self,
+        id: String,
+        output: String,
+        spill: bool,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let mut cmds = if spill {
+            self.spilled_result(id, output, now)
+        } else {
+            self.result(id, output, now)
+        };
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+
+    /// The call `id`'s result logged, spilled first when long, without
+    /// going on to the next tool.
+    pub(super) fn spilled_result(
+        &mut self,
+        id: String,
+        output: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let mut cmds = Vec::new();
+        let content = if output.chars().count() > self.settings.spill_chars {
+            // Named by the request that made the call (numbers only grow,
+            // across compactions and resumes) and the result's place in its
+            // round, so no spill ever takes another's name.
+            let round = self
+                .state
+                .messages
+                .iter()
+                .rev()
+                .take_while(|m| m.role == Role::Tool)
+                .count()
+                + 1;
+            let path = format!(
+                "{}/{:04}-{round}-{}.txt",
+                self.settings.spill_dir.trim_end_matches('/'),
+                self.state.totals.requests,
+                file_safe(&id)
+            );
+            let note = format!(
+                " of {} in total; the whole output is in {path}, read it with read_file and an offset",
+                output.chars().count()
+            );
+            // The same head and tail as a pruned result, or less when the
+            // threshold is lower, so what the model sees stays under it.
+            let spill = self.settings.spill_chars;
+            let shown = tools::cut(
+                &output,
+                tools::HEAD_CHARS.min(spill * 4 / 5),
+                tools::TAIL_CHARS.min(spill / 5),
+                &note,
+            );
+            self.grants.insert(path.clone());
+            cmds.push(Command::File(FileCommand::Spill {
+                path,
+                content: output,
+            }));
+            shown
+        } else {
+            output
+        };
+        cmds.extend(self.result(id, content, now));
+        cmds
+    }
+
+    /// The tool call `id`, when it is the one running now (the first still
+    /// open).
+    pub(super) fn running_call(&self, id: &str) -> Option<&ToolCall> {
+        self.state.open_calls.first().filter(|c| c.id == id)
+    }
+
+    /// The call `id` gets `text` as its result; then the next tool runs,
+    /// or the next request goes out.
+    pub(super) fn answer(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
+        let mut cmds = self.append(vec![Record::Message(Message::tool(now, id, text))]);
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+}
+
+/// A call id as a file name: letters, digits, `-` and `_` only.
+fn file_safe(id: &str) -> String {
+    let safe: String = id
+        .chars()
+        .take(64)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.is_empty() {
+        "call".to_owned()
+    } else {
+        safe
+    }
+}
+
+/// What became of the first open call.
+enum Next {
+    /// It got its result at once (an error, a refusal): the next one is
+    /// looked at.
+    Answered(Vec<Command>),
+    /// It runs, a question about it is asked, or the turn stopped: the
+    /// session waits.
+    Waits(Vec<Command>),
+}
