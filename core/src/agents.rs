@@ -42,6 +42,9 @@ pub struct Agents {
     pub delegated: Vec<Delegated>,
     /// The background commands, in the order they started.
     pub shells: Vec<Shell>,
+    /// The subagent definitions a `task` call may name, as the last
+    /// `context` record listed them.
+    pub subagents: Vec<String>,
 }
 
 impl Agents {
@@ -92,10 +95,24 @@ impl Agents {
         again
     }
 
-    /// The built-in tools this session offers, by name: `None` for all
-    /// (a session of its own), the spawned record's list for a child.
-    pub fn offered(&self) -> Option<Vec<String>> {
-        self.spawned.as_ref().map(|s| s.tools.clone())
+    /// The built-in tools this session's next request offers, by name, of
+    /// `known` (every built-in tool, in order): a child's are its
+    /// `spawned` record's. Of them, `task` only while subagent definitions
+    /// are listed, `shell_output` and `shell_kill` only while a background
+    /// command runs (see docs/subagents.md and docs/shells.md).
+    pub fn offered(&self, known: &[&str]) -> Vec<String> {
+        let running = self.running_shells().next().is_some();
+        let all = match &self.spawned {
+            Some(s) => s.tools.clone(),
+            None => known.iter().map(|n| (*n).to_owned()).collect(),
+        };
+        all.into_iter()
+            .filter(|name| match name.as_str() {
+                "task" => !self.subagents.is_empty(),
+                "shell_output" | "shell_kill" => running,
+                _ => true,
+            })
+            .collect()
     }
 
     /// Why a call of the built-in tool `name` is refused in this session,
@@ -209,7 +226,7 @@ mod tests {
     fn a_child_refuses_what_it_was_not_given_and_a_session_refuses_nothing() {
         let mut agents = Agents::default();
         assert_eq!(agents.refusal("write_file"), None);
-        assert_eq!(agents.offered(), None);
+        assert_eq!(agents.offered(&KNOWN), names(&KNOWN[..6]), "no task");
         let spawned = Spawned {
             at: datetime!(2026-12-06 11:00 UTC),
             parent: "p".into(),
@@ -218,13 +235,45 @@ mod tests {
             tools: names(&["read_file", "grep"]),
         };
         assert!(!agents.apply_spawned(&spawned));
-        assert_eq!(agents.offered(), Some(names(&["read_file", "grep"])));
+        assert_eq!(agents.offered(&KNOWN), names(&["read_file", "grep"]));
         assert_eq!(agents.refusal("grep"), None);
         let refused = agents.refusal("write_file").unwrap();
         assert!(
             refused.starts_with("error: write_file is not among"),
             "{refused}"
         );
+    }
+
+    #[test]
+    fn task_is_offered_with_definitions_and_shell_output_while_a_command_runs() {
+        let known = ["read_file", "shell", "shell_output", "shell_kill", "task"];
+        let mut agents = Agents::default();
+        assert_eq!(agents.offered(&known), names(&["read_file", "shell"]));
+        agents.subagents = names(&["reviewer"]);
+        assert_eq!(
+            agents.offered(&known),
+            names(&["read_file", "shell", "task"])
+        );
+        let started = Background {
+            at: datetime!(2026-12-06 11:00 UTC),
+            call: "c1".into(),
+            id: "bg1".into(),
+            event: BackgroundEvent::Started {
+                command: "sleep 9".into(),
+                file: String::new(),
+            },
+        };
+        agents.apply_background(&started);
+        assert_eq!(agents.offered(&known), names(&known));
+        let ended = Background {
+            event: BackgroundEvent::Ended {
+                status: "exited 0".into(),
+            },
+            ..started
+        };
+        agents.apply_background(&ended);
+        agents.subagents.clear();
+        assert_eq!(agents.offered(&known), names(&["read_file", "shell"]));
     }
 
     #[test]

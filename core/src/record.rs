@@ -550,6 +550,10 @@ pub struct Context {
     pub at: OffsetDateTime,
     /// The whole system prompt, byte for byte.
     pub system: String,
+    /// The subagent definitions a `task` call may name from now on, by
+    /// name (issue 43): `task` is offered only while there are some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<String>,
 }
 
 /// A message of the conversation, with the time it was written.

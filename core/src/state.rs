@@ -428,6 +428,7 @@ impl State {
 
     fn apply_context(&mut self, c: &Context) -> Option<Inconsistency> {
         self.system = Some(c.system.clone());
+        self.agents.subagents = c.subagents.clone();
         None
     }
 
@@ -983,7 +984,7 @@ impl State {
             },
             effort: self.effort,
             thinking: self.thinking(),
-            builtin: self.agents.offered(),
+            builtin: Some(self.agents.offered(&crate::tools::names())),
             tool_choice: None,
         }
     }

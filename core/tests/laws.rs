@@ -977,7 +977,11 @@ impl Arbitrary for AnyRecord {
                 provider: s(g),
                 ..header()
             }),
-            1 => Record::Context(Context { at, system: s(g) }),
+            1 => Record::Context(Context {
+                at,
+                system: s(g),
+                subagents: Vec::new(),
+            }),
             2 => Record::Message(Message {
                 thinking: Vec::new(),
                 at,
