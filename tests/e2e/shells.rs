@@ -165,6 +165,25 @@ fn a_long_background_read_spills_to_its_file_and_a_kill_ends_it() {
         .filter(|r| r["type"] == "background" && r["event"] == "read")
         .collect();
     assert_eq!(spilled[0]["spilled"], true);
+    // shell_output and shell_kill are offered while bg1 runs (from the
+    // request after its start to the one before its kill's result), task
+    // never: there are no subagent definitions.
+    let offered: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).unwrap();
+            let names: Vec<&str> = body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap())
+                .collect();
+            assert!(!names.contains(&"task"), "{names:?}");
+            names.contains(&"shell_output") && names.contains(&"shell_kill")
+        })
+        .collect();
+    assert_eq!(offered, [false, true, true, true, false, false]);
 }
 
 #[test]
