@@ -265,3 +265,32 @@ fn the_parents_max_cost_stops_a_child() {
     assert_eq!(server.requests().len(), 2);
     assert_eq!(run.stdout, "Over budget.\n", "{run:?}");
 }
+
+#[test]
+fn task_is_offered_only_with_definitions_and_the_log_names_them() {
+    let env = TestEnv::new("task-offered");
+    let server = serve(vec![FakeReply::text("No."), FakeReply::text("Yes.")]);
+    let url = server.url();
+    env.ok(&["-p", "hi", "--base-url", &url]);
+    let dir = env.cwd.join(".claude/agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("finder.md"),
+        "---\ndescription: Finds things.\n---\nYou find things.\n",
+    )
+    .unwrap();
+    env.ok(&["-p", "hi", "--base-url", &url]);
+    let offered: Vec<bool> = server
+        .requests()
+        .iter()
+        .map(|r| r.body.contains(r#""name":"task""#))
+        .collect();
+    assert_eq!(offered, [false, true]);
+    let logs: Vec<Vec<Value>> = env.session_files().iter().map(|f| records(f)).collect();
+    let named: Vec<&Value> = logs
+        .iter()
+        .flat_map(|log| of_type(log, "context"))
+        .filter_map(|c| c.get("subagents"))
+        .collect();
+    assert_eq!(named, [&json!(["finder"])]);
+}
