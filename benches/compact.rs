@@ -336,6 +336,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
     old.push(Record::Context(Context {
         at,
         system: "You are revolve.".into(),
+        subagents: Vec::new(),
     }));
     old.extend(history.into_iter().map(Record::Message));
     old.push(Record::Pruned(Pruned {

@@ -57,6 +57,7 @@ fn main() {
     let tool = Tool::Shell {
         command: "true".into(),
         timeout_s: 60,
+        background: false,
     };
     let runs = if smoke { 5 } else { 101 };
     let (mut off, mut on): (Vec<Duration>, Vec<Duration>) = (Vec::new(), Vec::new());

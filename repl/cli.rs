@@ -133,6 +133,26 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "FORMAT", default_value_t = crate::output::Format::Text)]
     pub output_format: crate::output::Format,
 
+    /// (internal) Run as the subagent of the session PARENT's `task` call
+    /// CALL: no `task` tool, no questions, a `spawned` record after the
+    /// header
+    #[arg(long, hide = true, value_name = "PARENT:CALL", requires = "print")]
+    pub subagent_of: Option<String>,
+
+    /// (internal) The subagent definition a child runs under
+    #[arg(long, hide = true, value_name = "NAME", requires = "subagent_of")]
+    pub subagent: Option<String>,
+
+    /// (internal) The built-in tools a child offers, comma-separated
+    #[arg(
+        long,
+        hide = true,
+        value_name = "LIST",
+        value_delimiter = ',',
+        requires = "subagent_of"
+    )]
+    pub tools: Option<Vec<String>>,
+
     /// Where each argument's value came from (flag or environment), by
     /// argument id, at any depth of subcommands; filled by
     /// [`crate::config::parse_args`].

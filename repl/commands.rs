@@ -124,9 +124,14 @@ pub(crate) fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> R
             for file in store.chain(&path) {
                 let mut rebuild = state::Rebuild::default();
                 let skipped = each_noting(&file, |record| match mode {
-                    ReplayMode::Requests => match rebuild.push(&record) {
-                        Some(request) => stdout.body(&request.body),
-                        None => true,
+                    // A child's requests follow the request that asked
+                    // for it (its `delegated` record), read from its log.
+                    ReplayMode::Requests => match (&record, rebuild.push(&record)) {
+                        (_, Some(request)) => stdout.body(&request.body),
+                        (revolve_core::Record::Delegated(d), None) if !d.log.is_empty() => {
+                            child_requests(std::path::Path::new(&d.log), &mut stdout)
+                        }
+                        _ => true,
                     },
                     _ => stdout.write(&view::transcript(std::slice::from_ref(&record))),
                 })?;
@@ -147,6 +152,25 @@ pub(crate) fn replay(store: &Store, needle: Option<&str>, mode: ReplayMode) -> R
         }
         ReplayMode::Check => check(store, &path),
     }
+}
+
+/// The requests of a child's log (see docs/subagents.md), written as the
+/// parent's are; a child's log that cannot be read is said on stderr.
+fn child_requests(log: &std::path::Path, stdout: &mut Stdout) -> bool {
+    let mut rebuild = state::Rebuild::default();
+    let mut reading = true;
+    let read = each_noting(log, |record| {
+        reading = match rebuild.push(&record) {
+            Some(request) => stdout.body(&request.body),
+            None => true,
+        };
+        reading
+    });
+    match read {
+        Ok(skipped) => note_skipped(log, skipped),
+        Err(e) => eprintln!("revolve: the subagent's requests are left out: {e}"),
+    }
+    reading
 }
 
 /// Stdout through a buffer, remembering the first failure (a closed pipe

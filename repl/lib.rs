@@ -36,6 +36,7 @@ pub mod render;
 mod repl;
 mod sessions;
 mod stdin;
+mod subagent;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -308,6 +309,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
     runtime.mcp = revolve_io::live::Mcp { hub, recorded };
+    runtime.agents = subagent::agents(&cli)?;
     // The hooks: the config file's, and the project's once approved (a
     // replayed session runs none: its answers are recorded).
     if settings.replay.is_none() {
@@ -627,6 +629,7 @@ fn runtime(
 ) -> Runtime {
     let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
     Runtime {
+        agents: Default::default(),
         settings: settings.core.clone(),
         memory,
         // Told once the session is open (Live::set_created_project_dir).

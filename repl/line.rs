@@ -87,6 +87,11 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
                 Err(e) => eprintln!("/max-cost: {e}, or off"),
             }
         }
+        Slash::Shells(None) => eprint!("{}", shells_text(&live.shells())),
+        Slash::Shells(Some(id)) => match live.kill_shell(&id)? {
+            Some(how) => eprintln!("{id}: {how}"),
+            None => eprintln!("/shells: there is no background command {id} (/shells lists them)"),
+        },
         Slash::Cost => eprint!(
             "{}",
             view::cost(live.state(), live.prices(), live.max_cost())
@@ -190,4 +195,24 @@ pub(crate) fn attached(live: &Live, text: &str) -> String {
         }
     }
     revolve_view::attach::message(text, &files)
+}
+
+/// `/shells`: a line per background command (id, state, bytes written,
+/// command), or that there are none.
+fn shells_text(shells: &[revolve_tools::background::Listed]) -> String {
+    if shells.is_empty() {
+        return "no background shell commands (the model starts one with shell and background: true)\n".into();
+    }
+    let mut out = String::new();
+    for s in shells {
+        out.push_str(&format!(
+            "{:5} {:28} {:>9} bytes  {}\n",
+            s.id,
+            s.ended.as_deref().unwrap_or("running"),
+            s.bytes,
+            revolve_core::text::one_line(&s.command, 80)
+        ));
+    }
+    out.push_str("/shells kill ID kills one\n");
+    out
 }

@@ -187,6 +187,7 @@ fn compaction(window: u64) -> Compaction {
         Record::Context(Context {
             at,
             system: prompt::BASE.to_owned(),
+            subagents: Vec::new(),
         }),
     ]);
     let mut rng = Lcg(0x5eed_0000_0000_0042);

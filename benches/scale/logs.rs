@@ -204,6 +204,7 @@ pub(crate) fn write_pruned_log(path: &Path, target: u64) -> io::Result<Shape> {
     w.append(&Record::Context(Context {
         at,
         system: texts.pick(&mut rng, 2_000).to_owned(),
+        subagents: Vec::new(),
     }))?;
     let mut file = Turns::default();
     let mut shape = Shape {
@@ -395,6 +396,7 @@ pub(crate) fn write_chain(dir: &Path, target: u64, per_file: u64) -> io::Result<
         w.append(&Record::Context(Context {
             at,
             system: texts.pick(&mut rng, 2_000).to_owned(),
+            subagents: Vec::new(),
         }))?;
         let mut written = 0;
         while written < per_file {

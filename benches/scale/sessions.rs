@@ -132,6 +132,7 @@ pub(crate) fn write_sessions(env: &Env, count: usize) -> io::Result<Written> {
         w.append(&Record::Context(Context {
             at,
             system: texts.pick(&mut rng, 300).to_owned(),
+            subagents: Vec::new(),
         }))?;
         let mut totals = Totals {
             name: Some(name.clone()),

@@ -248,6 +248,7 @@ pub(crate) fn write_big_log(path: &Path, target: u64) -> io::Result<Shape> {
     w.append(&Record::Context(Context {
         at,
         system: system_prompt(&mut rng),
+        subagents: Vec::new(),
     }))?;
     let mut shape = Shape {
         lines: 2,

@@ -200,6 +200,7 @@ pub(crate) fn write_sessions(store: &Store, count: usize) -> io::Result<(u64, us
         w.append(&Record::Context(Context {
             at,
             system: system_prompt(&mut rng),
+            subagents: Vec::new(),
         }))?;
         let large = i.is_multiple_of(10);
         let turns = if large { 8 } else { 1 + rng.below(6) };

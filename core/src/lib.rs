@@ -28,6 +28,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod agents;
 pub mod approval;
 pub mod compact;
 pub mod config;
@@ -54,6 +55,7 @@ pub mod sandbox;
 pub mod session;
 pub mod skills;
 pub mod state;
+pub mod subagents;
 pub mod summary;
 pub mod text;
 pub mod tools;

@@ -150,11 +150,12 @@ pub fn latest(sessions: &[Summary]) -> Option<&Summary> {
             .cmp(&b.last_activity)
             .then_with(|| a.id.cmp(&b.id))
     };
-    sessions
-        .iter()
+    // A subagent's session is its parent's work, never the one to resume.
+    let own = || sessions.iter().filter(|s| s.parent.is_none());
+    own()
         .filter(|s| s.turns > 0)
         .max_by(newest)
-        .or_else(|| sessions.iter().max_by(newest))
+        .or_else(|| own().max_by(newest))
 }
 
 /// Whether a new session the user did not name gets a generated name:
@@ -232,6 +233,7 @@ mod tests {
             path: format!("{id}.jsonl"),
             continued: None,
             spent: Default::default(),
+            parent: None,
         }
     }
 

@@ -329,6 +329,28 @@ pub const THINKING_BUDGETS: [u64; 3] = [2_048, 8_192, 24_576];
 /// not in its log yet) stays.
 pub const BLOB_PRUNE_EVERY_S: u64 = 86_400;
 
+/// How many background shell commands (`shell` with `background: true`) a
+/// session may have running at once; one more is refused with a note to
+/// kill one.
+pub const BACKGROUND_SHELLS: usize = 8;
+
+/// How much of a background command's unread output (stdout and stderr
+/// as they came) `shell_output` returns; past it, the whole of it is in a
+/// file whose path the result names, and the result is its head and tail.
+pub const BACKGROUND_READ_BYTES: usize = 16 * 1024;
+
+/// How much of a background command's output is kept in memory, unread;
+/// past it the oldest unread bytes go (the file keeps everything up to
+/// [`BACKGROUND_FILE_CAP`]).
+pub const BACKGROUND_BUFFER_BYTES: usize = 256 * 1024;
+
+/// How much of a background command's output its file keeps; past it,
+/// writing stops and the next read says so.
+pub const BACKGROUND_FILE_CAP: u64 = 64 * 1024 * 1024;
+
+/// How many `task` calls of one answer run at once (the others wait for a
+/// free place).
+pub const PARALLEL_TASKS: usize = 4;
 // ---------------------------------------------------------------------------
 // hooks (issue 43)
 

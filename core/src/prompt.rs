@@ -5,6 +5,7 @@ use crate::goal::{self, Goals};
 use crate::instructions::{self, Instructions};
 use crate::memory::{self, MemoryFile};
 use crate::skills::{self, Skill};
+use crate::subagents::{self, Definition};
 
 /// The base prompt every session starts from: only what is true for every
 /// project and user (who the model is, where its answers are read). Habits,
@@ -32,7 +33,16 @@ pub struct Parts {
     pub goals: Goals,
     /// The skills found, each name once (none with `--bare`).
     pub skills: Vec<Skill>,
+    /// The subagent definitions a `task` call may name (none in a child,
+    /// which has no `task` tool).
+    pub subagents: Vec<Definition>,
+    /// A child's part: the prompt of the definition it runs under, or the
+    /// general helper's ([`CHILD`]); `None` in a session of its own.
+    pub role: Option<String>,
 }
+
+/// What every subagent is told before its definition's prompt.
+pub const CHILD: &str = "You are a subagent: another agent handed you one task. You cannot ask anyone anything; what would need the user's approval is refused. When done, answer once, completely: your answer is all the other agent sees of your work.";
 
 /// The system prompt for a session working in `cwd` with a `window` of
 /// tokens (0: not known): the base, then the project's instructions, then
@@ -42,10 +52,16 @@ pub struct Parts {
 pub fn system(cwd: &str, parts: &Parts, window: u64) -> String {
     let brief = window > 0 && window < BRIEF_BELOW;
     let mut prompt = format!("{BASE}\n\nWorking directory: {cwd}");
+    let role = parts
+        .role
+        .as_ref()
+        .map(|role| format!("{CHILD}\n\n{role}").trim_end().to_owned());
     for block in [
+        role,
         instructions::prompt_block(&parts.instructions),
         memory::prompt_block_within(&parts.memory, brief),
         skills::prompt_block(&parts.skills),
+        subagents::prompt_block(&parts.subagents),
         goal::prompt_block(&parts.goals),
     ]
     .into_iter()

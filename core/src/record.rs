@@ -268,8 +268,10 @@ macro_rules! word_field {
     };
 }
 
+mod agents;
 mod compaction;
 mod edits;
+pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
 mod hooks;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
@@ -394,6 +396,12 @@ pub enum Record {
     /// The MCP tools offered from now on (issue 30), whenever the list
     /// changes: every later request offers them after revolve's own.
     McpTools(McpTools),
+    /// A background shell command started, was read or ended (issue 43).
+    Background(Background),
+    /// A `task` call ran a child session (issue 43).
+    Delegated(Delegated),
+    /// This session is a child of another's `task` call (issue 43).
+    Spawned(Spawned),
     /// A hook ran (issue 43): its event, command, ending and decision.
     Hook(Hooked),
     /// `update_plan` set the plan (or a compaction carried it over).
@@ -542,6 +550,10 @@ pub struct Context {
     pub at: OffsetDateTime,
     /// The whole system prompt, byte for byte.
     pub system: String,
+    /// The subagent definitions a `task` call may name from now on, by
+    /// name (issue 43): `task` is offered only while there are some.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<String>,
 }
 
 /// A message of the conversation, with the time it was written.
@@ -1094,6 +1106,9 @@ impl Record {
             "rewound" => Record::Rewound(body(line)?),
             "rewinding" => Record::Rewinding(body(line)?),
             "mcp_tools" => Record::McpTools(body(line)?),
+            "background" => Record::Background(body(line)?),
+            "delegated" => Record::Delegated(body(line)?),
+            "spawned" => Record::Spawned(body(line)?),
             "hook" => Record::Hook(body(line)?),
             "plan" => Record::Plan(body(line)?),
             other => {
@@ -1146,6 +1161,9 @@ impl Record {
             Record::Written(r) => Some(r.at),
             Record::Rewound(r) | Record::Rewinding(r) => Some(r.at),
             Record::McpTools(r) => Some(r.at),
+            Record::Background(r) => Some(r.at),
+            Record::Delegated(r) => Some(r.at),
+            Record::Spawned(r) => Some(r.at),
             Record::Hook(r) => Some(r.at),
             Record::Plan(r) => Some(r.at),
         }

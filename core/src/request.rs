@@ -144,6 +144,9 @@ pub struct Shape {
     /// tools are used. Without it, thinking blocks are not sent. Nothing
     /// on the Chat Completions wire.
     pub thinking: Option<Think>,
+    /// The built-in tools offered, by name (a subagent's, from its
+    /// `spawned` record); `None`: all of them.
+    pub builtin: Option<Vec<String>>,
     /// `tool_choice` of this request, when it is asked (see
     /// [`ToolChoice`]); only on the Chat Completions wire, with tools.
     pub tool_choice: Option<ToolChoice>,
@@ -232,6 +235,7 @@ impl Shape {
             mcp: Vec::new(),
             effort: None,
             thinking: None,
+            builtin: None,
             tool_choice: None,
         }
     }
@@ -848,7 +852,7 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
         "stream_options": {"include_usage": true},
     });
     if shape.tools {
-        let mut tools: Vec<Value> = tools::definitions()
+        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref())
             .into_iter()
             .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
             .collect();
@@ -908,7 +912,7 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
         "stream": true,
     });
     if shape.tools {
-        let mut tools: Vec<Value> = tools::definitions()
+        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref())
             .into_iter()
             .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}))
             .collect();
@@ -1695,6 +1699,7 @@ mod streaming_tests {
                     key: key.then(|| "20261205-130000-abcdef".to_owned()),
                 },
                 mcp: Vec::new(),
+                builtin: None,
                 effort: effort.map(|e| [Effort::Low, Effort::Medium, Effort::High][usize::from(e % 3)]),
                 thinking: thinking.map(|t| match t % 2 {
                     0 => Think::Budget(u64::from(t)),

@@ -114,6 +114,7 @@ use crate::state::State;
 mod approval;
 mod commands;
 mod compaction;
+mod delegation;
 mod edits;
 mod hooking;
 mod phase;
@@ -126,9 +127,9 @@ pub use edits::Opened;
 use phase::{Due, Flight, Phase, Question};
 pub use phase::{Outcome, Step};
 pub use protocol::{
-    Command, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand, MemoryInput,
-    MemoryWrite, ModelCommand, ModelInput, Reply, Sandboxing, ToolCommand, ToolEffects, ToolInput,
-    TurnContext, Usage, UserCommand, UserInput,
+    Command, Delegation, Delivery, FileCommand, FileInput, Input, LogCommand, MemoryCommand,
+    MemoryInput, MemoryWrite, ModelCommand, ModelInput, Reply, Sandboxing, TaskEnd, ToolCommand,
+    ToolEffects, ToolInput, TurnContext, Usage, UserCommand, UserInput,
 };
 pub use settings::{Settings, SPILL_CHARS};
 
@@ -359,6 +360,21 @@ impl Session {
                 input,
             ) if !matches!(input, ToolInput::Hooked { .. }) && input.id() == running => {
                 (self.tool_ended(outside, input), Outcome::Going)
+            }
+            (
+                Phase::Delegating { ids },
+                ToolInput::Delegated {
+                    ends,
+                    interrupted,
+                    now,
+                },
+            ) if ends.iter().map(|e| &e.id).eq(ids.iter()) => {
+                let outcome = if interrupted {
+                    Outcome::Interrupted
+                } else {
+                    Outcome::Going
+                };
+                (self.delegated(ends, interrupted, now), outcome)
             }
             (phase, input) => {
                 self.phase = phase;

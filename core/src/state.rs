@@ -118,6 +118,10 @@ pub struct State {
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) mcp_tools: Vec<crate::mcp::McpTool>,
+    /// Background commands, children and, for a child, its parent's call
+    /// (the `background`, `delegated` and `spawned` records).
+    #[serde(skip_serializing_if = "crate::agents::Agents::is_empty")]
+    pub(crate) agents: crate::agents::Agents,
     /// The MCP tools the user answered "always" for.
     #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
     pub(crate) mcp_always: std::collections::BTreeSet<String>,
@@ -360,6 +364,18 @@ impl State {
             Record::Refined(r) => self.apply_refined(r),
             Record::Compacted(c) => self.apply_compacted(c),
             Record::Continued(c) => self.apply_continued(c),
+            Record::Background(r) => self
+                .agents
+                .apply_background(r)
+                .map(|id| Inconsistency::BackgroundNeverStarted { id }),
+            Record::Delegated(r) => {
+                self.agents.apply_delegated(r, &mut self.totals);
+                None
+            }
+            Record::Spawned(r) => self
+                .agents
+                .apply_spawned(r)
+                .then_some(Inconsistency::SecondSpawned),
             Record::Hook(h) => self.apply_hook(h),
             Record::Plan(p) => {
                 self.plan = p.steps.clone();
@@ -412,6 +428,7 @@ impl State {
 
     fn apply_context(&mut self, c: &Context) -> Option<Inconsistency> {
         self.system = Some(c.system.clone());
+        self.agents.subagents = c.subagents.clone();
         None
     }
 
@@ -967,8 +984,14 @@ impl State {
             },
             effort: self.effort,
             thinking: self.thinking(),
+            builtin: Some(self.agents.offered(&crate::tools::names())),
             tool_choice: None,
         }
+    }
+
+    /// Background commands, children and the parent's call, as folded.
+    pub fn agents(&self) -> &crate::agents::Agents {
+        &self.agents
     }
 
     /// The `tool_choice` of the request [`State::request`] sends now: the

@@ -65,6 +65,10 @@ pub struct Summary {
     /// What it spent (`revolve sessions --json` says it).
     #[serde(flatten, default)]
     pub spent: Spent,
+    /// The session whose `task` call ran it, when it is a subagent (its
+    /// `spawned` record): listed under its parent, never the latest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 /// Whether `revolve sessions` (`--all` with `all`) shows a session file:
@@ -85,16 +89,91 @@ pub fn listed(mut sessions: Vec<Summary>, all: bool) -> Vec<Summary> {
             .cmp(&a.last_activity)
             .then_with(|| b.id.cmp(&a.id))
     });
-    sessions
+    under_parents(sessions)
+}
+
+/// `sessions` (in their order) with each child moved right after its
+/// parent, when its parent is among them.
+fn under_parents(sessions: Vec<Summary>) -> Vec<Summary> {
+    if sessions.iter().all(|s| s.parent.is_none()) {
+        return sessions;
+    }
+    let ids: std::collections::BTreeSet<String> = sessions.iter().map(|s| s.id.clone()).collect();
+    let (children, mut rest): (Vec<Summary>, Vec<Summary>) = sessions
+        .into_iter()
+        .partition(|s| s.parent.as_ref().is_some_and(|p| ids.contains(p)));
+    let mut out = Vec::with_capacity(rest.len() + children.len());
+    for s in rest.drain(..) {
+        let id = s.id.clone();
+        out.push(s);
+        out.extend(
+            children
+                .iter()
+                .filter(|c| c.parent.as_deref() == Some(id.as_str()))
+                .cloned(),
+        );
+    }
+    out
 }
 
 /// [`listed`], and without `all` the session `latest` names too when the
 /// REPL gave it an address (a generated name): the one its exit hint
 /// told the user to resume.
 pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) -> Vec<Summary> {
-    sessions.retain(|s| {
-        shown(s.named, s.continued.is_some(), all)
-            || (s.continued.is_none() && s.name.is_some() && Some(s.id.as_str()) == latest)
-    });
+    let kept: std::collections::BTreeSet<String> = sessions
+        .iter()
+        .filter(|s| {
+            shown(s.named, s.continued.is_some(), all)
+                || (s.continued.is_none() && s.name.is_some() && Some(s.id.as_str()) == latest)
+        })
+        .map(|s| s.id.clone())
+        .collect();
+    // A listed session's children are listed under it.
+    sessions
+        .retain(|s| kept.contains(&s.id) || s.parent.as_ref().is_some_and(|p| kept.contains(p)));
     listed(sessions, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::macros::datetime;
+
+    fn session(id: &str, named: bool, parent: Option<&str>, minute: u8) -> Summary {
+        let at = datetime!(2026-12-06 12:00 UTC) + time::Duration::minutes(i64::from(minute));
+        Summary {
+            id: id.into(),
+            name: named.then(|| id.to_owned()),
+            named,
+            started: at,
+            turns: 1,
+            last_activity: at,
+            path: String::new(),
+            continued: None,
+            spent: Spent::default(),
+            parent: parent.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn children_are_listed_under_their_parent_and_are_never_the_latest() {
+        let sessions = vec![
+            session("amber", true, None, 1),
+            session("k1", false, Some("amber"), 5),
+            session("k2", false, Some("amber"), 4),
+            session("birch", true, None, 3),
+            session("lost", false, Some("gone"), 6),
+        ];
+        let ids = |list: &[Summary]| list.iter().map(|s| s.id.clone()).collect::<Vec<_>>();
+        // Named only: amber's children come along under it.
+        assert_eq!(
+            ids(&listed_with(sessions.clone(), false, None)),
+            ["birch", "amber", "k1", "k2"]
+        );
+        assert_eq!(
+            ids(&listed(sessions.clone(), true)),
+            ["lost", "birch", "amber", "k1", "k2"]
+        );
+        assert_eq!(crate::names::latest(&sessions).unwrap().id, "birch");
+    }
 }

@@ -40,8 +40,34 @@ pub enum Tool {
         /// The command line, run by `sh`.
         command: String,
         /// Seconds before it is killed ([`shell_timeout`] of what the
-        /// model asked).
+        /// model asked); a background command is not timed.
         timeout_s: u64,
+        /// Start it and return its id at once (see `shell_output`): a dev
+        /// server or a watch build that runs while the turn goes on.
+        background: bool,
+    },
+    /// What a background command printed since the last read, and whether
+    /// it ended.
+    ShellOutput {
+        /// The id `shell` with `background: true` returned.
+        id: String,
+    },
+    /// Kill a background command and its whole process group.
+    ShellKill {
+        /// The id `shell` with `background: true` returned.
+        id: String,
+    },
+    /// Hand a piece of work to a child session (a subagent): its final
+    /// answer is the result.
+    Task {
+        /// A few words on what the child does, shown while it runs.
+        description: String,
+        /// The child's whole task: it sees nothing else of this session.
+        prompt: String,
+        /// The definition it runs under (`subagents/NAME.md`,
+        /// `.agents/agents/NAME.md`, `.claude/agents/NAME.md`); none: the
+        /// general, read-only one.
+        subagent: Option<String>,
     },
     /// Ask the user to let this session read a path outside the tree.
     RequestFileGrant {
@@ -119,6 +145,9 @@ impl Tool {
             Tool::EditFile { .. } => "edit_file",
             Tool::WriteFile { .. } => "write_file",
             Tool::Skill { .. } => "skill",
+            Tool::ShellOutput { .. } => "shell_output",
+            Tool::ShellKill { .. } => "shell_kill",
+            Tool::Task { .. } => "task",
             Tool::UpdatePlan { .. } => "update_plan",
         }
     }
@@ -142,7 +171,10 @@ impl Tool {
             | Tool::Skill { .. }
             | Tool::RequestFileGrant { .. }
             | Tool::UpdatePlan { .. }
-            | Tool::Shell { .. } => true,
+            | Tool::Shell { .. }
+            | Tool::ShellOutput { .. }
+            | Tool::ShellKill { .. }
+            | Tool::Task { .. } => true,
             Tool::Remember { .. }
             | Tool::GoalProgress { .. }
             | Tool::EditFile { .. }
@@ -214,14 +246,29 @@ pub fn definitions() -> Vec<Definition> {
             name: "shell",
             description:
                 "Run a shell command (sh -c) in the working directory and return its exit \
-                          status, stdout and stderr. The user may have to approve it.",
+                          status, stdout and stderr. The user may have to approve it. With \
+                          background true it starts the command (a server, a watch build) and \
+                          returns its id at once: read it with shell_output, stop it with \
+                          shell_kill; it is killed when the session ends.",
             parameters: object(
                 json!({
                     "command": string("the command line"),
                     "timeout_s": integer("seconds before the command is killed (default 120)"),
+                    "background": {"type": "boolean", "description": "start it and return its id at once"},
                 }),
                 &["command"],
             ),
+        },
+        Definition {
+            name: "shell_output",
+            description: "What a background shell command printed since the last read, and \
+                          whether it ended (with its exit status).",
+            parameters: object(json!({"id": string("the id shell returned")}), &["id"]),
+        },
+        Definition {
+            name: "shell_kill",
+            description: "Kill a background shell command and everything it started.",
+            parameters: object(json!({"id": string("the id shell returned")}), &["id"]),
         },
         Definition {
             name: "edit_file",
@@ -292,6 +339,21 @@ pub fn definitions() -> Vec<Definition> {
             parameters: object(json!({"name": string("its name")}), &["name"]),
         },
         Definition {
+            name: "task",
+            description: "Hand a self-contained piece of work to a subagent: a child session \
+                          with its own window that sees only your prompt, may use only the tools \
+                          its definition allows (read-only by default) and answers once; its \
+                          answer is the result. Several task calls in one answer run side by side.",
+            parameters: object(
+                json!({
+                    "description": string("three to five words on what it does"),
+                    "prompt": string("the whole task: the child sees nothing else"),
+                    "subagent": string("the subagent definition to run (default: a read-only helper)"),
+                }),
+                &["description", "prompt"],
+            ),
+        },
+        Definition {
             name: "agent_info",
             description:
                 "This session's id and name, its log file, the project key and directory, \
@@ -320,6 +382,21 @@ pub fn definitions() -> Vec<Definition> {
             ),
         },
     ]
+}
+
+/// The definitions offered: those named in `only`, else all of them, in
+/// the order of [`definitions`].
+pub fn offered(only: Option<&[String]>) -> Vec<Definition> {
+    let mut all = definitions();
+    if let Some(only) = only {
+        all.retain(|d| only.iter().any(|name| name == d.name));
+    }
+    all
+}
+
+/// Every built-in tool's name, in the order they are offered.
+pub fn names() -> Vec<&'static str> {
+    definitions().into_iter().map(|d| d.name).collect()
 }
 
 /// How long a shell command may run: the model's `timeout_s`, else
@@ -362,6 +439,18 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
     struct Shell {
         command: String,
         timeout_s: Option<u64>,
+        #[serde(default)]
+        background: bool,
+    }
+    #[derive(Deserialize)]
+    struct Id {
+        id: String,
+    }
+    #[derive(Deserialize)]
+    struct Task {
+        description: String,
+        prompt: String,
+        subagent: Option<String>,
     }
     #[derive(Deserialize)]
     struct Remember {
@@ -412,6 +501,14 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         "shell" => args::<Shell>(call).map(|a| Tool::Shell {
             command: a.command,
             timeout_s: shell_timeout(a.timeout_s),
+            background: a.background,
+        }),
+        "shell_output" => args::<Id>(call).map(|a| Tool::ShellOutput { id: a.id }),
+        "shell_kill" => args::<Id>(call).map(|a| Tool::ShellKill { id: a.id }),
+        "task" => args::<Task>(call).map(|a| Tool::Task {
+            description: a.description,
+            prompt: a.prompt,
+            subagent: a.subagent.filter(|s| !s.trim().is_empty()),
         }),
         "request_file_grant" => args::<Grant>(call).map(|a| Tool::RequestFileGrant {
             path: a.path,
@@ -473,6 +570,9 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         }
         Tool::Grep { pattern, .. } if pattern.is_empty() => {
             Err("error: grep: pattern is empty".into())
+        }
+        Tool::Task { prompt, .. } if prompt.trim().is_empty() => {
+            Err("error: task: prompt is empty".into())
         }
         Tool::EditFile { old_string, .. } if old_string.is_empty() => Err(
             "error: edit_file: old_string is empty; to write a whole file use write_file".into(),

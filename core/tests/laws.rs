@@ -247,7 +247,9 @@ impl Run {
                 Command::Tool(ToolCommand::Run { id, .. })
                 | Command::Tool(ToolCommand::CallMcp { id, .. }) => self.running = Some(id),
                 Command::File(FileCommand::Spill { path, .. }) => self.spilled.push(path),
-                Command::Log(LogCommand::Sync)
+                // The generated answers make no `task` calls.
+                Command::Tool(ToolCommand::Delegate { .. })
+                | Command::Log(LogCommand::Sync)
                 | Command::User(UserCommand::Show(_))
                 | Command::User(UserCommand::Refused(_))
                 | Command::Memory(MemoryCommand::Snapshot { .. })
@@ -975,7 +977,11 @@ impl Arbitrary for AnyRecord {
                 provider: s(g),
                 ..header()
             }),
-            1 => Record::Context(Context { at, system: s(g) }),
+            1 => Record::Context(Context {
+                at,
+                system: s(g),
+                subagents: Vec::new(),
+            }),
             2 => Record::Message(Message {
                 thinking: Vec::new(),
                 at,

@@ -44,6 +44,20 @@ pub fn session_id(now: OffsetDateTime) -> String {
     format!("{stamp}-{:06x}", suffix(seed) & 0xff_ffff)
 }
 
+/// The `REVOLVE_ID_SEED` a child process started for `call` gets when
+/// this run's ids are seeded (each run its own seed: see the module doc),
+/// derived from this run's seed and the call; `None` unseeded.
+pub fn child_seed(call: &str) -> Option<String> {
+    let seed = std::env::var("REVOLVE_ID_SEED")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())?;
+    let mut hash = seed ^ 0x9e37_79b9_7f4a_7c15; // not policy: a mixing constant
+    for b in call.bytes() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3); // not policy: FNV prime
+    }
+    Some(hash.to_string())
+}
+
 /// The hex digits of an id: from the seed and a counter when seeded, else
 /// from a random hasher, the process and the time.
 fn suffix(seed: Option<u64>) -> u64 {

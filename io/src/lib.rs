@@ -42,3 +42,5 @@ pub mod front;
 pub mod interrupt;
 #[cfg(unix)]
 pub mod live;
+#[cfg(unix)]
+pub mod task;

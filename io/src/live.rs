@@ -87,6 +87,8 @@ pub struct Runtime {
     /// The MCP servers (whether their calls need approval, and how long
     /// one may take, are in [`Runtime::settings`]).
     pub mcp: Mcp,
+    /// What children of `task` calls inherit, or whose child this is.
+    pub agents: crate::task::Agents,
     /// `tool_choice` of a new session's requests (`--tool-choice`, config
     /// `tool_choice`), kept in its header; a resumed session keeps its own.
     pub tool_choice: Option<revolve_core::request::ToolChoice>,
@@ -180,7 +182,19 @@ impl<F: Front> Live<F> {
         // The header is on disk already (written and synced before the file
         // took its name); the folder is synced with the first turn's end.
         let (session, _header_cmd) = Session::start(header, settings);
-        Ok(Live::new(session, writer, claim, store, runtime, front))
+        let mut live = Live::new(session, writer, claim, store, runtime, front);
+        if let Some(child) = live.runtime.agents.child.clone() {
+            // A subagent says whose call it runs for, right after its header.
+            let cmds = live.session.spawned(revolve_core::record::Spawned {
+                at: clock::now(),
+                parent: child.parent,
+                call: child.call,
+                subagent: child.subagent,
+                tools: child.tools,
+            });
+            live.log_only(cmds)?;
+        }
+        Ok(live)
     }
 
     /// A session opened, its log claimed, nothing run yet.
@@ -349,11 +363,51 @@ impl<F: Front> Live<F> {
         }
     }
 
+    /// The key this session's background commands are known by.
+    fn shells_key(&self) -> String {
+        self.state()
+            .name()
+            .clone()
+            .unwrap_or_else(|| self.state().id().to_owned())
+    }
+
+    /// This session's background shell commands (`/shells`).
+    pub fn shells(&self) -> Vec<revolve_tools::background::Listed> {
+        revolve_tools::background::list(&self.shells_key())
+    }
+
+    /// Kills the background command `id` for the user (`/shells kill`),
+    /// logged; how it ended, or `None` when there is no such command.
+    pub fn kill_shell(&mut self, id: &str) -> Result<Option<String>, Error> {
+        let running = self
+            .shells()
+            .iter()
+            .any(|s| s.id == id && s.ended.is_none());
+        let Some(how) = revolve_tools::background::kill_for_user(&self.shells_key(), id) else {
+            return Ok(None);
+        };
+        if running {
+            let cmds = self
+                .session
+                .shells_ended(vec![(id.to_owned(), how.clone())], clock::now());
+            self.log_only(cmds)?;
+        }
+        Ok(Some(how))
+    }
+
     /// Ends the session; one this run started that never held anything
     /// (no message, request, rewind or edit: see
     /// [`revolve_core::state::State::holds_anything`]) leaves no file, so its name is free again and `--continue` finds
-    /// the session before it. Returns whether the file was removed.
-    pub fn close(self) -> bool {
+    /// the session before it. Its background commands are killed first
+    /// (each a `background` record). Returns whether the file was removed.
+    pub fn close(mut self) -> bool {
+        // The background commands end with the session, each said in the log.
+        let key = self.shells_key();
+        let ended = revolve_tools::background::end_all(Some(&key));
+        if !ended.is_empty() {
+            let cmds = self.session.shells_ended(ended, clock::now());
+            let _ = self.log_only(cmds);
+        }
         let state = self.state();
         if state.holds_anything() {
             return false;
@@ -434,6 +488,18 @@ impl<F: Front> Live<F> {
             return Err(Error::BrokenPipe);
         }
         Ok((outcome, did))
+    }
+
+    /// Executes commands that only write the log (records the session
+    /// made outside a turn).
+    fn log_only(&mut self, cmds: Vec<Command>) -> Result<(), Error> {
+        let mut flight = Flight::default();
+        for cmd in cmds {
+            if let Command::Log(cmd) = cmd {
+                self.execute_log(cmd, &mut flight)?;
+            }
+        }
+        Ok(())
     }
 
     /// Executes `cmds` in order, each by its family's executor, queueing
@@ -524,6 +590,25 @@ impl<F: Front> Live<F> {
     /// that cannot be read is left out and said so (once), never fatal.
     fn prompt_parts(&mut self) -> revolve_core::prompt::Parts {
         let mut parts = revolve_core::prompt::Parts::default();
+        let folders = revolve_store::subagents::folders(&self.runtime.memory, &self.store.cwd);
+        let (definitions, problems) = revolve_store::subagents::load(&folders);
+        for problem in problems {
+            if !self.said.contains(&problem) {
+                self.front.notice(&problem);
+                self.said.push(problem);
+            }
+        }
+        match &self.runtime.agents.child {
+            // A child has no `task` tool: its part is its definition's.
+            Some(child) => {
+                let def = child
+                    .subagent
+                    .as_ref()
+                    .and_then(|name| definitions.iter().find(|d| &d.name == name));
+                parts.role = Some(def.map(|d| d.prompt.clone()).unwrap_or_default());
+            }
+            None => parts.subagents = definitions,
+        }
         if !self.runtime.settings.bare {
             let (instructions, mut problems) = revolve_store::instructions::load(&self.store.cwd);
             parts.instructions = instructions;

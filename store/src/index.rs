@@ -16,10 +16,10 @@
 //! an entry per session file:
 //!     str file, u64 len, i64 mtime (ns), u8 has a row (0/1), and then the row:
 //!     u32 cwd (an index into cwds), u8 flags (1 named, 2 has a name,
-//!     4 has continued, 8 the id is not the file's stem), i64 started (unix s),
-//!     u64 turns, u64 tokens in, u64 of them cached, u64 tokens out,
-//!     u64 cost (nano-dollars), then str name, str continued, str id, each
-//!     when flagged
+//!     4 has continued, 8 the id is not the file's stem, 16 has a parent),
+//!     i64 started (unix s), u64 turns, u64 tokens in, u64 of them cached,
+//!     u64 tokens out, u64 cost (nano-dollars), then str name, str
+//!     continued, str parent, str id, each when flagged
 //! str: u32 length, then that many bytes of UTF-8
 //! ```
 //!
@@ -35,7 +35,7 @@ pub const FILE: &str = ".index";
 /// The JSON cache of earlier builds, removed when a cache is written.
 pub(crate) const LEGACY_FILE: &str = ".index.json";
 const MAGIC: &[u8] = b"revolve listing cache\0";
-const VERSION: u32 = 7; // not policy: the cache format's version
+const VERSION: u32 = 8; // not policy: the cache format's version
 
 /// What says a file is unchanged: its size and modification time (ns).
 pub type Stamp = (u64, i64);
@@ -97,6 +97,8 @@ pub struct Row<'a> {
     pub continued: Option<Cow<'a, str>>,
     /// What the session spent, from its last totals.
     pub spent: revolve_core::summary::Spent,
+    /// The session whose `task` call ran it, for a subagent's.
+    pub parent: Option<Cow<'a, str>>,
 }
 
 /// The JSON head after the magic bytes and the version.
@@ -187,6 +189,7 @@ const NAMED: u8 = 1; // not policy: format flags
 const HAS_NAME: u8 = 2; // not policy: format flags
 const HAS_CONTINUED: u8 = 4; // not policy: format flags
 const OWN_ID: u8 = 8; // not policy: format flags
+const HAS_PARENT: u8 = 16; // not policy: format flags
 
 impl Entry<'_> {
     fn write(&self, out: &mut Vec<u8>) {
@@ -205,7 +208,8 @@ impl Entry<'_> {
             flag(row.named, NAMED)
                 | flag(row.name.is_some(), HAS_NAME)
                 | flag(row.continued.is_some(), HAS_CONTINUED)
-                | flag(!stem, OWN_ID),
+                | flag(!stem, OWN_ID)
+                | flag(row.parent.is_some(), HAS_PARENT),
         );
         out.extend_from_slice(&row.started.to_le_bytes());
         out.extend_from_slice(&row.turns.to_le_bytes());
@@ -213,9 +217,13 @@ impl Entry<'_> {
         for n in [s.tokens_in, s.tokens_cached, s.tokens_out, s.cost_nano_usd] {
             out.extend_from_slice(&n.to_le_bytes());
         }
-        for s in [row.name.as_deref(), row.continued.as_deref()]
-            .into_iter()
-            .flatten()
+        for s in [
+            row.name.as_deref(),
+            row.continued.as_deref(),
+            row.parent.as_deref(),
+        ]
+        .into_iter()
+        .flatten()
         {
             put_str(out, s);
         }
@@ -271,7 +279,9 @@ impl<'a> Reader<'a> {
             1 => {
                 let cwd = self.u32()? as usize;
                 let flags = self.u8()?;
-                if cwd >= cwds || flags & !(NAMED | HAS_NAME | HAS_CONTINUED | OWN_ID) != 0 {
+                if cwd >= cwds
+                    || flags & !(NAMED | HAS_NAME | HAS_CONTINUED | OWN_ID | HAS_PARENT) != 0
+                {
                     return None;
                 }
                 let (started, turns) = (self.i64()?, self.u64()?);
@@ -287,6 +297,7 @@ impl<'a> Reader<'a> {
                 };
                 let name = optional(HAS_NAME)?;
                 let continued = optional(HAS_CONTINUED)?;
+                let parent = optional(HAS_PARENT)?;
                 let id = match optional(OWN_ID)? {
                     Some(id) => id,
                     None => Cow::Borrowed(file.strip_suffix(".jsonl")?),
@@ -300,6 +311,7 @@ impl<'a> Reader<'a> {
                     turns,
                     continued,
                     spent,
+                    parent,
                 })
             }
             _ => return None,
@@ -343,6 +355,7 @@ mod tests {
                 tokens_out: 40,
                 cost_nano_usd: 1_558_500,
             },
+            parent: (id == "child").then(|| Cow::Owned("parent".to_owned())),
         }
     }
 
@@ -375,7 +388,7 @@ mod tests {
         // By hand, as the module documents it.
         let head = br#"{"journal":"epoch 1-2-3","offset":812,"volatile":["a"],"cwds":["/src/app","/src/a\tb"],"entries":2}"#;
         let mut expected = b"revolve listing cache\0".to_vec();
-        expected.extend(7u32.to_le_bytes());
+        expected.extend(8u32.to_le_bytes());
         expected.extend((head.len() as u32).to_le_bytes());
         expected.extend(head);
         let str = |out: &mut Vec<u8>, s: &str| {
@@ -488,6 +501,7 @@ mod tests {
                         tokens_out: turns.rotate_left(3),
                         cost_nano_usd: turns ^ 0x55,
                     },
+                    parent: (turns % 3 == 0).then(|| Cow::Owned(format!("p{turns}"))),
                 }),
             }).collect();
             let written = index(entries);

@@ -49,3 +49,4 @@ pub mod regular;
 pub mod resume;
 pub mod skills;
 pub mod store;
+pub mod subagents;

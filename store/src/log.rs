@@ -341,6 +341,18 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
             None => return Ok(None),
         },
     };
+    // A subagent's `spawned` record comes right after its header.
+    let parent = head
+        .split(|b| *b == b'\n')
+        .skip(1)
+        .take(4)
+        .filter(|l| l.starts_with(b"{\"type\":\"spawned\""))
+        .find_map(
+            |l| match std::str::from_utf8(l).ok().map(Record::parse_line) {
+                Some(Ok(Record::Spawned(s))) => Some(s.parent),
+                _ => None,
+            },
+        );
     let tail = if len <= PEEK {
         head
     } else {
@@ -359,6 +371,7 @@ pub fn summary(path: &Path) -> io::Result<Option<(Header, Summary)>> {
         path: path.to_string_lossy().into_owned(),
         continued: None,
         spent: Default::default(),
+        parent,
     };
     if let Ok(modified) = meta.modified() {
         summary.last_activity = modified.into();

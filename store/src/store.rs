@@ -879,6 +879,7 @@ fn row_of(cwd: usize, s: &Summary) -> Row<'static> {
         turns: s.turns,
         continued: s.continued.clone().map(Cow::Owned),
         spent: s.spent,
+        parent: s.parent.clone().map(Cow::Owned),
     }
 }
 
@@ -897,6 +898,7 @@ fn summary(row: &Row, path: String, stamp: Stamp) -> Option<Summary> {
         path,
         continued: row.continued.as_ref().map(|c| c.to_string()),
         spent: row.spent,
+        parent: row.parent.as_ref().map(|p| p.to_string()),
     })
 }
 

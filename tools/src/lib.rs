@@ -114,6 +114,8 @@ use revolve_store::goal;
 use revolve_store::memory::{self, MemoryDirs};
 use revolve_store::refine;
 use revolve_store::regular;
+#[cfg(unix)]
+pub mod background;
 pub mod edit;
 #[cfg(unix)]
 mod group;
@@ -296,7 +298,30 @@ pub fn run(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> b
 pub fn end_session(session: &str) {
     let _ = session;
     #[cfg(unix)]
-    group::kill_own_commands();
+    {
+        background::end_all(None);
+        group::kill_own_commands();
+    }
+}
+
+/// The key a session's background commands are known by: its name (which
+/// a compaction's fresh file keeps), else its id.
+pub fn background_key(info: &AgentInfo) -> &str {
+    info.name.as_deref().unwrap_or(&info.session_id)
+}
+
+/// Where a session's spilled output goes: `spills/<session>/` beside the
+/// `sessions/` folder of its log (the system's temp dir when the log's
+/// place is not known).
+fn spill_dir(info: &AgentInfo) -> PathBuf {
+    match info.log_path.parent().and_then(Path::parent) {
+        Some(project) if !project.as_os_str().is_empty() => {
+            project.join("spills").join(&info.session_id)
+        }
+        _ => std::env::temp_dir()
+            .join("revolve-spills")
+            .join(&info.session_id),
+    }
 }
 
 /// The API keys of this process (core's `API_KEY_VARS`), as core hides
@@ -356,7 +381,36 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
         }
         Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
-        Tool::Shell { command, timeout_s } => {
+        #[cfg(unix)]
+        Tool::Shell {
+            command,
+            background: true,
+            ..
+        } => background::start(
+            &scope.root,
+            background_key(&ctx.info),
+            command,
+            Confinement {
+                policy: &ctx.sandbox,
+                protect: &crate::sandbox::protected(
+                    &scope.root,
+                    Path::new(&ctx.info.state_root),
+                    ctx.memory.global.parent(),
+                ),
+            },
+            &spill_dir(&ctx.info),
+        ),
+        #[cfg(unix)]
+        Tool::ShellOutput { id } => background::output(background_key(&ctx.info), id),
+        #[cfg(unix)]
+        Tool::ShellKill { id } => background::kill(background_key(&ctx.info), id),
+        #[cfg(not(unix))]
+        Tool::ShellOutput { .. } | Tool::ShellKill { .. } => {
+            Outcome::text("error: background commands need a unix system".into())
+        }
+        Tool::Shell {
+            command, timeout_s, ..
+        } => {
             let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
             // What the command changes in its repository is found by
             // looking before and after (see [`crate::track`]).
@@ -410,6 +464,10 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
                 "error: {} runs through the session's edit steps, not as a tool",
                 tool.name()
             ))
+        }
+        // A child session, which the shell runs (see `revolve_io::task`).
+        Tool::Task { .. } => {
+            Outcome::text("error: task runs a child session, not as a tool here".into())
         }
     }
 }

@@ -149,14 +149,7 @@ pub(crate) fn shell(
     let err = stderr.finish();
 
     let (head, interrupted) = match &ending {
-        Ending::Exited(status) => (
-            match (status.code(), status.signal()) {
-                (Some(code), _) => format!("exit status: {code}"),
-                (None, Some(signal)) => format!("exit status: killed by signal {signal}"),
-                (None, None) => "exit status: unknown".into(),
-            },
-            false,
-        ),
+        Ending::Exited(status) => (status_text(*status), false),
         Ending::TimedOut(secs) => (
             format!(
                 "error: the command timed out after {secs} s and was killed; pass a larger \
@@ -201,6 +194,15 @@ pub(crate) fn shell(
         interrupted,
         sandbox_refused: refusal.is_some(),
         ..Outcome::text(text)
+    }
+}
+
+/// A command's exit status as its result's first line says it.
+pub(crate) fn status_text(status: ExitStatus) -> String {
+    match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit status: {code}"),
+        (None, Some(signal)) => format!("exit status: killed by signal {signal}"),
+        (None, None) => "exit status: unknown".into(),
     }
 }
 

@@ -163,6 +163,7 @@ fn sh(root: &Path, command: &str, timeout_s: Option<u64>) -> Outcome {
     let tool = Tool::Shell {
         command: command.into(),
         timeout_s: revolve_core::tools::shell_timeout(timeout_s),
+        background: false,
     };
     run_with(root, tool, &[])
 }
@@ -698,6 +699,7 @@ fn shell_stops_on_cancel_and_on_refusal() {
     let tool = Tool::Shell {
         command: "sleep 30".into(),
         timeout_s: revolve_core::tools::shell_timeout(None),
+        background: false,
     };
     let out = run(&tool, &[], &ctx(&t.0), &cancel);
     assert!(started.elapsed() < Duration::from_secs(5));

@@ -330,6 +330,22 @@ pub fn transcript(records: &[Record]) -> String {
                 let names: Vec<&str> = t.tools.iter().map(|t| t.name.as_str()).collect();
                 out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));
             }
+            Record::Background(b) => out.push_str(&background_line(b)),
+            Record::Delegated(d) => out.push_str(&format!(
+                "── subagent {} ({}) ended: {} requests, {} in, {} out; log {}\n",
+                d.subagent.as_deref().unwrap_or("task"),
+                one_line(&d.description, 60),
+                d.requests,
+                tokens(d.tokens_in),
+                tokens(d.tokens_out),
+                d.log
+            )),
+            Record::Spawned(s) => out.push_str(&format!(
+                "── subagent of session {} (call {}), tools: {}\n",
+                s.parent,
+                s.call,
+                s.tools.join(", ")
+            )),
             Record::MemoryChanged(m) => {
                 out.push_str(&format!(
                     "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",
@@ -487,6 +503,30 @@ pub fn rewind_list(turns: &[revolve_core::edit::TurnEdits], repl: bool) -> Strin
     out
 }
 
+/// A `background` record as the transcript shows it.
+fn background_line(b: &revolve_core::record::Background) -> String {
+    use revolve_core::record::BackgroundEvent;
+    match &b.event {
+        BackgroundEvent::Started { command, .. } => {
+            format!(
+                "── background {} started: {}\n",
+                b.id,
+                one_line(command, 100)
+            )
+        }
+        BackgroundEvent::Read { bytes, spilled } => format!(
+            "── background {} read: {bytes} bytes{}\n",
+            b.id,
+            if *spilled {
+                " (cut; the whole in its file)"
+            } else {
+                ""
+            }
+        ),
+        BackgroundEvent::Ended { status } => format!("── background {} ended: {status}\n", b.id),
+    }
+}
+
 /// The line shown when a tool starts: `→ shell cargo test`.
 pub fn tool_line(tool: &Tool) -> String {
     let what = match tool {
@@ -502,6 +542,15 @@ pub fn tool_line(tool: &Tool) -> String {
         }
         Tool::EditFile { path, .. } | Tool::WriteFile { path, .. } => path.clone(),
         Tool::Skill { name, .. } => name.clone(),
+        Tool::ShellOutput { id } | Tool::ShellKill { id } => id.clone(),
+        Tool::Task {
+            description,
+            subagent,
+            ..
+        } => match subagent {
+            Some(name) => format!("{name}: {description}"),
+            None => description.clone(),
+        },
         Tool::UpdatePlan { plan } => plan.summary().unwrap_or_default(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
@@ -593,9 +642,14 @@ pub fn listing(sessions: &[Summary]) -> String {
     if sessions.is_empty() {
         return "no sessions in this directory\n".to_owned();
     }
+    // A subagent's session is shown as `└ task` under its parent's.
+    let label = |s: &Summary| match (&s.parent, s.name.as_deref()) {
+        (Some(_), name) => format!("└ {}", name.unwrap_or("task")),
+        (None, name) => name.unwrap_or("-").to_owned(),
+    };
     let width = sessions
         .iter()
-        .map(|s| s.name.as_deref().map_or(1, |n| n.chars().count()))
+        .map(|s| label(s).chars().count())
         .max()
         .unwrap_or(4);
     let width = width.max(4);
@@ -613,7 +667,10 @@ pub fn listing(sessions: &[Summary]) -> String {
         out.extend(std::iter::repeat_n(' ', width.saturating_sub(used)));
     };
     for s in sessions {
-        pad(&mut out, s.name.as_deref().unwrap_or("-"), width);
+        match (&s.parent, s.name.as_deref()) {
+            (None, name) => pad(&mut out, name.unwrap_or("-"), width),
+            _ => pad(&mut out, &label(s), width),
+        }
         out.push_str("  ");
         pad(&mut out, &s.id, 22);
         out.push_str("  ");
@@ -790,6 +847,7 @@ mod tests {
             path: String::new(),
             continued: None,
             spent: Spent::default(),
+            parent: None,
         };
         let sessions = [
             summary(Some("amber"), "20261202-100059-a1b2c3", 3, 5),

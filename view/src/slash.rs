@@ -31,6 +31,9 @@ pub enum Slash {
     Compact,
     /// `/plan`, `/plan off`: plan mode on or off.
     Plan(bool),
+    /// `/shells`: list the background shell commands; `/shells kill ID`
+    /// kills one (the id).
+    Shells(Option<String>),
     /// `/help`: list the commands.
     Help,
     /// `/help NAME`: what one command (builtin or skill) does.
@@ -101,6 +104,7 @@ pub const HELP: &str = "\
 /goal TEXT   set the standing goal (kept in the prompt of every turn until /goal done)
 /goal        show it with its progress notes; /goal pause|resume|done|clear
 /plan        plan first: edits refused, commands read-only; /plan off ends it
+/shells      list the background shell commands; /shells kill ID kills one
 /send NAME TEXT   queue a message for another running session of this directory
 /export [md|html|json] [FILE]   write this session out (default: NAME.md here); html is one page with a chart
 /help        show this list; /help NAME shows one command (builtin or skill)
@@ -112,9 +116,9 @@ An approval takes one key: y yes, a always this session, n (or Esc, Ctrl-C) no."
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 18] = [
+pub const BUILTIN: [&str; 19] = [
     "name", "status", "cost", "max-cost", "model", "effort", "compact", "goal", "refine", "rewind",
-    "plan", "send", "export", "help", "?", "quit", "exit", "q",
+    "plan", "shells", "send", "export", "help", "?", "quit", "exit", "q",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -308,6 +312,13 @@ pub fn parse(line: &str) -> Option<Slash> {
             "off" => Slash::Plan(false),
             _ => Slash::Incomplete("/plan takes nothing (to start planning) or off"),
         },
+        "shells" => match arg.split_once(char::is_whitespace) {
+            None if arg.is_empty() => Slash::Shells(None),
+            Some(("kill", id)) if !id.trim().is_empty() => {
+                Slash::Shells(Some(id.trim().to_owned()))
+            }
+            _ => Slash::Incomplete("/shells takes nothing (to list them) or kill ID"),
+        },
         "send" => match arg.split_once(char::is_whitespace) {
             Some((to, text)) if !text.trim().is_empty() => Slash::Send {
                 to: to.to_owned(),
@@ -368,9 +379,15 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            16,
-            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /export since issue 44)"
+            17,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /shells since issue 43, /export since issue 44)"
         );
+        assert_eq!(parse("/shells"), Some(Slash::Shells(None)));
+        assert_eq!(
+            parse("/shells kill bg2"),
+            Some(Slash::Shells(Some("bg2".into())))
+        );
+        assert!(matches!(parse("/shells frob"), Some(Slash::Incomplete(_))));
         for word in BUILTIN {
             assert!(
                 !matches!(parse(&format!("/{word} x")), Some(Slash::Other { .. })),

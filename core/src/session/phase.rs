@@ -32,6 +32,8 @@ pub(super) enum Phase {
     /// The tool call `id` runs ([`ToolCommand::Run`], [`ToolCommand::CallMcp`]);
     /// `outside`: the user let it run outside the sandbox, once.
     Running { id: String, outside: bool },
+    /// `task` calls run as children, these ids, side by side.
+    Delegating { ids: Vec<String> },
     /// The user is asked about a tool call.
     Asking(Question),
     /// An event's hooks run, one [`super::ToolCommand::Hook`] at a time;
@@ -63,6 +65,7 @@ impl Phase {
                 | Phase::Requesting { .. }
                 | Phase::Summarizing { .. }
                 | Phase::Running { .. }
+                | Phase::Delegating { .. }
                 | Phase::Asking(_)
                 | Phase::Editing { .. }
         ) || matches!(self, Phase::Hooking { resume, .. } if resume.in_turn())

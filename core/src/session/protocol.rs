@@ -75,6 +75,7 @@
 //! | [`ModelInput::RefineReply`] | `execute_model` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
 //! | [`ModelInput::RefineFailed`] | `execute_model` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
 //! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`ToolInput::Delegated`] | `execute_tool` | answer to `Delegate`: each child's end, in call order, and whether Ctrl-C stopped them | `Append` of a `delegated` record and the result for each call, then the next tool or `Call`; interrupted, the turn is cut short as by `Interrupted` |
 //! | [`ToolInput::SandboxRefused`] | `execute_tool` | answer to a `shell` `Run` whose output reads as refused; carries its [`ToolEffects`] and the prompt parts | what the effects log, as for `Done`, then `AskOutside`, or the result as `Done` would |
 //! | [`ToolInput::Hooked`] | `execute_tool` | answer to `Hook` | `Append` of its `hook` record, `Show` of its note, then the next `Hook` of the round, or what the round goes on to (the call, its result, the line, the turn's end or going on; see `session/hooking.rs`) |
 //! | [`FileInput::Opened`] | `execute_file` | answer to `Open` | `Stage`, or the edit's error result and the next tool |
@@ -98,6 +99,7 @@
 //! | [`ModelCommand::Count`] | asks the server to count the request | `Counted` |
 //! | [`ToolCommand::Run`] | shows the call (with the `arguments` core sends), runs the tool in the sandbox named, reads the prompt parts again | `Done`, `SandboxRefused` or `Interrupted` |
 //! | [`ToolCommand::CallMcp`] | calls the MCP tool, within the timeout | `Done` |
+//! | [`ToolCommand::Delegate`] | runs each `task` call as a child revolve (`io/src/task.rs`), side by side, one live line each | `Delegated` |
 //! | [`ToolCommand::Hook`] | runs the hook's command under the session's sandbox with its input on stdin (`revolve_tools::hook`) | `Hooked` |
 //! | [`FileCommand::Spill`] | writes the whole result to the file, before the next command | none (a failure is told) |
 //! | [`FileCommand::Open`] | shows the call (the `tool` and `arguments` core sends), opens the file to edit; the result is shown once logged | `Opened` |
@@ -344,6 +346,13 @@ pub enum ToolInput {
         parts: Option<prompt::Parts>,
         now: OffsetDateTime,
     },
+    /// The children a [`ToolCommand::Delegate`] ran ended (or Ctrl-C
+    /// stopped them: `interrupted`), each with its answer, in call order.
+    Delegated {
+        ends: Vec<TaskEnd>,
+        interrupted: bool,
+        now: OffsetDateTime,
+    },
     /// The shell call `id` ended with output that reads like the sandbox
     /// refused it (in place of its [`ToolInput::Done`]); `effects` and
     /// `parts` as there.
@@ -366,6 +375,7 @@ impl ToolInput {
     pub fn id(&self) -> &str {
         match self {
             ToolInput::Done { id, .. } | ToolInput::SandboxRefused { id, .. } => id,
+            ToolInput::Delegated { ends, .. } => ends.first().map_or("", |e| e.id.as_str()),
             ToolInput::Hooked { .. } => "",
         }
     }
@@ -374,6 +384,7 @@ impl ToolInput {
     pub fn take_parts(&mut self) -> Option<prompt::Parts> {
         match self {
             ToolInput::Done { parts, .. } | ToolInput::SandboxRefused { parts, .. } => parts.take(),
+            ToolInput::Delegated { .. } => None,
             ToolInput::Hooked { .. } => None,
         }
     }
@@ -497,6 +508,7 @@ impl Input {
             Input::Model(ModelInput::RefineFailed { .. }) => "ModelInput::RefineFailed",
             Input::Tool(ToolInput::Done { .. }) => "ToolInput::Done",
             Input::Tool(ToolInput::SandboxRefused { .. }) => "ToolInput::SandboxRefused",
+            Input::Tool(ToolInput::Delegated { .. }) => "ToolInput::Delegated",
             Input::Tool(ToolInput::Hooked { .. }) => "ToolInput::Hooked",
             Input::File(FileInput::Opened { .. }) => "FileInput::Opened",
             Input::File(FileInput::Staged { .. }) => "FileInput::Staged",
@@ -525,6 +537,42 @@ pub struct ToolEffects {
     /// The memory change `remember` made (snapshot first):
     /// `memory_changed`.
     pub memory: Option<MemoryWrite>,
+    /// What happened to a background command (`shell` with `background`,
+    /// `shell_output`, `shell_kill`): its id and the event, a `background`
+    /// record.
+    pub background: Option<(String, crate::record::BackgroundEvent)>,
+}
+
+/// One `task` call to run as a child session ([`ToolCommand::Delegate`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Delegation {
+    /// The call.
+    pub id: String,
+    /// What it does, in a few words (the live line).
+    pub description: String,
+    /// The child's whole task.
+    pub prompt: String,
+    /// The definition it runs under, when one was named.
+    pub subagent: Option<String>,
+    /// The built-in tools it offers ([`crate::agents::allowed`]).
+    pub tools: Vec<String>,
+    /// The model it asks, when its definition names one.
+    pub model: Option<String>,
+    /// Its `--max-cost`: its share of what is left of the parent's.
+    pub budget: Option<u64>,
+    /// The parent plans: so does the child.
+    pub planning: bool,
+}
+
+/// How one child ended ([`ToolInput::Delegated`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskEnd {
+    /// The call.
+    pub id: String,
+    /// Its answer (the call's result), or why there is none (`error:`).
+    pub answer: String,
+    /// The child's session, log and what it spent (its `at` unused).
+    pub record: crate::record::Delegated,
 }
 
 /// A memory change a tool made as it ran (`remember`).
@@ -666,6 +714,10 @@ pub enum ToolCommand {
         arguments: String,
         timeout_s: u64,
     },
+    /// Run these `task` calls as child sessions, side by side (at most
+    /// [`crate::policy::PARALLEL_TASKS`] at once); answer with
+    /// [`ToolInput::Delegated`].
+    Delegate { tasks: Vec<Delegation> },
     /// Run this hook (see [`crate::hooks`]) with its input: the shell
     /// adds where it runs ([`crate::hooks::Place`]) and writes it with
     /// [`crate::hooks::stdin`]; answer with [`ToolInput::Hooked`].
@@ -866,7 +918,7 @@ mod tests {
             ),
             (
                 "ToolInput",
-                variants!(ToolInput: Done, SandboxRefused, Hooked),
+                variants!(ToolInput: Done, SandboxRefused, Delegated, Hooked),
             ),
             (
                 "FileInput",
@@ -891,7 +943,10 @@ mod tests {
                 "ModelCommand",
                 variants!(ModelCommand: Call, Summarize, Refine, Count),
             ),
-            ("ToolCommand", variants!(ToolCommand: Run, CallMcp, Hook)),
+            (
+                "ToolCommand",
+                variants!(ToolCommand: Run, CallMcp, Delegate, Hook),
+            ),
             (
                 "FileCommand",
                 variants!(FileCommand: Spill, Open, Stage, Write, Restore),

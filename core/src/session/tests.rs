@@ -122,6 +122,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Log(LogCommand::Sync) => "sync",
             Command::Model(ModelCommand::Call(_)) => "call",
             Command::Tool(ToolCommand::Run { .. }) => "run",
+            Command::Tool(ToolCommand::Delegate { .. }) => "delegate",
             Command::File(FileCommand::Spill { .. }) => "spill",
             Command::Model(ModelCommand::Summarize(_)) => "summarize",
             Command::Model(ModelCommand::Refine(_)) => "refine",
@@ -1641,6 +1642,7 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
             entry: "e1".into(),
             files: vec!["project/x.md: created: x".into()],
         }),
+        background: None,
     };
     let done = |s: &mut Session, id: &str| {
         s.handle(Input::Tool(ToolInput::Done {
@@ -1707,6 +1709,98 @@ fn offer_mcp(tools: Vec<crate::mcp::McpTool>, now: time::OffsetDateTime) -> Inpu
         },
         now,
     })
+}
+
+#[test]
+fn task_calls_go_out_together_and_their_children_come_back_in_order() {
+    let mut s = start();
+    user(&mut s, "split it");
+    let task = |d: &str| format!(r#"{{"description":"{d}","prompt":"do {d}"}}"#);
+    let (a, b) = (task("a"), task("b"));
+    let cmds = reply(
+        &mut s,
+        "",
+        &[
+            ("c1", "task", &a),
+            ("c2", "task", &b),
+            ("c3", "agent_info", "{}"),
+        ],
+    );
+    let tasks = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::Tool(ToolCommand::Delegate { tasks }) => Some(tasks.clone()),
+            _ => None,
+        })
+        .expect("one delegation");
+    let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["c1", "c2"], "the task calls at the front, together");
+    assert_eq!(
+        tasks[0].tools,
+        crate::agents::READ_ONLY_TOOLS.map(String::from)
+    );
+    assert!(s.busy());
+    let end = |id: &str, answer: &str| TaskEnd {
+        id: id.into(),
+        answer: answer.into(),
+        record: crate::record::Delegated {
+            at: datetime!(2026-12-02 10:03 UTC),
+            call: id.into(),
+            child: format!("kid-{id}"),
+            log: format!("/logs/kid-{id}.jsonl"),
+            description: String::new(),
+            subagent: None,
+            requests: 2,
+            tokens_in: 100,
+            tokens_out: 10,
+            cost: 7,
+        },
+    };
+    let requests = s.state().totals().requests;
+    let cmds = s
+        .handle(Input::Tool(ToolInput::Delegated {
+            ends: vec![end("c1", "found a"), end("c2", "found b")],
+            interrupted: false,
+            now: datetime!(2026-12-02 10:04 UTC),
+        }))
+        .commands;
+    let k = kinds(&cmds);
+    assert_eq!(&k[..4], ["other", "result", "other", "result"], "{k:?}");
+    assert_eq!(k[4], "run", "then the next call, agent_info: {k:?}");
+    assert_eq!(
+        s.state().totals().requests,
+        requests + 4,
+        "the children's requests count"
+    );
+    assert_eq!(s.state().agents().delegated.len(), 2);
+}
+
+#[test]
+fn a_child_refuses_the_tools_it_was_not_given() {
+    let mut s = start();
+    s.spawned(crate::record::Spawned {
+        at: datetime!(2026-12-02 10:00 UTC),
+        parent: "p".into(),
+        call: "c0".into(),
+        subagent: None,
+        tools: vec!["read_file".into()],
+    });
+    user(&mut s, "go");
+    let cmds = reply(
+        &mut s,
+        "",
+        &[("c1", "write_file", r#"{"path":"x","content":"y"}"#)],
+    );
+    let refused = cmds.iter().find_map(|c| match c {
+        Command::Log(LogCommand::Append(Record::Message(m))) if m.role == Role::Tool => {
+            Some(m.content.clone())
+        }
+        _ => None,
+    });
+    assert!(
+        refused.is_some_and(|r| r.starts_with("error: write_file is not among")),
+        "{cmds:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------

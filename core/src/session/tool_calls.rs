@@ -40,7 +40,11 @@ impl Session {
                 cmds.extend(self.sandbox_refused(id, output, outside, now));
                 cmds
             }
-            other @ ToolInput::Hooked { .. } => self.ignored(&super::Input::Tool(other)).0,
+            // Hooks and children answer their own phases, never a running
+            // tool.
+            other @ (ToolInput::Hooked { .. } | ToolInput::Delegated { .. }) => {
+                self.ignored(&super::Input::Tool(other)).0
+            }
         }
     }
 
@@ -94,6 +98,19 @@ impl Session {
             Verdict::Run => {}
             Verdict::Refuse(error) => return Next::Answered(self.result(call.id, error, now)),
             Verdict::Stop(reason) => return Next::Waits(self.stop(reason, now)),
+        }
+        if let Some(refused) = self.state.agents.refusal(&call.name) {
+            // A child calls only the tools it was given.
+            return Next::Answered(self.result(call.id, refused, now));
+        }
+        if call.name == "task" {
+            // The `task` calls at the front go out together, as children.
+            if let Some(started) = self.delegate(now) {
+                return match self.phase {
+                    Phase::Delegating { .. } => Next::Waits(started),
+                    _ => Next::Answered(started),
+                };
+            }
         }
         // Its `PreToolUse` hooks first: they may block it or rewrite its
         // input.
@@ -238,6 +255,7 @@ impl Session {
             untracked,
             seen,
             memory,
+            background,
         } = effects;
         let mut cmds = Vec::new();
         if !changes.is_empty() {
@@ -262,6 +280,16 @@ impl Session {
                 by: ChangedBy::Remember,
                 files: w.files,
             })]));
+        }
+        if let Some((shell, event)) = background {
+            cmds.extend(
+                self.append(vec![Record::Background(crate::record::Background {
+                    at: now,
+                    call: id.to_owned(),
+                    id: shell,
+                    event,
+                })]),
+            );
         }
         cmds
     }
@@ -410,8 +438,25 @@ impl Session {
         spill: bool,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let mut cmds = if spill {
+            self.spilled_result(id, output, now)
+        } else {
+            self.result(id, output, now)
+        };
+        cmds.extend(self.next_tool(now));
+        cmds
+    }
+
+    /// The call `id`'s result logged, spilled first when long, without
+    /// going on to the next tool.
+    pub(super) fn spilled_result(
+        &mut self,
+        id: String,
+        output: String,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let mut cmds = Vec::new();
-        let content = if spill && output.chars().count() > self.settings.spill_chars {
+        let content = if output.chars().count() > self.settings.spill_chars {
             // Named by the request that made the call (numbers only grow,
             // across compactions and resumes) and the result's place in its
             // round, so no spill ever takes another's name.
@@ -451,7 +496,7 @@ impl Session {
         } else {
             output
         };
-        cmds.extend(self.answer(id, content, now));
+        cmds.extend(self.result(id, content, now));
         cmds
     }
 

@@ -144,8 +144,23 @@ impl Session {
             system.push_str(PLANNING_PROMPT);
         }
         self.hook_and_plan_blocks(&mut system);
-        if self.state.system.as_deref() != Some(system.as_str()) {
-            cmds.extend(self.append(vec![Record::Context(Context { at: now, system })]));
+        // The definitions a `task` call may name: `task` is offered only
+        // while there are some.
+        let subagents: Vec<String> = self
+            .parts
+            .subagents
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        if self.state.system.as_deref() != Some(system.as_str())
+            || self.state.agents().subagents != subagents
+        {
+            let context = Context {
+                at: now,
+                system,
+                subagents,
+            };
+            cmds.extend(self.append(vec![Record::Context(context)]));
         }
         let window = self.state.window;
         let (mut request, estimate) = self.measure();

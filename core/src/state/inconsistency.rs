@@ -61,6 +61,13 @@ pub enum Inconsistency {
     UndoesNoRewind,
     /// A `squeezed` record naming a message that is no tool result.
     SqueezedNoResult,
+    /// A background command's end when it never started.
+    BackgroundNeverStarted {
+        /// Its id.
+        id: String,
+    },
+    /// A second `spawned` record: the last one counts.
+    SecondSpawned,
 }
 
 impl fmt::Display for Inconsistency {
@@ -111,6 +118,12 @@ impl fmt::Display for Inconsistency {
             Inconsistency::UndoesNoRewind => f.write_str("takes back no standing rewind"),
             Inconsistency::SqueezedNoResult => {
                 f.write_str("a squeezed message that is no tool result")
+            }
+            Inconsistency::BackgroundNeverStarted { id } => {
+                write!(f, "background command {id} ended, never started")
+            }
+            Inconsistency::SecondSpawned => {
+                f.write_str("a second spawned record; the last one counts")
             }
         }
     }

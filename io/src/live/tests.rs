@@ -178,6 +178,7 @@ impl World {
     fn runtime(&self, provider: Arc<Canned>, allow_shell: bool) -> Runtime {
         let store = self.store();
         Runtime {
+            agents: Default::default(),
             provider,
             model: Some("m".into()),
             window: Some(100_000),

@@ -29,8 +29,86 @@ impl<F: Front> Live<F> {
                 arguments,
                 timeout_s,
             } => self.call_mcp(id, &server, &tool, &arguments, timeout_s),
+            ToolCommand::Delegate { tasks } => self.delegate(tasks),
             ToolCommand::Hook(next) => self.run_hook(&next),
         }
+    }
+
+    /// Runs `task` calls as child revolves side by side (see
+    /// [`crate::task`]), a line on stderr as each starts, changes tool and
+    /// ends; Ctrl-C kills them all.
+    fn delegate(&mut self, tasks: Vec<revolve_core::session::Delegation>) -> Input {
+        let program = std::env::current_exe().unwrap_or_else(|_| "revolve".into());
+        let parent = self.state().id().to_owned();
+        let provider = self.state().provider().to_owned();
+        let model = self.state().model().to_owned();
+        let specs: Vec<crate::task::Spec> = tasks
+            .iter()
+            .map(|t| crate::task::Spec {
+                call: t.id.clone(),
+                description: t.description.clone(),
+                program: program.clone(),
+                args: crate::task::child_args(
+                    &parent,
+                    t,
+                    &provider,
+                    &model,
+                    &self.runtime.agents.inherited,
+                ),
+                cwd: self.store.cwd.clone(),
+                env: clock::child_seed(&t.id)
+                    .map(|seed| ("REVOLVE_ID_SEED".to_owned(), seed))
+                    .into_iter()
+                    .collect(),
+            })
+            .collect();
+        let front = &mut self.front;
+        let mut watch = |i: usize, p: &crate::task::Progress| {
+            let state = match (&p.last_tool, p.ended) {
+                (_, true) => "ended".to_owned(),
+                (Some(tool), false) => format!("→ {tool}"),
+                (None, false) => "started".to_owned(),
+            };
+            front.notice(&format!(
+                "task {}: {} · {state} · {} in, {} out",
+                i + 1,
+                p.description,
+                p.tokens.0,
+                p.tokens.1
+            ));
+        };
+        let ends = crate::task::run_all(
+            specs,
+            revolve_core::policy::PARALLEL_TASKS,
+            &interrupt::pending,
+            &mut watch,
+        );
+        let interrupted = ends.iter().any(|e| e.interrupted) || interrupt::take();
+        let ends = ends
+            .into_iter()
+            .zip(tasks)
+            .map(|(end, task)| revolve_core::session::TaskEnd {
+                id: task.id,
+                answer: end.answer,
+                record: revolve_core::record::Delegated {
+                    at: clock::now(),
+                    call: end.call,
+                    child: end.child,
+                    log: end.log,
+                    description: task.description,
+                    subagent: task.subagent,
+                    requests: end.requests,
+                    tokens_in: end.tokens_in,
+                    tokens_out: end.tokens_out,
+                    cost: end.cost,
+                },
+            })
+            .collect();
+        Input::Tool(ToolInput::Delegated {
+            ends,
+            interrupted,
+            now: clock::now(),
+        })
     }
 
     /// Runs the hook `next` under the session's sandbox, its input written
