@@ -357,6 +357,21 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
         }
     }
     match tool {
+        Tool::WebFetch {
+            url,
+            prompt,
+            access,
+            cached,
+        } => fetch::run(
+            fetch::Call {
+                url,
+                prompt: prompt.as_deref(),
+                access,
+                cached: cached.as_ref(),
+            },
+            &ctx.info.state_root,
+            ctx.now,
+        ),
         Tool::ReadFile {
             path,
             offset,
