@@ -28,12 +28,13 @@ pub fn subject(host: &str) -> String {
     format!("domain:{}", host.to_ascii_lowercase())
 }
 
-/// The hosts a fetch may reach at a private address: those the session's
-/// allow rules name, those the user answered "always" for, and the host
-/// the user said yes to for this call.
+/// The hosts a fetch may reach at a private address: those an allow rule
+/// names as they are (`web_fetch(domain:127.0.0.1)`; a pattern with `*`
+/// names no host, so `web_fetch(domain:*)` opens the web, not the
+/// machine or its network), those the user answered "always" for, and
+/// the host the user said yes to for this call.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Access {
-    rules: Rules,
     hosts: Vec<String>,
 }
 
@@ -41,9 +42,19 @@ impl Access {
     /// The access of a call: the session's `rules` and the `hosts` the
     /// user allowed.
     pub fn new(rules: &Rules, hosts: impl IntoIterator<Item = String>) -> Access {
+        let named = rules.allow.iter().filter_map(|r| {
+            let inner = r.text.strip_prefix(TOOL)?.trim_start();
+            let host = inner.strip_prefix('(')?.strip_suffix(')')?.trim();
+            let host = host.strip_prefix("domain:")?;
+            let plain = !host.is_empty() && !host.contains(['*', '?', '[', '{', '\\']);
+            plain.then(|| host.to_ascii_lowercase())
+        });
         Access {
-            rules: rules.clone(),
-            hosts: hosts.into_iter().collect(),
+            hosts: hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .chain(named)
+                .collect(),
         }
     }
 
@@ -51,10 +62,6 @@ impl Access {
     /// it is reached).
     pub fn names(&self, host: &str) -> bool {
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
-            || matches!(
-                self.rules.decide(TOOL, &subject(host)),
-                crate::rules::Verdict::Allow(_)
-            )
     }
 }
 
@@ -209,10 +216,20 @@ mod tests {
 
     #[test]
     fn rules_and_the_user_name_hosts() {
-        let rules = Rules::parse(&["web_fetch(domain:*.rust-lang.org)".into()], &[]).unwrap();
+        let rules = Rules::parse(
+            &[
+                "web_fetch(domain:*.rust-lang.org)".into(),
+                "web_fetch(domain:*)".into(),
+                "web_fetch(domain:Intranet.lan)".into(),
+            ],
+            &[],
+        )
+        .unwrap();
         let access = Access::new(&rules, ["127.0.0.1".to_owned()]);
-        assert!(access.names("doc.rust-lang.org"));
-        assert!(access.names("DOC.rust-lang.org"));
+        // A pattern names no host: it opens the web, not the network.
+        assert!(!access.names("doc.rust-lang.org"));
+        assert!(!access.names("10.0.0.1"));
+        assert!(access.names("intranet.LAN"));
         assert!(access.names("127.0.0.1"));
         assert!(!access.names("localhost"));
         assert!(!Access::default().names("127.0.0.1"));

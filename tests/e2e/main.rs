@@ -58,4 +58,5 @@ mod terminal;
 mod tools;
 mod trust;
 mod turns;
+mod web;
 mod window;
