@@ -140,7 +140,7 @@ pub enum Tool {
         access: crate::web::Access,
         /// The session's fetch of the same URL within the cache's time:
         /// its bytes come from the content store, not the network.
-        cached: Option<crate::record::Fetched>,
+        cached: Option<Box<crate::record::Fetched>>,
     },
 }
 

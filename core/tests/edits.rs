@@ -306,7 +306,7 @@ impl World {
                     let mut effects = ToolEffects::default();
                     let output = match self.fs.get(&path) {
                         Some(bytes) => {
-                            effects.seen = Some((path.clone(), hash(bytes)));
+                            effects.seen = Some(Box::new((path.clone(), hash(bytes))));
                             String::from_utf8_lossy(bytes).into_owned()
                         }
                         None => format!("error: no such file: {path}"),

@@ -179,7 +179,7 @@ pub(crate) fn run(
         }
     };
     let mut outcome = crate::Outcome::text(format!("{}{}", web::asked(call.prompt), text(&page)));
-    outcome.effects.fetched = Some(revolve_core::record::Fetched {
+    outcome.effects.fetched = Some(Box::new(revolve_core::record::Fetched {
         at: now,
         call: String::new(),
         url: call.url.to_owned(),
@@ -191,7 +191,7 @@ pub(crate) fn run(
         cut: page.cut,
         redirects: page.redirects,
         cached,
-    });
+    }));
     outcome
 }
 

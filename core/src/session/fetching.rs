@@ -100,7 +100,9 @@ impl Session {
             hosts.push(host(&url));
         }
         Tool::WebFetch {
-            cached: web::cached(&self.state.fetched, &url, now).cloned(),
+            cached: web::cached(&self.state.fetched, &url, now)
+                .cloned()
+                .map(Box::new),
             access: web::Access::new(&self.settings.rules, hosts),
             url,
             prompt,

@@ -534,7 +534,7 @@ pub struct ToolEffects {
     pub untracked: bool,
     /// The file `read_file` read whole (canonical) and the hash of its
     /// content: a `seen` record, so a later edit knows it was read.
-    pub seen: Option<(String, String)>,
+    pub seen: Option<Box<(String, String)>>,
     /// The memory change `remember` made (snapshot first):
     /// `memory_changed`.
     pub memory: Option<MemoryWrite>,
@@ -544,7 +544,7 @@ pub struct ToolEffects {
     pub background: Option<(String, crate::record::BackgroundEvent)>,
     /// The page `web_fetch` read (its bytes put in the content store):
     /// a `fetched` record.
-    pub fetched: Option<crate::record::Fetched>,
+    pub fetched: Option<Box<crate::record::Fetched>>,
 }
 
 /// One `task` call to run as a child session ([`ToolCommand::Delegate`]).

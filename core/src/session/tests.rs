@@ -1639,7 +1639,7 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
             diff: Default::default(),
         }],
         untracked: true,
-        seen: Some(("/work/b".into(), "sha256:b".into())),
+        seen: Some(Box::new(("/work/b".into(), "sha256:b".into()))),
         memory: Some(MemoryWrite {
             entry: "e1".into(),
             files: vec!["project/x.md: created: x".into()],

@@ -295,7 +295,7 @@ impl Session {
                  write_file are tracked)"
             )));
         }
-        if let Some((path, hash)) = seen {
+        if let Some((path, hash)) = seen.map(|s| *s) {
             cmds.extend(self.seen(path, hash, now));
         }
         if let Some(w) = memory {
@@ -318,7 +318,7 @@ impl Session {
         }
         if let Some(mut page) = fetched {
             page.call = id.to_owned();
-            cmds.extend(self.append(vec![Record::Fetched(page)]));
+            cmds.extend(self.append(vec![Record::Fetched(*page)]));
         }
         cmds
     }

@@ -198,7 +198,7 @@ fn always_for_a_host_is_remembered_and_the_page_is_cached() {
             output: "page".into(),
             grant: None,
             effects: ToolEffects {
-                fetched: Some(page.clone()),
+                fetched: Some(Box::new(page.clone())),
                 ..Default::default()
             },
             now: datetime!(2026-12-02 10:03 UTC),
