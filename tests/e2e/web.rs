@@ -494,4 +494,34 @@ fn replay_rebuilds_a_fetching_session_without_the_network() {
     let check = env.run(&["replay", "--check"], "");
     assert_eq!(check.code, Some(0), "{check:?}");
     assert_eq!(served, 4);
+    // The transcript shows each fetch.
+    let shown = env.ok(&["replay"]).stdout;
+    assert!(shown.contains("── fetched http://127.0.0.1:"), "{shown}");
+    assert!(
+        shown.contains("(HTTP 200, text/plain, 10485760 bytes, cut)"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_rule_in_the_config_file_allows_a_host() {
+    let site = Site::start();
+    let env = TestEnv::new("web-config");
+    let config = env.home.join(".config/task-agent");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(
+        config.join("config.json"),
+        json!({"permissions": {"allow": [RULE]}}).to_string(),
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![
+        fetch("c1", &site.url("/page"), None),
+        FakeReply::text("Read."),
+    ])
+    .unwrap();
+    let run = env.run(&["-p", "read", "--base-url", &server.url()], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let log = records(&env.only_session());
+    assert!(result_of(&log, "c1").contains("# ureq 3.1"));
+    assert_eq!(site.served(), 1);
 }
