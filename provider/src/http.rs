@@ -28,10 +28,10 @@
 //! server may be closing the one the empty stream came on, as uvicorn
 //! does right after it), and what that answer says is
 //! the result: its error through the usual status path (an overflow is
-//! recognised, and is not transient), or its whole answer as the reply.
+//! recognised, and is not broken), or its whole answer as the reply.
 //! This happens once per request; the second answer's failure message says
 //! it was sent again unstreamed. A stream that ends after some content
-//! stays a transient `stream from URL ended before [DONE]` that keeps the
+//! stays a broken `stream from URL ended before [DONE]` that keeps the
 //! partial text.
 
 use std::borrow::Cow;
@@ -56,7 +56,7 @@ use revolve_core::{Reply, ToolCall, Usage};
 
 use super::sse::{SseEvent, SseParser};
 use super::tcp::QuickAckConnector;
-use super::{excerpt, one_line, seconds, ProviderError};
+use super::{excerpt, one_line, seconds, FailureKind, ProviderError};
 use revolve_core::policy::{
     ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT,
     MAX_ANSWER_BYTES, MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT,
@@ -310,9 +310,9 @@ impl Http {
         if !status.is_success() {
             return Err(ProviderError {
                 status: Some(status.as_u16()),
-                overflow: revolve_core::overflow::recognise(&String::from_utf8_lossy(&bytes)),
                 ..ProviderError::new(format!("HTTP {} from {url}", status.as_u16()), "")
-            });
+            }
+            .overflowing(&String::from_utf8_lossy(&bytes)));
         }
         serde_json::from_slice(&bytes)
             .map_err(|e| bad_answer(url, &e, &String::from_utf8_lossy(&bytes)))
@@ -461,9 +461,9 @@ impl Http {
             return Err(ProviderError {
                 status: Some(status.as_u16()),
                 retry_after: retry_after.parse().ok(),
-                overflow: revolve_core::overflow::recognise(&text),
                 ..ProviderError::new(message, "")
-            });
+            }
+            .overflowing(&text));
         }
 
         if content_type.starts_with("text/event-stream") {
@@ -500,8 +500,7 @@ impl Http {
                 ),
                 e => {
                     let why = describe(&e, self.stall);
-                    ProviderError::new(format!("answer from {url} broke off: {why}"), "")
-                        .mark_transient()
+                    ProviderError::new(format!("answer from {url} broke off: {why}"), "").broken()
                 }
             })?;
         // Some servers stream without saying so.
@@ -577,14 +576,14 @@ impl Http {
                     "no answer from {url}: nothing received for {}{why}",
                     seconds(wait)
                 );
-                return ProviderError::new(message, "").mark_transient();
+                return ProviderError::new(message, "").broken();
             }
             ureq::Error::Timeout(Timeout::RecvResponse) => {
                 let message = format!(
                     "no answer from {url}: no response headers within {}{why}",
                     seconds(wait)
                 );
-                return ProviderError::new(message, "").mark_transient();
+                return ProviderError::new(message, "").broken();
             }
             ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
                 ProviderError::new(format!("bad HTTP answer from {url}: {e}"), "")
@@ -596,8 +595,7 @@ impl Http {
             ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused && loopback(url) => {
                 // Waiting will not start a server nobody started.
                 return ProviderError {
-                    nobody_listens: true,
-                    transient: true,
+                    kind: FailureKind::NobodyListens,
                     ..ProviderError::new(
                         format!(
                             "cannot reach {url}: connection refused: nothing listens there; \
@@ -613,9 +611,10 @@ impl Http {
                 "",
             ),
         };
-        ProviderError {
-            transient: transient(e),
-            ..error
+        if transient(e) {
+            error.broken()
+        } else {
+            error
         }
     }
 
@@ -672,7 +671,7 @@ impl Http {
                     let silent = !first && bytes_at.elapsed() >= self.stall;
                     let message = self.stalled(url, first.then_some(limit), silent);
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial).mark_transient().into());
+                    return Err(ProviderError::new(message, partial).broken().into());
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -684,7 +683,7 @@ impl Http {
                         e => format!("stream from {url} broke off: {}", describe(&e, self.stall)),
                     };
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial).mark_transient().into());
+                    return Err(ProviderError::new(message, partial).broken().into());
                 }
             };
             bytes_at = Instant::now();
@@ -724,7 +723,7 @@ impl Http {
             if content_at.elapsed() > limit {
                 let message = self.stalled(url, first.then_some(limit), false);
                 let partial = std::mem::take(&mut protocol.answer().text);
-                return Err(ProviderError::new(message, partial).mark_transient().into());
+                return Err(ProviderError::new(message, partial).broken().into());
             }
         }
         if let Some(event) = parser.finish() {
@@ -737,7 +736,7 @@ impl Http {
         let message = format!("stream from {url} ended before {}", P::END);
         let partial = std::mem::take(&mut protocol.answer().text);
         Err(Stop::Ended {
-            error: ProviderError::new(message, partial).mark_transient(),
+            error: ProviderError::new(message, partial).broken(),
             empty,
         })
     }
@@ -1113,9 +1112,9 @@ pub(super) fn bad_event(
     ProviderError::new(message, partial)
 }
 
-/// `error in stream from URL: message`, transient when the error's type
+/// `error in stream from URL: message`, broken when the error's type
 /// says the server was overloaded or failed inside, and an overflow (never
-/// transient) when its words say the request did not fit.
+/// broken) when its words say the request did not fit.
 pub(super) fn stream_error(url: &str, error: &Value, partial: String) -> ProviderError {
     let message = format!("error in stream from {url}: {}", error_text(error));
     said(error, ProviderError::new(message, partial))
@@ -1128,13 +1127,13 @@ pub(super) fn answer_error(url: &str, error: &Value) -> ProviderError {
 }
 
 /// `base` with what the server's `error` object says: an overflow, or
-/// else a transient failure when its type says so.
+/// else a broken one when its type says so.
 fn said(error: &Value, base: ProviderError) -> ProviderError {
-    let overflow = revolve_core::overflow::recognise(&error.to_string());
-    ProviderError {
-        transient: overflow.is_none() && overloaded(error),
-        overflow,
-        ..base
+    let base = base.overflowing(&error.to_string());
+    if base.overflow().is_none() && overloaded(error) {
+        base.broken()
+    } else {
+        base
     }
 }
 
@@ -1391,24 +1390,23 @@ mod tests {
     }
 
     #[test]
-    fn overflows_are_never_transient() {
+    fn overflows_are_never_broken() {
         let error = serde_json::json!({"type": "server_error",
             "message": "This model's maximum context length is 4096 tokens."});
         let e = stream_error("u", &error, String::new());
-        assert_eq!(e.overflow.and_then(|o| o.limit), Some(4096));
-        assert!(!e.transient);
+        assert_eq!(e.overflow().and_then(|o| o.limit), Some(4096));
         let e = answer_error("u", &error);
-        assert!(e.overflow.is_some() && !e.transient);
+        assert!(e.overflow().is_some());
     }
 
     #[test]
-    fn overload_errors_are_transient() {
+    fn overload_errors_are_broken() {
         let error = serde_json::json!({"type": "overloaded_error", "message": "Overloaded"});
         let e = stream_error("u", &error, "part".into());
         assert_eq!(e.message, "error in stream from u: Overloaded");
-        assert!(e.transient && e.partial == "part");
+        assert!(e.kind == FailureKind::Broken && e.partial == "part");
         let e = answer_error("u", &serde_json::json!({"type": "invalid_request_error"}));
-        assert!(!e.transient);
+        assert_eq!(e.kind, FailureKind::Answered);
         assert!(e.message.starts_with("error from u: {"), "{e}");
     }
 }
