@@ -180,6 +180,18 @@ impl Session {
             }
         }
         if near && !due.compacted {
+            if !due.told && self.compaction_acts() {
+                // Its `PreCompact` hooks first (`trigger` `auto`).
+                due.told = true;
+                let about = crate::hooks::About::PreCompact {
+                    trigger: "auto".into(),
+                };
+                let resume = super::hooking::Resume::Request { due };
+                if let Some(run) = self.hooks_for(about, None, resume) {
+                    cmds.extend(run);
+                    return cmds;
+                }
+            }
             due.compacted = true;
             let done = self.compact(false, &mut due, now);
             if self.waits_for_notes() {
@@ -398,6 +410,7 @@ impl Session {
         cmds.extend(self.append(vec![totals]));
         // The calls of this answer are new: none ran its hooks yet.
         self.checked = None;
+        self.checked_tasks.clear();
         if ends_turn {
             cmds.extend(self.turn_ends());
         } else {
