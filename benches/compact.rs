@@ -368,6 +368,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
             refined_at: None,
             turns_at_refine: 0,
             turn_rounds: 0,
+            start_context: Vec::new(),
         }),
     ];
     (old, new)

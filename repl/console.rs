@@ -27,6 +27,8 @@ pub struct Console {
     /// Notices are dropped while set: the settings a run starts with
     /// (`--effort`) are not news from the next request on.
     pub hushed: bool,
+    /// The running children's live lines on the terminal.
+    children: crate::progress::ChildLines,
 }
 
 impl Console {
@@ -37,6 +39,7 @@ impl Console {
             approvals,
             window_source: String::new(),
             hushed: false,
+            children: crate::progress::ChildLines::default(),
         }
     }
 }
@@ -128,6 +131,29 @@ impl Front for Console {
 
     fn plan(&mut self, plan: &revolve_core::plan::Plan) {
         self.sink.plan(plan);
+    }
+
+    fn children(&mut self, changed: usize, all: &[revolve_io::task::Progress]) {
+        if self.hushed {
+            return;
+        }
+        if !self.sink.live_view() {
+            if let Some(p) = all.get(changed) {
+                self.sink.notice(&p.line(changed + 1));
+            }
+            return;
+        }
+        self.sink.stop_waiting();
+        let bytes = if all.iter().all(|p| p.ended) {
+            self.children.fold()
+        } else {
+            let lines: Vec<String> = all.iter().enumerate().map(|(i, p)| p.line(i + 1)).collect();
+            self.children.draw(&lines, crate::progress::columns())
+        };
+        use std::io::Write;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{bytes}");
+        let _ = err.flush();
     }
 
     fn closed(&self) -> bool {

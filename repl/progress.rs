@@ -69,6 +69,38 @@ impl Drawn {
     }
 }
 
+/// The live lines of the children of a `task` delegation on a terminal's
+/// stderr: one line a child (its description, its last tool, its tokens),
+/// redrawn in place as they go, and folded away once all ended (their
+/// answers are the calls' results, shown after).
+#[derive(Debug, Default)]
+pub(crate) struct ChildLines {
+    /// Lines on screen.
+    drawn: usize,
+}
+
+impl ChildLines {
+    /// What to write to show `lines` over the ones on screen, each inert
+    /// and cut to `columns`, dim.
+    pub(crate) fn draw(&mut self, lines: &[String], columns: usize) -> String {
+        let mut out = erase(self.drawn);
+        for line in lines {
+            let line = view::inert(line);
+            out.push_str(&format!(
+                "\x1b[2m  {}\x1b[0m\n",
+                cut(&line, columns.saturating_sub(3))
+            ));
+        }
+        self.drawn = lines.len();
+        out
+    }
+
+    /// What to write to fold the lines away.
+    pub(crate) fn fold(&mut self) -> String {
+        erase(std::mem::take(&mut self.drawn))
+    }
+}
+
 /// Waits `wait` before a retry, unless `stop` says to give up (returns
 /// false then). On a terminal's stderr the time left counts down in place
 /// and is cleared when the wait ends.
@@ -161,6 +193,27 @@ fn cut(text: &str, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn child_lines_are_redrawn_in_place_and_folded_away() {
+        let mut lines = ChildLines::default();
+        let two = [
+            "task 1: a · started".to_owned(),
+            "task 2: b · started".to_owned(),
+        ];
+        assert_eq!(
+            lines.draw(&two, 80),
+            "\x1b[2m  task 1: a · started\x1b[0m\n\x1b[2m  task 2: b · started\x1b[0m\n"
+        );
+        let again = lines.draw(&two, 12);
+        assert!(again.starts_with("\x1b[2F\x1b[J"), "{again:?}");
+        assert!(
+            again.contains("  task 1: a\x1b[0m"),
+            "cut to the width: {again:?}"
+        );
+        assert_eq!(lines.fold(), "\x1b[2F\x1b[J");
+        assert_eq!(lines.fold(), "", "nothing left to fold");
+    }
 
     #[test]
     fn the_view_shows_time_and_the_last_lines_cut() {

@@ -391,6 +391,7 @@ pub(crate) fn write_chain(dir: &Path, target: u64, per_file: u64) -> io::Result<
                 refined_at: None,
                 turns_at_refine: 0,
                 turn_rounds: 0,
+                start_context: Vec::new(),
             }))?;
         }
         w.append(&Record::Context(Context {

@@ -166,6 +166,10 @@ pub struct Session {
     /// perhaps rewritten), once they ran: it runs without running them
     /// again (after a question, say). Forgotten with the next answer.
     checked: Option<crate::record::ToolCall>,
+    /// The `task` calls at the front whose `PreToolUse` hooks ran, in
+    /// call order: each as they left it, with the reason when one
+    /// blocked it. Forgotten with the next answer.
+    checked_tasks: Vec<(crate::record::ToolCall, Option<String>)>,
     /// How many times `Stop` hooks sent the turn on since the user's line.
     stop_rounds: u32,
 }
@@ -209,6 +213,7 @@ impl Session {
             told_untracked: false,
             phase: Phase::Idle,
             checked: None,
+            checked_tasks: Vec::new(),
             stop_rounds: 0,
         }
     }

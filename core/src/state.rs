@@ -141,6 +141,10 @@ pub struct State {
     /// holds it: [`crate::hooks::start_block`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) start_context: Vec<String>,
+    /// `start_context` is what a compaction carried over: the first
+    /// `SessionStart` hook that adds something replaces it.
+    #[serde(skip)]
+    pub(crate) start_carried: bool,
 }
 
 impl State {
@@ -606,6 +610,7 @@ impl State {
         self.refining_sent = 0;
         // This run's `SessionStart` hooks say it again.
         self.start_context.clear();
+        self.start_carried = false;
         self.resumes += 1;
         self.model = r.model.clone();
         self.window = r.window;
@@ -782,6 +787,10 @@ impl State {
         self.pending_edit = None;
         self.pending_rewind = None;
         self.rewinds.clear();
+        // What `SessionStart` hooks added goes on, until the hooks run
+        // for `compact` add something of their own.
+        self.start_context = c.start_context.clone();
+        self.start_carried = !c.start_context.is_empty();
         None
     }
 
@@ -790,6 +799,9 @@ impl State {
     fn apply_hook(&mut self, h: &crate::record::Hooked) -> Option<Inconsistency> {
         if h.event == crate::hooks::Event::SessionStart.as_str() {
             if let Some(added) = &h.added {
+                if std::mem::take(&mut self.start_carried) {
+                    self.start_context.clear();
+                }
                 self.start_context.push(added.clone());
             }
         }
@@ -1300,6 +1312,52 @@ mod tests {
     use time::macros::datetime;
 
     use crate::record::test_header as header;
+
+    /// What `SessionStart` hooks added is carried by a compaction, kept
+    /// when the hooks run for `compact` add nothing, replaced when they
+    /// add something.
+    #[test]
+    fn a_compaction_carries_the_start_context_until_compact_hooks_add_their_own() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let compacted = Record::Compacted(Compacted {
+            at,
+            from: "old".into(),
+            summarized: 2,
+            notes: "n".into(),
+            kept: Vec::new(),
+            totals: Totals::default(),
+            pending: false,
+            refined_at: None,
+            turns_at_refine: 0,
+            turn_rounds: 0,
+            start_context: vec!["branch: x".into()],
+        });
+        let hook = |added: Option<&str>| {
+            Record::Hook(crate::record::Hooked {
+                at,
+                event: "SessionStart".into(),
+                command: "c".into(),
+                call: None,
+                tool: None,
+                exit: Some(0),
+                ended: None,
+                decision: "go".into(),
+                reason: None,
+                added: added.map(str::to_owned),
+                input: None,
+                note: None,
+            })
+        };
+        let s = State::fold(&[Record::Header(header()), compacted.clone(), hook(None)]);
+        assert_eq!(s.start_context(), ["branch: x"]);
+        let records = [
+            Record::Header(header()),
+            compacted,
+            hook(Some("a")),
+            hook(Some("b")),
+        ];
+        assert_eq!(State::fold(&records).start_context(), ["a", "b"]);
+    }
 
     /// A header's `required` tool choice is asked by the request that
     /// answers a user message only: after a tool result the model may

@@ -73,6 +73,16 @@ pub trait Front {
     /// a checklist (nothing by default).
     fn plan(&mut self, _plan: &revolve_core::plan::Plan) {}
 
+    /// The child `changed` of a `task` delegation went on (started,
+    /// called a tool, used tokens, ended); `all` holds every child of it,
+    /// in call order. By default the changed child's line is a notice; a
+    /// terminal redraws one live line a child in place.
+    fn children(&mut self, changed: usize, all: &[crate::task::Progress]) {
+        if let Some(p) = all.get(changed) {
+            self.notice(&p.line(changed + 1));
+        }
+    }
+
     /// Whether whoever reads the output has gone away (a closed pipe): the
     /// session stops after the input in hand.
     fn closed(&self) -> bool;

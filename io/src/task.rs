@@ -124,6 +124,22 @@ pub struct Progress {
     pub ended: bool,
 }
 
+impl Progress {
+    /// The child's one line: `task N: DESCRIPTION · STATE · IN in, OUT
+    /// out`, the state `started`, `→ TOOL` (its last tool) or `ended`.
+    pub fn line(&self, n: usize) -> String {
+        let state = match (&self.last_tool, self.ended) {
+            (_, true) => "ended".to_owned(),
+            (Some(tool), false) => format!("→ {tool}"),
+            (None, false) => "started".to_owned(),
+        };
+        format!(
+            "task {n}: {} · {state} · {} in, {} out",
+            self.description, self.tokens.0, self.tokens.1
+        )
+    }
+}
+
 /// How a child ended.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct End {

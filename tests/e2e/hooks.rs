@@ -438,3 +438,280 @@ fn replay_gives_the_same_requests_with_the_hook_scripts_gone() {
         "{transcript}"
     );
 }
+
+// ---------------------------------------------------------------------------
+// Hooks around `task` calls, compactions and questions
+
+/// A fake model server that answers connections side by side, as the
+/// children of `task` calls ask at once.
+fn serve_side_by_side(replies: Vec<FakeReply>) -> FakeServer {
+    let options = revolve_testkit::FakeOptions {
+        keep_alive: true,
+        ..revolve_testkit::FakeOptions::default()
+    };
+    FakeServer::start_with_options(revolve_testkit::FakeProtocol::OpenAi, replies, options).unwrap()
+}
+
+#[test]
+fn task_calls_run_pre_and_post_tool_use_hooks_a_block_and_a_rewrite() {
+    let env = TestEnv::new("hook-task");
+    script(
+        &env,
+        "pre.sh",
+        r#"input=$(cat)
+case "$input" in
+  *secret*) echo "no secrets for a child" >&2; exit 2;;
+esac
+echo '{"hookSpecificOutput":{"updatedInput":{"description":"part 1","prompt":"do part 1 carefully"}}}'"#,
+    );
+    script(
+        &env,
+        "post.sh",
+        r#"cat >/dev/null; echo '{"additionalContext":"reviewed by post.sh"}'"#,
+    );
+    configure(
+        &env,
+        json!({
+            "PreToolUse": [{"matcher": "task", "hooks": [{"command": "./pre.sh"}]}],
+            "PostToolUse": [{"matcher": "task", "hooks": [{"command": "./post.sh"}]}]
+        }),
+    );
+    let part = |d: &str| json!({"description": d, "prompt": format!("do {d}")}).to_string();
+    let (one, secret) = (part("part 1"), part("the secret"));
+    let server = serve_side_by_side(vec![
+        FakeReply::tool_calls("", &[("c1", "task", &one), ("c2", "task", &secret)]),
+        FakeReply::text("child done"),
+        FakeReply::text("All done."),
+    ]);
+    let url = server.url();
+    let run = env.run(&["-p", "split it", "--base-url", &url], "");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout, "All done.\n");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "one child ran: {requests:#?}");
+    assert_eq!(
+        request_messages(&requests[1].body).last().unwrap().1,
+        "do part 1 carefully",
+        "the child runs the prompt as the hook rewrote it"
+    );
+    let parent = env
+        .session_files()
+        .into_iter()
+        .find(|f| records(f).iter().all(|r| r["type"] != "spawned"))
+        .unwrap();
+    let log = records(&parent);
+    let results = tool_results(&log);
+    assert_eq!(
+        results,
+        [
+            (
+                "c1".to_owned(),
+                "child done\n\n[PostToolUse hook]\nreviewed by post.sh".to_owned()
+            ),
+            (
+                "c2".to_owned(),
+                "error: not run: a PreToolUse hook blocked this call: no secrets for a child"
+                    .to_owned()
+            ),
+        ]
+    );
+    let hooks: Vec<(String, String, String)> = log
+        .iter()
+        .filter(|r| r["type"] == "hook")
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            (s("event"), s("call"), s("decision"))
+        })
+        .collect();
+    let want = |e: &str, c: &str, d: &str| (e.to_owned(), c.to_owned(), d.to_owned());
+    assert_eq!(
+        hooks,
+        [
+            want("PreToolUse", "c1", "go"),
+            want("PreToolUse", "c2", "block"),
+            want("PostToolUse", "c1", "go"),
+        ]
+    );
+    assert!(log
+        .iter()
+        .filter(|r| r["type"] == "hook")
+        .all(|r| r["tool"] == "task"));
+    // The parent's replay gives every request, its child's too.
+    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
+    let replayed = env.ok(&["replay", "--requests", parent.to_str().unwrap()]);
+    assert_eq!(replayed.stdout, sent);
+}
+
+/// The automatic compaction of tests/e2e/compaction.rs: four turns whose
+/// readings grow past the point of a 20,000-token window, the notes, turn
+/// five.
+fn usage(reply: FakeReply, prompt: u64) -> FakeReply {
+    match reply {
+        FakeReply::Stream { chunks, .. } => FakeReply::Stream {
+            chunks,
+            usage: Some((prompt, 10)),
+        },
+        other => other,
+    }
+}
+
+#[test]
+fn an_automatic_compaction_runs_pre_compact_and_session_start_compact_keeping_the_context() {
+    let env = TestEnv::new("hook-auto-compact");
+    script(
+        &env,
+        "precompact.sh",
+        "cat > \"$REVOLVE_PROJECT_DIR/precompact.json\"",
+    );
+    script(
+        &env,
+        "again.sh",
+        "cat > \"$REVOLVE_PROJECT_DIR/again.json\"",
+    );
+    configure(
+        &env,
+        json!({
+            "SessionStart": [
+                {"matcher": "startup", "hooks": [{"command": "cat >/dev/null; echo 'branch: feature-x'"}]},
+                {"matcher": "compact", "hooks": [{"command": "./again.sh"}]}
+            ],
+            "PreCompact": [{"matcher": "auto", "hooks": [{"command": "./precompact.sh"}]}]
+        }),
+    );
+    let server = serve(vec![
+        usage(FakeReply::text("Answer one."), 5_000),
+        usage(FakeReply::text("Answer two."), 9_000),
+        usage(FakeReply::text("Answer three."), 13_000),
+        usage(FakeReply::text("Answer four."), 17_950),
+        usage(FakeReply::text("Facts: port 5432."), 6_000),
+        usage(FakeReply::text("Answer five."), 7_000),
+    ]);
+    let run = revolve(
+        &env,
+        &server,
+        &["--name", "db", "--window", "20000"],
+        "one\ntwo\nthree\nfour\nfive\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 6, "{run:?}");
+    let told: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.cwd.join("precompact.json")).unwrap())
+            .unwrap();
+    assert_eq!(told["hook_event_name"], "PreCompact");
+    assert_eq!(told["trigger"], "auto");
+    let again: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.cwd.join("again.json")).unwrap())
+            .unwrap();
+    assert_eq!(again["hook_event_name"], "SessionStart");
+    assert_eq!(again["source"], "compact");
+    // The start context outlives the compaction: turn five's request, the
+    // first of the new file, still carries it.
+    let block = "## Session start context (from hooks)\n\nbranch: feature-x";
+    assert!(system(&requests[3].body).ends_with(block));
+    assert!(
+        system(&requests[5].body).ends_with(block),
+        "{}",
+        system(&requests[5].body)
+    );
+    let files = env.session_files();
+    assert_eq!(files.len(), 2);
+    let events: Vec<Vec<String>> = files
+        .iter()
+        .map(|f| {
+            records(f)
+                .into_iter()
+                .filter(|r| r["type"] == "hook")
+                .map(|r| r["event"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect();
+    assert!(
+        events.contains(&vec!["SessionStart".to_owned(), "PreCompact".to_owned()])
+            && events.contains(&vec!["SessionStart".to_owned()]),
+        "the old file: start and PreCompact; the new one: SessionStart compact: {events:?}"
+    );
+    // Replay rebuilds every request, the hooks gone.
+    std::fs::remove_file(env.home.join(".config/task-agent/config.json")).unwrap();
+    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
+    assert_eq!(env.ok(&["replay", "db", "--requests"]).stdout, sent);
+}
+
+#[test]
+fn a_manual_compact_says_its_trigger_to_pre_compact() {
+    let env = TestEnv::new("hook-manual-compact");
+    script(
+        &env,
+        "precompact.sh",
+        "cat > \"$REVOLVE_PROJECT_DIR/precompact.json\"",
+    );
+    configure(
+        &env,
+        json!({"PreCompact": [{"hooks": [{"command": "./precompact.sh"}]}]}),
+    );
+    let mut replies: Vec<FakeReply> = ["one", "two", "three", "four"]
+        .iter()
+        .map(|w| FakeReply::text(&format!("Answer {w}.")))
+        .collect();
+    replies.push(FakeReply::text("Facts: port 5432."));
+    let server = serve(replies);
+    let run = revolve(&env, &server, &[], "one\ntwo\nthree\nfour\n/compact\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let told: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.cwd.join("precompact.json")).unwrap())
+            .unwrap();
+    assert_eq!(told["trigger"], "manual");
+}
+
+#[test]
+fn a_notification_hook_runs_before_an_approval_question_on_a_terminal() {
+    let env = TestEnv::new("hook-notify");
+    script(
+        &env,
+        "notify.sh",
+        "cat > \"$REVOLVE_PROJECT_DIR/notified.json\"",
+    );
+    configure(
+        &env,
+        json!({"Notification": [{"hooks": [{"command": "./notify.sh"}]}]}),
+    );
+    let path = env.root.join("replies.jsonl");
+    let replies = [
+        json!({"text": "", "tool_calls": [{"name": "shell", "arguments": {"command": "echo hi"}}]}),
+        json!({"text": "Said hi."}),
+    ];
+    let lines: String = replies.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(&path, lines).unwrap();
+    let script_path = path.to_string_lossy().into_owned();
+    let mut term = env.terminal(
+        &["--provider", "scripted", "--script", &script_path],
+        100,
+        &[],
+    );
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("go\r");
+    term.wait_for_next("[n]o: ", Duration::from_secs(20));
+    // The hook ran before the question was shown.
+    let notified = std::fs::read_to_string(env.cwd.join("notified.json")).unwrap();
+    let notified: Value = serde_json::from_str(&notified).unwrap();
+    assert_eq!(notified["hook_event_name"], "Notification");
+    assert!(
+        notified["message"].as_str().unwrap().contains("echo hi"),
+        "{notified}"
+    );
+    term.type_keys("y");
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("\u{4}");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    assert!(shown.contains("Said hi."), "{shown:?}");
+    let hooks = hook_records(&env);
+    assert_eq!(hooks.len(), 1, "{hooks:?}");
+    assert_eq!(hooks[0]["event"], "Notification");
+    assert_eq!(hooks[0]["exit"], 0);
+    let results = tool_results(&records(&env.only_session()));
+    assert_eq!(
+        results[0].1, "exit status: 0\nstdout:\nhi",
+        "the command ran"
+    );
+}

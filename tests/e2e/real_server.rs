@@ -35,6 +35,12 @@
 //! runs on the real server: the real server then gets every later request
 //! of a session whose history holds that result.
 //!
+//! A subagent's child runs on the real server at the parent's declared
+//! 4,096-token window (`a_child_at_a_4k_window_completes`): the model
+//! cannot call `task` either, so a router in the test gives the parent's
+//! first request to the fake server, which answers with the call, and
+//! every other request (the child's, the parent's next) to the real one.
+//!
 //! A server answers one request at a time, so each test holds one server
 //! for its whole length ([`server`]); `REVOLVE_LLAMA_URL` may list several,
 //! comma-separated (`.ci/llama-server` starts one per core), and
@@ -721,4 +727,196 @@ fn resumed_from_32768_at_a_declared_4096() {
 #[ignore = "needs REVOLVE_LLAMA_URL: a llama.cpp server (.ci/run starts them and runs this group by name)"]
 fn resumed_from_32768_with_no_window_given() {
     resumed_smaller(Window::Asked, "resumed-asked");
+}
+
+/// A router on 127.0.0.1 between revolve and two servers: the first
+/// request that offers the `task` tool (a parent's: a child is never
+/// offered it) goes to `first`, every other request to `rest`. Each
+/// connection's request goes on with `Connection: close` and its answer
+/// comes back byte for byte. Returns the router's URL and the number of
+/// requests each way so far (`first`, `rest`).
+fn router(first: &str, rest: &str) -> (String, std::sync::Arc<Mutex<(usize, usize)>>) {
+    use std::net::{TcpListener, TcpStream};
+    fn host(url: &str) -> String {
+        let rest = url.strip_prefix("http://").expect("an http:// server URL");
+        rest.split_once('/').map_or(rest, |(h, _)| h).to_owned()
+    }
+    fn relay(mut client: TcpStream, first: &str, rest: &str, counts: &Mutex<(usize, usize)>) {
+        let mut data = Vec::new();
+        let mut buf = [0u8; 16_384];
+        let head_end = loop {
+            if let Some(at) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                break at;
+            }
+            match client.read(&mut buf) {
+                Ok(n) if n > 0 => data.extend_from_slice(&buf[..n]),
+                _ => return,
+            }
+        };
+        let head = String::from_utf8_lossy(&data[..head_end]).into_owned();
+        let length = head
+            .lines()
+            .filter_map(|l| l.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case("content-length"))
+            .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        let mut body = data.split_off(head_end + 4);
+        while body.len() < length {
+            match client.read(&mut buf) {
+                Ok(n) if n > 0 => body.extend_from_slice(&buf[..n]),
+                _ => return,
+            }
+        }
+        let offers_task = String::from_utf8_lossy(&body).contains(r#""name":"task""#);
+        let to = {
+            let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+            if offers_task && counts.0 == 0 {
+                counts.0 += 1;
+                first
+            } else {
+                counts.1 += 1;
+                rest
+            }
+        };
+        let kept: Vec<&str> = head
+            .split("\r\n")
+            .filter(|l| {
+                let l = l.to_ascii_lowercase();
+                !l.starts_with("connection:") && !l.starts_with("host:")
+            })
+            .collect();
+        let Ok(mut upstream) = TcpStream::connect(to) else {
+            return;
+        };
+        let out = format!(
+            "{}\r\nhost: {to}\r\nconnection: close\r\n\r\n",
+            kept.join("\r\n")
+        );
+        if upstream.write_all(out.as_bytes()).is_err() || upstream.write_all(&body).is_err() {
+            return;
+        }
+        while let Ok(n) = upstream.read(&mut buf) {
+            if n == 0 || client.write_all(&buf[..n]).is_err() {
+                break;
+            }
+        }
+    }
+    let (first, rest) = (host(first), host(rest));
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind the router");
+    let url = format!("http://{}/v1", listener.local_addr().expect("its address"));
+    let counts = std::sync::Arc::new(Mutex::new((0, 0)));
+    let seen = std::sync::Arc::clone(&counts);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let (first, rest, seen) = (first.clone(), rest.clone(), std::sync::Arc::clone(&seen));
+            std::thread::spawn(move || relay(client, &first, &rest, &seen));
+        }
+    });
+    (url, counts)
+}
+
+/// A parent on the real server whose first answer is a `task` call (the
+/// model cannot be made to call a tool: the router gives that one request
+/// to the test's fake server, which answers with the call), and a child
+/// that runs on the real server at the parent's declared 4,096-token
+/// window: both complete, the child's answer is the call's result, and
+/// both logs replay.
+#[test]
+#[ignore = "needs REVOLVE_LLAMA_URL: a llama.cpp server (.ci/run starts them and runs this group by name)"]
+fn a_child_at_a_4k_window_completes() {
+    let (url, _lease) = server();
+    let mut s = Scenario::new("task-4k");
+    let dir = s.env.cwd.join(".agents/agents");
+    std::fs::create_dir_all(&dir).expect("make .agents/agents");
+    std::fs::write(
+        dir.join("reader.md"),
+        "---\ndescription: Reads and sums up text.\n---\nYou sum up the text you are given in two sentences.\n",
+    )
+    .expect("write the definition");
+    let call = serde_json::json!({
+        "description": "sum up the text",
+        "prompt": turn_line(1),
+        "subagent": "reader",
+    })
+    .to_string();
+    let fake = revolve_testkit::FakeServer::start(vec![revolve_testkit::FakeReply::tool_calls(
+        "",
+        &[("call_task", "task", &call)],
+    )])
+    .expect("start the fake server");
+    let (routed, counts) = router(&fake.url(), &url);
+    s.run(
+        "a parent and its child",
+        &real_args(&routed, Some(N_CTX), false),
+        "Have the text summed up by a subagent, then answer briefly.\n".to_owned(),
+    );
+    let (to_fake, to_real) = *counts.lock().unwrap_or_else(|e| e.into_inner());
+    if to_fake != 1 || to_real < 2 {
+        s.problems.push(format!(
+            "the requests: {to_fake} to the fake (1 expected), {to_real} to the real server (the child's and the parent's next: 2 or more expected)"
+        ));
+    }
+    let files = s.env.session_files();
+    let logs: Vec<Vec<Value>> = files.iter().map(|f| crate::common::records(f)).collect();
+    let child = logs
+        .iter()
+        .position(|l| l.iter().any(|r| r["type"] == "spawned"));
+    let parent = logs
+        .iter()
+        .position(|l| l.iter().any(|r| r["type"] == "delegated"));
+    match (parent, child) {
+        (Some(p), Some(c)) => {
+            let (parent, child) = (&logs[p], &logs[c]);
+            if child[0]["window"] != 4096 {
+                s.problems.push(format!(
+                    "the child's window is {}, not 4096",
+                    child[0]["window"]
+                ));
+            }
+            let answered = child.iter().any(|r| {
+                r["type"] == "message"
+                    && r["role"] == "assistant"
+                    && no_calls(r)
+                    && r["content"].as_str().is_some_and(|c| !c.trim().is_empty())
+            });
+            if !answered {
+                s.problems.push("the child gave no answer".to_owned());
+            }
+            let result = parent
+                .iter()
+                .find(|r| r["type"] == "message" && r["role"] == "tool")
+                .and_then(|r| r["content"].as_str())
+                .unwrap_or_default();
+            if result.trim().is_empty() || result.starts_with("error:") {
+                s.problems
+                    .push(format!("the task call's result: {:?}", cut(result, 300)));
+            }
+            for (what, log) in [("the parent", parent), ("the child", child)] {
+                for r in log {
+                    let kind = r["type"].as_str().unwrap_or("?");
+                    if matches!(kind, "overflowed" | "failed" | "compaction_failed") {
+                        s.problems
+                            .push(format!("{what}'s log has a refusal: {}", brief(r)));
+                    }
+                }
+            }
+            for (what, file) in [("the parent", &files[p]), ("the child", &files[c])] {
+                let path = file.to_str().expect("a UTF-8 path");
+                let check = s.env.run(&["replay", "--check", path], "");
+                if check.code != Some(0) || !check.stdout.contains(" 0 inconsistencies") {
+                    s.problems.push(format!(
+                        "replay --check of {what}: {}{}",
+                        check.stdout.trim(),
+                        check.stderr.trim()
+                    ));
+                }
+            }
+            s.answered("a parent and its child", 0, 1);
+        }
+        _ => s.problems.push(format!(
+            "no parent with a delegated record and child with a spawned one among {} log(s)",
+            files.len()
+        )),
+    }
+    s.done();
 }

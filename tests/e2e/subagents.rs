@@ -294,3 +294,35 @@ fn task_is_offered_only_with_definitions_and_the_log_names_them() {
         .collect();
     assert_eq!(named, [&json!(["finder"])]);
 }
+
+#[test]
+fn a_terminal_shows_each_running_child_on_one_live_line() {
+    let env = TestEnv::new("task-live");
+    let list = [task("c1", "part 1"), task("c2", "part 2")];
+    let server = serve(vec![
+        calls(&list),
+        slow(Duration::from_millis(700)),
+        slow(Duration::from_millis(700)),
+        FakeReply::text("All done."),
+    ]);
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 100, &[]);
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("split it\r");
+    term.wait_for_next("All done.", Duration::from_secs(30));
+    term.wait_for_next("\u{203a} ", Duration::from_secs(20));
+    term.type_keys("\u{4}");
+    let (ok, shown) = term.finish(Duration::from_secs(30));
+    assert!(ok, "{shown:?}");
+    // One line a child, its description, state and tokens, both on
+    // screen together…
+    let both = "\u{1b}[2m  task 1: part 1 · started · 0 in, 0 out\u{1b}[0m\r\n\u{1b}[2m  task 2: part 2 · started · 0 in, 0 out\u{1b}[0m";
+    assert!(shown.contains(both), "{shown:?}");
+    // …redrawn in place (the two lines erased first) as each goes on,
+    // an ended one saying so while the other runs, then folded away
+    // before the answer.
+    assert!(shown.matches("\u{1b}[2F\u{1b}[J").count() >= 2, "{shown:?}");
+    assert!(shown.contains(" · ended · "), "{shown:?}");
+    assert!(shown.contains("\u{1b}[2F\u{1b}[JAll done."), "{shown:?}");
+    assert_eq!(server.requests().len(), 4);
+}

@@ -94,6 +94,10 @@ pub struct Compacted {
     /// tool-round cap.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub turn_rounds: u64,
+    /// What `SessionStart` hooks had added for the model, carried over
+    /// (until the hooks run for `compact` add something of their own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub start_context: Vec<String>,
 }
 
 /// Where a compacted session goes on.

@@ -269,6 +269,7 @@ fn what_an_automatic_refinement_reads_starts_at_the_last_refinement_or_compactio
         refined_at: Some(at),
         turns_at_refine: 3,
         turn_rounds: 0,
+        start_context: Vec::new(),
     }));
     turn(&mut s, 5);
     let read = unrefined(&s);

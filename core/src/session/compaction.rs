@@ -197,6 +197,14 @@ impl Session {
         )
     }
 
+    /// Whether an automatic compaction would change anything now (prune
+    /// or summarize): its `PreCompact` hooks run only then.
+    pub(super) fn compaction_acts(&self) -> bool {
+        let keep = compact::KEEP_TURNS + usize::from(self.state.awaiting);
+        let plan = compact::Plan::keeping(&self.state.messages, self.settings.prune_chars, keep);
+        !plan.prune.is_empty() || plan.summarizes()
+    }
+
     /// Compaction, step one then, only if needed, step two. Automatic
     /// compaction (`manual` false) stops after pruning when the history then
     /// fits; `/compact` always summarizes what lies before the kept turns.
@@ -599,6 +607,7 @@ impl Session {
         let turn_rounds = self.state.turn_rounds;
         // The plan goes on in the new file, as the goal does beside it.
         let plan = self.state.plan.clone();
+        let start_context = self.state.start_context.clone();
         let mut cmds = self.append(vec![Record::Continued(Continued {
             at: now,
             next: new_id,
@@ -618,6 +627,7 @@ impl Session {
             refined_at,
             turns_at_refine,
             turn_rounds,
+            start_context,
         };
         cmds.extend(self.append(vec![Record::Compacted(compacted)]));
         if !plan.is_empty() {
@@ -630,13 +640,26 @@ impl Session {
         cmds.push(Command::show(format!(
             "compaction: {cut} messages became working notes; the session goes on in a new file"
         )));
+        // The session goes on: its `SessionStart` hooks run (`source`
+        // `compact`), in the new file, before anything more is sent.
+        let about = crate::hooks::About::SessionStart {
+            source: "compact".into(),
+        };
         if pending {
-            cmds.extend(self.request(due, now));
+            let resume = super::hooking::Resume::Request { due };
+            match self.hooks_for(about, None, resume) {
+                Some(run) => cmds.extend(run),
+                None => cmds.extend(self.request(due, now)),
+            }
         } else {
             // A file must end with its totals: listings read them there.
             let totals = self.state.totals.clone();
             cmds.extend(self.append(vec![Record::Totals(totals)]));
             cmds.push(Command::sync());
+            cmds.extend(
+                self.hooks_for(about, None, super::hooking::Resume::Idle)
+                    .unwrap_or_default(),
+            );
         }
         cmds
     }

@@ -8,9 +8,11 @@
 
 use time::OffsetDateTime;
 
+use crate::hooks::{self, About};
 use crate::record::{Delegated, Message, Record};
 use crate::tools::{self, Tool};
 
+use super::hooking::Resume;
 use super::phase::Phase;
 use super::protocol::{Command, Delegation, TaskEnd, ToolCommand};
 use super::Session;
@@ -23,6 +25,15 @@ impl Session {
     pub(super) fn delegate(&mut self, now: OffsetDateTime) -> Option<Vec<Command>> {
         let mut tasks = Vec::new();
         for call in &self.state.open_calls {
+            // As its `PreToolUse` hooks left it; a call they blocked, or
+            // did not see yet, waits for its own turn.
+            let Some(call) = self
+                .checked_tasks
+                .iter()
+                .find_map(|(c, blocked)| (c.id == call.id && blocked.is_none()).then_some(c))
+            else {
+                break;
+            };
             let Ok(Tool::Task {
                 description,
                 prompt,
@@ -92,16 +103,39 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let mut cmds = Vec::new();
-        for end in ends {
+        let mut ends = ends.into_iter();
+        while let Some(end) = ends.next() {
             if !end.record.child.is_empty() {
                 cmds.extend(self.append(vec![Record::Delegated(Delegated {
                     at: now,
                     ..end.record
                 })]));
             }
-            if !interrupted {
-                cmds.extend(self.spilled_result(end.id, end.answer, now));
+            if interrupted {
+                continue;
             }
+            // Its `PostToolUse` hooks first, as for any tool's result.
+            let input = self
+                .checked_tasks
+                .iter()
+                .find(|(c, _)| c.id == end.id)
+                .map(|(c, _)| hooks::tool_input(&c.arguments))
+                .unwrap_or_default();
+            let about = About::PostToolUse {
+                tool: "task".into(),
+                input,
+                output: end.answer.clone(),
+            };
+            let resume = Resume::Tasks {
+                id: end.id.clone(),
+                output: end.answer.clone(),
+                rest: ends.as_slice().to_vec(),
+            };
+            if let Some(run) = self.hooks_for(about, Some((&end.id, "task")), resume) {
+                cmds.extend(run);
+                return cmds;
+            }
+            cmds.extend(self.spilled_result(end.id, end.answer, now));
         }
         if interrupted {
             cmds.extend(self.interrupt(String::new(), now));
@@ -109,6 +143,48 @@ impl Session {
         }
         cmds.extend(self.next_tool(now));
         cmds
+    }
+
+    /// The `PreToolUse` hooks of the `task` calls at the front, one call
+    /// after another, so the children start together once all ran: false
+    /// while a round runs (its commands in `cmds`).
+    pub(super) fn tasks_hooked(&mut self, cmds: &mut Vec<Command>) -> bool {
+        let front: Vec<_> = self
+            .state
+            .open_calls
+            .iter()
+            .take_while(|c| c.name == "task")
+            .cloned()
+            .collect();
+        for call in front {
+            match self.checked_tasks.iter().find(|(c, _)| c.id == call.id) {
+                Some((_, Some(_))) => return true,
+                Some(_) => continue,
+                None => {}
+            }
+            let about = About::PreToolUse {
+                tool: call.name.clone(),
+                input: hooks::tool_input(&call.arguments),
+            };
+            let resume = Resume::Task {
+                id: call.id.clone(),
+            };
+            if let Some(run) = self.hooks_for(about, Some((&call.id, &call.name)), resume) {
+                cmds.extend(run);
+                return false;
+            }
+            self.checked_tasks.push((call, None));
+        }
+        true
+    }
+
+    /// The reason the `PreToolUse` hooks blocked the `task` call `id`, if
+    /// they did.
+    pub(super) fn task_blocked(&self, id: &str) -> Option<String> {
+        self.checked_tasks
+            .iter()
+            .find(|(c, _)| c.id == id)
+            .and_then(|(_, blocked)| blocked.clone())
     }
 }
 

@@ -31,10 +31,23 @@ pub(super) enum Resume {
         output: String,
         spill: bool,
     },
+    /// `PreToolUse` of the `task` call `id`: it is marked checked (as
+    /// the hooks left it) or blocked, and the next call goes on.
+    Task { id: String },
+    /// `PostToolUse` of the `task` call `id`: its result, with what the
+    /// hooks added; then the results of the children after it (`rest`).
+    Tasks {
+        id: String,
+        output: String,
+        rest: Vec<super::protocol::TaskEnd>,
+    },
     /// `Stop`: the turn ends, or goes on with the reason a hook blocked.
     End,
     /// `PreCompact` of `/compact`: the compaction.
     Compact,
+    /// `PreCompact` of an automatic compaction: the request due, decided
+    /// again (it compacts without running them again).
+    Request { due: Due },
     /// `Notification`: what was about to happen, as it was
     /// (the phase it waits in, the commands that ask for it).
     Then {
@@ -121,7 +134,29 @@ impl Session {
                 let output = hooks::after_result(&output, &added);
                 self.tool_result(id, output, spill, now)
             }
+            Resume::Task { id } => {
+                let Some(mut call) = self.state.open_calls.iter().find(|c| c.id == id).cloned()
+                else {
+                    return Vec::new();
+                };
+                if let Some(input) = got.input.filter(|_| got.blocked.is_none()) {
+                    call.arguments = input.to_string();
+                }
+                self.checked_tasks.push((call, got.blocked));
+                self.next_tool(now)
+            }
+            Resume::Tasks { id, output, rest } => {
+                let mut added = got.added;
+                if let Some(reason) = got.blocked {
+                    added.push(reason);
+                }
+                let output = hooks::after_result(&output, &added);
+                let mut cmds = self.spilled_result(id, output, now);
+                cmds.extend(self.delegated(rest, false, now));
+                cmds
+            }
             Resume::Compact => self.compact(true, &mut Due::default(), now),
+            Resume::Request { due } => self.request(due, now),
             Resume::Then { phase, cmds } => {
                 self.phase = *phase;
                 cmds

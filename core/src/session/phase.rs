@@ -119,6 +119,8 @@ pub(super) struct Due {
     /// Making room for it stopped the turn (a costly compaction with no
     /// one to ask): nothing more is tried for it.
     pub stopped: bool,
+    /// The `PreCompact` hooks ran for its automatic compaction.
+    pub told: bool,
 }
 
 impl Default for Due {
@@ -132,6 +134,7 @@ impl Default for Due {
             pieces: (0, 0),
             retried: false,
             stopped: false,
+            told: false,
         }
     }
 }

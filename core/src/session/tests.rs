@@ -1915,4 +1915,88 @@ fn update_plan_is_logged_answered_and_held_in_the_prompt_while_open() {
     assert_eq!(s.state().plan().steps.len(), 1);
 }
 
+#[test]
+fn task_calls_run_their_pre_and_post_tool_use_hooks_like_any_tool() {
+    let mut s = hooked(serde_json::json!({
+        "PreToolUse": [{"matcher": "task", "hooks": [{"command": "./pre.sh"}]}],
+        "PostToolUse": [{"matcher": "task", "hooks": [{"command": "./post.sh"}]}]}));
+    user(&mut s, "split it");
+    let task = |d: &str| format!(r#"{{"description":"{d}","prompt":"do {d}"}}"#);
+    let (a, b, c) = (task("a"), task("b"), task("c"));
+    let cmds = reply(
+        &mut s,
+        "",
+        &[("c1", "task", &a), ("c2", "task", &b), ("c3", "task", &c)],
+    );
+    assert_eq!(kinds(&cmds)[2..], ["hook"], "c1's PreToolUse first");
+    // c1 rewritten, c2 blocked, c3 as made.
+    let cmds = hook_ran(
+        &mut s,
+        0,
+        r#"{"updatedInput":{"description":"a","prompt":"do A"}}"#,
+        "",
+    );
+    assert_eq!(kinds(&cmds), ["other", "hook"], "then c2's");
+    // A blocked call ends the run that goes out together.
+    let cmds = hook_ran(&mut s, 2, "", "no b");
+    let tasks = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::Tool(ToolCommand::Delegate { tasks }) => Some(tasks.clone()),
+            _ => None,
+        })
+        .expect("the unblocked calls before the blocked one start");
+    let started: Vec<(&str, &str)> = tasks
+        .iter()
+        .map(|t| (t.id.as_str(), t.prompt.as_str()))
+        .collect();
+    assert_eq!(started, [("c1", "do A")], "the rewritten prompt runs");
+    let end = |id: &str, answer: &str| TaskEnd {
+        id: id.into(),
+        answer: answer.into(),
+        record: crate::record::Delegated {
+            at: datetime!(2026-12-02 10:03 UTC),
+            call: id.into(),
+            child: format!("kid-{id}"),
+            log: format!("/logs/kid-{id}.jsonl"),
+            description: String::new(),
+            subagent: None,
+            requests: 1,
+            tokens_in: 10,
+            tokens_out: 1,
+            cost: 0,
+        },
+    };
+    let cmds = s
+        .handle(Input::Tool(ToolInput::Delegated {
+            ends: vec![end("c1", "found a")],
+            interrupted: false,
+            now: datetime!(2026-12-02 10:04 UTC),
+        }))
+        .commands;
+    assert_eq!(kinds(&cmds), ["other", "hook"], "the child's PostToolUse");
+    let cmds = hook_ran(&mut s, 0, r#"{"additionalContext":"checked"}"#, "");
+    let result = result_of(&cmds, "c1").expect("c1's result").to_owned();
+    assert!(
+        result.starts_with("found a") && result.contains("checked"),
+        "{result}"
+    );
+    assert_eq!(
+        result_of(&cmds, "c2"),
+        Some("error: not run: a PreToolUse hook blocked this call: no b")
+    );
+    assert_eq!(kinds(&cmds).last(), Some(&"hook"), "c3's PreToolUse");
+    let cmds = hook_ran(&mut s, 0, "", "");
+    let tasks = cmds.iter().find_map(|c| match c {
+        Command::Tool(ToolCommand::Delegate { tasks }) => Some(tasks.clone()),
+        _ => None,
+    });
+    let ids: Vec<String> = tasks
+        .expect("c3 starts")
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    assert_eq!(ids, ["c3"]);
+}
+
 mod web;

@@ -104,7 +104,16 @@ impl Session {
             return Next::Answered(self.result(call.id, refused, now));
         }
         if call.name == "task" {
-            // The `task` calls at the front go out together, as children.
+            // Their `PreToolUse` hooks first, each call's, then the `task`
+            // calls at the front go out together, as children.
+            if let Some(reason) = self.task_blocked(&call.id) {
+                let blocked = crate::hooks::blocked_result(&reason);
+                return Next::Answered(self.result(call.id, blocked, now));
+            }
+            let mut hooked = Vec::new();
+            if !self.tasks_hooked(&mut hooked) {
+                return Next::Waits(hooked);
+            }
             if let Some(started) = self.delegate(now) {
                 return match self.phase {
                     Phase::Delegating { .. } => Next::Waits(started),

@@ -133,35 +133,7 @@ impl Session {
     /// The next request, once it is due: the system prompt is written when
     /// it changed, and a session near its window compacts first.
     pub(super) fn request(&mut self, mut due: Due, now: OffsetDateTime) -> Vec<Command> {
-        let mut cmds = Vec::new();
-        let mut system = prompt::system(
-            self.state.header.as_ref().map_or("", |h| &h.cwd),
-            &self.parts,
-            self.state.window,
-        );
-        if self.state.planning {
-            system.push_str("\n\n");
-            system.push_str(PLANNING_PROMPT);
-        }
-        self.hook_and_plan_blocks(&mut system);
-        // The definitions a `task` call may name: `task` is offered only
-        // while there are some.
-        let subagents: Vec<String> = self
-            .parts
-            .subagents
-            .iter()
-            .map(|d| d.name.clone())
-            .collect();
-        if self.state.system.as_deref() != Some(system.as_str())
-            || self.state.agents().subagents != subagents
-        {
-            let context = Context {
-                at: now,
-                system,
-                subagents,
-            };
-            cmds.extend(self.append(vec![Record::Context(context)]));
-        }
+        let mut cmds = self.context_due(now);
         let window = self.state.window;
         let (mut request, estimate) = self.measure();
         let near = compact::due(self.state.totals.last_context, window)
@@ -180,6 +152,10 @@ impl Session {
             }
         }
         if near && !due.compacted {
+            if let Some(run) = self.told_before_compacting(&mut due) {
+                cmds.extend(run);
+                return cmds;
+            }
             due.compacted = true;
             let done = self.compact(false, &mut due, now);
             if self.waits_for_notes() {
@@ -250,6 +226,54 @@ impl Session {
         };
         cmds.push(Command::Model(ModelCommand::Call(request)));
         cmds
+    }
+
+    /// The `PreCompact` hooks (`trigger` `auto`) of the automatic
+    /// compaction the request due is about to make, once: their round's
+    /// commands, when one started (the request is decided again after).
+    fn told_before_compacting(&mut self, due: &mut Due) -> Option<Vec<Command>> {
+        if due.told || !self.compaction_acts() {
+            return None;
+        }
+        due.told = true;
+        let about = crate::hooks::About::PreCompact {
+            trigger: "auto".into(),
+        };
+        self.hooks_for(about, None, super::hooking::Resume::Request { due: *due })
+    }
+
+    /// The `context` record of the system prompt (and the definitions a
+    /// `task` call may name), when either changed.
+    fn context_due(&mut self, now: OffsetDateTime) -> Vec<Command> {
+        let mut system = prompt::system(
+            self.state.header.as_ref().map_or("", |h| &h.cwd),
+            &self.parts,
+            self.state.window,
+        );
+        if self.state.planning {
+            system.push_str("\n\n");
+            system.push_str(PLANNING_PROMPT);
+        }
+        self.hook_and_plan_blocks(&mut system);
+        // The definitions a `task` call may name: `task` is offered only
+        // while there are some.
+        let subagents: Vec<String> = self
+            .parts
+            .subagents
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        if self.state.system.as_deref() != Some(system.as_str())
+            || self.state.agents().subagents != subagents
+        {
+            let context = Context {
+                at: now,
+                system,
+                subagents,
+            };
+            return self.append(vec![Record::Context(context)]);
+        }
+        Vec::new()
     }
 
     /// Whether the request due waits for working notes, or for the user's
@@ -398,6 +422,7 @@ impl Session {
         cmds.extend(self.append(vec![totals]));
         // The calls of this answer are new: none ran its hooks yet.
         self.checked = None;
+        self.checked_tasks.clear();
         if ends_turn {
             cmds.extend(self.turn_ends());
         } else {

@@ -63,19 +63,18 @@ impl<F: Front> Live<F> {
             })
             .collect();
         let front = &mut self.front;
+        let mut all: Vec<crate::task::Progress> = specs
+            .iter()
+            .map(|s| crate::task::Progress {
+                description: s.description.clone(),
+                ..Default::default()
+            })
+            .collect();
         let mut watch = |i: usize, p: &crate::task::Progress| {
-            let state = match (&p.last_tool, p.ended) {
-                (_, true) => "ended".to_owned(),
-                (Some(tool), false) => format!("→ {tool}"),
-                (None, false) => "started".to_owned(),
-            };
-            front.notice(&format!(
-                "task {}: {} · {state} · {} in, {} out",
-                i + 1,
-                p.description,
-                p.tokens.0,
-                p.tokens.1
-            ));
+            if let Some(slot) = all.get_mut(i) {
+                *slot = p.clone();
+            }
+            front.children(i, &all);
         };
         let ends = crate::task::run_all(
             specs,
