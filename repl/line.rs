@@ -99,6 +99,7 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));
+            eprint!("{}", slash::help_user_commands(&live.user_commands()));
         }
         Slash::HelpOn(name) => eprint!("{}", slash::help_on(&name, &live.skills())),
         Slash::Send { to, text } => {
@@ -127,13 +128,29 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             }
         }
         Slash::Incomplete(why) => eprintln!("{why}"),
+        // The REPL takes these before a line gets here (crate::switch).
+        Slash::Clear | Slash::Resume(_) => eprintln!(
+            "/clear and /resume switch sessions in the REPL; here, run revolve again (revolve -r NAME resumes one)"
+        ),
+        Slash::Diff => match crate::diffs::session(live) {
+            Ok(text) => eprint!("{}", crate::render::diff(&text, crate::render::stderr())),
+            Err(e) => eprintln!("revolve: /diff: {e}"),
+        },
+        Slash::Mcp => eprint!("{}", crate::mcp::slash(live)),
+        Slash::Init => crate::init::slash(live),
         Slash::Other { word, arg } => {
             // A skill of that name is a command of the user's own: its body,
             // with the arguments filled in, is the user's message.
             match live.skill_message(&word, &arg) {
                 Some(Ok(message)) => return live.turn(&message),
                 Some(Err(e)) => eprintln!("revolve: /{word}: {e}"),
-                None => eprintln!("unknown command /{word}; /help lists them"),
+                // Then a Claude Code command (.claude/commands/NAME.md).
+                None => match revolve_core::commands::find(&live.user_commands(), &word) {
+                    Some(c) => {
+                        return live.turn(&revolve_core::commands::message(&c.body, &arg));
+                    }
+                    None => eprintln!("unknown command /{word}; /help lists them"),
+                },
             }
         }
     }

@@ -4,10 +4,12 @@
 //! counts, and the REPL's `!cmd`, `/clear`, `/resume`, `/init`, `/diff`,
 //! `/mcp` and commands of the user's own.
 
+use std::time::Duration;
+
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{records, TestEnv};
+use crate::common::{records, request_messages, TestEnv};
 
 /// A streamed answer of `text` without a usage chunk, as llama.cpp's
 /// server streams by default.
@@ -133,5 +135,353 @@ fn a_big_edit_counts_the_lines_of_the_change() {
         replay.stdout.contains("by edit_file (+34286 -34286)"),
         "{}",
         replay.stdout
+    );
+}
+
+/// Waits until the terminal showed `text` since keys were last typed and
+/// then the prompt again.
+fn after(term: &mut crate::common::Terminal, text: &str) {
+    term.wait_until(WITHIN, text, |s| {
+        s.find(text).is_some_and(|i| s[i..].contains("› "))
+    });
+}
+
+const WITHIN: Duration = Duration::from_secs(20);
+
+/// The user messages of the `n`th request the server got.
+fn users(server: &FakeServer, n: usize) -> Vec<String> {
+    request_messages(&server.requests()[n].body)
+        .into_iter()
+        .filter(|(role, _)| role == "user")
+        .map(|(_, text)| text)
+        .collect()
+}
+
+/// The session file whose header has this name.
+fn session_named(env: &TestEnv, name: &str) -> std::path::PathBuf {
+    env.session_files()
+        .into_iter()
+        .find(|f| records(f).first().is_some_and(|h| h["name"] == name))
+        .unwrap_or_else(|| panic!("no session {name}"))
+}
+
+/// `/clear` ends the session (kept, its name said) and the REPL goes on
+/// in a new one whose requests carry nothing of the old.
+#[test]
+fn clear_starts_a_new_session_and_keeps_the_old_one() {
+    let server = FakeServer::start(vec![FakeReply::text("One."), FakeReply::text("Two.")]).unwrap();
+    let env = TestEnv::new("cmd-clear");
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url, "-n", "before"], 120, &[]);
+    term.wait_for("› ", WITHIN);
+    term.type_keys("remember the port 5432\r");
+    after(&mut term, "One.");
+    term.type_keys("/clear\r");
+    after(&mut term, "ended before; revolve -r before");
+    term.type_keys("what port?\r");
+    after(&mut term, "Two.");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert_eq!(
+        users(&server, 1),
+        ["what port?"],
+        "nothing of the old session"
+    );
+    assert_eq!(env.session_files().len(), 2, "{screen}");
+    let old = records(&session_named(&env, "before"));
+    assert!(
+        old.iter().any(|r| r["content"] == "remember the port 5432"),
+        "the old session is kept whole"
+    );
+}
+
+/// `/resume NAME` switches to that session: the next request carries its
+/// conversation; `/resume` of this session or of no session says so.
+#[test]
+fn resume_by_name_switches_to_that_session() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("Noted."),
+        FakeReply::text("Other."),
+        FakeReply::text("It is 5432."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("cmd-resume-name");
+    let url = server.url();
+    let run = env.run(&["--base-url", &url, "-n", "keepme"], "the port is 5432\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let mut term = env.terminal(&["--base-url", &url, "-n", "now"], 120, &[]);
+    term.wait_for("› ", WITHIN);
+    term.type_keys("something else\r");
+    after(&mut term, "Other.");
+    term.type_keys("/resume nosuch\r");
+    after(&mut term, "revolve: /resume:");
+    term.type_keys("/resume now\r");
+    after(&mut term, "/resume: that is this session");
+    term.type_keys("/resume keepme\r");
+    after(&mut term, "ended now");
+    term.type_keys("which port?\r");
+    after(&mut term, "It is 5432.");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert_eq!(users(&server, 2), ["the port is 5432", "which port?"]);
+}
+
+/// A bare `revolve -r` on a terminal picks from the recent sessions
+/// (newest first, with name, age, turns and first prompt) by number or
+/// arrows; Esc cancels a bare `/resume` with one line. Without a
+/// terminal it lists them and says to name one (exit 2).
+#[test]
+fn a_bare_resume_picks_from_a_list() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("A."),
+        FakeReply::text("B."),
+        FakeReply::text("Again A."),
+    ])
+    .unwrap();
+    let env = TestEnv::new("cmd-picker");
+    let url = server.url();
+    for (name, line) in [("alpha", "first about alpha"), ("beta", "first about beta")] {
+        let run = env.run(&["--base-url", &url, "-n", name], &format!("{line}\n"));
+        assert_eq!(run.code, Some(0), "{run:?}");
+    }
+    let run = env.run(&["-r"], "");
+    assert_eq!(run.code, Some(2), "{run:?}");
+    let beta = run.stderr.find("beta").expect("beta listed");
+    let alpha = run.stderr.find("alpha").expect("alpha listed");
+    assert!(beta < alpha, "newest first: {}", run.stderr);
+    assert!(
+        run.stderr.contains("1 turn   first about beta"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("name one of the above: revolve -r NAME"),
+        "{}",
+        run.stderr
+    );
+
+    let mut term = env.terminal(&["--base-url", &url, "-r"], 120, &[]);
+    term.wait_for("resume which session?", WITHIN);
+    term.wait_for("first about alpha", WITHIN);
+    // Down to the second row (alpha), then Enter.
+    term.type_keys("\x1b[B");
+    std::thread::sleep(Duration::from_millis(200));
+    term.type_keys("\r");
+    after(&mut term, "/help for commands");
+    term.type_keys("/resume\r");
+    term.wait_for_next("resume which session?", WITHIN);
+    term.type_keys("\x1b");
+    after(&mut term, "resume cancelled; still in this session");
+    term.type_keys("and now?\r");
+    after(&mut term, "Again A.");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert_eq!(users(&server, 2), ["first about alpha", "and now?"]);
+}
+
+/// `/diff` shows the changes this session's edits made, from its log.
+#[test]
+fn diff_shows_the_sessions_edits() {
+    let env = TestEnv::new("cmd-diff");
+    std::fs::write(env.cwd.join("a.txt"), "one\ntwo\n").unwrap();
+    let call = |id: &str, name: &str, args: Value| {
+        FakeReply::tool_calls("", &[(id, name, &args.to_string())])
+    };
+    let server = FakeServer::start(vec![
+        call("c1", "read_file", json!({"path": "a.txt"})),
+        call(
+            "c2",
+            "edit_file",
+            json!({"path": "a.txt", "old_string": "two", "new_string": "TWO"}),
+        ),
+        FakeReply::text("Done."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url, "--allow-edits"],
+        "/diff\nshout\n/diff\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stderr
+            .contains("no changes: this session made no edit that stands"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("a.txt by edit_file (+1 -1)"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("-two\n+TWO\n"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("1 file changed by this session"),
+        "{}",
+        run.stderr
+    );
+}
+
+/// `/mcp` lists the servers: a configured one that failed with its last
+/// error, a project's not approved.
+#[test]
+fn mcp_lists_the_servers_and_their_state() {
+    let env = TestEnv::new("cmd-mcp");
+    let dir = env.home.join(".config/task-agent");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = json!({"mcp_servers": {"broken": {"command": "/nonexistent/mcp-server"}}});
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    std::fs::write(
+        env.cwd.join(".mcp.json"),
+        json!({"mcpServers": {"proj": {"command": "true"}}}).to_string(),
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![FakeReply::text("Hi.")]).unwrap();
+    let url = server.url();
+    let run = env.run(&["--base-url", &url], "hello\n/mcp\n");
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let line = |name: &str| {
+        run.stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("{name}  ")))
+            .unwrap_or_else(|| panic!("no {name} row: {}", run.stderr))
+            .to_owned()
+    };
+    let broken = line("broken");
+    assert!(
+        broken.contains("[config.json]  not running, last error:"),
+        "{broken}"
+    );
+    assert!(line("proj").contains("not asked yet"), "{}", run.stderr);
+}
+
+/// `/init` writes an AGENTS.md from the repository (languages, the build
+/// files' commands, layout); an existing one is kept without a terminal
+/// to ask, and replaced on `y` at one.
+#[test]
+fn init_writes_agents_md_from_the_repository() {
+    let env = TestEnv::new("cmd-init");
+    std::fs::write(env.cwd.join("Cargo.toml"), "[package]\nname = \"demo\"\n").unwrap();
+    std::fs::create_dir_all(env.cwd.join("src")).unwrap();
+    std::fs::write(env.cwd.join("src/main.rs"), "fn main() {}\n").unwrap();
+    std::fs::write(env.cwd.join("Makefile"), "check:\n\tcargo test\n").unwrap();
+    let run = env.run(
+        &["--provider", "scripted", "--script", "/dev/null"],
+        "/init\n/init\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let agents = std::fs::read_to_string(env.cwd.join("AGENTS.md")).unwrap();
+    assert!(agents.contains("Rust (1 file)"), "{agents}");
+    assert!(agents.contains("- `cargo test`: run the tests"), "{agents}");
+    assert!(
+        agents.contains("- `make check`: a Makefile target"),
+        "{agents}"
+    );
+    assert!(agents.contains("- `src/` (1 file)"), "{agents}");
+    assert!(run.stderr.contains("/init: wrote "), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("exists and there is no terminal to ask; kept"),
+        "{}",
+        run.stderr
+    );
+
+    std::fs::write(env.cwd.join("AGENTS.md"), "mine\n").unwrap();
+    let mut term = env.terminal(
+        &["--provider", "scripted", "--script", "/dev/null"],
+        120,
+        &[],
+    );
+    term.wait_for("› ", WITHIN);
+    term.type_keys("/init\r");
+    term.wait_for_next("exists; replace it?", WITHIN);
+    term.type_keys("n");
+    after(&mut term, "kept");
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("AGENTS.md")).unwrap(),
+        "mine\n"
+    );
+    term.type_keys("/init\r");
+    term.wait_for_next("exists; replace it?", WITHIN);
+    term.type_keys("y");
+    after(&mut term, "/init: wrote");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert!(std::fs::read_to_string(env.cwd.join("AGENTS.md"))
+        .unwrap()
+        .contains("cargo test"));
+}
+
+/// Claude Code's `.claude/commands/NAME.md` is `/NAME ARGS`: its body with
+/// `$1` and `$ARGUMENTS` filled in is the message; `~/.claude/commands/`
+/// too; one named like a builtin loses, said once.
+#[test]
+fn claude_commands_are_slash_commands() {
+    let env = TestEnv::new("cmd-claude-commands");
+    let project = env.cwd.join(".claude/commands/issues");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(
+        project.join("fix-issue.md"),
+        "---\ndescription: Fix an issue\nargument-hint: [number] [priority]\n---\nFix issue #$1 ($2). All: $ARGUMENTS\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.cwd.join(".claude/commands/status.md"),
+        "Say the status.\n",
+    )
+    .unwrap();
+    let home = env.home.join(".claude/commands");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("optimize.md"),
+        "Analyze this code for performance issues.\n",
+    )
+    .unwrap();
+    let server = FakeServer::start(vec![
+        FakeReply::text("Fixed."),
+        FakeReply::text("Faster."),
+        FakeReply::text("Again."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url],
+        "/fix-issue 123 high\n/optimize src/lib.rs\n/help\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(users(&server, 0), ["Fix issue #123 (high). All: 123 high"]);
+    assert_eq!(
+        users(&server, 1)[1],
+        "Analyze this code for performance issues.\n\nsrc/lib.rs"
+    );
+    assert!(
+        run.stderr
+            .contains("/fix-issue [number] [priority]  Fix an issue"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("(not a command: /status is builtin"),
+        "{}",
+        run.stderr
+    );
+
+    let mut term = env.terminal(&["--base-url", &url], 120, &[]);
+    term.wait_for("› ", WITHIN);
+    term.type_keys("/status\r");
+    term.wait_for_next("› ", WITHIN);
+    term.type_keys("/fix-issue 9\r");
+    after(&mut term, "Again.");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert_eq!(
+        screen.matches("/status of ").count(),
+        1,
+        "said once: {screen}"
+    );
+    assert!(
+        screen.contains("is not offered: /status is a builtin command"),
+        "{screen}"
     );
 }
