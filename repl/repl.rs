@@ -258,6 +258,7 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
             }
             commands.sessions = Some((live.store().clone(), live.state().name().clone()));
         }
+        let typed_ahead = !ahead.lines.is_empty();
         let read = match ahead.lines.pop_front() {
             Some(line) => {
                 eprintln!("› {line}");
@@ -283,6 +284,10 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
                         next = Next::Switch(to);
                         break;
                     }
+                }
+                if let Some(command) = line.strip_prefix('!').map(str::trim) {
+                    ran(live, command, typed_ahead, &mut editor, &mut ahead)?;
+                    continue;
                 }
                 if respond(live, &line, &mut editor, &mut ahead)? == Outcome::Quit {
                     break;
@@ -335,6 +340,32 @@ fn respond(
     let outcome = line::handle(live, &line);
     ahead.add(keys.finish());
     told(live, outcome?, editor)
+}
+
+/// `!COMMAND`: the user's own shell command, run as the shell tool runs
+/// one (Esc or Ctrl-C stops it); its output joins the conversation. One
+/// typed while a turn ran is not run: it was typed blind, before the
+/// turn's end could be seen.
+fn ran(
+    live: &mut Live,
+    command: &str,
+    typed_ahead: bool,
+    editor: &mut LineEditor,
+    ahead: &mut Ahead,
+) -> Result<(), Error> {
+    if typed_ahead {
+        eprintln!("!{command}: not run: it was typed while a turn ran; type it again to run it");
+        return Ok(());
+    }
+    if command.is_empty() {
+        eprintln!("! needs a command, e.g. !git status");
+        return Ok(());
+    }
+    let keys = crate::keys::TurnKeys::start();
+    let outcome = live.ran(command);
+    ahead.add(keys.finish());
+    told(live, outcome?, editor)?;
+    Ok(())
 }
 
 /// Tells how a turn ended. A turn stopped at its tool-round cap asks

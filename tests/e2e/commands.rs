@@ -485,3 +485,60 @@ fn claude_commands_are_slash_commands() {
         "{screen}"
     );
 }
+
+/// `!COMMAND` runs the user's own shell command (sandboxed as the shell
+/// tool runs one) and shows its output; the command and its output join
+/// the conversation, and `replay --requests` rebuilds the next request
+/// byte for byte. One typed while a turn ran is not run.
+#[test]
+fn bang_runs_a_command_whose_output_joins_the_conversation() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("It printed 3."),
+        FakeReply::Stall {
+            chunks: vec!["Slow".to_owned()],
+        },
+    ])
+    .unwrap();
+    let env = TestEnv::new("cmd-bang");
+    let url = server.url();
+    let mut term = env.terminal(&["--base-url", &url], 120, &[]);
+    term.wait_for("› ", WITHIN);
+    term.type_keys("!echo hi-$((1+2))\r");
+    after(&mut term, "hi-3");
+    term.type_keys("what did it print?\r");
+    after(&mut term, "It printed 3.");
+    // Typed while the next turn runs: not run.
+    term.type_keys("slow one\r");
+    // The turn is in flight once the server has its request.
+    assert!(crate::common::wait_until(WITHIN, || server
+        .requests()
+        .len()
+        == 2));
+    std::thread::sleep(Duration::from_millis(300));
+    term.type_keys("!touch typed-ahead\r");
+    std::thread::sleep(Duration::from_millis(300));
+    // Esc ends the stalled turn; the line typed meanwhile comes next.
+    term.type_keys("\x1b");
+    after(&mut term, "not run: it was typed while a turn ran");
+    let (ok, screen) = term.finish(WITHIN);
+    assert!(ok, "{screen}");
+    assert!(!env.cwd.join("typed-ahead").exists(), "{screen}");
+    let said = users(&server, 0);
+    assert_eq!(said.len(), 2, "{said:?}");
+    assert!(
+        said[0].starts_with("I ran this shell command myself:\n$ echo hi-$((1+2))\n")
+            && said[0].contains("hi-3"),
+        "{said:?}"
+    );
+    assert_eq!(said[1], "what did it print?");
+    let sent: String = server
+        .requests()
+        .iter()
+        .map(|r| format!("{}\n", r.body))
+        .collect();
+    let rebuilt = env.run(&["replay", "--requests"], "");
+    assert!(
+        rebuilt.stdout == sent,
+        "replay --requests differs from what was sent"
+    );
+}

@@ -126,6 +126,7 @@ pub const HELP: &str = "\
 /init        write an AGENTS.md for this repository (languages, build and test commands, layout)
 /help        show this list; /help NAME shows one command (builtin or skill)
 /quit, /exit end the session (Ctrl-D does the same)
+!COMMAND     run a shell command yourself (sandboxed as the shell tool is); it and its output join the conversation
 @path        attach a file of the working tree to the message (Tab completes it)
 \\ then Enter, Ctrl-J or Alt+Enter: a new line in the message; Enter sends it
 Esc or Ctrl-C cancels the turn in flight; what streamed so far is kept.
