@@ -130,9 +130,12 @@ fn targets(text: &str) -> Vec<String> {
     out
 }
 
+/// Names with a count of files each.
+type Counts = Vec<(String, usize)>;
+
 /// The languages (files per language) and the top-level folders (files
 /// each) under `root`, hidden folders and build output left out.
-fn walk(root: &Path) -> (Vec<(String, usize)>, Vec<(String, usize)>) {
+fn walk(root: &Path) -> (Counts, Counts) {
     let mut languages: Vec<(String, usize)> = Vec::new();
     let mut folders: Vec<(String, usize)> = Vec::new();
     let mut seen = 0;

@@ -17,6 +17,7 @@
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod approve;
+mod chats;
 pub mod cli;
 mod commands;
 pub mod config;
@@ -239,16 +240,8 @@ fn man() -> Result<(), Error> {
 fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
-    // A bare -r: the session is picked from a list on a terminal.
-    if cli.resume.as_deref() == Some("") {
-        if !interactive {
-            return Err(switch::no_terminal(&store));
-        }
-        match switch::pick(&store, None) {
-            Ok(Some(path)) => cli.resume = Some(path.to_string_lossy().into_owned()),
-            Ok(None) => return Ok(()),
-            Err(why) => return Err(Error::Usage(why)),
-        }
+    if !switch::bare_resume(&mut cli.resume, &store, interactive)? {
+        return Ok(());
     }
     if interactive && !cli.goal_run && cli.output_format != Format::Text {
         return Err(Error::Usage(
@@ -391,7 +384,7 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     }
     if interactive && !cli.goal_run {
         let banner = banner(&live, &settings, seeded);
-        return switch::chat(live, cli.prompt.as_deref(), &banner, &settings);
+        return chats::chat(live, cli.prompt.as_deref(), &banner, &settings);
     }
     console::begin(&mut live);
     let result = if cli.goal_run {

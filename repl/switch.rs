@@ -10,11 +10,8 @@ use revolve_core::record::{Record, Role};
 use revolve_store::store::Store;
 use revolve_view::slash::{self, Slash};
 
-use crate::config::Settings;
 use crate::console::Live;
 use crate::error::Error;
-use crate::repl::{self, Next};
-use crate::sessions;
 
 /// What a line asks of the session in the REPL.
 pub(crate) enum Asked {
@@ -67,69 +64,6 @@ fn resumed(live: &Live, name: &str) -> Option<PathBuf> {
     Some(found)
 }
 
-/// The REPL over one session after another, until one ends the run: the
-/// session left is closed (and said how to come back to), the next
-/// started or resumed with what this run set up (its MCP servers still
-/// running).
-pub(crate) fn chat(
-    mut live: Live,
-    first: Option<&str>,
-    banner: &str,
-    settings: &Settings,
-) -> Result<(), Error> {
-    let mut first = first;
-    let mut banner = banner.to_owned();
-    loop {
-        let result = repl::run(&mut live, first.take(), &banner);
-        let address = sessions::address(live.state());
-        let id = live.state().id().to_owned();
-        let (closed, store, mut runtime, front) = live.close_keeping();
-        // Nothing a command started outlives the session.
-        revolve_tools::end_session(&id);
-        let to = match result {
-            Ok(Next::Switch(to)) => to,
-            other => {
-                if !closed {
-                    eprintln!("{}", sessions::exit_hint(&address));
-                }
-                return other.map(|_| ());
-            }
-        };
-        if closed {
-            eprintln!("ended {address} (it held nothing, so it is not kept)");
-        } else {
-            eprintln!(
-                "ended {address}; revolve -r {address} (or /resume {address}) comes back to it"
-            );
-        }
-        let (next, source) = match to {
-            None => {
-                // A new session asks what this run was told to ask.
-                runtime.model = Some(settings.model.value.clone());
-                runtime.window = Some(settings.window.value);
-                (Live::start(store, runtime, front, None, true)?, "clear")
-            }
-            Some(path) => {
-                // A resumed session keeps its model unless this run's
-                // flags or variables chose one.
-                let chosen = settings.model.source.overrides_resumed();
-                runtime.model = chosen.then(|| settings.model.value.clone());
-                runtime.window = chosen.then_some(settings.window.value);
-                let mut live = Live::resume_at(store, &path, runtime, front, true)?;
-                live.address()?;
-                (live, "resume")
-            }
-        };
-        live = next;
-        live.start_hooks(source)?;
-        banner = format!(
-            "session {} · {}\n",
-            live.state().name().as_deref().unwrap_or("(unnamed)"),
-            live.state().model()
-        );
-    }
-}
-
 /// A bare `/resume` or `revolve -r`: the project's recent sessions
 /// (not `own`), newest first, picked on the terminal. `Ok(None)`:
 /// cancelled (said on stderr). Without a terminal, or with no session to
@@ -147,9 +81,33 @@ pub(crate) fn pick(store: &Store, own: Option<&str>) -> Result<Option<PathBuf>, 
     }
 }
 
+/// A bare `-r` (`resume` empty): the session picked from a list on a
+/// terminal takes its place; without a terminal, the error that lists
+/// them. `Ok(false)`: the pick was cancelled and the run ends.
+pub(crate) fn bare_resume(
+    resume: &mut Option<String>,
+    store: &Store,
+    interactive: bool,
+) -> Result<bool, Error> {
+    if resume.as_deref() != Some("") {
+        return Ok(true);
+    }
+    if !interactive {
+        return Err(no_terminal(store));
+    }
+    match pick(store, None) {
+        Ok(Some(path)) => {
+            *resume = Some(path.to_string_lossy().into_owned());
+            Ok(true)
+        }
+        Ok(None) => Ok(false),
+        Err(why) => Err(Error::Usage(why)),
+    }
+}
+
 /// A bare `revolve -r` without a terminal: the sessions it could resume
 /// on stderr, and the line saying to name one (an error: exit 2).
-pub(crate) fn no_terminal(store: &Store) -> Error {
+fn no_terminal(store: &Store) -> Error {
     match rows(store, None) {
         Ok((_, rows)) => {
             for row in rows {

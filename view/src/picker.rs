@@ -13,7 +13,7 @@ use crate::limits::{PICKER_PROMPT_CHARS, PICKER_ROWS};
 /// at most [`PICKER_ROWS`].
 pub fn choices(mut sessions: Vec<Summary>, own: Option<&str>) -> Vec<Summary> {
     sessions.retain(|s| s.continued.is_none() && s.parent.is_none() && Some(s.id.as_str()) != own);
-    sessions.sort_by(|a, b| b.last_activity.cmp(&a.last_activity));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.last_activity));
     sessions.truncate(PICKER_ROWS);
     sessions
 }
