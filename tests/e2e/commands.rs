@@ -542,3 +542,52 @@ fn bang_runs_a_command_whose_output_joins_the_conversation() {
         "replay --requests differs from what was sent"
     );
 }
+
+/// Item 14, for a refinement: on a server that reports no usage, its
+/// request counts in the estimated totals too.
+#[test]
+fn a_refinement_on_a_server_without_usage_counts_in_the_estimated_totals() {
+    let env = TestEnv::new("cmd-no-usage-refine");
+    let answer = json!({"files": [{"file": "project/db.md", "content": "port 5432\n", "change": "the port"}]});
+    let server = FakeServer::start(vec![
+        uncounted("The port is 5432."),
+        uncounted(&answer.to_string()),
+    ])
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &["--base-url", &url, "-n", "refined"],
+        "which port?\n/refine\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "a turn and a refinement: {run:?}"
+    );
+    let log = records(&env.only_session());
+    let all = totals(&log);
+    let refining = log
+        .iter()
+        .position(|r| r["type"] == "refining")
+        .expect("a refining record");
+    let before = log[..refining]
+        .iter()
+        .rev()
+        .find(|r| r["type"] == "totals")
+        .cloned()
+        .unwrap();
+    let after = all.last().unwrap();
+    let refinement = &server.requests()[1].body;
+    let tokens_in = |t: &Value| t["tokens_in"].as_u64().unwrap();
+    assert!(
+        tokens_in(after) >= tokens_in(&before) + refinement.len() as u64 / 8,
+        "the refinement request ({} bytes) is not in the totals: {before} then {after}",
+        refinement.len()
+    );
+    assert!(
+        after["tokens_out"].as_u64() > before["tokens_out"].as_u64(),
+        "{after}"
+    );
+    assert_eq!(after["in_out_estimated"], true, "{after}");
+}
