@@ -46,8 +46,8 @@ pub struct Cli {
     #[arg(short, long, conflicts_with = "resume")]
     pub r#continue: bool,
 
-    /// Resume a session by name, id or path
-    #[arg(short, long, value_name = "NAME|ID|PATH")]
+    /// Resume a session by name, id or path; without one, pick it from a list
+    #[arg(short, long, value_name = "NAME|ID|PATH", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
     /// Name this session

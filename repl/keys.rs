@@ -129,6 +129,59 @@ pub(crate) fn answer(question: &str) -> Option<Answer> {
     Some(answer)
 }
 
+/// A choice among `rows` shown on stderr, one key at a time: Up and Down
+/// move the mark, Enter takes the marked row, a digit takes that row
+/// (two digits typed quickly, rows 10 on), Esc, Ctrl-C, Ctrl-D or `q`
+/// cancel. `None` when stdin is not a terminal; `Some(None)` cancelled.
+pub(crate) fn pick(rows: &[String]) -> Option<Option<usize>> {
+    let _keys = KEYS.lock().unwrap_or_else(|e| e.into_inner());
+    let _mode = Mode::keys(false)?;
+    let mut marked = 0;
+    let draw = |marked: usize, again: bool| {
+        let mut out = String::new();
+        if again {
+            out.push_str(&format!("\x1b[{}A", rows.len()));
+        }
+        for (i, row) in rows.iter().enumerate() {
+            let mark = if i == marked { '›' } else { ' ' };
+            out.push_str(&format!("\r\x1b[2K{mark} {row}\n"));
+        }
+        eprint!("{out}");
+        std::io::Write::flush(&mut std::io::stderr()).ok();
+    };
+    draw(marked, false);
+    loop {
+        let mut bytes = read_some();
+        // The rest of an arrow's sequence may come a moment after its Esc.
+        if bytes == [ESC] && ready(POLL_NS) {
+            bytes.extend(read_some());
+        }
+        match bytes.as_slice() {
+            [] | [ESC] | [CTRL_C, ..] | [CTRL_D, ..] | [b'q'] => return Some(None),
+            [b'\r' | b'\n', ..] => return Some(Some(marked)),
+            [ESC, b'[' | b'O', b'A'] | [b'k'] => marked = marked.saturating_sub(1),
+            [ESC, b'[' | b'O', b'B'] | [b'j'] => marked = (marked + 1).min(rows.len() - 1),
+            [d @ b'0'..=b'9', rest @ ..] => {
+                let mut n = usize::from(d - b'0');
+                // A second digit, typed at once or within a moment.
+                let second = match rest.first() {
+                    Some(&d) => Some(d),
+                    None if rows.len() >= 10 && ready(POLL_NS * 10) => read_some().first().copied(),
+                    None => None,
+                };
+                if let Some(d @ b'0'..=b'9') = second {
+                    n = n * 10 + usize::from(d - b'0');
+                }
+                if (1..=rows.len()).contains(&n) {
+                    return Some(Some(n - 1));
+                }
+            }
+            _ => {}
+        }
+        draw(marked, true);
+    }
+}
+
 fn from_key(key: u8) -> Answer {
     match key {
         b'y' | b'Y' => Answer::Yes,

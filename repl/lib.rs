@@ -17,14 +17,17 @@
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod approve;
+mod chats;
 pub mod cli;
 mod commands;
 pub mod config;
 pub mod console;
+mod diffs;
 pub mod error;
 mod export;
 mod highlight;
 mod hooks;
+mod init;
 mod keys;
 mod line;
 mod mcp;
@@ -37,6 +40,7 @@ mod repl;
 mod sessions;
 mod stdin;
 mod subagent;
+mod switch;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -233,9 +237,12 @@ fn man() -> Result<(), Error> {
     error::out(&String::from_utf8_lossy(&page))
 }
 
-fn chat(cli: Cli, store: Store) -> Result<(), Error> {
+fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
+    if !switch::bare_resume(&mut cli.resume, &store, interactive)? {
+        return Ok(());
+    }
     if interactive && !cli.goal_run && cli.output_format != Format::Text {
         return Err(Error::Usage(
             "--output-format stream-json and json are for runs without the REPL: add -p".into(),
@@ -377,16 +384,7 @@ fn chat(cli: Cli, store: Store) -> Result<(), Error> {
     }
     if interactive && !cli.goal_run {
         let banner = banner(&live, &settings, seeded);
-        let result = repl::run(&mut live, cli.prompt.as_deref(), &banner);
-        let address = sessions::address(live.state());
-        let id = live.state().id().to_owned();
-        let closed = live.close();
-        // Nothing a command started outlives the session.
-        revolve_tools::end_session(&id);
-        if !closed {
-            eprintln!("{}", sessions::exit_hint(&address));
-        }
-        return result;
+        return chats::chat(live, cli.prompt.as_deref(), &banner, &settings);
     }
     console::begin(&mut live);
     let result = if cli.goal_run {

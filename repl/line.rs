@@ -99,6 +99,7 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
         Slash::Help => {
             eprintln!("{}", slash::HELP);
             eprint!("{}", slash::help_commands(&live.skills()));
+            eprint!("{}", slash::help_user_commands(&live.user_commands()));
         }
         Slash::HelpOn(name) => eprint!("{}", slash::help_on(&name, &live.skills())),
         Slash::Send { to, text } => {
@@ -127,17 +128,50 @@ pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
             }
         }
         Slash::Incomplete(why) => eprintln!("{why}"),
+        Slash::Clear | Slash::Resume(_) | Slash::Diff | Slash::Mcp | Slash::Init => {
+            habits(live, &command);
+        }
         Slash::Other { word, arg } => {
             // A skill of that name is a command of the user's own: its body,
             // with the arguments filled in, is the user's message.
             match live.skill_message(&word, &arg) {
                 Some(Ok(message)) => return live.turn(&message),
                 Some(Err(e)) => eprintln!("revolve: /{word}: {e}"),
-                None => eprintln!("unknown command /{word}; /help lists them"),
+                // Then a Claude Code command (.claude/commands/NAME.md).
+                None => return own_command(live, &word, &arg),
             }
         }
     }
     Ok(Outcome::Done)
+}
+
+/// `/diff`, `/mcp`, `/init`, and `/clear` or `/resume` where the REPL
+/// did not take them (piped lines).
+fn habits(live: &mut Live, command: &Slash) {
+    match command {
+        Slash::Diff => match crate::diffs::session(live) {
+            Ok(text) => eprint!("{}", crate::render::diff(&text, crate::render::stderr())),
+            Err(e) => eprintln!("revolve: /diff: {e}"),
+        },
+        Slash::Mcp => eprint!("{}", crate::mcp::slash(live)),
+        Slash::Init => crate::init::slash(live),
+        // The REPL takes these before a line gets here (crate::switch).
+        _ => eprintln!(
+            "/clear and /resume switch sessions in the REPL; here, run revolve again (revolve -r NAME resumes one)"
+        ),
+    }
+}
+
+/// `/NAME ARGS` of a Claude Code command (`.claude/commands/NAME.md`):
+/// its message is the user's turn; no such command is said.
+fn own_command(live: &mut Live, word: &str, arg: &str) -> Result<Outcome, Error> {
+    match revolve_core::commands::find(&live.user_commands(), word) {
+        Some(c) => live.turn(&revolve_core::commands::message(&c.body, arg)),
+        None => {
+            eprintln!("unknown command /{word}; /help lists them");
+            Ok(Outcome::Done)
+        }
+    }
 }
 
 /// `/status`: the status row, then the model and where its window came

@@ -483,3 +483,57 @@ pub(crate) fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded
     }
     Ok(core_mcp::Recorded::of(&records))
 }
+
+/// `/mcp`: the session's MCP servers, a line each: where it is
+/// configured, whether it was approved (a project's), whether it runs,
+/// how many tools it offers, and its last error; a project file's
+/// servers that were declined or never asked about too.
+pub(crate) fn slash(live: &crate::console::Live) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    if let Some(hub) = live.mcp_hub() {
+        for (server, status) in hub.statuses() {
+            let origin = match &server.origin {
+                Origin::Config => "config.json".to_owned(),
+                Origin::Project(p) => format!("{p}, approved"),
+            };
+            let state = match status {
+                Status::Starting => "starting".to_owned(),
+                Status::Ready { tools, info, .. } => {
+                    let plural = if tools.len() == 1 { "" } else { "s" };
+                    format!("running ({info}), {} tool{plural}", tools.len())
+                }
+                Status::Failed(why) => {
+                    format!("not running, last error: {}", revolve_view::inert(&why))
+                }
+            };
+            rows.push((server.name, format!("[{origin}]  {state}")));
+        }
+    }
+    // A project's servers that do not run: declined, or never asked.
+    match read_project(live.store()) {
+        Ok(Some(file)) if !file.approved => {
+            let said = if file.declined {
+                "declined (revolve mcp approve approves them)"
+            } else {
+                "not asked yet (asked at the next start; revolve mcp approve approves them)"
+            };
+            for s in file.servers {
+                if !rows.iter().any(|(name, _)| *name == s.name) {
+                    let origin = file.path.display();
+                    rows.push((s.name, format!("[{origin}]  {said}")));
+                }
+            }
+        }
+        Ok(_) => {}
+        Err(e) => rows.push((PROJECT_FILE.to_owned(), format!("cannot be read: {e}"))),
+    }
+    if rows.is_empty() {
+        return format!(
+            "no MCP servers: add mcp_servers to config.json or a {PROJECT_FILE} at the repository's root\n"
+        );
+    }
+    rows.sort();
+    rows.iter()
+        .map(|(name, text)| format!("{name}  {text}\n"))
+        .collect()
+}

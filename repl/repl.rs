@@ -23,6 +23,7 @@ use rustyline::{
 
 use revolve_core::guard;
 use revolve_view as view;
+use revolve_view::slash;
 
 use revolve_io::live::Outcome;
 
@@ -46,6 +47,8 @@ struct Commands {
     /// Where the running sessions are found, and this session's own name
     /// (never offered to `/send`).
     sessions: Option<(revolve_store::store::Store, Option<String>)>,
+    /// The custom commands named like a builtin, said once (by file).
+    said: Vec<String>,
 }
 
 impl Completer for Commands {
@@ -184,7 +187,16 @@ fn bind_newlines(editor: &mut LineEditor, enter: &Continue) {
     );
 }
 
-pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<(), Error> {
+/// How the REPL of one session ended.
+pub(crate) enum Next {
+    /// `/quit`, Ctrl-D: the run ends.
+    Quit,
+    /// `/clear` (`None`) or `/resume` (the session file): this session
+    /// ends and the REPL goes on with another.
+    Switch(Option<std::path::PathBuf>),
+}
+
+pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<Next, Error> {
     // As a shell completes: the common prefix, then the list on a second Tab.
     let config = rustyline::Config::builder()
         .completion_type(rustyline::CompletionType::List)
@@ -202,9 +214,10 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
     let mut ahead = Ahead::default();
     if let Some(first) = first {
         if respond(live, first, &mut editor, &mut ahead)? == Outcome::Quit {
-            return Ok(());
+            return Ok(Next::Quit);
         }
     }
+    let mut next = Next::Quit;
     let watcher = Watcher::start(live);
     loop {
         // Messages delivered during the last turn are answered now.
@@ -224,11 +237,28 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
         }
         if let Some(commands) = editor.helper_mut() {
             commands.skills = live.skills();
+            // Claude Code's commands complete as skills do; one named
+            // like a builtin is said once and left out.
+            for c in live.user_commands() {
+                if let Some(line) = slash::shadowed(&c) {
+                    if !commands.said.contains(&c.path) {
+                        eprintln!("{line}");
+                        commands.said.push(c.path.clone());
+                    }
+                } else if !commands.skills.iter().any(|s| s.name == c.name) {
+                    commands.skills.push(revolve_core::skills::Skill {
+                        name: c.name,
+                        description: c.description,
+                        dir: c.path,
+                    });
+                }
+            }
             if commands.models.is_empty() {
                 commands.models = live.models().iter().map(|(n, _)| n.to_owned()).collect();
             }
             commands.sessions = Some((live.store().clone(), live.state().name().clone()));
         }
+        let typed_ahead = !ahead.lines.is_empty();
         let read = match ahead.lines.pop_front() {
             Some(line) => {
                 eprintln!("› {line}");
@@ -246,6 +276,18 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
             Ok(line) => {
                 if !line.trim().is_empty() {
                     editor.add_history_entry(line.as_str()).ok();
+                }
+                match crate::switch::asked(live, &line) {
+                    crate::switch::Asked::Not => {}
+                    crate::switch::Asked::Stay => continue,
+                    crate::switch::Asked::Switch(to) => {
+                        next = Next::Switch(to);
+                        break;
+                    }
+                }
+                if let Some(command) = line.strip_prefix('!').map(str::trim) {
+                    ran(live, command, typed_ahead, &mut editor, &mut ahead)?;
+                    continue;
                 }
                 if respond(live, &line, &mut editor, &mut ahead)? == Outcome::Quit {
                     break;
@@ -265,7 +307,7 @@ pub(crate) fn run(live: &mut Live, first: Option<&str>, banner: &str) -> Result<
         revolve_store::files::create_dir_all(dir).ok();
     }
     editor.save_history(&history).ok();
-    Ok(())
+    Ok(next)
 }
 
 /// What was typed while a turn ran, for the prompts after it.
@@ -298,6 +340,32 @@ fn respond(
     let outcome = line::handle(live, &line);
     ahead.add(keys.finish());
     told(live, outcome?, editor)
+}
+
+/// `!COMMAND`: the user's own shell command, run as the shell tool runs
+/// one (Esc or Ctrl-C stops it); its output joins the conversation. One
+/// typed while a turn ran is not run: it was typed blind, before the
+/// turn's end could be seen.
+fn ran(
+    live: &mut Live,
+    command: &str,
+    typed_ahead: bool,
+    editor: &mut LineEditor,
+    ahead: &mut Ahead,
+) -> Result<(), Error> {
+    if typed_ahead {
+        eprintln!("!{command}: not run: it was typed while a turn ran; type it again to run it");
+        return Ok(());
+    }
+    if command.is_empty() {
+        eprintln!("! needs a command, e.g. !git status");
+        return Ok(());
+    }
+    let keys = crate::keys::TurnKeys::start();
+    let outcome = live.ran(command);
+    ahead.add(keys.finish());
+    told(live, outcome?, editor)?;
+    Ok(())
 }
 
 /// Tells how a turn ended. A turn stopped at its tool-round cap asks
@@ -443,6 +511,7 @@ mod tests {
             skills: vec![skill("review"), skill("release")],
             models: vec!["gpt-5.4-mini".to_owned(), "claude-sonnet-5".to_owned()],
             sessions: None,
+            said: Vec::new(),
         };
         assert_eq!(
             tab(&commands, "/rel"),
@@ -457,6 +526,7 @@ mod tests {
                 vec![
                     "refine ".to_owned(),
                     "release ".to_owned(),
+                    "resume ".to_owned(),
                     "review ".to_owned(),
                     "rewind ".to_owned()
                 ]

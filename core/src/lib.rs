@@ -30,6 +30,7 @@
 
 pub mod agents;
 pub mod approval;
+pub mod commands;
 pub mod compact;
 pub mod config;
 pub mod edit;
@@ -37,6 +38,7 @@ pub mod fixture;
 pub mod goal;
 pub mod guard;
 pub mod hooks;
+pub mod init;
 pub mod instructions;
 pub mod mcp;
 pub mod memory;

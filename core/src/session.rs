@@ -107,7 +107,7 @@ use std::collections::BTreeSet;
 use time::OffsetDateTime;
 
 use crate::prompt;
-use crate::record::{Failed, Header, MemoryUndone, Record, Resumed};
+use crate::record::{Failed, Header, MemoryUndone, Message, Record, Resumed};
 use crate::refine;
 use crate::state::State;
 
@@ -539,6 +539,20 @@ impl Session {
             UserInput::Model { model, now } => self.switch_model(model, now),
             UserInput::Effort { effort, now } => self.set_effort(effort, now),
             UserInput::MaxCost { max } => self.set_max_cost(max),
+            UserInput::Ran {
+                command,
+                output,
+                now,
+            } => {
+                if self.busy() {
+                    let busy = "a turn is still running; !COMMAND runs when it has ended";
+                    return (vec![Command::show(busy.into())], Outcome::Going);
+                }
+                let text = crate::tools::ran_message(&command, &output);
+                let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
+                cmds.push(Command::sync());
+                cmds
+            }
             UserInput::Undo if !self.busy() => {
                 self.phase = Phase::Undoing;
                 vec![Command::Memory(MemoryCommand::Undo)]

@@ -148,6 +148,11 @@ pub struct State {
 }
 
 impl State {
+    /// The file edits of the session, in order (rewound ones marked).
+    pub fn edits(&self) -> &[FileEdit] {
+        &self.edits
+    }
+
     /// Whether the session holds anything a user made or paid for: a
     /// message, a request sent (a refinement, a failed turn), a rewind, an
     /// edit, a resume or a compaction. Only a session without any of them

@@ -632,6 +632,16 @@ pub const TAIL_CHARS: usize = 1024;
 /// The first [`HEAD_CHARS`] and last [`TAIL_CHARS`] characters of `text`,
 /// with one line between them saying how many characters are gone and, in
 /// `note`, where the rest is. Text that short enough is returned whole.
+/// The user message a `!COMMAND` the user ran adds to the conversation:
+/// the command, then its output cut as a tool result's is (head and
+/// tail).
+pub fn ran_message(command: &str, output: &str) -> String {
+    format!(
+        "I ran this shell command myself:\n$ {command}\n{}",
+        head_tail(output.trim_end(), "")
+    )
+}
+
 pub(crate) fn head_tail(text: &str, note: &str) -> String {
     if text.chars().count() <= HEAD_CHARS + TAIL_CHARS {
         return text.to_owned();

@@ -400,7 +400,14 @@ impl<F: Front> Live<F> {
     /// [`revolve_core::state::State::holds_anything`]) leaves no file, so its name is free again and `--continue` finds
     /// the session before it. Its background commands are killed first
     /// (each a `background` record). Returns whether the file was removed.
-    pub fn close(mut self) -> bool {
+    pub fn close(self) -> bool {
+        self.close_keeping().0
+    }
+
+    /// [`Live::close`], handing back what another session of this run
+    /// starts with (`/clear`, `/resume` in the REPL): the store, the
+    /// runtime (its MCP servers still running) and the front.
+    pub fn close_keeping(mut self) -> (bool, Store, Runtime, F) {
         // The background commands end with the session, each said in the log.
         let key = self.shells_key();
         let ended = revolve_tools::background::end_all(Some(&key));
@@ -408,18 +415,26 @@ impl<F: Front> Live<F> {
             let cmds = self.session.shells_ended(ended, clock::now());
             let _ = self.log_only(cmds);
         }
-        let state = self.state();
-        if state.holds_anything() {
-            return false;
+        let Live {
+            session,
+            writer,
+            claim,
+            store,
+            runtime,
+            front,
+            ..
+        } = self;
+        if session.state().holds_anything() {
+            return (false, store, runtime, front);
         }
         // Under the naming lock, before the claim goes: no new session
         // sees the name free while the file is still there, nor the
         // reverse.
-        let naming = self.store.naming().ok();
-        let removed = self.store.remove(self.writer.path(), naming.as_ref());
-        drop(self);
+        let naming = store.naming().ok();
+        let removed = store.remove(writer.path(), naming.as_ref());
+        drop((writer, claim));
         drop(naming);
-        removed
+        (removed, store, runtime, front)
     }
 
     /// The known models: the shipped table and the config file's.
@@ -440,6 +455,12 @@ impl<F: Front> Live<F> {
     /// Where the session shows and asks.
     pub fn front(&self) -> &F {
         &self.front
+    }
+
+    /// The session's MCP servers, when any was started (`/mcp` shows
+    /// them).
+    pub fn mcp_hub(&self) -> Option<&Arc<revolve_mcp::Hub>> {
+        self.runtime.mcp.hub.as_ref()
     }
 
     /// Where the session shows and asks, to change how.
@@ -538,6 +559,18 @@ impl<F: Front> Live<F> {
         }
         let folders = revolve_store::skills::folders(&self.runtime.memory, &self.store.cwd);
         revolve_store::skills::load(&folders).0
+    }
+
+    /// Claude Code's custom slash commands found now (the repository's
+    /// `.claude/commands/`, then `~/.claude/commands/`; none with
+    /// `--bare`).
+    pub fn user_commands(&self) -> Vec<revolve_core::commands::UserCommand> {
+        if self.runtime.settings.bare {
+            return Vec::new();
+        }
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let folders = revolve_store::commands::folders(&self.store.cwd, home.as_deref());
+        revolve_store::commands::load(&folders)
     }
 
     /// The message a `/NAME ARGS` command of the user's own sends: the

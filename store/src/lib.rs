@@ -31,6 +31,7 @@
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
+pub mod commands;
 pub mod error;
 pub mod files;
 pub mod fsx;

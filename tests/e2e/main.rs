@@ -17,6 +17,7 @@ mod audit_shell;
 mod audit_write;
 mod boundaries;
 mod cli;
+mod commands;
 mod compaction;
 mod completions;
 mod config;

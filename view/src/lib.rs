@@ -12,6 +12,9 @@
 pub mod attach;
 pub mod export;
 mod limits;
+pub mod picker;
+mod session_diff;
+pub use session_diff::session_diff;
 pub mod slash;
 
 use limits::WAITING_SHOWN_AFTER_MS;

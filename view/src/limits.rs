@@ -23,3 +23,9 @@ pub(crate) const CHART_POINTS: usize = 1_000;
 pub(crate) const CHART_WIDTH: u32 = 1_000;
 /// See [`CHART_WIDTH`].
 pub(crate) const CHART_HEIGHT: u32 = 260;
+
+/// How many sessions the `/resume` picker offers (the newest).
+pub(crate) const PICKER_ROWS: usize = 20;
+
+/// How many characters of a session's first prompt a picker row shows.
+pub(crate) const PICKER_PROMPT_CHARS: usize = 60;

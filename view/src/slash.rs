@@ -51,6 +51,18 @@ pub enum Slash {
     Export(String),
     /// `/quit` or `/exit`: end the session.
     Quit,
+    /// `/clear`: end this session (it stays resumable) and start a new
+    /// one in the same REPL.
+    Clear,
+    /// `/resume [NAME]`: switch to another session of this directory; a
+    /// bare `/resume` picks one from a list.
+    Resume(String),
+    /// `/init`: write an AGENTS.md summarizing the repository.
+    Init,
+    /// `/diff`: the changes this session's edits made, as one unified diff.
+    Diff,
+    /// `/mcp`: the configured MCP servers and their state.
+    Mcp,
     /// Anything else starting with `/`: a command of the user's own (a
     /// skill's name) or unknown; the command word and the rest of the line.
     Other {
@@ -107,8 +119,14 @@ pub const HELP: &str = "\
 /shells      list the background shell commands; /shells kill ID kills one
 /send NAME TEXT   queue a message for another running session of this directory
 /export [md|html|json] [FILE]   write this session out (default: NAME.md here); html is one page with a chart
+/diff        show the changes this session's edits made, as one unified diff
+/mcp         list the MCP servers: approved or not, running, their tools, the last error
+/clear       end this session (it stays resumable) and start a new one here
+/resume [NAME]   switch to another session of this directory (a bare /resume picks from a list)
+/init        write an AGENTS.md for this repository (languages, build and test commands, layout)
 /help        show this list; /help NAME shows one command (builtin or skill)
 /quit, /exit end the session (Ctrl-D does the same)
+!COMMAND     run a shell command yourself (sandboxed as the shell tool is); it and its output join the conversation
 @path        attach a file of the working tree to the message (Tab completes it)
 \\ then Enter, Ctrl-J or Alt+Enter: a new line in the message; Enter sends it
 Esc or Ctrl-C cancels the turn in flight; what streamed so far is kept.
@@ -116,9 +134,10 @@ An approval takes one key: y yes, a always this session, n (or Esc, Ctrl-C) no."
 
 /// The builtin commands' words: a skill of the same name is no command
 /// (the builtin wins), though the model may still read it.
-pub const BUILTIN: [&str; 19] = [
+pub const BUILTIN: [&str; 24] = [
     "name", "status", "cost", "max-cost", "model", "effort", "compact", "goal", "refine", "rewind",
-    "plan", "shells", "send", "export", "help", "?", "quit", "exit", "q",
+    "plan", "shells", "send", "export", "help", "?", "quit", "exit", "q", "clear", "resume",
+    "init", "diff", "mcp",
 ];
 
 /// What Tab completes at `pos` in `line`: while the line is one word
@@ -270,6 +289,44 @@ pub fn help_commands(skills: &[revolve_core::skills::Skill]) -> String {
     out
 }
 
+/// The `/help` lines for Claude Code's custom commands
+/// (`.claude/commands/`), after the skills; one named like a builtin
+/// command is said to be no command.
+pub fn help_user_commands(commands: &[revolve_core::commands::UserCommand]) -> String {
+    if commands.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("Custom commands (.claude/commands/; /NAME ARGS sends the file with ARGS):\n");
+    for c in commands {
+        if BUILTIN.contains(&c.name.as_str()) {
+            out.push_str(&format!(
+                "/{:<11} (not a command: /{} is builtin; {})\n",
+                c.name, c.name, c.path
+            ));
+            continue;
+        }
+        let hint = c
+            .argument_hint
+            .as_deref()
+            .map(|h| format!(" {h}"))
+            .unwrap_or_default();
+        out.push_str(&format!("/{}{hint}  {}\n", c.name, c.description));
+    }
+    out
+}
+
+/// The line said once a run for each custom command named like a builtin
+/// one: the builtin wins.
+pub fn shadowed(command: &revolve_core::commands::UserCommand) -> Option<String> {
+    BUILTIN.contains(&command.name.as_str()).then(|| {
+        format!(
+            "/{} of {} is not offered: /{} is a builtin command (rename the file to use it)",
+            command.name, command.path, command.name
+        )
+    })
+}
+
 /// Parses a line; `None` when it is not a command (does not start with `/`).
 pub fn parse(line: &str) -> Option<Slash> {
     let rest = line.trim().strip_prefix('/')?;
@@ -332,6 +389,15 @@ pub fn parse(line: &str) -> Option<Slash> {
         "help" | "?" if arg.is_empty() => Slash::Help,
         "help" | "?" => Slash::HelpOn(arg.to_owned()),
         "quit" | "exit" | "q" => Slash::Quit,
+        "clear" if arg.is_empty() => Slash::Clear,
+        "clear" => Slash::Incomplete("/clear takes nothing: it starts a new session"),
+        "resume" => Slash::Resume(arg.to_owned()),
+        "init" if arg.is_empty() => Slash::Init,
+        "init" => Slash::Incomplete("/init takes nothing: it writes AGENTS.md here"),
+        "diff" if arg.is_empty() => Slash::Diff,
+        "diff" => Slash::Incomplete("/diff takes nothing: it shows this session's changes"),
+        "mcp" if arg.is_empty() => Slash::Mcp,
+        "mcp" => Slash::Incomplete("/mcp takes nothing: it lists the MCP servers"),
         other => Slash::Other {
             word: other.to_owned(),
             arg: arg.to_owned(),
@@ -364,7 +430,7 @@ mod tests {
         let skills = [skill("review"), skill("release"), skill("status")];
         assert_eq!(
             complete("/re", 3, &skills),
-            ["/refine", "/release", "/review", "/rewind"]
+            ["/refine", "/release", "/resume", "/review", "/rewind"]
         );
         assert_eq!(complete("/st", 3, &skills), ["/status"], "a builtin once");
         assert_eq!(
@@ -379,8 +445,8 @@ mod tests {
         assert!(complete("review", 6, &skills).is_empty(), "not a command");
         assert_eq!(
             complete("/", 1, &[]).len(),
-            17,
-            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /shells since issue 43, /export since issue 44)"
+            22,
+            "every builtin but the aliases ? and q (/send since issue 32, /cost, /model and /effort since issue 29, /max-cost since issue 47, /shells since issue 43, /export since issue 44, /clear, /resume, /init, /diff and /mcp since issue 47)"
         );
         assert_eq!(parse("/shells"), Some(Slash::Shells(None)));
         assert_eq!(
@@ -498,6 +564,7 @@ mod tests {
                 6,
                 vec![
                     "refine".to_owned(),
+                    "resume".to_owned(),
                     "review".to_owned(),
                     "rewind".to_owned()
                 ]

@@ -493,7 +493,8 @@ impl Session {
     ) -> (Vec<Command>, Outcome) {
         match input {
             ModelInput::Summarized { reply, new_id, now } => {
-                (self.summarized(due, reply, new_id, now), Outcome::Going)
+                let cmds = self.summarized(due, flight.estimate, reply, new_id, now);
+                (cmds, Outcome::Going)
             }
             ModelInput::SummaryFailed { error, now } => (
                 self.summary_failed(due, error.clone(), now),
@@ -518,6 +519,7 @@ impl Session {
     fn summarized(
         &mut self,
         due: Due,
+        estimate: u64,
         reply: Reply,
         new_id: String,
         now: OffsetDateTime,
@@ -537,9 +539,9 @@ impl Session {
         }
         let (_, upto) = self.state.piece;
         if upto < cut {
-            return self.noted_piece(due, cut, upto, reply, now);
+            return self.noted_piece(due, cut, upto, (reply, estimate), now);
         }
-        self.continue_in(due, cut, reply, new_id, old, now)
+        self.continue_in(due, cut, (reply, estimate), new_id, old, now)
     }
 
     /// The notes of a piece before the last are in: they carry on into
@@ -549,16 +551,16 @@ impl Session {
         mut due: Due,
         cut: u64,
         upto: u64,
-        reply: Reply,
+        (reply, estimate): (Reply, u64),
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let noted = Record::Noted(Noted {
             at: now,
             upto,
-            notes: reply.text,
+            notes: reply.text.clone(),
         });
         let mut cmds = self.append(vec![noted]);
-        cmds.extend(self.spent_aside(reply.usage, now));
+        cmds.extend(self.spent_aside_of(&reply, estimate, now));
         let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
         match self.next_piece(idx(cut), idx(upto), &mut due, now) {
             Some(next) => cmds.extend(next),
@@ -578,17 +580,21 @@ impl Session {
         &mut self,
         due: Due,
         cut: u64,
-        reply: Reply,
+        (reply, estimate): (Reply, u64),
         new_id: String,
         old: Header,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let (notes, usage) = (reply.text, reply.usage);
+        // Without the server's count, estimated, as a turn's answer is.
+        let usage = self.counted_or_estimated(&reply, estimate);
+        let counted = reply.usage.is_some();
+        let notes = reply.text;
         let cut = usize::try_from(cut)
             .unwrap_or(usize::MAX)
             .min(self.state.messages.len());
         let kept = self.kept_from(cut);
-        let totals = self.totals_with_notes(&notes, &kept, usage.unwrap_or_default(), now);
+        let mut totals = self.totals_with_notes(&notes, &kept, usage, now);
+        totals.in_out_estimated |= !counted;
         let header = Header {
             id: new_id.clone(),
             name: self.state.name.clone(),

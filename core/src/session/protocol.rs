@@ -62,6 +62,7 @@
 //! | [`UserInput::Model`] | `Live::switch_model` | `/model` | `Append` of `model_changed`, `Show` |
 //! | [`UserInput::Effort`] | `Live::set_effort` | `--effort`, `/effort` | `Append` of `effort` when it changed, `Show` |
 //! | [`UserInput::MaxCost`] | `Live::set_max_cost` | `/max-cost` | `Show` |
+//! | [`UserInput::Ran`] | `Live::ran` | `!COMMAND` in the REPL, run by the shell | `Append` of a user message holding the command and its output (cut as a tool result is), `Sync`; or `Show` when a turn runs |
 //! | [`UserInput::Rename`] | `Live::rename` | `/name` | `Append` of `renamed`, `Show`; or `Show` why not |
 //! | [`UserInput::Address`] | `Live::address` | the REPL resumes an unnamed session | `Append` of a generated `renamed`, `Show` |
 //! | [`UserInput::Rewind`] | `Live::rewind` | `/rewind`, `revolve rewind` | `Append` of `rewinding`, `Sync`, `Restore`; or `Refused` |
@@ -223,6 +224,15 @@ pub enum UserInput {
     /// now on, in nano-dollars, in place of `--max-cost`'s (a setting of
     /// this run, not logged).
     MaxCost { max: Option<u64> },
+    /// `!COMMAND` in the REPL: the user ran a shell command themselves
+    /// (the shell ran it under the session's sandbox); the command and
+    /// its output join the conversation as a user message the next
+    /// request carries.
+    Ran {
+        command: String,
+        output: String,
+        now: OffsetDateTime,
+    },
     /// The user asked for a new name; `used` are the names other sessions of
     /// this directory have.
     Rename {
@@ -495,6 +505,7 @@ impl Input {
             Input::User(UserInput::Model { .. }) => "UserInput::Model",
             Input::User(UserInput::Effort { .. }) => "UserInput::Effort",
             Input::User(UserInput::MaxCost { .. }) => "UserInput::MaxCost",
+            Input::User(UserInput::Ran { .. }) => "UserInput::Ran",
             Input::User(UserInput::Rename { .. }) => "UserInput::Rename",
             Input::User(UserInput::Address { .. }) => "UserInput::Address",
             Input::User(UserInput::Rewind { .. }) => "UserInput::Rewind",
@@ -920,8 +931,8 @@ mod tests {
             (
                 "UserInput",
                 variants!(UserInput: Line, Confirmed, Answered, Outside, Interrupted, Start, Compact,
-                    Refine, Undo, GoOn, Plan, Model, Effort, MaxCost, Rename, Address, Rewind,
-                    Inbox),
+                    Refine, Undo, GoOn, Plan, Model, Effort, MaxCost, Ran, Rename, Address,
+                    Rewind, Inbox),
             ),
             (
                 "ModelInput",

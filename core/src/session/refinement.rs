@@ -53,6 +53,9 @@ pub(super) struct Refinement {
     /// What the snapshot asked for says of each file.
     meta: Option<SnapshotMeta>,
     stage: Stage,
+    /// The token estimate of the part in flight, counted when the server
+    /// reports no usage.
+    sent_estimate: u64,
 }
 
 /// What the refinement waits for.
@@ -209,6 +212,7 @@ impl Session {
             messages: state.messages.len() as u64,
             meta: None,
             stage: Stage::Asking,
+            sent_estimate: 0,
         };
         let what = refinement.what();
         self.phase = Phase::Refining(Box::new(refinement));
@@ -313,6 +317,7 @@ impl Session {
         if let Some(r) = self.refinement_mut() {
             r.next += 1;
             r.stage = Stage::Asking;
+            r.sent_estimate = tokens;
         }
         let body = request.body.text();
         // Logged before it goes out, numbered like every request of the
@@ -338,9 +343,11 @@ impl Session {
             return Vec::new();
         }
         let mut cmds = Vec::new();
-        // What the refinement spent counts in the session's totals.
-        if reply.usage.is_some_and(|u| u != super::Usage::default()) {
-            cmds.extend(self.spent_aside(reply.usage, now));
+        // What the refinement spent counts in the session's totals:
+        // estimated when the server reports no usage.
+        if reply.usage != Some(super::Usage::default()) {
+            let estimate = self.refinement_mut().map_or(0, |r| r.sent_estimate);
+            cmds.extend(self.spent_aside_of(&reply, estimate, now));
         }
         let Some(r) = self.refinement_mut() else {
             return cmds;

@@ -382,17 +382,7 @@ impl Session {
     ) -> Vec<Command> {
         // Without the provider's count, the estimate: the request's, and
         // the answer's text and calls as the same bytes per token.
-        let answer_bytes = reply.text.len()
-            + reply
-                .tool_calls
-                .iter()
-                .map(|c| c.name.len() + c.arguments.len())
-                .sum::<usize>();
-        let usage = reply.usage.unwrap_or(Usage {
-            prompt_tokens: flight.estimate,
-            completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
-            ..Usage::default()
-        });
+        let usage = self.counted_or_estimated(&reply, flight.estimate);
         let last_context = usage.prompt_tokens.saturating_add(usage.completion_tokens);
         let counted = reply.usage.is_some();
         let ends_turn = reply.tool_calls.is_empty();
@@ -539,16 +529,47 @@ impl Session {
     }
 
     /// What a request beside the turn (a summary, a refinement) spent,
-    /// appended as totals: the context the turn last measured stays as it
-    /// was.
-    pub(super) fn spent_aside(
+    /// appended as totals (the context the turn last measured stays as it
+    /// was): the server's count, else the estimate of the request
+    /// (`estimate` tokens) and of the answer, marked estimated, so a
+    /// server that reports no usage still
+    /// shows what these requests took (issue 47 item 14).
+    pub(super) fn spent_aside_of(
         &mut self,
-        usage: Option<Usage>,
+        reply: &Reply,
+        estimate: u64,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let usage = self.counted_or_estimated(reply, estimate);
         let before = &self.state.totals;
-        let totals = self.totals(usage, before.last_context, before.estimated, false, now);
+        let mut totals = self.totals(
+            Some(usage),
+            before.last_context,
+            before.estimated,
+            false,
+            now,
+        );
+        if let Record::Totals(t) = &mut totals {
+            t.in_out_estimated |= reply.usage.is_none();
+        }
         self.append(vec![totals])
+    }
+
+    /// The usage of an answer: the server's count, else the request's
+    /// estimate (`estimate` tokens) and the answer's text and calls as the
+    /// same bytes per token.
+    pub(super) fn counted_or_estimated(&self, reply: &Reply, estimate: u64) -> Usage {
+        let answer_bytes = reply.text.len()
+            + reply
+                .tool_calls
+                .iter()
+                .map(|c| c.name.len() + c.arguments.len())
+                .sum::<usize>();
+        reply.usage.unwrap_or(Usage {
+            prompt_tokens: estimate,
+            completion_tokens: compact::estimate(answer_bytes, &self.state.totals),
+            ..Usage::default()
+        })
     }
 
     /// The totals after one model answer (or a turn cut short).

@@ -74,6 +74,32 @@ impl<F: Front> Live<F> {
         self.drive(Input::User(UserInput::MaxCost { max }))
     }
 
+    /// `!COMMAND` in the REPL: runs `command` as the `shell` tool runs
+    /// one (the session's sandbox, its timeout, Ctrl-C stops it), shows
+    /// its output, and the core adds the command and its output to the
+    /// conversation as a user message (logged, so replay rebuilds it).
+    pub fn ran(&mut self, command: &str) -> Result<Outcome, Error> {
+        let tool = revolve_core::tools::Tool::Shell {
+            command: command.to_owned(),
+            timeout_s: revolve_core::tools::shell_timeout(None),
+            background: false,
+        };
+        let outcome = revolve_tools::run(
+            &tool,
+            &self.runtime.settings.granted,
+            &self.tool_context(),
+            &interrupt::pending,
+        );
+        interrupt::take();
+        let shown = revolve_core::text::inert(outcome.output.trim_end());
+        self.front.notice(&shown);
+        self.drive(Input::User(UserInput::Ran {
+            command: command.to_owned(),
+            output: outcome.output,
+            now: clock::now(),
+        }))
+    }
+
     /// `/model NAME`.
     pub fn switch_model(&mut self, model: &str) -> Result<Outcome, Error> {
         self.drive(Input::User(UserInput::Model {
