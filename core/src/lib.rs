@@ -37,6 +37,7 @@ pub mod fixture;
 pub mod goal;
 pub mod guard;
 pub mod hooks;
+pub mod images;
 pub mod instructions;
 pub mod mcp;
 pub mod memory;

@@ -167,6 +167,9 @@ pub struct Session {
     checked: Option<crate::record::ToolCall>,
     /// How many times `Stop` hooks sent the turn on since the user's line.
     stop_rounds: u32,
+    /// The picture the running call's tool read (`read_file` of an image),
+    /// with the call's id: its result carries it once it is logged.
+    result_image: Option<(String, crate::record::Image)>,
 }
 
 impl Session {
@@ -209,6 +212,7 @@ impl Session {
             phase: Phase::Idle,
             checked: None,
             stop_rounds: 0,
+            result_image: None,
         }
     }
 
