@@ -922,8 +922,9 @@ fn openai_message(m: &Message, limited: bool) -> Value {
 /// The run of tool results that message `i` of `history` ends, when one
 /// of them carries images: on the Chat Completions wire a `tool` message
 /// holds text only, so the images go in a user message of their own right
-/// after the run (as codex and opencode do), each result's introduced by a
-/// line naming its call. The result's own text says an image follows.
+/// after the run (never between results, which must follow their calls),
+/// each result's introduced by a line naming its call; the result's own
+/// text names the picture (docs/web.md, "Images").
 fn tool_images(history: &[Message], i: usize) -> Option<&[Message]> {
     let is_tool = |m: &Message| m.role == Role::Tool;
     if !history.get(i).is_some_and(is_tool) || history.get(i + 1).is_some_and(is_tool) {
