@@ -475,7 +475,7 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     _ => "ok".into(),
                 };
                 // A short result of a read is sometimes a picture's.
-                let image = (big == 3 && !grant).then(|| picture(i, 9));
+                let image = (big == 3 && !grant).then(|| Box::new(picture(i, 9)));
                 Input::Tool(ToolInput::Done {
                     parts: None,
                     id,

@@ -306,7 +306,7 @@ fn read_picture(path: &Path, raw: &str, ctx: &Context) -> Option<Outcome> {
         Ok(image) => {
             let mut outcome =
                 Outcome::text(picture::described(&image, picture::dimensions(&bytes)));
-            outcome.effects.image = Some(image);
+            outcome.effects.image = Some(Box::new(image));
             outcome
         }
         Err(line) => Outcome::text(format!("error: {line}")),

@@ -42,8 +42,8 @@ pub fn prepare(bytes: &[u8], source: &str, wire: Wire, blobs: &Blobs) -> Result<
     let (out, media, width, height) = match limits.fit(width, height, bytes.len()) {
         None => (bytes.to_vec(), media, width, height),
         Some(size) => {
-            let (out, media, size) = scale(&decoded, media, size, &limits).map_err(left_out)?;
-            (out, media, size.0, size.1)
+            let scaled = scale(&decoded, media, size, &limits).map_err(left_out)?;
+            (scaled.bytes, scaled.media, scaled.size.0, scaled.size.1)
         }
     };
     let hash = blobs
@@ -102,6 +102,13 @@ fn decode(bytes: &[u8]) -> Result<DynamicImage, String> {
         .map_err(|e| format!("cannot decode it: {e}"))
 }
 
+/// A picture scaled and encoded again.
+struct Scaled {
+    bytes: Vec<u8>,
+    media: &'static str,
+    size: (u32, u32),
+}
+
 /// `decoded` scaled to `size` and encoded (a JPEG stays one, any other
 /// picture becomes a PNG), smaller again while over the byte limit.
 fn scale(
@@ -109,7 +116,7 @@ fn scale(
     media: &'static str,
     mut size: (u32, u32),
     limits: &Limits,
-) -> Result<(Vec<u8>, &'static str, (u32, u32)), String> {
+) -> Result<Scaled, String> {
     let (format, media) = match media {
         "image/jpeg" => (ImageFormat::Jpeg, "image/jpeg"),
         _ => (ImageFormat::Png, "image/png"),
@@ -119,7 +126,11 @@ fn scale(
         let small = decoded.resize_exact(size.0, size.1, image::imageops::FilterType::Triangle);
         let out = encode(&small, format)?;
         if out.len() <= limits.bytes {
-            return Ok((out, media, size));
+            return Ok(Scaled {
+                bytes: out,
+                media,
+                size,
+            });
         }
         match limits.shrink(size.0, size.1, tries) {
             Some(next) => size = next,

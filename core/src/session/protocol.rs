@@ -548,7 +548,7 @@ pub struct ToolEffects {
     pub background: Option<(String, crate::record::BackgroundEvent)>,
     /// The picture `read_file` read (issue 44), scaled and stored by the
     /// shell: the result carries it (unless the model reads no images).
-    pub image: Option<crate::record::Image>,
+    pub image: Option<Box<crate::record::Image>>,
 }
 
 /// One `task` call to run as a child session ([`ToolCommand::Delegate`]).

@@ -272,7 +272,7 @@ impl Session {
             background,
             image,
         } = effects;
-        self.result_image = image.map(|image| (id.to_owned(), image));
+        self.result_image = image.map(|image| (id.to_owned(), *image));
         let mut cmds = Vec::new();
         if !changes.is_empty() {
             cmds.extend(self.shell_changed(id.to_owned(), changes, now));

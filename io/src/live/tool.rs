@@ -195,7 +195,7 @@ impl<F: Front> Live<F> {
         if outcome.output.starts_with("error:") {
             Err(outcome.output)
         } else if let Some(image) = outcome.effects.image {
-            Ok(Attachment::Image(image))
+            Ok(Attachment::Image(*image))
         } else {
             Ok(Attachment::Text(outcome.output))
         }
