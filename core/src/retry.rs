@@ -10,20 +10,34 @@ pub struct Failure {
     pub status: Option<u16>,
     /// The server's `Retry-After`, in seconds.
     pub retry_after: Option<u64>,
-    /// The connection failed or broke before an answer (refused, reset,
-    /// timed out).
-    pub transient: bool,
+    /// What kind of failure it was.
+    pub kind: FailureKind,
     /// Some of the answer had already been shown to the user; sending again
     /// would show it twice, so such a failure is final.
     pub streamed: bool,
-    /// The server said the request did not fit its context
-    /// ([`crate::overflow`]): the same request would fail again, whatever
-    /// the status.
-    pub overflow: bool,
+}
+
+/// What kind of failure an attempt was, as the provider tells it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The server answered, and not with what was asked: a failing status,
+    /// an error in the stream that is no overload, words that are no
+    /// answer. The status, when there is one, says whether sending again
+    /// may work.
+    #[default]
+    Answered,
+    /// The connection failed or broke (refused by a remote host, reset,
+    /// timed out, closed or stalled mid-stream), or the stream reported an
+    /// overload: sending again may work.
+    Broken,
     /// A server on this machine refused the connection: nothing listens
     /// there (Ollama or llama.cpp not started), and seconds of waiting
     /// will not start it.
-    pub nobody_listens: bool,
+    NobodyListens,
+    /// The server said the request did not fit its context
+    /// ([`crate::overflow`]): the same request would fail again, whatever
+    /// the status.
+    Overflow(crate::overflow::Overflow),
 }
 
 /// How many times a request is sent again at most, unless the user says
@@ -40,17 +54,13 @@ pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 /// overflow, whatever its status, nor a refused connection to this machine
 /// (nothing listens there: the user must start the server).
 pub fn delay(attempt: u32, retries: u32, failure: &Failure) -> Option<Duration> {
-    let retryable = match failure.status {
-        Some(s) => matches!(s, 408 | 409 | 429 | 500..=599),
-        None => failure.transient,
+    let retryable = match (failure.kind, failure.status) {
+        (FailureKind::Overflow(_) | FailureKind::NobodyListens, _) => false,
+        (_, Some(s)) => matches!(s, 408 | 409 | 429 | 500..=599),
+        (FailureKind::Broken, None) => true,
+        (FailureKind::Answered, None) => false,
     };
-    if !retryable
-        || failure.streamed
-        || failure.overflow
-        || failure.nobody_listens
-        || attempt == 0
-        || attempt > retries
-    {
+    if !retryable || failure.streamed || attempt == 0 || attempt > retries {
         return None;
     }
     let backoff = Duration::from_secs(1 << (attempt - 1).min(5));
@@ -113,26 +123,38 @@ mod tests {
                 2,
                 MAX_RETRIES,
                 &Failure {
-                    transient: true,
+                    kind: FailureKind::Broken,
                     ..Failure::default()
                 }
             ),
             Some(Duration::from_secs(2))
         );
         assert_eq!(delay(1, MAX_RETRIES, &Failure::default()), None);
+        let overflow = Failure {
+            status: Some(500),
+            kind: FailureKind::Overflow(crate::overflow::Overflow {
+                limit: Some(4096),
+                asked: None,
+            }),
+            ..Failure::default()
+        };
+        assert_eq!(
+            delay(1, MAX_RETRIES, &overflow),
+            None,
+            "whatever the status"
+        );
         assert_eq!(delay(1, 0, &busy), None, "--retries 0 sends once");
     }
 
     #[test]
     fn a_server_on_this_machine_that_is_not_started_is_not_waited_for() {
         let refused = Failure {
-            transient: true,
-            nobody_listens: true,
+            kind: FailureKind::NobodyListens,
             ..Failure::default()
         };
         assert_eq!(delay(1, MAX_RETRIES, &refused), None);
         let remote = Failure {
-            nobody_listens: false,
+            kind: FailureKind::Broken,
             ..refused
         };
         assert_eq!(delay(1, MAX_RETRIES, &remote), Some(Duration::from_secs(1)));

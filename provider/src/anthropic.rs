@@ -481,6 +481,7 @@ mod tests {
 
     use super::*;
     use crate::testing::run;
+    use crate::FailureKind;
     use revolve_testkit::{FakeReply, FakeServer};
 
     fn fake(replies: Vec<FakeReply>) -> (FakeServer, Anthropic) {
@@ -748,14 +749,14 @@ mod tests {
             (err.partial.as_str(), pieces),
             ("Par", vec!["Par".to_owned()])
         );
-        assert!(err.transient && err.failure().streamed);
+        assert!(err.kind == FailureKind::Broken && err.failure().streamed);
 
         let err = run(&provider).0.unwrap_err();
         assert_eq!(
             err.message,
             format!("error in stream from {url}: bad thing")
         );
-        assert!(!err.transient);
+        assert_ne!(err.kind, FailureKind::Broken);
 
         let err = run(&provider).0.unwrap_err();
         assert!(
@@ -786,7 +787,7 @@ mod tests {
             (err.partial.as_str(), pieces),
             ("Hello", vec!["Hel".to_owned(), "lo".to_owned()])
         );
-        assert!(err.transient);
+        assert_eq!(err.kind, FailureKind::Broken);
 
         let provider = provider.with_stall_timeout(Duration::from_millis(300));
         let err = run(&provider).0.unwrap_err();
@@ -912,7 +913,7 @@ mod tests {
         let url = format!("{}/messages", server.url());
         let err = run(&provider).0.unwrap_err();
         assert_eq!(err.message, format!("error from {url}: oops"));
-        assert!(err.transient);
+        assert_eq!(err.kind, FailureKind::Broken);
         let err = run(&provider).0.unwrap_err();
         assert!(
             err.message
@@ -1006,8 +1007,8 @@ mod tests {
             },
         ]);
         let err = run(&provider).0.unwrap_err();
-        assert_eq!(err.overflow.and_then(|o| o.limit), Some(200_000));
-        assert!(!err.transient && err.status == Some(400));
+        assert_eq!(err.overflow().and_then(|o| o.limit), Some(200_000));
+        assert!(err.overflow().is_some() && err.status == Some(400));
         let sent = server.requests();
         assert_eq!(sent.len(), 2);
         let again: Value = serde_json::from_str(&sent[1].body).unwrap();

@@ -28,23 +28,19 @@
 //! server may be closing the one the empty stream came on, as uvicorn
 //! does right after it), and what that answer says is
 //! the result: its error through the usual status path (an overflow is
-//! recognised, and is not transient), or its whole answer as the reply.
+//! recognised, and is not broken), or its whole answer as the reply.
 //! This happens once per request; the second answer's failure message says
 //! it was sent again unstreamed. A stream that ends after some content
-//! stays a transient `stream from URL ended before [DONE]` that keeps the
+//! stays a broken `stream from URL ended before [DONE]` that keeps the
 //! partial text.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::io::{ErrorKind, Read};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use revolve_core::record::Thinking;
 use revolve_core::request::Body;
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 use ureq::unversioned::resolver::DefaultResolver;
 use ureq::unversioned::transport::{ConnectProxyConnector, Connector as _, RustlsConnector};
@@ -52,15 +48,21 @@ use ureq::{Agent, Timeout};
 
 use base64::prelude::{Engine as _, BASE64_STANDARD};
 use revolve_core::config::{redact_url_credentials, url_userinfo};
-use revolve_core::{Reply, ToolCall, Usage};
+use revolve_core::Reply;
+
+mod answer;
+mod failure;
+
+pub(crate) use answer::*;
+pub(crate) use failure::{answer_error, bad_answer, bad_event, stream_error};
+use failure::{describe, error_message, transient};
 
 use super::sse::{SseEvent, SseParser};
 use super::tcp::QuickAckConnector;
-use super::{excerpt, one_line, seconds, ProviderError};
+use super::{excerpt, one_line, seconds, FailureKind, ProviderError};
 use revolve_core::policy::{
-    ANSWER_BYTES_PER_CALL, CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT,
-    MAX_ANSWER_BYTES, MAX_STREAM_BYTES, MAX_TOKEN_COUNT, RETRY_AFTER_SHOWN, STALL_TIMEOUT,
-    STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
+    CONNECT_TIMEOUT, ERROR_BODY_READ, JSON_BODY_LIMIT, LOCAL_PREFILL_WAIT, MAX_ANSWER_BYTES,
+    MAX_STREAM_BYTES, RETRY_AFTER_SHOWN, STALL_TIMEOUT, STREAM_DRAIN_BYTES, STREAM_DRAIN_WAIT,
 };
 
 pub(super) use revolve_core::policy::ERROR_BODY_SHOWN;
@@ -310,9 +312,9 @@ impl Http {
         if !status.is_success() {
             return Err(ProviderError {
                 status: Some(status.as_u16()),
-                overflow: revolve_core::overflow::recognise(&String::from_utf8_lossy(&bytes)),
                 ..ProviderError::new(format!("HTTP {} from {url}", status.as_u16()), "")
-            });
+            }
+            .overflowing(&String::from_utf8_lossy(&bytes)));
         }
         serde_json::from_slice(&bytes)
             .map_err(|e| bad_answer(url, &e, &String::from_utf8_lossy(&bytes)))
@@ -372,14 +374,17 @@ impl Http {
             .collect())
     }
 
-    fn send<P: Protocol>(
+    /// Sends `sent` to `url` with these headers, accepting a stream or
+    /// not as `ask` says, the head and first content given the prefill
+    /// wait when there is one.
+    fn post(
         &self,
         url: &str,
         headers: &[(&str, String)],
         sent: Payload<'_>,
-        on_text: &mut dyn FnMut(&str),
         ask: Ask,
-    ) -> Result<Reply, ProviderError> {
+        prefill: Option<Duration>,
+    ) -> Result<ureq::http::Response<ureq::Body>, ProviderError> {
         let accept = match ask {
             Ask::Streamed => "text/event-stream",
             Ask::Unstreamed => "application/json",
@@ -394,7 +399,6 @@ impl Http {
             // may be closing it (uvicorn does, right after the last chunk).
             call = call.config().max_idle_age(Duration::ZERO).build();
         }
-        let prefill = self.prefill();
         if let Some(wait) = prefill {
             // The head and the first content may take the prefill wait;
             // the stream below holds later silences to the stall timeout.
@@ -407,7 +411,7 @@ impl Http {
         for (name, value) in headers {
             call = call.header(*name, value.as_str());
         }
-        let response = match sent {
+        match sent {
             Payload::Text(text) => call.send(text),
             // Written into the connection as it is read: the whole body is
             // never in memory. Its length is known, so it goes out with a
@@ -420,7 +424,19 @@ impl Http {
                     .send(ureq::SendBody::from_reader(&mut reader))
             }
         }
-        .map_err(|e| self.unsent_within(url, &e, prefill))?;
+        .map_err(|e| self.unsent_within(url, &e, prefill))
+    }
+
+    fn send<P: Protocol>(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        sent: Payload<'_>,
+        on_text: &mut dyn FnMut(&str),
+        ask: Ask,
+    ) -> Result<Reply, ProviderError> {
+        let prefill = self.prefill();
+        let response = self.post(url, headers, sent, ask, prefill)?;
 
         let status = response.status();
         let content_type = header(&response, "content-type").to_ascii_lowercase();
@@ -428,42 +444,7 @@ impl Http {
         let reusable = reusable(&response);
         let mut body = response.into_body();
         if !status.is_success() {
-            let mut bytes = Vec::new();
-            // A body that breaks off is shown as far as it came.
-            let _ = body
-                .as_reader()
-                .take(ERROR_BODY_READ)
-                .read_to_end(&mut bytes);
-            let reason = match status.as_u16() {
-                529 => "Overloaded",
-                _ => status.canonical_reason().unwrap_or(""),
-            };
-            let mut message = format!("HTTP {} {reason} from {url}", status.as_u16());
-            if !retry_after.is_empty() {
-                // A header of the server's: as long as it likes.
-                let shown = excerpt(&retry_after, RETRY_AFTER_SHOWN);
-                message.push_str(&format!(" (retry after {shown})"));
-            }
-            let text = String::from_utf8_lossy(&bytes);
-            let mut shown = excerpt(&text, ERROR_BODY_SHOWN);
-            if matches!(status.as_u16(), 401 | 403) {
-                // What to do first, the server's words after: its message
-                // alone, not the JSON around it.
-                message.push_str(&format!(": {}", self.refused_key_hint()));
-                if let Some(said) = error_message(&text) {
-                    shown = excerpt(&said, ERROR_BODY_SHOWN);
-                }
-            }
-            if !shown.is_empty() {
-                message.push_str(": ");
-                message.push_str(&shown);
-            }
-            return Err(ProviderError {
-                status: Some(status.as_u16()),
-                retry_after: retry_after.parse().ok(),
-                overflow: revolve_core::overflow::recognise(&text),
-                ..ProviderError::new(message, "")
-            });
+            return Err(self.refused(url, status, &retry_after, &mut body));
         }
 
         if content_type.starts_with("text/event-stream") {
@@ -500,8 +481,7 @@ impl Http {
                 ),
                 e => {
                     let why = describe(&e, self.stall);
-                    ProviderError::new(format!("answer from {url} broke off: {why}"), "")
-                        .mark_transient()
+                    ProviderError::new(format!("answer from {url} broke off: {why}"), "").broken()
                 }
             })?;
         // Some servers stream without saying so.
@@ -515,6 +495,54 @@ impl Http {
             on_text(&reply.text);
         }
         Ok(reply)
+    }
+
+    /// The error of an answer with a failing `status`: its status line,
+    /// the server's `Retry-After`, the hint for a refused key, and the
+    /// body's words as far as they came (an overflow when they say so).
+    fn refused(
+        &self,
+        url: &str,
+        status: ureq::http::StatusCode,
+        retry_after: &str,
+        body: &mut ureq::Body,
+    ) -> ProviderError {
+        let mut bytes = Vec::new();
+        // A body that breaks off is shown as far as it came.
+        let _ = body
+            .as_reader()
+            .take(ERROR_BODY_READ)
+            .read_to_end(&mut bytes);
+        let reason = match status.as_u16() {
+            529 => "Overloaded",
+            _ => status.canonical_reason().unwrap_or(""),
+        };
+        let mut message = format!("HTTP {} {reason} from {url}", status.as_u16());
+        if !retry_after.is_empty() {
+            // A header of the server's: as long as it likes.
+            let shown = excerpt(retry_after, RETRY_AFTER_SHOWN);
+            message.push_str(&format!(" (retry after {shown})"));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let mut shown = excerpt(&text, ERROR_BODY_SHOWN);
+        if matches!(status.as_u16(), 401 | 403) {
+            // What to do first, the server's words after: its message
+            // alone, not the JSON around it.
+            message.push_str(&format!(": {}", self.refused_key_hint()));
+            if let Some(said) = error_message(&text) {
+                shown = excerpt(&said, ERROR_BODY_SHOWN);
+            }
+        }
+        if !shown.is_empty() {
+            message.push_str(": ");
+            message.push_str(&shown);
+        }
+        ProviderError {
+            status: Some(status.as_u16()),
+            retry_after: retry_after.parse().ok(),
+            ..ProviderError::new(message, "")
+        }
+        .overflowing(&text)
     }
 
     /// What a stream came to: its reply or its failure, except that a
@@ -577,14 +605,14 @@ impl Http {
                     "no answer from {url}: nothing received for {}{why}",
                     seconds(wait)
                 );
-                return ProviderError::new(message, "").mark_transient();
+                return ProviderError::new(message, "").broken();
             }
             ureq::Error::Timeout(Timeout::RecvResponse) => {
                 let message = format!(
                     "no answer from {url}: no response headers within {}{why}",
                     seconds(wait)
                 );
-                return ProviderError::new(message, "").mark_transient();
+                return ProviderError::new(message, "").broken();
             }
             ureq::Error::Protocol(_) | ureq::Error::LargeResponseHeader(..) => {
                 ProviderError::new(format!("bad HTTP answer from {url}: {e}"), "")
@@ -596,8 +624,7 @@ impl Http {
             ureq::Error::Io(io) if io.kind() == ErrorKind::ConnectionRefused && loopback(url) => {
                 // Waiting will not start a server nobody started.
                 return ProviderError {
-                    nobody_listens: true,
-                    transient: true,
+                    kind: FailureKind::NobodyListens,
                     ..ProviderError::new(
                         format!(
                             "cannot reach {url}: connection refused: nothing listens there; \
@@ -613,9 +640,10 @@ impl Http {
                 "",
             ),
         };
-        ProviderError {
-            transient: transient(e),
-            ..error
+        if transient(e) {
+            error.broken()
+        } else {
+            error
         }
     }
 
@@ -672,7 +700,7 @@ impl Http {
                     let silent = !first && bytes_at.elapsed() >= self.stall;
                     let message = self.stalled(url, first.then_some(limit), silent);
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial).mark_transient().into());
+                    return Err(ProviderError::new(message, partial).broken().into());
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) => {
@@ -684,7 +712,7 @@ impl Http {
                         e => format!("stream from {url} broke off: {}", describe(&e, self.stall)),
                     };
                     let partial = std::mem::take(&mut protocol.answer().text);
-                    return Err(ProviderError::new(message, partial).mark_transient().into());
+                    return Err(ProviderError::new(message, partial).broken().into());
                 }
             };
             bytes_at = Instant::now();
@@ -724,7 +752,7 @@ impl Http {
             if content_at.elapsed() > limit {
                 let message = self.stalled(url, first.then_some(limit), false);
                 let partial = std::mem::take(&mut protocol.answer().text);
-                return Err(ProviderError::new(message, partial).mark_transient().into());
+                return Err(ProviderError::new(message, partial).broken().into());
             }
         }
         if let Some(event) = parser.finish() {
@@ -737,7 +765,7 @@ impl Http {
         let message = format!("stream from {url} ended before {}", P::END);
         let partial = std::mem::take(&mut protocol.answer().text);
         Err(Stop::Ended {
-            error: ProviderError::new(message, partial).mark_transient(),
+            error: ProviderError::new(message, partial).broken(),
             empty,
         })
     }
@@ -929,245 +957,6 @@ fn reusable(response: &ureq::http::Response<ureq::Body>) -> bool {
     delimited && !closes
 }
 
-/// `body` with its top-level `stream` set to `false` and these `keys`
-/// removed; `None` when it is not a JSON object.
-pub(super) fn unstreamed(body: &str, remove: &[&str]) -> Option<String> {
-    let mut value: Value = serde_json::from_str(body).ok()?;
-    let object = value.as_object_mut()?;
-    object.insert("stream".to_owned(), Value::Bool(false));
-    for key in remove {
-        object.remove(*key);
-    }
-    serde_json::to_string(&value).ok()
-}
-
-/// What a request sends: a body core made, written as it is sent, or a
-/// text (a body edited to ask again unstreamed).
-#[derive(Clone, Copy)]
-pub(super) enum Payload<'a> {
-    Body(&'a Body),
-    Text(&'a str),
-}
-
-impl Payload<'_> {
-    fn text(&self) -> Cow<'_, str> {
-        match self {
-            Payload::Body(body) => Cow::Owned(body.text()),
-            Payload::Text(text) => Cow::Borrowed(text),
-        }
-    }
-}
-
-/// An answer as it is put together: text, tool calls by index, usage.
-#[derive(Debug, Default)]
-pub(super) struct Answer {
-    /// The text so far.
-    pub text: String,
-    /// The tool calls so far, by their index in the answer.
-    pub calls: BTreeMap<u64, ToolCall>,
-    /// The usage, when the server reported one.
-    pub usage: Option<Usage>,
-    /// The answer stopped at the request's length limit.
-    pub truncated: bool,
-    /// Anthropic's thinking blocks so far, by their index in the answer:
-    /// kept, not shown.
-    pub thinking: BTreeMap<u64, Thinking>,
-}
-
-impl Answer {
-    /// Adds a piece of text and shows it; empty pieces are dropped.
-    pub(crate) fn push_text(&mut self, piece: &str, on_text: &mut dyn FnMut(&str)) {
-        if !piece.is_empty() {
-            on_text(piece);
-            self.text.push_str(piece);
-        }
-    }
-
-    /// The bytes held so far: text and every call's id, name and
-    /// arguments, and [`ANSWER_BYTES_PER_CALL`] for each call besides, so
-    /// that a flood of empty calls (each a new `index`) is bounded too.
-    pub(crate) fn size(&self) -> usize {
-        let thinking = self.thinking.values().fold(0, |n, t| {
-            n + match t {
-                Thinking::Thinking {
-                    thinking,
-                    signature,
-                } => thinking.len() + signature.len(),
-                Thinking::RedactedThinking { data } => data.len(),
-            }
-        });
-        self.calls
-            .values()
-            .fold(self.text.len() + thinking, |n, c| {
-                n + ANSWER_BYTES_PER_CALL + c.id.len() + c.name.len() + c.arguments.len()
-            })
-    }
-
-    /// The call at `index`, made on first use.
-    pub(crate) fn call(&mut self, index: u64) -> &mut ToolCall {
-        self.calls.entry(index).or_insert_with(|| ToolCall {
-            id: String::new(),
-            name: String::new(),
-            arguments: String::new(),
-        })
-    }
-
-    /// The reply: calls in index order, a missing id, or one an earlier
-    /// call of the answer has, made up as `call_INDEX` (with `_N` added
-    /// until no other call has it: results are matched to calls by id, so
-    /// ids within one answer are unique), empty arguments as `{}`.
-    pub(crate) fn reply(&mut self) -> Reply {
-        let calls = std::mem::take(&mut self.calls);
-        let mut taken: HashSet<String> = HashSet::new();
-        // The server's ids first, so that a made-up one never takes one.
-        let given: HashSet<String> = calls.values().map(|c| c.id.clone()).collect();
-        let tool_calls = calls
-            .into_iter()
-            .map(|(index, mut call)| {
-                if call.id.is_empty() || taken.contains(&call.id) {
-                    let base = format!("call_{index}");
-                    let mut id = base.clone();
-                    let mut n = 1u64;
-                    while taken.contains(&id) || given.contains(&id) {
-                        n += 1;
-                        id = format!("{base}_{n}");
-                    }
-                    call.id = id;
-                }
-                taken.insert(call.id.clone());
-                if call.arguments.trim().is_empty() {
-                    call.arguments = "{}".to_owned();
-                }
-                call
-            })
-            .collect();
-        Reply {
-            thinking: std::mem::take(&mut self.thinking).into_values().collect(),
-            truncated: self.truncated,
-            text: std::mem::take(&mut self.text),
-            tool_calls,
-            usage: self.usage,
-        }
-    }
-}
-
-/// A token count as a server wrote it, for `deserialize_with`: a whole
-/// number up to [`MAX_TOKEN_COUNT`], or a finite float in that range
-/// (rounded). Anything else (`null`, a negative or larger number, a
-/// string) is read as no count, never as a failure: usage is advisory,
-/// and the answer it comes with was shown already.
-pub(super) fn token_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let value = Option::<Value>::deserialize(d)?;
-    Ok(value.as_ref().and_then(sensible_count))
-}
-
-fn sensible_count(value: &Value) -> Option<u64> {
-    let Value::Number(n) = value else {
-        return None;
-    };
-    let count = match n.as_u64() {
-        Some(count) => count,
-        None => {
-            let f = n.as_f64().filter(|f| f.is_finite() && *f >= 0.0)?;
-            if f > MAX_TOKEN_COUNT as f64 {
-                return None;
-            }
-            // In range, checked just above.
-            f.round() as u64
-        }
-    };
-    (count <= MAX_TOKEN_COUNT).then_some(count)
-}
-
-/// A field read as `T` when it can be, and as absent when it cannot, for
-/// `deserialize_with`: for parts of an answer that are advisory (usage),
-/// so that their shape never fails the answer.
-pub(super) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
-    let value = Option::<Value>::deserialize(d)?;
-    Ok(value.and_then(|v| serde_json::from_value(v).ok()))
-}
-
-/// Arguments as the JSON text the model wrote: a string as is, anything
-/// else (an object, from servers that parse it) serialized compactly.
-pub(super) fn arguments_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// `bad JSON in stream from URL: why: data`.
-pub(super) fn bad_event(
-    url: &str,
-    error: &serde_json::Error,
-    data: &str,
-    partial: String,
-) -> ProviderError {
-    let message = format!(
-        "bad JSON in stream from {url}: {error}: {}",
-        excerpt(data, 100)
-    );
-    ProviderError::new(message, partial)
-}
-
-/// `error in stream from URL: message`, transient when the error's type
-/// says the server was overloaded or failed inside, and an overflow (never
-/// transient) when its words say the request did not fit.
-pub(super) fn stream_error(url: &str, error: &Value, partial: String) -> ProviderError {
-    let message = format!("error in stream from {url}: {}", error_text(error));
-    said(error, ProviderError::new(message, partial))
-}
-
-/// `error from URL: message` for a non-streamed answer holding an error.
-pub(super) fn answer_error(url: &str, error: &Value) -> ProviderError {
-    let message = format!("error from {url}: {}", error_text(error));
-    said(error, ProviderError::new(message, ""))
-}
-
-/// `base` with what the server's `error` object says: an overflow, or
-/// else a transient failure when its type says so.
-fn said(error: &Value, base: ProviderError) -> ProviderError {
-    let overflow = revolve_core::overflow::recognise(&error.to_string());
-    ProviderError {
-        transient: overflow.is_none() && overloaded(error),
-        overflow,
-        ..base
-    }
-}
-
-/// `bad JSON from URL: why: text` for a non-streamed answer.
-pub(super) fn bad_answer(url: &str, error: &serde_json::Error, text: &str) -> ProviderError {
-    ProviderError::new(
-        format!("bad JSON from {url}: {error}: {}", excerpt(text, 100)),
-        "",
-    )
-}
-
-/// The message of an `error` field: `error.message` when there is one.
-fn error_text(error: &Value) -> String {
-    let text = match error.get("message").and_then(|m| m.as_str()) {
-        Some(message) => message.to_owned(),
-        None => match error.as_str() {
-            Some(s) => s.to_owned(),
-            None => error.to_string(),
-        },
-    };
-    excerpt(&text, ERROR_BODY_SHOWN)
-}
-
-/// Whether an error object's `type` says the server is overloaded, rate
-/// limited or failed inside (Anthropic's `overloaded_error`, `api_error`,
-/// `rate_limit_error`; OpenAI's `server_error`): worth sending again.
-fn overloaded(error: &Value) -> bool {
-    matches!(
-        error.get("type").and_then(Value::as_str),
-        Some("overloaded_error" | "api_error" | "rate_limit_error" | "server_error")
-    )
-}
-
 /// The agent of one [`Http`]: ureq's connector chain (a CONNECT proxy,
 /// TCP, TLS) with TCP opened by [`QuickAckConnector`], so a kept
 /// connection is not held by delayed ACKs (see [`super::tcp`]).
@@ -1231,69 +1020,10 @@ pub(super) fn loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// Whether a connection failure may go away by itself: refused, reset,
-/// closed early or timed out. A host that is not found, a TLS failure or a
-/// bad URL is not.
-fn transient(error: &ureq::Error) -> bool {
-    match error {
-        ureq::Error::Io(e) => matches!(
-            e.kind(),
-            ErrorKind::ConnectionRefused
-                | ErrorKind::ConnectionReset
-                | ErrorKind::ConnectionAborted
-                | ErrorKind::NotConnected
-                | ErrorKind::BrokenPipe
-                | ErrorKind::UnexpectedEof
-                | ErrorKind::TimedOut
-        ),
-        ureq::Error::Timeout(_) | ureq::Error::ConnectionFailed | ureq::Error::BodyStalled => true,
-        _ => false,
-    }
-}
-
-/// What went wrong with a connection, in a few words.
-fn describe(error: &ureq::Error, stall: Duration) -> String {
-    match error {
-        ureq::Error::Io(e) => match e.kind() {
-            ErrorKind::ConnectionRefused => "connection refused".to_owned(),
-            ErrorKind::ConnectionReset => "connection reset".to_owned(),
-            ErrorKind::ConnectionAborted => "connection aborted".to_owned(),
-            ErrorKind::UnexpectedEof => "connection closed early".to_owned(),
-            ErrorKind::TimedOut => "timed out".to_owned(),
-            _ => e.to_string(),
-        },
-        ureq::Error::Timeout(Timeout::Connect) => {
-            format!("no connection within {}", seconds(CONNECT_TIMEOUT))
-        }
-        ureq::Error::Timeout(Timeout::Resolve) => {
-            format!("host name not resolved within {}", seconds(CONNECT_TIMEOUT))
-        }
-        ureq::Error::Timeout(Timeout::PerRead) => {
-            format!("nothing received for {}", seconds(stall))
-        }
-        ureq::Error::Timeout(Timeout::RecvResponse) => {
-            format!("no response headers within {}", seconds(stall))
-        }
-        ureq::Error::HostNotFound => "host not found".to_owned(),
-        e => e.to_string(),
-    }
-}
-
-/// The message of a JSON error body (`{"error": {"message": …}}`,
-/// `{"error": "…"}` or `{"message": …}`), when the body is one.
-fn error_message(body: &str) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_str(body.trim()).ok()?;
-    let error = value.get("error").unwrap_or(&value);
-    let said = match error {
-        serde_json::Value::String(s) => s.as_str(),
-        other => other.get("message")?.as_str()?,
-    };
-    Some(said.trim().to_owned()).filter(|s| !s.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use revolve_core::policy::{ANSWER_BYTES_PER_CALL, MAX_TOKEN_COUNT};
 
     #[test]
     fn answer_orders_calls_and_fills_gaps() {
@@ -1391,24 +1121,23 @@ mod tests {
     }
 
     #[test]
-    fn overflows_are_never_transient() {
+    fn overflows_are_never_broken() {
         let error = serde_json::json!({"type": "server_error",
             "message": "This model's maximum context length is 4096 tokens."});
         let e = stream_error("u", &error, String::new());
-        assert_eq!(e.overflow.and_then(|o| o.limit), Some(4096));
-        assert!(!e.transient);
+        assert_eq!(e.overflow().and_then(|o| o.limit), Some(4096));
         let e = answer_error("u", &error);
-        assert!(e.overflow.is_some() && !e.transient);
+        assert!(e.overflow().is_some());
     }
 
     #[test]
-    fn overload_errors_are_transient() {
+    fn overload_errors_are_broken() {
         let error = serde_json::json!({"type": "overloaded_error", "message": "Overloaded"});
         let e = stream_error("u", &error, "part".into());
         assert_eq!(e.message, "error in stream from u: Overloaded");
-        assert!(e.transient && e.partial == "part");
+        assert!(e.kind == FailureKind::Broken && e.partial == "part");
         let e = answer_error("u", &serde_json::json!({"type": "invalid_request_error"}));
-        assert!(!e.transient);
+        assert_eq!(e.kind, FailureKind::Answered);
         assert!(e.message.starts_with("error from u: {"), "{e}");
     }
 }

@@ -76,7 +76,7 @@
 //! The providers never retry by themselves. A [`ProviderError`] carries what
 //! the retry policy needs ([`ProviderError::failure`]): the HTTP status and
 //! its `Retry-After` (in seconds; the HTTP-date form is ignored), and whether
-//! the failure was *transient*: the connection was refused, reset or timed
+//! the failure was *broken* ([`FailureKind::Broken`]): the connection was refused, reset or timed
 //! out, the stream broke or stalled, or the server reported an overload or
 //! internal error inside a `200` stream. A failure after text was shown is
 //! final whatever it was, since sending again would show the text twice.
@@ -85,7 +85,7 @@
 //! One exception is not a retry: a `200` stream that ends before its end
 //! event having delivered nothing (llama-cpp-python's answer to a prompt
 //! over its context) is asked again at once with `"stream": false`, and
-//! that answer decides: its overflow error (not transient, never retried)
+//! that answer decides: its overflow error ([`FailureKind::Overflow`], never retried)
 //! or its whole answer. This happens once per request (see the `http`
 //! module).
 //!
@@ -111,6 +111,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use revolve_core::retry::FailureKind;
 use revolve_core::retry::{self, Failure};
 use revolve_core::text::squeezed as one_line;
 use revolve_core::{Reply, Request};
@@ -213,21 +214,17 @@ pub struct ProviderError {
     pub status: Option<u16>,
     /// The server's `Retry-After`, in seconds, when it sent one.
     pub retry_after: Option<u64>,
-    /// The connection failed or broke (refused, reset, timed out, closed or
-    /// stalled mid-stream), or the stream reported an overload: sending
-    /// again may work.
-    pub transient: bool,
-    /// The server said the request did not fit its context (read from its
-    /// whole error body by [`revolve_core::overflow::recognise`]).
-    pub overflow: Option<revolve_core::overflow::Overflow>,
-    /// A server on this machine refused the connection: not started.
-    pub nobody_listens: bool,
+    /// What kind of failure it is: an answer that is not one, a broken
+    /// connection or an overload (sending again may work), nothing
+    /// listening on this machine, or a context overflow (read from the
+    /// server's whole error body by [`revolve_core::overflow::recognise`]).
+    pub kind: FailureKind,
 }
 
 impl ProviderError {
     /// An error with this message (whitespace runs, newlines included,
-    /// collapsed to one space) and the text streamed so far; not transient,
-    /// without a status.
+    /// collapsed to one space) and the text streamed so far; of the kind
+    /// [`FailureKind::Answered`], without a status.
     pub fn new(message: impl AsRef<str>, partial: impl Into<String>) -> ProviderError {
         ProviderError {
             message: one_line(message.as_ref()),
@@ -236,11 +233,32 @@ impl ProviderError {
         }
     }
 
-    /// The same error, marked transient.
-    pub(crate) fn mark_transient(self) -> ProviderError {
+    /// The same error, of the kind [`FailureKind::Broken`]: sending again
+    /// may work.
+    pub(crate) fn broken(self) -> ProviderError {
         ProviderError {
-            transient: true,
+            kind: FailureKind::Broken,
             ..self
+        }
+    }
+
+    /// The same error, of the kind [`FailureKind::Overflow`] when the
+    /// server's words (`said`) say the request did not fit its context.
+    pub(crate) fn overflowing(self, said: &str) -> ProviderError {
+        match revolve_core::overflow::recognise(said) {
+            Some(o) => ProviderError {
+                kind: FailureKind::Overflow(o),
+                ..self
+            },
+            None => self,
+        }
+    }
+
+    /// The overflow the server told, when this is one.
+    pub fn overflow(&self) -> Option<revolve_core::overflow::Overflow> {
+        match self.kind {
+            FailureKind::Overflow(o) => Some(o),
+            _ => None,
         }
     }
 
@@ -250,10 +268,8 @@ impl ProviderError {
         Failure {
             status: self.status,
             retry_after: self.retry_after,
-            transient: self.transient,
+            kind: self.kind,
             streamed: !self.partial.is_empty(),
-            overflow: self.overflow.is_some(),
-            nobody_listens: self.nobody_listens,
         }
     }
 }
@@ -471,17 +487,15 @@ mod tests {
             Failure {
                 status: Some(429),
                 retry_after: Some(3),
-                transient: false,
+                kind: FailureKind::Answered,
                 streamed: false,
-                overflow: false,
-                nobody_listens: false
             }
         );
-        let cut = ProviderError::new("cut", "Hel").mark_transient();
+        let cut = ProviderError::new("cut", "Hel").broken();
         assert_eq!(
             cut.failure(),
             Failure {
-                transient: true,
+                kind: FailureKind::Broken,
                 streamed: true,
                 ..Failure::default()
             }
@@ -600,7 +614,7 @@ mod tests {
             (err.partial.as_str(), pieces),
             ("Half", vec!["Half".to_owned()])
         );
-        assert!(err.transient);
+        assert_eq!(err.kind, FailureKind::Broken);
         assert_eq!(h.server.requests().len(), 2);
         assert!(h.sleeps.lock().unwrap().is_empty());
 
@@ -632,7 +646,7 @@ mod tests {
             true
         });
         let err = run(&provider).0.unwrap_err();
-        assert!(err.transient && err.nobody_listens);
+        assert_eq!(err.kind, FailureKind::NobodyListens);
         assert_eq!(*sleeps.lock().unwrap(), 0);
         assert!(err.message.ends_with("or give another --base-url"), "{err}");
     }

@@ -223,7 +223,7 @@ impl Provider for OpenAi {
             Ok(answer) => answer["usage"]["prompt_tokens"]
                 .as_u64()
                 .filter(|&n| n <= revolve_core::policy::MAX_TOKEN_COUNT),
-            Err(error) => error.overflow.and_then(|o| o.asked),
+            Err(error) => error.overflow().and_then(|o| o.asked),
         }
     }
 
@@ -277,10 +277,7 @@ impl Protocol for Chat {
                         "error in stream from {url}: {}",
                         excerpt(&event.data, ERROR_BODY_SHOWN)
                     );
-                    ProviderError {
-                        overflow: revolve_core::overflow::recognise(&event.data),
-                        ..ProviderError::new(message, partial)
-                    }
+                    ProviderError::new(message, partial).overflowing(&event.data)
                 }
             });
         }

@@ -217,26 +217,11 @@ impl Store {
         };
         // The files that may have changed since the cache was written, or
         // `None`: any may have.
-        let suspects: Option<FxHashSet<String>> = tail.map(|tail| {
-            tail.into_iter()
-                .filter_map(registry::claimed)
-                .map(str::to_owned)
-                .chain(index.volatile.iter().cloned())
-                .chain(locked.iter().cloned())
-                .collect()
-        });
+        let suspects = tail.map(|tail| suspects(tail, &index.volatile, &locked));
         let unreadable = unlisted.unreadable;
         let cwd = self.cwd_str();
         let cwds = std::mem::take(&mut index.cwds);
-        let mut news = News {
-            // Rows are compared by their cwd's index, not the string.
-            mine: cwds.iter().position(|c| *c == *cwd),
-            cwd,
-            cwds,
-            entries: Vec::new(),
-            dirty: 0,
-            unlisted,
-        };
+        let mut news = News::new(cwd, cwds, unlisted);
         let old = std::mem::take(&mut index.entries);
         let mut finder = Finder::new(&old);
         // Which cache entry or fresh entry each file has, in the folder's
@@ -290,15 +275,7 @@ impl Store {
         // say) is read once: the cache is written with its new stamp.
         if suspects.is_none() || dirty > REWRITE_AFTER || made.is_none() {
             let (journal, offset) = journal.map_or_else(Default::default, |j| (j.epoch, j.len));
-            let mut old: Vec<Option<Entry>> = old.into_iter().map(Some).collect();
-            let mut fresh: Vec<Option<Entry>> = fresh.into_iter().map(Some).collect();
-            let entries = order
-                .into_iter()
-                .filter_map(|slot| match slot {
-                    Slot::Old(i) => old[i].take(),
-                    Slot::Fresh(f) => fresh[f].take(),
-                })
-                .collect();
+            let entries = in_order(order, old, fresh);
             let mut fresh = Index {
                 journal,
                 offset,
@@ -549,6 +526,32 @@ enum Slot {
 }
 
 /// What [`Store::scan`] learns from the files it reads again.
+/// The files that may have changed since the cache was written: those the
+/// journal's `tail` names, those the cache marked `volatile` (running
+/// then), and those `locked` now.
+fn suspects(tail: Vec<&str>, volatile: &[String], locked: &FxHashSet<String>) -> FxHashSet<String> {
+    tail.into_iter()
+        .filter_map(registry::claimed)
+        .map(str::to_owned)
+        .chain(volatile.iter().cloned())
+        .chain(locked.iter().cloned())
+        .collect()
+}
+
+/// The entries of a new cache in the folder's `order`: each slot the old
+/// entry that stands or the fresh one.
+fn in_order<'a>(order: Vec<Slot>, old: Vec<Entry<'a>>, fresh: Vec<Entry<'a>>) -> Vec<Entry<'a>> {
+    let mut old: Vec<Option<Entry>> = old.into_iter().map(Some).collect();
+    let mut fresh: Vec<Option<Entry>> = fresh.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|slot| match slot {
+            Slot::Old(i) => old[i].take(),
+            Slot::Fresh(f) => fresh[f].take(),
+        })
+        .collect()
+}
+
 struct News<'a, 'u> {
     /// The working directory, as the headers say it.
     cwd: String,
@@ -563,6 +566,21 @@ struct News<'a, 'u> {
     dirty: usize,
     /// The files the listing cannot show.
     unlisted: &'u mut Unlisted,
+}
+
+impl<'a, 'u> News<'a, 'u> {
+    /// No news yet, of the listing of `cwd` among the cache's `cwds`.
+    fn new(cwd: String, cwds: Vec<Cow<'a, str>>, unlisted: &'u mut Unlisted) -> News<'a, 'u> {
+        News {
+            // Rows are compared by their cwd's index, not the string.
+            mine: cwds.iter().position(|c| *c == *cwd),
+            cwd,
+            cwds,
+            entries: Vec::new(),
+            dirty: 0,
+            unlisted,
+        }
+    }
 }
 
 impl<'a> News<'a, '_> {

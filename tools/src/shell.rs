@@ -49,25 +49,9 @@ pub(crate) fn shell(
     // Confined first, while nothing but the program is set on the command
     // (on macOS it is wrapped whole). Held to the end: dropped, the temp
     // dir is removed.
-    let tmp = match &sandbox.enforcement {
-        Enforcement::Refused(why) => return Outcome::text(why.clone()),
-        Enforcement::Unsandboxed => None,
-        Enforcement::Sandboxed { close_network } => {
-            let tmp = match tempfile::Builder::new().prefix("revolve-tmp-").tempdir() {
-                Ok(tmp) => tmp,
-                Err(e) => {
-                    return Outcome::text(format!(
-                        "error: not run: cannot make the command's temp dir: {e}"
-                    ))
-                }
-            };
-            if let Err(e) =
-                crate::sandbox::confine(&mut sh, sandbox, *close_network, root, tmp.path(), protect)
-            {
-                return Outcome::text(format!("error: not run: {e}"));
-            }
-            Some(tmp)
-        }
+    let tmp = match confined(&mut sh, sandbox, root, protect) {
+        Ok(tmp) => tmp,
+        Err(refused) => return Outcome::text(refused),
     };
     sh.current_dir(root)
         .stdout(Stdio::piped())
@@ -102,30 +86,7 @@ pub(crate) fn shell(
         }
     };
 
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(1);
-    let mut ending = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Ending::Exited(status),
-            Ok(None) => {}
-            Err(e) => break Ending::Lost(e),
-        }
-        if cancel() {
-            break Ending::Interrupted;
-        }
-        if started.elapsed() >= Duration::from_secs(secs) {
-            break Ending::TimedOut(secs);
-        }
-        if stdout.overflowed() || stderr.overflowed() {
-            break Ending::TooMuch;
-        }
-        if watch.0.is_some() {
-            let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
-            watch.tick(started.elapsed(), &String::from_utf8_lossy(&tail));
-        }
-        thread::sleep(pause);
-        pause = (pause * 2).min(SHELL_POLL);
-    };
+    let mut ending = wait(&mut child, secs, cancel, watch, (&stdout, &stderr), &tail);
     // However it ended, nothing it started outlives it.
     end(&mut group, &mut child, &tag);
     watch.end();
@@ -148,27 +109,7 @@ pub(crate) fn shell(
     let out = stdout.finish();
     let err = stderr.finish();
 
-    let (head, interrupted) = match &ending {
-        Ending::Exited(status) => (status_text(*status), false),
-        Ending::TimedOut(secs) => (
-            format!(
-                "error: the command timed out after {secs} s and was killed; pass a larger \
-                 timeout_s (at most {SHELL_MAX_TIMEOUT_S}) if it needs longer"
-            ),
-            false,
-        ),
-        Ending::Interrupted => ("error: interrupted; the command was killed".into(), true),
-        Ending::TooMuch => (
-            "error: the command wrote more than 64 MiB, so it was stopped and its output cut \
-             there; redirect its output to a file and read parts of it"
-                .into(),
-            false,
-        ),
-        Ending::Lost(e) => (
-            format!("error: lost track of the command ({e}); it was killed"),
-            false,
-        ),
-    };
+    let (head, interrupted) = ending.said();
     let mut text = head;
     for (label, bytes) in [("stdout", &out), ("stderr", &err)] {
         if !bytes.is_empty() {
@@ -194,6 +135,95 @@ pub(crate) fn shell(
         interrupted,
         sandbox_refused: refusal.is_some(),
         ..Outcome::text(text)
+    }
+}
+
+impl Ending {
+    /// The result's first line for this ending, and whether the user
+    /// interrupted.
+    fn said(&self) -> (String, bool) {
+        match self {
+            Ending::Exited(status) => (status_text(*status), false),
+            Ending::TimedOut(secs) => (
+                format!(
+                    "error: the command timed out after {secs} s and was killed; pass a larger \
+                     timeout_s (at most {SHELL_MAX_TIMEOUT_S}) if it needs longer"
+                ),
+                false,
+            ),
+            Ending::Interrupted => ("error: interrupted; the command was killed".into(), true),
+            Ending::TooMuch => (
+                "error: the command wrote more than 64 MiB, so it was stopped and its output cut \
+                 there; redirect its output to a file and read parts of it"
+                    .into(),
+                false,
+            ),
+            Ending::Lost(e) => (
+                format!("error: lost track of the command ({e}); it was killed"),
+                false,
+            ),
+        }
+    }
+}
+
+/// `sh` confined as `sandbox` says, with a temp dir of its own (held by
+/// the caller to the command's end: dropped, it is removed); `None` when
+/// unsandboxed; the refusal's text when the command must not run.
+fn confined(
+    sh: &mut std::process::Command,
+    sandbox: &Policy,
+    root: &Path,
+    protect: &[PathBuf],
+) -> Result<Option<tempfile::TempDir>, String> {
+    match &sandbox.enforcement {
+        Enforcement::Refused(why) => Err(why.clone()),
+        Enforcement::Unsandboxed => Ok(None),
+        Enforcement::Sandboxed { close_network } => {
+            let tmp = tempfile::Builder::new()
+                .prefix("revolve-tmp-")
+                .tempdir()
+                .map_err(|e| format!("error: not run: cannot make the command's temp dir: {e}"))?;
+            crate::sandbox::confine(sh, sandbox, *close_network, root, tmp.path(), protect)
+                .map_err(|e| format!("error: not run: {e}"))?;
+            Ok(Some(tmp))
+        }
+    }
+}
+
+/// Waits for the command to end, or to be stopped: the user's cancel, its
+/// time, or output past the cap; the watcher sees the output's tail as it
+/// goes.
+fn wait(
+    child: &mut std::process::Child,
+    secs: u64,
+    cancel: &dyn Fn() -> bool,
+    watch: &Watch,
+    (stdout, stderr): (&Capture, &Capture),
+    tail: &Mutex<Vec<u8>>,
+) -> Ending {
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ending::Exited(status),
+            Ok(None) => {}
+            Err(e) => return Ending::Lost(e),
+        }
+        if cancel() {
+            return Ending::Interrupted;
+        }
+        if started.elapsed() >= Duration::from_secs(secs) {
+            return Ending::TimedOut(secs);
+        }
+        if stdout.overflowed() || stderr.overflowed() {
+            return Ending::TooMuch;
+        }
+        if watch.0.is_some() {
+            let tail = tail.lock().unwrap_or_else(|e| e.into_inner());
+            watch.tick(started.elapsed(), &String::from_utf8_lossy(&tail));
+        }
+        thread::sleep(pause);
+        pause = (pause * 2).min(SHELL_POLL);
     }
 }
 

@@ -232,6 +232,18 @@ impl Before {
         };
         let mut paths: BTreeSet<String> = self.dirty.keys().cloned().collect();
         paths.extend(now.into_iter().map(|(p, _)| p));
+        paths.extend(self.committed());
+        for path in paths {
+            if let Some(change) = self.change(&path, &sub_tops, blobs, &mut out.notes) {
+                out.changes.push(change);
+            }
+        }
+    }
+
+    /// The paths a commit made during the command changed: those between
+    /// the HEAD before and the HEAD now.
+    fn committed(&self) -> Vec<String> {
+        let mut paths = Vec::new();
         let head = git(&self.top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
         if let (Some(old), Some(new)) = (&self.head, &head) {
             if old != new {
@@ -255,111 +267,120 @@ impl Before {
                 }
             }
         }
-        for path in paths {
-            let full = self.top.join(&path);
-            let was = self.dirty.get(&path);
-            let opened = open_beneath(&self.top, &path);
-            // Unchanged by its fingerprint: not read again.
-            if let (Some(Was::File { stamp, hash }), Opened::File(_, now)) = (was, &opened) {
-                if stamp == now && (hash.is_none() || !self.racy(stamp)) {
-                    continue;
-                }
+        paths
+    }
+
+    /// The change to `path` the command made, stored in `blobs`: `None`
+    /// when it made none, or when it cannot be told (said in `notes`).
+    fn change(
+        &self,
+        path: &str,
+        sub_tops: &BTreeSet<PathBuf>,
+        blobs: &Blobs,
+        notes: &mut Vec<String>,
+    ) -> Option<Change> {
+        let full = self.top.join(path);
+        let was = self.dirty.get(path);
+        let opened = open_beneath(&self.top, path);
+        // Unchanged by its fingerprint: not read again.
+        if let (Some(Was::File { stamp, hash }), Opened::File(_, now)) = (was, &opened) {
+            if stamp == now && (hash.is_none() || !self.racy(stamp)) {
+                return None;
             }
-            let after = match opened {
-                Opened::Absent => Ok(None),
-                Opened::Other("a directory") => {
-                    // A submodule is taken on its own; another nested
-                    // repository is not tracked.
-                    let sub = self.top.join(path.trim_end_matches('/'));
-                    if !sub_tops.contains(&sub) && !self.is_submodule(&path) {
-                        out.notes.push(format!(
-                            "{}: a nested repository, whose changes are not tracked",
-                            path.trim_end_matches('/')
-                        ));
-                    } else if !sub_tops.contains(&sub) {
-                        out.notes.push(format!(
-                            "{path}: a submodule not checked out, whose changes are not tracked"
-                        ));
-                    }
-                    continue;
-                }
-                Opened::Other(kind) => {
-                    if was == Some(&Was::Other(kind)) {
-                        continue;
-                    }
-                    Err(format!("it is now {kind}"))
-                }
-                Opened::File(file, _) => read_capped(file, KEEP_CAP)
-                    .map(Some)
-                    .ok_or_else(|| format!("it is now over {} MiB", KEEP_CAP >> 20)),
-            };
-            let before = match was {
-                Some(Was::Absent) => Ok(None),
-                Some(Was::Other(kind)) => Err(format!("it was {kind}")),
-                Some(Was::File { .. }) => self
-                    .kept
-                    .get(&path)
-                    .cloned()
-                    .map(Some)
-                    .ok_or_else(|| "it was too large to keep".to_owned()),
-                None => self.head_content(&path),
-            };
-            let (before, after) = match (before, after) {
-                (Ok(before), Ok(after)) => (before, after),
-                (Err(why), _) | (_, Err(why)) => {
-                    out.notes.push(format!("{path}: {why}"));
-                    continue;
-                }
-            };
-            let before_hash = before.as_deref().map(edit::hash);
-            let after_hash = after.as_deref().map(edit::hash);
-            if before_hash == after_hash {
-                continue;
-            }
-            // Stored under the hashes just taken, not hashed again.
-            let stored = [(&before, &before_hash), (&after, &after_hash)]
-                .into_iter()
-                .try_for_each(|(content, hash)| match (content, hash) {
-                    (Some(content), Some(hash)) => blobs.put_as(hash, content),
-                    _ => Ok(()),
-                });
-            if stored.is_err() {
-                out.notes
-                    .push(format!("{path}: its versions could not be stored"));
-                continue;
-            }
-            // As git names it: relative to the repository's top.
-            let shown = &path;
-            let diff = if [&before, &after]
-                .iter()
-                .any(|c| c.as_ref().is_some_and(|c| c.contains(&0)))
-            {
-                Diff {
-                    text: format!("binary file {shown} changed\n"),
-                    ..Diff::default()
-                }
-            } else {
-                // Of the bytes (a changed byte is a changed line), each
-                // line shown as read_file shows it, counted whole.
-                revolve_core::edit::diff_bytes(
-                    shown,
-                    before.as_deref(),
-                    after.as_deref().unwrap_or_default(),
-                    &crate::keys(),
-                )
-            };
-            out.changes.push(Change {
-                path: full.to_string_lossy().into_owned(),
-                before: before_hash,
-                after: after_hash,
-                // The blobs hold the real bytes, to restore them exactly;
-                // what is logged and shown holds no key.
-                diff: Diff {
-                    text: crate::redact_keys(diff.text),
-                    ..diff
-                },
-            });
         }
+        let after = match opened {
+            Opened::Absent => Ok(None),
+            Opened::Other("a directory") => {
+                // A submodule is taken on its own; another nested
+                // repository is not tracked.
+                let sub = self.top.join(path.trim_end_matches('/'));
+                if !sub_tops.contains(&sub) && !self.is_submodule(path) {
+                    notes.push(format!(
+                        "{}: a nested repository, whose changes are not tracked",
+                        path.trim_end_matches('/')
+                    ));
+                } else if !sub_tops.contains(&sub) {
+                    notes.push(format!(
+                        "{path}: a submodule not checked out, whose changes are not tracked"
+                    ));
+                }
+                return None;
+            }
+            Opened::Other(kind) => {
+                if was == Some(&Was::Other(kind)) {
+                    return None;
+                }
+                Err(format!("it is now {kind}"))
+            }
+            Opened::File(file, _) => read_capped(file, KEEP_CAP)
+                .map(Some)
+                .ok_or_else(|| format!("it is now over {} MiB", KEEP_CAP >> 20)),
+        };
+        let before = match was {
+            Some(Was::Absent) => Ok(None),
+            Some(Was::Other(kind)) => Err(format!("it was {kind}")),
+            Some(Was::File { .. }) => self
+                .kept
+                .get(path)
+                .cloned()
+                .map(Some)
+                .ok_or_else(|| "it was too large to keep".to_owned()),
+            None => self.head_content(path),
+        };
+        let (before, after) = match (before, after) {
+            (Ok(before), Ok(after)) => (before, after),
+            (Err(why), _) | (_, Err(why)) => {
+                notes.push(format!("{path}: {why}"));
+                return None;
+            }
+        };
+        let before_hash = before.as_deref().map(edit::hash);
+        let after_hash = after.as_deref().map(edit::hash);
+        if before_hash == after_hash {
+            return None;
+        }
+        // Stored under the hashes just taken, not hashed again.
+        let stored = [(&before, &before_hash), (&after, &after_hash)]
+            .into_iter()
+            .try_for_each(|(content, hash)| match (content, hash) {
+                (Some(content), Some(hash)) => blobs.put_as(hash, content),
+                _ => Ok(()),
+            });
+        if stored.is_err() {
+            notes.push(format!("{path}: its versions could not be stored"));
+            return None;
+        }
+        // As git names it: relative to the repository's top.
+        let shown = path;
+        let diff = if [&before, &after]
+            .iter()
+            .any(|c| c.as_ref().is_some_and(|c| c.contains(&0)))
+        {
+            Diff {
+                text: format!("binary file {shown} changed\n"),
+                ..Diff::default()
+            }
+        } else {
+            // Of the bytes (a changed byte is a changed line), each
+            // line shown as read_file shows it, counted whole.
+            revolve_core::edit::diff_bytes(
+                shown,
+                before.as_deref(),
+                after.as_deref().unwrap_or_default(),
+                &crate::keys(),
+            )
+        };
+        Some(Change {
+            path: full.to_string_lossy().into_owned(),
+            before: before_hash,
+            after: after_hash,
+            // The blobs hold the real bytes, to restore them exactly;
+            // what is logged and shown holds no key.
+            diff: Diff {
+                text: crate::redact_keys(diff.text),
+                ..diff
+            },
+        })
     }
 
     /// Whether a fingerprint taken before the command is too recent to

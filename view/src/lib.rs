@@ -209,113 +209,37 @@ pub fn transcript(records: &[Record]) -> String {
                     h.model
                 ));
             }
-            Record::Message(m) => {
-                let cut = if m.partial { " [cut short]" } else { "" };
-                match m.role {
-                    Role::User => {
-                        if let Some(o) = &m.origin {
-                            out.push_str(&format!("» message from {}:\n", o.from));
-                        }
-                        for line in m.content.lines() {
-                            out.push_str(&format!("> {line}\n"));
-                        }
-                    }
-                    Role::Assistant => {
-                        if !m.thinking.is_empty() {
-                            out.push_str(&format!("── {}\n", thought(&m.thinking)));
-                        }
-                        if !m.content.is_empty() || m.tool_calls.is_empty() {
-                            out.push_str(&format!("{}{cut}\n", m.content));
-                        }
-                        for c in &m.tool_calls {
-                            out.push_str(&format!(
-                                "→ {} {}\n",
-                                c.name,
-                                one_line(&c.arguments, 120)
-                            ));
-                        }
-                    }
-                    Role::Tool => {
-                        let lines = m.content.lines().count();
-                        let first = m.content.lines().next().unwrap_or("");
-                        out.push_str(&format!(
-                            "← {} ({lines} line{}, {} chars)\n",
-                            one_line(first, 100),
-                            if lines == 1 { "" } else { "s" },
-                            m.content.chars().count()
-                        ));
-                    }
-                }
-            }
+            Record::Message(m) => message_lines(m, &mut out),
             Record::Failed(f) => out.push_str(&format!("! failed: {}\n", f.error)),
             Record::Interrupted(_) => out.push_str("! interrupted\n"),
             Record::Resumed(r) => {
                 out.push_str(&format!("── resumed {} · {}\n", when(r.at), r.model))
             }
+            r @ (Record::Pruned(_)
+            | Record::Continued(_)
+            | Record::Compacting(_)
+            | Record::CompactionFailed(_)
+            | Record::Compacted(_)
+            | Record::Noted(_)
+            | Record::Overflowed(_)
+            | Record::Counted(_)
+            | Record::Squeezed(_)) => compaction_lines(r, &mut out),
+            r @ (Record::MemoryChanged(_)
+            | Record::MemoryUndone(_)
+            | Record::Edit(_)
+            | Record::Rewound(_)) => change_lines(r, &mut out),
             Record::Renamed(r) => out.push_str(&format!("── renamed to {}\n", r.name)),
-            Record::Pruned(p) => out.push_str(&format!(
-                "── pruned {} oversized tool result{} (compaction, step one)\n",
-                p.messages.len(),
-                if p.messages.len() == 1 { "" } else { "s" }
-            )),
-            Record::Continued(c) => {
-                out.push_str(&format!("── compacted; continues in {}\n", c.next))
-            }
-            Record::Compacting(c) if c.piece() == (0, c.cut) => out.push_str(&format!(
-                "── compacting: summarizing the first {} messages\n",
-                c.cut
-            )),
-            Record::Compacting(c) => {
-                let (from, upto) = c.piece();
-                out.push_str(&format!(
-                    "── compacting: summarizing messages {}..{upto} of the first {}\n",
-                    from + 1,
-                    c.cut
-                ))
-            }
-            Record::CompactionFailed(f) => {
-                out.push_str(&format!("── compaction failed: {}\n", f.error))
-            }
-            Record::Compacted(c) => {
-                out.push_str(&format!(
-                    "── compacted from {}: {} messages summarized into working notes\n",
-                    c.from, c.summarized
-                ));
-                for line in c.notes.lines() {
-                    out.push_str(&format!("│ {line}\n"));
-                }
-                out.push_str("── the turns kept verbatim:\n");
-                for m in &c.kept {
-                    out.push_str(&transcript(&[Record::Message(m.clone())]));
-                }
-            }
-            // Its request's body is what `replay --requests` shows; the
-            // transcript tells the refinement once, at its end.
             Record::Refining(_) => {}
-            Record::Refined(r) => out.push_str(&match &r.unmade {
-                Some(why) => format!(
-                    "── memory not refined{}: {why}\n",
-                    if r.auto { " on its own" } else { "" },
-                ),
-                None => format!(
-                    "── memory refined{}{}\n",
-                    if r.auto { " on its own" } else { "" },
-                    if r.entry.is_none() {
-                        " (nothing changed)"
-                    } else {
-                        ""
-                    }
-                ),
-            }),
+            Record::Refined(r) => out.push_str(&refined_line(r)),
             Record::Stopped(s) => out.push_str(&format!(
                 "! {}
 ",
                 guard::describe(&s.reason)
             )),
             Record::WentOn(_) => out.push_str("── went on past the tool-round cap\n"),
-            Record::Planning(p) if p.on => out.push_str(
-                "── planning: edits and writes refused, commands read-only\n",
-            ),
+            Record::Planning(p) if p.on => {
+                out.push_str("── planning: edits and writes refused, commands read-only\n")
+            }
             Record::Planning(_) => out.push_str("── planning ended\n"),
             Record::Effort(e) => out.push_str(&format!(
                 "── effort {}\n",
@@ -346,128 +270,19 @@ pub fn transcript(records: &[Record]) -> String {
                 s.call,
                 s.tools.join(", ")
             )),
-            Record::MemoryChanged(m) => {
-                out.push_str(&format!(
-                    "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",
-                    m.by, m.entry
-                ));
-                for f in &m.files {
-                    out.push_str(&format!("│ {f}\n"));
-                }
-            }
-            Record::MemoryUndone(m) => {
-                match &m.entry {
-                    Some(entry) => out.push_str(&format!("── memory undone: snapshot {entry} restored\n")),
-                    None => out.push_str("── memory undo: nothing to undo\n"),
-                }
-                for f in &m.files {
-                    out.push_str(&format!("│ {f}\n"));
-                }
-            }
-            Record::Noted(n) => out.push_str(&format!(
-                "── notes on the first {} messages, carried into the next piece\n",
-                n.upto
-            )),
-            Record::Overflowed(o) => out.push_str(&format!(
-                "! the request did not fit the server's context: {}\n── window lowered to {} tokens\n",
-                o.error, o.window
-            )),
-            Record::Counted(c) => out.push_str(&format!(
-                "── the server counted the request due: {} tokens in {} bytes\n",
-                c.tokens, c.bytes
-            )),
-            Record::Squeezed(q) => out.push_str(&format!(
-                "── cut tool result {} to fit the window; the whole of it is in {}\n",
-                q.message, q.path
-            )),
-            Record::Approved(a) => {
-                use revolve_core::edit::Answer;
-                use revolve_core::record::Asked;
-                // A command can span lines; its record's line does not.
-                let path = a.path.replace('\n', " ");
-                if let Some(rule) = &a.rule {
-                    let (what, how) = match (&a.tool, a.answer) {
-                        (Asked::Shell, Answer::No) => (format!("the command `{path}`"), "denied"),
-                        (Asked::Shell, _) => (format!("the command `{path}`"), "allowed"),
-                        (Asked::Grant, Answer::No) => (format!("reading {path}"), "denied"),
-                        (Asked::Grant, _) => (format!("reading {path}"), "allowed"),
-                        (_, Answer::No) => (format!("the edit of {path}"), "denied"),
-                        (_, _) => (format!("the edit of {path}"), "allowed"),
-                    };
-                    out.push_str(&format!("── the rule {rule} {how} {what}\n"));
-                    continue;
-                }
-                let line = match (&a.tool, a.answer) {
-                    (Asked::Unsandboxed, Answer::No) => {
-                        format!("kept the command `{path}` in the sandbox")
-                    }
-                    (Asked::Unsandboxed, _) => {
-                        format!("let the command `{path}` run once outside the sandbox")
-                    }
-                    (Asked::Shell, Answer::Always) => {
-                        format!("allowed every shell command of this session from `{path}`")
-                    }
-                    (Asked::Shell, Answer::Yes) => format!("allowed the command `{path}`"),
-                    (Asked::Shell, Answer::No) => format!("refused the command `{path}`"),
-                    (Asked::Grant, Answer::No) => format!("refused to let the session read {path}"),
-                    (Asked::Grant, _) => format!("let the session read {path}"),
-                    (Asked::Outside, Answer::No) => {
-                        format!("refused the edit of {path}, outside the working tree")
-                    }
-                    (Asked::Outside, _) => format!("allowed the edit of {path}, outside the working tree"),
-                    (_, Answer::Always) => {
-                        format!("allowed every edit of this session from the edit of {path}")
-                    }
-                    (_, Answer::Yes) => format!("allowed the edit of {path}"),
-                    (_, Answer::No) => format!("refused the edit of {path}"),
-                };
-                out.push_str(&format!("── the user {line}\n"));
-            }
-            Record::Edit(e) => {
-                let (added, removed) = revolve_core::edit::lines(e);
-                let what = match (&e.before, &e.after) {
-                    (None, _) => "created",
-                    (_, None) => "removed",
-                    _ => "edited",
-                };
-                out.push_str(&format!(
-                    "── {what} {} by {} (+{added} -{removed})\n",
-                    e.path, e.by
-                ));
-                for line in e.diff.lines() {
-                    out.push_str(&format!("│ {line}\n"));
-                }
-            }
+            Record::Approved(a) => out.push_str(&approved_line(a)),
             Record::Written(w) => {
                 if let Some(error) = &w.error {
                     out.push_str(&format!("! not written: {}: {error}\n", w.path));
                 }
             }
-            Record::Rewound(r) => {
-                for (i, line) in revolve_core::edit::describe(r).lines().enumerate() {
-                    let lead = if i == 0 { "── " } else { "│" };
-                    out.push_str(&format!("{lead}{line}\n"));
-                }
-            }
-            Record::Hook(h) => {
-                let call = h.tool.as_deref().map_or(String::new(), |t| format!(" {t}"));
-                let how = match (h.exit, &h.ended) {
-                    (Some(code), _) => format!("exit {code}"),
-                    (None, Some(how)) => how.replace('_', " "),
-                    (None, None) => "ended".to_owned(),
-                };
-                out.push_str(&format!(
-                    "── hook {}{call}: {} ({how}, {})\n",
-                    h.event, h.command, h.decision
-                ));
-                for (label, text) in [("reason", &h.reason), ("added", &h.added), ("said", &h.note)] {
-                    if let Some(text) = text {
-                        out.push_str(&format!("│ {label}: {}\n", revolve_core::text::one_line(text, 200)));
-                    }
-                }
-            }
+            Record::Hook(h) => hook_lines(h, &mut out),
             Record::Plan(p) => {
-                out.push_str(&format!("── plan ({}/{} done)\n", p.steps.done(), p.steps.steps.len()));
+                out.push_str(&format!(
+                    "── plan ({}/{} done)\n",
+                    p.steps.done(),
+                    p.steps.steps.len()
+                ));
                 for line in p.steps.checklist().lines() {
                     out.push_str(&format!("│ {line}\n"));
                 }
@@ -476,6 +291,243 @@ pub fn transcript(records: &[Record]) -> String {
         }
     }
     out
+}
+
+/// A compaction's records in the transcript: what was pruned, cut,
+/// counted or summarized, and the window lowered.
+fn compaction_lines(record: &Record, out: &mut String) {
+    match record {
+        Record::Pruned(p) => out.push_str(&format!(
+            "── pruned {} oversized tool result{} (compaction, step one)\n",
+            p.messages.len(),
+            if p.messages.len() == 1 { "" } else { "s" }
+        )),
+        Record::Continued(c) => out.push_str(&format!("── compacted; continues in {}\n", c.next)),
+        Record::Compacting(c) if c.piece() == (0, c.cut) => out.push_str(&format!(
+            "── compacting: summarizing the first {} messages\n",
+            c.cut
+        )),
+        Record::Compacting(c) => {
+            let (from, upto) = c.piece();
+            out.push_str(&format!(
+                "── compacting: summarizing messages {}..{upto} of the first {}\n",
+                from + 1,
+                c.cut
+            ))
+        }
+        Record::CompactionFailed(f) => {
+            out.push_str(&format!("── compaction failed: {}\n", f.error))
+        }
+        Record::Compacted(c) => {
+            out.push_str(&format!(
+                "── compacted from {}: {} messages summarized into working notes\n",
+                c.from, c.summarized
+            ));
+            for line in c.notes.lines() {
+                out.push_str(&format!("│ {line}\n"));
+            }
+            out.push_str("── the turns kept verbatim:\n");
+            for m in &c.kept {
+                out.push_str(&transcript(&[Record::Message(m.clone())]));
+            }
+        }
+        // Its request's body is what `replay --requests` shows; the
+        // transcript tells the refinement once, at its end.
+        Record::Noted(n) => out.push_str(&format!(
+            "── notes on the first {} messages, carried into the next piece\n",
+            n.upto
+        )),
+        Record::Overflowed(o) => out.push_str(&format!(
+            "! the request did not fit the server's context: {}\n── window lowered to {} tokens\n",
+            o.error, o.window
+        )),
+        Record::Counted(c) => out.push_str(&format!(
+            "── the server counted the request due: {} tokens in {} bytes\n",
+            c.tokens, c.bytes
+        )),
+        Record::Squeezed(q) => out.push_str(&format!(
+            "── cut tool result {} to fit the window; the whole of it is in {}\n",
+            q.message, q.path
+        )),
+        _ => {}
+    }
+}
+
+/// The records of a change to memory or the files: what changed, by
+/// what, its diff; a rewind and what it restored.
+fn change_lines(record: &Record, out: &mut String) {
+    match record {
+        Record::MemoryChanged(m) => {
+            out.push_str(&format!(
+                "── memory changed by {} (snapshot {}; /refine undo takes it back)\n",
+                m.by, m.entry
+            ));
+            for f in &m.files {
+                out.push_str(&format!("│ {f}\n"));
+            }
+        }
+        Record::MemoryUndone(m) => {
+            match &m.entry {
+                Some(entry) => {
+                    out.push_str(&format!("── memory undone: snapshot {entry} restored\n"))
+                }
+                None => out.push_str("── memory undo: nothing to undo\n"),
+            }
+            for f in &m.files {
+                out.push_str(&format!("│ {f}\n"));
+            }
+        }
+        Record::Edit(e) => {
+            let (added, removed) = revolve_core::edit::lines(e);
+            let what = match (&e.before, &e.after) {
+                (None, _) => "created",
+                (_, None) => "removed",
+                _ => "edited",
+            };
+            out.push_str(&format!(
+                "── {what} {} by {} (+{added} -{removed})\n",
+                e.path, e.by
+            ));
+            for line in e.diff.lines() {
+                out.push_str(&format!("│ {line}\n"));
+            }
+        }
+        Record::Rewound(r) => {
+            for (i, line) in revolve_core::edit::describe(r).lines().enumerate() {
+                let lead = if i == 0 { "── " } else { "│" };
+                out.push_str(&format!("{lead}{line}\n"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A message's lines in the transcript: the user's quoted, the model's
+/// thinking, text and calls, a tool result's first line and size.
+fn message_lines(m: &revolve_core::record::Message, out: &mut String) {
+    let cut = if m.partial { " [cut short]" } else { "" };
+    match m.role {
+        Role::User => {
+            if let Some(o) = &m.origin {
+                out.push_str(&format!("» message from {}:\n", o.from));
+            }
+            for line in m.content.lines() {
+                out.push_str(&format!("> {line}\n"));
+            }
+        }
+        Role::Assistant => {
+            if !m.thinking.is_empty() {
+                out.push_str(&format!("── {}\n", thought(&m.thinking)));
+            }
+            if !m.content.is_empty() || m.tool_calls.is_empty() {
+                out.push_str(&format!("{}{cut}\n", m.content));
+            }
+            for c in &m.tool_calls {
+                out.push_str(&format!("→ {} {}\n", c.name, one_line(&c.arguments, 120)));
+            }
+        }
+        Role::Tool => {
+            let lines = m.content.lines().count();
+            let first = m.content.lines().next().unwrap_or("");
+            out.push_str(&format!(
+                "← {} ({lines} line{}, {} chars)\n",
+                one_line(first, 100),
+                if lines == 1 { "" } else { "s" },
+                m.content.chars().count()
+            ));
+        }
+    }
+}
+
+/// An approval's line in the transcript: the rule that answered, or the
+/// user's answer.
+fn approved_line(a: &revolve_core::record::Approved) -> String {
+    use revolve_core::edit::Answer;
+    use revolve_core::record::Asked;
+    // A command can span lines; its record's line does not.
+    let path = a.path.replace('\n', " ");
+    if let Some(rule) = &a.rule {
+        let (what, how) = match (&a.tool, a.answer) {
+            (Asked::Shell, Answer::No) => (format!("the command `{path}`"), "denied"),
+            (Asked::Shell, _) => (format!("the command `{path}`"), "allowed"),
+            (Asked::Grant, Answer::No) => (format!("reading {path}"), "denied"),
+            (Asked::Grant, _) => (format!("reading {path}"), "allowed"),
+            (_, Answer::No) => (format!("the edit of {path}"), "denied"),
+            (_, _) => (format!("the edit of {path}"), "allowed"),
+        };
+        return format!("── the rule {rule} {how} {what}\n");
+    }
+    let line = match (&a.tool, a.answer) {
+        (Asked::Unsandboxed, Answer::No) => {
+            format!("kept the command `{path}` in the sandbox")
+        }
+        (Asked::Unsandboxed, _) => {
+            format!("let the command `{path}` run once outside the sandbox")
+        }
+        (Asked::Shell, Answer::Always) => {
+            format!("allowed every shell command of this session from `{path}`")
+        }
+        (Asked::Shell, Answer::Yes) => format!("allowed the command `{path}`"),
+        (Asked::Shell, Answer::No) => format!("refused the command `{path}`"),
+        (Asked::Grant, Answer::No) => format!("refused to let the session read {path}"),
+        (Asked::Grant, _) => format!("let the session read {path}"),
+        (Asked::Outside, Answer::No) => {
+            format!("refused the edit of {path}, outside the working tree")
+        }
+        (Asked::Outside, _) => format!("allowed the edit of {path}, outside the working tree"),
+        (_, Answer::Always) => {
+            format!("allowed every edit of this session from the edit of {path}")
+        }
+        (_, Answer::Yes) => format!("allowed the edit of {path}"),
+        (_, Answer::No) => format!("refused the edit of {path}"),
+    };
+    format!("── the user {line}\n")
+}
+
+/// A hook run's lines in the transcript: its event, command and decision,
+/// and what it said or added.
+fn hook_lines(h: &revolve_core::record::Hooked, out: &mut String) {
+    let call = h.tool.as_deref().map_or(String::new(), |t| format!(" {t}"));
+    let how = match (h.exit, &h.ended) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(how)) => how.replace('_', " "),
+        (None, None) => "ended".to_owned(),
+    };
+    out.push_str(&format!(
+        "── hook {}{call}: {} ({how}, {})\n",
+        h.event, h.command, h.decision
+    ));
+    for (label, text) in [
+        ("reason", &h.reason),
+        ("added", &h.added),
+        ("said", &h.note),
+    ] {
+        if let Some(text) = text {
+            out.push_str(&format!(
+                "│ {label}: {}\n",
+                revolve_core::text::one_line(text, 200)
+            ));
+        }
+    }
+}
+
+/// A refinement's line in the transcript.
+fn refined_line(r: &revolve_core::record::Refined) -> String {
+    match &r.unmade {
+        Some(why) => format!(
+            "── memory not refined{}: {why}\n",
+            if r.auto { " on its own" } else { "" },
+        ),
+        None => format!(
+            "── memory refined{}{}\n",
+            if r.auto { " on its own" } else { "" },
+            if r.entry.is_none() {
+                " (nothing changed)"
+            } else {
+                ""
+            }
+        ),
+    }
 }
 
 /// `revolve rewind --list` (`/rewind list` in the REPL, `repl`): the turns

@@ -365,53 +365,7 @@ fn see(words: &[Word], allow: bool, depth: usize, simple: &mut Simple, line: &mu
             // Then the duration.
             see(inner(skip + 1), allow, depth + 1, simple, line);
         }
-        "env" => {
-            let mut skip = 0;
-            let mut plain = true;
-            while let Some(w) = args.get(skip) {
-                let t = w.text.as_str();
-                if t == "--" {
-                    skip += 1;
-                    break;
-                }
-                if t == "-S" || t == "--split-string" || t.starts_with("-S") {
-                    let s = if t.len() > 2 && !t.starts_with("--") {
-                        t[2..].to_owned()
-                    } else {
-                        skip += 1;
-                        args.get(skip).map(|w| w.text.clone()).unwrap_or_default()
-                    };
-                    let mut rest = s;
-                    for w in inner(skip + 1) {
-                        rest.push(' ');
-                        rest.push_str(&w.text);
-                    }
-                    read_into(&rest, depth + 1, line);
-                    return;
-                }
-                if let Some(s) = t.strip_prefix("--split-string=") {
-                    read_into(s, depth + 1, line);
-                    return;
-                }
-                if !t.starts_with('-') || t == "-" {
-                    break;
-                }
-                plain = false;
-                skip += 1;
-                if ["-u", "-C", "--unset", "--chdir"].contains(&t) {
-                    skip += 1;
-                }
-            }
-            let assigned = inner(skip).iter().take_while(|w| w.assign).count();
-            let plain = plain && assigned == 0;
-            see(
-                inner(skip + assigned),
-                allow && plain,
-                depth + 1,
-                simple,
-                line,
-            );
-        }
+        "env" => see_env(args, allow, depth, simple, line),
         "sudo" | "doas" => {
             let skip = options(
                 args,
@@ -438,60 +392,122 @@ fn see(words: &[Word], allow: bool, depth: usize, simple: &mut Simple, line: &mu
             see(inner(skip), false, depth + 1, simple, line);
         }
         "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" | "posh" => {
-            let mut skip = 0;
-            let mut string = false;
-            while let Some(w) = args.get(skip) {
-                let t = w.text.as_str();
-                if t == "--" || t == "-" {
-                    skip += 1;
-                    break;
-                }
-                if t.starts_with("--") {
-                    skip += 1;
-                    continue;
-                }
-                if !(t.starts_with('-') || t.starts_with('+')) {
-                    break;
-                }
-                skip += 1;
-                if t.contains('c') && t.starts_with('-') {
-                    string = true;
-                }
-                if t.ends_with('o') || t.ends_with('O') {
-                    skip += 1;
-                }
-            }
-            if string {
-                match args.get(skip) {
-                    Some(s) => read_into(&s.text, depth + 1, line),
-                    None => unclear(line, "`-c` without a command string"),
-                }
-            }
+            see_shell(args, depth, line)
         }
         "eval" => read_into(&join(args), depth + 1, line),
-        "find" => {
-            let mut i = 0;
-            while i < args.len() {
-                let t = args[i].text.as_str();
-                if ["-exec", "-execdir", "-ok", "-okdir"].contains(&t) {
-                    let end = args[i + 1..]
-                        .iter()
-                        .position(|w| w.text == ";" || w.text == "+")
-                        .map_or(args.len(), |p| i + 1 + p);
-                    let mut part = Simple::default();
-                    see(&args[i + 1..end], true, depth + 1, &mut part, line);
-                    part.views.retain(|v| !v.text.is_empty());
-                    if !part.views.is_empty() {
-                        // Its first view is the command as written.
-                        part.views[0].allow = true;
-                        line.commands.push(part);
-                    }
-                    i = end;
-                }
-                i += 1;
-            }
-        }
+        "find" => see_find(args, depth, line),
         _ => {}
+    }
+}
+
+/// `env [OPTIONS] [NAME=VALUE…] COMMAND…`: the command it runs (allowed as
+/// a prefix only when `env` neither sets nor unsets anything), or the string
+/// of `-S` read as a line of its own.
+fn see_env(args: &[Word], allow: bool, depth: usize, simple: &mut Simple, line: &mut Line) {
+    let inner = |skip: usize| &args[skip.min(args.len())..];
+    let mut skip = 0;
+    let mut plain = true;
+    while let Some(w) = args.get(skip) {
+        let t = w.text.as_str();
+        if t == "--" {
+            skip += 1;
+            break;
+        }
+        if t == "-S" || t == "--split-string" || t.starts_with("-S") {
+            let s = if t.len() > 2 && !t.starts_with("--") {
+                t[2..].to_owned()
+            } else {
+                skip += 1;
+                args.get(skip).map(|w| w.text.clone()).unwrap_or_default()
+            };
+            let mut rest = s;
+            for w in inner(skip + 1) {
+                rest.push(' ');
+                rest.push_str(&w.text);
+            }
+            read_into(&rest, depth + 1, line);
+            return;
+        }
+        if let Some(s) = t.strip_prefix("--split-string=") {
+            read_into(s, depth + 1, line);
+            return;
+        }
+        if !t.starts_with('-') || t == "-" {
+            break;
+        }
+        plain = false;
+        skip += 1;
+        if ["-u", "-C", "--unset", "--chdir"].contains(&t) {
+            skip += 1;
+        }
+    }
+    let assigned = inner(skip).iter().take_while(|w| w.assign).count();
+    let plain = plain && assigned == 0;
+    see(
+        inner(skip + assigned),
+        allow && plain,
+        depth + 1,
+        simple,
+        line,
+    );
+}
+
+/// A shell run with arguments: the string of its `-c`, read as a line of
+/// its own.
+fn see_shell(args: &[Word], depth: usize, line: &mut Line) {
+    let mut skip = 0;
+    let mut string = false;
+    while let Some(w) = args.get(skip) {
+        let t = w.text.as_str();
+        if t == "--" || t == "-" {
+            skip += 1;
+            break;
+        }
+        if t.starts_with("--") {
+            skip += 1;
+            continue;
+        }
+        if !(t.starts_with('-') || t.starts_with('+')) {
+            break;
+        }
+        skip += 1;
+        if t.contains('c') && t.starts_with('-') {
+            string = true;
+        }
+        if t.ends_with('o') || t.ends_with('O') {
+            skip += 1;
+        }
+    }
+    if string {
+        match args.get(skip) {
+            Some(s) => read_into(&s.text, depth + 1, line),
+            None => unclear(line, "`-c` without a command string"),
+        }
+    }
+}
+
+/// `find … -exec COMMAND… ;` (and `-execdir`, `-ok`, `-okdir`): each
+/// command it runs, a command of the line of its own.
+fn see_find(args: &[Word], depth: usize, line: &mut Line) {
+    let mut i = 0;
+    while i < args.len() {
+        let t = args[i].text.as_str();
+        if ["-exec", "-execdir", "-ok", "-okdir"].contains(&t) {
+            let end = args[i + 1..]
+                .iter()
+                .position(|w| w.text == ";" || w.text == "+")
+                .map_or(args.len(), |p| i + 1 + p);
+            let mut part = Simple::default();
+            see(&args[i + 1..end], true, depth + 1, &mut part, line);
+            part.views.retain(|v| !v.text.is_empty());
+            if !part.views.is_empty() {
+                // Its first view is the command as written.
+                part.views[0].allow = true;
+                line.commands.push(part);
+            }
+            i = end;
+        }
+        i += 1;
     }
 }
 

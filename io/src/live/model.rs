@@ -141,6 +141,7 @@ impl<F: Front> Live<F> {
                 }
                 Ok(Event::Done(Ok(reply))) => break Asked::Reply(reply),
                 Ok(Event::Done(Err(e))) => {
+                    let overflow = e.overflow();
                     let partial = if e.partial.is_empty() {
                         partial
                     } else {
@@ -153,7 +154,7 @@ impl<F: Front> Live<F> {
                     break Asked::Failed {
                         error: e.message,
                         partial,
-                        overflow: e.overflow,
+                        overflow,
                     };
                 }
                 Err(RecvTimeoutError::Timeout) if interrupt::take() => {

@@ -4,6 +4,7 @@ use std::net::TcpListener;
 
 use super::*;
 use crate::testing::{request, run};
+use crate::FailureKind;
 use revolve_testkit::{FakeReply, FakeServer};
 
 fn fake(replies: Vec<FakeReply>) -> (FakeServer, OpenAi) {
@@ -200,7 +201,7 @@ fn openai_keepalives_and_empty_deltas_alone_trip_the_stall_timeout() {
             server.url()
         )
     );
-    assert!(err.transient);
+    assert_eq!(err.kind, FailureKind::Broken);
     assert_eq!(
         (err.partial.as_str(), pieces),
         ("Wait", vec!["Wait".to_owned()])
@@ -251,7 +252,7 @@ fn openai_a_local_server_silent_past_the_prefill_wait_fails_saying_so() {
         "{}",
         err.message
     );
-    assert!(err.transient);
+    assert_eq!(err.kind, FailureKind::Broken);
     assert!(pieces.is_empty());
 }
 
@@ -280,7 +281,7 @@ fn openai_keepalives_before_the_first_content_fail_after_the_prefill_wait() {
             server.url()
         )
     );
-    assert!(err.transient);
+    assert_eq!(err.kind, FailureKind::Broken);
     assert!(pieces.is_empty());
 }
 
@@ -319,7 +320,7 @@ fn openai_after_the_first_content_the_stall_timeout_holds_again() {
                 server.url()
             )
         );
-        assert!(err.transient);
+        assert_eq!(err.kind, FailureKind::Broken);
         assert_eq!(
             (err.partial.as_str(), pieces),
             ("Wait", vec!["Wait".to_owned()])
@@ -497,7 +498,7 @@ fn openai_connection_refused() {
              server) or give another --base-url"
         )
     );
-    assert!(err.transient && err.nobody_listens && err.status.is_none());
+    assert!(err.kind == FailureKind::NobodyListens && err.status.is_none());
     assert!(pieces.is_empty());
 }
 
@@ -675,16 +676,16 @@ fn openai_errors_carry_what_the_retry_policy_needs() {
     ]);
     let err = run(&provider).0.unwrap_err();
     assert_eq!(
-        (err.status, err.retry_after, err.transient),
+        (err.status, err.retry_after, err.kind == FailureKind::Broken),
         (Some(429), Some(12), false)
     );
     let err = run(&provider).0.unwrap_err();
     assert_eq!(
-        (err.status, err.retry_after, err.transient),
+        (err.status, err.retry_after, err.kind == FailureKind::Broken),
         (None, None, true)
     );
-    assert!(run(&provider).0.unwrap_err().transient);
-    assert!(!run(&provider).0.unwrap_err().transient);
+    assert_eq!(run(&provider).0.unwrap_err().kind, FailureKind::Broken);
+    assert_ne!(run(&provider).0.unwrap_err().kind, FailureKind::Broken);
 }
 
 #[test]
@@ -755,11 +756,11 @@ fn openai_a_stream_that_ends_empty_is_asked_again_unstreamed() {
     let err = provider
         .complete(&req, &mut |p| pieces.push(p.to_owned()))
         .unwrap_err();
-    let overflow = err.overflow.expect("an overflow");
+    let overflow = err.overflow().expect("an overflow");
     assert_eq!(overflow.limit, Some(4096));
     assert!(overflow.asked.is_some_and(|n| n > 4096), "{overflow:?}");
     assert_eq!(err.status, Some(400));
-    assert!(!err.transient && err.failure().overflow);
+    assert!(matches!(err.failure().kind, FailureKind::Overflow(_)));
     assert!(pieces.is_empty() && err.partial.is_empty());
     let url = format!("{}/chat/completions", server.url());
     assert!(
@@ -817,7 +818,7 @@ fn openai_an_empty_stream_gets_the_unstreamed_answer() {
 
     let err = run(&provider).0.unwrap_err();
     assert_eq!(err.status, Some(503));
-    assert!(err.overflow.is_none());
+    assert!(err.overflow().is_none());
     assert_eq!(server.requests().len(), 4);
 }
 
@@ -843,7 +844,7 @@ fn openai_a_stream_cut_after_content_is_not_sent_again() {
             err.message,
             format!("stream from {url} ended before [DONE]")
         );
-        assert!(err.transient);
+        assert_eq!(err.kind, FailureKind::Broken);
         assert_eq!(server.requests().len(), n, "not sent again");
     }
 }
@@ -869,25 +870,28 @@ fn openai_overflows_inside_a_stream_are_overflows() {
         "{err}"
     );
     assert_eq!(
-        err.overflow,
+        err.overflow(),
         Some(revolve_core::overflow::Overflow {
             limit: Some(4096),
             asked: Some(5012)
         })
     );
-    assert!(!err.transient && err.failure().overflow);
+    assert!(matches!(err.failure().kind, FailureKind::Overflow(_)));
 
     // A server error's type does not make an overflow worth sending again.
     let err = run(&provider).0.unwrap_err();
-    assert_eq!(err.overflow.map(|o| o.limit), Some(Some(8192)));
-    assert!(!err.transient);
+    assert_eq!(err.overflow().map(|o| o.limit), Some(Some(8192)));
+    assert_ne!(err.kind, FailureKind::Broken);
 
     let err = run(&provider).0.unwrap_err();
-    assert!(err.overflow.is_some(), "{err}");
+    assert!(err.overflow().is_some(), "{err}");
     assert!(err.message.ends_with(": context length exceeded"), "{err}");
 
     let err = run(&provider).0.unwrap_err();
-    assert!(err.overflow.is_none() && err.transient, "{err:?}");
+    assert!(
+        err.overflow().is_none() && err.kind == FailureKind::Broken,
+        "{err:?}"
+    );
     assert!(err.message.ends_with(": Overloaded"), "{err}");
 }
 
@@ -952,7 +956,7 @@ fn openai_the_unstreamed_request_goes_on_a_new_connection() {
     let provider = OpenAi::new(server.url(), None);
     for _ in 0..5 {
         let err = provider.complete(&sized(20_000), &mut |_| {}).unwrap_err();
-        assert_eq!(err.overflow.and_then(|o| o.limit), Some(4096), "{err}");
+        assert_eq!(err.overflow().and_then(|o| o.limit), Some(4096), "{err}");
     }
     assert_eq!(server.requests().len(), 10);
     // A new connection for each unstreamed request, kept for the next.
