@@ -62,3 +62,45 @@ impl Pictures {
         Some(data)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revolve_core::record::{Image, Message};
+    use time::macros::datetime;
+
+    fn named(hash: &str) -> Record {
+        Record::Message(Message {
+            images: vec![Image {
+                hash: hash.to_owned(),
+                media_type: "image/png".into(),
+                width: 1,
+                height: 1,
+                source: "a.png".into(),
+                data: Arc::from(""),
+            }],
+            ..Message::user(datetime!(2026-12-06 15:00 UTC), "look")
+        })
+    }
+
+    #[test]
+    fn a_logs_pictures_come_back_from_the_store_beside_its_projects_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let hex = "ab".repeat(32);
+        let blob = dir.path().join("blobs").join("ab").join(&hex);
+        std::fs::create_dir_all(blob.parent().unwrap()).unwrap();
+        std::fs::write(&blob, b"\x89PNG").unwrap();
+        let log = dir.path().join("projects/-w/sessions/s1.jsonl");
+        let mut pictures = Pictures::of(&log);
+        let mut record = named(&format!("sha256:{hex}"));
+        pictures.fill(&mut record);
+        assert_eq!(&*record.images_mut()[0].data, "iVBORw==");
+        // Missing from the store (or no hash at all): left empty, no panic.
+        let mut missing = named(&format!("sha256:{}", "cd".repeat(32)));
+        pictures.fill(&mut missing);
+        assert_eq!(&*missing.images_mut()[0].data, "");
+        let mut bad = named("sha256:../../etc/passwd");
+        pictures.fill(&mut bad);
+        assert_eq!(&*bad.images_mut()[0].data, "");
+    }
+}
