@@ -158,6 +158,31 @@ mod tests {
     }
 
     #[test]
+    fn a_pictures_base64_weighs_as_its_tiles_not_its_text() {
+        let at = time::macros::datetime!(2026-12-06 15:00 UTC);
+        let text = crate::record::Message::user(at, "look");
+        let with = crate::record::Message {
+            images: vec![Image {
+                hash: format!("sha256:{}", "0".repeat(64)),
+                media_type: "image/png".into(),
+                width: 1568,
+                height: 1568,
+                source: "a.png".into(),
+                data: "A".repeat(4_000_000).into(),
+            }],
+            ..text.clone()
+        };
+        for wire in [Wire::OpenAi, Wire::Anthropic] {
+            let plain = crate::request::Request::build(wire, "m", None, &[text.clone()]);
+            assert_eq!(plain.body.weight(), plain.body.len());
+            let r = crate::request::Request::build(wire, "m", None, &[with.clone()]);
+            assert!(r.body.len() > 4_000_000);
+            assert!(r.body.weight() < plain.body.len() + 300 + crate::policy::IMAGE_WEIGHT_BYTES);
+            assert!(r.body.weight() >= crate::policy::IMAGE_WEIGHT_BYTES);
+        }
+    }
+
+    #[test]
     fn only_a_model_marked_without_vision_is_refused() {
         let mut entries = std::collections::BTreeMap::new();
         let blind_entry: crate::models::Entry =

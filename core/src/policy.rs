@@ -424,6 +424,13 @@ pub const IMAGE_BYTES_OPENAI: usize = 20 * 1024 * 1024;
 /// (a 6000 × 6000 picture is 36 million).
 pub const IMAGE_DECODE_PIXELS: u64 = 256 * 1024 * 1024;
 
+/// What one image weighs in a request's size estimate, in bytes of body
+/// (four to a token): about 1600 tokens, Anthropic's count for a picture
+/// at the 1568 px edge ((w × h) / 750), and within OpenAI's 85 + 170 per
+/// 512 px tile for a high-detail one. Its base64, far longer, is not
+/// counted: models read pictures as tiles, not as text.
+pub const IMAGE_WEIGHT_BYTES: usize = 1600 * 4;
+
 /// How many times an image still over the byte limit after scaling to the
 /// edge is scaled again (each time to three quarters of its edge) before
 /// it is left out.

@@ -304,10 +304,11 @@ impl Request {
     }
 
     /// A token estimate for this request when the provider gives no count:
-    /// one token per four bytes of body, rounded up. Documented, crude, and
-    /// on the safe side for English text and code.
+    /// one token per four bytes of body (its [`Body::weight`]), rounded
+    /// up. Documented, crude, and on the safe side for English text and
+    /// code.
     pub fn estimated_tokens(&self) -> u64 {
-        (self.body.len() as u64).div_ceil(4)
+        (self.body.weight() as u64).div_ceil(4)
     }
 }
 
@@ -373,6 +374,8 @@ pub struct Body {
     tail: String,
     elements: Elements,
     len: usize,
+    /// The bytes of its pictures' base64 and how many there are.
+    pictures: (usize, usize),
 }
 
 /// The `messages` array's elements.
@@ -465,11 +468,20 @@ impl Body {
         let at = outer
             .find(PLACE)
             .map_or(outer.len(), |i| i + PLACE.len() - 1);
+        let pictures = match &elements {
+            Elements::OpenAi { history, .. } | Elements::Anthropic { history, .. } => history
+                .get()
+                .iter()
+                .flat_map(|m| &m.images)
+                .fold((0, 0), |(bytes, n), i| (bytes + i.data.len(), n + 1)),
+            Elements::Whole => (0, 0),
+        };
         let mut body = Body {
             head: outer[..at].to_owned(),
             tail: outer[at..].to_owned(),
             elements,
             len: 0,
+            pictures,
         };
         let mut count = Count(0);
         // Writing to a counter cannot fail.
@@ -494,6 +506,15 @@ impl Body {
     /// Its length in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Its size as the estimates of tokens weigh it: its length with each
+    /// picture's base64 counted as [`crate::policy::IMAGE_WEIGHT_BYTES`]
+    /// (a picture costs tokens by its tiles, not its text). The length
+    /// itself when it has no picture.
+    pub fn weight(&self) -> usize {
+        let (bytes, n) = self.pictures;
+        (self.len - bytes.min(self.len)) + n * crate::policy::IMAGE_WEIGHT_BYTES
     }
 
     /// Whether it has no byte (never, for a body made here).
@@ -604,6 +625,7 @@ impl From<String> for Body {
             head: text,
             tail: String::new(),
             elements: Elements::Whole,
+            pictures: (0, 0),
         }
     }
 }

@@ -202,10 +202,10 @@ impl Session {
         // the server to count, where that is free.
         if near && !due.compacted && !due.counted && self.settings.counts {
             if let Some(request) = request.as_ref().filter(|r| {
-                compact::count_helps(&self.state.totals, r.body.len(), estimate, window)
+                compact::count_helps(&self.state.totals, r.body.weight(), estimate, window)
             }) {
                 due.counted = true;
-                let bytes = request.body.len();
+                let bytes = request.body.weight();
                 self.phase = Phase::Counting { bytes, due };
                 cmds.push(Command::Model(ModelCommand::Count(request.clone())));
                 return cmds;
@@ -226,7 +226,7 @@ impl Session {
         }
         let (mut request, mut estimate) = match request {
             Some(r) => {
-                let tokens = compact::estimate(r.body.len(), &self.state.totals);
+                let tokens = compact::estimate(r.body.weight(), &self.state.totals);
                 (r, tokens)
             }
             None => self.built(),
@@ -243,10 +243,10 @@ impl Session {
         if !compact::fits(estimate, window)
             && self.settings.counts
             && !due.stop_counted
-            && request.body.len() as u64 != self.state.totals.cal_bytes
+            && request.body.weight() as u64 != self.state.totals.cal_bytes
         {
             due.stop_counted = true;
-            let bytes = request.body.len();
+            let bytes = request.body.weight();
             self.phase = Phase::Counting { bytes, due };
             cmds.push(Command::Model(ModelCommand::Count(request)));
             return cmds;
@@ -276,7 +276,7 @@ impl Session {
         self.phase = Phase::Requesting {
             flight: Flight {
                 estimate,
-                bytes: request.body.len(),
+                bytes: request.body.weight(),
             },
             retried: due.retried,
         };
