@@ -171,8 +171,8 @@ impl Settings {
         sources: &BTreeMap<String, Source>,
     ) -> Result<Settings, Error> {
         let path = config_root.join(config::FILE_NAME);
-        let (file, file_found) = read(&path)?;
-        let given = |id: &str| sources.get(id).copied();
+        let (mut file, file_found) = read(&path)?;
+        let bad = |e: String| Error::Usage(format!("bad config file {}: {e}", path.display()));
         // `replay:` answers offline, like the scripted preset.
         let chosen = args.provider.as_ref().map(ProviderChoice::preset);
         let replay = match &args.provider {
@@ -190,50 +190,19 @@ impl Settings {
             sources,
             "base_url",
             args.base_url.clone(),
-            file.base_url,
+            file.base_url.take(),
             provider.value.base_url().to_owned(),
         );
         let model = settle(
             sources,
             "model",
             args.model.clone(),
-            file.model,
+            file.model.take(),
             provider.value.model().to_owned(),
-        );
-        let window = settle(
-            sources,
-            "window",
-            args.window,
-            file.window,
-            config::DEFAULT_WINDOW,
         );
         let models = revolve_core::models::Table::shipped()
             .with(file.models.as_ref().unwrap_or(&BTreeMap::new()));
-        // Nobody gave a window: the table's, for a model it knows (a local
-        // server that says its own still wins, in `learn_window`).
-        let known = models
-            .find(provider.value.name(), &model.value)
-            .and_then(|(_, m)| m.window);
-        let window = match known {
-            Some(value) if window.source == Source::Default => Setting {
-                value,
-                source: Source::Table,
-            },
-            _ => window,
-        };
-        let max_cost = settle(
-            sources,
-            "max_cost",
-            args.max_cost.map(Some),
-            file.max_cost
-                .as_ref()
-                .map(|n| revolve_core::models::parse_dollars(&dollars_of(n)).map(Some))
-                .transpose()
-                .map_err(|e| {
-                    Error::Usage(format!("bad config file {}: max_cost: {e}", path.display()))
-                })?,
-            None,
-        );
+        let window = window_of(sources, args, file.window, &models, &provider, &model);
         let effort = pick(None, None, file.effort.map(Some), None);
         let tool_choice = pick(None, None, file.tool_choice.map(Some), None);
         let retries = settle(
@@ -243,145 +212,32 @@ impl Settings {
             file.retries,
             revolve_core::retry::MAX_RETRIES,
         );
-        let spill_result_chars = settle(
-            sources,
-            "spill_result_chars",
-            args.spill_result_chars,
-            file.spill_result_chars,
-            revolve_core::session::SPILL_CHARS,
-        );
-        let prune_result_chars = settle(
-            sources,
-            "prune_result_chars",
-            args.prune_result_chars,
-            file.prune_result_chars,
-            revolve_core::compact::PRUNE_CHARS,
-        );
-        let bad = |e: String| Error::Usage(format!("bad config file {}: {e}", path.display()));
-        let max_tool_rounds = settle(
-            sources,
-            "max_tool_rounds",
-            args.max_tool_rounds,
-            file.max_tool_rounds
-                .map(guard::check_tool_rounds)
-                .transpose()
-                .map_err(bad)?,
-            guard::MAX_TOOL_ROUNDS,
-        );
-        let max_calls_per_answer = settle(
-            sources,
-            "max_calls_per_answer",
-            args.max_calls_per_answer,
-            file.max_calls_per_answer
-                .map(guard::check_calls_per_answer)
-                .transpose()
-                .map_err(bad)?,
-            revolve_core::policy::MAX_CALLS_PER_ANSWER,
-        );
-        let max_repeated_calls = settle(
-            sources,
-            "max_repeated_calls",
-            args.max_repeated_calls,
-            file.max_repeated_calls
-                .map(guard::check_repeat_limit)
-                .transpose()
-                .map_err(bad)?,
-            guard::REPEAT_LIMIT,
-        );
-        let allow_shell = pick(
-            (allow_shell && given("allow_shell") == Some(Source::Flag)).then_some(true),
-            None,
-            file.allow_shell,
-            false,
-        );
-        let allow_edits = pick(
-            (allow_edits && given("allow_edits") == Some(Source::Flag)).then_some(true),
-            None,
-            file.allow_edits,
-            false,
-        );
-        let confirm_costly = pick(yes.then_some(false), None, file.confirm_costly, true);
-        let sandbox = pick(
-            None,
-            None,
-            file.sandbox
-                .as_deref()
-                .map(revolve_core::sandbox::Mode::parse)
-                .transpose()
-                .map_err(bad)?,
-            revolve_core::sandbox::Mode::default(),
-        );
-        let sandbox_network = pick(None, None, file.sandbox_network, false);
-        let permissions = file.permissions.unwrap_or_default();
-        let rules = revolve_core::rules::Rules::parse(&permissions.allow, &permissions.deny)
-            .map_err(bad)?;
-        let rule_texts = (permissions.allow, permissions.deny);
-        let sandbox_writable = pick(
-            None,
-            None,
-            file.sandbox_writable
-                .map(|dirs| writable_dirs(&dirs))
-                .transpose()
-                .map_err(bad)?,
-            Vec::new(),
-        );
+        let (sandbox, sandbox_network, sandbox_writable) = sandboxing(&mut file, &bad)?;
         let mcp_servers = match &file.mcp_servers {
             Some(map) => revolve_core::mcp::parse_servers(map, &revolve_core::mcp::Origin::Config)
-                .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?,
+                .map_err(bad)?,
             None => Vec::new(),
         };
         let (hooks, hook_notes) = match &file.hooks {
             Some(value) => {
                 revolve_core::hooks::Hooks::parse(value, &revolve_core::hooks::Origin::Config)
-                    .map_err(|e| Error::Usage(format!("bad config file {}: {e}", path.display())))?
+                    .map_err(bad)?
             }
             None => Default::default(),
         };
-        let mcp_timeout_s = pick(
-            None,
-            None,
-            file.mcp_timeout_s.filter(|&t| t > 0),
-            revolve_core::policy::MCP_TIMEOUT_S,
-        );
-        let allow_mcp = pick(None, None, file.allow_mcp, false);
         let key = provider.value.key_vars().iter().find_map(|var| {
             std::env::var(var)
                 .ok()
                 .filter(|v| !v.is_empty())
                 .map(|v| (*var, v))
         });
-        let mut core_sources = BTreeMap::new();
-        let mut took = Took(&mut core_sources);
-        let core = revolve_core::Settings {
-            spill_chars: took.value("spill_result_chars", spill_result_chars),
-            // The session's, when it opens.
-            spill_dir: String::new(),
-            prune_chars: took.value("prune_result_chars", prune_result_chars),
-            repeat_limit: took.value("max_repeated_calls", max_repeated_calls),
-            max_tool_rounds: took.value("max_tool_rounds", max_tool_rounds),
-            max_calls_per_answer: took.value("max_calls_per_answer", max_calls_per_answer),
-            allow_edits: took.value("allow_edits", allow_edits),
-            allow_shell: took.value("allow_shell", allow_shell),
-            // A session's front says, when it opens.
-            interactive: false,
-            rules,
-            // A run's (see `settle`): `--grant`, `--bare`,
-            // `--no-auto-refine`; a subcommand's session (compact, rewind)
-            // has none of them.
-            granted: Vec::new(),
-            auto_refine: false,
-            bare: false,
-            // The provider says, when a session opens.
-            counts: false,
-            confirm_costly: took.value("confirm_costly", confirm_costly),
-            allow_mcp: took.value("allow_mcp", allow_mcp),
-            mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
-            // The project's hook file joins at a session's start
-            // (`crate::hooks`).
-            hooks: hooks.clone(),
-            models,
-            max_cost: took.value("max_cost", max_cost),
+        let flags = Flags {
+            allow_shell,
+            allow_edits,
+            yes,
         };
+        let (core, core_sources, rule_texts) =
+            core_settings(sources, args, file, flags, models, hooks.clone(), &bad)?;
         Ok(Settings {
             file: path,
             file_found,
@@ -873,6 +729,231 @@ fn settle<T>(
         _ => (None, value),
     };
     pick(flag, env, file, default)
+}
+
+/// The flags of a run that settle core settings: `--allow-shell`,
+/// `--allow-edits` and `--yes`.
+struct Flags {
+    allow_shell: bool,
+    allow_edits: bool,
+    yes: bool,
+}
+
+/// The rule texts a run's permissions were parsed from: allow, deny.
+type RuleTexts = (Vec<String>, Vec<String>);
+
+/// The sandbox's mode, whether it leaves the network open, and the
+/// directories it lets commands write besides the tree.
+type Sandboxing = (
+    Setting<revolve_core::sandbox::Mode>,
+    Setting<bool>,
+    Setting<Vec<String>>,
+);
+
+/// The window: a flag's, the environment's or the file's, else the model
+/// table's for a model it knows (a local server that says its own still
+/// wins, in `learn_window`), else the default.
+fn window_of(
+    sources: &BTreeMap<String, Source>,
+    args: &ModelArgs,
+    file: Option<u64>,
+    models: &revolve_core::models::Table,
+    provider: &Setting<Preset>,
+    model: &Setting<String>,
+) -> Setting<u64> {
+    let window = settle(sources, "window", args.window, file, config::DEFAULT_WINDOW);
+    let known = models
+        .find(provider.value.name(), &model.value)
+        .and_then(|(_, m)| m.window);
+    match known {
+        Some(value) if window.source == Source::Default => Setting {
+            value,
+            source: Source::Table,
+        },
+        _ => window,
+    }
+}
+
+/// The sandbox's mode, whether it leaves the network open, and the
+/// directories it lets commands write besides the tree: the file's, else
+/// the defaults.
+fn sandboxing(file: &mut File, bad: &impl Fn(String) -> Error) -> Result<Sandboxing, Error> {
+    let sandbox = pick(
+        None,
+        None,
+        file.sandbox
+            .as_deref()
+            .map(revolve_core::sandbox::Mode::parse)
+            .transpose()
+            .map_err(bad)?,
+        revolve_core::sandbox::Mode::default(),
+    );
+    let network = pick(None, None, file.sandbox_network, false);
+    let writable = pick(
+        None,
+        None,
+        file.sandbox_writable
+            .take()
+            .map(|dirs| writable_dirs(&dirs))
+            .transpose()
+            .map_err(bad)?,
+        Vec::new(),
+    );
+    Ok((sandbox, network, writable))
+}
+
+/// The session machine's settings, where each came from, and the rule
+/// texts they were parsed from.
+fn core_settings(
+    sources: &BTreeMap<String, Source>,
+    args: &ModelArgs,
+    file: File,
+    flags: Flags,
+    models: revolve_core::models::Table,
+    hooks: revolve_core::hooks::Hooks,
+    bad: &impl Fn(String) -> Error,
+) -> Result<
+    (
+        revolve_core::Settings,
+        BTreeMap<&'static str, Source>,
+        RuleTexts,
+    ),
+    Error,
+> {
+    let given = |id: &str| sources.get(id).copied();
+    let max_cost = settle(
+        sources,
+        "max_cost",
+        args.max_cost.map(Some),
+        file.max_cost
+            .as_ref()
+            .map(|n| revolve_core::models::parse_dollars(&dollars_of(n)).map(Some))
+            .transpose()
+            .map_err(|e| bad(format!("max_cost: {e}")))?,
+        None,
+    );
+    let limits = Limits::settle(sources, args, &file, bad)?;
+    let allow_shell = pick(
+        (flags.allow_shell && given("allow_shell") == Some(Source::Flag)).then_some(true),
+        None,
+        file.allow_shell,
+        false,
+    );
+    let allow_edits = pick(
+        (flags.allow_edits && given("allow_edits") == Some(Source::Flag)).then_some(true),
+        None,
+        file.allow_edits,
+        false,
+    );
+    let confirm_costly = pick(flags.yes.then_some(false), None, file.confirm_costly, true);
+    let permissions = file.permissions.unwrap_or_default();
+    let rules =
+        revolve_core::rules::Rules::parse(&permissions.allow, &permissions.deny).map_err(bad)?;
+    let mcp_timeout_s = pick(
+        None,
+        None,
+        file.mcp_timeout_s.filter(|&t| t > 0),
+        revolve_core::policy::MCP_TIMEOUT_S,
+    );
+    let allow_mcp = pick(None, None, file.allow_mcp, false);
+    let mut core_sources = BTreeMap::new();
+    let mut took = Took(&mut core_sources);
+    let core = revolve_core::Settings {
+        spill_chars: took.value("spill_result_chars", limits.spill_result_chars),
+        // The session's, when it opens.
+        spill_dir: String::new(),
+        prune_chars: took.value("prune_result_chars", limits.prune_result_chars),
+        repeat_limit: took.value("max_repeated_calls", limits.max_repeated_calls),
+        max_tool_rounds: took.value("max_tool_rounds", limits.max_tool_rounds),
+        max_calls_per_answer: took.value("max_calls_per_answer", limits.max_calls_per_answer),
+        allow_edits: took.value("allow_edits", allow_edits),
+        allow_shell: took.value("allow_shell", allow_shell),
+        // A session's front says, when it opens.
+        interactive: false,
+        rules,
+        // A run's (see `settle`): `--grant`, `--bare`,
+        // `--no-auto-refine`; a subcommand's session (compact, rewind)
+        // has none of them.
+        granted: Vec::new(),
+        auto_refine: false,
+        bare: false,
+        // The provider says, when a session opens.
+        counts: false,
+        confirm_costly: took.value("confirm_costly", confirm_costly),
+        allow_mcp: took.value("allow_mcp", allow_mcp),
+        mcp_timeout_s: took.value("mcp_timeout_s", mcp_timeout_s),
+        // The project's hook file joins at a session's start
+        // (`crate::hooks`).
+        hooks,
+        models,
+        max_cost: took.value("max_cost", max_cost),
+    };
+    Ok((core, core_sources, (permissions.allow, permissions.deny)))
+}
+
+/// The session's size limits and guards, settled.
+struct Limits {
+    spill_result_chars: Setting<usize>,
+    prune_result_chars: Setting<usize>,
+    max_tool_rounds: Setting<u32>,
+    max_calls_per_answer: Setting<u32>,
+    max_repeated_calls: Setting<u32>,
+}
+
+impl Limits {
+    fn settle(
+        sources: &BTreeMap<String, Source>,
+        args: &ModelArgs,
+        file: &File,
+        bad: &impl Fn(String) -> Error,
+    ) -> Result<Limits, Error> {
+        Ok(Limits {
+            spill_result_chars: settle(
+                sources,
+                "spill_result_chars",
+                args.spill_result_chars,
+                file.spill_result_chars,
+                revolve_core::session::SPILL_CHARS,
+            ),
+            prune_result_chars: settle(
+                sources,
+                "prune_result_chars",
+                args.prune_result_chars,
+                file.prune_result_chars,
+                revolve_core::compact::PRUNE_CHARS,
+            ),
+            max_tool_rounds: settle(
+                sources,
+                "max_tool_rounds",
+                args.max_tool_rounds,
+                file.max_tool_rounds
+                    .map(guard::check_tool_rounds)
+                    .transpose()
+                    .map_err(bad)?,
+                guard::MAX_TOOL_ROUNDS,
+            ),
+            max_calls_per_answer: settle(
+                sources,
+                "max_calls_per_answer",
+                args.max_calls_per_answer,
+                file.max_calls_per_answer
+                    .map(guard::check_calls_per_answer)
+                    .transpose()
+                    .map_err(bad)?,
+                revolve_core::policy::MAX_CALLS_PER_ANSWER,
+            ),
+            max_repeated_calls: settle(
+                sources,
+                "max_repeated_calls",
+                args.max_repeated_calls,
+                file.max_repeated_calls
+                    .map(guard::check_repeat_limit)
+                    .transpose()
+                    .map_err(bad)?,
+                guard::REPEAT_LIMIT,
+            ),
+        })
+    }
 }
 
 /// Takes the values of settled settings into [`revolve_core::Settings`],
