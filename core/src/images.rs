@@ -173,9 +173,10 @@ mod tests {
             ..text.clone()
         };
         for wire in [Wire::OpenAi, Wire::Anthropic] {
-            let plain = crate::request::Request::build(wire, "m", None, &[text.clone()]);
+            let plain =
+                crate::request::Request::build(wire, "m", None, std::slice::from_ref(&text));
             assert_eq!(plain.body.weight(), plain.body.len());
-            let r = crate::request::Request::build(wire, "m", None, &[with.clone()]);
+            let r = crate::request::Request::build(wire, "m", None, std::slice::from_ref(&with));
             assert!(r.body.len() > 4_000_000);
             assert!(r.body.weight() < plain.body.len() + 300 + crate::policy::IMAGE_WEIGHT_BYTES);
             assert!(r.body.weight() >= crate::policy::IMAGE_WEIGHT_BYTES);
