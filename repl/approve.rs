@@ -54,6 +54,16 @@ impl Approvals {
         ))
     }
 
+    /// Asks whether `web_fetch` may read `url`: this once, every page of
+    /// `host` this session, or no. End of input means no.
+    pub fn ask_fetch(&self, url: &str, host: &str) -> Answer {
+        ask(&format!(
+            "fetch {}? [y]es, [a]lways from {} this session, [n]o: ",
+            inert(url),
+            inert(host)
+        ))
+    }
+
     /// Shows the diff of an edit of `shown` and asks: this one, every edit
     /// of the session (not offered when `once`), or no. End of input means
     /// no.

@@ -101,9 +101,10 @@ pub struct Cli {
         help = defaulted("The sandbox shell commands run in: read-only, workspace-write or off", revolve_core::sandbox::Mode::default().as_str()))]
     pub sandbox: Option<String>,
 
-    /// Let sandboxed shell commands use the network (or sandbox_network in config.json)
-    #[arg(long)]
-    pub network: bool,
+    /// Let sandboxed shell commands use the network (or sandbox_network in config.json); --network=off: no network at all, web_fetch refused too
+    #[arg(long, value_name = "on|off", num_args = 0..=1, require_equals = true,
+        default_missing_value = "on", value_parser = ["on", "off"])]
+    pub network: Option<String>,
 
     /// Run calls this permission rule takes without asking, e.g. 'shell(git status)', 'edit(src/**)' (or permissions.allow in config.json)
     #[arg(long, value_name = "RULE")]

@@ -286,7 +286,14 @@ impl Settings {
             cli.yes,
             sources,
         )?;
-        settings.sandbox_flags(cli.sandbox.as_deref(), cli.network, &cli.writable, sources)?;
+        let network = cli.network.as_deref();
+        settings.sandbox_flags(
+            cli.sandbox.as_deref(),
+            network == Some("on"),
+            &cli.writable,
+            sources,
+        )?;
+        settings.core.network_off = network == Some("off");
         settings.rule_flags(&cli.allow, &cli.deny)?;
         settings.mcp_flag(cli.allow_mcp);
         settings.effort_flag(cli.effort.as_deref(), sources);
@@ -887,6 +894,8 @@ fn core_settings(
         hooks,
         models,
         max_cost: took.value("max_cost", max_cost),
+        // A run's: `--network=off` (see `settle`).
+        network_off: false,
     };
     Ok((core, core_sources, (permissions.allow, permissions.deny)))
 }

@@ -138,6 +138,10 @@ impl Front for Console {
         self.approvals.ask_shell(command)
     }
 
+    fn ask_fetch(&mut self, url: &str, host: &str) -> Answer {
+        self.approvals.ask_fetch(url, host)
+    }
+
     fn ask_edit(&mut self, path: &str, diff: &str, once: bool) -> Answer {
         self.approvals.ask_edit(path, diff, once)
     }

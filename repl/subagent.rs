@@ -46,7 +46,8 @@ pub(crate) fn inherited(cli: &Cli) -> Vec<String> {
     flag("allow-shell", cli.allow_shell);
     flag("allow-edits", cli.allow_edits);
     flag("allow-mcp", cli.allow_mcp);
-    flag("network", cli.network);
+    flag("network", cli.network.as_deref() == Some("on"));
+    flag("network=off", cli.network.as_deref() == Some("off"));
     flag("yes", cli.yes);
     flag("no-auto-refine", cli.no_auto_refine);
     let m = &cli.model;

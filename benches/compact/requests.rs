@@ -157,6 +157,7 @@ fn settings() -> Settings {
         hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
+        network_off: false,
     }
 }
 

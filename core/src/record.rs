@@ -281,12 +281,14 @@ mod edits;
 pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
 mod hooks;
 mod images;
+mod web;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
 pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
 pub use hooks::{Hooked, PlanSet};
 pub use images::Image;
+pub use web::Fetched;
 
 /// The version written into every new header.
 ///
@@ -415,6 +417,9 @@ pub enum Record {
     Hook(Hooked),
     /// `update_plan` set the plan (or a compaction carried it over).
     Plan(PlanSet),
+    /// `web_fetch` read a page (issue 44): its URLs, status, type and
+    /// the hash of its bytes (kept in the content store).
+    Fetched(Fetched),
 }
 
 /// `mcp_tools`: the MCP server tools offered from now on (an empty list:
@@ -1125,6 +1130,7 @@ impl Record {
             "spawned" => Record::Spawned(body(line)?),
             "hook" => Record::Hook(body(line)?),
             "plan" => Record::Plan(body(line)?),
+            "fetched" => Record::Fetched(body(line)?),
             other => {
                 // Make sure it is at least JSON before calling it unknown.
                 serde_json::from_str::<serde::de::IgnoredAny>(line).map_err(LineError::from)?;
@@ -1180,6 +1186,7 @@ impl Record {
             Record::Spawned(r) => Some(r.at),
             Record::Hook(r) => Some(r.at),
             Record::Plan(r) => Some(r.at),
+            Record::Fetched(r) => Some(r.at),
         }
     }
 }

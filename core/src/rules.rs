@@ -9,6 +9,10 @@
 //!   folders.
 //! * `grant(/usr/share/doc/**)`: the absolute path asked for.
 //! * `mcp__SERVER__TOOL` (no pattern), with `*` in the name.
+//! * `web_fetch(domain:docs.rs)`: the host of a URL `web_fetch` reads
+//!   (`*` within a name's dots and beyond: `domain:*.rust-lang.org`); a
+//!   rule naming a host also lets a private address of it be reached
+//!   ([`crate::web::Access`]).
 //!
 //! A deny rule wins over every allow rule. A shell command is read as the
 //! shell will run it (`rules/shell.rs`): quotes removed, split into its
@@ -57,7 +61,7 @@ impl PartialEq for Rule {
 impl Eq for Rule {}
 
 /// The tools a rule may name, besides `mcp__…` ones.
-pub const TOOLS: [&str; 4] = ["shell", "edit", "write", "grant"];
+pub const TOOLS: [&str; 5] = ["shell", "edit", "write", "grant", "web_fetch"];
 
 impl Rule {
     /// Parses `tool(pattern)` or `mcp__server__tool`; the error says what
@@ -80,7 +84,7 @@ impl Rule {
         let mcp = tool.starts_with("mcp__");
         if !mcp && !TOOLS.contains(&tool) {
             return Err(bad(
-                "name shell, edit, write, grant (with a pattern in parentheses) or an mcp__SERVER__TOOL",
+                "name shell, edit, write, grant, web_fetch (with a pattern in parentheses) or an mcp__SERVER__TOOL",
             ));
         }
         if !mcp && pattern.is_none() {
@@ -94,7 +98,7 @@ impl Rule {
             Some(p) => {
                 // A path pattern keeps `*` within a folder; a command
                 // pattern's `*` is any text.
-                let paths = tool != "shell";
+                let paths = tool != "shell" && tool != "web_fetch";
                 let glob = GlobBuilder::new(p)
                     .literal_separator(paths)
                     .backslash_escape(true)

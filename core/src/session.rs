@@ -116,6 +116,7 @@ mod commands;
 mod compaction;
 mod delegation;
 mod edits;
+mod fetching;
 mod hooking;
 mod phase;
 mod protocol;

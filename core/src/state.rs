@@ -128,6 +128,14 @@ pub struct State {
     /// The plan (the last `plan` record; see [`crate::plan`]).
     #[serde(skip_serializing_if = "crate::plan::Plan::is_empty")]
     pub(crate) plan: crate::plan::Plan,
+    /// The pages `web_fetch` read from the network, by the URL asked for
+    /// (the last `fetched` record of each that was not itself cached):
+    /// the session's page cache ([`crate::web::cached`]).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) fetched: BTreeMap<String, crate::record::Fetched>,
+    /// The hosts the user answered "always" for to a `web_fetch`.
+    #[serde(skip_serializing_if = "std::collections::BTreeSet::is_empty")]
+    pub(crate) web_always: std::collections::BTreeSet<String>,
     /// What `SessionStart` hooks added for the model since this run
     /// started, resumed or went on after a compaction (the system prompt
     /// holds it: [`crate::hooks::start_block`]).
@@ -379,6 +387,12 @@ impl State {
             Record::Hook(h) => self.apply_hook(h),
             Record::Plan(p) => {
                 self.plan = p.steps.clone();
+                None
+            }
+            Record::Fetched(f) => {
+                if f.cached.is_none() {
+                    self.fetched.insert(f.url.clone(), f.clone());
+                }
                 None
             }
         };
@@ -639,6 +653,9 @@ impl State {
                 Asked::Edit => self.edits_always = true,
                 Asked::Tool(tool) if crate::mcp::is_mcp(tool) => {
                     self.mcp_always.insert(tool.clone());
+                }
+                Asked::Tool(tool) if tool == crate::web::TOOL => {
+                    self.web_always.insert(r.path.clone());
                 }
                 _ => {}
             }

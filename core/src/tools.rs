@@ -128,6 +128,20 @@ pub enum Tool {
         /// The steps, checked.
         plan: crate::plan::Plan,
     },
+    /// Read a web page (http or https) as Markdown, within the bounds of
+    /// [`crate::policy`]; see [`crate::web`].
+    WebFetch {
+        /// The URL, as the model wrote it.
+        url: String,
+        /// What the model wants from the page: the result's head.
+        prompt: Option<String>,
+        /// The hosts it may reach at a private address (empty as parsed;
+        /// the session fills it in when the call passed its gate).
+        access: crate::web::Access,
+        /// The session's fetch of the same URL within the cache's time:
+        /// its bytes come from the content store, not the network.
+        cached: Option<Box<crate::record::Fetched>>,
+    },
 }
 
 impl Tool {
@@ -149,6 +163,7 @@ impl Tool {
             Tool::ShellKill { .. } => "shell_kill",
             Tool::Task { .. } => "task",
             Tool::UpdatePlan { .. } => "update_plan",
+            Tool::WebFetch { .. } => crate::web::TOOL,
         }
     }
 
@@ -160,8 +175,10 @@ impl Tool {
     /// enforces it). `remember` and `GoalProgress` write the project's
     /// memory and goal, `edit_file` and `write_file` the tree: refused.
     /// MCP tools are refused too (see [`crate::mcp`]): what a server does
-    /// is its own, and its `readOnlyHint` is only its word. The match is
-    /// exhaustive, so a new tool decides here.
+    /// is its own, and its `readOnlyHint` is only its word. `web_fetch`
+    /// changes nothing here, but it reaches out: while planning it runs
+    /// only when a permission rule allows it (its gate says so). The match
+    /// is exhaustive, so a new tool decides here.
     pub(crate) fn changes_nothing(&self) -> bool {
         match self {
             Tool::ReadFile { .. }
@@ -174,7 +191,8 @@ impl Tool {
             | Tool::Shell { .. }
             | Tool::ShellOutput { .. }
             | Tool::ShellKill { .. }
-            | Tool::Task { .. } => true,
+            | Tool::Task { .. }
+            | Tool::WebFetch { .. } => true,
             Tool::Remember { .. }
             | Tool::GoalProgress { .. }
             | Tool::EditFile { .. }
@@ -381,6 +399,17 @@ pub fn definitions() -> Vec<Definition> {
                 &["steps"],
             ),
         },
+        Definition {
+            name: "web_fetch",
+            description: "Read a web page (http or https) as Markdown: a library's current docs,                           an issue, a changelog. Bounded in size and time; a long page is cut, the                           whole kept in a file you can read_file. The user may have to approve                           the site; private and local addresses need the user's rule.",
+            parameters: object(
+                json!({
+                    "url": string("the http:// or https:// URL"),
+                    "prompt": string("what you want from the page (shown with its text)"),
+                }),
+                &["url"],
+            ),
+        },
     ]
 }
 
@@ -487,6 +516,11 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
     struct Skill {
         name: String,
     }
+    #[derive(Deserialize)]
+    struct Fetch {
+        url: String,
+        prompt: Option<String>,
+    }
     let tool = match call.name.as_str() {
         "read_file" => args::<Read>(call).map(|a| Tool::ReadFile {
             path: a.path,
@@ -546,6 +580,15 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
         "write_file" => args::<Write>(call).map(|a| Tool::WriteFile {
             path: a.path,
             content: a.content,
+        }),
+        "web_fetch" => args::<Fetch>(call).and_then(|a| {
+            crate::web::checked(a.url.trim()).map_err(|e| format!("error: web_fetch: {e}"))?;
+            Ok(Tool::WebFetch {
+                url: a.url.trim().to_owned(),
+                prompt: a.prompt.filter(|p| !p.trim().is_empty()),
+                access: crate::web::Access::default(),
+                cached: None,
+            })
         }),
         other => {
             let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();

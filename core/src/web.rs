@@ -2,8 +2,93 @@
 //! addresses a fetch may reach, and which URLs it takes at all. The shell
 //! (`revolve-tools`' `fetch`) resolves the host and asks here about each
 //! address before it connects, and again at every redirect.
+//!
+//! Besides: which hosts a fetch may reach at a private address
+//! ([`Access`]: those a permission rule, the user's "always" or the
+//! user's yes to this call names), the permission rule's subject
+//! ([`subject`]), the session's page cache ([`cached`]: a page read in
+//! the last [`crate::policy::WEB_FETCH_CACHE_S`] seconds by this session
+//! is not read again) and the head of the result ([`asked`]).
 
 use core::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::collections::BTreeMap;
+
+use time::OffsetDateTime;
+
+use crate::record::Fetched;
+use crate::rules::Rules;
+
+/// The tool's name, as the model calls it and a permission rule names it.
+pub const TOOL: &str = "web_fetch";
+
+/// What a permission rule about `web_fetch` matches: `domain:HOST`, so
+/// `web_fetch(domain:docs.rs)` takes a fetch from `docs.rs` (and
+/// `web_fetch(domain:*.rust-lang.org)` any of its subdomains).
+pub fn subject(host: &str) -> String {
+    format!("domain:{}", host.to_ascii_lowercase())
+}
+
+/// The hosts a fetch may reach at a private address: those an allow rule
+/// names as they are (`web_fetch(domain:127.0.0.1)`; a pattern with `*`
+/// names no host, so `web_fetch(domain:*)` opens the web, not the
+/// machine or its network), those the user answered "always" for, and
+/// the host the user said yes to for this call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    hosts: Vec<String>,
+}
+
+impl Access {
+    /// The access of a call: the session's `rules` and the `hosts` the
+    /// user allowed.
+    pub fn new(rules: &Rules, hosts: impl IntoIterator<Item = String>) -> Access {
+        let named = rules.allow.iter().filter_map(|r| {
+            let inner = r.text.strip_prefix(TOOL)?.trim_start();
+            let host = inner.strip_prefix('(')?.strip_suffix(')')?.trim();
+            let host = host.strip_prefix("domain:")?;
+            let plain = !host.is_empty() && !host.contains(['*', '?', '[', '{', '\\']);
+            plain.then(|| host.to_ascii_lowercase())
+        });
+        Access {
+            hosts: hosts
+                .into_iter()
+                .map(|h| h.to_ascii_lowercase())
+                .chain(named)
+                .collect(),
+        }
+    }
+
+    /// Whether a rule or the user names `host` (so a private address of
+    /// it is reached).
+    pub fn names(&self, host: &str) -> bool {
+        self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+}
+
+/// The page this session read from `url` in the last
+/// [`crate::policy::WEB_FETCH_CACHE_S`] seconds before `now`, if any: the
+/// fetch takes its bytes from the content store instead of the network.
+pub fn cached<'a>(
+    fetched: &'a BTreeMap<String, Fetched>,
+    url: &str,
+    now: OffsetDateTime,
+) -> Option<&'a Fetched> {
+    let page = fetched.get(url.trim())?;
+    let age = now - page.at;
+    let fresh = age >= time::Duration::ZERO
+        && age < time::Duration::seconds(crate::policy::WEB_FETCH_CACHE_S as i64);
+    // A page that did not come whole (an error status) is read again.
+    (fresh && (200..300).contains(&page.status)).then_some(page)
+}
+
+/// The head of a `web_fetch` result: what the model wanted from the page,
+/// so its answer is read with the question beside it.
+pub fn asked(prompt: Option<&str>) -> String {
+    match prompt.map(str::trim).filter(|p| !p.is_empty()) {
+        Some(p) => format!("asked: {p}\n\n"),
+        None => String::new(),
+    }
+}
 
 /// Why a fetch may not reach `addr` unless a permission rule names its
 /// host: it is this machine, its link or a private network. `None`: a
@@ -96,6 +181,61 @@ mod tests {
         assert_eq!(p("::ffff:127.0.0.1"), Some("loopback"));
         assert_eq!(p("93.184.215.14"), None);
         assert_eq!(p("2606:4700::1111"), None);
+    }
+
+    fn page(at: OffsetDateTime, status: u16) -> Fetched {
+        Fetched {
+            at,
+            call: "c1".into(),
+            url: "https://docs.rs/".into(),
+            final_url: "https://docs.rs/".into(),
+            status,
+            content_type: "text/html".into(),
+            hash: "sha256:00".into(),
+            bytes: 1,
+            cut: false,
+            redirects: 0,
+            cached: None,
+        }
+    }
+
+    #[test]
+    fn a_page_is_cached_for_fifteen_minutes_when_it_came_whole() {
+        let at = time::macros::datetime!(2026-01-01 10:00 UTC);
+        let mut fetched = BTreeMap::new();
+        fetched.insert("https://docs.rs/".to_owned(), page(at, 200));
+        let later = |s: i64| at + time::Duration::seconds(s);
+        assert!(cached(&fetched, "https://docs.rs/", later(0)).is_some());
+        assert!(cached(&fetched, " https://docs.rs/ ", later(899)).is_some());
+        assert!(cached(&fetched, "https://docs.rs/", later(900)).is_none());
+        assert!(cached(&fetched, "https://docs.rs/", later(-1)).is_none());
+        assert!(cached(&fetched, "https://docs.rs/x", later(1)).is_none());
+        fetched.insert("https://docs.rs/".to_owned(), page(at, 404));
+        assert!(cached(&fetched, "https://docs.rs/", later(1)).is_none());
+    }
+
+    #[test]
+    fn rules_and_the_user_name_hosts() {
+        let rules = Rules::parse(
+            &[
+                "web_fetch(domain:*.rust-lang.org)".into(),
+                "web_fetch(domain:*)".into(),
+                "web_fetch(domain:Intranet.lan)".into(),
+            ],
+            &[],
+        )
+        .unwrap();
+        let access = Access::new(&rules, ["127.0.0.1".to_owned()]);
+        // A pattern names no host: it opens the web, not the network.
+        assert!(!access.names("doc.rust-lang.org"));
+        assert!(!access.names("10.0.0.1"));
+        assert!(access.names("intranet.LAN"));
+        assert!(access.names("127.0.0.1"));
+        assert!(!access.names("localhost"));
+        assert!(!Access::default().names("127.0.0.1"));
+        assert_eq!(asked(Some(" the version ")), "asked: the version\n\n");
+        assert_eq!(asked(Some("")), "");
+        assert_eq!(asked(None), "");
     }
 
     #[test]

@@ -213,6 +213,7 @@ fn settings() -> Settings {
         hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
+        network_off: false,
     }
 }
 
@@ -305,7 +306,7 @@ impl World {
                     let mut effects = ToolEffects::default();
                     let output = match self.fs.get(&path) {
                         Some(bytes) => {
-                            effects.seen = Some((path.clone(), hash(bytes)));
+                            effects.seen = Some(Box::new((path.clone(), hash(bytes))));
                             String::from_utf8_lossy(bytes).into_owned()
                         }
                         None => format!("error: no such file: {path}"),

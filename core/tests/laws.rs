@@ -210,6 +210,7 @@ fn settings() -> Settings {
         hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
+        network_off: false,
     }
 }
 
@@ -272,6 +273,7 @@ impl Run {
                 | Command::File(FileCommand::Restore(_))
                 | Command::User(UserCommand::Ask { .. })
                 | Command::User(UserCommand::AskGrant { .. })
+                | Command::User(UserCommand::AskFetch { .. })
                 | Command::User(UserCommand::AskOutside { .. })
                 | Command::Model(ModelCommand::Count(_))
                 // No hook is configured here.

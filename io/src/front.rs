@@ -92,6 +92,10 @@ pub trait Front {
     /// [`Front::interactive`].
     fn ask_grant(&mut self, path: &str, reason: Option<&str>) -> bool;
 
+    /// May `web_fetch` read `url`: this once, every page of `host` this
+    /// session, or not. Asked only when [`Front::interactive`].
+    fn ask_fetch(&mut self, url: &str, host: &str) -> Answer;
+
     /// Asks the user a yes-or-no `question` (a costly compaction or
     /// refinement); only asked at a terminal.
     fn confirm(&mut self, question: &str) -> bool;

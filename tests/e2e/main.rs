@@ -59,4 +59,5 @@ mod terminal;
 mod tools;
 mod trust;
 mod turns;
+mod web;
 mod window;

@@ -137,6 +137,91 @@ pub fn fetch(url: &str, bounds: Bounds, named: &dyn Fn(&str) -> bool) -> Result<
     }
 }
 
+/// Runs a `web_fetch` call: the page from the content store when the
+/// session's cache holds it (`cached`), else from the network within
+/// [`Bounds::from_env`]; its bytes put in the store under `state_root`,
+/// and a `fetched` record of it among the effects. The result is the
+/// prompt's head ([`web::asked`]) and the page's [`text`].
+pub(crate) fn run(
+    call: Call<'_>,
+    state_root: &std::path::Path,
+    now: time::OffsetDateTime,
+) -> crate::Outcome {
+    let blobs = crate::edit::Blobs::new(state_root);
+    let from_cache = call.cached.and_then(|f| {
+        let bytes = blobs.get(&f.hash).ok()?;
+        let page = Page {
+            url: f.final_url.clone(),
+            status: f.status,
+            content_type: f.content_type.clone(),
+            bytes,
+            cut: f.cut,
+            redirects: f.redirects,
+        };
+        Some((page, f.at))
+    });
+    let (page, cached) = match from_cache {
+        Some((page, at)) => (page, Some(at)),
+        None => {
+            let named = |host: &str| call.access.names(host);
+            match fetch(call.url, Bounds::from_env(), &named) {
+                Ok(page) => (page, None),
+                Err(e) => return crate::Outcome::text(format!("error: web_fetch: {e}")),
+            }
+        }
+    };
+    let hash = match blobs.put(&page.bytes) {
+        Ok(hash) => hash,
+        Err(e) => {
+            return crate::Outcome::text(format!(
+                "error: web_fetch: the page was read but could not be kept: {e}"
+            ))
+        }
+    };
+    let mut outcome = crate::Outcome::text(format!("{}{}", web::asked(call.prompt), text(&page)));
+    outcome.effects.fetched = Some(Box::new(revolve_core::record::Fetched {
+        at: now,
+        call: String::new(),
+        url: call.url.to_owned(),
+        final_url: page.url.clone(),
+        status: page.status,
+        content_type: page.content_type.clone(),
+        hash,
+        bytes: page.bytes.len() as u64,
+        cut: page.cut,
+        redirects: page.redirects,
+        cached,
+    }));
+    outcome
+}
+
+/// A `web_fetch` call as the session allowed it.
+pub(crate) struct Call<'a> {
+    /// The URL asked for.
+    pub(crate) url: &'a str,
+    /// What the model wants from the page.
+    pub(crate) prompt: Option<&'a str>,
+    /// The hosts it may reach at a private address.
+    pub(crate) access: &'a web::Access,
+    /// The session's fresh fetch of the same URL.
+    pub(crate) cached: Option<&'a revolve_core::record::Fetched>,
+}
+
+impl Bounds {
+    /// Core's bounds, with the time bound from `REVOLVE_WEB_FETCH_TIMEOUT_S`
+    /// when set (the tests' slow server; whole seconds, at least one).
+    pub fn from_env() -> Bounds {
+        let mut bounds = Bounds::default();
+        if let Some(s) = std::env::var("REVOLVE_WEB_FETCH_TIMEOUT_S")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+        {
+            bounds.time = Duration::from_secs(s.max(1));
+        }
+        bounds
+    }
+}
+
 /// The page as the model reads it: a line saying what it is, then its
 /// text (HTML as Markdown), and a line when it was cut.
 pub fn text(page: &Page) -> String {

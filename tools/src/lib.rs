@@ -389,6 +389,21 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
         }
     }
     match tool {
+        Tool::WebFetch {
+            url,
+            prompt,
+            access,
+            cached,
+        } => fetch::run(
+            fetch::Call {
+                url,
+                prompt: prompt.as_deref(),
+                access,
+                cached: cached.as_deref(),
+            },
+            &ctx.info.state_root,
+            ctx.now,
+        ),
         Tool::ReadFile {
             path,
             offset,
@@ -412,7 +427,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
                 (Ok(p), Ok((text, hash))) => {
                     let mut outcome = Outcome::text(text);
                     outcome.effects.seen =
-                        hash.map(|hash| (p.to_string_lossy().into_owned(), hash));
+                        hash.map(|hash| Box::new((p.to_string_lossy().into_owned(), hash)));
                     outcome
                 }
                 (_, read) => Outcome::from(read.map(|(text, _)| text)),

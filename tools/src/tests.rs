@@ -870,7 +870,7 @@ fn a_file_read_is_seen_whatever_its_text_begins_with() {
     };
     let out = run(&tool, &[], &ctx(&t.0), &|| false);
     assert_eq!(out.output, "error: this line is the file's own\n");
-    let (path, hash) = out.effects.seen.expect("the read is seen");
+    let (path, hash) = *out.effects.seen.expect("the read is seen");
     assert_eq!(path, t.path("log.txt").to_string_lossy());
     assert_eq!(
         hash,

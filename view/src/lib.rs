@@ -255,6 +255,7 @@ pub fn transcript(records: &[Record]) -> String {
                 out.push_str(&format!("── MCP tools offered: {}\n", names.join(", ")));
             }
             Record::Background(b) => out.push_str(&background_line(b)),
+            Record::Fetched(f) => out.push_str(&fetched_line(f)),
             Record::Delegated(d) => out.push_str(&format!(
                 "── subagent {} ({}) ended: {} requests, {} in, {} out; log {}\n",
                 d.subagent.as_deref().unwrap_or("task"),
@@ -579,6 +580,30 @@ fn background_line(b: &revolve_core::record::Background) -> String {
     }
 }
 
+/// A `fetched` record as the transcript shows it: `── fetched URL
+/// (HTTP 200, text/html, 1234 bytes)`, with the final URL after
+/// redirects and whether it came from the session's cache.
+fn fetched_line(f: &revolve_core::record::Fetched) -> String {
+    let mut out = format!("── fetched {}", one_line(&f.url, 120));
+    if f.final_url != f.url {
+        out.push_str(&format!(" → {}", one_line(&f.final_url, 120)));
+    }
+    let kind = if f.content_type.is_empty() {
+        "no type"
+    } else {
+        f.content_type.as_str()
+    };
+    out.push_str(&format!(" (HTTP {}, {kind}, {} bytes", f.status, f.bytes));
+    if f.cut {
+        out.push_str(", cut");
+    }
+    if f.cached.is_some() {
+        out.push_str(", from the session's cache");
+    }
+    out.push_str(")\n");
+    out
+}
+
 /// The line shown when a tool starts: `→ shell cargo test`.
 pub fn tool_line(tool: &Tool) -> String {
     let what = match tool {
@@ -604,6 +629,7 @@ pub fn tool_line(tool: &Tool) -> String {
             None => description.clone(),
         },
         Tool::UpdatePlan { plan } => plan.summary().unwrap_or_default(),
+        Tool::WebFetch { url, .. } => url.clone(),
     };
     format!("→ {} {}", tool.name(), one_line(&what, 120))
 }

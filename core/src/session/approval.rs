@@ -301,8 +301,13 @@ impl Session {
             ))];
         };
         let mcp = crate::mcp::is_mcp(&call.name);
+        let web = call.name == crate::web::TOOL;
         let (tool, command) = match crate::tools::parse(call) {
             _ if mcp => (call.name.clone().into(), String::new()),
+            Ok(crate::tools::Tool::WebFetch { url, .. }) => (
+                Asked::Tool(crate::web::TOOL.to_owned()),
+                super::fetching::host(&url),
+            ),
             Ok(crate::tools::Tool::Shell { command, .. }) => (Asked::Shell, command),
             _ => (Asked::Shell, String::new()),
         };
@@ -315,7 +320,13 @@ impl Session {
             rule: None,
         })]);
         if answer == Answer::No {
-            let refused = if mcp { crate::mcp::REFUSED } else { REFUSED };
+            let refused = if mcp {
+                crate::mcp::REFUSED
+            } else if web {
+                super::fetching::REFUSED
+            } else {
+                REFUSED
+            };
             cmds.extend(self.append(vec![Record::Message(Message::tool(now, id, refused))]));
             cmds.extend(self.next_tool(now));
             return cmds;

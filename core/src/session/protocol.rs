@@ -74,7 +74,7 @@
 //! | [`ModelInput::SummaryFailed`] | `execute_model` | answer to `Summarize` | `Append` of `compaction_failed`, `Show`, and the `Call` uncompacted when one waits |
 //! | [`ModelInput::RefineReply`] | `execute_model` | answer to `Refine` | `Append` of `totals` (when it reports usage), then the next part's `refining` and `Refine`, or `Snapshot` of all the changes, or `Show` and `Append` of `refined`, `Sync` when nothing changes |
 //! | [`ModelInput::RefineFailed`] | `execute_model` | answer to `Refine` | `Show`, then the next part, or (one part) `Append` of `refined`, `Sync` |
-//! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
+//! | [`ToolInput::Done`] | `execute_tool` | answer to `Run` or `CallMcp`; carries the tool's [`ToolEffects`] and the prompt parts read after it | what the effects log, in order (`Append` of `edit` records by `shell`, `Show` once a run outside git, `Append` of `seen`, of `memory_changed`, of `background`, of `fetched`), then `Append` of the result (`Spill` first when long; `AskGrant` for a grant), then the next tool or `Call` |
 //! | [`ToolInput::Delegated`] | `execute_tool` | answer to `Delegate`: each child's end, in call order, and whether Ctrl-C stopped them | `Append` of a `delegated` record and the result for each call, then the next tool or `Call`; interrupted, the turn is cut short as by `Interrupted` |
 //! | [`ToolInput::SandboxRefused`] | `execute_tool` | answer to a `shell` `Run` whose output reads as refused; carries its [`ToolEffects`] and the prompt parts | what the effects log, as for `Done`, then `AskOutside`, or the result as `Done` would |
 //! | [`ToolInput::Hooked`] | `execute_tool` | answer to `Hook` | `Append` of its `hook` record, `Show` of its note, then the next `Hook` of the round, or what the round goes on to (the call, its result, the line, the turn's end or going on; see `session/hooking.rs`) |
@@ -111,6 +111,7 @@
 //! | [`UserCommand::Confirm`] | asks the yes-or-no question | `Confirmed` |
 //! | [`UserCommand::Ask`] | asks whether the shell or MCP call may run | `Answered` (or `Interrupted`) |
 //! | [`UserCommand::AskGrant`] | asks whether the session may read the path | `Answered` (or `Interrupted`) |
+//! | [`UserCommand::AskFetch`] | asks whether `web_fetch` may read the URL (y, always for its host, n) | `Answered` (or `Interrupted`) |
 //! | [`UserCommand::AskOutside`] | asks whether the command may run outside the sandbox once | `Outside` |
 //! | [`UserCommand::Refused`] | the text is returned (`Live::run_input`); the user's command fails with it | none |
 //! | [`UserCommand::Show`] | tells the user (stderr, or the REPL's terminal) | none |
@@ -538,7 +539,7 @@ pub struct ToolEffects {
     pub untracked: bool,
     /// The file `read_file` read whole (canonical) and the hash of its
     /// content: a `seen` record, so a later edit knows it was read.
-    pub seen: Option<(String, String)>,
+    pub seen: Option<Box<(String, String)>>,
     /// The memory change `remember` made (snapshot first):
     /// `memory_changed`.
     pub memory: Option<MemoryWrite>,
@@ -549,6 +550,9 @@ pub struct ToolEffects {
     /// The picture `read_file` read (issue 44), scaled and stored by the
     /// shell: the result carries it (unless the model reads no images).
     pub image: Option<Box<crate::record::Image>>,
+    /// The page `web_fetch` read (its bytes put in the content store):
+    /// a `fetched` record.
+    pub fetched: Option<Box<crate::record::Fetched>>,
 }
 
 /// One `task` call to run as a child session ([`ToolCommand::Delegate`]).
@@ -829,6 +833,14 @@ pub enum UserCommand {
         path: String,
         reason: Option<String>,
     },
+    /// Ask the user whether the `web_fetch` call `id` may read `url`, from
+    /// `host` (y; a: every page of that host this session; n); answer
+    /// with [`UserInput::Answered`].
+    AskFetch {
+        id: String,
+        url: String,
+        host: String,
+    },
     /// Ask the user whether the shell call `id`, whose `command` the
     /// sandbox seems to have refused, may run once outside it; answer with
     /// [`UserInput::Outside`].
@@ -962,7 +974,7 @@ mod tests {
             ("MemoryCommand", variants!(MemoryCommand: Snapshot, Undo)),
             (
                 "UserCommand",
-                variants!(UserCommand: Confirm, Ask, AskGrant, AskOutside, Refused, Show),
+                variants!(UserCommand: Confirm, Ask, AskGrant, AskFetch, AskOutside, Refused, Show),
             ),
         ];
         for (ty, names) in families {

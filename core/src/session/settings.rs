@@ -62,6 +62,10 @@ pub struct Settings {
     /// to bring the session's cost past it (see
     /// [`crate::models::expected_cost`]).
     pub max_cost: Option<u64>,
+    /// `--network=off`: nothing of the session reaches the network, so
+    /// `web_fetch` is refused (shell commands' network is the sandbox's
+    /// own setting, `--network`).
+    pub network_off: bool,
 }
 
 impl Settings {

@@ -37,6 +37,7 @@ fn settings() -> Settings {
         hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
+        network_off: false,
     }
 }
 
@@ -139,6 +140,7 @@ fn kinds(cmds: &[Command]) -> Vec<&'static str> {
             Command::Tool(ToolCommand::CallMcp { .. }) => "call-mcp",
             Command::Tool(ToolCommand::Hook(_)) => "hook",
             Command::User(UserCommand::AskGrant { .. }) => "ask-grant",
+            Command::User(UserCommand::AskFetch { .. }) => "ask-fetch",
             Command::User(UserCommand::AskOutside { .. }) => "ask-outside",
             Command::User(UserCommand::Show(_)) => "show",
             Command::User(UserCommand::Refused(_)) => "refused",
@@ -1637,13 +1639,14 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
             diff: Default::default(),
         }],
         untracked: true,
-        seen: Some(("/work/b".into(), "sha256:b".into())),
+        seen: Some(Box::new(("/work/b".into(), "sha256:b".into()))),
         memory: Some(MemoryWrite {
             entry: "e1".into(),
             files: vec!["project/x.md: created: x".into()],
         }),
         background: None,
         image: None,
+        fetched: None,
     };
     let done = |s: &mut Session, id: &str| {
         s.handle(Input::Tool(ToolInput::Done {
@@ -1912,3 +1915,5 @@ fn update_plan_is_logged_answered_and_held_in_the_prompt_while_open() {
     assert!(system.unwrap().ends_with("[~] a"));
     assert_eq!(s.state().plan().steps.len(), 1);
 }
+
+mod web;

@@ -181,7 +181,8 @@ impl Session {
             .cloned()
             .chain(self.parts.skills.iter().map(|s| s.dir.clone()))
             .collect();
-        if self.state.planning && !tool.changes_nothing() {
+        let web = matches!(tool, Tool::WebFetch { .. });
+        if self.state.planning && !tool.changes_nothing() && !web {
             return Next::Answered(self.result(call.id, PLANNING_REFUSED.to_owned(), now));
         }
         if let Some(path) = tool.edit_path() {
@@ -198,6 +199,29 @@ impl Session {
             })]);
         }
         let mut cmds = Vec::new();
+        let tool = match tool {
+            Tool::WebFetch { url, prompt, .. } => {
+                match self.web_gate(&call.id, &url, allowed, now) {
+                    approval::Gate::Run(logged) => cmds.extend(logged),
+                    approval::Gate::Ask => {
+                        let (_, host) = crate::web::checked(&url).unwrap_or(("", ""));
+                        let message = format!("revolve asks to fetch {url}");
+                        let ask = Command::User(UserCommand::AskFetch {
+                            id: call.id.clone(),
+                            url: url.clone(),
+                            host: host.to_owned(),
+                        });
+                        let phase = Phase::Asking(Question::Run {
+                            id: call.id.clone(),
+                        });
+                        return Next::Waits(self.notified(message, phase, ask));
+                    }
+                    approval::Gate::Refused(refused) => return Next::Answered(refused),
+                }
+                self.web_fetch(&call.id, url, prompt, allowed, now)
+            }
+            other => other,
+        };
         if let Tool::Shell { command, .. } = &tool {
             match self.shell_gate(&call.id, command, allowed, now) {
                 approval::Gate::Run(logged) => cmds.extend(logged),
@@ -271,6 +295,7 @@ impl Session {
             memory,
             background,
             image,
+            fetched,
         } = effects;
         self.result_image = image.map(|image| (id.to_owned(), *image));
         let mut cmds = Vec::new();
@@ -286,7 +311,7 @@ impl Session {
                  write_file are tracked)"
             )));
         }
-        if let Some((path, hash)) = seen {
+        if let Some((path, hash)) = seen.map(|s| *s) {
             cmds.extend(self.seen(path, hash, now));
         }
         if let Some(w) = memory {
@@ -306,6 +331,10 @@ impl Session {
                     event,
                 })]),
             );
+        }
+        if let Some(mut page) = fetched {
+            page.call = id.to_owned();
+            cmds.extend(self.append(vec![Record::Fetched(*page)]));
         }
         cmds
     }

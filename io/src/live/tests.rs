@@ -121,6 +121,10 @@ impl Front for Recorder {
         self.events.push(format!("shell? {command}"));
         self.answer()
     }
+    fn ask_fetch(&mut self, url: &str, host: &str) -> Answer {
+        self.events.push(format!("fetch? {url} ({host})"));
+        self.answer()
+    }
     fn ask_edit(&mut self, path: &str, diff: &str, _once: bool) -> Answer {
         let changed = diff.lines().filter(|l| l.starts_with('+')).count();
         self.events
@@ -204,6 +208,7 @@ impl World {
                 hooks: Default::default(),
                 models: Default::default(),
                 max_cost: None,
+                network_off: false,
             },
             memory: MemoryDirs::locate(&store.cwd, &store.project, &store.roots),
             created_project_dir: false,

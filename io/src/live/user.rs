@@ -25,6 +25,10 @@ impl<F: Front> Live<F> {
                 let answer = self.front.ask_shell(&command);
                 Some(answered(id, answer))
             }
+            UserCommand::AskFetch { id, url, host } => {
+                let answer = self.front.ask_fetch(&url, &host);
+                Some(answered(id, answer))
+            }
             UserCommand::AskGrant { id, path, reason } => {
                 let yes = self.front.ask_grant(&path, reason.as_deref());
                 let answer = if yes { Answer::Yes } else { Answer::No };

@@ -37,6 +37,7 @@ fn settings() -> Settings {
         hooks: Default::default(),
         models: Default::default(),
         max_cost: None,
+        network_off: false,
     }
 }
 
