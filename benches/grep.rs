@@ -46,6 +46,7 @@ fn main() {
         messages: 0,
         now: common::base_time(),
         watch: Default::default(),
+        wire: revolve_core::request::Wire::OpenAi,
         sandbox: revolve_core::sandbox::Policy::off(),
     };
     for (what, pattern) in [

@@ -50,6 +50,7 @@ fn main() {
         messages: 0,
         now: common::base_time(),
         watch: Default::default(),
+        wire: revolve_core::request::Wire::OpenAi,
         sandbox: policy,
     };
     let plain = ctx(Policy::off());

@@ -126,6 +126,10 @@ pub struct Cli {
     #[arg(long, value_name = "PATH")]
     pub grant: Vec<PathBuf>,
 
+    /// Attach the picture FILE (PNG, JPEG, GIF or WebP) to the -p prompt; repeat for more
+    #[arg(long, value_name = "FILE", requires = "print")]
+    pub image: Vec<PathBuf>,
+
     /// When to use colour and render answers as Markdown: on a terminal (auto), always, never; NO_COLOR turns auto off
     #[arg(long, value_enum, value_name = "WHEN", default_value_t = crate::render::Choice::Auto)]
     pub color: crate::render::Choice,

@@ -390,7 +390,7 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     let result = if cli.goal_run {
         goal_run(&mut live, cli.max_turns)
     } else {
-        piped(&mut live, cli.prompt, cli.print, stdin_tty)
+        piped(&mut live, cli.prompt, cli.print, stdin_tty, &cli.image)
     };
     console::end(&mut live, &result);
     let id = live.state().id().to_owned();
@@ -407,7 +407,17 @@ fn piped(
     prompt: Option<String>,
     print: bool,
     stdin_tty: bool,
+    image_files: &[std::path::PathBuf],
 ) -> Result<(), Error> {
+    // `--image`: each picture made ready, or told in one line and left
+    // out (the turn goes on without it).
+    let mut images = Vec::new();
+    for file in image_files {
+        match live.image_file(file) {
+            Ok(image) => images.push(image),
+            Err(line) => eprintln!("revolve: {}", revolve_view::inert(&line)),
+        }
+    }
     match prompt {
         None if print => {
             let text =
@@ -419,7 +429,7 @@ fn piped(
                         .into(),
                 ));
             }
-            piped_line(live, text).map(|_| ())
+            piped_line(live, text, images).map(|_| ())
         }
         Some(prompt) => {
             let mut text = prompt;
@@ -429,12 +439,12 @@ fn piped(
                     text = format!("{text}\n\n{piped}");
                 }
             }
-            piped_line(live, &text).map(|_| ())
+            piped_line(live, &text, images).map(|_| ())
         }
         None => {
             for line in stdin::lines() {
                 let line = line.map_err(Error::Stdin)?;
-                if piped_line(live, &line)? == Outcome::Quit {
+                if piped_line(live, &line, Vec::new())? == Outcome::Quit {
                     break;
                 }
             }
@@ -465,7 +475,7 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
                     turns + 1,
                     told(rounds, "so far")
                 );
-                let outcome = piped_line(live, revolve_core::goal::RUN_PROMPT);
+                let outcome = piped_line(live, revolve_core::goal::RUN_PROMPT, Vec::new());
                 rounds += live.turn_rounds();
                 turns += 1;
                 if let Err(e) = outcome {
@@ -488,8 +498,12 @@ fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
 
 /// One line without a terminal: a failed, interrupted or stopped turn ends
 /// the run.
-fn piped_line(live: &mut Live, line: &str) -> Result<Outcome, Error> {
-    match line::handle(live, line)? {
+fn piped_line(
+    live: &mut Live,
+    line: &str,
+    images: Vec<revolve_core::record::Image>,
+) -> Result<Outcome, Error> {
+    match line::handle(live, line, images)? {
         Outcome::Failed(why) => Err(Error::Runtime(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         Outcome::Stopped(reason) => Err(Error::Stopped(reason)),

@@ -10,12 +10,17 @@ use crate::console::Live;
 use crate::error::Error;
 use crate::messages;
 
-/// Handles one line: a slash command or a user turn. A command that fails
-/// is told on stderr and the session goes on; only the session's own
-/// failures (its log, a signal) are errors.
-pub(crate) fn handle(live: &mut Live, text: &str) -> Result<Outcome, Error> {
+/// Handles one line: a slash command or a user turn, with the pictures
+/// the line attached (`@path`, `--image`), which go out with a turn. A
+/// command that fails is told on stderr and the session goes on; only the
+/// session's own failures (its log, a signal) are errors.
+pub(crate) fn handle(
+    live: &mut Live,
+    text: &str,
+    images: Vec<revolve_core::record::Image>,
+) -> Result<Outcome, Error> {
     let Some(command) = slash::parse(text) else {
-        return live.turn(text);
+        return live.turn_with(text, images);
     };
     match command {
         Slash::Quit => return Ok(Outcome::Quit),
@@ -211,24 +216,37 @@ fn status(live: &mut Live) -> String {
 }
 
 /// The REPL's line with the files its `@path` words name attached (see
-/// [`revolve_core::attach`]); a mention that cannot be read is said on
-/// stderr and left as text. A slash command is left as it is. (Only in
-/// the REPL: a piped log's `@param` is text.)
-pub(crate) fn attached(live: &Live, text: &str) -> String {
+/// [`revolve_view::attach`]), and the pictures among them as image parts;
+/// a mention that cannot be read is said on stderr and left as text (a
+/// picture that cannot be read: `image PATH: why, left out`, and the turn
+/// goes on without it). A slash command is left as it is. (Only in the
+/// REPL: a piped log's `@param` is text.)
+pub(crate) fn attached(live: &Live, text: &str) -> (String, Vec<revolve_core::record::Image>) {
     if slash::parse(text).is_some() {
-        return text.to_owned();
+        return (text.to_owned(), Vec::new());
     }
     let mut files = Vec::new();
+    let mut images = Vec::new();
     for path in revolve_view::attach::mentions(text) {
-        match live.read_for_attachment(&path) {
-            Ok(content) => {
+        match live.attachment(&path) {
+            Ok(revolve_io::live::Attachment::Text(content)) => {
                 eprintln!("attached {path}");
                 files.push((path, content));
+            }
+            Ok(revolve_io::live::Attachment::Image(image)) => {
+                eprintln!(
+                    "attached {path} ({}, {}×{})",
+                    image.media_type, image.width, image.height
+                );
+                images.push(image);
+            }
+            Err(why) if why.starts_with("error: image ") => {
+                eprintln!("revolve: {}", view::inert(&why["error: ".len()..]));
             }
             Err(why) => eprintln!("not attached: @{path}: {}", view::inert(&why)),
         }
     }
-    revolve_view::attach::message(text, &files)
+    (revolve_view::attach::message(text, &files), images)
 }
 
 /// `/shells`: a line per background command (id, state, bytes written,

@@ -335,9 +335,9 @@ fn respond(
     editor: &mut LineEditor,
     ahead: &mut Ahead,
 ) -> Result<Outcome, Error> {
-    let line = line::attached(live, line);
+    let (line, images) = line::attached(live, line);
     let keys = crate::keys::TurnKeys::start();
-    let outcome = line::handle(live, &line);
+    let outcome = line::handle(live, &line, images);
     ahead.add(keys.finish());
     told(live, outcome?, editor)
 }

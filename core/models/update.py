@@ -10,7 +10,7 @@ under the name a request gives it: OpenAI's and Anthropic's as their APIs
 name them, Ollama's as `ollama/NAME`, and other open models without their
 provider prefix (OpenRouter's `vendor/NAME` is looked up as NAME). Prices
 are US dollars per million tokens; `window` is litellm's max_input_tokens,
-`max_output` its max_output_tokens.
+`max_output` its max_output_tokens, `vision` its supports_vision.
 """
 
 import json
@@ -81,6 +81,8 @@ def main():
             "cached_input": per_million(m.get("cache_read_input_token_cost")),
             "cache_write": per_million(m.get("cache_creation_input_token_cost")),
             "output": per_million(m.get("output_cost_per_token")),
+            # Whether it reads images (issue 44): said only when litellm says.
+            "vision": m.get("supports_vision"),
         }
         models[name] = {k: v for k, v in entry.items() if v is not None}
     out = {

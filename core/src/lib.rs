@@ -38,6 +38,7 @@ pub mod fixture;
 pub mod goal;
 pub mod guard;
 pub mod hooks;
+pub mod images;
 pub mod init;
 pub mod instructions;
 pub mod mcp;

@@ -97,6 +97,10 @@ pub struct Model {
     /// Whether the config file added or changed it.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub configured: bool,
+    /// Whether it reads images (issue 44); `None` when the table does not
+    /// say (such a model is sent them, see [`crate::images::blind`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 /// A model's prices, each in micro-dollars per million tokens.
@@ -211,6 +215,9 @@ pub struct Entry {
         skip_serializing_if = "Option::is_none"
     )]
     pub output: Option<Micros>,
+    /// Whether the model reads images: litellm's `supports_vision`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<bool>,
 }
 
 /// A price read from dollars per million tokens, kept in micro-dollars
@@ -248,6 +255,7 @@ impl Entry {
             cached_input: self.cached_input.or(base.cached_input),
             cache_write: self.cache_write.or(base.cache_write),
             output: self.output.or(base.output),
+            vision: self.vision.or(base.vision),
         }
     }
 
@@ -266,6 +274,7 @@ impl Entry {
             max_output: self.max_output.filter(|&m| m > 0),
             prices,
             configured,
+            vision: self.vision,
         }
     }
 }

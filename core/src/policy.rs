@@ -395,3 +395,43 @@ pub const WEB_FETCH_REDIRECTS: u32 = 5;
 /// How long a fetched page is served from the session's cache instead of
 /// the network: the same URL asked again within this many seconds.
 pub const WEB_FETCH_CACHE_S: u64 = 15 * 60;
+
+// ---------------------------------------------------------------------------
+// images (issue 44 item 1): what a picture may be when it is sent
+
+/// The longest edge, in pixels, of an image sent on the Messages wire:
+/// Anthropic's recommended size (docs.anthropic.com, "Vision": an image
+/// whose long edge is over 1568 px is scaled down by the server anyway,
+/// costing time and nothing gained; the hard limit is 8000 px).
+pub const IMAGE_EDGE_ANTHROPIC: u32 = 1568;
+
+/// The most bytes of one image on the Messages wire, before base64:
+/// Anthropic refuses an image over 5 MB; its base64 text is a third
+/// larger, so the raw bytes are held to three quarters of that.
+pub const IMAGE_BYTES_ANTHROPIC: usize = 5 * 1024 * 1024 * 3 / 4;
+
+/// The longest edge, in pixels, of an image sent on the Chat Completions
+/// wire: OpenAI fits a `detail: high` image into 2048 × 2048 first
+/// (platform.openai.com, "Images and vision"), so nothing larger is read.
+pub const IMAGE_EDGE_OPENAI: u32 = 2048;
+
+/// The most bytes of one image on the Chat Completions wire: OpenAI's
+/// 20 MB per image.
+pub const IMAGE_BYTES_OPENAI: usize = 20 * 1024 * 1024;
+
+/// The most pixels an image may have to be decoded at all (about 16k ×
+/// 16k): past it, the file is refused unread rather than held in memory
+/// (a 6000 × 6000 picture is 36 million).
+pub const IMAGE_DECODE_PIXELS: u64 = 256 * 1024 * 1024;
+
+/// What one image weighs in a request's size estimate, in bytes of body
+/// (four to a token): about 1600 tokens, Anthropic's count for a picture
+/// at the 1568 px edge ((w × h) / 750), and within OpenAI's 85 + 170 per
+/// 512 px tile for a high-detail one. Its base64, far longer, is not
+/// counted: models read pictures as tiles, not as text.
+pub const IMAGE_WEIGHT_BYTES: usize = 1600 * 4;
+
+/// How many times an image still over the byte limit after scaling to the
+/// edge is scaled again (each time to three quarters of its edge) before
+/// it is left out.
+pub const IMAGE_SHRINK_TRIES: u32 = 8;

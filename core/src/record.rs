@@ -54,6 +54,13 @@
 //! {"type":"interrupted","at":"2026-12-02T10:26:12Z"}
 //! ```
 //!
+//! A message may carry images (issue 44): each names the bytes sent by
+//! their hash in the content store (`<state>/blobs`), with the media type
+//! and the size they went out at (see [`Image`]):
+//! ```json
+//! {"type":"message","at":"…","role":"user","content":"what is this? @shot.png","images":[{"hash":"sha256:5d1e…","media_type":"image/png","width":1568,"height":1568,"source":"shot.png"}]}
+//! ```
+//!
 //! A turn interrupted while its tools ran first gets a result for every
 //! call still open (saying it was interrupted), then
 //! `{"type":"interrupted","at":"…","unsent":true}`: the request those
@@ -273,12 +280,14 @@ mod compaction;
 mod edits;
 pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
 mod hooks;
+mod images;
 mod web;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
 };
 pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
 pub use hooks::{Hooked, PlanSet};
+pub use images::Image;
 pub use web::Fetched;
 
 /// The version written into every new header.
@@ -593,6 +602,10 @@ pub struct Message {
     /// before the message's text and tool calls, while thinking is on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thinking: Vec<Thinking>,
+    /// The images it carries (issue 44): a user message's attachments, or
+    /// the picture `read_file` read for a tool result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 /// A thinking block of an answer, as Anthropic's Messages API sends it and
@@ -668,6 +681,7 @@ impl Message {
             truncated: false,
             origin: None,
             thinking: Vec::new(),
+            images: Vec::new(),
         }
     }
 

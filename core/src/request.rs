@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::models::Effort;
-use crate::record::{McpTool, Message, Role, Thinking};
+use crate::record::{Image, McpTool, Message, Role, Thinking};
 use crate::tools;
 
 mod elements;
@@ -304,10 +304,11 @@ impl Request {
     }
 
     /// A token estimate for this request when the provider gives no count:
-    /// one token per four bytes of body, rounded up. Documented, crude, and
-    /// on the safe side for English text and code.
+    /// one token per four bytes of body (its [`Body::weight`]), rounded
+    /// up. Documented, crude, and on the safe side for English text and
+    /// code.
     pub fn estimated_tokens(&self) -> u64 {
-        (self.body.len() as u64).div_ceil(4)
+        (self.body.weight() as u64).div_ceil(4)
     }
 }
 
@@ -373,6 +374,8 @@ pub struct Body {
     tail: String,
     elements: Elements,
     len: usize,
+    /// The bytes of its pictures' base64 and how many there are.
+    pictures: (usize, usize),
 }
 
 /// The `messages` array's elements.
@@ -465,11 +468,20 @@ impl Body {
         let at = outer
             .find(PLACE)
             .map_or(outer.len(), |i| i + PLACE.len() - 1);
+        let pictures = match &elements {
+            Elements::OpenAi { history, .. } | Elements::Anthropic { history, .. } => history
+                .get()
+                .iter()
+                .flat_map(|m| &m.images)
+                .fold((0, 0), |(bytes, n), i| (bytes + i.data.len(), n + 1)),
+            Elements::Whole => (0, 0),
+        };
         let mut body = Body {
             head: outer[..at].to_owned(),
             tail: outer[at..].to_owned(),
             elements,
             len: 0,
+            pictures,
         };
         let mut count = Count(0);
         // Writing to a counter cannot fail.
@@ -494,6 +506,15 @@ impl Body {
     /// Its length in bytes.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Its size as the estimates of tokens weigh it: its length with each
+    /// picture's base64 counted as [`crate::policy::IMAGE_WEIGHT_BYTES`]
+    /// (a picture costs tokens by its tiles, not its text). The length
+    /// itself when it has no picture.
+    pub fn weight(&self) -> usize {
+        let (bytes, n) = self.pictures;
+        (self.len - bytes.min(self.len)) + n * crate::policy::IMAGE_WEIGHT_BYTES
     }
 
     /// Whether it has no byte (never, for a body made here).
@@ -554,6 +575,7 @@ impl Body {
                 history: history.get(),
                 next: 0,
                 limited: *limited,
+                images_due: None,
             },
             Elements::Anthropic {
                 history,
@@ -575,13 +597,14 @@ impl Body {
                     .as_deref()
                     .map(|system| json!({"role": "system", "content": system}));
                 let limited = *limited;
+                let history = history.get();
                 Box::new(
-                    system.into_iter().chain(
-                        history
-                            .get()
-                            .iter()
-                            .map(move |m| openai_message(m, limited)),
-                    ),
+                    system
+                        .into_iter()
+                        .chain(history.iter().enumerate().flat_map(move |(i, m)| {
+                            let images = tool_images(history, i).map(openai_tool_images);
+                            std::iter::once(openai_message(m, limited)).chain(images)
+                        })),
                 )
             }
             Elements::Anthropic {
@@ -602,6 +625,7 @@ impl From<String> for Body {
             head: text,
             tail: String::new(),
             elements: Elements::Whole,
+            pictures: (0, 0),
         }
     }
 }
@@ -653,6 +677,9 @@ enum Cursor<'a> {
         /// The next message (the system prompt goes before the first).
         next: usize,
         limited: bool,
+        /// A run of tool results just written whose images go next, in a
+        /// user message of their own (see [`tool_images`]).
+        images_due: Option<&'a [Message]>,
     },
     Anthropic(Runs<'a>),
     Done,
@@ -667,14 +694,20 @@ impl Cursor<'_> {
                 history,
                 next,
                 limited,
+                images_due,
             } => {
                 if let Some(system) = system.take() {
                     elements::openai_system(out, system);
                     return true;
                 }
+                if let Some(results) = images_due.take() {
+                    elements::openai_tool_images(out, results);
+                    return true;
+                }
                 let Some(m) = history.get(*next) else {
                     return false;
                 };
+                *images_due = tool_images(history, *next);
                 *next += 1;
                 elements::openai_message(out, m, *limited);
                 true
@@ -777,7 +810,7 @@ impl<'a> Runs<'a> {
     /// A message's role on the wire, `None` when it has no block.
     fn role(m: &Message) -> Option<&'static str> {
         match m.role {
-            Role::User if m.origin.is_none() && m.content.is_empty() => None,
+            Role::User if m.origin.is_none() && m.content.is_empty() && m.images.is_empty() => None,
             Role::User | Role::Tool => Some("user"),
             Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => None,
             Role::Assistant => Some("assistant"),
@@ -877,6 +910,12 @@ fn openai_outer(model: &str, shape: &Shape) -> Value {
 /// One message of the history on the Chat Completions wire.
 fn openai_message(m: &Message, limited: bool) -> Value {
     match m.role {
+        Role::User if !m.images.is_empty() => {
+            let text = m.model_text();
+            let mut parts: Vec<Value> = text_block(&text).into_iter().collect();
+            parts.extend(m.images.iter().map(openai_image));
+            json!({"role": "user", "content": parts})
+        }
         Role::User => json!({"role": "user", "content": m.model_text()}),
         Role::Assistant if m.tool_calls.is_empty() => {
             json!({"role": "assistant", "content": m.content})
@@ -900,6 +939,53 @@ fn openai_message(m: &Message, limited: bool) -> Value {
             json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
         }
     }
+}
+
+/// The run of tool results that message `i` of `history` ends, when one
+/// of them carries images: on the Chat Completions wire a `tool` message
+/// holds text only, so the images go in a user message of their own right
+/// after the run (never between results, which must follow their calls),
+/// each result's introduced by a line naming its call; the result's own
+/// text names the picture (docs/web.md, "Images").
+fn tool_images(history: &[Message], i: usize) -> Option<&[Message]> {
+    let is_tool = |m: &Message| m.role == Role::Tool;
+    if !history.get(i).is_some_and(is_tool) || history.get(i + 1).is_some_and(is_tool) {
+        return None;
+    }
+    let start = history[..i]
+        .iter()
+        .rposition(|m| !is_tool(m))
+        .map_or(0, |s| s + 1);
+    let run = &history[start..=i];
+    run.iter().any(|m| !m.images.is_empty()).then_some(run)
+}
+
+/// The line before a tool result's images in their user message.
+fn tool_images_text(m: &Message) -> String {
+    format!(
+        "The image(s) of the result of tool call {}:",
+        m.tool_call_id.as_deref().unwrap_or("?")
+    )
+}
+
+/// [`tool_images`]'s user message as a value.
+fn openai_tool_images(results: &[Message]) -> Value {
+    let mut parts = Vec::new();
+    for m in results.iter().filter(|m| !m.images.is_empty()) {
+        parts.push(json!({"type": "text", "text": tool_images_text(m)}));
+        parts.extend(m.images.iter().map(openai_image));
+    }
+    json!({"role": "user", "content": parts})
+}
+
+/// One `image_url` part of the Chat Completions wire.
+fn openai_image(image: &Image) -> Value {
+    json!({"type": "image_url", "image_url": {"url": image.data_url()}})
+}
+
+/// One `image` block of the Messages wire.
+fn anthropic_image(image: &Image) -> Value {
+    json!({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": &*image.data}})
 }
 
 /// Anthropic Messages around the messages: the system prompt apart (with
@@ -944,7 +1030,15 @@ fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
 /// assistant message's thinking blocks first, exactly as they came.
 fn anthropic_blocks(m: &Message, thinking: bool) -> Vec<Value> {
     match m.role {
-        Role::User => text_block(&m.model_text()).into_iter().collect(),
+        Role::User => text_block(&m.model_text())
+            .into_iter()
+            .chain(m.images.iter().map(anthropic_image))
+            .collect(),
+        Role::Tool if !m.images.is_empty() => {
+            let mut content: Vec<Value> = text_block(&m.content).into_iter().collect();
+            content.extend(m.images.iter().map(anthropic_image));
+            vec![json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": content})]
+        }
         Role::Tool => vec![
             json!({"type": "tool_result", "tool_use_id": m.tool_call_id, "content": m.content}),
         ],

@@ -172,6 +172,9 @@ pub struct Session {
     checked_tasks: Vec<(crate::record::ToolCall, Option<String>)>,
     /// How many times `Stop` hooks sent the turn on since the user's line.
     stop_rounds: u32,
+    /// The picture the running call's tool read (`read_file` of an image),
+    /// with the call's id: its result carries it once it is logged.
+    result_image: Option<(String, crate::record::Image)>,
 }
 
 impl Session {
@@ -215,6 +218,7 @@ impl Session {
             checked: None,
             checked_tasks: Vec::new(),
             stop_rounds: 0,
+            result_image: None,
         }
     }
 

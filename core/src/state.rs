@@ -1068,7 +1068,7 @@ impl State {
     /// The length in bytes of [`State::request`]'s body (counted, never
     /// held whole).
     pub(crate) fn request_len(&self) -> usize {
-        self.request().body.len()
+        self.request().body.weight()
     }
 
     /// The request this state would send now.
@@ -1087,7 +1087,7 @@ impl State {
         // than the answer's full room asks for what is left (see
         // compact::shrunk_room): a request sent with the full room never
         // changes, so older logs rebuild as they were sent.
-        let tokens = compact::estimate(request.body.len(), &self.totals);
+        let tokens = compact::estimate(request.body.weight(), &self.totals);
         if let (Some(limit), Some(left)) = (limit, compact::shrunk_room(tokens, self.window)) {
             if left < limit.tokens {
                 let limit = AnswerLimit {
@@ -1124,7 +1124,7 @@ impl State {
             .map(crate::refine::block)
             .collect();
         let window = self.window;
-        let fixed = self.transcript_request(&[], upto, notes).body.len();
+        let fixed = self.transcript_request(&[], upto, notes).body.weight();
         let room = compact::bytes_for(compact::point(window), &self.totals).saturating_sub(fixed);
         // Each block's share, in characters: JSON may double a text's
         // bytes (quotes, line ends), and a character is at least a byte.
@@ -1141,7 +1141,7 @@ impl State {
                 })
                 .collect();
             let request = self.transcript_request(&cut, upto, notes);
-            let tokens = compact::estimate(request.body.len(), &self.totals);
+            let tokens = compact::estimate(request.body.weight(), &self.totals);
             if compact::fits(tokens, window) || share == 0 {
                 return request;
             }
@@ -1171,8 +1171,12 @@ impl State {
             &history,
             &self.shape(self.notes_limit(), true),
         ));
-        let fits =
-            |r: &Request| compact::fits(compact::estimate(r.body.len(), &self.totals), self.window);
+        let fits = |r: &Request| {
+            compact::fits(
+                compact::estimate(r.body.weight(), &self.totals),
+                self.window,
+            )
+        };
         if fits(&request) {
             return Some(request);
         }

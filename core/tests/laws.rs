@@ -39,7 +39,8 @@ fn laws() -> QuickCheck {
 
 #[derive(Clone, Debug)]
 enum Op {
-    User(String),
+    /// The user's line, with 0 to 2 pictures attached.
+    User(String, u8),
     /// The model answers with text and up to three tool calls (some bad),
     /// after up to two thinking blocks (Anthropic's extended thinking).
     Reply(String, Vec<u8>, Option<(u16, u16)>, u8),
@@ -130,7 +131,10 @@ impl Arbitrary for Op {
                 new: u8::arbitrary(g) % 3,
                 answer: bool::arbitrary(g),
             },
-            0..=3 => Op::User(text(g)),
+            0..=3 => Op::User(
+                text(g),
+                u8::arbitrary(g) % 6 / 2 * u8::from(bool::arbitrary(g)),
+            ),
             4..=6 => {
                 let n = usize::arbitrary(g) % 4;
                 let calls = (0..n).map(|_| u8::arbitrary(g)).collect();
@@ -234,8 +238,16 @@ impl Run {
         for c in cmds {
             match c {
                 Command::Log(LogCommand::Append(r)) => {
-                    // Every record survives a trip through its line.
-                    assert_eq!(Record::parse_line(&r.to_line()).unwrap(), r);
+                    // Every record survives a trip through its line; a
+                    // message's pictures are named by hash, their bytes put
+                    // back from the content store (which the shell filled
+                    // when it made them), as the store's reader does.
+                    let mut back = Record::parse_line(&r.to_line()).unwrap();
+                    for image in back.images_mut() {
+                        assert!(image.data.is_empty(), "no picture's bytes in the log");
+                        image.data = blob(&image.hash);
+                    }
+                    assert_eq!(back, r);
                     self.log_mut().push(r);
                 }
                 Command::Model(ModelCommand::Call(req))
@@ -398,8 +410,11 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
     for (i, op) in ops.iter().enumerate() {
         now += Duration::seconds(1);
         let input = match op.clone() {
-            Op::User(text) => Input::User(UserInput::Line {
-                context: TurnContext::default(),
+            Op::User(text, pictures) => Input::User(UserInput::Line {
+                context: TurnContext {
+                    images: (0..pictures).map(|k| picture(i, k)).collect(),
+                    ..TurnContext::default()
+                },
                 text,
                 now,
             }),
@@ -461,12 +476,17 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                     1 => "0123456789".repeat(long[1] / 10),
                     _ => "ok".into(),
                 };
+                // A short result of a read is sometimes a picture's.
+                let image = (big == 3 && !grant).then(|| Box::new(picture(i, 9)));
                 Input::Tool(ToolInput::Done {
                     parts: None,
                     id,
                     output,
                     grant: grant.then(|| "/etc/hosts".into()),
-                    effects: Default::default(),
+                    effects: revolve_core::session::ToolEffects {
+                        image,
+                        ..Default::default()
+                    },
                     now,
                 })
             }
@@ -586,6 +606,29 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
         run.take(cmds);
     }
     run
+}
+
+/// A picture as the shell makes one (issue 44): the `k`th of op `i`.
+fn picture(i: usize, k: u8) -> revolve_core::record::Image {
+    let hash = format!("sha256:{:064x}", i * 16 + usize::from(k));
+    revolve_core::record::Image {
+        data: blob(&hash),
+        hash,
+        media_type: "image/png".into(),
+        width: 4,
+        height: 3,
+        source: format!("p{i}-{k}.png"),
+    }
+}
+
+/// The content store's base64 of the picture named `hash` (a function of
+/// the hash, as the store's content is).
+fn blob(hash: &str) -> std::sync::Arc<str> {
+    format!(
+        "iVBORw0K{}+/=",
+        hash.trim_start_matches("sha256:").trim_start_matches('0')
+    )
+    .into()
 }
 
 /// Whether every tool call in a history is answered before the next
@@ -986,6 +1029,7 @@ impl Arbitrary for AnyRecord {
             }),
             2 => Record::Message(Message {
                 thinking: Vec::new(),
+                images: Vec::new(),
                 at,
                 role,
                 content: s(g),

@@ -39,6 +39,7 @@ mod memory;
 mod model;
 mod refine;
 mod tool;
+pub use tool::Attachment;
 mod user;
 
 /// How a line the user sent ended.

@@ -37,6 +37,7 @@ pub mod files;
 pub mod fsx;
 pub mod git;
 pub mod goal;
+pub mod images;
 pub mod inbox;
 pub mod index;
 pub mod instructions;

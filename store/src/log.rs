@@ -227,6 +227,7 @@ pub fn each_record_while(
     let mut buf = Vec::new();
     let mut number = 0;
     let mut torn = false;
+    let mut pictures = crate::images::Pictures::of(path);
     // Until a record is read, a line may be the header behind stray bytes.
     let mut before_header = true;
     loop {
@@ -263,8 +264,9 @@ pub fn each_record_while(
             continue;
         }
         match Record::parse_line(line) {
-            Ok(r) => {
+            Ok(mut r) => {
                 before_header = false;
+                pictures.fill(&mut r);
                 if !record(number, r) {
                     break;
                 }

@@ -33,6 +33,7 @@ mod habits;
 mod help;
 mod hints;
 mod hooks;
+mod images;
 mod instructions;
 mod json_schemas;
 mod mcp;

@@ -127,6 +127,7 @@ mod grep;
 #[cfg(unix)]
 pub mod hook;
 mod list;
+pub mod picture;
 mod read;
 mod remember;
 pub mod sandbox;
@@ -170,6 +171,9 @@ pub struct Context {
     pub sandbox: revolve_core::sandbox::Policy,
     /// Who watches a `shell` command as it runs (nobody by default).
     pub watch: Watch,
+    /// The wire the session's requests speak: how large a picture
+    /// `read_file` reads may go out (issue 44).
+    pub wire: revolve_core::request::Wire,
 }
 
 /// Someone watching a running `shell` command: told, as often as the
@@ -281,6 +285,34 @@ pub struct Outcome {
     pub effects: ToolEffects,
 }
 
+/// `read_file` of a picture (told by its first bytes): its image part,
+/// made ready for the session's wire, in the result's effects, and a line
+/// saying so as its text; `None` when the file is no picture.
+fn read_picture(path: &Path, raw: &str, ctx: &Context) -> Option<Outcome> {
+    let mut head = [0u8; 16];
+    let n = {
+        let (mut file, _) = revolve_store::regular::read(path).ok()?;
+        io::Read::read(&mut file, &mut head).ok()?
+    };
+    if !picture::is_picture(&head[..n]) {
+        return None;
+    }
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) => return Some(Outcome::text(format!("error: cannot read {raw}: {e}"))),
+    };
+    let blobs = edit::Blobs::new(&ctx.info.state_root);
+    Some(match picture::prepare(&bytes, raw, ctx.wire, &blobs) {
+        Ok(image) => {
+            let mut outcome =
+                Outcome::text(picture::described(&image, picture::dimensions(&bytes)));
+            outcome.effects.image = Some(Box::new(image));
+            outcome
+        }
+        Err(line) => Outcome::text(format!("error: {line}")),
+    })
+}
+
 /// Runs `tool`. `grants` are the absolute paths outside the root this
 /// session may read; `cancel` is polled while a long tool runs (shell, grep)
 /// and stops it when it returns true.
@@ -380,6 +412,13 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             // A file read is seen (its whole content's hash, taken as it
             // is read), so it may be edited.
             let resolved = scope.resolve(path);
+            if let Some(outcome) = resolved
+                .as_ref()
+                .ok()
+                .and_then(|p| read_picture(p, path, ctx))
+            {
+                return outcome;
+            }
             let read = resolved
                 .as_ref()
                 .map_err(Clone::clone)

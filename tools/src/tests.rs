@@ -58,6 +58,7 @@ fn ctx(root: &Path) -> Context {
         messages: 4,
         now: time::macros::datetime!(2026-12-02 10:00 UTC),
         watch: Default::default(),
+        wire: revolve_core::request::Wire::OpenAi,
         sandbox: revolve_core::sandbox::Policy::off(),
     }
 }

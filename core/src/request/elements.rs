@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use crate::record::{Message, Role, Thinking};
+use crate::record::{Image, Message, Role, Thinking};
 
 /// A JSON string, escaped as `serde_json` escapes it.
 fn string(out: &mut Vec<u8>, text: &str) {
@@ -44,6 +44,10 @@ pub(super) fn openai_system(out: &mut Vec<u8>, system: &str) {
 pub(super) fn openai_message(out: &mut Vec<u8>, m: &Message, limited: bool) {
     out.extend_from_slice(b"{\"content\":");
     match m.role {
+        Role::User if !m.images.is_empty() => {
+            openai_parts(out, &m.model_text(), &m.images);
+            out.extend_from_slice(b",\"role\":\"user\"}");
+        }
         Role::User => {
             string(out, &m.model_text());
             out.extend_from_slice(b",\"role\":\"user\"}");
@@ -87,12 +91,73 @@ pub(super) fn openai_message(out: &mut Vec<u8>, m: &Message, limited: bool) {
     }
 }
 
+/// The user message that carries the images of a run of tool results on
+/// the Chat Completions wire (see `request::tool_images`).
+pub(super) fn openai_tool_images(out: &mut Vec<u8>, results: &[Message]) {
+    out.extend_from_slice(b"{\"content\":[");
+    let mut first = true;
+    for m in results.iter().filter(|m| !m.images.is_empty()) {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        out.extend_from_slice(b"{\"text\":");
+        string(out, &super::tool_images_text(m));
+        out.extend_from_slice(b",\"type\":\"text\"}");
+        for image in &m.images {
+            out.push(b',');
+            openai_image(out, image);
+        }
+    }
+    out.extend_from_slice(b"],\"role\":\"user\"}");
+}
+
+/// A content array of the Chat Completions wire: the text (when there is
+/// some), then each image as an `image_url` part with a data URL.
+fn openai_parts(out: &mut Vec<u8>, text: &str, images: &[Image]) {
+    out.push(b'[');
+    let mut first = true;
+    if !text.is_empty() {
+        out.extend_from_slice(b"{\"text\":");
+        string(out, text);
+        out.extend_from_slice(b",\"type\":\"text\"}");
+        first = false;
+    }
+    for image in images {
+        if !first {
+            out.push(b',');
+        }
+        first = false;
+        openai_image(out, image);
+    }
+    out.push(b']');
+}
+
+/// One `image_url` part.
+fn openai_image(out: &mut Vec<u8>, image: &Image) {
+    out.extend_from_slice(b"{\"image_url\":{\"url\":");
+    string(out, &image.data_url());
+    out.extend_from_slice(b"},\"type\":\"image_url\"}");
+}
+
+/// One `image` block of the Messages wire (after a `cache_control` key
+/// when `first` is false).
+fn anthropic_image(out: &mut Vec<u8>, first: bool, image: &Image) {
+    key(out, first, "source");
+    out.extend_from_slice(b"{\"data\":");
+    string(out, &image.data);
+    out.extend_from_slice(b",\"media_type\":");
+    string(out, &image.media_type);
+    out.extend_from_slice(b",\"type\":\"base64\"},\"type\":\"image\"}");
+}
+
 /// A content block of the Messages wire, borrowed from a message.
 enum Block<'a> {
     Text(std::borrow::Cow<'a, str>),
     ToolResult(&'a Message),
     ToolUse(&'a crate::record::ToolCall),
     Thinking(&'a Thinking),
+    Image(&'a Image),
 }
 
 impl Block<'_> {
@@ -112,7 +177,25 @@ impl Block<'_> {
             }
             Block::ToolResult(m) => {
                 key(out, first, "content");
-                string(out, &m.content);
+                if m.images.is_empty() {
+                    string(out, &m.content);
+                } else {
+                    // A result with images: its text and its images as
+                    // blocks inside it.
+                    out.push(b'[');
+                    let mut inner = Vec::new();
+                    if !m.content.is_empty() {
+                        inner.push(Block::Text(m.content.as_str().into()));
+                    }
+                    inner.extend(m.images.iter().map(Block::Image));
+                    for (i, block) in inner.iter().enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        block.write(out, false);
+                    }
+                    out.push(b']');
+                }
                 out.extend_from_slice(b",\"tool_use_id\":");
                 match &m.tool_call_id {
                     Some(id) => string(out, id),
@@ -144,6 +227,7 @@ impl Block<'_> {
                 string(out, thinking);
                 out.extend_from_slice(b",\"type\":\"thinking\"}");
             }
+            Block::Image(image) => anthropic_image(out, first, image),
             Block::Thinking(Thinking::RedactedThinking { data }) => {
                 key(out, first, "data");
                 string(out, data);
@@ -160,7 +244,10 @@ fn blocks(m: &Message, thinking: bool) -> Vec<Block<'_>> {
         (!t.is_empty()).then_some(Block::Text(t))
     }
     match m.role {
-        Role::User => text(m.model_text()).into_iter().collect(),
+        Role::User => text(m.model_text())
+            .into_iter()
+            .chain(m.images.iter().map(Block::Image))
+            .collect(),
         Role::Tool => vec![Block::ToolResult(m)],
         Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
@@ -211,7 +298,27 @@ mod tests {
     /// not be an object.
     fn message(kind: u8, text: String, args: Vec<String>, thought: Option<String>) -> Message {
         let at = datetime!(2026-12-06 11:00 UTC);
-        match kind % 5 {
+        let images = |n: usize| -> Vec<crate::record::Image> {
+            (0..n)
+                .map(|i| crate::record::Image {
+                    hash: format!("sha256:{i:064}"),
+                    media_type: "image/png".into(),
+                    width: 3,
+                    height: 2,
+                    source: text.clone(),
+                    data: format!("iVBO{i}+/=").into(),
+                })
+                .collect()
+        };
+        match kind % 7 {
+            5 => Message {
+                images: images(1 + text.len() % 2),
+                ..Message::user(at, text.as_str())
+            },
+            6 => Message {
+                images: images(1),
+                ..Message::tool(at, format!("c{}", text.len()), text.as_str())
+            },
             0 => Message::user(at, text.as_str()),
             1 => Message {
                 origin: Some(Origin {

@@ -28,14 +28,14 @@ impl Session {
             return (None, text);
         }
         let request = self.state.request();
-        let tokens = compact::estimate(request.body.len(), totals);
+        let tokens = compact::estimate(request.body.weight(), totals);
         (Some(request), tokens)
     }
 
     /// The request due now, built whatever its size, and its estimate.
     pub(super) fn built(&self) -> (Request, u64) {
         let request = self.state.request();
-        let tokens = compact::estimate(request.body.len(), &self.state.totals);
+        let tokens = compact::estimate(request.body.weight(), &self.state.totals);
         (request, tokens)
     }
 
@@ -290,7 +290,7 @@ impl Session {
             &newest,
             &state.shape(state.answer_limit(), true),
         );
-        compact::estimate(least.body.len(), &state.totals)
+        compact::estimate(least.body.weight(), &state.totals)
     }
 
     pub(super) fn fixed_parts(&self) -> [FixedPart; 3] {
@@ -310,7 +310,7 @@ impl Session {
             },
             FixedPart {
                 what: FixedKind::Tools,
-                tokens: compact::estimate(empty.body.len(), totals),
+                tokens: compact::estimate(empty.body.weight(), totals),
             },
             FixedPart {
                 what: FixedKind::Message,
@@ -363,7 +363,7 @@ impl Session {
             .then(|| self.state.whole_piece(0, cut, None))
             .flatten()
             .map(|summary| {
-                let tokens = compact::estimate(summary.body.len(), &self.state.totals);
+                let tokens = compact::estimate(summary.body.weight(), &self.state.totals);
                 (summary, tokens)
             });
         if let Some((summary, tokens)) = whole {
@@ -380,7 +380,7 @@ impl Session {
             self.phase = Phase::Summarizing {
                 flight: Flight {
                     estimate: tokens,
-                    bytes: summary.body.len(),
+                    bytes: summary.body.weight(),
                 },
                 due: *due,
             };
@@ -456,7 +456,7 @@ impl Session {
         .unwrap_or_else(|| compact::first_step(&state.messages, from, cut));
         let request = self.state.piece_request(from, upto, notes.as_deref());
         if !compact::fits(
-            compact::estimate(request.body.len(), &self.state.totals),
+            compact::estimate(request.body.weight(), &self.state.totals),
             window,
         ) {
             return None;
@@ -475,8 +475,8 @@ impl Session {
         )));
         self.phase = Phase::Summarizing {
             flight: Flight {
-                estimate: compact::estimate(request.body.len(), &self.state.totals),
-                bytes: request.body.len(),
+                estimate: compact::estimate(request.body.weight(), &self.state.totals),
+                bytes: request.body.weight(),
             },
             due: *due,
         };
@@ -711,7 +711,7 @@ impl Session {
                 &history,
                 &self.state.shape(self.state.answer_limit(), true),
             );
-            compact::estimate(next.body.len(), &self.state.totals)
+            compact::estimate(next.body.weight(), &self.state.totals)
         };
         let (cost, unpriced) = self.cost_after(Some(usage));
         Totals {

@@ -20,7 +20,10 @@ pub(super) enum Resume {
     Idle,
     /// `UserPromptSubmit`: the user's line, sent with what the hooks
     /// added, or not at all when one blocked.
-    Line { text: String },
+    Line {
+        text: String,
+        images: Vec<crate::record::Image>,
+    },
     /// `PreToolUse`: the first open call, as the hooks left its input,
     /// or its blocked result; `allowed`: the user just allowed it.
     Call { allowed: Option<String> },
@@ -104,11 +107,11 @@ impl Session {
     fn hooks_done(&mut self, got: Got, resume: Resume, now: OffsetDateTime) -> Vec<Command> {
         match resume {
             Resume::Idle => Vec::new(),
-            Resume::Line { text } => match got.blocked {
+            Resume::Line { text, images } => match got.blocked {
                 Some(reason) => vec![Command::show(format!(
                     "not sent: a UserPromptSubmit hook blocked it: {reason}"
                 ))],
-                None => self.send_line(hooks::with_context(&text, &got.added), now),
+                None => self.send_line(hooks::with_context(&text, &got.added), images, now),
             },
             Resume::Call { allowed } => {
                 let Some(mut call) = self.state.open_calls.first().cloned() else {

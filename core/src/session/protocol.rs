@@ -288,6 +288,11 @@ pub struct TurnContext {
     /// runs, nothing is taken. After the commands ran, the shell removes
     /// from the inbox every message up to `delivered`.
     pub inbox: Vec<Delivery>,
+    /// The images attached to the line (`@path` of a picture, `--image`),
+    /// read, scaled and stored by the shell (issue 44): they go out with
+    /// the user's message, or, when the model is known to read none, the
+    /// line is refused before anything is logged or sent.
+    pub images: Vec<crate::record::Image>,
 }
 
 /// What the model (or its server) answered.
@@ -553,6 +558,9 @@ pub struct ToolEffects {
     /// `shell_output`, `shell_kill`): its id and the event, a `background`
     /// record.
     pub background: Option<(String, crate::record::BackgroundEvent)>,
+    /// The picture `read_file` read (issue 44), scaled and stored by the
+    /// shell: the result carries it (unless the model reads no images).
+    pub image: Option<Box<crate::record::Image>>,
     /// The page `web_fetch` read (its bytes put in the content store):
     /// a `fetched` record.
     pub fetched: Option<Box<crate::record::Fetched>>,

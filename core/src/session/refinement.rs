@@ -302,7 +302,7 @@ impl Session {
             limit,
         );
         // A refinement's requests count toward --max-cost too.
-        let tokens = compact::estimate(request.body.len(), &self.state.totals);
+        let tokens = compact::estimate(request.body.weight(), &self.state.totals);
         if let Some(reason) = self.over_budget(tokens) {
             let said = format!(
                 "{}: {}; memory unchanged",

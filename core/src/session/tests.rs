@@ -1645,6 +1645,7 @@ fn what_a_tool_did_travels_in_its_result_and_is_logged_before_it_in_order() {
             files: vec!["project/x.md: created: x".into()],
         }),
         background: None,
+        image: None,
         fetched: None,
     };
     let done = |s: &mut Session, id: &str| {

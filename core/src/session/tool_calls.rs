@@ -270,7 +270,21 @@ impl Session {
     /// The call `id` gets `text` as its result at once (the next call is
     /// looked at by the caller).
     fn result(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
-        self.append(vec![Record::Message(Message::tool(now, id, text))])
+        let mut message = Message::tool(now, id, text);
+        let image = self.result_image.take();
+        if let Some((_, image)) =
+            image.filter(|(call, _)| Some(call) == message.tool_call_id.as_ref())
+        {
+            if self.blind() {
+                message.content.push_str(&format!(
+                    "\n[the image is left out: {} does not take images]",
+                    self.state.model()
+                ));
+            } else {
+                message.images.push(image);
+            }
+        }
+        self.append(vec![Record::Message(message)])
     }
 
     /// What the tool call `id` did besides its output, logged before its
@@ -289,8 +303,10 @@ impl Session {
             seen,
             memory,
             background,
+            image,
             fetched,
         } = effects;
+        self.result_image = image.map(|image| (id.to_owned(), *image));
         let mut cmds = Vec::new();
         if !changes.is_empty() {
             cmds.extend(self.shell_changed(id.to_owned(), changes, now));

@@ -32,16 +32,26 @@ impl Session {
             parts,
             mcp_tools,
             inbox,
+            images,
         } = context;
         self.parts = parts;
         if self.busy() {
             // A line with nothing in it asks nothing.
-            if text.trim().is_empty() {
+            if text.trim().is_empty() && images.is_empty() {
                 return Vec::new();
             }
             return vec![Command::show(
                 "a turn is still running; wait for it or press Ctrl-C".into(),
             )];
+        }
+        if !images.is_empty() && self.blind() {
+            // Refused before anything is logged or sent.
+            let what = match images.as_slice() {
+                [one] => format!("image {}", view::inert(&one.source)),
+                many => format!("{} images", many.len()),
+            };
+            let model = self.state.model().clone();
+            return vec![Command::show(crate::images::refusal(&model, &what))];
         }
         let mut cmds = match mcp_tools {
             Some(tools) => self.mcp_tools(tools, now),
@@ -50,7 +60,7 @@ impl Session {
         let taken = self.take_inbox(inbox, now);
         let took = !taken.is_empty();
         cmds.extend(taken);
-        if text.trim().is_empty() {
+        if text.trim().is_empty() && images.is_empty() {
             // Messages just taken go out without a line of the user's.
             if took {
                 cmds.extend(self.request(Due::default(), now));
@@ -64,20 +74,42 @@ impl Session {
         match self.hooks_for(
             about,
             None,
-            super::hooking::Resume::Line { text: text.clone() },
+            super::hooking::Resume::Line {
+                text: text.clone(),
+                images: images.clone(),
+            },
         ) {
             Some(run) => cmds.extend(run),
-            None => cmds.extend(self.send_line(text, now)),
+            None => cmds.extend(self.send_line(text, images, now)),
         }
         cmds
     }
 
     /// The user's line (with what `UserPromptSubmit` hooks added) logged,
     /// and its request.
-    pub(super) fn send_line(&mut self, text: String, now: OffsetDateTime) -> Vec<Command> {
-        let mut cmds = self.append(vec![Record::Message(Message::user(now, text))]);
+    pub(super) fn send_line(
+        &mut self,
+        text: String,
+        images: Vec<crate::record::Image>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
+        let message = Message {
+            images,
+            ..Message::user(now, text)
+        };
+        let mut cmds = self.append(vec![Record::Message(message)]);
         cmds.extend(self.request(Due::default(), now));
         cmds
+    }
+
+    /// Whether the model asked is known to read no images (see
+    /// [`crate::images::blind`]).
+    pub(super) fn blind(&self) -> bool {
+        crate::images::blind(
+            &self.settings.models,
+            self.state.provider(),
+            self.state.model(),
+        )
     }
 
     /// Messages that arrived at an idle REPL ([`UserInput::Inbox`]):
@@ -142,10 +174,10 @@ impl Session {
         // the server to count, where that is free.
         if near && !due.compacted && !due.counted && self.settings.counts {
             if let Some(request) = request.as_ref().filter(|r| {
-                compact::count_helps(&self.state.totals, r.body.len(), estimate, window)
+                compact::count_helps(&self.state.totals, r.body.weight(), estimate, window)
             }) {
                 due.counted = true;
-                let bytes = request.body.len();
+                let bytes = request.body.weight();
                 self.phase = Phase::Counting { bytes, due };
                 cmds.push(Command::Model(ModelCommand::Count(request.clone())));
                 return cmds;
@@ -170,7 +202,7 @@ impl Session {
         }
         let (mut request, mut estimate) = match request {
             Some(r) => {
-                let tokens = compact::estimate(r.body.len(), &self.state.totals);
+                let tokens = compact::estimate(r.body.weight(), &self.state.totals);
                 (r, tokens)
             }
             None => self.built(),
@@ -187,10 +219,10 @@ impl Session {
         if !compact::fits(estimate, window)
             && self.settings.counts
             && !due.stop_counted
-            && request.body.len() as u64 != self.state.totals.cal_bytes
+            && request.body.weight() as u64 != self.state.totals.cal_bytes
         {
             due.stop_counted = true;
-            let bytes = request.body.len();
+            let bytes = request.body.weight();
             self.phase = Phase::Counting { bytes, due };
             cmds.push(Command::Model(ModelCommand::Count(request)));
             return cmds;
@@ -220,7 +252,7 @@ impl Session {
         self.phase = Phase::Requesting {
             flight: Flight {
                 estimate,
-                bytes: request.body.len(),
+                bytes: request.body.weight(),
             },
             retried: due.retried,
         };

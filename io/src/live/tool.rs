@@ -170,13 +170,16 @@ impl<F: Front> Live<F> {
             now: clock::now(),
             sandbox: self.runtime.sandbox.clone(),
             watch: self.front.watch(),
+            wire: revolve_core::request::Wire::of(self.state().provider()),
         }
     }
 
     /// The file `path` names read as `read_file` reads it (the working tree
-    /// and the `--grant` paths only), for an `@path` in the user's line;
-    /// the error the model would get when it cannot be.
-    pub fn read_for_attachment(&self, path: &str) -> Result<String, String> {
+    /// and the `--grant` paths only), for an `@path` in the user's line:
+    /// its text, or, for a picture, its image part made ready for this
+    /// session's wire; the error the model would get when it cannot be (a
+    /// picture that cannot be read: `error: image PATH: why, left out`).
+    pub fn attachment(&self, path: &str) -> Result<Attachment, String> {
         let tool = Tool::ReadFile {
             path: path.to_owned(),
             offset: None,
@@ -190,9 +193,34 @@ impl<F: Front> Live<F> {
         );
         if outcome.output.starts_with("error:") {
             Err(outcome.output)
+        } else if let Some(image) = outcome.effects.image {
+            Ok(Attachment::Image(*image))
         } else {
-            Ok(outcome.output)
+            Ok(Attachment::Text(outcome.output))
         }
+    }
+
+    /// The picture at `path` (`--image FILE`: any file the user names,
+    /// not only the tree's) made ready for this session's wire; the one
+    /// line to tell when it is not a picture or cannot be read.
+    pub fn image_file(
+        &self,
+        path: &std::path::Path,
+    ) -> Result<revolve_core::record::Image, String> {
+        let source = path.display().to_string();
+        let bytes = revolve_store::regular::read(path)
+            .and_then(|(mut file, _)| {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut file, &mut bytes).map(|_| bytes)
+            })
+            .map_err(|e| format!("image {source}: cannot read it: {e}, left out"))?;
+        let blobs = tools::edit::Blobs::new(&self.store.roots.state);
+        tools::picture::prepare(
+            &bytes,
+            &source,
+            revolve_core::request::Wire::of(self.state().provider()),
+            &blobs,
+        )
     }
 
     /// Runs a tool here (tools are quick or watch Ctrl-C themselves) and
@@ -267,4 +295,13 @@ impl<F: Front> Live<F> {
             now: clock::now(),
         })
     }
+}
+
+/// What an `@path` of the user's line attaches ([`Live::attachment`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attachment {
+    /// A text file's content, as `read_file` gives it.
+    Text(String),
+    /// A picture, ready to go out with the line.
+    Image(revolve_core::record::Image),
 }

@@ -177,10 +177,23 @@ impl<F: Front> Live<F> {
     /// delivered meanwhile), the model asked until the turn ends, and the
     /// memory refined afterwards when the core says it is due.
     pub fn turn(&mut self, text: &str) -> Result<Outcome, Error> {
+        self.turn_with(text, Vec::new())
+    }
+
+    /// [`Live::turn`] with pictures attached (`@path` of an image,
+    /// `--image`), made ready by [`Live::attachment`] or
+    /// [`Live::image_file`]: they go out with the line, or the core refuses
+    /// the line when the model reads none.
+    pub fn turn_with(
+        &mut self,
+        text: &str,
+        images: Vec<revolve_core::record::Image>,
+    ) -> Result<Outcome, Error> {
         let context = TurnContext {
             parts: self.prompt_parts(),
             mcp_tools: self.mcp_offered(),
             inbox: self.waiting(),
+            images,
         };
         let took = !context.inbox.is_empty();
         let outcome = self.drive(Input::User(UserInput::Line {
