@@ -281,6 +281,9 @@ mod edits;
 pub use agents::{Background, BackgroundEvent, Delegated, Spawned};
 mod hooks;
 mod images;
+mod mcp;
+mod memory;
+mod turns;
 mod web;
 pub use compaction::{
     Compacted, Compacting, Continued, Counted, Noted, Overflowed, Pruned, Squeezed,
@@ -288,6 +291,9 @@ pub use compaction::{
 pub use edits::{Answer, Approved, Asked, Edit, EditBy, Restore, Rewound, Seen, Written};
 pub use hooks::{Hooked, PlanSet};
 pub use images::Image;
+pub use mcp::{McpTool, McpTools};
+pub use memory::{ChangedBy, MemoryChanged, MemoryUndone, Refined, Refining};
+pub use turns::{EffortChanged, FixedKind, ModelChanged, Planning, StopReason, Stopped, WentOn};
 pub use web::Fetched;
 
 /// The version written into every new header.
@@ -422,100 +428,7 @@ pub enum Record {
     Fetched(Fetched),
 }
 
-/// `mcp_tools`: the MCP server tools offered from now on (an empty list:
-/// none any more). Written when the list differs from the last one.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpTools {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The tools, in the order they are offered after the built-in ones.
-    pub tools: Vec<McpTool>,
-}
-
-/// A server tool as it is offered to the model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct McpTool {
-    /// The name the model calls: `mcp__SERVER__TOOL`.
-    pub name: String,
-    /// The server's name.
-    pub server: String,
-    /// The tool's name on its server.
-    pub tool: String,
-    /// What the server says the tool does, as the model reads it (bounded).
-    pub description: String,
-    /// The input schema offered (see [`crate::policy::MCP_SCHEMA_BYTES`]).
-    pub input_schema: serde_json::Value,
-}
-
-/// A change of the memory this session made: the snapshot entry taken
-/// before it, and each file with what happened to it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryChanged {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The snapshot entry (its stamp) that takes the change back.
-    pub entry: String,
-    /// `refine`, `auto-refine` or `remember`.
-    pub by: ChangedBy,
-    /// `project/NAME.md: updated: what changed`, one a file.
-    pub files: Vec<String>,
-}
-
-/// Who changed the memory: `memory_changed`'s `by`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "String", into = "String")]
-pub enum ChangedBy {
-    /// `refine`: the user's `/refine` (or `revolve memory refine`).
-    Refine,
-    /// `auto-refine`: a refinement that ran on its own.
-    AutoRefine,
-    /// `remember`: the model's `remember` tool.
-    Remember,
-    /// A word this build does not know (a newer one wrote it), kept as it
-    /// was.
-    Other(String),
-}
-
-impl ChangedBy {
-    /// The word as the log holds it.
-    pub fn as_str(&self) -> &str {
-        match self {
-            ChangedBy::Refine => "refine",
-            ChangedBy::AutoRefine => "auto-refine",
-            ChangedBy::Remember => "remember",
-            ChangedBy::Other(word) => word,
-        }
-    }
-}
-
-impl From<String> for ChangedBy {
-    fn from(word: String) -> ChangedBy {
-        match word.as_str() {
-            "refine" => ChangedBy::Refine,
-            "auto-refine" => ChangedBy::AutoRefine,
-            "remember" => ChangedBy::Remember,
-            _ => ChangedBy::Other(word),
-        }
-    }
-}
-
 word_field!(ChangedBy);
-
-/// An undo this session made: the entry it restored and what it put back.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemoryUndone {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The entry restored; none when there was nothing to undo.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entry: Option<String>,
-    /// What the undo did to each file (`restored project/db.md`, …).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub files: Vec<String>,
-}
 
 /// The first line of a session file.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -823,173 +736,6 @@ pub struct Renamed {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// A refinement ran (its request counts among the session's requests,
-/// whether or not it changed anything).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refined {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// Whether it ran on its own (after 25 turns or a compaction).
-    pub auto: bool,
-    /// The snapshot entry it left; none when nothing changed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entry: Option<String>,
-    /// How many requests it sent: a session larger than the window is read
-    /// in pieces (0, in older files: one).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub pieces: u64,
-    /// Why it ended without changing the memory when it did not run to
-    /// its end (`declined`, `failed: …`, `interrupted`, …); none when it
-    /// ran (a change, or nothing to change).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unmade: Option<String>,
-}
-
-impl Refined {
-    /// The requests this refinement counts for.
-    pub fn requests(&self) -> u64 {
-        self.pieces.max(1)
-    }
-}
-
-/// A refinement's request, logged as it goes out: it is rebuilt from the
-/// log (`replay --requests`) as the body here, numbered after the
-/// requests before it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Refining {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// Whether the refinement runs on its own.
-    pub auto: bool,
-    /// Which part of the session this request reads (from 1), of how many.
-    pub part: u64,
-    /// How many parts the refinement reads in all.
-    pub of: u64,
-    /// The body sent, byte for byte.
-    pub body: String,
-}
-
-/// A turn core ended on its own.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stopped {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// Why, with the figures the user is shown.
-    #[serde(flatten)]
-    pub reason: StopReason,
-}
-
-/// Why core ended a turn on its own (see [`crate::guard`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "reason", rename_all = "snake_case")]
-pub enum StopReason {
-    /// The model made the same call `times` times in a row.
-    Repeated {
-        /// The tool called.
-        tool: String,
-        /// How many times in a row.
-        times: u32,
-    },
-    /// The turn took `limit` tool rounds.
-    ToolRounds {
-        /// The cap on tool rounds in one turn.
-        limit: u32,
-    },
-    /// The request would need about `tokens` tokens, more than the window
-    /// leaves, even with every tool result cut; `largest` is the largest
-    /// part no compaction can shrink, and about how many tokens it takes
-    /// (absent in older logs).
-    TooLarge {
-        /// The estimated size of the request.
-        tokens: u64,
-        /// The context window it had to fit.
-        window: u64,
-        /// The largest part no compaction can shrink, and its tokens.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        largest: Option<(FixedKind, u64)>,
-    },
-    /// The next request was expected to bring the session's cost from
-    /// `spent` to `expected`, past `max` (`--max-cost`); nano-dollars.
-    Budget {
-        /// What the session had spent.
-        spent: u64,
-        /// What it would have spent after the request.
-        expected: u64,
-        /// The cap the user set.
-        max: u64,
-    },
-    /// A compaction or refinement would send `requests` model requests
-    /// (about `tokens` input tokens), more than
-    /// [`crate::compact::COSTLY_REQUESTS`], and no one was at a terminal
-    /// to say yes (`confirm_costly` on, no `--yes`).
-    Costly {
-        /// What it was: `compaction`, `refinement`, `automatic refinement`.
-        what: String,
-        /// About how many requests it would send.
-        requests: u64,
-        /// About how many input tokens, in all.
-        tokens: u64,
-    },
-}
-
-/// A part of every request that no compaction can shrink.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FixedKind {
-    /// The system prompt: the base prompt, the memory files, the goal.
-    System,
-    /// The definitions of the tools offered.
-    Tools,
-    /// The newest message of the user.
-    Message,
-}
-
-/// Plan mode turned on or off: while on, edits and writes are refused and
-/// commands run read-only.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Planning {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// Whether plan mode is on from now on.
-    pub on: bool,
-}
-
-/// `/model NAME`: the model the requests after it ask, and its window.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelChanged {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The model the requests ask from now on.
-    pub model: String,
-    /// Its context window in tokens, from the table of known models or the one before.
-    pub window: u64,
-}
-
-/// `--effort`, `/effort`: the reasoning effort of the requests after it
-/// (none: the model's default).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EffortChanged {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
-    /// The effort asked from now on; none: the model's default.
-    #[serde(default)]
-    pub effort: Option<crate::models::Effort>,
-}
-
-/// The user let a stopped turn go on.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WentOn {
-    /// When it happened, by the shell's clock: the log's only time.
-    #[serde(with = "time::serde::rfc3339")]
-    pub at: OffsetDateTime,
 }
 
 /// Why a line was not read as a record.
