@@ -4,7 +4,6 @@
 //! Bad arguments never reach the shell: [`parse`] turns them into an error
 //! result the model can read.
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::memory::Label;
@@ -440,87 +439,7 @@ pub fn shell_timeout(asked: Option<u64>) -> u64 {
 /// Checks a call's name and arguments. The error is the text of the result
 /// the model gets (starting `error:`).
 pub fn parse(call: &ToolCall) -> Result<Tool, String> {
-    fn args<'a, T: Deserialize<'a>>(call: &'a ToolCall) -> Result<T, String> {
-        let text = if call.arguments.trim().is_empty() {
-            "{}"
-        } else {
-            call.arguments.as_str()
-        };
-        serde_json::from_str(text)
-            .map_err(|e| format!("error: bad arguments for {}: {e}", call.name))
-    }
-    #[derive(Deserialize)]
-    struct Path {
-        path: String,
-    }
-    #[derive(Deserialize)]
-    struct Read {
-        path: String,
-        offset: Option<u64>,
-        limit: Option<u64>,
-    }
-    #[derive(Deserialize)]
-    struct Grep {
-        pattern: String,
-        path: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Shell {
-        command: String,
-        timeout_s: Option<u64>,
-        #[serde(default)]
-        background: bool,
-    }
-    #[derive(Deserialize)]
-    struct Id {
-        id: String,
-    }
-    #[derive(Deserialize)]
-    struct Task {
-        description: String,
-        prompt: String,
-        subagent: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Remember {
-        label: String,
-        content: String,
-        #[serde(default)]
-        replace: bool,
-    }
-    #[derive(Deserialize)]
-    struct Progress {
-        note: String,
-        #[serde(default)]
-        met: bool,
-    }
-    #[derive(Deserialize)]
-    struct Edit {
-        path: String,
-        old_string: String,
-        new_string: String,
-        #[serde(default)]
-        replace_all: bool,
-    }
-    #[derive(Deserialize)]
-    struct Write {
-        path: String,
-        content: String,
-    }
-    #[derive(Deserialize)]
-    struct Grant {
-        path: String,
-        reason: Option<String>,
-    }
-    #[derive(Deserialize)]
-    struct Skill {
-        name: String,
-    }
-    #[derive(Deserialize)]
-    struct Fetch {
-        url: String,
-        prompt: Option<String>,
-    }
+    use arguments::*;
     let tool = match call.name.as_str() {
         "read_file" => args::<Read>(call).map(|a| Tool::ReadFile {
             path: a.path,
@@ -598,6 +517,12 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
             ))
         }
     }?;
+    nonempty(call, tool)
+}
+
+/// `tool` unless an argument it cannot do without is empty (the error
+/// names it).
+fn nonempty(call: &ToolCall, tool: Tool) -> Result<Tool, String> {
     match &tool {
         Tool::ReadFile { path, .. }
         | Tool::ListDir { path }
@@ -666,6 +591,95 @@ pub fn cut(text: &str, head: usize, tail: usize, note: &str) -> String {
         &text[..head_end],
         &text[tail_start..]
     )
+}
+
+/// The arguments of each built-in tool, as the model sends them.
+mod arguments {
+    use serde::Deserialize;
+
+    use crate::record::ToolCall;
+
+    pub(super) fn args<'a, T: Deserialize<'a>>(call: &'a ToolCall) -> Result<T, String> {
+        let text = if call.arguments.trim().is_empty() {
+            "{}"
+        } else {
+            call.arguments.as_str()
+        };
+        serde_json::from_str(text)
+            .map_err(|e| format!("error: bad arguments for {}: {e}", call.name))
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Path {
+        pub(super) path: String,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Read {
+        pub(super) path: String,
+        pub(super) offset: Option<u64>,
+        pub(super) limit: Option<u64>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Grep {
+        pub(super) pattern: String,
+        pub(super) path: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Shell {
+        pub(super) command: String,
+        pub(super) timeout_s: Option<u64>,
+        #[serde(default)]
+        pub(super) background: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Id {
+        pub(super) id: String,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Task {
+        pub(super) description: String,
+        pub(super) prompt: String,
+        pub(super) subagent: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Remember {
+        pub(super) label: String,
+        pub(super) content: String,
+        #[serde(default)]
+        pub(super) replace: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Progress {
+        pub(super) note: String,
+        #[serde(default)]
+        pub(super) met: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Edit {
+        pub(super) path: String,
+        pub(super) old_string: String,
+        pub(super) new_string: String,
+        #[serde(default)]
+        pub(super) replace_all: bool,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Write {
+        pub(super) path: String,
+        pub(super) content: String,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Grant {
+        pub(super) path: String,
+        pub(super) reason: Option<String>,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Skill {
+        pub(super) name: String,
+    }
+    #[derive(Deserialize)]
+    pub(super) struct Fetch {
+        pub(super) url: String,
+        pub(super) prompt: Option<String>,
+    }
 }
 
 #[cfg(test)]
