@@ -161,9 +161,38 @@ pub fn checked(url: &str) -> Result<(&str, &str), String> {
     Ok((scheme, host))
 }
 
+/// Whether a redirect from `from` to `to` stays on the host the fetch was
+/// allowed for: the same host, but for case and a leading `www.`. A fetch
+/// does not follow one that leaves it: the model is told the new URL, and
+/// fetching that is asked or ruled on by its own host (as Claude Code's
+/// WebFetch does), so a rule naming one site never reaches another.
+pub fn same_site(from: &str, to: &str) -> bool {
+    let host = |url| {
+        checked(url).map(|(_, h)| {
+            let h = h.to_ascii_lowercase();
+            h.strip_prefix("www.").map(str::to_owned).unwrap_or(h)
+        })
+    };
+    matches!((host(from), host(to)), (Ok(a), Ok(b)) if a == b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redirect_stays_on_its_site_only_to_the_same_host() {
+        assert!(same_site("https://docs.rs/a", "https://docs.rs/b"));
+        assert!(same_site("https://docs.rs/a", "https://www.docs.rs/b"));
+        assert!(same_site("https://WWW.Docs.rs/a", "http://docs.rs:8080/b"));
+        assert!(!same_site("https://docs.rs/a", "https://evil.example/b"));
+        assert!(!same_site(
+            "https://docs.rs/a",
+            "https://docs.rs.evil.example/"
+        ));
+        assert!(!same_site("http://127.0.0.1:9/a", "http://127.0.0.2:9/a"));
+        assert!(!same_site("https://docs.rs/a", "file:///etc/passwd"));
+    }
 
     #[test]
     fn private_addresses_are_named() {

@@ -1,7 +1,8 @@
 //! `web_fetch` (issue 44), executed: one page read over http(s) within
 //! core's bounds ([`policy::WEB_FETCH_BYTES`], [`policy::WEB_FETCH_TIMEOUT`],
-//! [`policy::WEB_FETCH_REDIRECTS`]), redirects followed one at a time so
-//! that every hop is checked as the first was: the scheme (core's
+//! [`policy::WEB_FETCH_REDIRECTS`]), redirects followed one at a time, and
+//! only on the same host ([`web::same_site`]), so that every hop is checked
+//! as the first was: the scheme (core's
 //! [`web::checked`]) and every address its host resolves to (core's
 //! [`web::private`]; a private one only when the caller's rule names the
 //! host). An HTML page becomes Markdown (`htmd`, a turndown.js port over
@@ -109,7 +110,14 @@ pub fn fetch(url: &str, bounds: Bounds, named: &dyn Fn(&str) -> bool) -> Result<
                     bounds.redirects
                 ));
             }
-            url = joined(&url, &header("location"));
+            let next = joined(&url, &header("location"));
+            if !web::same_site(&url, &next) {
+                return Err(format!(
+                    "{url} redirects to {next}, on another host: not followed; fetch {next} \
+                     to read it (its own permission applies)"
+                ));
+            }
+            url = next;
             continue;
         }
         let content_type = header("content-type");
