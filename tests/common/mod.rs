@@ -629,6 +629,12 @@ impl Running {
         wait_output(&self.stderr, &mut self.seen_err, text, within)
     }
 
+    /// What stderr held so far (all of it, after a
+    /// [`Running::wait_stderr`] that returned true).
+    pub fn stderr_seen(&self) -> String {
+        String::from_utf8_lossy(&self.seen_err).into_owned()
+    }
+
     /// Sends a signal (`INT`, `KILL`, …) with kill(1).
     pub fn signal(&self, name: &str) {
         let status = Command::new("kill")
