@@ -24,17 +24,34 @@ struct AuthServer {
 impl AuthServer {
     fn start(env: &TestEnv, extra: &[&str]) -> AuthServer {
         crate::common::require("python3");
+        let log = env.root.join("oauth.log");
+        AuthServer::spawn(
+            "python3",
+            "oauth_server.py",
+            |port| {
+                let mut args = vec![port.to_string(), log.to_string_lossy().into_owned()];
+                args.extend(extra.iter().map(|a| a.to_string()));
+                args
+            },
+            log.clone(),
+        )
+    }
+
+    /// `python script args(port)` on a free port.
+    fn spawn(
+        python: &str,
+        script: &str,
+        args: impl FnOnce(u16) -> Vec<String>,
+        log: PathBuf,
+    ) -> AuthServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
             .unwrap()
             .port();
-        let log = env.root.join("oauth.log");
-        let child = Command::new("python3")
-            .arg(repo().join("tests/e2e/mcp/oauth_server.py"))
-            .arg(port.to_string())
-            .arg(&log)
-            .args(extra)
+        let child = Command::new(python)
+            .arg(repo().join("tests/e2e/mcp").join(script))
+            .args(args(port))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -451,4 +468,93 @@ fn login_names_only_configured_http_servers() {
         "{run:?}"
     );
     assert_ne!(run.code, Some(0));
+}
+
+/// The official SDK's side (PyPI `mcp`, which `.ci/mcp-servers`
+/// installs): a FastMCP server that is its own authorization server, its
+/// metadata, registration, PKCE check and tokens the SDK's own. The login,
+/// a call, a refresh when the token is about to expire, and logout.
+#[test]
+#[ignore = "needs REVOLVE_MCP_PYTHON (.ci/mcp-servers; .ci/run runs it by name)"]
+fn real_sdk_server_login_call_refresh_and_logout() {
+    let python = match std::env::var("REVOLVE_MCP_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => panic!(
+            "needs REVOLVE_MCP_PYTHON: run `eval \"$(.ci/mcp-servers | sed 's/^/export /')\"` first (.ci/run does)"
+        ),
+    };
+    let env = TestEnv::new("mcp-oauth-sdk");
+    let server = AuthServer::spawn(
+        &python,
+        "sdk_oauth_server.py",
+        |port| vec![port.to_string()],
+        env.root.join("unused.log"),
+    );
+    configure(&env, &server);
+    let run = login(&env, &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(
+        run.stdout.starts_with("logged in to docs (scope: tools)"),
+        "{run:?}"
+    );
+    let call = |env: &TestEnv| {
+        for old in env.session_files() {
+            std::fs::remove_file(old).unwrap();
+        }
+        let script = env.root.join("script.jsonl");
+        std::fs::write(
+            &script,
+            format!(
+                "{}\n{}\n",
+                json!({"text": "", "tool_calls": [{"name": "mcp__docs__shout", "arguments": {"text": "hi"}}]}),
+                json!({"text": "Done."})
+            ),
+        )
+        .unwrap();
+        let run = env.run(
+            &[
+                "--provider",
+                "scripted",
+                "--script",
+                script.to_str().unwrap(),
+                "--allow-mcp",
+                "-p",
+                "go",
+            ],
+            "",
+        );
+        assert_eq!(run.code, Some(0), "{run:?}");
+        let results: Vec<String> = tool_results(&records(&env.only_session()))
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect();
+        assert_eq!(results, ["HI!"], "{run:?}");
+        std::fs::read_to_string(env.only_session()).unwrap()
+    };
+    let first = tokens(&env)["servers"]["docs"].clone();
+    let log = call(&env);
+    let mut edited = tokens(&env);
+    edited["servers"]["docs"]["expires_at"] = json!(1);
+    std::fs::write(tokens_file(&env), edited.to_string()).unwrap();
+    let log_after = call(&env);
+    let second = tokens(&env)["servers"]["docs"].clone();
+    assert_ne!(first["access_token"], second["access_token"]);
+    assert_ne!(first["refresh_token"], second["refresh_token"]);
+    for token in [&first, &second].iter().flat_map(|e| {
+        [
+            e["access_token"].as_str().unwrap(),
+            e["refresh_token"].as_str().unwrap(),
+        ]
+    }) {
+        assert!(!log.contains(token) && !log_after.contains(token));
+    }
+    let run = env.run(&["mcp", "logout", "docs"], "");
+    assert!(run.stdout.starts_with("logged out of docs"), "{run:?}");
+    let listed = env.run(&["mcp", "list"], "");
+    assert!(
+        listed
+            .stdout
+            .contains("needs a login (revolve mcp login docs)"),
+        "{listed:?}"
+    );
 }
