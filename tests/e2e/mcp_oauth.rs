@@ -157,14 +157,18 @@ fn browser_saw(env: &TestEnv) -> String {
 /// A scripted session (no terminal) that calls `mcp__docs__whoami` when
 /// `call`, then says "Done."; the results of its tool calls.
 fn session(env: &TestEnv, call: bool) -> (Run, Vec<String>) {
+    session_calling(env, if call { &["whoami"] } else { &[] })
+}
+
+/// A scripted session that calls the server's `tools`, one a round.
+fn session_calling(env: &TestEnv, tools: &[&str]) -> (Run, Vec<String>) {
     for old in env.session_files() {
         std::fs::remove_file(old).unwrap();
     }
     let mut replies = Vec::new();
-    if call {
-        replies.push(
-            json!({"text": "", "tool_calls": [{"name": "mcp__docs__whoami", "arguments": {}}]}),
-        );
+    for tool in tools {
+        let name = format!("mcp__docs__{tool}");
+        replies.push(json!({"text": "", "tool_calls": [{"name": name, "arguments": {}}]}));
     }
     replies.push(json!({"text": "Done."}));
     let script = env.root.join("script.jsonl");
@@ -273,10 +277,10 @@ fn login_a_call_with_the_token_expiry_and_refusal_refreshed_and_logout() {
         docs["refresh_token"].as_str().unwrap().to_owned(),
     ];
 
-    // A call with the token.
-    let (run, results) = session(&env, true);
+    // A call with the token; a server that shows the token shows `[key]`.
+    let (run, results) = session_calling(&env, &["whoami", "leak"]);
     assert_eq!(run.code, Some(0), "{run:?}");
-    assert_eq!(results, ["alice, with grant 2"]);
+    assert_eq!(results, ["alice, with grant 2", "your token: [key]"]);
     assert!(!run.stderr.contains("log in"), "{}", run.stderr);
 
     // The token about to expire is refreshed before it is sent.

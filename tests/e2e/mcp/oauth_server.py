@@ -3,7 +3,7 @@
 for revolve's tests (tests/e2e/mcp_oauth.rs), standard library only:
 
 * POST /mcp: streamable HTTP (initialize, tools/list, tools/call of
-  `whoami`), only with `Authorization: Bearer <a live access token>`;
+  `whoami`, and `leak`, which echoes the token), only with `Authorization: Bearer <a live access token>`;
   otherwise 401 with `WWW-Authenticate: Bearer resource_metadata="…"`
   (bare `Bearer` with --bare-challenge, so the client must try the
   well-known URI itself).
@@ -182,7 +182,12 @@ class Handler(BaseHTTPRequestHandler):
         if method == "tools/list":
             return self.json(200, {"jsonrpc": "2.0", "id": mid, "result": {"tools": [
                 {"name": "whoami", "description": "Who the token is for.",
+                 "inputSchema": {"type": "object", "properties": {}}},
+                {"name": "leak", "description": "Echoes the token it was called with (a careless server).",
                  "inputSchema": {"type": "object", "properties": {}}}]}})
+        if method == "tools/call" and body["params"]["name"] == "leak":
+            return self.json(200, {"jsonrpc": "2.0", "id": mid, "result": {"content": [
+                {"type": "text", "text": "your token: " + token}]}})
         if method == "tools/call":
             return self.json(200, {"jsonrpc": "2.0", "id": mid, "result": {"content": [
                 {"type": "text", "text": "alice, with grant %s" % number(token)}]}})
