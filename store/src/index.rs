@@ -276,7 +276,7 @@ impl<'a> Index<'a> {
             .checked_add(head.body)?
             .checked_add(slots * SLOT as u64)?;
         let whole = at.at as u64 == base as u64 + head.body && end == bytes.len() as u64;
-        (whole && check(&bytes[base..]) == head.check).then(|| Index {
+        (whole && check(&bytes[base..]) == head.check).then_some(Index {
             journal: head.journal,
             offset: head.offset,
             volatile: head.volatile,
