@@ -76,7 +76,7 @@ fn library(store: &Store, count: usize, name: &str) {
     let listed = store.list().expect("listing").len();
     assert_eq!(listed, count, "every session is listed");
     println!("  first listing (builds the cache): {}", ms(t.elapsed()));
-    let figures: [(&str, Figure); 4] = [
+    let figures: [(&str, Figure); 5] = [
         (
             "Store::find(None) (--continue)",
             Box::new(|| store.find(None).map(|p| p.as_os_str().len()).unwrap_or(0)),
@@ -91,8 +91,23 @@ fn library(store: &Store, count: usize, name: &str) {
             }),
         ),
         (
-            "Store::names_in_use (--name NEW)",
-            Box::new(|| store.names_in_use().map(|n| n.len()).unwrap_or(0)),
+            "Store::names_in_use, a new name asked (--name NEW)",
+            Box::new(|| {
+                store
+                    .names_in_use()
+                    .map(|n| usize::from(n.contains("fresh")))
+                    .unwrap_or(0)
+            }),
+        ),
+        (
+            "Store::recent (sessions)",
+            Box::new(|| {
+                let shown = revolve_core::policy::SESSIONS_SHOWN;
+                store
+                    .recent(shown, &mut Default::default())
+                    .map(|r| r.sessions.len())
+                    .unwrap_or(0)
+            }),
         ),
         (
             "Store::list (sessions --all)",
@@ -116,7 +131,7 @@ fn commands(env: &Env, bin: &Path, count: usize, name: &str) {
         n += 1;
         format!("fresh-{n}")
     };
-    let cases: [(&str, Case); 4] = [
+    let cases: [(&str, Case); 5] = [
         ("revolve -c", Box::new(|| args(&["-c"], &quit))),
         ("revolve -r NAME", Box::new(|| args(&["-r", name], &quit))),
         (
@@ -124,6 +139,10 @@ fn commands(env: &Env, bin: &Path, count: usize, name: &str) {
             Box::new(move || args(&["--name", &new_name()], &quit)),
         ),
         ("revolve sessions", Box::new(|| args(&["sessions"], &[]))),
+        (
+            "revolve sessions --all",
+            Box::new(|| args(&["sessions", "--all"], &[])),
+        ),
     ];
     for (what, mut make) in cases {
         let first = env.run(bin, &make());

@@ -90,15 +90,15 @@ fn main() {
 }
 
 /// How long the first line of a fence waits, from the piece that ends it
-/// to its output: the first fence in this process (it loads the syntaxes;
-/// an interactive run loads them on a thread at its start, see
-/// `repl/highlight.rs`), then a fence in a language seen before, then one
-/// in a language not seen before (its expressions compiled at its first
-/// line).
+/// to its output, and whether it came coloured: a fence in a language the
+/// runs above compiled, then another, then one in a language not seen
+/// before (compiled on a thread of its own while its lines show plain;
+/// an interactive run starts that thread for the common languages at its
+/// start, see `repl/highlight.rs`).
 fn first_lines() {
     let mut markdown = Markdown::default();
     for (what, lang) in [
-        ("the first fence of the process (rust)", "rust"),
+        ("a first fence (rust, compiled by the runs above)", "rust"),
         ("a fence in a language seen before (rust)", "rust"),
         ("a fence in a language not seen before (ruby)", "ruby"),
     ] {
@@ -109,6 +109,14 @@ fn first_lines() {
         let took = t.elapsed();
         assert!(shown.contains("comment"), "the line is shown: {shown:?}");
         markdown.push("```\n");
-        println!("first code line of {what}: shown after {}", ms(took));
+        let how = if shown.contains("\x1b[38;2;") {
+            "coloured"
+        } else {
+            "plain: its language was compiling"
+        };
+        println!(
+            "first code line of {what}: shown after {} ({how})",
+            ms(took)
+        );
     }
 }

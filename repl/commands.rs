@@ -11,6 +11,9 @@ use revolve_io::error::ReplayFault;
 
 /// `revolve sessions`: this directory's named sessions, or all of them.
 pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error> {
+    if !all && !json {
+        return recent(store);
+    }
     let mut unlisted = Unlisted::default();
     // Unnamed ones are read too: the latest (the one `-c` resumes and the
     // REPL's exit hint names) is listed even when unnamed.
@@ -42,6 +45,36 @@ pub(crate) fn sessions(store: &Store, all: bool, json: bool) -> Result<(), Error
     // The process ends after this: freeing a hundred thousand summaries
     // one by one would take longer than printing them.
     std::mem::forget(list);
+    out(&text)
+}
+
+/// `revolve sessions` as a table: the most recently active named sessions
+/// (see `Store::recent`), with how many others it left out.
+fn recent(store: &Store) -> Result<(), Error> {
+    let mut unlisted = Unlisted::default();
+    let recent = store
+        .recent(revolve_core::policy::SESSIONS_SHOWN, &mut unlisted)
+        .map_err(|e| Error::at(&store.sessions_dir(), "cannot list", e))?;
+    note_unlisted(store, &unlisted);
+    let list = view::listed_with(recent.sessions, false, recent.latest.as_deref());
+    let unnamed = list.iter().filter(|s| !s.named).count() as u64;
+    let unnamed = recent.unnamed.saturating_sub(unnamed);
+    let older = recent
+        .named
+        .saturating_sub(list.iter().filter(|s| s.named).count() as u64);
+    let text = if list.is_empty() {
+        format!(
+            "no named sessions in this directory\n{}",
+            view::left_out(unnamed as usize)
+        )
+    } else {
+        format!(
+            "{}{}{}",
+            view::listing(&list),
+            view::older_left_out(older),
+            view::left_out(unnamed as usize)
+        )
+    };
     out(&text)
 }
 

@@ -234,6 +234,13 @@ impl Markdown {
         self
     }
 
+    /// Waits for a fence's language to compile rather than show its first
+    /// lines plain: for tests that compare colours.
+    pub fn waiting_for_colour(mut self) -> Markdown {
+        self.budget.wait = true;
+        self
+    }
+
     /// A piece of the answer: the lines it completes, rendered.
     pub fn push(&mut self, text: &str) -> String {
         self.budget.begin(std::time::Instant::now());
@@ -766,7 +773,7 @@ mod tests {
 
     /// The rendering with styles shown as `<b>`, `<i>`, … for reading.
     fn shown(text: &str) -> String {
-        let mut md = Markdown::default();
+        let mut md = Markdown::default().waiting_for_colour();
         let mut out = md.push(text);
         out.push_str(&md.finish());
         out.replace(RESET, "</>")
@@ -801,7 +808,7 @@ mod tests {
 
     #[test]
     fn a_table_is_aligned_once_whole() {
-        let mut md = Markdown::default();
+        let mut md = Markdown::default().waiting_for_colour();
         assert_eq!(md.push("| a | long header |\n|---|:-:|\n"), "");
         assert_eq!(md.push("| wide cell | x |\n"), "");
         let out = md.push("after\n");
@@ -821,7 +828,7 @@ mod tests {
 
     #[test]
     fn a_code_line_shows_as_it_arrives_before_its_fence_closes() {
-        let mut md = Markdown::default();
+        let mut md = Markdown::default().waiting_for_colour();
         let out = md.push("Here:\n```rust\nfn ma");
         assert!(strip(&out).contains("```rust"), "{out:?}");
         assert!(!out.contains("fn ma"), "a line shows once whole: {out:?}");
@@ -840,14 +847,14 @@ mod tests {
     fn pieces_make_the_same_lines_as_the_whole() {
         let text = "# Head\nSome **bold** text\n| a | b |\n|---|---|\n| 1 | 2 |\n```rust\nfn main() {}\n```\nend";
         let whole = shown(text);
-        let mut md = Markdown::default();
+        let mut md = Markdown::default().waiting_for_colour();
         let mut pieces = String::new();
         for c in text.chars() {
             pieces.push_str(&md.push(&c.to_string()));
         }
         pieces.push_str(&md.finish());
         let whole_raw = {
-            let mut md = Markdown::default();
+            let mut md = Markdown::default().waiting_for_colour();
             let mut s = md.push(text);
             s.push_str(&md.finish());
             s
@@ -920,7 +927,7 @@ mod tests {
 
     #[test]
     fn without_colour_the_layout_stays() {
-        let mut coloured = Markdown::new(Some(w40), true);
+        let mut coloured = Markdown::new(Some(w40), true).waiting_for_colour();
         let mut with = coloured.push(LONG);
         with.push_str(&coloured.finish());
         let (without, _) = at(w40, LONG);

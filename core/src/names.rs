@@ -58,6 +58,27 @@ pub fn allocate(used: &impl Used) -> String {
     unreachable!("an unbounded sequence of distinct names has a free one")
 }
 
+/// The names [`allocate`] passes over in `used` before the free one it
+/// returns: all the core needs to be told to allocate the same name.
+pub fn taken_before(used: &impl Used) -> BTreeSet<String> {
+    let free = allocate(used);
+    let mut taken = BTreeSet::new();
+    for round in 1u64.. {
+        for w in WORDS {
+            let name = if round > 1 {
+                format!("{w}-{round}")
+            } else {
+                w.to_owned()
+            };
+            if name == free {
+                return taken;
+            }
+            taken.insert(name);
+        }
+    }
+    taken
+}
+
 /// Why a name cannot be used.
 #[derive(Debug, PartialEq, Eq)]
 pub enum BadName {
@@ -178,6 +199,16 @@ mod tests {
         assert_eq!(allocate(&used), "birch");
         used.extend(WORDS.iter().map(|w| w.to_string()));
         assert_eq!(allocate(&used), "amber-2");
+    }
+
+    #[test]
+    fn taken_before_allocates_the_same_name() {
+        let mut used = BTreeSet::new();
+        assert!(taken_before(&used).is_empty());
+        used.extend(["amber", "cedar", "zzz"].map(str::to_owned));
+        let taken = taken_before(&used);
+        assert_eq!(taken, BTreeSet::from(["amber".to_owned()]));
+        assert_eq!(allocate(&taken), allocate(&used));
     }
 
     #[test]

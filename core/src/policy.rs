@@ -108,6 +108,13 @@ pub const REPO_FILE_CAP: u64 = 256 * 1024;
 /// of sessions (about 300 bytes each), so this bounds reading, not users.
 pub const INDEX_CAP: u64 = 1024 * 1024 * 1024;
 
+/// How many named sessions `revolve sessions` shows, the most recently
+/// active first (with the latest session and the subagents of those
+/// shown); the rest are counted in a closing line, and `--all` lists
+/// every one. A listing this long is read from the index's head alone,
+/// whatever the number of sessions.
+pub const SESSIONS_SHOWN: usize = 50;
+
 // ---------------------------------------------------------------------------
 // Model requests
 

@@ -134,6 +134,30 @@ pub fn listed_with(mut sessions: Vec<Summary>, all: bool, latest: Option<&str>) 
     listed(sessions, true)
 }
 
+/// Of `sessions` (a directory's, none a compaction continued), the ones
+/// `revolve sessions` shows without `--all`: the `shown` most recently
+/// active named ones, the one `latest` names, and the subagents' sessions
+/// of these ([`listed_with`] then orders them and keeps the latest only
+/// when it has a name). The rest are counted, not listed: a directory
+/// can hold a hundred thousand sessions.
+pub fn recent(mut sessions: Vec<Summary>, shown: usize, latest: Option<&str>) -> Vec<Summary> {
+    let mut named: Vec<&Summary> = sessions.iter().filter(|s| s.named).collect();
+    named.sort_unstable_by(|a, b| {
+        b.last_activity
+            .cmp(&a.last_activity)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    let kept: std::collections::BTreeSet<String> = named
+        .iter()
+        .take(shown)
+        .map(|s| s.id.clone())
+        .chain(latest.map(str::to_owned))
+        .collect();
+    sessions
+        .retain(|s| kept.contains(&s.id) || s.parent.as_ref().is_some_and(|p| kept.contains(p)));
+    sessions
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +199,25 @@ mod tests {
             ["lost", "birch", "amber", "k1", "k2"]
         );
         assert_eq!(crate::names::latest(&sessions).unwrap().id, "birch");
+    }
+
+    #[test]
+    fn recent_keeps_the_newest_named_the_latest_and_their_children() {
+        let sessions = vec![
+            session("amber", true, None, 1),
+            session("k1", false, Some("amber"), 5),
+            session("birch", true, None, 3),
+            session("cedar", true, None, 2),
+            session("loose", false, None, 4),
+            session("k2", false, Some("cedar"), 6),
+        ];
+        let ids = |list: Vec<Summary>| list.into_iter().map(|s| s.id).collect::<Vec<_>>();
+        // The two newest named, and the latest unnamed one.
+        assert_eq!(
+            ids(recent(sessions.clone(), 2, Some("loose"))),
+            ["birch", "cedar", "loose", "k2"]
+        );
+        assert_eq!(ids(recent(sessions.clone(), 1, None)), ["birch"]);
+        assert_eq!(ids(recent(sessions.clone(), 50, None)).len(), 5);
     }
 }

@@ -95,6 +95,13 @@ impl Store {
     /// the newest of all. Only these are made summaries: at 100,000
     /// sessions, making one of each was most of a `--continue`.
     fn candidates(&self, needle: Option<&str>) -> io::Result<Vec<Summary>> {
+        // Without reading the whole cache, when it can say (see [`quick`]).
+        if let Some(found) = self.quick().and_then(|q| match needle {
+            Some(n) => q.matching(n),
+            None => q.latest(),
+        }) {
+            return Ok(found);
+        }
         let dir_text = self.sessions_dir().to_string_lossy().into_owned();
         let path = |name: &str| format!("{dir_text}/{name}");
         let mut out = Vec::new();
@@ -360,11 +367,32 @@ impl Store {
             .collect()
     }
 
-    /// Names this directory's sessions use, on disk or running. (Names
-    /// only: no summary is built. A hash set: ten thousand names went into
-    /// an ordered set in 2.4 ms.)
+    /// Names this directory's sessions use, on disk or running, asked one
+    /// name at a time: from the cache's table of names when it can say
+    /// (see [`quick`]), else from a listing.
     pub fn names_in_use(&self) -> io::Result<Names> {
-        let mut used = Names::default();
+        let running = self.running().into_iter().filter_map(|r| r.name).collect();
+        match self.quick() {
+            Some(quick) => Ok(Names {
+                running,
+                quick: Some(Box::new(quick)),
+                store: Some(self.clone()),
+                all: std::sync::OnceLock::new(),
+                asked: Default::default(),
+            }),
+            None => Ok(Names {
+                running,
+                quick: None,
+                store: None,
+                all: std::sync::OnceLock::from(self.names_listed()?),
+                asked: Default::default(),
+            }),
+        }
+    }
+
+    /// The names of this directory's session files, from a listing.
+    fn names_listed(&self) -> io::Result<FxHashSet<String>> {
+        let mut used = FxHashSet::default();
         self.scan(&mut Unlisted::default(), |row, _, _| {
             if let Some(name) = &row.name {
                 if !used.contains(&**name) {
@@ -372,8 +400,29 @@ impl Store {
                 }
             }
         })?;
-        used.extend(self.running().into_iter().filter_map(|r| r.name));
         Ok(used)
+    }
+
+    /// What `revolve sessions` shows: of this directory's sessions that no
+    /// compaction continued, the `shown` most recently active named ones,
+    /// the latest (as `revolve_core::names::latest` picks it) and the
+    /// subagents' sessions of these, with how many named and unnamed ones
+    /// there are in all; read from the cache's head when it can say (see
+    /// [`quick`]), else from a listing.
+    pub fn recent(&self, shown: usize, unlisted: &mut Unlisted) -> io::Result<Recent> {
+        if let Some(recent) = self.quick().and_then(|q| q.recent(shown, unlisted)) {
+            return Ok(recent);
+        }
+        let list = self.list_noting(|_, continued| !continued, unlisted)?;
+        let latest = revolve_core::names::latest(&list).map(|s| s.id.clone());
+        let named = list.iter().filter(|s| s.named).count() as u64;
+        let unnamed = list.len() as u64 - named;
+        Ok(Recent {
+            sessions: revolve_core::summary::recent(list, shown, latest.as_deref()),
+            latest,
+            named,
+            unnamed,
+        })
     }
 
     /// Starts a new session file. Under the naming lock, `header` gets its
@@ -500,8 +549,72 @@ impl Unlisted {
     }
 }
 
-/// The names in use in a directory (see [`Store::names_in_use`]).
-pub type Names = FxHashSet<String>;
+/// The names in use in a directory (see [`Store::names_in_use`]): the
+/// running sessions', and the session files' looked up in the cache one
+/// at a time (or all of them, read by a listing).
+#[derive(Debug)]
+pub struct Names {
+    running: FxHashSet<String>,
+    quick: Option<Box<Quick>>,
+    /// For a listing when the cache cannot be read after all.
+    store: Option<Store>,
+    /// Every session file's name, once listed.
+    all: std::sync::OnceLock<FxHashSet<String>>,
+    /// How many names were asked about.
+    asked: std::cell::Cell<usize>,
+}
+
+/// How many names [`Names`] looks up one by one before it reads them all.
+const LOOKUPS: usize = 64; // not policy: when a listing is cheaper
+
+impl Names {
+    /// Whether a session of this directory, running or on disk, has `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        if self.running.contains(name) {
+            return true;
+        }
+        if let Some(used) = self.all.get() {
+            return used.contains(name);
+        }
+        // A lookup is a binary search of the cache; past a few dozen (a
+        // generated name among thousands taken) every name is read once.
+        self.asked.set(self.asked.get() + 1);
+        if self.asked.get() <= LOOKUPS {
+            if let Some(used) = self.quick.as_ref().and_then(|q| q.uses(name)) {
+                return used;
+            }
+        }
+        // Many asked, or the cache went away under us: the long way, once.
+        // A folder that cannot be listed now could not be written either.
+        let listed = || {
+            self.store
+                .as_ref()
+                .and_then(|s| s.names_listed().ok())
+                .unwrap_or_default()
+        };
+        self.all.get_or_init(listed).contains(name)
+    }
+}
+
+impl revolve_core::names::Used for Names {
+    fn contains_name(&self, name: &str) -> bool {
+        self.contains(name)
+    }
+}
+
+/// What `revolve sessions` shows (see [`Store::recent`]).
+#[derive(Debug, Default)]
+pub struct Recent {
+    /// The sessions to list (a superset: `revolve_core::summary::listed_with`
+    /// orders and keeps them).
+    pub sessions: Vec<Summary>,
+    /// The id of the latest session, the one `--continue` resumes.
+    pub latest: Option<String>,
+    /// How many named sessions there are.
+    pub named: u64,
+    /// How many unnamed sessions there are.
+    pub unnamed: u64,
+}
 
 /// Why a new session could not be created.
 #[derive(Debug)]
@@ -630,7 +743,9 @@ fn starts_compacted(path: &Path) -> bool {
         .is_some_and(|l| l.starts_with("{\"type\":\"compacted\""))
 }
 
+mod quick;
 mod scan;
+use quick::Quick;
 use scan::*;
 
 #[cfg(test)]

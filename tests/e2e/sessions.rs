@@ -263,3 +263,146 @@ fn the_index_is_built_again_when_damaged_deleted_or_stale() {
     );
     assert_eq!(resumed.code, Some(0), "{resumed:?}");
 }
+
+/// `--resume NAME`, `--continue`, a name in use and `revolve sessions`
+/// answer from the index's head and tables without reading it whole; when
+/// it is damaged, cut short, deleted or stale they give the right answer
+/// all the same, and the index is written again.
+#[test]
+fn the_quick_answers_are_right_whatever_became_of_the_index() {
+    let server = FakeServer::start(vec![
+        FakeReply::text("One."),
+        FakeReply::text("Two."),
+        FakeReply::text("Three."),
+    ])
+    .unwrap();
+    let url = server.url();
+    let env = TestEnv::new("quick-index");
+    for name in ["alpha", "beta", "gamma"] {
+        let run = env.run(&["--base-url", url.as_str(), "--name", name], "hi\n");
+        assert_eq!(run.code, Some(0), "{run:?}");
+    }
+    let table = |env: &TestEnv| {
+        let out = env.ok(&["sessions"]).stdout;
+        let mut names: Vec<String> = out
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(table(&env), ["alpha", "beta", "gamma"]);
+    let files = env.session_files();
+    let dir = files[0].parent().unwrap().to_path_buf();
+    let index = dir.join(".index");
+    let whole = std::fs::read(&index).expect("a listing writes the index");
+    let file_of = |name: &str| {
+        env.session_files()
+            .into_iter()
+            .find(|f| records(f)[0]["name"] == name)
+            .unwrap()
+    };
+    let beta = file_of("beta");
+    let quit = ["--base-url", url.as_str(), "-p", "/quit"];
+    let mut middle = whole.clone();
+    let at = whole.len() / 2;
+    middle[at] ^= 0x55;
+    let damages: [(&str, Option<Vec<u8>>); 4] = [
+        ("as written", Some(whole.clone())),
+        ("damaged in the middle", Some(middle)),
+        ("cut short", Some(whole[..whole.len() - 7].to_vec())),
+        ("deleted", None),
+    ];
+    for (what, bytes) in damages {
+        match &bytes {
+            Some(bytes) => std::fs::write(&index, bytes).unwrap(),
+            None => std::fs::remove_file(&index).unwrap(),
+        }
+        // Resumed by name: the file of that name.
+        let run = env.run(&[&["-r", "beta"][..], &quit].concat(), "");
+        assert_eq!(run.code, Some(0), "{what}: {run:?}");
+        assert!(run.stderr.contains("resumed beta"), "{what}: {run:?}");
+        // A name in use is refused.
+        let run = env.run(
+            &["--base-url", url.as_str(), "--name", "gamma", "-p", "x"],
+            "",
+        );
+        assert_ne!(run.code, Some(0), "{what}: {run:?}");
+        assert!(
+            run.stderr
+                .contains("another session of this directory has that name"),
+            "{what}: {run:?}"
+        );
+        assert_eq!(table(&env), ["alpha", "beta", "gamma"], "{what}");
+        // `--continue`: the one resumed last.
+        let run = env.run(&[&["-c"][..], &quit].concat(), "");
+        assert!(run.stderr.contains("resumed beta"), "{what}: {run:?}");
+        env.ok(&["sessions", "--all"]);
+        let now = std::fs::read(&index).expect("written again");
+        if what != "as written" {
+            assert_ne!(Some(now), bytes, "{what}: written again");
+        }
+    }
+    // Stale: beta removed behind revolve's back, delta copied in.
+    std::fs::remove_file(&beta).unwrap();
+    let gamma = file_of("gamma");
+    let id = records(&gamma)[0]["id"].as_str().unwrap().to_owned();
+    let copied = std::fs::read_to_string(&gamma)
+        .unwrap()
+        .replace("\"gamma\"", "\"delta\"")
+        .replace(&id, "20261202-100000-c0ffee");
+    std::fs::write(dir.join("20261202-100000-c0ffee.jsonl"), copied).unwrap();
+    let run = env.run(&[&["-c"][..], &quit].concat(), "");
+    assert!(run.stderr.contains("resumed delta"), "{run:?}");
+    assert_eq!(table(&env), ["alpha", "delta", "gamma"]);
+    let run = env.run(&[&["-r", "beta"][..], &quit].concat(), "");
+    assert_ne!(run.code, Some(0), "beta is gone: {run:?}");
+}
+
+/// `revolve sessions` shows the 50 most recently active named sessions
+/// and counts the older ones; `--all` lists them all.
+#[test]
+fn sessions_shows_the_newest_named_and_counts_the_rest() {
+    let server = FakeServer::start(vec![FakeReply::text("One.")]).unwrap();
+    let env = TestEnv::new("sessions-many");
+    let run = env.run(
+        &["--base-url", server.url().as_str(), "--name", "s0"],
+        "hi\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let first = env.only_session();
+    let dir = first.parent().unwrap().to_path_buf();
+    let text = std::fs::read_to_string(&first).unwrap();
+    let id = records(&first)[0]["id"].as_str().unwrap().to_owned();
+    let base = datetime!(2026-12-02 10:00 UTC);
+    touch(&first, base);
+    for i in 1..60 {
+        let path = dir.join(format!("20261202-1000{i:02}-c0ffee.jsonl"));
+        let copy = text
+            .replace("\"s0\"", &format!("\"s{i}\""))
+            .replace(&id, &format!("20261202-1000{i:02}-c0ffee"));
+        std::fs::write(&path, copy).unwrap();
+        touch(&path, base + time::Duration::minutes(i));
+    }
+    let out = env.ok(&["sessions"]).stdout;
+    let rows: Vec<&str> = out.lines().skip(1).take(50).collect();
+    assert_eq!(
+        rows.first().unwrap().split_whitespace().next(),
+        Some("s59"),
+        "{out}"
+    );
+    assert_eq!(
+        rows.last().unwrap().split_whitespace().next(),
+        Some("s10"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("\n10 older named sessions not shown: revolve sessions --all lists them\n"),
+        "{out}"
+    );
+    // Asked again, from the index's head alone: the same.
+    assert_eq!(env.ok(&["sessions"]).stdout, out);
+    let all = env.ok(&["sessions", "--all"]).stdout;
+    assert_eq!(all.lines().count(), 61, "{all}");
+}

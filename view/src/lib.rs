@@ -717,6 +717,16 @@ pub fn left_out(unnamed: usize) -> String {
     }
 }
 
+/// The line `revolve sessions` says when it showed only the most recent
+/// named sessions: how many older ones it left out (nothing when none).
+pub fn older_left_out(named: u64) -> String {
+    match named {
+        0 => String::new(),
+        1 => "1 older named session not shown: revolve sessions --all lists it\n".to_owned(),
+        n => format!("{n} older named sessions not shown: revolve sessions --all lists them\n"),
+    }
+}
+
 /// The listing table, one session a line, in the order given (see
 /// [`listed`]).
 pub fn listing(sessions: &[Summary]) -> String {

@@ -240,13 +240,15 @@ impl<F: Front> Live<F> {
     /// Its inbox and its entry among the running sessions follow the name.
     pub fn rename(&mut self, name: String) -> Result<Outcome, Error> {
         let _naming = self.store.naming().map_err(Error::store)?;
-        let mut used = self.store.names_in_use().map_err(Error::store)?;
-        if let Some(own) = &self.state().name() {
-            used.remove(own);
-        }
+        let names = self.store.names_in_use().map_err(Error::store)?;
+        // The core asks only about this name; its own is not another's.
+        let own = self.state().name();
+        let used = std::iter::once(name.clone())
+            .filter(|n| own.as_ref() != Some(n) && names.contains(n))
+            .collect();
         let outcome = self.drive(Input::User(UserInput::Rename {
             name,
-            used: used.into_iter().collect(),
+            used,
             now: clock::now(),
         }))?;
         self.inbox = inbox_of(&self.store, self.state().name().as_deref());
@@ -266,9 +268,9 @@ impl<F: Front> Live<F> {
             return Ok(Outcome::Done);
         }
         let _naming = self.store.naming().map_err(Error::store)?;
-        let used = self.store.names_in_use().map_err(Error::store)?;
+        let names = self.store.names_in_use().map_err(Error::store)?;
         let outcome = self.drive(Input::User(UserInput::Address {
-            used: used.into_iter().collect(),
+            used: revolve_core::names::taken_before(&names),
             now: clock::now(),
         }))?;
         self.inbox = inbox_of(&self.store, self.state().name().as_deref());

@@ -520,3 +520,245 @@ fn find_chooses_as_the_core_does_over_the_whole_listing() {
         }
     }
 }
+
+/// What the quick answers (see [`quick`]) say against what a listing
+/// says of the same folder, as `revolve_core` chooses over it.
+fn quick_agrees(store: &Store, needles: &[&str]) {
+    let all = store.list().unwrap();
+    let quick = store.quick().expect("the cache just written answers");
+    let path = |s: &Summary| s.path.clone();
+    let latest = revolve_core::names::latest(&all).map(path);
+    let chosen = quick.latest().unwrap();
+    assert_eq!(revolve_core::names::latest(&chosen).map(path), latest);
+    // An ambiguous prefix's ids, in any order.
+    let sorted = |p: Result<String, revolve_core::names::Pick>| {
+        p.map_err(|e| match e {
+            revolve_core::names::Pick::Ambiguous(mut ids) => {
+                ids.sort();
+                ids
+            }
+            revolve_core::names::Pick::None => Vec::new(),
+        })
+    };
+    for needle in needles {
+        let core = sorted(revolve_core::names::pick(needle, &all).map(path));
+        let found = quick.matching(needle).unwrap();
+        assert_eq!(
+            sorted(revolve_core::names::pick(needle, &found).map(path)),
+            core,
+            "{needle}"
+        );
+        let used = all.iter().any(|s| s.name.as_deref() == Some(needle));
+        assert_eq!(quick.uses(needle), Some(used), "{needle} in use");
+    }
+    let slow = |shown| {
+        let open: Vec<Summary> = all
+            .iter()
+            .filter(|s| s.continued.is_none())
+            .cloned()
+            .collect();
+        let latest = revolve_core::names::latest(&open).map(|s| s.id.clone());
+        let named = open.iter().filter(|s| s.named).count() as u64;
+        let unnamed = open.len() as u64 - named;
+        let list = revolve_core::summary::recent(open, shown, latest.as_deref());
+        let list = revolve_core::summary::listed_with(list, false, latest.as_deref());
+        (list, named, unnamed)
+    };
+    for shown in [1, 2, 50] {
+        let recent = quick.recent(shown, &mut Unlisted::default()).unwrap();
+        let list = revolve_core::summary::listed_with(
+            revolve_core::summary::recent(recent.sessions, shown, recent.latest.as_deref()),
+            false,
+            recent.latest.as_deref(),
+        );
+        assert_eq!((list, recent.named, recent.unnamed), slow(shown), "{shown}");
+    }
+}
+
+/// A session file written by hand: its id, name, turns and parent.
+fn session(store: &Store, id: &str, name: Option<&str>, turns: u64, parent: Option<&str>) {
+    let mut h = header(store, id);
+    h.name = name.map(str::to_owned);
+    h.named = name.is_some_and(|n| !n.starts_with("gen"));
+    let mut w = LogWriter::create(&store.path_of(id)).unwrap();
+    w.append(&Record::Header(h)).unwrap();
+    if let Some(parent) = parent {
+        w.append(&Record::Spawned(revolve_core::record::Spawned {
+            at: time::macros::datetime!(2026-12-02 10:00 UTC),
+            parent: parent.into(),
+            call: "call".into(),
+            subagent: None,
+            tools: Vec::new(),
+        }))
+        .unwrap();
+    }
+    if turns > 0 {
+        w.append(&totals(turns)).unwrap();
+    }
+}
+
+#[test]
+fn the_quick_answers_are_a_listings_through_every_change() {
+    let store = store("quick");
+    let needles = ["db", "a", "a1", "b", "b2", "web", "gen1", "k", "x", "api"];
+    for (id, name, turns, parent) in [
+        ("a1", Some("db"), 1, None),
+        ("a2", Some("db"), 2, None),
+        ("b1", Some("web"), 0, None),
+        ("b2", Some("gen1"), 3, None),
+        ("k1", None, 1, Some("a2")),
+        ("k2", Some("kid"), 0, Some("b2")),
+        ("c1", None, 0, None),
+    ] {
+        session(&store, id, name, turns, parent);
+        // Distinct modification times, in this order.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    quick_agrees(&store, &needles);
+    // Claimed and written since: read again, the rest from the cache.
+    {
+        let _claim = store.claim("a1", None).unwrap();
+        LogWriter::open(&store.path_of("a1"))
+            .unwrap()
+            .append(&totals(5))
+            .unwrap();
+    }
+    assert!(store.quick().unwrap().stale.contains("a1.jsonl"));
+    quick_agrees(&store, &needles);
+    // Made through the store, and removed through it.
+    let (mut w, claim, _) = store.create(header(&store, "d1"), named("api")).unwrap();
+    w.append(&totals(1)).unwrap();
+    drop((w, claim));
+    assert!(store.remove(&store.path_of("b1"), Some(&store.naming().unwrap())));
+    let quick = store.quick().expect("journaled changes only");
+    assert!(quick.stale.contains("d1.jsonl") && quick.stale.contains("b1.jsonl"));
+    quick_agrees(&store, &needles);
+    // A running session's file, written while it runs.
+    let claim = store.claim("b2", None).unwrap();
+    LogWriter::open(&store.path_of("b2"))
+        .unwrap()
+        .append(&totals(9))
+        .unwrap();
+    quick_agrees(&store, &needles);
+    drop(claim);
+    // Claimed and unchanged: its entry stands.
+    drop(store.claim("a2", None).unwrap());
+    assert!(!store.quick().unwrap().stale.contains("a2.jsonl"));
+    // More changed files than the quick answers read: the long way,
+    // which writes the cache again, after which they answer.
+    let many: Vec<String> = (0..=quick::QUICK_MAX).map(|i| format!("z{i}")).collect();
+    for id in &many {
+        session(&store, id, None, 1, None);
+    }
+    quick_agrees(&store, &needles);
+    for id in &many {
+        let _claim = store.claim(id, None).unwrap();
+        LogWriter::open(&store.path_of(id))
+            .unwrap()
+            .append(&totals(2))
+            .unwrap();
+    }
+    assert!(store.quick().is_none());
+    quick_agrees(&store, &needles);
+}
+
+#[test]
+fn the_quick_answers_refuse_a_damaged_or_stale_cache_and_it_is_built_again() {
+    let store = store("quick-damaged");
+    for (id, name) in [("a1", "db"), ("a2", "web"), ("a3", "api")] {
+        let (mut w, claim, _) = store.create(header(&store, id), named(name)).unwrap();
+        w.append(&totals(1)).unwrap();
+        drop((w, claim));
+    }
+    let cache = store.sessions_dir().join(index::FILE);
+    let needles = ["db", "web", "a", "a3", "x"];
+    quick_agrees(&store, &needles);
+    // Damaged in its head, its body, its tables; cut short; deleted.
+    let whole = std::fs::read(&cache).unwrap();
+    let body = index::head_len(&whole).unwrap();
+    for (what, bytes) in [
+        ("head", {
+            let mut b = whole.clone();
+            b[40] ^= 0xff;
+            b
+        }),
+        ("body", {
+            let mut b = whole.clone();
+            b[body + 2] = 0xff;
+            b
+        }),
+        ("a table", {
+            let mut b = whole.clone();
+            let n = b.len();
+            b[n - 3] = 0x7f;
+            b
+        }),
+        ("cut short", whole[..whole.len() - 5].to_vec()),
+    ] {
+        std::fs::write(&cache, &bytes).unwrap();
+        // Whatever the quick answers make of it, they never name a
+        // session that is not there, and the next listing mends it.
+        if let Some(quick) = store.quick() {
+            for needle in needles {
+                for found in quick.matching(needle).unwrap_or_default() {
+                    assert!(Path::new(&found.path).exists(), "{what}: {found:?}");
+                }
+            }
+        }
+        assert_eq!(ids(&store), ["a1", "a2", "a3"], "{what}");
+        quick_agrees(&store, &needles);
+    }
+    std::fs::remove_file(&cache).unwrap();
+    assert!(store.quick().is_none(), "deleted");
+    assert_eq!(store.find(Some("web")).unwrap(), store.path_of("a2"));
+    assert!(store.names_in_use().unwrap().contains("api"));
+    quick_agrees(&store, &needles);
+    // Stale: a file made by hand under a name that is not its id's, and
+    // one removed by hand, no journal line.
+    let copy = store.sessions_dir().join("copy.jsonl");
+    session(&store, "q7", Some("odd"), 1, None);
+    std::fs::rename(store.path_of("q7"), &copy).unwrap();
+    std::fs::remove_file(store.path_of("a3")).unwrap();
+    assert!(
+        store.quick().is_none(),
+        "the folder changed behind revolve's back"
+    );
+    assert_eq!(store.find(None).unwrap(), copy);
+    assert!(!store.names_in_use().unwrap().contains("api"));
+    assert!(store.quick().is_some(), "built again");
+    assert_eq!(store.find(Some("q7")).unwrap(), copy, "by its id");
+    quick_agrees(&store, &["db", "a1", "q7", "q", "odd", "api"]);
+}
+
+#[test]
+fn a_generated_name_among_many_taken_is_the_one_a_listing_gives() {
+    let store = store("many-names");
+    // The first 70 candidates taken: the 71st lookup reads every name.
+    let taken: Vec<String> = revolve_core::names::WORDS
+        .iter()
+        .map(|w| w.to_string())
+        .chain(revolve_core::names::WORDS.iter().map(|w| format!("{w}-2")))
+        .take(70)
+        .collect();
+    for (i, name) in taken.iter().enumerate() {
+        // Generated names (unlisted), as the REPL gives them.
+        let mut h = header(&store, &format!("s{i}"));
+        h.name = Some(name.clone());
+        let mut w = LogWriter::create(&store.path_of(&format!("s{i}"))).unwrap();
+        w.append(&Record::Header(h)).unwrap();
+    }
+    store.list().unwrap();
+    assert!(store.quick().is_some());
+    let names = store.names_in_use().unwrap();
+    let all: std::collections::BTreeSet<String> = store
+        .list()
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.name)
+        .collect();
+    assert_eq!(
+        revolve_core::names::allocate(&names),
+        revolve_core::names::allocate(&all)
+    );
+    assert_eq!(revolve_core::names::allocate(&names), "willow-2");
+}
