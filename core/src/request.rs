@@ -404,8 +404,9 @@ enum Elements {
         thinking: bool,
     },
     /// Gemini: runs of consecutive messages of one role, each one
-    /// `contents` element (see [`gemini`]).
-    Gemini { history: Shared },
+    /// `contents` element (see [`gemini`]); with `vouch`, a step's first
+    /// call without a signature gets Gemini 3's stand-in.
+    Gemini { history: Shared, vouch: bool },
     /// None: a body given whole ([`Body::from`] a text).
     Whole,
 }
@@ -461,7 +462,8 @@ impl Body {
             }
             Wire::Gemini => {
                 let outer = gemini::outer(model, system, shape);
-                return Body::around(&outer, Elements::Gemini { history });
+                let vouch = gemini::validates(model);
+                return Body::around(&outer, Elements::Gemini { history, vouch });
             }
         };
         if let Some(limit) = shape.limit {
@@ -491,7 +493,7 @@ impl Body {
         let pictures = match &elements {
             Elements::OpenAi { history, .. }
             | Elements::Anthropic { history, .. }
-            | Elements::Gemini { history } => history
+            | Elements::Gemini { history, .. } => history
                 .get()
                 .iter()
                 .flat_map(|m| &m.images)
@@ -620,7 +622,9 @@ impl Body {
                 marked,
                 thinking,
             } => Cursor::Anthropic(Runs::new(history.get(), *marked, *thinking)),
-            Elements::Gemini { history } => Cursor::Gemini(gemini::Contents::new(history.get())),
+            Elements::Gemini { history, vouch } => {
+                Cursor::Gemini(gemini::Contents::new(history.get(), *vouch))
+            }
             Elements::Whole => Cursor::Done,
         }
     }
@@ -651,7 +655,9 @@ impl Body {
                 marked,
                 thinking,
             } => Box::new(Runs::new(history.get(), *marked, *thinking)),
-            Elements::Gemini { history } => Box::new(gemini::Contents::new(history.get())),
+            Elements::Gemini { history, vouch } => {
+                Box::new(gemini::Contents::new(history.get(), *vouch))
+            }
             Elements::Whole => Box::new(std::iter::empty()),
         }
     }

@@ -14,7 +14,8 @@
 //!   server remembers them, and refuses (`400 INVALID_ARGUMENT`, the
 //!   API's words) a request whose current turn (the model contents after
 //!   the last user content holding text) has a call step whose first
-//!   `functionCall` part lacks the signature it was given.
+//!   `functionCall` part lacks the signature it was given (or the
+//!   documented stand-in for calls the model did not make, [`STAND_IN`]).
 //! * `…:countTokens` answers `{"totalTokens": N}`, N the counted request
 //!   body's bytes over the [`crate::Limit`]'s bytes a token (four without
 //!   one), and takes no scripted reply.
@@ -29,6 +30,9 @@ pub const MISSING_SIGNATURE: &str =
     "Function call is missing a thought_signature in functionCall parts. This is required for \
      tools to work correctly, and missing thought_signature may lead to degraded model \
      performance.";
+
+/// The signature the API takes for calls the model did not make.
+pub const STAND_IN: &str = "skip_thought_signature_validator";
 
 /// An error body of the API.
 pub fn error(code: u16, message: &str, status: &str) -> String {
@@ -166,7 +170,7 @@ pub fn check(body: &str, given: &[String]) -> Result<(), String> {
         };
         let signed = first["thoughtSignature"]
             .as_str()
-            .is_some_and(|s| given.iter().any(|g| g == s));
+            .is_some_and(|s| s == STAND_IN || given.iter().any(|g| g == s));
         if !signed {
             let name = first["functionCall"]["name"].as_str().unwrap_or("");
             return Err(format!(

@@ -27,7 +27,10 @@
 //! * Thought signatures ([`Thinking::ThoughtSignature`]) go back on the
 //!   part they came on: a call's on its `functionCall` part, the text's on
 //!   the text part (an empty one when the answer had no text). Gemini 3
-//!   refuses a turn's calls without theirs (`400`).
+//!   refuses a turn's calls without theirs (`400`): for Gemini 3 models
+//!   ([`validates`]), an answer whose first call has none (an answer of
+//!   another model, before a `/model` switch) gets [`STAND_IN`], the
+//!   value Google documents for calls the model did not make.
 //! * The model is in the URL, not the body; the effort asks
 //!   `thinkingConfig` of the models that think ([`thinks`]): Gemini 3's
 //!   `thinkingLevel`, 2.5's `thinkingBudget` (the effort's
@@ -44,6 +47,17 @@ use crate::tools;
 /// The id of the call at `index` (from 0) of the answer to request `seq`.
 pub fn call_id(seq: u64, index: usize) -> String {
     format!("gemini_{seq}_{index}")
+}
+
+/// The signature Gemini 3 takes for a call it did not make itself (a
+/// turn of another model): Google's documented way past its check
+/// ("thought signatures", "transferring a conversation from another
+/// model"), which the SDKs and gateways send the same.
+pub const STAND_IN: &str = "skip_thought_signature_validator";
+
+/// Whether `model` checks its calls' signatures: Gemini 3 and later.
+pub fn validates(model: &str) -> bool {
+    version(model).is_some_and(|v| v >= (3, 0))
 }
 
 /// Whether `model` thinks, and so takes a `thinkingConfig`: Gemini 2.5
@@ -244,11 +258,17 @@ fn strings(v: &Value) -> Option<Value> {
 pub(super) struct Contents<'a> {
     history: &'a [Message],
     next: usize,
+    /// A step's first call without a signature gets [`STAND_IN`].
+    vouch: bool,
 }
 
 impl<'a> Contents<'a> {
-    pub(super) fn new(history: &'a [Message]) -> Contents<'a> {
-        Contents { history, next: 0 }
+    pub(super) fn new(history: &'a [Message], vouch: bool) -> Contents<'a> {
+        Contents {
+            history,
+            next: 0,
+            vouch,
+        }
     }
 
     /// A message's role on the wire, `None` when it has no part.
@@ -287,7 +307,7 @@ impl<'a> Contents<'a> {
                         pictures.push(m);
                     }
                 }
-                Role::Assistant => parts.extend(answer(m)),
+                Role::Assistant => parts.extend(answer(m, self.vouch)),
             }
         }
         flush(&mut parts, &mut pictures);
@@ -341,8 +361,9 @@ fn inline(image: &Image) -> Value {
 }
 
 /// An answer's parts: its text (with the text's signature), then its
-/// calls (each with its own).
-fn answer(m: &Message) -> Vec<Value> {
+/// calls (each with its own; with `vouch`, the first one [`STAND_IN`]
+/// when the answer has none).
+fn answer(m: &Message, vouch: bool) -> Vec<Value> {
     let signature = |call: Option<&str>| {
         m.thinking.iter().find_map(|t| match t {
             Thinking::ThoughtSignature { signature, call: c } if c.as_deref() == call => {
@@ -360,7 +381,11 @@ fn answer(m: &Message) -> Vec<Value> {
         }
         parts.push(part);
     }
-    for c in &m.tool_calls {
+    let unsigned = !m
+        .thinking
+        .iter()
+        .any(|t| matches!(t, Thinking::ThoughtSignature { call: Some(_), .. }));
+    for (i, c) in m.tool_calls.iter().enumerate() {
         // The API wants the arguments as an object; a model that wrote
         // something else gets an empty one (its result says why).
         let args = serde_json::from_str::<Value>(&c.arguments)
@@ -370,6 +395,8 @@ fn answer(m: &Message) -> Vec<Value> {
         let mut part = json!({"functionCall": {"args": args, "name": c.name}});
         if let Some(signature) = signature(Some(&c.id)) {
             part["thoughtSignature"] = json!(signature);
+        } else if vouch && unsigned && i == 0 {
+            part["thoughtSignature"] = json!(STAND_IN);
         }
         parts.push(part);
     }

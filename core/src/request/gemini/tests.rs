@@ -199,6 +199,51 @@ fn a_count_asks_the_same_request() {
 }
 
 #[test]
+fn gemini_3_gets_a_stand_in_for_an_unsigned_step() {
+    let at = datetime!(2026-12-06 17:00 UTC);
+    let calls = vec![
+        ToolCall {
+            id: "call_1".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        },
+        ToolCall {
+            id: "call_2".into(),
+            name: "list_dir".into(),
+            arguments: "{}".into(),
+        },
+    ];
+    let history = vec![
+        Message::user(at, "look"),
+        Message {
+            tool_calls: calls,
+            ..Message::assistant(at, "")
+        },
+        Message::tool(at, "call_1", "a"),
+        Message::tool(at, "call_2", "b"),
+    ];
+    let parts = |model: &str| {
+        let r = Request::shaped(
+            Wire::Gemini,
+            model,
+            None,
+            &history[..],
+            &Shape::limited(None),
+        );
+        let v: Value = serde_json::from_str(&r.body.text()).unwrap();
+        v["contents"][1]["parts"].clone()
+    };
+    let three = parts("gemini-3-flash-preview");
+    assert_eq!(three[0]["thoughtSignature"], STAND_IN);
+    assert!(three[1].get("thoughtSignature").is_none());
+    assert!(!parts("gemini-2.5-pro").to_string().contains(STAND_IN));
+    // A signed step keeps its own.
+    assert!(!body(&Shape::limited(None), "gemini-3-pro-preview")
+        .to_string()
+        .contains(STAND_IN));
+}
+
+#[test]
 fn signatures_never_reach_the_messages_wire() {
     let r = Request::shaped(
         Wire::Anthropic,
