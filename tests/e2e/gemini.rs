@@ -317,3 +317,55 @@ fn without_its_key_gemini_says_which_variable() {
     assert!(run.stderr.contains("GEMINI_API_KEY"), "{run:?}");
     assert_eq!(run.stderr.lines().count(), 1, "{run:?}");
 }
+
+/// A model whose real context (8,000 tokens here) is below the window
+/// declared: Gemini's 400 "The input token count (N) exceeds the maximum
+/// number of tokens allowed (M)" is read as an overflow, the window is
+/// lowered to M and logged, the history compacted, and the turn completes.
+#[test]
+fn gemini_s_token_limit_lowers_the_window() {
+    let env = TestEnv::new("gemini-overflow");
+    let files = ["a.txt", "b.txt", "c.txt"];
+    for name in files {
+        let text: String = (0..300)
+            .map(|i| format!("{name} line {i} of some text to read\n"))
+            .collect();
+        std::fs::write(env.cwd.join(name), text).unwrap();
+    }
+    let mut replies: Vec<FakeReply> = files
+        .iter()
+        .map(|f| FakeReply::tool_calls("", &[("", "read_file", &json!({ "path": f }).to_string())]))
+        .collect();
+    replies.push(FakeReply::text("Done."));
+    let limit = Limit {
+        tokens: 8_000,
+        bytes_per_token: 4,
+        says: Overflows::Gemini,
+        usage: true,
+    };
+    let server =
+        FakeServer::start_limited(FakeProtocol::Gemini, replies, Some(limit)).unwrap();
+    let run = revolve_env(
+        &env,
+        &server,
+        &["-p", "read all three"],
+        "",
+        &[("REVOLVE_RETRIES", "3")],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert_eq!(run.stdout.trim(), "Done.");
+    let log: Vec<Value> = env
+        .session_files()
+        .iter()
+        .flat_map(|f| records(f))
+        .collect();
+    let lowered: Vec<&Value> = log.iter().filter(|r| r["type"] == "overflowed").collect();
+    assert_eq!(lowered.len(), 1, "{run:?}");
+    assert_eq!(lowered[0]["window"], 8_000);
+    assert!(
+        run.stderr
+            .lines()
+            .any(|l| l.starts_with("window: the request is larger than the server's context")),
+        "{run:?}"
+    );
+}

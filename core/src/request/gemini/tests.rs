@@ -213,7 +213,7 @@ fn gemini_3_gets_a_stand_in_for_an_unsigned_step() {
             arguments: "{}".into(),
         },
     ];
-    let history = vec![
+    let history = [
         Message::user(at, "look"),
         Message {
             tool_calls: calls,
