@@ -343,8 +343,7 @@ fn gemini_s_token_limit_lowers_the_window() {
         says: Overflows::Gemini,
         usage: true,
     };
-    let server =
-        FakeServer::start_limited(FakeProtocol::Gemini, replies, Some(limit)).unwrap();
+    let server = FakeServer::start_limited(FakeProtocol::Gemini, replies, Some(limit)).unwrap();
     let run = revolve_env(
         &env,
         &server,

@@ -18,17 +18,24 @@
 //! the tests see every body the server received and every byte it
 //! streamed: `revolve replay --requests` must rebuild the bodies byte for
 //! byte. With `REVOLVE_CAPTURE_DIR` set, each streamed answer is also
-//! written there (`N.sse`), which is how the test fake's llama-server
-//! shapes were captured (testkit's `llama_server` module).
+//! written there (`N.sse`), to see what the server streams (the test
+//! fake plays its refusal of unparsable arguments:
+//! `FakeOptions::parses_arguments`).
 //!
 //! The tests are `#[ignore]`d and run by name (`real_tools -- --ignored`)
-//! with `REVOLVE_LLAMA_CPP_URL` set; a test asked for without a server
-//! fails, so ok means ran. Not yet in `.ci/run`: the `llama-server` built
-//! from llama-cpp-python 0.3.36's llama.cpp, with SmolLM2's template or
-//! the Qwen2.5, Qwen3 or Hermes-2-Pro templates of llama.cpp's tree,
-//! accepted `"tool_choice": "required"` yet let the model answer in words
-//! (tried by hand on 2026-12-06, `max_tokens` 60: prose and code, no
-//! call), so this test fails at its first check of a call there.
+//! with `REVOLVE_LLAMA_CPP_URL` set (`.ci/run` does); a test asked for
+//! without a server fails, so ok means ran. The server is the
+//! `llama-server` built from llama-cpp-python 0.3.36's llama.cpp, serving
+//! SmolLM2 with `.ci/smollm2-tools.jinja`: with SmolLM2's own template the
+//! tools are dropped, and with the Qwen2.5 or Hermes-2-Pro templates of
+//! llama.cpp's tree (calls wrapped in `<tool_call>`) the grammar of
+//! `"tool_choice": "required"` let the answer begin with free text, and
+//! the model answered in words (tried by hand on 2026-12-06). That
+//! template's call shape makes the grammar start the answer with a call.
+//! Its arguments are the model's own: it may ramble inside one until its
+//! answer's limit, which is why revolve sends back arguments that do not
+//! parse inside an object (llama-server refused the whole next request
+//! otherwise; see `tools::arguments_cut_short_…`).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -256,7 +263,7 @@ fn capture(name: &str, exchanges: &[Exchange]) {
 /// `replay --requests` rebuilds every body the server received, byte for
 /// byte, the turns' first requests with `"tool_choice":"required"`.
 #[test]
-#[ignore = "needs llama-server (.ci/llama-cpp-server; REVOLVE_LLAMA_CPP_URL) that honours tool_choice"]
+#[ignore = "needs llama-server (.ci/llama-cpp-server start; REVOLVE_LLAMA_CPP_URL)"]
 fn the_model_calls_tools_and_reads_their_results() {
     let (url, _lease) = server();
     let proxy = Proxy::start(&url);

@@ -87,6 +87,8 @@ impl State {
             thinking: self.thinking(),
             builtin: Some(self.agents.offered(&crate::tools::names())),
             tool_choice: None,
+            objects: self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version)
+                >= ARGUMENTS_VERSION,
         }
     }
 
