@@ -403,9 +403,9 @@ pub enum Sub {
         /// The shell to complete in
         shell: clap_complete::Shell,
     },
-    /// List the MCP servers with their tools, or approve the project's .mcp.json
+    /// List the MCP servers with their tools, approve the project's .mcp.json, log in to one
     #[command(
-        after_help = "Examples:\n  revolve mcp list   each server, where it is configured, its state and tools\n  revolve mcp approve   let this repository's .mcp.json start its servers"
+        after_help = "Examples:\n  revolve mcp list   each server, where it is configured, its state and tools\n  revolve mcp approve   let this repository's .mcp.json start its servers\n  revolve mcp login NAME   log in to a server that asks for OAuth"
     )]
     Mcp {
         #[command(subcommand)]
@@ -489,6 +489,23 @@ pub enum McpAction {
         after_help = "Example:\n  revolve mcp approve   after reading .mcp.json: its servers start from the next session on"
     )]
     Approve,
+    /// Log in to an HTTP server that asks for OAuth (opens your browser; keeps the tokens)
+    #[command(
+        after_help = "Examples:\n  revolve mcp login linear   opens the authorization page; sessions then send the token\n  revolve mcp login linear --no-browser   prints the URL to open elsewhere"
+    )]
+    Login {
+        /// The server's name in mcp_servers or .mcp.json
+        name: String,
+        /// Print the authorization URL and open no browser
+        #[arg(long)]
+        no_browser: bool,
+    },
+    /// Forget the tokens kept for a server (the next session asks you to log in again)
+    #[command(after_help = "Example:\n  revolve mcp logout linear")]
+    Logout {
+        /// The server's name
+        name: String,
+    },
 }
 
 /// `revolve hooks …`.

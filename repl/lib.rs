@@ -134,6 +134,12 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 mcp::list(&store, &settings, json)
             }
             cli::McpAction::Approve => mcp::approve_command(&store),
+            cli::McpAction::Login { name, no_browser } => {
+                let settings =
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                mcp::login(&store, &settings, &name, no_browser)
+            }
+            cli::McpAction::Logout { name } => mcp::logout(&store, &name),
         },
         Some(Sub::Hooks { action }) => match action {
             cli::HooksAction::List { json } => {

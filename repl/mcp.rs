@@ -324,6 +324,7 @@ pub(crate) fn start(
                 stderr_log: logs.join(format!("{}.stderr.log", server.name)),
                 cwd: store.cwd.clone(),
                 hidden: revolve_core::config::API_KEY_VARS.to_vec(),
+                tokens: Some(tokens_path(store)),
                 server: expanded,
             }),
             Err(why) => notes.push(format!(
@@ -380,6 +381,10 @@ pub(crate) fn list(store: &Store, settings: &Settings, json: bool) -> Result<(),
             let (state, tools) = match status {
                 Status::Starting => ("starting".to_owned(), Vec::new()),
                 Status::Failed(why) => (format!("failed: {why}"), Vec::new()),
+                Status::NeedsLogin => (
+                    format!("needs a login (revolve mcp login {})", server.name),
+                    Vec::new(),
+                ),
                 Status::Ready { tools, info, .. } => (
                     format!("ready ({info})"),
                     tools
@@ -471,6 +476,113 @@ pub(crate) fn approve_command(store: &Store) -> Result<(), Error> {
     ))
 }
 
+/// Where OAuth tokens are kept: `mcp-tokens.json` beside the config
+/// (`0600`).
+pub(crate) fn tokens_path(store: &Store) -> PathBuf {
+    store.roots.config.join("mcp-tokens.json")
+}
+
+/// `revolve mcp login NAME`: the OAuth flow for an HTTP server, now. The
+/// authorization URL is printed on stderr, and opened in the browser
+/// unless `no_browser` or nothing could show one.
+pub(crate) fn login(
+    store: &Store,
+    settings: &Settings,
+    name: &str,
+    no_browser: bool,
+) -> Result<(), Error> {
+    let (servers, notes) = servers(store, settings, false);
+    for n in notes {
+        eprintln!("{n}");
+    }
+    let Some(server) = servers.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = servers.iter().map(|s| s.name.as_str()).collect();
+        return Err(Error::Usage(format!(
+            "no MCP server is named {name} (configured: {}); see `revolve mcp list`",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        )));
+    };
+    let lookup = |var: &str| std::env::var(var).ok();
+    let expanded = core_mcp::expanded(server, &lookup)
+        .map_err(|why| Error::Usage(format!("{why} ({})", server.origin)))?;
+    let core_mcp::Transport::Http { url, headers } = &expanded.transport else {
+        return Err(Error::Usage(format!(
+            "{name} is a stdio server: only HTTP servers log in (a stdio server takes its secrets in `env`)"
+        )));
+    };
+    if !core_mcp::oauth::wanted(headers) {
+        return Err(Error::Usage(format!(
+            "{name} is configured with an Authorization header of its own: remove it from its headers to log in with OAuth"
+        )));
+    }
+    let tokens = revolve_mcp::oauth::tokens::Tokens::at(&tokens_path(store));
+    let browser = !no_browser && can_show_a_browser();
+    let mut open = |url: &str| {
+        eprintln!("revolve: to log in to {name}, open this URL in your browser:\n{url}");
+        if browser {
+            if let Err(e) = opener::open_browser(url) {
+                eprintln!("revolve: no browser opened ({e}); open the URL above yourself");
+            }
+        }
+        eprintln!(
+            "revolve: waiting for the browser to come back (at most {} s)",
+            revolve_core::policy::MCP_LOGIN_WAIT_S
+        );
+    };
+    let done = revolve_mcp::oauth::login(
+        &revolve_mcp::oauth::Login {
+            name,
+            url,
+            tokens: &tokens,
+            timeout: Duration::from_secs(settings.core.mcp_timeout_s),
+            wait: Duration::from_secs(revolve_core::policy::MCP_LOGIN_WAIT_S),
+        },
+        &mut open,
+    )
+    .map_err(|why| Error::Runtime(format!("cannot log in to {name}: {why}")))?;
+    match done {
+        revolve_mcp::oauth::LoggedIn::NotNeeded => {
+            out(&format!("{name} answers without a login: nothing to do\n"))
+        }
+        revolve_mcp::oauth::LoggedIn::Kept { scope } => out(&format!(
+            "logged in to {name}{}; the tokens are in {} (0600)\n",
+            scope.map(|s| format!(" (scope: {s})")).unwrap_or_default(),
+            tokens.path().display()
+        )),
+    }
+}
+
+/// Whether a browser can be shown: `$BROWSER` names one, or (on Linux
+/// and the BSDs) a display is there; macOS and Windows always have one.
+fn can_show_a_browser() -> bool {
+    let set = |v: &str| std::env::var_os(v).is_some_and(|x| !x.is_empty());
+    if set("BROWSER") {
+        return true;
+    }
+    if cfg!(any(target_os = "macos", windows)) {
+        return true;
+    }
+    set("DISPLAY") || set("WAYLAND_DISPLAY")
+}
+
+/// `revolve mcp logout NAME`: forgets the server's tokens.
+pub(crate) fn logout(store: &Store, name: &str) -> Result<(), Error> {
+    let tokens = revolve_mcp::oauth::tokens::Tokens::at(&tokens_path(store));
+    let had = revolve_mcp::oauth::logout(&tokens, name).map_err(Error::Runtime)?;
+    if had {
+        out(&format!(
+            "logged out of {name}: its tokens are gone from {}\n",
+            tokens.path().display()
+        ))
+    } else {
+        out(&format!("no tokens were kept for {name}\n"))
+    }
+}
+
 /// What the MCP servers of the recorded session `source` (its whole
 /// chain) gave, for `--provider replay:NAME`.
 pub(crate) fn recorded(store: &Store, source: &str) -> Result<core_mcp::Recorded, Error> {
@@ -505,6 +617,10 @@ pub(crate) fn slash(live: &crate::console::Live) -> String {
                 Status::Failed(why) => {
                     format!("not running, last error: {}", revolve_view::inert(&why))
                 }
+                Status::NeedsLogin => format!(
+                    "not running: needs a login (revolve mcp login {})",
+                    server.name
+                ),
             };
             rows.push((server.name, format!("[{origin}]  {state}")));
         }

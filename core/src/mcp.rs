@@ -24,6 +24,8 @@
 //!   changes ([`crate::record::McpTools`]); every request is rebuilt with
 //!   the list standing at its time.
 
+pub mod oauth;
+
 use std::collections::BTreeMap;
 
 use serde_json::{json, Value};

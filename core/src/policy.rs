@@ -302,6 +302,15 @@ pub const MCP_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 /// most this large, so a chatty or hostile server cannot fill the disk.
 pub const MCP_STDERR_LOG_BYTES: u64 = 1024 * 1024;
 
+/// How long before an MCP server's OAuth access token expires it is
+/// refreshed instead of sent, in seconds (a request on its way must not
+/// meet the expiry; Codex and Gemini CLI keep a minute too).
+pub const MCP_TOKEN_REFRESH_S: u64 = 60;
+
+/// How long `revolve mcp login` waits for the browser to come back to
+/// its loopback listener, in seconds (a user reading a consent page).
+pub const MCP_LOGIN_WAIT_S: u64 = 300;
+
 /// The answer a request is expected to bring, in tokens, at least, when
 /// `--max-cost` weighs it before it goes out (see
 /// [`crate::models::expected_cost`]).

@@ -30,6 +30,9 @@ pub enum Error {
     /// Its message was larger than revolve reads (the bound, in bytes):
     /// the rest was not kept.
     TooBig(usize),
+    /// It needs the user to log in (OAuth), and no token it takes is
+    /// kept: the server's name.
+    Login(String),
 }
 
 impl fmt::Display for Error {
@@ -43,6 +46,10 @@ impl fmt::Display for Error {
             Error::TooBig(bound) => write!(
                 f,
                 "its answer is over revolve's bound of {bound} bytes (MCP_MESSAGE_BYTES); the rest was not read"
+            ),
+            Error::Login(name) => write!(
+                f,
+                "it needs you to log in: run `revolve mcp login {name}`"
             ),
         }
     }
@@ -61,6 +68,10 @@ pub(crate) trait Transport: Send {
     /// After `initialize`: the version agreed, which HTTP sends as a
     /// header.
     fn agreed(&mut self, _version: &str) {}
+    /// Values that must not show anywhere (an OAuth token).
+    fn secrets(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A connected, initialized server.
@@ -172,6 +183,12 @@ impl Client {
             json!({"name": tool, "arguments": arguments}),
             timeout,
         )
+    }
+
+    /// The tokens this client sends, to be hidden wherever they might
+    /// show.
+    pub(crate) fn secrets(&self) -> Vec<String> {
+        self.transport.secrets()
     }
 
     /// Whether the server said its tools changed.

@@ -10,6 +10,7 @@ use serde_json::Value;
 use ureq::Agent;
 
 use crate::client::{answers, from_server, Error, Transport};
+use crate::oauth::Auth;
 
 /// A server at a URL.
 pub(crate) struct Http {
@@ -19,10 +20,13 @@ pub(crate) struct Http {
     session: Option<String>,
     version: Option<String>,
     list_changed: bool,
+    /// The server's OAuth login, when it may need one (no `Authorization`
+    /// header configured).
+    auth: Option<Auth>,
 }
 
 impl Http {
-    pub(crate) fn new(url: &str, headers: &BTreeMap<String, String>) -> Http {
+    pub(crate) fn new(url: &str, headers: &BTreeMap<String, String>, auth: Option<Auth>) -> Http {
         let config = Agent::config_builder().http_status_as_error(false).build();
         Http {
             agent: Agent::new_with_config(config),
@@ -31,11 +35,44 @@ impl Http {
             session: None,
             version: None,
             list_changed: false,
+            auth,
         }
     }
 
-    /// POSTs `message`; the messages of the answer (none for a 202).
+    /// POSTs `message`; the messages of the answer (none for a 202). With
+    /// a login, its token goes along; one refused (401) is refreshed and
+    /// the message sent again, once, before the user is asked to log in.
     fn post(&mut self, message: &Value, timeout: Duration) -> Result<Vec<Value>, Error> {
+        let mut bearer = self.auth.as_mut().and_then(Auth::bearer);
+        let mut again = true;
+        loop {
+            let response = self.send(message, timeout, bearer.as_deref())?;
+            if response.status().as_u16() == 401 {
+                if let Some(auth) = self.auth.as_mut() {
+                    let fresh = if again && bearer.is_some() {
+                        auth.after_refusal()
+                    } else {
+                        None
+                    };
+                    if fresh.is_some() {
+                        bearer = fresh;
+                        again = false;
+                        continue;
+                    }
+                    return Err(Error::Login(auth.name().to_owned()));
+                }
+            }
+            return self.read(response);
+        }
+    }
+
+    /// One POST of `message`, with the token if any.
+    fn send(
+        &mut self,
+        message: &Value,
+        timeout: Duration,
+        bearer: Option<&str>,
+    ) -> Result<ureq::http::Response<ureq::Body>, Error> {
         let mut call = self
             .agent
             .post(&self.url)
@@ -53,10 +90,17 @@ impl Http {
         if let Some(version) = &self.version {
             call = call.header("mcp-protocol-version", version.as_str());
         }
-        let response = call.send(message.to_string()).map_err(|e| match e {
+        if let Some(token) = bearer {
+            call = call.header("authorization", format!("Bearer {token}"));
+        }
+        call.send(message.to_string()).map_err(|e| match e {
             ureq::Error::Timeout(_) => Error::Timeout(timeout),
             e => Error::Gone(format!("{}: {e}", self.url)),
-        })?;
+        })
+    }
+
+    /// The messages of an answer.
+    fn read(&mut self, response: ureq::http::Response<ureq::Body>) -> Result<Vec<Value>, Error> {
         if let Some(session) = response
             .headers()
             .get("mcp-session-id")
@@ -161,6 +205,10 @@ impl Transport for Http {
 
     fn agreed(&mut self, version: &str) {
         self.version = Some(version.to_owned());
+    }
+
+    fn secrets(&self) -> Vec<String> {
+        self.auth.as_ref().map(Auth::secrets).unwrap_or_default()
     }
 }
 

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::client::{Client, Error, Transport};
 use crate::http::Http;
+use crate::oauth::tokens::Tokens;
+use crate::oauth::Auth;
 use crate::stdio::Stdio;
 
 /// A server to run: its configuration with values expanded, where its
@@ -28,6 +30,9 @@ pub struct Spec {
     /// The values its configuration took from variables, hidden from its
     /// results.
     pub secrets: Vec<String>,
+    /// The OAuth tokens file, for an HTTP server configured without an
+    /// `Authorization` header (`None`: no login is tried).
+    pub tokens: Option<PathBuf>,
 }
 
 /// Where a server stands.
@@ -46,6 +51,8 @@ pub enum Status {
     },
     /// It could not start, or it went away; why.
     Failed(String),
+    /// It needs the user to log in (`revolve mcp login NAME`).
+    NeedsLogin,
 }
 
 struct Slot {
@@ -106,6 +113,7 @@ impl Hub {
                             };
                             s.client = Some(client);
                         }
+                        Err(Error::Login(_)) => s.status = Status::NeedsLogin,
                         Err(e) => s.status = Status::Failed(e.to_string()),
                     }
                 }
@@ -196,6 +204,7 @@ impl Hub {
         let Some(client) = s.client.as_mut() else {
             return Err(match &s.status {
                 Status::Failed(why) => format!("it is not running ({why})"),
+                Status::NeedsLogin => Error::Login(server.to_owned()).to_string(),
                 _ => "it is still starting".to_owned(),
             });
         };
@@ -220,6 +229,12 @@ impl Hub {
                              "text": format!("the server refused the call ({code}): {message}")}],
                 "isError": true,
             })),
+            Err(e @ Error::Login(_)) => {
+                s.client = None;
+                s.status = Status::NeedsLogin;
+                s.told = true;
+                Err(e.to_string())
+            }
             Err(e @ Error::Gone(_)) => {
                 s.client = None;
                 s.status = Status::Failed(e.to_string());
@@ -230,11 +245,17 @@ impl Hub {
         }
     }
 
-    /// The values every server's configuration took from variables.
+    /// The values every server's configuration took from variables, and
+    /// the OAuth tokens sent.
     pub fn secrets(&self) -> Vec<String> {
         self.slots
             .iter()
-            .flat_map(|s| lock(s).spec.secrets.clone())
+            .flat_map(|s| {
+                let s = lock(s);
+                let mut all = s.spec.secrets.clone();
+                all.extend(s.client.iter().flat_map(Client::secrets));
+                all
+            })
             .collect()
     }
 
@@ -264,6 +285,10 @@ impl Hub {
         let mut lines = Vec::new();
         for slot in &self.slots {
             let mut s = lock(slot);
+            if s.status == Status::NeedsLogin && !s.told {
+                lines.push(revolve_core::mcp::oauth::login_line(&s.spec.server.name));
+                s.told = true;
+            }
             if let Status::Failed(why) = &s.status {
                 if !s.told {
                     lines.push(format!(
@@ -295,7 +320,14 @@ fn open(spec: &Spec) -> Result<Box<dyn Transport>, Error> {
             &spec.cwd,
             &spec.stderr_log,
         )?),
-        Kind::Http { url, headers } => Box::new(Http::new(url, headers)),
+        Kind::Http { url, headers } => {
+            let auth = spec
+                .tokens
+                .as_ref()
+                .filter(|_| revolve_core::mcp::oauth::wanted(headers))
+                .map(|path| Auth::new(&spec.server.name, url, Tokens::at(path)));
+            Box::new(Http::new(url, headers, auth))
+        }
     })
 }
 

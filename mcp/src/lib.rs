@@ -23,6 +23,8 @@
 mod client;
 mod http;
 mod hub;
+mod limits;
+pub mod oauth;
 mod stdio;
 
 pub use client::{Client, Error};

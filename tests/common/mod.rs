@@ -22,7 +22,9 @@
 
 #![allow(dead_code)] // the end-to-end binary and the benches each use a part of the harness
 
+pub mod fake;
 pub mod pty;
+pub mod servers;
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -627,6 +629,12 @@ impl Running {
     /// does.
     pub fn wait_stderr(&mut self, text: &str, within: Duration) -> bool {
         wait_output(&self.stderr, &mut self.seen_err, text, within)
+    }
+
+    /// What stderr held so far (all of it, after a
+    /// [`Running::wait_stderr`] that returned true).
+    pub fn stderr_seen(&self) -> String {
+        String::from_utf8_lossy(&self.seen_err).into_owned()
     }
 
     /// Sends a signal (`INT`, `KILL`, …) with kill(1).

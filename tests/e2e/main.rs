@@ -39,6 +39,7 @@ mod instructions;
 mod json_schemas;
 mod mcp;
 mod mcp_bounds;
+mod mcp_oauth;
 mod memory;
 mod messages;
 mod models;

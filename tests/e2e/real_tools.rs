@@ -39,56 +39,24 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::common::servers::{Lease, Pool};
 use crate::common::{records, TestEnv};
 
-/// The servers given, each serving one test at a time.
-fn pool() -> &'static (Mutex<Vec<String>>, Condvar) {
-    static POOL: OnceLock<(Mutex<Vec<String>>, Condvar)> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let urls = std::env::var("REVOLVE_LLAMA_CPP_URL").unwrap_or_default();
-        let urls = urls
-            .split(',')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(str::to_owned)
-            .collect();
-        (Mutex::new(urls), Condvar::new())
-    })
-}
+/// llama-server's, `.ci/llama-cpp-server start`'s (see [`Pool`]).
+static SERVERS: Pool = Pool::new(
+    "REVOLVE_LLAMA_CPP_URL",
+    "the llama-server .ci/llama-cpp-server starts (.ci/run does)",
+);
 
-/// A server taken from the pool for one test; given back on drop.
-struct Lease(String);
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let (free, given_back) = pool();
-        free.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(std::mem::take(&mut self.0));
-        given_back.notify_one();
-    }
-}
-
-/// A free server's URL (`http://127.0.0.1:PORT/v1`), held until the lease
-/// drops.
+/// A free server's URL (`http://127.0.0.1:PORT/v1`), held until the
+/// lease drops.
 fn server() -> (String, Lease) {
-    assert!(
-        std::env::var("REVOLVE_LLAMA_CPP_URL").is_ok_and(|u| !u.trim().is_empty()),
-        "needs REVOLVE_LLAMA_CPP_URL: the llama-server .ci/llama-cpp-server starts (.ci/run does)"
-    );
-    let (free, given_back) = pool();
-    let mut free = free.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if let Some(url) = free.pop() {
-            return (url.clone(), Lease(url));
-        }
-        free = given_back.wait(free).unwrap_or_else(|e| e.into_inner());
-    }
+    SERVERS.take()
 }
 
 /// One exchange the proxy saw: the request's path and body, the answer's
