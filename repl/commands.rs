@@ -566,6 +566,8 @@ pub(crate) fn replay_against(
     for (i, (mut request, recorded)) in requests.into_iter().zip(answers).enumerate() {
         if let Some(model) = &model {
             request.body = request.body.with_model(model);
+            // Gemini names the model in the URL, not the body.
+            request.model.clone_from(model);
         }
         let new = match provider.complete(&request, &mut |_| {}) {
             Ok(reply) => Answer::Reply(reply),

@@ -46,7 +46,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 
 use revolve_core::config::Source;
-use revolve_provider::{Anthropic, OpenAi, Provider, Retrying, Scripted};
+use revolve_provider::{Anthropic, Gemini, OpenAi, Provider, Retrying, Scripted};
 use revolve_store::memory::MemoryDirs;
 use revolve_store::store::Store;
 
@@ -799,6 +799,14 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
                 Anthropic::new(&base, key).with_key_var(key_var),
                 settings,
                 Anthropic::with_stall_timeout,
+            ),
+            retries,
+        ))),
+        Some(revolve_core::request::Wire::Gemini) => Ok(Arc::new(retrying(
+            stall(
+                Gemini::new(&base, key).with_key_var(key_var),
+                settings,
+                Gemini::with_stall_timeout,
             ),
             retries,
         ))),

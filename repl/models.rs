@@ -7,7 +7,7 @@ use serde_json::json;
 use revolve_core::config::redact_url_credentials;
 use revolve_core::models::price_text;
 use revolve_core::request::Wire;
-use revolve_provider::{Anthropic, OpenAi};
+use revolve_provider::{Anthropic, Gemini, OpenAi};
 use revolve_view as view;
 
 use crate::config::Settings;
@@ -30,6 +30,7 @@ pub(crate) fn list(settings: &Settings, json: bool) -> Result<(), Error> {
         }
         Some(Wire::OpenAi) => OpenAi::new(base, key).models(),
         Some(Wire::Anthropic) => Anthropic::new(base, key).models(),
+        Some(Wire::Gemini) => Gemini::new(base, key).models(),
     }?;
     let known = |id: &str| settings.core.models.find(preset.name(), id).map(|(_, m)| m);
     if json {

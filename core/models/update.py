@@ -55,6 +55,8 @@ KEEP = [
     ("gemini/gemini-3.5-flash", "gemini-3.5-flash"),
     ("gemini/gemini-2.5-pro", "gemini-2.5-pro"),
     ("gemini/gemini-2.5-flash", "gemini-2.5-flash"),
+    ("gemini/gemini-2.5-flash-lite", "gemini-2.5-flash-lite"),
+    ("gemini/gemini-3-flash-preview", "gemini-3-flash-preview"),
     ("xai/grok-4.5", "grok-4.5"),
     ("xai/grok-code-fast-1", "grok-code-fast-1"),
 ]

@@ -286,18 +286,21 @@ pub enum Preset {
     Llamacpp,
     /// OpenRouter (Chat Completions).
     Openrouter,
+    /// Google's Gemini API (issue 45).
+    Gemini,
     /// Replies from a file, offline.
     Scripted,
 }
 
 impl Preset {
     /// Every preset, in the order help texts list them.
-    pub const ALL: [Preset; 6] = [
+    pub const ALL: [Preset; 7] = [
         Preset::Openai,
         Preset::Anthropic,
         Preset::Ollama,
         Preset::Llamacpp,
         Preset::Openrouter,
+        Preset::Gemini,
         Preset::Scripted,
     ];
 
@@ -309,6 +312,7 @@ impl Preset {
             Preset::Ollama => "ollama",
             Preset::Llamacpp => "llamacpp",
             Preset::Openrouter => "openrouter",
+            Preset::Gemini => "gemini",
             Preset::Scripted => "scripted",
         }
     }
@@ -328,6 +332,7 @@ impl Preset {
             Preset::Openrouter => {
                 "OpenRouter at https://openrouter.ai/api/v1; key OPENROUTER_API_KEY"
             }
+            Preset::Gemini => "Google's Gemini API; key GEMINI_API_KEY",
             Preset::Scripted => "Answers from a file of replies, offline",
         }
     }
@@ -336,6 +341,7 @@ impl Preset {
     pub const fn wire(self) -> Option<Wire> {
         match self {
             Preset::Anthropic => Some(Wire::Anthropic),
+            Preset::Gemini => Some(Wire::Gemini),
             Preset::Scripted => None,
             _ => Some(Wire::OpenAi),
         }
@@ -358,6 +364,7 @@ impl Preset {
             Preset::Ollama => "http://localhost:11434/v1",
             Preset::Llamacpp => "http://localhost:8080/v1",
             Preset::Openrouter => "https://openrouter.ai/api/v1",
+            Preset::Gemini => "https://generativelanguage.googleapis.com/v1beta",
             Preset::Scripted => "",
         }
     }
@@ -375,6 +382,7 @@ impl Preset {
             // the request names.
             Preset::Llamacpp => "default",
             Preset::Openrouter => "openai/gpt-5.6-terra",
+            Preset::Gemini => "gemini-2.5-flash",
         }
     }
 
@@ -385,6 +393,7 @@ impl Preset {
             Preset::Openai => &["REVOLVE_API_KEY", "OPENAI_API_KEY"],
             Preset::Anthropic => &["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"],
             Preset::Openrouter => &["REVOLVE_API_KEY", "OPENROUTER_API_KEY"],
+            Preset::Gemini => &["REVOLVE_API_KEY", "GEMINI_API_KEY"],
             Preset::Ollama | Preset::Llamacpp => &["REVOLVE_API_KEY"],
             Preset::Scripted => &[],
         }
@@ -396,7 +405,7 @@ impl Preset {
     pub fn needs_key(self, base_url: &str) -> bool {
         matches!(
             self,
-            Preset::Openai | Preset::Anthropic | Preset::Openrouter
+            Preset::Openai | Preset::Anthropic | Preset::Openrouter | Preset::Gemini
         ) && base_url.trim_end_matches('/') == self.base_url()
     }
 }
@@ -405,11 +414,12 @@ impl Preset {
 /// from the environment of `shell` commands, and their values are redacted
 /// from whatever a tool returns. One list, so a new preset's key cannot be
 /// left out of either.
-pub const API_KEY_VARS: [&str; 4] = [
+pub const API_KEY_VARS: [&str; 5] = [
     "REVOLVE_API_KEY",
     "OPENAI_API_KEY",
     "ANTHROPIC_API_KEY",
     "OPENROUTER_API_KEY",
+    "GEMINI_API_KEY",
 ];
 
 /// Whether a base URL can be used: `scheme://host[:port]/…`, with a port
@@ -574,7 +584,7 @@ impl Preset {
             Preset::Llamacpp => Some(WindowProbe::LlamacppProps),
             Preset::Ollama => Some(WindowProbe::OllamaShow),
             Preset::Openrouter => Some(WindowProbe::ModelList),
-            Preset::Openai | Preset::Anthropic | Preset::Scripted => None,
+            Preset::Openai | Preset::Anthropic | Preset::Gemini | Preset::Scripted => None,
         }
     }
 }

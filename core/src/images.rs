@@ -12,8 +12,8 @@
 
 use crate::models::Table;
 use crate::policy::{
-    IMAGE_BYTES_ANTHROPIC, IMAGE_BYTES_OPENAI, IMAGE_EDGE_ANTHROPIC, IMAGE_EDGE_OPENAI,
-    IMAGE_SHRINK_TRIES,
+    IMAGE_BYTES_ANTHROPIC, IMAGE_BYTES_GEMINI, IMAGE_BYTES_OPENAI, IMAGE_EDGE_ANTHROPIC,
+    IMAGE_EDGE_GEMINI, IMAGE_EDGE_OPENAI, IMAGE_SHRINK_TRIES,
 };
 use crate::request::Wire;
 
@@ -56,6 +56,10 @@ impl Limits {
             Wire::OpenAi => Limits {
                 edge: IMAGE_EDGE_OPENAI,
                 bytes: IMAGE_BYTES_OPENAI,
+            },
+            Wire::Gemini => Limits {
+                edge: IMAGE_EDGE_GEMINI,
+                bytes: IMAGE_BYTES_GEMINI,
             },
         }
     }

@@ -13,7 +13,9 @@
 //!   request exceeds the available context size, try increasing it", with
 //!   `"n_ctx":4096`;
 //! * Ollama: "input length exceeds the context length" (and, for a prompt
-//!   over `num_ctx`, "exceeds maximum context length").
+//!   over `num_ctx`, "exceeds maximum context length");
+//! * Gemini: `400`, `INVALID_ARGUMENT`, "The input token count (1200293)
+//!   exceeds the maximum number of tokens allowed (1048576).".
 //!
 //! What the session does about it is [`crate::Session`]'s: the window is
 //! lowered to the limit named, or else below the size that failed, the
@@ -45,6 +47,7 @@ pub fn recognise(text: &str) -> Option<Overflow> {
         "input length exceeds",
         "context window exceeded",
         "context length exceeded",
+        "exceeds the maximum number of tokens allowed",
     ]
     .iter()
     .any(|phrase| lower.contains(phrase));
@@ -55,6 +58,7 @@ pub fn recognise(text: &str) -> Option<Overflow> {
         .or_else(|| number_after(&lower, "\"n_ctx\":"))
         .or_else(|| number_after(&lower, "n_ctx="))
         .or_else(|| number_before(&lower, " maximum"))
+        .or_else(|| number_after(&lower, "tokens allowed ("))
         .filter(|&n| n > 0);
     // "you requested 5041 tokens (5031 in the messages, 10 in the
     // completion)" counts the answer's limit too: the prompt is the part
@@ -64,6 +68,7 @@ pub fn recognise(text: &str) -> Option<Overflow> {
         .or_else(|| number_after(&lower, "you requested "))
         .or_else(|| number_after(&lower, "prompt is too long: "))
         .or_else(|| number_after(&lower, "\"n_prompt_tokens\":"))
+        .or_else(|| number_after(&lower, "input token count ("))
         .filter(|&n| n > 0);
     Some(Overflow { limit, asked })
 }
@@ -165,6 +170,14 @@ mod tests {
         let llamacpp = r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error","n_prompt_tokens":5012,"n_ctx":4096}}"#;
         assert_eq!(recognise(llamacpp), named(4096, 5012));
         let ollama = r#"{"error":{"message":"input length exceeds the context length","type":"api_error","param":null,"code":null}}"#;
+        let gemini = r#"{"error":{"code":400,"message":"The input token count (1200293) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(
+            recognise(gemini),
+            Some(Overflow {
+                limit: Some(1_048_576),
+                asked: Some(1_200_293)
+            })
+        );
         assert_eq!(
             recognise(ollama),
             Some(Overflow {

@@ -435,6 +435,17 @@ pub const IMAGE_EDGE_OPENAI: u32 = 2048;
 /// 20 MB per image.
 pub const IMAGE_BYTES_OPENAI: usize = 20 * 1024 * 1024;
 
+/// The longest edge, in pixels, of an image sent to Gemini (issue 45):
+/// the API fits larger pictures into 3072 × 3072 before it reads them
+/// (ai.google.dev, "Image understanding"), so nothing larger is sent.
+pub const IMAGE_EDGE_GEMINI: u32 = 3072;
+
+/// The most bytes of one image sent to Gemini, before base64: inline data
+/// may be 7 MB a file (Vertex AI's model pages, "Maximum file size per
+/// file for inline data"); its base64 text is a third larger, so the raw
+/// bytes are held to three quarters of that.
+pub const IMAGE_BYTES_GEMINI: usize = 7 * 1024 * 1024 * 3 / 4;
+
 /// The most pixels an image may have to be decoded at all (about 16k ×
 /// 16k): past it, the file is refused unread rather than held in memory
 /// (a 6000 × 6000 picture is 36 million).

@@ -551,6 +551,25 @@ pub enum Thinking {
         /// The encrypted reasoning, sent back as it came.
         data: String,
     },
+    /// Gemini's thought signature (issue 45): an opaque token the API put
+    /// on one part of the answer, sent back on the same part (see
+    /// [`crate::request::gemini`]): the part of the call `call` names, or
+    /// the answer's text part when it names none. Never sent on another
+    /// wire.
+    ThoughtSignature {
+        /// The token, as it came.
+        signature: String,
+        /// The id of the call whose part carried it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call: Option<String>,
+    },
+}
+
+impl Thinking {
+    /// Whether it is one of Anthropic's blocks (not a Gemini signature).
+    pub fn is_block(&self) -> bool {
+        !matches!(self, Thinking::ThoughtSignature { .. })
+    }
 }
 
 /// Where a delivered message came from.

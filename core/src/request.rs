@@ -1,9 +1,9 @@
 //! Model requests, built in core so that replay rebuilds them byte for byte.
 //!
 //! The body is the exact JSON the shell sends; the shell adds only transport
-//! (URL, headers, key). Two wire protocols: OpenAI Chat Completions (also
+//! (URL, headers, key). Three wire protocols: OpenAI Chat Completions (also
 //! spoken by Ollama, llama.cpp, vLLM, OpenRouter, and read by the scripted
-//! provider) and Anthropic Messages.
+//! provider), Anthropic Messages, and Google's Gemini API ([`gemini`]).
 
 use std::fmt;
 use std::io;
@@ -17,6 +17,7 @@ use crate::record::{Image, McpTool, Message, Role, Thinking};
 use crate::tools;
 
 mod elements;
+pub mod gemini;
 mod wires;
 use wires::*;
 
@@ -28,6 +29,8 @@ pub enum Wire {
     OpenAi,
     /// Anthropic Messages (`POST /messages`).
     Anthropic,
+    /// Google's Gemini API (`POST /models/MODEL:streamGenerateContent`).
+    Gemini,
 }
 
 impl Wire {
@@ -35,6 +38,7 @@ impl Wire {
     pub fn of(provider: &str) -> Wire {
         match provider {
             "anthropic" => Wire::Anthropic,
+            "gemini" => Wire::Gemini,
             _ => Wire::OpenAi,
         }
     }
@@ -427,6 +431,10 @@ enum Elements {
         marked: [Option<usize>; 2],
         thinking: bool,
     },
+    /// Gemini: runs of consecutive messages of one role, each one
+    /// `contents` element (see [`gemini`]); with `vouch`, a step's first
+    /// call without a signature gets Gemini 3's stand-in.
+    Gemini { history: Shared, vouch: bool },
     /// None: a body given whole ([`Body::from`] a text).
     Whole,
 }
@@ -447,6 +455,9 @@ impl io::Write for Count {
 
 /// Where the messages go in the JSON around them.
 const PLACE: &str = r#""messages":[]"#;
+
+/// Where a Gemini body's `contents` go.
+const GEMINI_PLACE: &str = r#""contents":[]"#;
 
 impl Body {
     fn of(wire: Wire, model: &str, system: Option<&str>, history: Shared, shape: &Shape) -> Body {
@@ -478,6 +489,11 @@ impl Body {
                     },
                 )
             }
+            Wire::Gemini => {
+                let outer = gemini::outer(model, system, shape);
+                let vouch = gemini::validates(model);
+                return Body::around(&outer, Elements::Gemini { history, vouch });
+            }
         };
         if let Some(limit) = shape.limit {
             outer[limit.field] = json!(limit.tokens);
@@ -495,12 +511,18 @@ impl Body {
     fn around(outer: &Value, elements: Elements) -> Body {
         let outer = outer.to_string();
         // Sorted keys put `messages` after only the answer's limit, a
-        // number: the first place is the body's own.
+        // number, and `contents` first: the first place is the body's own.
+        let place = match elements {
+            Elements::Gemini { .. } => GEMINI_PLACE,
+            _ => PLACE,
+        };
         let at = outer
-            .find(PLACE)
-            .map_or(outer.len(), |i| i + PLACE.len() - 1);
+            .find(place)
+            .map_or(outer.len(), |i| i + place.len() - 1);
         let pictures = match &elements {
-            Elements::OpenAi { history, .. } | Elements::Anthropic { history, .. } => history
+            Elements::OpenAi { history, .. }
+            | Elements::Anthropic { history, .. }
+            | Elements::Gemini { history, .. } => history
                 .get()
                 .iter()
                 .flat_map(|m| &m.images)
@@ -532,6 +554,22 @@ impl Body {
             }
             _ => self.clone(),
         }
+    }
+
+    /// A Gemini body as a `countTokens` body (`POST
+    /// {base}/models/{model}:countTokens`): the same request as its
+    /// `generateContentRequest`, naming `models/{model}`, so the system
+    /// instruction and the tools are counted with the contents. `None` on
+    /// the other wires.
+    pub fn counting(&self, model: &str) -> Option<Body> {
+        if !matches!(self.elements, Elements::Gemini { .. }) {
+            return None;
+        }
+        let outer = format!("{}{}", self.head, self.tail);
+        let mut request: Value = serde_json::from_str(&outer).ok()?;
+        request["model"] = Value::from(format!("models/{model}"));
+        let wrapped = json!({ "generateContentRequest": request });
+        Some(Body::around(&wrapped, self.elements.clone()))
     }
 
     /// Its length in bytes.
@@ -615,6 +653,9 @@ impl Body {
                 marked,
                 thinking,
             } => Cursor::Anthropic(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Gemini { history, vouch } => {
+                Cursor::Gemini(gemini::Contents::new(history.get(), *vouch))
+            }
             Elements::Whole => Cursor::Done,
         }
     }
@@ -646,6 +687,9 @@ impl Body {
                 marked,
                 thinking,
             } => Box::new(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Gemini { history, vouch } => {
+                Box::new(gemini::Contents::new(history.get(), *vouch))
+            }
             Elements::Whole => Box::new(std::iter::empty()),
         }
     }
@@ -717,6 +761,8 @@ enum Cursor<'a> {
         images_due: Option<&'a [Message]>,
     },
     Anthropic(Runs<'a>),
+    /// Written as values: Gemini bodies are rarer than the others.
+    Gemini(gemini::Contents<'a>),
     Done,
 }
 
@@ -749,6 +795,11 @@ impl Cursor<'_> {
                 true
             }
             Cursor::Anthropic(runs) => runs.write_next(out),
+            Cursor::Gemini(contents) => contents.next().is_some_and(|element| {
+                // Writing to memory cannot fail.
+                let _ = serde_json::to_writer(&mut *out, &element);
+                true
+            }),
             Cursor::Done => false,
         }
     }
@@ -1359,6 +1410,7 @@ mod oracle {
         let mut body = match wire {
             Wire::OpenAi => openai(model, system, history, shape.objects),
             Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
+            Wire::Gemini => unreachable!("the oracle holds the two older wires"),
         };
         if !shape.tools {
             if let Some(map) = body.as_object_mut() {
@@ -1386,7 +1438,7 @@ mod oracle {
                     body["tool_choice"] = json!("required");
                 }
             }
-            Wire::Anthropic => {}
+            Wire::Anthropic | Wire::Gemini => {}
         }
         let answer = shape
             .limit

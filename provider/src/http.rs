@@ -55,7 +55,7 @@ mod source;
 
 pub(crate) use answer::*;
 pub(crate) use failure::{answer_error, bad_answer, bad_event, stream_error};
-use failure::{describe, error_message, transient};
+use failure::{describe, error_message, retry_delay, transient};
 use source::{drain, Plain, Relay, Source};
 
 use super::sse::{SseEvent, SseParser};
@@ -98,6 +98,14 @@ pub(super) trait Protocol: Default {
     /// thinking model's reasoning): progress of the stream all the same.
     fn carries_unkept(_event: &SseEvent) -> bool {
         false
+    }
+
+    /// The answer of a stream that ended (the server closed it) without
+    /// its end event, for a protocol whose streams have none (Gemini's
+    /// ends after the event that says why the answer stopped); `None`:
+    /// the stream broke off.
+    fn ended(&mut self, _url: &str) -> Option<Result<Reply, ProviderError>> {
+        None
     }
 }
 
@@ -540,7 +548,8 @@ impl Http {
         }
         ProviderError {
             status: Some(status.as_u16()),
-            retry_after: retry_after.parse().ok(),
+            // Gemini says its wait in the body (`RetryInfo`), not a header.
+            retry_after: retry_after.parse().ok().or_else(|| retry_delay(&text)),
             ..ProviderError::new(message, "")
         }
         .overflowing(&text)
@@ -761,6 +770,9 @@ impl Http {
             if protocol.event(url, event, on_text)? {
                 return Ok(protocol.answer().reply());
             }
+        }
+        if let Some(ended) = protocol.ended(url) {
+            return ended.map_err(Stop::Failed);
         }
         let empty = protocol.answer().size() == 0 && !unkept_seen;
         let message = format!("stream from {url} ended before {}", P::END);

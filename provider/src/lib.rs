@@ -5,6 +5,8 @@
 //!   server (`POST {base}/chat/completions`, `Authorization: Bearer KEY`).
 //! * [`Anthropic`] speaks the Anthropic Messages protocol
 //!   (`POST {base}/messages`, `x-api-key: KEY`, `anthropic-version`).
+//! * [`Gemini`] speaks Google's Gemini API (`POST
+//!   {base}/models/MODEL:streamGenerateContent?alt=sse`, `x-goog-api-key: KEY`).
 //! * [`Scripted`] answers from a JSON Lines file, for tests and demos.
 //! * [`Retrying`] wraps any of them and sends a failed request again when
 //!   [`revolve_core::retry::delay`] says so.
@@ -117,6 +119,7 @@ use revolve_core::text::squeezed as one_line;
 use revolve_core::{Reply, Request};
 
 mod anthropic;
+mod gemini;
 mod http;
 mod openai;
 mod scripted;
@@ -124,6 +127,7 @@ mod sse;
 mod tcp;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
+pub use gemini::Gemini;
 pub use openai::OpenAi;
 pub use revolve_core::policy::{
     CONNECT_TIMEOUT, LOCAL_PREFILL_WAIT, MAX_ANSWER_BYTES, STALL_TIMEOUT,
@@ -469,6 +473,7 @@ mod tests {
         fn check<T: Send + Sync>() {}
         check::<OpenAi>();
         check::<Anthropic>();
+        check::<Gemini>();
         check::<Scripted>();
         check::<Box<dyn Provider>>();
         check::<Retrying<Arc<dyn Provider>>>();

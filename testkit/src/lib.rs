@@ -1,5 +1,5 @@
-//! A fake model server for tests, speaking the OpenAI Chat Completions or
-//! the Anthropic Messages protocol.
+//! A fake model server for tests, speaking the OpenAI Chat Completions, the
+//! Anthropic Messages or Google's Gemini protocol (see [`gemini`]).
 //!
 //! [`FakeServer::start`] (OpenAI) or [`FakeServer::start_anthropic`] binds
 //! `127.0.0.1` on a free port and answers each connection with the next
@@ -259,6 +259,9 @@ pub enum Overflows {
     Vllm,
     /// `400`, `prompt is too long: N tokens > M maximum`.
     Anthropic,
+    /// `400`, `INVALID_ARGUMENT`, "The input token count (N) exceeds the
+    /// maximum number of tokens allowed (M)."
+    Gemini,
     /// `400`, `exceed_context_size_error` with `n_ctx`.
     LlamaCpp,
     /// `500`, Ollama's "input length exceeds the context length".
@@ -328,6 +331,14 @@ impl Overflows {
                     "message": format!("prompt is too long: {asked} tokens > {limit} maximum")
                 }})
                 .to_string(),
+            ),
+            Overflows::Gemini => (
+                400,
+                gemini::error(
+                    400,
+                    &format!("The input token count ({asked}) exceeds the maximum number of tokens allowed ({limit})."),
+                    "INVALID_ARGUMENT",
+                ),
             ),
             Overflows::LlamaCpp => (
                 400,
@@ -455,6 +466,8 @@ pub enum FakeProtocol {
     OpenAi,
     /// Anthropic Messages SSE and JSON.
     Anthropic,
+    /// Google's Gemini API SSE and JSON (see [`gemini`]).
+    Gemini,
 }
 
 /// A request the fake server received.
@@ -531,6 +544,11 @@ impl FakeServer {
         FakeServer::start_with(FakeProtocol::Anthropic, replies)
     }
 
+    /// The same in Google's Gemini protocol.
+    pub fn start_gemini(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        FakeServer::start_with(FakeProtocol::Gemini, replies)
+    }
+
     /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
     /// `protocol`.
     pub(crate) fn start_with(
@@ -583,6 +601,7 @@ impl FakeServer {
                     .map(|least| Mutex::new(PromptCache::new(least))),
                 cached: Arc::clone(&cached),
                 thoughts: Mutex::new(Vec::new()),
+                signatures: Mutex::new(Vec::new()),
                 stop: Arc::clone(&stop),
             }),
         };
@@ -637,6 +656,7 @@ impl Drop for FakeServer {
 }
 
 pub mod cache;
+pub mod gemini;
 mod server;
 pub mod thinking;
 mod wire;

@@ -38,6 +38,8 @@ pub(crate) struct Shared {
     pub(crate) cached: Arc<Mutex<Vec<CacheUsage>>>,
     /// The thinking blocks answered so far (Anthropic).
     pub(crate) thoughts: Mutex<Vec<thinking::Thought>>,
+    /// The thought signatures answered so far (Gemini).
+    pub(crate) signatures: Mutex<Vec<String>>,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -65,7 +67,8 @@ impl Asks {
             streamed: value["stream"] == json!(true),
             max_tokens: value["max_tokens"]
                 .as_u64()
-                .or_else(|| value["max_completion_tokens"].as_u64()),
+                .or_else(|| value["max_completion_tokens"].as_u64())
+                .or_else(|| value["generationConfig"]["maxOutputTokens"].as_u64()),
         }
     }
 }
@@ -219,6 +222,19 @@ impl Shared {
                 let body = serde_json::json!({"type": "error", "error": {
                     "type": "invalid_request_error", "message": message}});
                 return write_status(conn, 400, &body.to_string(), None);
+            }
+        }
+        if self.protocol == FakeProtocol::Gemini {
+            if recorded.path.contains(":countTokens") {
+                let per = self.limit.map_or(4, |l| l.bytes_per_token);
+                let body = gemini::count(&recorded.body, per);
+                lock(&self.requests).push(recorded);
+                return write_status(conn, 200, &body, None);
+            }
+            if let Err(message) = gemini::check(&recorded.body, &lock(&self.signatures)) {
+                lock(&self.requests).push(recorded);
+                let body = gemini::error(400, &message, "INVALID_ARGUMENT");
+                return write_status(conn, 400, &body, None);
             }
         }
         if let Some(message) = self.unparsed_arguments(&recorded.body) {
@@ -388,6 +404,7 @@ impl Shared {
                         }
                         message.to_string()
                     }
+                    FakeProtocol::Gemini => gemini::whole(&text, usage),
                 };
                 write_head(stream, 200, "application/json", Some(body.len()), None)?;
                 stream.write_all(body.as_bytes())
@@ -432,6 +449,8 @@ impl Shared {
                         json!({"data": data, "has_more": false,
                                "first_id": ids.first(), "last_id": ids.last()})
                     }
+                    FakeProtocol::Gemini => serde_json::from_str(&gemini::models(&ids))
+                        .unwrap_or_default(),
                 }
                 .to_string();
                 write_head(stream, 200, "application/json", Some(body.len()), None)?;
@@ -486,6 +505,7 @@ impl Shared {
                              event: content_block_delta\ndata: {data}\n\n"
                         )
                     }
+                    FakeProtocol::Gemini => format!(": ping\n\n{}", gemini::piece("")),
                 };
                 while !self.stop.load(Ordering::SeqCst) {
                     // A write error is the client hanging up: the end.
@@ -544,6 +564,8 @@ impl Shared {
                     json!({"index": 0, "content_block": block}),
                 )
             }
+            // Gemini's stream has no opening event.
+            FakeProtocol::Gemini => Ok(()),
         }
     }
 
@@ -559,6 +581,7 @@ impl Shared {
                 let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
                 format!("event: content_block_delta\ndata: {data}\n\n")
             }
+            FakeProtocol::Gemini => gemini::piece(piece),
         }
     }
 
@@ -583,6 +606,10 @@ impl Shared {
                 write_named(stream, "message_delta", delta)?;
                 write_named(stream, "message_stop", json!({}))
             }
+            FakeProtocol::Gemini => {
+                stream.write_all(gemini::end("STOP", None, None).as_bytes())?;
+                stream.flush()
+            }
         }
     }
 
@@ -600,6 +627,15 @@ impl Shared {
         match self.protocol {
             FakeProtocol::OpenAi => openai_stream(stream, chunks, calls, usage, end),
             FakeProtocol::Anthropic => anthropic_stream(stream, chunks, calls, usage, end),
+            FakeProtocol::Gemini => {
+                let signature = {
+                    let mut given = lock(&self.signatures);
+                    let signature = gemini::signature_of(given.len());
+                    given.push(signature.clone());
+                    signature
+                };
+                gemini::stream(stream, chunks, calls, usage, end, &signature)
+            }
         }
     }
 

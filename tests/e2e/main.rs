@@ -27,6 +27,7 @@ mod edit_kills;
 mod edits;
 mod export;
 mod faults;
+mod gemini;
 mod goals;
 mod guards;
 mod habits;

@@ -180,7 +180,11 @@ fn a_server_below_the_declared_window_lowers_it() {
         let window = lowered[0]["window"].as_u64().unwrap();
         match says {
             // These name the limit.
-            Overflows::OpenAi | Overflows::Vllm | Overflows::Anthropic | Overflows::LlamaCpp => {
+            Overflows::OpenAi
+            | Overflows::Vllm
+            | Overflows::Anthropic
+            | Overflows::LlamaCpp
+            | Overflows::Gemini => {
                 assert_eq!(window, 8_000, "{says:?}")
             }
             // Ollama does not: below the size that failed.

@@ -74,7 +74,7 @@
 //! If a process that escaped still holds the pipes, its later output is
 //! given up on after one second. The API
 //! key variables (core's `API_KEY_VARS`: `REVOLVE_API_KEY`, `OPENAI_API_KEY`,
-//! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`) are removed from its environment, and any tool's output has their values
+//! `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY`, `GEMINI_API_KEY`) are removed from its environment, and any tool's output has their values
 //! replaced by `[key]` (a command could still read its parent's
 //! environment), so no key reaches the session log.
 //!

@@ -784,12 +784,17 @@ pub fn thought(blocks: &[revolve_core::record::Thinking]) -> String {
         .iter()
         .map(|b| match b {
             Thinking::Thinking { thinking, .. } => thinking.chars().count(),
-            Thinking::RedactedThinking { .. } => 0,
+            Thinking::RedactedThinking { .. } | Thinking::ThoughtSignature { .. } => 0,
         })
         .sum();
     let redacted = blocks
         .iter()
-        .filter(|b| matches!(b, Thinking::RedactedThinking { .. }))
+        .filter(|b| {
+            matches!(
+                b,
+                Thinking::RedactedThinking { .. } | Thinking::ThoughtSignature { .. }
+            )
+        })
         .count();
     match redacted {
         0 => format!("thought ({chars} chars, kept in the log)"),

@@ -233,6 +233,8 @@ impl Block<'_> {
                 string(out, data);
                 out.extend_from_slice(b",\"type\":\"redacted_thinking\"}");
             }
+            // Never made: `blocks` leaves Gemini's signatures out.
+            Block::Thinking(Thinking::ThoughtSignature { .. }) => out.push(b'}'),
         }
     }
 }
@@ -252,7 +254,11 @@ fn blocks(m: &Message, thinking: bool) -> Vec<Block<'_>> {
         Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
             let mut blocks: Vec<Block> = if thinking {
-                m.thinking.iter().map(Block::Thinking).collect()
+                m.thinking
+                    .iter()
+                    .filter(|t| t.is_block())
+                    .map(Block::Thinking)
+                    .collect()
             } else {
                 Vec::new()
             };

@@ -175,7 +175,11 @@ pub(super) fn anthropic_blocks(m: &Message, thinking: bool) -> Vec<Value> {
         Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
             let mut blocks: Vec<Value> = if thinking {
-                m.thinking.iter().map(thinking_block).collect()
+                m.thinking
+                    .iter()
+                    .filter(|t| t.is_block())
+                    .map(thinking_block)
+                    .collect()
             } else {
                 Vec::new()
             };
@@ -202,6 +206,8 @@ pub(super) fn thinking_block(t: &Thinking) -> Value {
             signature,
         } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
         Thinking::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
+        // Never sent: `anthropic_blocks` leaves Gemini's signatures out.
+        Thinking::ThoughtSignature { .. } => json!({}),
     }
 }
 

@@ -72,12 +72,45 @@ fn error_text(error: &Value) -> String {
 
 /// Whether an error object's `type` says the server is overloaded, rate
 /// limited or failed inside (Anthropic's `overloaded_error`, `api_error`,
-/// `rate_limit_error`; OpenAI's `server_error`): worth sending again.
+/// `rate_limit_error`; OpenAI's `server_error`), or its `status` does
+/// (Gemini's `UNAVAILABLE`, `RESOURCE_EXHAUSTED`, `INTERNAL`): worth
+/// sending again.
 fn overloaded(error: &Value) -> bool {
     matches!(
         error.get("type").and_then(Value::as_str),
         Some("overloaded_error" | "api_error" | "rate_limit_error" | "server_error")
+    ) || matches!(
+        error.get("status").and_then(Value::as_str),
+        Some("UNAVAILABLE" | "RESOURCE_EXHAUSTED" | "INTERNAL")
     )
+}
+
+/// The wait an error body asks for in seconds, rounded up: Gemini's
+/// `{"error": {"details": [{"@type": "….RetryInfo", "retryDelay": "37s"}]}}`
+/// (google.rpc.RetryInfo, a protobuf `Duration` as JSON: seconds with an
+/// `s`).
+pub(super) fn retry_delay(body: &str) -> Option<u64> {
+    let value: Value = serde_json::from_str(body.trim()).ok()?;
+    let error = value.get("error").unwrap_or(&value);
+    error
+        .get("details")?
+        .as_array()?
+        .iter()
+        .filter(|d| {
+            d["@type"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("RetryInfo"))
+        })
+        .find_map(|d| {
+            d["retryDelay"]
+                .as_str()?
+                .strip_suffix('s')?
+                .parse::<f64>()
+                .ok()
+        })
+        .filter(|s| s.is_finite() && *s >= 0.0 && *s < 1e9)
+        // A finite number in range, checked just above.
+        .map(|s| s.ceil() as u64)
 }
 
 /// Whether a connection failure may go away by itself: refused, reset,
