@@ -17,6 +17,7 @@ use crate::record::{Image, McpTool, Message, Role, Thinking};
 use crate::tools;
 
 mod elements;
+mod responses;
 mod wires;
 use wires::*;
 
@@ -28,6 +29,9 @@ pub enum Wire {
     OpenAi,
     /// Anthropic Messages (`POST /messages`).
     Anthropic,
+    /// OpenAI Responses (`POST /responses`, issue 45; see
+    /// `request::responses`).
+    Responses,
 }
 
 impl Wire {
@@ -35,8 +39,15 @@ impl Wire {
     pub fn of(provider: &str) -> Wire {
         match provider {
             "anthropic" => Wire::Anthropic,
+            "openai-responses" => Wire::Responses,
             _ => Wire::OpenAi,
         }
+    }
+
+    /// Whether the provider has a web search tool of its own on this
+    /// wire (Anthropic's, the Responses API's; not Chat Completions).
+    pub fn searches(self) -> bool {
+        matches!(self, Wire::Anthropic | Wire::Responses)
     }
 }
 
@@ -152,6 +163,11 @@ pub struct Shape {
     /// `tool_choice` of this request, when it is asked (see
     /// [`ToolChoice`]); only on the Chat Completions wire, with tools.
     pub tool_choice: Option<ToolChoice>,
+    /// The provider's web search tool, at most this many searches an
+    /// answer (issue 44, `--allow web_search`): Anthropic's
+    /// `web_search_20250305` first among the tools, the Responses API's
+    /// `{"type": "web_search"}` last; nothing on the Chat Completions wire.
+    pub web_search: Option<u32>,
 }
 
 /// How an Anthropic request thinks at an effort, decided by the model (not
@@ -239,6 +255,7 @@ impl Shape {
             thinking: None,
             builtin: None,
             tool_choice: None,
+            web_search: None,
         }
     }
 }
@@ -399,6 +416,9 @@ enum Elements {
         marked: [Option<usize>; 2],
         thinking: bool,
     },
+    /// Responses: each message's `input` items (see
+    /// [`responses::items`]).
+    Responses { history: Shared },
     /// None: a body given whole ([`Body::from`] a text).
     Whole,
 }
@@ -419,6 +439,9 @@ impl io::Write for Count {
 
 /// Where the messages go in the JSON around them.
 const PLACE: &str = r#""messages":[]"#;
+
+/// Where the Responses wire's items go.
+const INPUT_PLACE: &str = r#""input":[]"#;
 
 impl Body {
     fn of(wire: Wire, model: &str, system: Option<&str>, history: Shared, shape: &Shape) -> Body {
@@ -449,8 +472,13 @@ impl Body {
                     },
                 )
             }
+            Wire::Responses => (
+                responses::outer(model, system, shape),
+                Elements::Responses { history },
+            ),
         };
-        if let Some(limit) = shape.limit {
+        // The Responses wire says its limit as `max_output_tokens`.
+        if let (Some(limit), false) = (shape.limit, wire == Wire::Responses) {
             outer[limit.field] = json!(limit.tokens);
         }
         if let (Wire::Anthropic, Some(think)) = (wire, shape.thinking) {
@@ -466,12 +494,19 @@ impl Body {
     fn around(outer: &Value, elements: Elements) -> Body {
         let outer = outer.to_string();
         // Sorted keys put `messages` after only the answer's limit, a
-        // number: the first place is the body's own.
+        // number (and `input` after only `include`, fixed words): the
+        // first place is the body's own.
+        let place = match elements {
+            Elements::Responses { .. } => INPUT_PLACE,
+            _ => PLACE,
+        };
         let at = outer
-            .find(PLACE)
-            .map_or(outer.len(), |i| i + PLACE.len() - 1);
+            .find(place)
+            .map_or(outer.len(), |i| i + place.len() - 1);
         let pictures = match &elements {
-            Elements::OpenAi { history, .. } | Elements::Anthropic { history, .. } => history
+            Elements::OpenAi { history, .. }
+            | Elements::Anthropic { history, .. }
+            | Elements::Responses { history } => history
                 .get()
                 .iter()
                 .flat_map(|m| &m.images)
@@ -584,6 +619,10 @@ impl Body {
                 marked,
                 thinking,
             } => Cursor::Anthropic(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Responses { history } => Cursor::Responses {
+                history: history.get(),
+                next: 0,
+            },
             Elements::Whole => Cursor::Done,
         }
     }
@@ -614,6 +653,10 @@ impl Body {
                 marked,
                 thinking,
             } => Box::new(Runs::new(history.get(), *marked, *thinking)),
+            Elements::Responses { history } => {
+                let history = history.get();
+                Box::new((0..history.len()).flat_map(move |i| responses::items(history, i)))
+            }
             Elements::Whole => Box::new(std::iter::empty()),
         }
     }
@@ -684,6 +727,11 @@ enum Cursor<'a> {
         images_due: Option<&'a [Message]>,
     },
     Anthropic(Runs<'a>),
+    Responses {
+        history: &'a [Message],
+        /// The next message whose items are written.
+        next: usize,
+    },
     Done,
 }
 
@@ -715,6 +763,15 @@ impl Cursor<'_> {
                 true
             }
             Cursor::Anthropic(runs) => runs.write_next(out),
+            Cursor::Responses { history, next } => {
+                while *next < history.len() {
+                    *next += 1;
+                    if responses::write_items(out, history, *next - 1) {
+                        return true;
+                    }
+                }
+                false
+            }
             Cursor::Done => false,
         }
     }
@@ -1286,6 +1343,7 @@ mod oracle {
         let mut body = match wire {
             Wire::OpenAi => openai(model, system, history),
             Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
+            Wire::Responses => unimplemented!("the oracle holds the two older wires"),
         };
         if !shape.tools {
             if let Some(map) = body.as_object_mut() {
@@ -1313,7 +1371,7 @@ mod oracle {
                     body["tool_choice"] = json!("required");
                 }
             }
-            Wire::Anthropic => {}
+            Wire::Anthropic | Wire::Responses => {}
         }
         let answer = shape
             .limit
@@ -1389,7 +1447,7 @@ mod oracle {
                 Role::Assistant => {
                     let mut blocks: Vec<Value> = Vec::new();
                     if thinking {
-                        for t in &m.thinking {
+                        for t in m.thinking.iter().filter(|t| t.anthropic()) {
                             blocks.push(serde_json::to_value(t).unwrap());
                         }
                     }
@@ -1597,6 +1655,7 @@ mod streaming_tests {
                     _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
                 }),
                 tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
+                web_search: None,
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

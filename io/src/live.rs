@@ -195,6 +195,9 @@ impl<F: Front> Live<F> {
             });
             live.log_only(cmds)?;
         }
+        // The provider's web search, when a rule offers it.
+        let offer = live.session.offer_search(clock::now());
+        live.log_only(offer)?;
         Ok(live)
     }
 

@@ -5,6 +5,9 @@
 //!   server (`POST {base}/chat/completions`, `Authorization: Bearer KEY`).
 //! * [`Anthropic`] speaks the Anthropic Messages protocol
 //!   (`POST {base}/messages`, `x-api-key: KEY`, `anthropic-version`).
+//! * [`Responses`] speaks OpenAI's Responses protocol (`POST
+//!   {base}/responses`, `Authorization: Bearer KEY`), the wire of OpenAI's
+//!   reasoning models.
 //! * [`Scripted`] answers from a JSON Lines file, for tests and demos.
 //! * [`Retrying`] wraps any of them and sends a failed request again when
 //!   [`revolve_core::retry::delay`] says so.
@@ -119,12 +122,14 @@ use revolve_core::{Reply, Request};
 mod anthropic;
 mod http;
 mod openai;
+mod responses;
 mod scripted;
 mod sse;
 mod tcp;
 
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
 pub use openai::OpenAi;
+pub use responses::Responses;
 pub use revolve_core::policy::{
     CONNECT_TIMEOUT, LOCAL_PREFILL_WAIT, MAX_ANSWER_BYTES, STALL_TIMEOUT,
 };

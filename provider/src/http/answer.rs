@@ -78,6 +78,7 @@ impl Answer {
                     signature,
                 } => thinking.len() + signature.len(),
                 Thinking::RedactedThinking { data } => data.len(),
+                other => other.wire().to_string().len(),
             }
         });
         self.calls
