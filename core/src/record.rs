@@ -316,7 +316,14 @@ pub use web::{Fetched, WebSearch};
 ///   it, `max_tokens` raised by the budget; see [`crate::request::Think`])
 ///   and send back the thinking blocks assistant messages keep; older
 ///   files rebuild theirs without, as they were sent.
-pub const FORMAT_VERSION: u32 = 5;
+/// * 6: on the Chat Completions wire, a tool call whose arguments are not
+///   a JSON object goes back inside one, `{"unparsed_arguments": TEXT}`
+///   (see `request::sent_arguments`): llama.cpp's server parses every call's
+///   arguments in the history and refuses the whole request when one does
+///   not parse (HTTP 500 "Failed to parse tool call arguments as JSON",
+///   met when SmolLM2 rambled a path until its answer's limit). Older
+///   files rebuild theirs as they were sent.
+pub const FORMAT_VERSION: u32 = 6;
 
 /// The first version whose requests are marked for the prompt cache.
 pub(crate) const CACHE_VERSION: u32 = 3;
@@ -329,6 +336,10 @@ pub(crate) const POINT_RELEASE_VERSION: u32 = 4;
 
 /// The first version whose Anthropic requests think at an effort.
 pub(crate) const THINKING_VERSION: u32 = 5;
+
+/// The first version whose Chat Completions requests send arguments that
+/// are not a JSON object inside one.
+pub(crate) const ARGUMENTS_VERSION: u32 = 6;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

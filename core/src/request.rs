@@ -168,6 +168,32 @@ pub struct Shape {
     /// `web_search_20250305` first among the tools, the Responses API's
     /// `{"type": "web_search"}` last; nothing on the Chat Completions wire.
     pub web_search: Option<u32>,
+    /// Whether a call whose arguments are not a JSON object goes back
+    /// inside one on the Chat Completions wire ([`sent_arguments`]; logs
+    /// of version 6 on).
+    pub objects: bool,
+}
+
+/// A call's arguments as the Chat Completions wire sends them back: as
+/// the model wrote them, or, when `objects` and they are not a JSON
+/// object, that text inside one as `{"unparsed_arguments": TEXT}`: a
+/// server that parses the history, as llama.cpp's does, refuses a request
+/// holding arguments it cannot read, and the model still sees what it
+/// wrote (or how a call too large for the window was cut); the call's
+/// result says what was wrong.
+pub(crate) fn sent_arguments(arguments: &str, objects: bool) -> std::borrow::Cow<'_, str> {
+    let object = || {
+        serde_json::from_str::<Value>(arguments)
+            .ok()
+            .is_some_and(|v| v.is_object())
+    };
+    if !objects || object() {
+        arguments.into()
+    } else {
+        json!({ "unparsed_arguments": arguments })
+            .to_string()
+            .into()
+    }
 }
 
 /// How an Anthropic request thinks at an effort, decided by the model (not
@@ -256,6 +282,7 @@ impl Shape {
             builtin: None,
             tool_choice: None,
             web_search: None,
+            objects: true,
         }
     }
 }
@@ -406,6 +433,7 @@ enum Elements {
         system: Option<String>,
         history: Shared,
         limited: bool,
+        objects: bool,
     },
     /// Messages: runs of consecutive messages of one role, each one
     /// element; the runs numbered in `marked` get a cache breakpoint on
@@ -452,6 +480,7 @@ impl Body {
                     system: system.map(str::to_owned),
                     history,
                     limited: shape.limit.is_some(),
+                    objects: shape.objects,
                 },
             ),
             Wire::Anthropic => {
@@ -607,11 +636,13 @@ impl Body {
                 system,
                 history,
                 limited,
+                objects,
             } => Cursor::OpenAi {
                 system: system.as_deref(),
                 history: history.get(),
                 next: 0,
                 limited: *limited,
+                objects: *objects,
                 images_due: None,
             },
             Elements::Anthropic {
@@ -633,18 +664,19 @@ impl Body {
                 system,
                 history,
                 limited,
+                objects,
             } => {
                 let system = system
                     .as_deref()
                     .map(|system| json!({"role": "system", "content": system}));
-                let limited = *limited;
+                let (limited, objects) = (*limited, *objects);
                 let history = history.get();
                 Box::new(
                     system
                         .into_iter()
                         .chain(history.iter().enumerate().flat_map(move |(i, m)| {
                             let images = tool_images(history, i).map(openai_tool_images);
-                            std::iter::once(openai_message(m, limited)).chain(images)
+                            std::iter::once(openai_message(m, limited, objects)).chain(images)
                         })),
                 )
             }
@@ -722,6 +754,7 @@ enum Cursor<'a> {
         /// The next message (the system prompt goes before the first).
         next: usize,
         limited: bool,
+        objects: bool,
         /// A run of tool results just written whose images go next, in a
         /// user message of their own (see [`tool_images`]).
         images_due: Option<&'a [Message]>,
@@ -744,6 +777,7 @@ impl Cursor<'_> {
                 history,
                 next,
                 limited,
+                objects,
                 images_due,
             } => {
                 if let Some(system) = system.take() {
@@ -759,7 +793,7 @@ impl Cursor<'_> {
                 };
                 *images_due = tool_images(history, *next);
                 *next += 1;
-                elements::openai_message(out, m, *limited);
+                elements::openai_message(out, m, *limited, *objects);
                 true
             }
             Cursor::Anthropic(runs) => runs.write_next(out),
@@ -969,6 +1003,45 @@ mod tests {
         assert_eq!(v["stream_options"]["include_usage"], true);
         assert_eq!(v["tools"][0]["function"]["name"], "read_file");
         assert_eq!(r.messages, 5);
+    }
+
+    /// Arguments a model cut short (it rambled to its answer's limit) go
+    /// back inside an object in logs of version 6 on, as written before.
+    #[test]
+    fn arguments_that_are_no_object_go_back_inside_one() {
+        let at = time::macros::datetime!(2026-12-06 17:30 UTC);
+        let cut = ToolCall {
+            id: "c1".into(),
+            name: "list_dir".into(),
+            arguments: "{\"path\": \"current_dir/master/master/mas".into(),
+        };
+        let history = [
+            Message::user(at, "list"),
+            Message {
+                tool_calls: vec![cut],
+                ..Message::assistant(at, "")
+            },
+            Message::tool(at, "c1", "error: bad arguments for list_dir: EOF"),
+        ];
+        let sent = |objects| {
+            let shape = Shape {
+                objects,
+                ..Shape::limited(None)
+            };
+            let body = Request::shaped(Wire::OpenAi, "m", None, &history, &shape)
+                .body
+                .text();
+            let v: Value = serde_json::from_str(&body).unwrap();
+            v["messages"][1]["tool_calls"][0]["function"]["arguments"].clone()
+        };
+        assert_eq!(
+            sent(true),
+            json!(r#"{"unparsed_arguments":"{\"path\": \"current_dir/master/master/mas"}"#)
+        );
+        assert_eq!(
+            sent(false),
+            json!("{\"path\": \"current_dir/master/master/mas")
+        );
     }
 
     #[test]
@@ -1341,7 +1414,7 @@ mod oracle {
         shape: &Shape,
     ) -> String {
         let mut body = match wire {
-            Wire::OpenAi => openai(model, system, history),
+            Wire::OpenAi => openai(model, system, history, shape.objects),
             Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
             Wire::Responses => unimplemented!("the oracle holds the two older wires"),
         };
@@ -1393,7 +1466,7 @@ mod oracle {
 
     /// Chat Completions: the system prompt first, tool calls as `tool_calls`,
     /// results as `tool` messages.
-    fn openai(model: &str, system: Option<&str>, history: &[Message]) -> Value {
+    fn openai(model: &str, system: Option<&str>, history: &[Message], objects: bool) -> Value {
         let mut messages = Vec::with_capacity(history.len() + 1);
         if let Some(system) = system {
             messages.push(json!({"role": "system", "content": system}));
@@ -1406,7 +1479,15 @@ mod oracle {
                     let calls: Vec<Value> = m
                         .tool_calls
                         .iter()
-                        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                        .map(|c| {
+                            let object = serde_json::from_str::<Value>(&c.arguments).is_ok_and(|v| v.is_object());
+                            let arguments = if objects && !object {
+                                json!({"unparsed_arguments": c.arguments}).to_string()
+                            } else {
+                                c.arguments.clone()
+                            };
+                            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
+                        })
                         .collect();
                     let content = if m.content.is_empty() { Value::Null } else { Value::from(m.content.as_str()) };
                     json!({"role": "assistant", "content": content, "tool_calls": calls})
@@ -1656,6 +1737,7 @@ mod streaming_tests {
                 }),
                 tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
                 web_search: None,
+                objects: effort.is_some_and(|e| e % 2 == 0),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

@@ -16,13 +16,16 @@ use crate::record::{
     Answer, Approved, Asked, Compacted, Compacting, Context, Continued, Counted, Edit, EditBy,
     EffortChanged, Header, McpTools, Message, ModelChanged, Noted, Overflowed, Planning, Pruned,
     Record, Refined, Renamed, Resumed, Rewound, Role, Seen, Squeezed, ToolCall, Totals, Written,
-    ANSWER_LIMIT_VERSION, CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
+    ANSWER_LIMIT_VERSION, ARGUMENTS_VERSION, CACHE_VERSION, FORMAT_VERSION, THINKING_VERSION,
 };
 use crate::request::{AnswerLimit, Cache, Request, Shape, Shared, Think, Wire};
 
 mod inconsistency;
+mod reading;
 mod requests;
+
 pub use inconsistency::Inconsistency;
+pub use reading::FileReading;
 pub use requests::{requests, Rebuild};
 
 /// Everything a session log says, folded.

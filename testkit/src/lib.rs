@@ -540,6 +540,12 @@ pub struct FakeOptions {
     /// a client that delays its ACKs holds for about 40 ms. The benches
     /// compare a client against both.
     pub no_delay: bool,
+    /// OpenAI only: llama.cpp's C++ `llama-server` (`--jinja`), which
+    /// parses every tool call's arguments in the history to render them
+    /// through the chat template, and refuses the whole request with
+    /// `500` when one does not parse (captured 2026-12-06, SmolLM2 having
+    /// rambled a path to its answer's limit).
+    pub parses_arguments: bool,
 }
 
 /// A running fake server; dropping it stops the server thread.
@@ -613,6 +619,7 @@ impl FakeServer {
                 limit: options.limit,
                 keep_alive: options.keep_alive,
                 no_delay: options.no_delay,
+                parses_arguments: options.parses_arguments,
                 script: Mutex::new(Script { replies, served: 0 }),
                 requests: Arc::clone(&requests),
                 connections: Arc::clone(&connections),

@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     pub(crate) keep_alive: bool,
     /// `TCP_NODELAY` on each connection ([`crate::FakeOptions::no_delay`]).
     pub(crate) no_delay: bool,
+    /// llama-server's check of the history's arguments
+    /// ([`crate::FakeOptions::parses_arguments`]).
+    pub(crate) parses_arguments: bool,
     pub(crate) script: Mutex<Script>,
     pub(crate) requests: Arc<Mutex<Vec<Recorded>>>,
     pub(crate) connections: Arc<AtomicUsize>,
@@ -188,6 +191,25 @@ impl Shared {
         Ok(false)
     }
 
+    /// llama-server's refusal of a history holding a call whose arguments
+    /// do not parse as JSON, when it plays that server.
+    fn unparsed_arguments(&self, body: &str) -> Option<String> {
+        if !self.parses_arguments || self.protocol != FakeProtocol::OpenAi {
+            return None;
+        }
+        let body: serde_json::Value = serde_json::from_str(body).ok()?;
+        body["messages"]
+            .as_array()?
+            .iter()
+            .filter_map(|m| m["tool_calls"].as_array())
+            .flatten()
+            .filter_map(|c| c["function"]["arguments"].as_str())
+            .find_map(|a| serde_json::from_str::<serde_json::Value>(a).err())
+            .map(|e| {
+                format!("Failed to parse tool call arguments as JSON: [json.exception.parse_error.101] {e}")
+            })
+    }
+
     /// Answers one request: refused or cut as the limit says, else with
     /// the next reply of the script.
     fn respond(&self, conn: &mut Conn, recorded: Recorded) -> io::Result<()> {
@@ -210,6 +232,11 @@ impl Shared {
                     "type": "invalid_request_error", "message": message}});
                 return write_status(conn, 400, &body.to_string(), None);
             }
+        }
+        if let Some(message) = self.unparsed_arguments(&recorded.body) {
+            lock(&self.requests).push(recorded);
+            let body = serde_json::json!({"error": {"code": 500, "message": message, "type": "server_error"}});
+            return write_status(conn, 500, &body.to_string(), None);
         }
         if let (Some(cache), FakeProtocol::Anthropic) = (&self.cache, self.protocol) {
             match lock(cache).usage(&recorded.body) {

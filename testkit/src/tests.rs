@@ -604,3 +604,42 @@ fn anthropic_thinking_streams_and_must_come_back() {
     assert!(answered.contains("Port"), "{answered}");
     assert_eq!(server.requests().len(), 3);
 }
+
+/// Playing llama-server, a history holding a call whose arguments do not
+/// parse is refused whole with its `500`; parsing ones are answered.
+#[test]
+fn llama_server_refuses_arguments_that_do_not_parse() {
+    let options = FakeOptions {
+        parses_arguments: true,
+        ..FakeOptions::default()
+    };
+    let server = FakeServer::start_with_options(
+        FakeProtocol::OpenAi,
+        vec![FakeReply::text("fine")],
+        options,
+    )
+    .unwrap();
+    let history = |arguments: &str| {
+        serde_json::json!({"messages": [{"role": "assistant", "content": "",
+            "tool_calls": [{"id": "c", "type": "function",
+                "function": {"name": "list_dir", "arguments": arguments}}]}]})
+        .to_string()
+    };
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream
+        .write_all(post(&history(r#"{"path": "a/b/c"#)).as_bytes())
+        .unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 500"), "{head}");
+    assert!(
+        body.contains("Failed to parse tool call arguments as JSON"),
+        "{body}"
+    );
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    stream
+        .write_all(post(&history(r#"{"path": "."}"#)).as_bytes())
+        .unwrap();
+    let (head, body) = read_answer(&mut stream);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.contains("fine"), "{body}");
+}

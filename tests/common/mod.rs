@@ -22,7 +22,9 @@
 
 #![allow(dead_code)] // the end-to-end binary and the benches each use a part of the harness
 
+pub mod fake;
 pub mod pty;
+pub mod servers;
 
 use std::fs::File;
 use std::io::{Read, Write};

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{kinds, records, request_messages, tool_results, Run, TestEnv};
+use crate::common::fake::{revolve, serve, system};
+use crate::common::{kinds, records, request_messages, tool_results, TestEnv};
 
 /// Writes `hooks` as the `hooks` of the user's config.json.
 fn configure(env: &TestEnv, hooks: Value) {
@@ -33,25 +34,6 @@ fn script(env: &TestEnv, name: &str, body: &str) -> PathBuf {
     std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
-}
-
-fn serve(replies: Vec<FakeReply>) -> FakeServer {
-    FakeServer::start(replies).expect("start the fake model server")
-}
-
-fn revolve(env: &TestEnv, server: &FakeServer, extra: &[&str], stdin: &str) -> Run {
-    let url = server.url();
-    let mut args = vec!["--base-url", url.as_str()];
-    args.extend_from_slice(extra);
-    env.run(&args, stdin)
-}
-
-fn system(body: &str) -> String {
-    let body: Value = serde_json::from_str(body).unwrap();
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 fn hook_records(env: &TestEnv) -> Vec<Value> {

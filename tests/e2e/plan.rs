@@ -2,29 +2,11 @@
 //! under the call, `/status` and stream-json carry, and the system prompt
 //! holds while a step is open; it survives a compaction and a resume.
 
-use revolve_testkit::{FakeReply, FakeServer};
+use revolve_testkit::FakeReply;
 use serde_json::{json, Value};
 
-use crate::common::{records, tool_results, Run, TestEnv};
-
-fn serve(replies: Vec<FakeReply>) -> FakeServer {
-    FakeServer::start(replies).expect("start the fake model server")
-}
-
-fn revolve(env: &TestEnv, server: &FakeServer, extra: &[&str], stdin: &str) -> Run {
-    let url = server.url();
-    let mut args = vec!["--base-url", url.as_str()];
-    args.extend_from_slice(extra);
-    env.run(&args, stdin)
-}
-
-fn system(body: &str) -> String {
-    let body: Value = serde_json::from_str(body).unwrap();
-    body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
+use crate::common::fake::{revolve, serve, system};
+use crate::common::{records, tool_results, TestEnv};
 
 const PLAN: &str = r#"{"steps":[{"step":"read the parser","status":"done"},{"step":"fix the off-by-one","status":"in_progress"},{"step":"run the tests","status":"pending"}]}"#;
 

@@ -49,61 +49,23 @@
 
 use std::io::{Read, Write};
 use std::process::Stdio;
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::servers::{Lease, Pool};
 use crate::common::{Run, TestEnv, POLL};
 
-/// The servers given, each serving one test at a time: a test takes a
-/// free one and gives it back when it ends (`--test-threads` as many as
-/// there are servers runs that many at once).
-fn pool() -> &'static (Mutex<Vec<String>>, Condvar) {
-    static POOL: OnceLock<(Mutex<Vec<String>>, Condvar)> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let urls = std::env::var("REVOLVE_LLAMA_URL").unwrap_or_default();
-        let urls = urls
-            .split(',')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(str::to_owned)
-            .collect();
-        (Mutex::new(urls), Condvar::new())
-    })
-}
+/// llama-cpp-python's servers, `.ci/llama-server`'s (see [`Pool`]).
+static SERVERS: Pool = Pool::new(
+    "REVOLVE_LLAMA_URL",
+    "the llama.cpp servers .ci/llama-server starts (.ci/run does)",
+);
 
-/// A server taken from the pool for one test; given back on drop.
-struct Lease(String);
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let (free, given_back) = pool();
-        // A test that failed holding the lock leaves the server as usable.
-        free.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(std::mem::take(&mut self.0));
-        given_back.notify_one();
-    }
-}
-
-/// A free server's URL, held until the lease drops. The group's tests are
-/// `#[ignore]`d: `.ci/run` runs them by name (`-- --ignored`) once its
-/// servers are up, and one asked for without a server fails, so ok means
-/// ran.
+/// A free server's URL, held until the lease drops.
 fn server() -> (String, Lease) {
-    assert!(
-        std::env::var("REVOLVE_LLAMA_URL").is_ok_and(|u| !u.trim().is_empty()),
-        "needs REVOLVE_LLAMA_URL: the llama.cpp servers .ci/llama-server starts (.ci/run does)"
-    );
-    let (free, given_back) = pool();
-    let mut free = free.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if let Some(url) = free.pop() {
-            return (url.clone(), Lease(url));
-        }
-        free = given_back.wait(free).unwrap_or_else(|e| e.into_inner());
-    }
+    SERVERS.take()
 }
 
 /// The context the server runs with (`.ci/llama-server`'s `--n_ctx`).

@@ -18,70 +18,45 @@
 //! the tests see every body the server received and every byte it
 //! streamed: `revolve replay --requests` must rebuild the bodies byte for
 //! byte. With `REVOLVE_CAPTURE_DIR` set, each streamed answer is also
-//! written there (`N.sse`), which is how the test fake's llama-server
-//! shapes were captured (testkit's `llama_server` module).
+//! written there (`N.sse`), to see what the server streams (the test
+//! fake plays its refusal of unparsable arguments:
+//! `FakeOptions::parses_arguments`).
 //!
 //! The tests are `#[ignore]`d and run by name (`real_tools -- --ignored`)
-//! with `REVOLVE_LLAMA_CPP_URL` set; a test asked for without a server
-//! fails, so ok means ran. Not yet in `.ci/run`: the `llama-server` built
-//! from llama-cpp-python 0.3.36's llama.cpp, with SmolLM2's template or
-//! the Qwen2.5, Qwen3 or Hermes-2-Pro templates of llama.cpp's tree,
-//! accepted `"tool_choice": "required"` yet let the model answer in words
-//! (tried by hand on 2026-12-06, `max_tokens` 60: prose and code, no
-//! call), so this test fails at its first check of a call there.
+//! with `REVOLVE_LLAMA_CPP_URL` set (`.ci/run` does); a test asked for
+//! without a server fails, so ok means ran. The server is the
+//! `llama-server` built from llama-cpp-python 0.3.36's llama.cpp, serving
+//! SmolLM2 with `.ci/smollm2-tools.jinja`: with SmolLM2's own template the
+//! tools are dropped, and with the Qwen2.5 or Hermes-2-Pro templates of
+//! llama.cpp's tree (calls wrapped in `<tool_call>`) the grammar of
+//! `"tool_choice": "required"` let the answer begin with free text, and
+//! the model answered in words (tried by hand on 2026-12-06). That
+//! template's call shape makes the grammar start the answer with a call.
+//! Its arguments are the model's own: it may ramble inside one until its
+//! answer's limit, which is why revolve sends back arguments that do not
+//! parse inside an object (llama-server refused the whole next request
+//! otherwise; see `tools::arguments_cut_short_…`).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::common::servers::{Lease, Pool};
 use crate::common::{records, TestEnv};
 
-/// The servers given, each serving one test at a time.
-fn pool() -> &'static (Mutex<Vec<String>>, Condvar) {
-    static POOL: OnceLock<(Mutex<Vec<String>>, Condvar)> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let urls = std::env::var("REVOLVE_LLAMA_CPP_URL").unwrap_or_default();
-        let urls = urls
-            .split(',')
-            .map(str::trim)
-            .filter(|u| !u.is_empty())
-            .map(str::to_owned)
-            .collect();
-        (Mutex::new(urls), Condvar::new())
-    })
-}
+/// llama-server's, `.ci/llama-cpp-server start`'s (see [`Pool`]).
+static SERVERS: Pool = Pool::new(
+    "REVOLVE_LLAMA_CPP_URL",
+    "the llama-server .ci/llama-cpp-server starts (.ci/run does)",
+);
 
-/// A server taken from the pool for one test; given back on drop.
-struct Lease(String);
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let (free, given_back) = pool();
-        free.lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(std::mem::take(&mut self.0));
-        given_back.notify_one();
-    }
-}
-
-/// A free server's URL (`http://127.0.0.1:PORT/v1`), held until the lease
-/// drops.
+/// A free server's URL (`http://127.0.0.1:PORT/v1`), held until the
+/// lease drops.
 fn server() -> (String, Lease) {
-    assert!(
-        std::env::var("REVOLVE_LLAMA_CPP_URL").is_ok_and(|u| !u.trim().is_empty()),
-        "needs REVOLVE_LLAMA_CPP_URL: the llama-server .ci/llama-cpp-server starts (.ci/run does)"
-    );
-    let (free, given_back) = pool();
-    let mut free = free.lock().unwrap_or_else(|e| e.into_inner());
-    loop {
-        if let Some(url) = free.pop() {
-            return (url.clone(), Lease(url));
-        }
-        free = given_back.wait(free).unwrap_or_else(|e| e.into_inner());
-    }
+    SERVERS.take()
 }
 
 /// One exchange the proxy saw: the request's path and body, the answer's
@@ -256,7 +231,7 @@ fn capture(name: &str, exchanges: &[Exchange]) {
 /// `replay --requests` rebuilds every body the server received, byte for
 /// byte, the turns' first requests with `"tool_choice":"required"`.
 #[test]
-#[ignore = "needs llama-server (.ci/llama-cpp-server; REVOLVE_LLAMA_CPP_URL) that honours tool_choice"]
+#[ignore = "needs llama-server (.ci/llama-cpp-server start; REVOLVE_LLAMA_CPP_URL)"]
 fn the_model_calls_tools_and_reads_their_results() {
     let (url, _lease) = server();
     let proxy = Proxy::start(&url);

@@ -2115,3 +2115,71 @@ fn the_transcript_of_a_session_with_tools() {
         insta::assert_snapshot!("tools_transcript", transcript);
     });
 }
+
+/// A model that rambled inside a call until its answer's limit leaves
+/// arguments that are not JSON. llama.cpp's `llama-server` parses every
+/// call of the history and refused the next request whole (HTTP 500, met
+/// with SmolLM2): revolve sends such arguments inside an object, so the
+/// turn goes on, the model sees what it wrote, and replay rebuilds it.
+#[test]
+fn arguments_cut_short_do_not_make_llama_server_refuse_the_turn() {
+    let env = TestEnv::new("tools-cut-arguments");
+    let cut = r#"{"path": "current_dir/master/master/mas"#;
+    let options = revolve_testkit::FakeOptions {
+        parses_arguments: true,
+        ..revolve_testkit::FakeOptions::default()
+    };
+    let server = FakeServer::start_with_options(
+        revolve_testkit::FakeProtocol::OpenAi,
+        vec![
+            calls("", &[("call_1", "list_dir", cut)], (10, 5)),
+            text("Sorry, I meant the current directory.", (20, 5)),
+        ],
+        options,
+    )
+    .unwrap();
+    let url = server.url();
+    let run = env.run(
+        &[
+            "--provider",
+            "llamacpp",
+            "--base-url",
+            &url,
+            "--model",
+            "smollm2",
+            "--window",
+            "4096",
+        ],
+        "List the files here.\n",
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    assert!(run.stdout.contains("Sorry, I meant"), "{run:?}");
+    let sent: Vec<String> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.ends_with("/chat/completions"))
+        .map(|r| r.body)
+        .collect();
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    let second: Value = serde_json::from_str(&sent[1]).unwrap();
+    let arguments = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|m| m["tool_calls"][0]["function"]["arguments"].as_str())
+        .unwrap_or_else(|| panic!("the call sent back: {second}"));
+    assert_eq!(
+        serde_json::from_str::<Value>(arguments).unwrap(),
+        json!({ "unparsed_arguments": cut })
+    );
+    // The log keeps what the model wrote; the call's result says why it
+    // was not run.
+    let log = records(&env.only_session());
+    assert_eq!(logged_calls(&log)[0].2, cut);
+    assert!(
+        tool_results(&log)[0].1.starts_with("error: bad arguments"),
+        "{log:?}"
+    );
+    let sent: String = sent.iter().map(|b| format!("{b}\n")).collect();
+    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+}

@@ -41,7 +41,7 @@ pub(super) fn openai_system(out: &mut Vec<u8>, system: &str) {
 
 /// One message of the history on the Chat Completions wire (see
 /// `request::openai_message`, the same as a value).
-pub(super) fn openai_message(out: &mut Vec<u8>, m: &Message, limited: bool) {
+pub(super) fn openai_message(out: &mut Vec<u8>, m: &Message, limited: bool, objects: bool) {
     out.extend_from_slice(b"{\"content\":");
     match m.role {
         Role::User if !m.images.is_empty() => {
@@ -70,7 +70,7 @@ pub(super) fn openai_message(out: &mut Vec<u8>, m: &Message, limited: bool) {
                     out.push(b',');
                 }
                 out.extend_from_slice(b"{\"function\":{\"arguments\":");
-                string(out, &c.arguments);
+                string(out, &super::sent_arguments(&c.arguments, objects));
                 out.extend_from_slice(b",\"name\":");
                 string(out, &c.name);
                 out.extend_from_slice(b"},\"id\":");
@@ -397,6 +397,7 @@ mod tests {
                         key: None,
                     },
                     thinking: (shape & 2 == 2).then(|| Think::of("claude", crate::models::Effort::Low)),
+                    objects: shape & 8 == 8,
                     ..Shape::limited((shape & 4 == 4).then(|| AnswerLimit::of("m", 100)))
                 };
                 let r = Request::shaped(wire, "m", system.as_deref(), &history[..], &shape);

@@ -37,7 +37,7 @@ pub(super) fn openai_outer(model: &str, shape: &Shape) -> Value {
 }
 
 /// One message of the history on the Chat Completions wire.
-pub(super) fn openai_message(m: &Message, limited: bool) -> Value {
+pub(super) fn openai_message(m: &Message, limited: bool, objects: bool) -> Value {
     match m.role {
         Role::User if !m.images.is_empty() => {
             let text = m.model_text();
@@ -53,7 +53,7 @@ pub(super) fn openai_message(m: &Message, limited: bool) -> Value {
             let calls: Vec<Value> = m
                 .tool_calls
                 .iter()
-                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+                .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": sent_arguments(&c.arguments, objects)}}))
                 .collect();
             // Requests of format version 2 (those that carry their limit)
             // give an answer that only calls tools empty text, not null:

@@ -90,6 +90,8 @@ impl State {
             builtin: Some(self.agents.offered(&crate::tools::names())),
             tool_choice: None,
             web_search: self.web_search.filter(|_| tools),
+            objects: self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version)
+                >= ARGUMENTS_VERSION,
         }
     }
 

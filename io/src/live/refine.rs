@@ -5,9 +5,8 @@
 //! answers change. The shell sends what the core asks, snapshots and
 //! writes the changes.
 
-use revolve_core::record::Record;
-use revolve_core::refine;
-use revolve_core::{Input, State, UserInput};
+use revolve_core::state::FileReading;
+use revolve_core::{Input, UserInput};
 use revolve_store::{log, memory};
 
 use crate::clock;
@@ -45,28 +44,15 @@ impl<F: Front> Live<F> {
         })
     }
 
-    /// The session's real content, every file of its chain folded (so
-    /// pruned results stay pruned), the turns a compaction carried into the
-    /// next file read once: what `/refine` asked for reads.
+    /// The session's real content, every file of its chain read as the
+    /// core reads it ([`FileReading`]): what `/refine` asked for reads.
     fn chain_blocks(&self) -> Result<Vec<String>, Error> {
         let mut blocks = Vec::new();
         for (n, file) in self.store.chain(self.writer.path()).into_iter().enumerate() {
-            let mut folded = State::default();
-            let mut carried = 0;
-            log::each_record(
-                &file,
-                |_, r| {
-                    if let Record::Compacted(c) = &r {
-                        if n > 0 {
-                            carried = 1 + c.kept.len();
-                        }
-                    }
-                    folded.apply(&r);
-                },
-                |_| {},
-            )
-            .map_err(|e| Error::at(&file, "cannot read", e))?;
-            blocks.extend(folded.messages().iter().skip(carried).map(refine::block));
+            let mut reading = FileReading::new(n > 0);
+            log::each_record(&file, |_, r| reading.apply(&r), |_| {})
+                .map_err(|e| Error::at(&file, "cannot read", e))?;
+            blocks.extend(reading.blocks());
         }
         Ok(blocks)
     }
