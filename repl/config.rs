@@ -457,6 +457,18 @@ impl Settings {
         }
     }
 
+    /// The preset the run speaks: the one chosen, except that `openai`
+    /// at OpenAI's own address speaks `openai-responses` for a model the
+    /// table marks Responses-first ([`Preset::settled`]).
+    pub fn speaks(&self) -> Preset {
+        let first = self
+            .core
+            .models
+            .find(self.provider.value.name(), &self.model.value)
+            .is_some_and(|(_, m)| m.responses == Some(true));
+        self.provider.value.settled(first, &self.base_url.value)
+    }
+
     /// The rows `config show` prints: name, value, source. The key row
     /// names the variable the key came from, never the key; the base URL
     /// shows no password.
@@ -472,7 +484,7 @@ impl Settings {
                 (
                     match &self.replay {
                         Some(source) => json!(format!("replay:{source}")),
-                        None => json!(self.provider.value.name()),
+                        None => json!(self.speaks().name()),
                     },
                     self.provider.source.as_str(),
                 ),

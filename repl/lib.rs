@@ -628,7 +628,7 @@ fn banner(live: &Live, settings: &Settings, seeded: bool) -> String {
     out.push_str(&format!(
         "session {} · {} {} · {sandbox}, {asks} · {found}\n",
         state.name().as_deref().unwrap_or("(unnamed)"),
-        settings.provider.value.name(),
+        settings.speaks().name(),
         state.model(),
     ));
     out.push_str("/help for commands · @path attaches a file · \\ then Enter for a new line\n");
@@ -766,7 +766,7 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
     if let Some(source) = &settings.replay {
         return Ok(Arc::new(replaying(store, source)?));
     }
-    let preset = settings.provider.value;
+    let preset = settings.speaks();
     let base = settings.base_url.value.clone();
     let key = settings.needed_key()?;
     let key_var = settings.key_var();
@@ -791,6 +791,14 @@ fn provider(settings: &Settings, store: &Store) -> Result<Arc<dyn Provider>, Err
                     .with_counts(preset.counts_free()),
                 settings,
                 OpenAi::with_stall_timeout,
+            ),
+            retries,
+        ))),
+        Some(revolve_core::request::Wire::Responses) => Ok(Arc::new(retrying(
+            stall(
+                revolve_provider::Responses::new(&base, key).with_key_var(key_var),
+                settings,
+                revolve_provider::Responses::with_stall_timeout,
             ),
             retries,
         ))),

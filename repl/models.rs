@@ -28,7 +28,7 @@ pub(crate) fn list(settings: &Settings, json: bool) -> Result<(), Error> {
                 "the {preset} provider has no model list; choose another --provider"
             )))
         }
-        Some(Wire::OpenAi) => OpenAi::new(base, key).models(),
+        Some(Wire::OpenAi | Wire::Responses) => OpenAi::new(base, key).models(),
         Some(Wire::Anthropic) => Anthropic::new(base, key).models(),
         Some(Wire::Gemini) => Gemini::new(base, key).models(),
     }?;

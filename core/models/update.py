@@ -62,6 +62,10 @@ KEEP = [
 ]
 
 
+# OpenAI's families whose models the Responses API serves first.
+RESPONSES_FIRST = ("gpt-5", "o1", "o3", "o4", "codex-")
+
+
 def per_million(cost):
     """A per-token price in dollars as dollars per million tokens."""
     if cost is None:
@@ -85,6 +89,9 @@ def main():
             "output": per_million(m.get("output_cost_per_token")),
             # Whether it reads images (issue 44): said only when litellm says.
             "vision": m.get("supports_vision"),
+            # Served first on OpenAI's Responses API (issue 45): the
+            # reasoning families, which the `openai` preset then speaks it to.
+            "responses": True if name.startswith(RESPONSES_FIRST) else None,
         }
         models[name] = {k: v for k, v in entry.items() if v is not None}
     out = {

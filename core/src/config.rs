@@ -278,6 +278,11 @@ impl File {
 pub enum Preset {
     /// OpenAI's Chat Completions.
     Openai,
+    /// OpenAI's Responses API (issue 45): the wire of OpenAI's reasoning
+    /// models, and what `openai` becomes for the models the table marks
+    /// Responses-first (see [`Preset::settled`]).
+    #[serde(rename = "openai-responses")]
+    OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
     /// A local Ollama server (Chat Completions, no key).
@@ -294,13 +299,14 @@ pub enum Preset {
 
 impl Preset {
     /// Every preset, in the order help texts list them.
-    pub const ALL: [Preset; 7] = [
+    pub const ALL: [Preset; 8] = [
         Preset::Openai,
         Preset::Anthropic,
         Preset::Ollama,
         Preset::Llamacpp,
         Preset::Openrouter,
         Preset::Gemini,
+        Preset::OpenaiResponses,
         Preset::Scripted,
     ];
 
@@ -308,6 +314,7 @@ impl Preset {
     pub const fn name(self) -> &'static str {
         match self {
             Preset::Openai => "openai",
+            Preset::OpenaiResponses => "openai-responses",
             Preset::Anthropic => "anthropic",
             Preset::Ollama => "ollama",
             Preset::Llamacpp => "llamacpp",
@@ -325,7 +332,8 @@ impl Preset {
     /// One line on what it reaches, for help texts.
     pub const fn summary(self) -> &'static str {
         match self {
-            Preset::Openai => "OpenAI or any Chat Completions server (vLLM, …); key OPENAI_API_KEY",
+            Preset::Openai => "OpenAI (Responses for its reasoning models) or any Chat Completions server (vLLM, …); key OPENAI_API_KEY",
+            Preset::OpenaiResponses => "OpenAI's Responses API; key OPENAI_API_KEY",
             Preset::Anthropic => "Anthropic Messages; key ANTHROPIC_API_KEY",
             Preset::Ollama => "A local Ollama server at http://localhost:11434/v1, no key",
             Preset::Llamacpp => "A local llama.cpp server at http://localhost:8080/v1, no key",
@@ -342,6 +350,7 @@ impl Preset {
         match self {
             Preset::Anthropic => Some(Wire::Anthropic),
             Preset::Gemini => Some(Wire::Gemini),
+            Preset::OpenaiResponses => Some(Wire::Responses),
             Preset::Scripted => None,
             _ => Some(Wire::OpenAi),
         }
@@ -359,7 +368,7 @@ impl Preset {
     /// none, shown as an empty string).
     pub const fn base_url(self) -> &'static str {
         match self {
-            Preset::Openai => "https://api.openai.com/v1",
+            Preset::Openai | Preset::OpenaiResponses => "https://api.openai.com/v1",
             Preset::Anthropic => "https://api.anthropic.com/v1",
             Preset::Ollama => "http://localhost:11434/v1",
             Preset::Llamacpp => "http://localhost:8080/v1",
@@ -375,7 +384,7 @@ impl Preset {
         match self {
             // The scripted provider's sessions name the same model, so a
             // recorded session replayed offline rebuilds the same requests.
-            Preset::Openai | Preset::Scripted => "gpt-5.6-terra",
+            Preset::Openai | Preset::OpenaiResponses | Preset::Scripted => "gpt-5.6-terra",
             Preset::Anthropic => "claude-sonnet-5",
             Preset::Ollama => "llama3.2",
             // llama.cpp's server answers with the model it loaded, whatever
@@ -390,12 +399,26 @@ impl Preset {
     /// Each of them is in [`API_KEY_VARS`].
     pub const fn key_vars(self) -> &'static [&'static str] {
         match self {
-            Preset::Openai => &["REVOLVE_API_KEY", "OPENAI_API_KEY"],
+            Preset::Openai | Preset::OpenaiResponses => &["REVOLVE_API_KEY", "OPENAI_API_KEY"],
             Preset::Anthropic => &["REVOLVE_API_KEY", "ANTHROPIC_API_KEY"],
             Preset::Openrouter => &["REVOLVE_API_KEY", "OPENROUTER_API_KEY"],
             Preset::Gemini => &["REVOLVE_API_KEY", "GEMINI_API_KEY"],
             Preset::Ollama | Preset::Llamacpp => &["REVOLVE_API_KEY"],
             Preset::Scripted => &[],
+        }
+    }
+
+    /// The preset a run uses: `openai` at OpenAI's own address becomes
+    /// `openai-responses` for a model the table marks Responses-first
+    /// (`responses_first`, see [`crate::models::Model::responses`]), the
+    /// API OpenAI serves those models best on; at another address (a
+    /// proxy, vLLM) it stays on Chat Completions, which every compatible
+    /// server speaks. Every other preset stays as it is.
+    pub fn settled(self, responses_first: bool, base_url: &str) -> Preset {
+        let openai = base_url.trim_end_matches('/') == Preset::Openai.base_url();
+        match self {
+            Preset::Openai if responses_first && openai => Preset::OpenaiResponses,
+            other => other,
         }
     }
 
@@ -405,7 +428,11 @@ impl Preset {
     pub fn needs_key(self, base_url: &str) -> bool {
         matches!(
             self,
-            Preset::Openai | Preset::Anthropic | Preset::Openrouter | Preset::Gemini
+            Preset::Openai
+            | Preset::OpenaiResponses
+            | Preset::Anthropic
+            | Preset::Openrouter
+            | Preset::Gemini
         ) && base_url.trim_end_matches('/') == self.base_url()
     }
 }
@@ -584,7 +611,11 @@ impl Preset {
             Preset::Llamacpp => Some(WindowProbe::LlamacppProps),
             Preset::Ollama => Some(WindowProbe::OllamaShow),
             Preset::Openrouter => Some(WindowProbe::ModelList),
-            Preset::Openai | Preset::Anthropic | Preset::Gemini | Preset::Scripted => None,
+            Preset::Openai
+            | Preset::OpenaiResponses
+            | Preset::Anthropic
+            | Preset::Gemini
+            | Preset::Scripted => None,
         }
     }
 }

@@ -53,7 +53,7 @@ impl Limits {
                 edge: IMAGE_EDGE_ANTHROPIC,
                 bytes: IMAGE_BYTES_ANTHROPIC,
             },
-            Wire::OpenAi => Limits {
+            Wire::OpenAi | Wire::Responses => Limits {
                 edge: IMAGE_EDGE_OPENAI,
                 bytes: IMAGE_BYTES_OPENAI,
             },

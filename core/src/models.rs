@@ -101,6 +101,11 @@ pub struct Model {
     /// say (such a model is sent them, see [`crate::images::blind`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vision: Option<bool>,
+    /// Whether OpenAI serves it first on its Responses API (issue 45):
+    /// the `openai` preset then speaks that wire to OpenAI (see
+    /// [`crate::config::Preset::settled`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub responses: Option<bool>,
 }
 
 /// A model's prices, each in micro-dollars per million tokens.
@@ -218,6 +223,11 @@ pub struct Entry {
     /// Whether the model reads images: litellm's `supports_vision`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vision: Option<bool>,
+    /// Whether OpenAI serves it first on the Responses API: OpenAI's
+    /// reasoning families (`gpt-5*`, `o3*`, `o4*`, `codex-*`), marked by
+    /// `core/models/update.py`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<bool>,
 }
 
 /// A price read from dollars per million tokens, kept in micro-dollars
@@ -256,6 +266,7 @@ impl Entry {
             cache_write: self.cache_write.or(base.cache_write),
             output: self.output.or(base.output),
             vision: self.vision.or(base.vision),
+            responses: self.responses.or(base.responses),
         }
     }
 
@@ -275,6 +286,7 @@ impl Entry {
             prices,
             configured,
             vision: self.vision,
+            responses: self.responses,
         }
     }
 }

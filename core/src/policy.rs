@@ -462,3 +462,8 @@ pub const IMAGE_WEIGHT_BYTES: usize = 1600 * 4;
 /// edge is scaled again (each time to three quarters of its edge) before
 /// it is left out.
 pub const IMAGE_SHRINK_TRIES: u32 = 8;
+
+/// The most searches one Anthropic answer may make with the web search
+/// tool (`max_uses` of `web_search_20250305`, issue 44): each costs money
+/// ($10 per 1,000 at Anthropic's prices), and five answer most questions.
+pub const WEB_SEARCH_MAX_USES: u32 = 5;

@@ -294,7 +294,7 @@ pub use images::Image;
 pub use mcp::{McpTool, McpTools};
 pub use memory::{ChangedBy, MemoryChanged, MemoryUndone, Refined, Refining};
 pub use turns::{EffortChanged, FixedKind, ModelChanged, Planning, StopReason, Stopped, WentOn};
-pub use web::Fetched;
+pub use web::{Fetched, WebSearch};
 
 /// The version written into every new header.
 ///
@@ -391,6 +391,8 @@ pub enum Record {
     /// `--effort`, `/effort`: the reasoning effort the requests after it
     /// ask.
     Effort(EffortChanged),
+    /// Whether the provider's web search tool is offered from here on.
+    WebSearch(WebSearch),
     /// A tool result cut to head and tail so the request fits the window,
     /// the whole of it spilled to a file.
     Squeezed(Squeezed),
@@ -563,12 +565,102 @@ pub enum Thinking {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call: Option<String>,
     },
+    /// A `reasoning` output item of OpenAI's Responses API (issue 45), as
+    /// the server sent it in `response.output_item.done` but for its
+    /// `type`: its `id`, `summary` (the readable summary parts), and the
+    /// `encrypted_content` asked for with `store: false`. Sent back
+    /// before the answer's message and calls on the Responses wire (less
+    /// its `id`, see `request::responses`); never on the other wires.
+    Reasoning {
+        /// The item's fields, as they came.
+        #[serde(flatten)]
+        item: serde_json::Map<String, serde_json::Value>,
+    },
+    /// Anthropic's `server_tool_use` block (issue 44): the server's own
+    /// tool called (`web_search`, its `id`, its `input.query`). Sent back
+    /// in its assistant message, as it came, whether thinking is on or
+    /// not: the API wants a search and its result kept together.
+    ServerToolUse {
+        /// The block's fields, as they came.
+        #[serde(flatten)]
+        block: serde_json::Map<String, serde_json::Value>,
+    },
+    /// Anthropic's `web_search_tool_result` block: the results of the
+    /// search `tool_use_id` names (`content`: `web_search_result`s with
+    /// `title`, `url` and `encrypted_content`, or an error), sent back as
+    /// it came.
+    WebSearchToolResult {
+        /// The block's fields, as they came.
+        #[serde(flatten)]
+        block: serde_json::Map<String, serde_json::Value>,
+    },
+    /// A `web_search_call` output item of the Responses API (its
+    /// `action.query`, `status`): sent back, less its `id`, in order with
+    /// the answer's reasoning items.
+    WebSearchCall {
+        /// The item's fields, as they came.
+        #[serde(flatten)]
+        item: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 impl Thinking {
-    /// Whether it is one of Anthropic's blocks (not a Gemini signature).
-    pub fn is_block(&self) -> bool {
-        !matches!(self, Thinking::ThoughtSignature { .. })
+    /// Its readable text: the thinking, or a reasoning item's summary
+    /// parts joined by blank lines; empty for a redacted block.
+    pub fn text(&self) -> String {
+        match self {
+            Thinking::Thinking { thinking, .. } => thinking.clone(),
+            Thinking::RedactedThinking { .. }
+            | Thinking::ThoughtSignature { .. }
+            | Thinking::ServerToolUse { .. }
+            | Thinking::WebSearchToolResult { .. }
+            | Thinking::WebSearchCall { .. } => String::new(),
+            Thinking::Reasoning { item } => item
+                .get("summary")
+                .and_then(serde_json::Value::as_array)
+                .map(|parts| {
+                    parts
+                        .iter()
+                        .filter_map(|p| p.get("text").and_then(serde_json::Value::as_str))
+                        .collect::<Vec<_>>()
+                        .join("\n\n")
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Whether it is one of Anthropic's thinking blocks (a thinking or
+    /// redacted thinking block), sent back while thinking is on.
+    pub fn anthropic(&self) -> bool {
+        matches!(
+            self,
+            Thinking::Thinking { .. } | Thinking::RedactedThinking { .. }
+        )
+    }
+
+    /// Whether it is one of Anthropic's server tool blocks, always sent
+    /// back.
+    pub fn server(&self) -> bool {
+        matches!(
+            self,
+            Thinking::ServerToolUse { .. } | Thinking::WebSearchToolResult { .. }
+        )
+    }
+
+    /// Whether it is thought (not a search): what the transcript's
+    /// thinking line counts.
+    pub fn thought(&self) -> bool {
+        matches!(
+            self,
+            Thinking::Thinking { .. }
+                | Thinking::RedactedThinking { .. }
+                | Thinking::Reasoning { .. }
+        )
+    }
+
+    /// The block or item as the API sent it: its fields with its `type`.
+    pub fn wire(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -888,6 +980,7 @@ impl Record {
             "planning" => Record::Planning(body(line)?),
             "model_changed" => Record::ModelChanged(body(line)?),
             "effort" => Record::Effort(body(line)?),
+            "web_search" => Record::WebSearch(body(line)?),
             "squeezed" => Record::Squeezed(body(line)?),
             "overflowed" => Record::Overflowed(body(line)?),
             "counted" => Record::Counted(body(line)?),
@@ -945,6 +1038,7 @@ impl Record {
             Record::Planning(p) => Some(p.at),
             Record::ModelChanged(m) => Some(m.at),
             Record::Effort(e) => Some(e.at),
+            Record::WebSearch(w) => Some(w.at),
             Record::Squeezed(q) => Some(q.at),
             Record::Overflowed(o) => Some(o.at),
             Record::Counted(c) => Some(c.at),

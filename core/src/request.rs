@@ -18,6 +18,7 @@ use crate::tools;
 
 mod elements;
 pub mod gemini;
+mod responses;
 mod wires;
 use wires::*;
 
@@ -31,6 +32,9 @@ pub enum Wire {
     Anthropic,
     /// Google's Gemini API (`POST /models/MODEL:streamGenerateContent`).
     Gemini,
+    /// OpenAI Responses (`POST /responses`, issue 45; see
+    /// `request::responses`).
+    Responses,
 }
 
 impl Wire {
@@ -39,8 +43,15 @@ impl Wire {
         match provider {
             "anthropic" => Wire::Anthropic,
             "gemini" => Wire::Gemini,
+            "openai-responses" => Wire::Responses,
             _ => Wire::OpenAi,
         }
+    }
+
+    /// Whether the provider has a web search tool of its own on this
+    /// wire (Anthropic's, the Responses API's; not Chat Completions).
+    pub fn searches(self) -> bool {
+        matches!(self, Wire::Anthropic | Wire::Responses)
     }
 }
 
@@ -156,6 +167,11 @@ pub struct Shape {
     /// `tool_choice` of this request, when it is asked (see
     /// [`ToolChoice`]); only on the Chat Completions wire, with tools.
     pub tool_choice: Option<ToolChoice>,
+    /// The provider's web search tool, at most this many searches an
+    /// answer (issue 44, `--allow web_search`): Anthropic's
+    /// `web_search_20250305` first among the tools, the Responses API's
+    /// `{"type": "web_search"}` last; nothing on the Chat Completions wire.
+    pub web_search: Option<u32>,
     /// Whether a call whose arguments are not a JSON object goes back
     /// inside one on the Chat Completions wire ([`sent_arguments`]; logs
     /// of version 6 on).
@@ -269,6 +285,7 @@ impl Shape {
             thinking: None,
             builtin: None,
             tool_choice: None,
+            web_search: None,
             objects: true,
         }
     }
@@ -435,6 +452,9 @@ enum Elements {
     /// `contents` element (see [`gemini`]); with `vouch`, a step's first
     /// call without a signature gets Gemini 3's stand-in.
     Gemini { history: Shared, vouch: bool },
+    /// Responses: each message's `input` items (see
+    /// [`responses::items`]).
+    Responses { history: Shared },
     /// None: a body given whole ([`Body::from`] a text).
     Whole,
 }
@@ -458,6 +478,8 @@ const PLACE: &str = r#""messages":[]"#;
 
 /// Where a Gemini body's `contents` go.
 const GEMINI_PLACE: &str = r#""contents":[]"#;
+/// Where the Responses wire's items go.
+const INPUT_PLACE: &str = r#""input":[]"#;
 
 impl Body {
     fn of(wire: Wire, model: &str, system: Option<&str>, history: Shared, shape: &Shape) -> Body {
@@ -494,8 +516,13 @@ impl Body {
                 let vouch = gemini::validates(model);
                 return Body::around(&outer, Elements::Gemini { history, vouch });
             }
+            Wire::Responses => (
+                responses::outer(model, system, shape),
+                Elements::Responses { history },
+            ),
         };
-        if let Some(limit) = shape.limit {
+        // The Responses wire says its limit as `max_output_tokens`.
+        if let (Some(limit), false) = (shape.limit, wire == Wire::Responses) {
             outer[limit.field] = json!(limit.tokens);
         }
         if let (Wire::Anthropic, Some(think)) = (wire, shape.thinking) {
@@ -511,9 +538,11 @@ impl Body {
     fn around(outer: &Value, elements: Elements) -> Body {
         let outer = outer.to_string();
         // Sorted keys put `messages` after only the answer's limit, a
-        // number, and `contents` first: the first place is the body's own.
+        // number, `contents` first, and `input` after only `include`,
+        // fixed words: the first place is the body's own.
         let place = match elements {
             Elements::Gemini { .. } => GEMINI_PLACE,
+            Elements::Responses { .. } => INPUT_PLACE,
             _ => PLACE,
         };
         let at = outer
@@ -522,7 +551,8 @@ impl Body {
         let pictures = match &elements {
             Elements::OpenAi { history, .. }
             | Elements::Anthropic { history, .. }
-            | Elements::Gemini { history, .. } => history
+            | Elements::Gemini { history, .. }
+            | Elements::Responses { history } => history
                 .get()
                 .iter()
                 .flat_map(|m| &m.images)
@@ -656,6 +686,10 @@ impl Body {
             Elements::Gemini { history, vouch } => {
                 Cursor::Gemini(gemini::Contents::new(history.get(), *vouch))
             }
+            Elements::Responses { history } => Cursor::Responses {
+                history: history.get(),
+                next: 0,
+            },
             Elements::Whole => Cursor::Done,
         }
     }
@@ -689,6 +723,10 @@ impl Body {
             } => Box::new(Runs::new(history.get(), *marked, *thinking)),
             Elements::Gemini { history, vouch } => {
                 Box::new(gemini::Contents::new(history.get(), *vouch))
+            }
+            Elements::Responses { history } => {
+                let history = history.get();
+                Box::new((0..history.len()).flat_map(move |i| responses::items(history, i)))
             }
             Elements::Whole => Box::new(std::iter::empty()),
         }
@@ -763,6 +801,11 @@ enum Cursor<'a> {
     Anthropic(Runs<'a>),
     /// Written as values: Gemini bodies are rarer than the others.
     Gemini(gemini::Contents<'a>),
+    Responses {
+        history: &'a [Message],
+        /// The next message whose items are written.
+        next: usize,
+    },
     Done,
 }
 
@@ -800,6 +843,15 @@ impl Cursor<'_> {
                 let _ = serde_json::to_writer(&mut *out, &element);
                 true
             }),
+            Cursor::Responses { history, next } => {
+                while *next < history.len() {
+                    *next += 1;
+                    if responses::write_items(out, history, *next - 1) {
+                        return true;
+                    }
+                }
+                false
+            }
             Cursor::Done => false,
         }
     }
@@ -1411,6 +1463,7 @@ mod oracle {
             Wire::OpenAi => openai(model, system, history, shape.objects),
             Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
             Wire::Gemini => unreachable!("the oracle holds the two older wires"),
+            Wire::Responses => unimplemented!("the oracle holds the two older wires"),
         };
         if !shape.tools {
             if let Some(map) = body.as_object_mut() {
@@ -1438,7 +1491,7 @@ mod oracle {
                     body["tool_choice"] = json!("required");
                 }
             }
-            Wire::Anthropic | Wire::Gemini => {}
+            Wire::Anthropic | Wire::Gemini | Wire::Responses => {}
         }
         let answer = shape
             .limit
@@ -1522,7 +1575,7 @@ mod oracle {
                 Role::Assistant => {
                     let mut blocks: Vec<Value> = Vec::new();
                     if thinking {
-                        for t in &m.thinking {
+                        for t in m.thinking.iter().filter(|t| t.anthropic()) {
                             blocks.push(serde_json::to_value(t).unwrap());
                         }
                     }
@@ -1730,6 +1783,7 @@ mod streaming_tests {
                     _ => Think::Adaptive([Effort::Low, Effort::Medium, Effort::High][usize::from(t % 3)]),
                 }),
                 tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
+                web_search: None,
                 objects: effort.is_some_and(|e| e % 2 == 0),
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);

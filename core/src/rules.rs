@@ -9,6 +9,9 @@
 //!   folders.
 //! * `grant(/usr/share/doc/**)`: the absolute path asked for.
 //! * `mcp__SERVER__TOOL` (no pattern), with `*` in the name.
+//! * `web_search` (no pattern): the provider's own web search tool,
+//!   offered to the model on the wires that have one (issue 44; see
+//!   [`Rules::web_search`]). Without it the tool is not offered.
 //! * `web_fetch(domain:docs.rs)`: the host of a URL `web_fetch` reads
 //!   (`*` within a name's dots and beyond: `domain:*.rust-lang.org`); a
 //!   rule naming a host also lets a private address of it be reached
@@ -61,7 +64,7 @@ impl PartialEq for Rule {
 impl Eq for Rule {}
 
 /// The tools a rule may name, besides `mcp__…` ones.
-pub const TOOLS: [&str; 5] = ["shell", "edit", "write", "grant", "web_fetch"];
+pub const TOOLS: [&str; 6] = ["shell", "edit", "write", "grant", "web_fetch", "web_search"];
 
 impl Rule {
     /// Parses `tool(pattern)` or `mcp__server__tool`; the error says what
@@ -84,10 +87,13 @@ impl Rule {
         let mcp = tool.starts_with("mcp__");
         if !mcp && !TOOLS.contains(&tool) {
             return Err(bad(
-                "name shell, edit, write, grant, web_fetch (with a pattern in parentheses) or an mcp__SERVER__TOOL",
+                "name shell, edit, write, grant, web_fetch (with a pattern in parentheses), web_search or an mcp__SERVER__TOOL",
             ));
         }
-        if !mcp && pattern.is_none() {
+        if tool == "web_search" && pattern.is_some() {
+            return Err(bad("web_search takes no pattern: write it alone"));
+        }
+        if !mcp && pattern.is_none() && tool != "web_search" {
             return Err(bad(
                 "give a pattern in parentheses, such as shell(git status)",
             ));
@@ -203,6 +209,12 @@ impl Rules {
     /// Whether there is no rule at all.
     pub fn is_empty(&self) -> bool {
         self.allow.is_empty() && self.deny.is_empty()
+    }
+
+    /// Whether the provider's web search tool is offered: an allow rule
+    /// names `web_search` and no deny rule does.
+    pub fn web_search(&self) -> bool {
+        matches!(self.decide("web_search", ""), Verdict::Allow(_))
     }
 
     /// What the rules say of a call of `tool` on `subject` (the command of

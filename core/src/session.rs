@@ -186,6 +186,23 @@ impl Session {
         (session, cmds)
     }
 
+    /// A `web_search` record when what the rules offer on this session's
+    /// wire is not what the state offers (see
+    /// [`crate::web::search_uses`]): the shell logs it right after a new
+    /// session's header ([`Session::resume`] does it itself).
+    #[must_use = "the shell must execute every command, in order"]
+    pub fn offer_search(&mut self, at: time::OffsetDateTime) -> Vec<Command> {
+        let wire = crate::request::Wire::of(&self.state.provider);
+        let uses = crate::web::search_uses(&self.settings.rules, wire.searches());
+        if uses == self.state.web_search {
+            return Vec::new();
+        }
+        self.append(vec![Record::WebSearch(crate::record::WebSearch {
+            at,
+            max_uses: uses,
+        })])
+    }
+
     /// An existing session, folded from its file, continuing with `model`,
     /// `window` and `provider`. Tool calls a crash left without results get
     /// results saying so, and a request left unanswered is closed as
@@ -203,7 +220,9 @@ impl Session {
         } else {
             Vec::new()
         };
+        let at = resumed.at;
         cmds.extend(session.append(vec![Record::Resumed(resumed)]));
+        cmds.extend(session.offer_search(at));
         (session, cmds)
     }
 

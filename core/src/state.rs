@@ -120,6 +120,10 @@ pub struct State {
     /// The reasoning effort the requests ask (the last `effort` record).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) effort: Option<crate::models::Effort>,
+    /// The provider's web search tool, offered with at most this many
+    /// searches an answer (the last `web_search` record).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) web_search: Option<u32>,
     /// The MCP tools offered now (the last `mcp_tools` record).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub(crate) mcp_tools: Vec<crate::mcp::McpTool>,
@@ -362,6 +366,10 @@ impl State {
             Record::Stopped(_) => self.apply_stopped(),
             Record::Planning(p) => self.apply_planning(p),
             Record::Effort(e) => self.apply_effort(e),
+            Record::WebSearch(w) => {
+                self.web_search = w.max_uses;
+                None
+            }
             Record::ModelChanged(m) => self.apply_model_changed(m),
             Record::McpTools(r) => self.apply_mcp_tools(r),
             Record::WentOn(_) => self.apply_went_on(),

@@ -21,6 +21,15 @@ use crate::rules::Rules;
 /// The tool's name, as the model calls it and a permission rule names it.
 pub const TOOL: &str = "web_fetch";
 
+/// The web search a session offers its model (issue 44): at most
+/// [`crate::policy::WEB_SEARCH_MAX_USES`] searches an answer when an
+/// allow rule names `web_search` (and no deny rule does) and the wire has
+/// a search tool of its own (`searchable`: Anthropic's, the Responses
+/// API's); none otherwise: the Chat Completions wire has no such tool.
+pub fn search_uses(rules: &Rules, searchable: bool) -> Option<u32> {
+    (searchable && rules.web_search()).then_some(crate::policy::WEB_SEARCH_MAX_USES)
+}
+
 /// What a permission rule about `web_fetch` matches: `domain:HOST`, so
 /// `web_fetch(domain:docs.rs)` takes a fetch from `docs.rs` (and
 /// `web_fetch(domain:*.rust-lang.org)` any of its subdomains).
@@ -280,5 +289,22 @@ mod tests {
             .contains("only http and https"));
         assert!(checked("docs.rs").is_err());
         assert!(checked("http:///x").is_err());
+    }
+
+    #[test]
+    fn web_search_is_offered_by_its_rule_on_the_wires_that_have_it() {
+        let rules = |allow: &[&str], deny: &[&str]| {
+            let own = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+            Rules::parse(&own(allow), &own(deny)).unwrap()
+        };
+        let allowed = rules(&["web_search"], &[]);
+        assert_eq!(search_uses(&allowed, true), Some(5));
+        assert_eq!(search_uses(&allowed, false), None);
+        assert_eq!(search_uses(&rules(&[], &[]), true), None);
+        let denied = rules(&["web_search"], &["web_search"]);
+        assert_eq!(search_uses(&denied, true), None);
+        assert!(Rules::parse(&["web_search(x)".to_owned()], &[])
+            .unwrap_err()
+            .contains("takes no pattern"));
     }
 }

@@ -394,6 +394,8 @@ fn run_in(ops: &[Op], window: u64, long: &[usize; 2]) -> Run {
 /// [`run_in`] of a session that starts with this header.
 fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
     let window = header.window;
+    // On the Responses wire, thinking is OpenAI's reasoning items.
+    let reasoning = header.provider == "openai-responses";
     let (session, cmds) = Session::start(header, settings());
     let mut run = Run {
         session,
@@ -431,6 +433,16 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 let signed = thinking >= 2;
                 let mut thinking: Vec<Thinking> = (0..thinking)
                     .map(|k| match k {
+                        _ if reasoning => Thinking::Reasoning {
+                            item: serde_json::json!({
+                                "id": format!("rs_{i}_{k}"),
+                                "summary": [{"type": "summary_text", "text": format!("think {i} \"{text}\"")}],
+                                "encrypted_content": format!("gAAA{i}{k}=="),
+                            })
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                        },
                         0 => Thinking::Thinking {
                             thinking: format!("think {i} \"{text}\""),
                             signature: format!("sig{i}=="),
@@ -767,6 +779,42 @@ fn replay_equals_live_on_gemini() {
         true
     }
     laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
+}
+
+/// [`replay_equals_live`] on OpenAI's Responses wire (issue 45), a
+/// reasoning model's session whose answers bring reasoning items and
+/// whose effort changes: the bodies rebuilt carry the items (and the
+/// cache key, the effort, the limit) exactly as sent.
+#[test]
+fn replay_equals_live_on_the_responses_wire() {
+    fn prop(ops: Vec<Op>) -> bool {
+        let header = Header {
+            version: FORMAT_VERSION,
+            provider: "openai-responses".into(),
+            model: "gpt-5".into(),
+            ..header()
+        };
+        let run = run_as(&ops, header, &[8_000, 6_000]);
+        assert!(
+            &State::fold(run.log()) == run.session.state(),
+            "the fold differs from the live state"
+        );
+        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
+        let state = run.session.state();
+        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
+        let sent = &run.sent[..run.sent.len() - in_flight];
+        assert!(sent
+            .iter()
+            .all(|r| r.wire == revolve_core::request::Wire::Responses));
+        assert!(
+            rebuilt == sent,
+            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
+            rebuilt.len(),
+            sent.len()
+        );
+        true
+    }
+    laws().tests(300).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
 #[test]

@@ -182,6 +182,7 @@ impl<F: Front> Live<F> {
         let settings = settings(&store, &header.id, &runtime, front.interactive());
         // The header is on disk already (written and synced before the file
         // took its name); the folder is synced with the first turn's end.
+        let started = header.started;
         let (session, _header_cmd) = Session::start(header, settings);
         let mut live = Live::new(session, writer, claim, store, runtime, front);
         if let Some(child) = live.runtime.agents.child.clone() {
@@ -195,6 +196,10 @@ impl<F: Front> Live<F> {
             });
             live.log_only(cmds)?;
         }
+        // The provider's web search, when a rule offers it.
+        // At the header's time: no clock read for it.
+        let offer = live.session.offer_search(started);
+        live.log_only(offer)?;
         Ok(live)
     }
 

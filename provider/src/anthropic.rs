@@ -153,6 +153,8 @@ struct Messages {
     answer: Answer,
     /// The counts seen so far; later events override earlier ones.
     usage: Option<WireUsage>,
+    /// The `input` of server tool blocks as it streams, by block index.
+    server_input: std::collections::BTreeMap<u64, String>,
 }
 
 impl Messages {
@@ -239,6 +241,16 @@ impl Protocol for Messages {
                     let block = Thinking::RedactedThinking { data };
                     self.answer.thinking.insert(index, block);
                 }
+                WireBlock::ServerToolUse(block) => {
+                    self.answer
+                        .thinking
+                        .insert(index, Thinking::ServerToolUse { block });
+                }
+                WireBlock::WebSearchToolResult(block) => {
+                    self.answer
+                        .thinking
+                        .insert(index, Thinking::WebSearchToolResult { block });
+                }
                 WireBlock::Other => {}
             },
             WireEvent::ContentBlockDelta { index, delta } => match delta {
@@ -246,6 +258,15 @@ impl Protocol for Messages {
                 WireDelta::InputJsonDelta { partial_json } => {
                     if let Some(call) = self.answer.calls.get_mut(&index) {
                         call.arguments.push_str(&partial_json);
+                    } else if let Some(Thinking::ServerToolUse { block }) =
+                        self.answer.thinking.get_mut(&index)
+                    {
+                        // A server tool's input: whole once it parses.
+                        let input = self.server_input.entry(index).or_default();
+                        input.push_str(&partial_json);
+                        if let Ok(value @ Value::Object(_)) = serde_json::from_str(input) {
+                            block.insert("input".into(), value);
+                        }
                     }
                 }
                 WireDelta::ThinkingDelta { thinking: piece } => {
@@ -321,6 +342,16 @@ impl Protocol for Messages {
                 WireBlock::RedactedThinking { data } => {
                     let block = Thinking::RedactedThinking { data };
                     answer.thinking.insert(index as u64, block);
+                }
+                WireBlock::ServerToolUse(block) => {
+                    answer
+                        .thinking
+                        .insert(index as u64, Thinking::ServerToolUse { block });
+                }
+                WireBlock::WebSearchToolResult(block) => {
+                    answer
+                        .thinking
+                        .insert(index as u64, Thinking::WebSearchToolResult { block });
                 }
                 WireBlock::Other => {}
             }
@@ -401,6 +432,10 @@ enum WireBlock {
         #[serde(default)]
         data: String,
     },
+    /// The server's own tool called (web search), kept whole.
+    ServerToolUse(serde_json::Map<String, Value>),
+    /// A web search's results, kept whole.
+    WebSearchToolResult(serde_json::Map<String, Value>),
     #[serde(other)]
     Other,
 }
@@ -504,6 +539,27 @@ mod tests {
             .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
             .collect();
         FakeReply::Garbage(body)
+    }
+
+    #[test]
+    fn a_web_search_is_kept_as_its_two_blocks_and_calls_nothing() {
+        let (_server, provider) = fake(vec![FakeReply::Searches {
+            query: "rust ureq".into(),
+            results: vec![("ureq".into(), "https://docs.rs/ureq".into())],
+            reply: Box::new(FakeReply::text("Found it.")),
+        }]);
+        let reply = run(&provider).0.unwrap();
+        assert_eq!(reply.text, "Found it.");
+        assert!(reply.tool_calls.is_empty(), "{:?}", reply.tool_calls);
+        let [Thinking::ServerToolUse { block: used }, Thinking::WebSearchToolResult { block: found }] =
+            &reply.thinking[..]
+        else {
+            panic!("{:?}", reply.thinking);
+        };
+        assert_eq!(used["name"], "web_search");
+        assert_eq!(used["input"], serde_json::json!({"query": "rust ureq"}));
+        assert_eq!(found["tool_use_id"], used["id"]);
+        assert_eq!(found["content"][0]["url"], "https://docs.rs/ureq");
     }
 
     #[test]

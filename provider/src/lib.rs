@@ -7,6 +7,9 @@
 //!   (`POST {base}/messages`, `x-api-key: KEY`, `anthropic-version`).
 //! * [`Gemini`] speaks Google's Gemini API (`POST
 //!   {base}/models/MODEL:streamGenerateContent?alt=sse`, `x-goog-api-key: KEY`).
+//! * [`Responses`] speaks OpenAI's Responses protocol (`POST
+//!   {base}/responses`, `Authorization: Bearer KEY`), the wire of OpenAI's
+//!   reasoning models.
 //! * [`Scripted`] answers from a JSON Lines file, for tests and demos.
 //! * [`Retrying`] wraps any of them and sends a failed request again when
 //!   [`revolve_core::retry::delay`] says so.
@@ -122,6 +125,7 @@ mod anthropic;
 mod gemini;
 mod http;
 mod openai;
+mod responses;
 mod scripted;
 mod sse;
 mod tcp;
@@ -129,6 +133,7 @@ mod tcp;
 pub use anthropic::{Anthropic, ANTHROPIC_VERSION};
 pub use gemini::Gemini;
 pub use openai::OpenAi;
+pub use responses::Responses;
 pub use revolve_core::policy::{
     CONNECT_TIMEOUT, LOCAL_PREFILL_WAIT, MAX_ANSWER_BYTES, STALL_TIMEOUT,
 };

@@ -224,6 +224,21 @@ pub enum FakeReply {
         /// The answer after it.
         reply: Box<FakeReply>,
     },
+    /// `reply` (streamed) after a web search the server made (issue 44):
+    /// Anthropic, a `server_tool_use` block (`web_search`, its `input`
+    /// in `input_json_delta` pieces) and a `web_search_tool_result` block
+    /// of these `(title, url)` results (each with `encrypted_content`),
+    /// before the text; Responses, a `web_search_call` item
+    /// (`in_progress`, `searching`, `completed`, done with its
+    /// `action.query` and `action.sources`). OpenAI: `reply` alone.
+    Searches {
+        /// The query searched.
+        query: String,
+        /// The results, `(title, url)`.
+        results: Vec<(String, String)>,
+        /// The answer after it.
+        reply: Box<FakeReply>,
+    },
 }
 
 /// The most pieces a [`FakeReply::Rambles`] sends when neither the request
@@ -255,6 +270,10 @@ pub struct Limit {
 pub enum Overflows {
     /// `400`, `context_length_exceeded`.
     OpenAi,
+    /// `400`, `context_length_exceeded` as OpenAI's Responses API words
+    /// it ("Your input exceeds the context window of this model…",
+    /// `param: "input"`).
+    Responses,
     /// `400`, vLLM's `BadRequestError`.
     Vllm,
     /// `400`, `prompt is too long: N tokens > M maximum`.
@@ -309,6 +328,16 @@ impl Overflows {
                     "message": format!("This model's maximum context length is {limit} tokens. However, your messages resulted in {asked} tokens. Please reduce the length of the messages."),
                     "type": "invalid_request_error",
                     "param": "messages",
+                    "code": "context_length_exceeded"
+                }})
+                .to_string(),
+            ),
+            Overflows::Responses => (
+                400,
+                json!({"error": {
+                    "message": "Your input exceeds the context window of this model. Please adjust your input and try again.",
+                    "type": "invalid_request_error",
+                    "param": "input",
                     "code": "context_length_exceeded"
                 }})
                 .to_string(),
@@ -407,6 +436,15 @@ pub(crate) fn counted(reply: FakeReply, prompt: u64, usage: bool) -> FakeReply {
             chunks,
             usage: count(usage),
         },
+        FakeReply::Searches {
+            query,
+            results,
+            reply,
+        } => FakeReply::Searches {
+            query,
+            results,
+            reply: Box::new(counted(*reply, prompt, usage)),
+        },
         FakeReply::Thinks { thinking, reply } => FakeReply::Thinks {
             thinking,
             reply: Box::new(counted(*reply, prompt, usage)),
@@ -468,6 +506,8 @@ pub enum FakeProtocol {
     Anthropic,
     /// Google's Gemini API SSE and JSON (see [`gemini`]).
     Gemini,
+    /// OpenAI Responses SSE and JSON (see [`responses`]).
+    Responses,
 }
 
 /// A request the fake server received.
@@ -547,6 +587,11 @@ impl FakeServer {
     /// The same in Google's Gemini protocol.
     pub fn start_gemini(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
         FakeServer::start_with(FakeProtocol::Gemini, replies)
+    }
+
+    /// The same in OpenAI's Responses protocol.
+    pub fn start_responses(replies: Vec<FakeReply>) -> io::Result<FakeServer> {
+        FakeServer::start_with(FakeProtocol::Responses, replies)
     }
 
     /// Binds `127.0.0.1` on a free port and serves `replies` in order, in
@@ -657,6 +702,7 @@ impl Drop for FakeServer {
 
 pub mod cache;
 pub mod gemini;
+pub mod responses;
 mod server;
 pub mod thinking;
 mod wire;

@@ -68,7 +68,8 @@ impl Asks {
             max_tokens: value["max_tokens"]
                 .as_u64()
                 .or_else(|| value["max_completion_tokens"].as_u64())
-                .or_else(|| value["generationConfig"]["maxOutputTokens"].as_u64()),
+                .or_else(|| value["generationConfig"]["maxOutputTokens"].as_u64())
+                .or_else(|| value["max_output_tokens"].as_u64()),
         }
     }
 }
@@ -123,7 +124,9 @@ impl FakeReply {
             | FakeReply::Slow { .. }
             | FakeReply::Length { .. }
             | FakeReply::Rambles { .. } => true,
-            FakeReply::Delayed(_, reply) | FakeReply::Thinks { reply, .. } => reply.keeps_alive(),
+            FakeReply::Delayed(_, reply)
+            | FakeReply::Thinks { reply, .. }
+            | FakeReply::Searches { reply, .. } => reply.keeps_alive(),
             FakeReply::CutAfter { .. }
             | FakeReply::Stall { .. }
             | FakeReply::Garbage(_)
@@ -149,6 +152,7 @@ impl Shared {
             chunked: false,
             cached: None,
             thinking: None,
+            search: None,
         };
         let mut first = true;
         loop {
@@ -216,6 +220,14 @@ impl Shared {
         let asks = Asks::of(&recorded.body);
         conn.cached = None;
         conn.thinking = None;
+        if self.protocol == FakeProtocol::Responses {
+            if let Err(message) = responses::check(&recorded.body, &lock(&self.thoughts)) {
+                lock(&self.requests).push(recorded);
+                let body = serde_json::json!({"error": {"message": message,
+                    "type": "invalid_request_error", "param": "input", "code": null}});
+                return write_status(conn, 400, &body.to_string(), None);
+            }
+        }
         if self.protocol == FakeProtocol::Anthropic {
             if let Err(message) = thinking::check(&recorded.body, &lock(&self.thoughts)) {
                 lock(&self.requests).push(recorded);
@@ -349,7 +361,7 @@ impl Shared {
         };
         match reply {
             FakeReply::Thinks { thinking, reply } => {
-                if self.protocol == FakeProtocol::Anthropic {
+                if self.protocol != FakeProtocol::OpenAi {
                     let calls = match reply.as_ref() {
                         FakeReply::ToolCalls { calls, .. } => {
                             calls.iter().map(|(id, _, _)| id.clone()).collect()
@@ -362,6 +374,16 @@ impl Shared {
                         calls,
                     });
                     stream.thinking = Some(thinking);
+                }
+                self.answer(stream, *reply)
+            }
+            FakeReply::Searches {
+                query,
+                results,
+                reply,
+            } => {
+                if self.protocol != FakeProtocol::OpenAi {
+                    stream.search = Some((query, results));
                 }
                 self.answer(stream, *reply)
             }
@@ -388,6 +410,10 @@ impl Shared {
                             r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
                             json_string(&text)
                         )
+                    }
+                    FakeProtocol::Responses => {
+                        let output = [responses::message(&text)];
+                        responses::response("completed", &output, usage).to_string()
                     }
                     FakeProtocol::Anthropic => {
                         let mut message = json!({
@@ -433,7 +459,7 @@ impl Shared {
             }
             FakeReply::Models(ids) => {
                 let body = match self.protocol {
-                    FakeProtocol::OpenAi => {
+                    FakeProtocol::OpenAi | FakeProtocol::Responses => {
                         let data: Vec<_> = ids
                             .iter()
                             .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}))
@@ -496,6 +522,12 @@ impl Shared {
                 }
                 let empty = match self.protocol {
                     FakeProtocol::OpenAi => format!(": ping\n\ndata: {}\n\n", chunk("{}")),
+                    FakeProtocol::Responses => {
+                        let data = json!({"type": "response.output_text.delta",
+                            "item_id": "msg_fake", "output_index": 0, "content_index": 0,
+                            "delta": ""});
+                        format!(": ping\n\nevent: response.output_text.delta\ndata: {data}\n\n")
+                    }
                     FakeProtocol::Anthropic => {
                         let delta = json!({"type": "text_delta", "text": ""});
                         let data =
@@ -551,6 +583,11 @@ impl Shared {
             FakeProtocol::OpenAi => {
                 write_event(stream, &chunk(r#"{"role":"assistant","content":""}"#))
             }
+            FakeProtocol::Responses => {
+                let mut events = responses::Events::new(stream);
+                events.start()?;
+                events.text_start(0)
+            }
             FakeProtocol::Anthropic => {
                 let message = json!({
                     "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
@@ -576,6 +613,11 @@ impl Shared {
                 "data: {}\n\n",
                 chunk(&format!(r#"{{"content":{}}}"#, json_string(piece)))
             ),
+            FakeProtocol::Responses => {
+                let data = json!({"type": "response.output_text.delta", "item_id": "msg_fake",
+                    "output_index": 0, "content_index": 0, "delta": piece});
+                format!("event: response.output_text.delta\ndata: {data}\n\n")
+            }
             FakeProtocol::Anthropic => {
                 let delta = json!({"type": "text_delta", "text": piece});
                 let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
@@ -599,6 +641,10 @@ impl Shared {
                     r#"{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
                 )?;
                 write_event(stream, "[DONE]")
+            }
+            FakeProtocol::Responses => {
+                let mut events = responses::Events::new(stream);
+                events.end(&[], None, End::Stop)
             }
             FakeProtocol::Anthropic => {
                 write_named(stream, "content_block_stop", json!({"index": 0}))?;
@@ -636,6 +682,7 @@ impl Shared {
                 };
                 gemini::stream(stream, chunks, calls, usage, end, &signature)
             }
+            FakeProtocol::Responses => responses::stream(stream, chunks, calls, usage, end),
         }
     }
 

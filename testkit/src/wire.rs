@@ -67,6 +67,9 @@ pub(crate) struct Conn {
     pub(crate) cached: Option<CacheUsage>,
     /// The thinking block a streamed Anthropic answer begins with.
     pub(crate) thinking: Option<String>,
+    /// The web search a streamed answer makes before its text: the query
+    /// and the results' `(title, url)`.
+    pub(crate) search: Option<(String, Vec<(String, String)>)>,
 }
 
 impl Conn {
@@ -250,6 +253,9 @@ pub(crate) fn anthropic_stream(
         write_named(stream, "content_block_stop", json!({"index": 0}))?;
         index = 1;
     }
+    if let Some((query, results)) = stream.search.take() {
+        index = anthropic_search(stream, index, &query, &results)?;
+    }
     if !chunks.is_empty() {
         let block = json!({"type": "text", "text": ""});
         write_named(
@@ -303,6 +309,48 @@ pub(crate) fn anthropic_stream(
     }
     write_named(stream, "message_delta", delta)?;
     write_named(stream, "message_stop", json!({}))
+}
+
+/// A web search's two blocks from `index` (see [`crate::FakeReply::Searches`]);
+/// the index after them.
+fn anthropic_search(
+    stream: &mut Conn,
+    index: u64,
+    query: &str,
+    results: &[(String, String)],
+) -> io::Result<u64> {
+    let id = format!("srvtoolu_fake_{index}");
+    let block = json!({"type": "server_tool_use", "id": id, "name": "web_search", "input": {}});
+    write_named(
+        stream,
+        "content_block_start",
+        json!({"index": index, "content_block": block}),
+    )?;
+    let input = json!({"query": query}).to_string();
+    for piece in fragments(&input) {
+        let delta = json!({"type": "input_json_delta", "partial_json": piece});
+        write_named(
+            stream,
+            "content_block_delta",
+            json!({"index": index, "delta": delta}),
+        )?;
+    }
+    write_named(stream, "content_block_stop", json!({"index": index}))?;
+    let content: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(title, url)| {
+            json!({"type": "web_search_result", "title": title, "url": url,
+                "encrypted_content": crate::thinking::signature(url), "page_age": "December 1, 2026"})
+        })
+        .collect();
+    let block = json!({"type": "web_search_tool_result", "tool_use_id": id, "content": content});
+    write_named(
+        stream,
+        "content_block_start",
+        json!({"index": index + 1, "content_block": block}),
+    )?;
+    write_named(stream, "content_block_stop", json!({"index": index + 1}))?;
+    Ok(index + 2)
 }
 
 /// `text` in three pieces at character boundaries (two for two

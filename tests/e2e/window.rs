@@ -190,7 +190,9 @@ fn a_server_below_the_declared_window_lowers_it() {
             // Ollama does not: below the size that failed.
             Overflows::Ollama => assert!(window < 128_000 && window > 0, "{window}"),
             // Not in this loop: see the tests below.
-            Overflows::LlamaCppPython | Overflows::Truncates => unreachable!("{says:?}"),
+            Overflows::LlamaCppPython | Overflows::Truncates | Overflows::Responses => {
+                unreachable!("{says:?}")
+            }
         }
         assert!(
             run.stderr

@@ -337,7 +337,10 @@ impl Items {
                 } else {
                     None
                 };
-                let thinking = (!m.thinking.is_empty())
+                let thinking = m
+                    .thinking
+                    .iter()
+                    .any(|t| t.thought())
                     .then(|| self.keys.redact(&crate::thought(&m.thinking)).into_owned());
                 if !m.content.is_empty() || m.tool_calls.is_empty() || thinking.is_some() {
                     out.push(Item::Answer {

@@ -244,6 +244,10 @@ pub fn transcript(records: &[Record]) -> String {
                 out.push_str("── planning: edits and writes refused, commands read-only\n")
             }
             Record::Planning(_) => out.push_str("── planning ended\n"),
+            Record::WebSearch(w) => out.push_str(match w.max_uses {
+                Some(_) => "── web search offered to the model\n",
+                None => "── web search no longer offered\n",
+            }),
             Record::Effort(e) => out.push_str(&format!(
                 "── effort {}\n",
                 e.effort.map_or("default", |e| e.as_str())
@@ -420,8 +424,11 @@ fn message_lines(m: &revolve_core::record::Message, out: &mut String) {
             }
         }
         Role::Assistant => {
-            if !m.thinking.is_empty() {
+            if m.thinking.iter().any(|t| t.thought()) {
                 out.push_str(&format!("── {}\n", thought(&m.thinking)));
+            }
+            for line in searches(&m.thinking) {
+                out.push_str(&format!("── {line}\n"));
             }
             if !m.content.is_empty() || m.tool_calls.is_empty() {
                 out.push_str(&format!("{}{cut}\n", m.content));
@@ -775,6 +782,60 @@ pub fn listing(sessions: &[Summary]) -> String {
     out
 }
 
+/// One line per web search an answer made (issue 44): its query and the
+/// results' titles and URLs (Anthropic's `server_tool_use` with the
+/// `web_search_tool_result` that answers it; a Responses
+/// `web_search_call`, with its sources when the server gave them).
+pub fn searches(blocks: &[revolve_core::record::Thinking]) -> Vec<String> {
+    use revolve_core::record::Thinking;
+    use serde_json::Value;
+    let text = |v: &Value| v.as_str().unwrap_or("").to_owned();
+    let line = |query: String, found: Vec<String>| {
+        let query = one_line(&query, 120);
+        match found.is_empty() {
+            true => format!("searched the web for \"{query}\""),
+            false => format!("searched the web for \"{query}\": {}", found.join(" · ")),
+        }
+    };
+    let mut lines = Vec::new();
+    for b in blocks {
+        match b {
+            Thinking::ServerToolUse { block } => {
+                let id = block.get("id").cloned().unwrap_or(Value::Null);
+                let results = blocks.iter().find_map(|r| match r {
+                    Thinking::WebSearchToolResult { block: r }
+                        if r.get("tool_use_id") == Some(&id) =>
+                    {
+                        r.get("content").and_then(Value::as_array).cloned()
+                    }
+                    _ => None,
+                });
+                let found = results
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|r| format!("{} <{}>", one_line(&text(&r["title"]), 80), text(&r["url"])))
+                    .collect();
+                let query = block
+                    .get("input")
+                    .map_or(String::new(), |i| text(&i["query"]));
+                lines.push(line(query, found));
+            }
+            Thinking::WebSearchCall { item } => {
+                let action = item.get("action").cloned().unwrap_or(Value::Null);
+                let found = action["sources"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|s| format!("<{}>", text(&s["url"])))
+                    .collect();
+                lines.push(line(text(&action["query"]), found));
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
 /// The one line a transcript gives an answer's thinking (its text stays
 /// in the log, not shown): how much there was, and how many blocks the
 /// server encrypted.
@@ -783,8 +844,8 @@ pub fn thought(blocks: &[revolve_core::record::Thinking]) -> String {
     let chars: usize = blocks
         .iter()
         .map(|b| match b {
-            Thinking::Thinking { thinking, .. } => thinking.chars().count(),
-            Thinking::RedactedThinking { .. } | Thinking::ThoughtSignature { .. } => 0,
+            Thinking::RedactedThinking { .. } => 0,
+            other => other.text().chars().count(),
         })
         .sum();
     let redacted = blocks

@@ -52,3 +52,23 @@ pub struct Fetched {
 fn is_zero(n: &u32) -> bool {
     *n == 0
 }
+
+/// `web_search`: whether the provider's own web search tool is offered to
+/// the model from here on (issue 44): `--allow web_search` on a wire that
+/// has one (Anthropic's `web_search_20250305`, the Responses API's
+/// `web_search`). Appended when a session starts or resumes with the
+/// rule, and when one that had it resumes without it, so replay rebuilds
+/// the tools each request offered.
+///
+/// ```json
+/// {"type":"web_search","at":"…","max_uses":5}
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSearch {
+    /// When it happened, by the shell's clock: the log's only time.
+    #[serde(with = "time::serde::rfc3339")]
+    pub at: OffsetDateTime,
+    /// The most searches one Anthropic answer may make; none: not offered.
+    #[serde(default)]
+    pub max_uses: Option<u32>,
+}

@@ -164,6 +164,16 @@ impl Block<'_> {
     /// The block, with a cache breakpoint when `marked` (its key sorts
     /// first: `cache_control`).
     fn write(&self, out: &mut Vec<u8>, marked: bool) {
+        if let Block::Thinking(t) = self {
+            if t.server() {
+                // A server tool block, whole as it came.
+                let mut block = t.wire();
+                if marked {
+                    block["cache_control"] = serde_json::json!({"type": "ephemeral"});
+                }
+                return value(out, &block);
+            }
+        }
         out.push(b'{');
         if marked {
             out.extend_from_slice(b"\"cache_control\":{\"type\":\"ephemeral\"}");
@@ -233,8 +243,18 @@ impl Block<'_> {
                 string(out, data);
                 out.extend_from_slice(b",\"type\":\"redacted_thinking\"}");
             }
-            // Never made: `blocks` leaves Gemini's signatures out.
-            Block::Thinking(Thinking::ThoughtSignature { .. }) => out.push(b'}'),
+            // Never made: `blocks` leaves reasoning items and Gemini's
+            // signatures out, and server blocks are written above.
+            Block::Thinking(
+                Thinking::Reasoning { .. }
+                | Thinking::ThoughtSignature { .. }
+                | Thinking::WebSearchCall { .. }
+                | Thinking::ServerToolUse { .. }
+                | Thinking::WebSearchToolResult { .. },
+            ) => {
+                key(out, first, "text");
+                out.extend_from_slice(b"\"\",\"type\":\"text\"}");
+            }
         }
     }
 }
@@ -253,15 +273,12 @@ fn blocks(m: &Message, thinking: bool) -> Vec<Block<'_>> {
         Role::Tool => vec![Block::ToolResult(m)],
         Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
-            let mut blocks: Vec<Block> = if thinking {
-                m.thinking
-                    .iter()
-                    .filter(|t| t.is_block())
-                    .map(Block::Thinking)
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let mut blocks: Vec<Block> = m
+                .thinking
+                .iter()
+                .filter(|t| (thinking && t.anthropic()) || t.server())
+                .map(Block::Thinking)
+                .collect();
             blocks.extend(text(m.content.as_str().into()));
             blocks.extend(m.tool_calls.iter().map(Block::ToolUse));
             blocks

@@ -134,6 +134,12 @@ pub(super) fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) 
         tools.extend(shape.mcp.iter().map(|t| {
             json!({"name": t.name, "description": t.description, "input_schema": t.input_schema})
         }));
+        if let Some(uses) = shape.web_search {
+            tools.insert(
+                0,
+                json!({"type": "web_search_20250305", "name": "web_search", "max_uses": uses}),
+            );
+        }
         if shape.cache.breakpoints {
             if let Some(last) = tools.last_mut() {
                 last["cache_control"] = breakpoint();
@@ -174,15 +180,12 @@ pub(super) fn anthropic_blocks(m: &Message, thinking: bool) -> Vec<Value> {
         // An answer of thinking alone has no element (see `Runs::role`).
         Role::Assistant if m.content.is_empty() && m.tool_calls.is_empty() => Vec::new(),
         Role::Assistant => {
-            let mut blocks: Vec<Value> = if thinking {
-                m.thinking
-                    .iter()
-                    .filter(|t| t.is_block())
-                    .map(thinking_block)
-                    .collect()
-            } else {
-                Vec::new()
-            };
+            let mut blocks: Vec<Value> = m
+                .thinking
+                .iter()
+                .filter(|t| (thinking && t.anthropic()) || t.server())
+                .map(thinking_block)
+                .collect();
             blocks.extend(text_block(&m.content));
             blocks.extend(m.tool_calls.iter().map(|c| {
                 // The API wants the input as an object; a model that wrote
@@ -206,8 +209,7 @@ pub(super) fn thinking_block(t: &Thinking) -> Value {
             signature,
         } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
         Thinking::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
-        // Never sent: `anthropic_blocks` leaves Gemini's signatures out.
-        Thinking::ThoughtSignature { .. } => json!({}),
+        other => other.wire(),
     }
 }
 

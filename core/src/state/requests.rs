@@ -58,12 +58,14 @@ impl State {
 
     /// What the prompt cache is told, for files of a version that says
     /// it on the wire; nothing for older files (rebuilt as they were
-    /// sent). The key is the file's id, only for the `openai` preset.
+    /// sent). The key is the file's id, only for the `openai` and
+    /// `openai-responses` presets.
     pub fn cache(&self) -> Cache {
         match &self.header {
             Some(h) if h.version >= CACHE_VERSION => Cache {
                 breakpoints: true,
-                key: (self.provider == "openai").then(|| h.id.clone()),
+                key: matches!(self.provider.as_str(), "openai" | "openai-responses")
+                    .then(|| h.id.clone()),
             },
             _ => Cache::default(),
         }
@@ -87,6 +89,7 @@ impl State {
             thinking: self.thinking(),
             builtin: Some(self.agents.offered(&crate::tools::names())),
             tool_choice: None,
+            web_search: self.web_search.filter(|_| tools),
             objects: self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version)
                 >= ARGUMENTS_VERSION,
         }

@@ -78,9 +78,7 @@ impl Answer {
                     signature,
                 } => thinking.len() + signature.len(),
                 Thinking::RedactedThinking { data } => data.len(),
-                Thinking::ThoughtSignature { signature, call } => {
-                    signature.len() + call.as_ref().map_or(0, String::len)
-                }
+                other => other.wire().to_string().len(),
             }
         });
         self.calls
