@@ -429,10 +429,10 @@ impl Preset {
         matches!(
             self,
             Preset::Openai
-            | Preset::OpenaiResponses
-            | Preset::Anthropic
-            | Preset::Openrouter
-            | Preset::Gemini
+                | Preset::OpenaiResponses
+                | Preset::Anthropic
+                | Preset::Openrouter
+                | Preset::Gemini
         ) && base_url.trim_end_matches('/') == self.base_url()
     }
 }

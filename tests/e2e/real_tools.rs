@@ -23,15 +23,15 @@
 //! `FakeOptions::parses_arguments`).
 //!
 //! The tests are `#[ignore]`d and run by name (`real_tools -- --ignored`)
-//! with `REVOLVE_LLAMA_CPP_URL` set (`.ci/run` does); a test asked for
-//! without a server fails, so ok means ran. The server is the
-//! `llama-server` built from llama-cpp-python 0.3.36's llama.cpp, serving
-//! SmolLM2 with `.ci/smollm2-tools.jinja`: with SmolLM2's own template the
-//! tools are dropped, and with the Qwen2.5 or Hermes-2-Pro templates of
-//! llama.cpp's tree (calls wrapped in `<tool_call>`) the grammar of
-//! `"tool_choice": "required"` let the answer begin with free text, and
-//! the model answered in words (tried by hand on 2026-12-06). That
-//! template's call shape makes the grammar start the answer with a call.
+//! with `REVOLVE_LLAMA_CPP_URL` set; a test asked for without a server
+//! fails, so ok means ran. Not yet in `.ci/run` (docs/providers.md, "Making
+//! a model call a tool", says why): the server is the `llama-server` built
+//! from llama-cpp-python 0.3.36's llama.cpp, serving SmolLM2 with
+//! `.ci/smollm2-tools.jinja`, under which the grammar of `"tool_choice":
+//! "required"` starts the answer with a call (with SmolLM2's own template
+//! the tools are dropped; with the Qwen2.5 or Hermes-2-Pro templates the
+//! model answered in words), but an answer in words after a tool result
+//! does not parse on the server, and the 135M model repeats its call.
 //! Its arguments are the model's own: it may ramble inside one until its
 //! answer's limit, which is why revolve sends back arguments that do not
 //! parse inside an object (llama-server refused the whole next request
