@@ -711,6 +711,34 @@ fn replay_equals_live() {
     laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
 
+/// [`replay_equals_live`]'s checks for a run of a header of its own: the
+/// fold of the current file is the live state, and the requests rebuilt
+/// from the files are the ones sent (a call still in flight aside), each
+/// on `wire` when one is named.
+fn replays_as_sent(run: &Run, wire: Option<revolve_core::request::Wire>) -> bool {
+    assert!(
+        &State::fold(run.log()) == run.session.state(),
+        "the fold differs from the live state"
+    );
+    let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
+    let state = run.session.state();
+    let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
+    let sent = &run.sent[..run.sent.len() - in_flight];
+    if let Some(wire) = wire {
+        assert!(
+            sent.iter().all(|r| r.wire == wire),
+            "a request not on {wire:?}"
+        );
+    }
+    assert!(
+        rebuilt == sent,
+        "rebuilt {} requests, sent {} (+{in_flight} in flight)",
+        rebuilt.len(),
+        sent.len()
+    );
+    true
+}
+
 /// [`replay_equals_live`] for an Anthropic session of this build's format,
 /// whose effort turns extended thinking on and off and whose answers bring
 /// thinking blocks: the bodies rebuilt carry them exactly as sent.
@@ -725,22 +753,7 @@ fn replay_equals_live_with_thinking() {
             model: "claude-sonnet-5".into(),
             ..header()
         };
-        let run = run_as(&ops, header, &[8_000, 6_000]);
-        assert!(
-            &State::fold(run.log()) == run.session.state(),
-            "the fold differs from the live state"
-        );
-        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
-        let state = run.session.state();
-        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
-        let sent = &run.sent[..run.sent.len() - in_flight];
-        assert!(
-            rebuilt == sent,
-            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
-            rebuilt.len(),
-            sent.len()
-        );
-        true
+        replays_as_sent(&run_as(&ops, header, &[8_000, 6_000]), None)
     }
     laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
@@ -758,25 +771,10 @@ fn replay_equals_live_on_gemini() {
             model: "gemini-3-flash-preview".into(),
             ..header()
         };
-        let run = run_as(&ops, header, &[8_000, 6_000]);
-        assert!(
-            &State::fold(run.log()) == run.session.state(),
-            "the fold differs from the live state"
-        );
-        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
-        let state = run.session.state();
-        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
-        let sent = &run.sent[..run.sent.len() - in_flight];
-        assert!(
-            rebuilt == sent,
-            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
-            rebuilt.len(),
-            sent.len()
-        );
-        assert!(sent
-            .iter()
-            .all(|r| r.wire == revolve_core::request::Wire::Gemini));
-        true
+        replays_as_sent(
+            &run_as(&ops, header, &[8_000, 6_000]),
+            Some(revolve_core::request::Wire::Gemini),
+        )
     }
     laws().tests(400).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
@@ -794,25 +792,10 @@ fn replay_equals_live_on_the_responses_wire() {
             model: "gpt-5".into(),
             ..header()
         };
-        let run = run_as(&ops, header, &[8_000, 6_000]);
-        assert!(
-            &State::fold(run.log()) == run.session.state(),
-            "the fold differs from the live state"
-        );
-        let rebuilt: Vec<Request> = run.files.iter().flat_map(requests).collect();
-        let state = run.session.state();
-        let in_flight = usize::from(state.awaiting() && state.compacting().is_none());
-        let sent = &run.sent[..run.sent.len() - in_flight];
-        assert!(sent
-            .iter()
-            .all(|r| r.wire == revolve_core::request::Wire::Responses));
-        assert!(
-            rebuilt == sent,
-            "rebuilt {} requests, sent {} (+{in_flight} in flight)",
-            rebuilt.len(),
-            sent.len()
-        );
-        true
+        replays_as_sent(
+            &run_as(&ops, header, &[8_000, 6_000]),
+            Some(revolve_core::request::Wire::Responses),
+        )
     }
     laws().tests(300).quickcheck(prop as fn(Vec<Op>) -> bool);
 }
