@@ -162,19 +162,8 @@ pub struct Session {
     told_untracked: bool,
     /// What the session waits for now.
     phase: Phase,
-    /// The first open call as its `PreToolUse` hooks left it (its input
-    /// perhaps rewritten), once they ran: it runs without running them
-    /// again (after a question, say). Forgotten with the next answer.
-    checked: Option<crate::record::ToolCall>,
-    /// The `task` calls at the front whose `PreToolUse` hooks ran, in
-    /// call order: each as they left it, with the reason when one
-    /// blocked it. Forgotten with the next answer.
-    checked_tasks: Vec<(crate::record::ToolCall, Option<String>)>,
     /// How many times `Stop` hooks sent the turn on since the user's line.
     stop_rounds: u32,
-    /// The picture the running call's tool read (`read_file` of an image),
-    /// with the call's id: its result carries it once it is logged.
-    result_image: Option<(String, crate::record::Image)>,
 }
 
 impl Session {
@@ -234,10 +223,7 @@ impl Session {
             parts: prompt::Parts::default(),
             told_untracked: false,
             phase: Phase::Idle,
-            checked: None,
-            checked_tasks: Vec::new(),
             stop_rounds: 0,
-            result_image: None,
         }
     }
 
@@ -323,9 +309,13 @@ impl Session {
                 self.refinement_input(Input::User(input))
             }
             (
-                Phase::Asking(Question::Outside { id: held, output }),
+                Phase::Asking(Question::Outside {
+                    call,
+                    output,
+                    image,
+                }),
                 UserInput::Outside { id, yes, now },
-            ) if held == id => (self.outside(id, output, yes, now), Outcome::Going),
+            ) if call.id == id => (self.outside(call, output, image, yes, now), Outcome::Going),
             (Phase::Asking(q), UserInput::Answered { id, answer, now }) if q.id() == id => {
                 (self.answered(q, id, answer, now), Outcome::Going)
             }
@@ -381,17 +371,13 @@ impl Session {
             (Phase::Hooking { round, resume }, ToolInput::Hooked { ran, now }) => {
                 (self.hook_ran(round, resume, ran, now), Outcome::Going)
             }
-            (
-                Phase::Running {
-                    id: running,
-                    outside,
-                },
-                input,
-            ) if !matches!(input, ToolInput::Hooked { .. }) && input.id() == running => {
-                (self.tool_ended(outside, input), Outcome::Going)
+            (Phase::Running { call, outside }, input)
+                if !matches!(input, ToolInput::Hooked { .. }) && input.id() == call.id =>
+            {
+                (self.tool_ended(call, outside, input), Outcome::Going)
             }
             (
-                Phase::Delegating { ids },
+                Phase::Delegating { ids, tasks },
                 ToolInput::Delegated {
                     ends,
                     interrupted,
@@ -403,7 +389,7 @@ impl Session {
                 } else {
                     Outcome::Going
                 };
-                (self.delegated(ends, interrupted, now), outcome)
+                (self.delegated(ends, interrupted, tasks, now), outcome)
             }
             (phase, input) => {
                 self.phase = phase;
@@ -416,14 +402,10 @@ impl Session {
     /// a resume found on disk.
     fn file_input(&mut self, phase: Phase, input: FileInput) -> (Vec<Command>, Outcome) {
         match (phase, input) {
-            (
-                Phase::Editing {
-                    id: editing,
-                    staged,
-                },
-                input,
-            ) if input.edit_id() == Some(editing.as_str()) => {
-                (self.edit_input(staged, input), Outcome::Going)
+            (Phase::Editing { call, staged }, input)
+                if input.edit_id() == Some(call.id.as_str()) =>
+            {
+                (self.edit_input(call, staged, input), Outcome::Going)
             }
             (
                 Phase::Rewinding,

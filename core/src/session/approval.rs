@@ -274,28 +274,30 @@ impl Session {
         answer: Answer,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        if let Question::Grant { path, .. } = &question {
-            let path = path.clone();
-            if self.running_call(&id).is_some() {
-                // A grant is this once: "always" means yes.
-                let yes = answer != Answer::No;
-                let answer = if yes { Answer::Yes } else { Answer::No };
-                let mut cmds = self.append(vec![Record::Approved(Approved {
-                    at: now,
-                    call: id.clone(),
-                    path: path.clone(),
-                    answer,
-                    tool: Asked::Grant,
-                    rule: None,
-                })]);
-                cmds.extend(self.grant_result(id, path, yes, now));
-                return cmds;
+        let checked = match question {
+            Question::Run { call } => Some(call),
+            Question::Grant { path, .. } => {
+                if self.running_call(&id).is_none() {
+                    None
+                } else {
+                    // A grant is this once: "always" means yes.
+                    let yes = answer != Answer::No;
+                    let answer = if yes { Answer::Yes } else { Answer::No };
+                    let mut cmds = self.append(vec![Record::Approved(Approved {
+                        at: now,
+                        call: id.clone(),
+                        path: path.clone(),
+                        answer,
+                        tool: Asked::Grant,
+                        rule: None,
+                    })]);
+                    cmds.extend(self.grant_result(id, path, yes, now));
+                    return cmds;
+                }
             }
-        }
-        let Some(call) = self
-            .running_call(&id)
-            .filter(|_| matches!(question, Question::Run { .. }))
-        else {
+            Question::Outside { .. } => None,
+        };
+        let Some((call, checked)) = checked.and_then(|c| Some((self.running_call(&id)?, c))) else {
             return vec![Command::show(format!(
                 "ignored an answer for tool call {id}, which is not waiting for one"
             ))];
@@ -331,7 +333,11 @@ impl Session {
             cmds.extend(self.next_tool(now));
             return cmds;
         }
-        cmds.extend(self.next_tool_allowed(Some(&id), now));
+        let front = super::phase::Front::Checked {
+            call: checked,
+            allowed: true,
+        };
+        cmds.extend(self.next_tool_from(front, now));
         cmds
     }
 }

@@ -9,26 +9,30 @@
 use time::OffsetDateTime;
 
 use crate::hooks::{self, About};
-use crate::record::{Delegated, Message, Record};
+use crate::record::{Delegated, Message, Record, ToolCall};
 use crate::tools::{self, Tool};
 
 use super::hooking::Resume;
-use super::phase::Phase;
+use super::phase::{Front, Phase};
 use super::protocol::{Command, Delegation, TaskEnd, ToolCommand};
 use super::Session;
 
 impl Session {
     /// Starts the `task` calls at the front of the open calls as one
-    /// delegation; `None` when the first open call is not a `task` call
-    /// that can run (it then goes the way of every call). A call naming
-    /// an unknown definition gets its error as result.
-    pub(super) fn delegate(&mut self, now: OffsetDateTime) -> Option<Vec<Command>> {
+    /// delegation, each as its `PreToolUse` hooks left it (`checked`);
+    /// `None` when the first open call is not a `task` call that can run
+    /// (it then goes the way of every call). A call naming an unknown
+    /// definition gets its error as result.
+    pub(super) fn delegate(
+        &mut self,
+        checked: &mut Vec<(ToolCall, Option<String>)>,
+        now: OffsetDateTime,
+    ) -> Option<Vec<Command>> {
         let mut tasks = Vec::new();
         for call in &self.state.open_calls {
             // As its `PreToolUse` hooks left it; a call they blocked, or
             // did not see yet, waits for its own turn.
-            let Some(call) = self
-                .checked_tasks
+            let Some(call) = checked
                 .iter()
                 .find_map(|(c, blocked)| (c.id == call.id && blocked.is_none()).then_some(c))
             else {
@@ -88,18 +92,21 @@ impl Session {
         }
         self.phase = Phase::Delegating {
             ids: tasks.iter().map(|t| t.id.clone()).collect(),
+            tasks: std::mem::take(checked),
         };
         Some(vec![Command::Tool(ToolCommand::Delegate { tasks })])
     }
 
     /// The children ended: for each, in call order, a `delegated` record
     /// (which adds what it spent to the totals) and its answer as the
-    /// call's result; then the next tool, or the turn cut short when
-    /// Ctrl-C stopped them.
+    /// call's result (`tasks`: the calls as their `PreToolUse` hooks left
+    /// them); then the next tool, or the turn cut short when Ctrl-C
+    /// stopped them.
     pub(super) fn delegated(
         &mut self,
         ends: Vec<TaskEnd>,
         interrupted: bool,
+        tasks: Vec<(ToolCall, Option<String>)>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let mut cmds = Vec::new();
@@ -115,8 +122,7 @@ impl Session {
                 continue;
             }
             // Its `PostToolUse` hooks first, as for any tool's result.
-            let input = self
-                .checked_tasks
+            let input = tasks
                 .iter()
                 .find(|(c, _)| c.id == end.id)
                 .map(|(c, _)| hooks::tool_input(&c.arguments))
@@ -130,25 +136,31 @@ impl Session {
                 id: end.id.clone(),
                 output: end.answer.clone(),
                 rest: ends.as_slice().to_vec(),
+                tasks: tasks.clone(),
             };
             if let Some(run) = self.hooks_for(about, Some((&end.id, "task")), resume) {
                 cmds.extend(run);
                 return cmds;
             }
-            cmds.extend(self.spilled_result(end.id, end.answer, now));
+            cmds.extend(self.spilled_result(end.id, end.answer, None, now));
         }
         if interrupted {
             cmds.extend(self.interrupt(String::new(), now));
             return cmds;
         }
-        cmds.extend(self.next_tool(now));
+        cmds.extend(self.next_tool_from(Front::Tasks(tasks), now));
         cmds
     }
 
     /// The `PreToolUse` hooks of the `task` calls at the front, one call
     /// after another, so the children start together once all ran: false
-    /// while a round runs (its commands in `cmds`).
-    pub(super) fn tasks_hooked(&mut self, cmds: &mut Vec<Command>) -> bool {
+    /// while a round runs (its commands in `cmds`). `checked`: the calls
+    /// whose hooks ran, as they left them.
+    pub(super) fn tasks_hooked(
+        &mut self,
+        checked: &mut Vec<(ToolCall, Option<String>)>,
+        cmds: &mut Vec<Command>,
+    ) -> bool {
         let front: Vec<_> = self
             .state
             .open_calls
@@ -157,7 +169,7 @@ impl Session {
             .cloned()
             .collect();
         for call in front {
-            match self.checked_tasks.iter().find(|(c, _)| c.id == call.id) {
+            match checked.iter().find(|(c, _)| c.id == call.id) {
                 Some((_, Some(_))) => return true,
                 Some(_) => continue,
                 None => {}
@@ -168,24 +180,25 @@ impl Session {
             };
             let resume = Resume::Task {
                 id: call.id.clone(),
+                tasks: checked.clone(),
             };
             if let Some(run) = self.hooks_for(about, Some((&call.id, &call.name)), resume) {
                 cmds.extend(run);
                 return false;
             }
-            self.checked_tasks.push((call, None));
+            checked.push((call, None));
         }
         true
     }
+}
 
-    /// The reason the `PreToolUse` hooks blocked the `task` call `id`, if
-    /// they did.
-    pub(super) fn task_blocked(&self, id: &str) -> Option<String> {
-        self.checked_tasks
-            .iter()
-            .find(|(c, _)| c.id == id)
-            .and_then(|(_, blocked)| blocked.clone())
-    }
+/// The reason the `PreToolUse` hooks blocked the `task` call `id`, if
+/// they did (`checked`: the calls whose hooks ran).
+pub(super) fn task_blocked(checked: &[(ToolCall, Option<String>)], id: &str) -> Option<String> {
+    checked
+        .iter()
+        .find(|(c, _)| c.id == id)
+        .and_then(|(_, blocked)| blocked.clone())
 }
 
 impl Session {

@@ -8,7 +8,7 @@ use time::OffsetDateTime;
 use super::{Command, Input, Phase, Session};
 use super::{FileCommand, FileInput, UserCommand};
 use crate::edit::{self, Answer, Keys, Scope, View};
-use crate::record::{Approved, Asked, Edit, EditBy, Record, Seen, Written};
+use crate::record::{Approved, Asked, Edit, EditBy, Record, Seen, ToolCall, Written};
 use crate::rules::Verdict;
 use crate::tools::{self, Tool};
 
@@ -64,9 +64,14 @@ pub(super) struct Staged {
 
 impl Session {
     /// An answer about the edit in flight ([`FileInput::Opened`],
-    /// [`FileInput::Staged`], [`FileInput::Wrote`]); `staged` is the edit once
-    /// staged.
-    pub(super) fn edit_input(&mut self, staged: Option<Staged>, input: FileInput) -> Vec<Command> {
+    /// [`FileInput::Staged`], [`FileInput::Wrote`]): the edit `call`, as its
+    /// `PreToolUse` hooks left it; `staged` is the edit once staged.
+    pub(super) fn edit_input(
+        &mut self,
+        call: ToolCall,
+        staged: Option<Staged>,
+        input: FileInput,
+    ) -> Vec<Command> {
         match (input, staged) {
             (
                 FileInput::Opened {
@@ -76,27 +81,22 @@ impl Session {
                     now,
                 },
                 None,
-            ) => self.opened(id, opened, &keys, now),
+            ) => self.opened(call, id, opened, &keys, now),
             (
                 FileInput::Staged {
-                    id,
+                    id: _,
                     answer,
                     after,
                     error,
                     now,
                 },
                 Some(staged),
-            ) => self.staged(staged, id, answer, after, error, now),
-            (FileInput::Wrote { id, error, now }, Some(staged)) => {
-                self.wrote(staged, id, error, now)
+            ) => self.staged(call, staged, answer, after, error, now),
+            (FileInput::Wrote { id: _, error, now }, Some(staged)) => {
+                self.wrote(call, staged, error, now)
             }
             (input, staged) => {
-                if let Some(id) = input.edit_id() {
-                    self.phase = Phase::Editing {
-                        id: id.to_owned(),
-                        staged,
-                    };
-                }
+                self.phase = Phase::Editing { call, staged };
                 self.ignored(&Input::File(input)).0
             }
         }
@@ -147,6 +147,7 @@ impl Session {
     /// The file of the edit in flight was opened: decide the change.
     fn opened(
         &mut self,
+        call: ToolCall,
         id: String,
         opened: Result<Opened, String>,
         keys: &Keys,
@@ -189,7 +190,7 @@ impl Session {
                     once: staged.outside,
                 });
                 self.phase = Phase::Editing {
-                    id: staged.id.clone(),
+                    call,
                     staged: Some(staged),
                 };
                 vec![cmd]
@@ -313,13 +314,14 @@ impl Session {
     /// edit, then write it.
     fn staged(
         &mut self,
+        call: ToolCall,
         mut staged: Staged,
-        id: String,
         answer: Option<Answer>,
         after: String,
         error: Option<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let id = call.id.clone();
         if let Some(e) = error {
             let text = format!(
                 "error: {}: cannot keep the prior content of {} ({e}); nothing was written",
@@ -389,7 +391,7 @@ impl Session {
             expect: staged.before.clone(),
         }));
         self.phase = Phase::Editing {
-            id: staged.id.clone(),
+            call,
             staged: Some(staged),
         };
         cmds
@@ -398,11 +400,12 @@ impl Session {
     /// The write of the logged edit ran.
     fn wrote(
         &mut self,
+        call: ToolCall,
         staged: Staged,
-        id: String,
         error: Option<String>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let id = call.id.clone();
         let written = Record::Written(Written {
             at: now,
             call: id.clone(),
@@ -439,7 +442,7 @@ impl Session {
             }
         };
         // Its `PostToolUse` hooks first (a formatter after an edit).
-        cmds.extend(self.after_tool(id, text, false, now));
+        cmds.extend(self.after_tool(call, text, None, false, now));
         cmds
     }
 

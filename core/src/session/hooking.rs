@@ -8,9 +8,9 @@ use time::OffsetDateTime;
 
 use crate::hooks::{self, About, Got, Ran, Round};
 use crate::plan;
-use crate::record::{Message, PlanSet, Record, ToolCall};
+use crate::record::{Image, Message, PlanSet, Record, ToolCall};
 
-use super::phase::{Due, Phase};
+use super::phase::{Due, Front, Phase};
 use super::{Command, Session, ToolCommand};
 
 /// What a round of hooks goes on to once it is over.
@@ -25,24 +25,32 @@ pub(super) enum Resume {
         images: Vec<crate::record::Image>,
     },
     /// `PreToolUse`: the first open call, as the hooks left its input,
-    /// or its blocked result; `allowed`: the user just allowed it.
-    Call { allowed: Option<String> },
-    /// `PostToolUse`: the call `id`'s result, with what the hooks added;
-    /// `spill`: whether a long one is spilled (not an edit's).
+    /// or its blocked result.
+    Call,
+    /// `PostToolUse`: the call `id`'s result (and the picture it read, if
+    /// any), with what the hooks added; `spill`: whether a long one is
+    /// spilled (not an edit's).
     Result {
         id: String,
         output: String,
+        image: Option<Box<Image>>,
         spill: bool,
     },
-    /// `PreToolUse` of the `task` call `id`: it is marked checked (as
-    /// the hooks left it) or blocked, and the next call goes on.
-    Task { id: String },
+    /// `PreToolUse` of the `task` call `id`: it is added to `tasks` (the
+    /// front's calls checked before it) as the hooks left it, or blocked,
+    /// and the next call goes on.
+    Task {
+        id: String,
+        tasks: Vec<(ToolCall, Option<String>)>,
+    },
     /// `PostToolUse` of the `task` call `id`: its result, with what the
-    /// hooks added; then the results of the children after it (`rest`).
+    /// hooks added; then the results of the children after it (`rest`),
+    /// whose checked calls are in `tasks`.
     Tasks {
         id: String,
         output: String,
         rest: Vec<super::protocol::TaskEnd>,
+        tasks: Vec<(ToolCall, Option<String>)>,
     },
     /// `Stop`: the turn ends, or goes on with the reason a hook blocked.
     End,
@@ -113,31 +121,39 @@ impl Session {
                 ))],
                 None => self.send_line(hooks::with_context(&text, &got.added), images, now),
             },
-            Resume::Call { allowed } => {
+            Resume::Call => {
                 let Some(mut call) = self.state.open_calls.first().cloned() else {
                     return Vec::new();
                 };
                 if let Some(reason) = got.blocked {
                     let result = Message::tool(now, call.id, hooks::blocked_result(&reason));
                     let mut cmds = self.append(vec![Record::Message(result)]);
-                    cmds.extend(self.next_tool_allowed(allowed.as_deref(), now));
+                    cmds.extend(self.next_tool(now));
                     return cmds;
                 }
                 if let Some(input) = got.input {
                     call.arguments = input.to_string();
                 }
-                self.checked = Some(call);
-                self.next_tool_allowed(allowed.as_deref(), now)
+                let front = Front::Checked {
+                    call,
+                    allowed: false,
+                };
+                self.next_tool_from(front, now)
             }
-            Resume::Result { id, output, spill } => {
+            Resume::Result {
+                id,
+                output,
+                image,
+                spill,
+            } => {
                 let mut added = got.added;
                 if let Some(reason) = got.blocked {
                     added.push(reason);
                 }
                 let output = hooks::after_result(&output, &added);
-                self.tool_result(id, output, spill, now)
+                self.tool_result(id, output, image, spill, now)
             }
-            Resume::Task { id } => {
+            Resume::Task { id, mut tasks } => {
                 let Some(mut call) = self.state.open_calls.iter().find(|c| c.id == id).cloned()
                 else {
                     return Vec::new();
@@ -145,17 +161,22 @@ impl Session {
                 if let Some(input) = got.input.filter(|_| got.blocked.is_none()) {
                     call.arguments = input.to_string();
                 }
-                self.checked_tasks.push((call, got.blocked));
-                self.next_tool(now)
+                tasks.push((call, got.blocked));
+                self.next_tool_from(Front::Tasks(tasks), now)
             }
-            Resume::Tasks { id, output, rest } => {
+            Resume::Tasks {
+                id,
+                output,
+                rest,
+                tasks,
+            } => {
                 let mut added = got.added;
                 if let Some(reason) = got.blocked {
                     added.push(reason);
                 }
                 let output = hooks::after_result(&output, &added);
-                let mut cmds = self.spilled_result(id, output, now);
-                cmds.extend(self.delegated(rest, false, now));
+                let mut cmds = self.spilled_result(id, output, None, now);
+                cmds.extend(self.delegated(rest, false, tasks, now));
                 cmds
             }
             Resume::Compact => self.compact(true, &mut Due::default(), now),
@@ -178,65 +199,55 @@ impl Session {
     }
 
     /// The call the loop runs: the first open one as its `PreToolUse`
-    /// hooks left it, or `None` when they are running now (their round
-    /// started, its commands in `cmds`).
+    /// hooks left it (`checked`, when they ran already), or `None` when
+    /// they are running now (their round started, its commands in `cmds`).
     pub(super) fn checked_call(
         &mut self,
         call: ToolCall,
-        allowed: Option<&str>,
+        checked: Option<ToolCall>,
         cmds: &mut Vec<Command>,
     ) -> Option<ToolCall> {
-        if let Some(checked) = self.checked.as_ref().filter(|c| c.id == call.id) {
-            return Some(checked.clone());
+        if let Some(checked) = checked.filter(|c| c.id == call.id) {
+            return Some(checked);
         }
         let about = About::PreToolUse {
             tool: call.name.clone(),
             input: hooks::tool_input(&call.arguments),
         };
-        let resume = Resume::Call {
-            allowed: allowed.map(str::to_owned),
-        };
-        match self.hooks_for(about, Some((&call.id, &call.name)), resume) {
+        match self.hooks_for(about, Some((&call.id, &call.name)), Resume::Call) {
             Some(run) => {
                 cmds.extend(run);
                 None
             }
-            None => {
-                self.checked = Some(call.clone());
-                Some(call)
-            }
+            None => Some(call),
         }
     }
 
-    /// A tool's result, once it ran: its `PostToolUse` hooks first.
+    /// The result of `call` (as its `PreToolUse` hooks left it), with the
+    /// picture it read if any, once it ran: its `PostToolUse` hooks first.
     pub(super) fn after_tool(
         &mut self,
-        id: String,
+        call: ToolCall,
         output: String,
+        image: Option<Box<Image>>,
         spill: bool,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let call = self
-            .checked
-            .clone()
-            .filter(|c| c.id == id)
-            .or_else(|| self.state.open_calls.first().cloned());
-        if let Some(call) = call {
-            let about = About::PostToolUse {
-                tool: call.name.clone(),
-                input: hooks::tool_input(&call.arguments),
-                output: output.clone(),
-            };
-            let resume = Resume::Result {
-                id: id.clone(),
-                output: output.clone(),
-                spill,
-            };
-            if let Some(cmds) = self.hooks_for(about, Some((&call.id, &call.name)), resume) {
-                return cmds;
-            }
+        let about = About::PostToolUse {
+            tool: call.name.clone(),
+            input: hooks::tool_input(&call.arguments),
+            output: output.clone(),
+        };
+        let resume = Resume::Result {
+            id: call.id.clone(),
+            output: output.clone(),
+            image: image.clone(),
+            spill,
+        };
+        if let Some(cmds) = self.hooks_for(about, Some((&call.id, &call.name)), resume) {
+            return cmds;
         }
-        self.tool_result(id, output, spill, now)
+        self.tool_result(call.id, output, image, spill, now)
     }
 
     /// The turn would end: its `Stop` hooks first, while they may send it

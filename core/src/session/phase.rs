@@ -3,6 +3,7 @@
 
 use crate::compact;
 use crate::guard::StopReason;
+use crate::record::{Image, ToolCall};
 
 use super::edits::Staged;
 use super::refinement::Refinement;
@@ -29,11 +30,17 @@ pub(super) enum Phase {
     /// Working notes are asked for ([`ModelCommand::Summarize`]), for the turn
     /// (the request goes out once they are in) or for `/compact`.
     Summarizing { flight: Flight, due: Due },
-    /// The tool call `id` runs ([`ToolCommand::Run`], [`ToolCommand::CallMcp`]);
-    /// `outside`: the user let it run outside the sandbox, once.
-    Running { id: String, outside: bool },
-    /// `task` calls run as children, these ids, side by side.
-    Delegating { ids: Vec<String> },
+    /// The tool call `call` runs ([`ToolCommand::Run`], [`ToolCommand::CallMcp`]),
+    /// as its `PreToolUse` hooks left it (its `PostToolUse` hooks see that
+    /// input); `outside`: the user let it run outside the sandbox, once.
+    Running { call: ToolCall, outside: bool },
+    /// `task` calls run as children, these ids, side by side; `tasks`: the
+    /// front run's calls as their `PreToolUse` hooks left them (see
+    /// [`Front::Tasks`]).
+    Delegating {
+        ids: Vec<String>,
+        tasks: Vec<(ToolCall, Option<String>)>,
+    },
     /// The user is asked about a tool call.
     Asking(Question),
     /// An event's hooks run, one [`super::ToolCommand::Hook`] at a time;
@@ -42,9 +49,13 @@ pub(super) enum Phase {
         round: crate::hooks::Round,
         resume: super::hooking::Resume,
     },
-    /// The edit call `id` between its [`FileCommand::Open`] and its write:
-    /// `staged` from [`FileCommand::Stage`] on.
-    Editing { id: String, staged: Option<Staged> },
+    /// The edit call `call` (as its `PreToolUse` hooks left it) between its
+    /// [`FileCommand::Open`] and its write: `staged` from
+    /// [`FileCommand::Stage`] on.
+    Editing {
+        call: ToolCall,
+        staged: Option<Staged>,
+    },
     /// The memory is refined (its own stages inside).
     Refining(Box<Refinement>),
     /// The files of a logged `rewinding` are put back
@@ -75,22 +86,76 @@ impl Phase {
 /// The questions the session asks about a tool call.
 #[derive(Clone, Debug)]
 pub(super) enum Question {
-    /// Whether the shell or MCP call `id` may run ([`UserCommand::Ask`]).
-    Run { id: String },
+    /// Whether the shell, MCP or fetch call `call` (as its `PreToolUse`
+    /// hooks left it) may run ([`UserCommand::Ask`]).
+    Run { call: ToolCall },
     /// Whether the session may read `path` for the grant call `id`
     /// ([`UserCommand::AskGrant`]).
     Grant { id: String, path: String },
-    /// Whether the shell call `id` the sandbox seems to have refused may
-    /// run once outside ([`UserCommand::AskOutside`]); `output` is its result
-    /// if not.
-    Outside { id: String, output: String },
+    /// Whether the shell call `call` the sandbox seems to have refused may
+    /// run once outside ([`UserCommand::AskOutside`]); `output` (and the
+    /// picture it read, if any) is its result if not.
+    Outside {
+        call: ToolCall,
+        output: String,
+        image: Option<Box<Image>>,
+    },
 }
 
 impl Question {
     /// The tool call it is about.
     pub(super) fn id(&self) -> &str {
         match self {
-            Question::Run { id } | Question::Grant { id, .. } | Question::Outside { id, .. } => id,
+            Question::Run { call } | Question::Outside { call, .. } => &call.id,
+            Question::Grant { id, .. } => id,
+        }
+    }
+}
+
+/// What the look at the open calls carries from one call to the next:
+/// what their `PreToolUse` hooks made of the calls at the front. Made
+/// where those hooks end (or are found to have none) and dropped with the
+/// phase that waits on those calls, so nothing of one answer's calls
+/// outlives it.
+#[derive(Clone, Debug, Default)]
+pub(super) enum Front {
+    /// Nothing yet: the first open call's hooks run before it does.
+    #[default]
+    Fresh,
+    /// The first open call as its hooks left it (its input perhaps
+    /// rewritten): it runs without running them again (after a question,
+    /// say); `allowed`: the user just allowed it.
+    Checked { call: ToolCall, allowed: bool },
+    /// The `task` calls at the front whose hooks ran, in call order: each
+    /// as they left it, with the reason when one blocked it.
+    Tasks(Vec<(ToolCall, Option<String>)>),
+}
+
+impl Front {
+    /// Whether the user just allowed the call `id`.
+    pub(super) fn allowed(&self, id: &str) -> bool {
+        matches!(self, Front::Checked { call, allowed: true } if call.id == id)
+    }
+
+    /// The checked call, if it is the call `id` (what is carried is used
+    /// up: the next call is another one).
+    pub(super) fn take_checked(&mut self, id: &str) -> Option<ToolCall> {
+        match std::mem::take(self) {
+            Front::Checked { call, .. } if call.id == id => Some(call),
+            _ => None,
+        }
+    }
+
+    /// The `task` calls at the front checked so far (none when it held
+    /// anything else).
+    pub(super) fn tasks(&mut self) -> &mut Vec<(ToolCall, Option<String>)> {
+        if !matches!(self, Front::Tasks(_)) {
+            *self = Front::Tasks(Vec::new());
+        }
+        match self {
+            Front::Tasks(tasks) => tasks,
+            // Made a `Tasks` just above.
+            _ => unreachable!("a front was just made Tasks"),
         }
     }
 }

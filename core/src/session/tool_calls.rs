@@ -5,17 +5,23 @@
 use time::OffsetDateTime;
 
 use super::approval;
-use super::phase::Due;
+use super::delegation::task_blocked;
+use super::phase::{Due, Front};
 use super::{Command, FileCommand, Phase, Question, Sandboxing, Session, ToolCommand, ToolEffects};
 use super::{ToolInput, UserCommand, PLANNING_REFUSED};
 use crate::guard::{self, StopReason, Verdict};
-use crate::record::{ChangedBy, MemoryChanged, Message, Record, Role, ToolCall};
+use crate::record::{ChangedBy, Image, MemoryChanged, Message, Record, Role, ToolCall};
 use crate::tools::{self, Tool};
 
 impl Session {
-    /// The running tool's result ([`ToolInput::Done`],
+    /// The result of the running tool `call` ([`ToolInput::Done`],
     /// [`ToolInput::SandboxRefused`]): what it did is logged before it.
-    pub(super) fn tool_ended(&mut self, outside: bool, input: ToolInput) -> Vec<Command> {
+    pub(super) fn tool_ended(
+        &mut self,
+        call: ToolCall,
+        outside: bool,
+        input: ToolInput,
+    ) -> Vec<Command> {
         match input {
             ToolInput::Done {
                 id,
@@ -25,8 +31,8 @@ impl Session {
                 parts: _,
                 now,
             } => {
-                let mut cmds = self.tool_effects(&id, effects, now);
-                cmds.extend(self.tool_done(id, output, grant, now));
+                let (mut cmds, image) = self.tool_effects(&id, effects, now);
+                cmds.extend(self.tool_done(call, output, grant, image, now));
                 cmds
             }
             ToolInput::SandboxRefused {
@@ -36,8 +42,8 @@ impl Session {
                 parts: _,
                 now,
             } => {
-                let mut cmds = self.tool_effects(&id, effects, now);
-                cmds.extend(self.sandbox_refused(id, output, outside, now));
+                let (mut cmds, image) = self.tool_effects(&id, effects, now);
+                cmds.extend(self.sandbox_refused(call, output, image, outside, now));
                 cmds
             }
             // Hooks and children answer their own phases, never a running
@@ -53,19 +59,15 @@ impl Session {
     /// error as result at once. When none is left, the next request goes
     /// out, unless the turn took its tool rounds.
     pub(super) fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        self.next_tool_allowed(None, now)
+        self.next_tool_from(Front::Fresh, now)
     }
 
-    /// [`Session::next_tool`], where the user just allowed the call
-    /// `allowed` (it runs without asking).
-    pub(super) fn next_tool_allowed(
-        &mut self,
-        allowed: Option<&str>,
-        now: OffsetDateTime,
-    ) -> Vec<Command> {
+    /// [`Session::next_tool`], with what the `PreToolUse` hooks (and the
+    /// user) already made of the calls at the front.
+    pub(super) fn next_tool_from(&mut self, mut front: Front, now: OffsetDateTime) -> Vec<Command> {
         let mut cmds = Vec::new();
         while let Some(call) = self.state.open_calls.first().cloned() {
-            match self.start_call(call, allowed, now) {
+            match self.start_call(call, &mut front, now) {
                 Next::Answered(done) => cmds.extend(done),
                 Next::Waits(done) => {
                     cmds.extend(done);
@@ -84,8 +86,12 @@ impl Session {
 
     /// The first open call: refused at once (over the calls of its
     /// answer, repeated, unparsable), or started as its kind is (an MCP
-    /// call, a tool).
-    fn start_call(&mut self, call: ToolCall, allowed: Option<&str>, now: OffsetDateTime) -> Next {
+    /// call, a tool). `front`: what its hooks and the user made of it (and
+    /// of the `task` calls beside it), used up by it unless it is a `task`
+    /// call.
+    fn start_call(&mut self, call: ToolCall, front: &mut Front, now: OffsetDateTime) -> Next {
+        let allowed = front.allowed(&call.id).then(|| call.id.clone());
+        let allowed = allowed.as_deref();
         if let Some(error) = self.over_calls_per_answer() {
             return Next::Answered(self.result(call.id, error, now));
         }
@@ -106,15 +112,16 @@ impl Session {
         if call.name == "task" {
             // Their `PreToolUse` hooks first, each call's, then the `task`
             // calls at the front go out together, as children.
-            if let Some(reason) = self.task_blocked(&call.id) {
+            let tasks = front.tasks();
+            if let Some(reason) = task_blocked(tasks, &call.id) {
                 let blocked = crate::hooks::blocked_result(&reason);
                 return Next::Answered(self.result(call.id, blocked, now));
             }
             let mut hooked = Vec::new();
-            if !self.tasks_hooked(&mut hooked) {
+            if !self.tasks_hooked(tasks, &mut hooked) {
                 return Next::Waits(hooked);
             }
-            if let Some(started) = self.delegate(now) {
+            if let Some(started) = self.delegate(tasks, now) {
                 return match self.phase {
                     Phase::Delegating { .. } => Next::Waits(started),
                     _ => Next::Answered(started),
@@ -124,7 +131,8 @@ impl Session {
         // Its `PreToolUse` hooks first: they may block it or rewrite its
         // input.
         let mut hooked = Vec::new();
-        let Some(call) = self.checked_call(call, allowed, &mut hooked) else {
+        let checked = front.take_checked(&call.id);
+        let Some(call) = self.checked_call(call, checked, &mut hooked) else {
             return Next::Waits(hooked);
         };
         if crate::mcp::is_mcp(&call.name) {
@@ -146,14 +154,14 @@ impl Session {
             approval::Gate::Run(mut cmds) => {
                 cmds.push(self.call_mcp(&call));
                 self.phase = Phase::Running {
-                    id: call.id,
+                    call,
                     outside: false,
                 };
                 Next::Waits(cmds)
             }
             approval::Gate::Ask => {
                 let command = crate::mcp::question(&call.name, &call.arguments);
-                Next::Waits(self.ask_run(call.id, command.clone(), command))
+                Next::Waits(self.ask_run(call, command.clone(), command))
             }
             approval::Gate::Refused(refused) => Next::Answered(refused),
         }
@@ -195,17 +203,15 @@ impl Session {
             return Next::Answered(self.result(call.id, PLANNING_REFUSED.to_owned(), now));
         }
         if let Some(path) = tool.edit_path() {
-            self.phase = Phase::Editing {
+            let open = Command::File(FileCommand::Open {
                 id: call.id.clone(),
-                staged: None,
-            };
-            return Next::Waits(vec![Command::File(FileCommand::Open {
-                id: call.id,
                 path: path.to_owned(),
                 tool,
-                arguments: call.arguments,
+                arguments: call.arguments.clone(),
                 grants,
-            })]);
+            });
+            self.phase = Phase::Editing { call, staged: None };
+            return Next::Waits(vec![open]);
         }
         let mut cmds = Vec::new();
         let tool = match tool {
@@ -220,9 +226,7 @@ impl Session {
                             url: url.clone(),
                             host: host.to_owned(),
                         });
-                        let phase = Phase::Asking(Question::Run {
-                            id: call.id.clone(),
-                        });
+                        let phase = Phase::Asking(Question::Run { call: call.clone() });
                         return Next::Waits(self.notified(message, phase, ask));
                     }
                     approval::Gate::Refused(refused) => return Next::Answered(refused),
@@ -236,19 +240,15 @@ impl Session {
                 approval::Gate::Run(logged) => cmds.extend(logged),
                 approval::Gate::Ask => {
                     let message = format!("revolve asks to run `{command}`");
-                    return Next::Waits(self.ask_run(call.id, command.clone(), message));
+                    return Next::Waits(self.ask_run(call, command.clone(), message));
                 }
                 approval::Gate::Refused(refused) => return Next::Answered(refused),
             }
         }
-        self.phase = Phase::Running {
-            id: call.id.clone(),
-            outside: false,
-        };
         cmds.push(Command::Tool(ToolCommand::Run {
-            id: call.id,
+            id: call.id.clone(),
             tool,
-            arguments: call.arguments,
+            arguments: call.arguments.clone(),
             grants,
             sandbox: if self.state.planning {
                 Sandboxing::ReadOnly
@@ -256,12 +256,18 @@ impl Session {
                 Sandboxing::Session
             },
         }));
+        self.phase = Phase::Running {
+            call,
+            outside: false,
+        };
         Next::Waits(cmds)
     }
 
-    /// Asks the user whether the call `id` may run `command`.
-    fn ask_run(&mut self, id: String, command: String, message: String) -> Vec<Command> {
-        let phase = Phase::Asking(Question::Run { id: id.clone() });
+    /// Asks the user whether `call` (as its hooks left it) may run
+    /// `command`.
+    fn ask_run(&mut self, call: ToolCall, command: String, message: String) -> Vec<Command> {
+        let id = call.id.clone();
+        let phase = Phase::Asking(Question::Run { call });
         let ask = Command::User(UserCommand::Ask { id, command });
         // The `Notification` hooks tell of it first.
         self.notified(message, phase, ask)
@@ -270,18 +276,27 @@ impl Session {
     /// The call `id` gets `text` as its result at once (the next call is
     /// looked at by the caller).
     fn result(&mut self, id: String, text: String, now: OffsetDateTime) -> Vec<Command> {
+        self.result_with(id, text, None, now)
+    }
+
+    /// [`Session::result`], with the picture the call's tool read (left
+    /// out, and said so, for a model that takes none).
+    fn result_with(
+        &mut self,
+        id: String,
+        text: String,
+        image: Option<Box<Image>>,
+        now: OffsetDateTime,
+    ) -> Vec<Command> {
         let mut message = Message::tool(now, id, text);
-        let image = self.result_image.take();
-        if let Some((_, image)) =
-            image.filter(|(call, _)| Some(call) == message.tool_call_id.as_ref())
-        {
+        if let Some(image) = image {
             if self.blind() {
                 message.content.push_str(&format!(
                     "\n[the image is left out: {} does not take images]",
                     self.state.model()
                 ));
             } else {
-                message.images.push(image);
+                message.images.push(*image);
             }
         }
         self.append(vec![Record::Message(message)])
@@ -290,13 +305,14 @@ impl Session {
     /// What the tool call `id` did besides its output, logged before its
     /// result, in the order of [`ToolEffects`]'s fields: a `shell`
     /// command's changes, the note that they are not tracked (once a
-    /// run), what `read_file` saw, what `remember` wrote.
+    /// run), what `read_file` saw, what `remember` wrote; and the picture
+    /// it read, which its result carries once it is logged.
     pub(super) fn tool_effects(
         &mut self,
         id: &str,
         effects: ToolEffects,
         now: OffsetDateTime,
-    ) -> Vec<Command> {
+    ) -> (Vec<Command>, Option<Box<Image>>) {
         let ToolEffects {
             changes,
             untracked,
@@ -306,7 +322,6 @@ impl Session {
             image,
             fetched,
         } = effects;
-        self.result_image = image.map(|image| (id.to_owned(), *image));
         let mut cmds = Vec::new();
         if !changes.is_empty() {
             cmds.extend(self.shell_changed(id.to_owned(), changes, now));
@@ -345,19 +360,21 @@ impl Session {
             page.call = id.to_owned();
             cmds.extend(self.append(vec![Record::Fetched(*page)]));
         }
-        cmds
+        (cmds, image)
     }
 
-    /// The shell call `id` reads as refused by the sandbox: a user at a
+    /// The shell call `call` reads as refused by the sandbox: a user at a
     /// terminal is asked whether it may run once outside (not while
     /// planning, and once per call); otherwise its output is its result.
     pub(super) fn sandbox_refused(
         &mut self,
-        id: String,
+        call: ToolCall,
         output: String,
+        image: Option<Box<Image>>,
         again: bool,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let id = call.id.clone();
         let command = self
             .running_call(&id)
             .and_then(|call| match tools::parse(call) {
@@ -367,30 +384,34 @@ impl Session {
         match command {
             Some(command) if self.settings.interactive && !self.state.planning && !again => {
                 self.phase = Phase::Asking(Question::Outside {
-                    id: id.clone(),
+                    call,
                     output,
+                    image,
                 });
                 vec![Command::User(UserCommand::AskOutside { id, command })]
             }
-            _ => self.tool_done(id, output, None, now),
+            _ => self.tool_done(call, output, None, image, now),
         }
     }
 
-    /// The user answered whether the refused call `id` may run once
-    /// outside the sandbox: logged (an `approved` record of `unsandboxed`);
-    /// yes runs it again outside, no keeps the sandbox's result.
+    /// The user answered whether the refused call `checked` (as its
+    /// hooks left it) may run once outside the sandbox: logged (an
+    /// `approved` record of `unsandboxed`); yes runs it again outside, no
+    /// keeps the sandbox's result (`output`, `image`).
     pub(super) fn outside(
         &mut self,
-        id: String,
+        checked: ToolCall,
         output: String,
+        image: Option<Box<Image>>,
         yes: bool,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let id = checked.id.clone();
         let Some(call) = self.running_call(&id).cloned() else {
             return Vec::new();
         };
         let Ok(tool) = tools::parse(&call) else {
-            return self.tool_done(id, output, None, now);
+            return self.tool_done(checked, output, None, image, now);
         };
         let command = match &tool {
             Tool::Shell { command, .. } => command.clone(),
@@ -409,11 +430,11 @@ impl Session {
             rule: None,
         })]);
         if !yes {
-            cmds.extend(self.tool_done(id, output, None, now));
+            cmds.extend(self.tool_done(checked, output, None, image, now));
             return cmds;
         }
         self.phase = Phase::Running {
-            id: id.clone(),
+            call: checked,
             outside: true,
         };
         cmds.push(Command::Tool(ToolCommand::Run {
@@ -464,13 +485,18 @@ impl Session {
         calls
     }
 
+    /// The tool of `call` (as its hooks left it) ended with `output`
+    /// (and the picture it read): a grant it asks for is decided, else its
+    /// result goes out.
     pub(super) fn tool_done(
         &mut self,
-        id: String,
+        call: ToolCall,
         output: String,
         grant: Option<String>,
+        image: Option<Box<Image>>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
+        let id = call.id.clone();
         if self.state.open_calls.first().is_none_or(|c| c.id != id) {
             return vec![Command::show(format!(
                 "ignored a result for tool call {id}, which is not running"
@@ -480,33 +506,35 @@ impl Session {
             return self.grant_gate(id, path, now);
         }
         // Its `PostToolUse` hooks first, then `tool_result`.
-        self.after_tool(id, output, true, now)
+        self.after_tool(call, output, image, true, now)
     }
 
-    /// The call `id`'s result logged (spilled first when `spill` and
-    /// long), then the next tool or request.
+    /// The call `id`'s result (with the picture its tool read) logged,
+    /// spilled first when `spill` and long; then the next tool or request.
     pub(super) fn tool_result(
         &mut self,
         id: String,
         output: String,
+        image: Option<Box<Image>>,
         spill: bool,
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let mut cmds = if spill {
-            self.spilled_result(id, output, now)
+            self.spilled_result(id, output, image, now)
         } else {
-            self.result(id, output, now)
+            self.result_with(id, output, image, now)
         };
         cmds.extend(self.next_tool(now));
         cmds
     }
 
-    /// The call `id`'s result logged, spilled first when long, without
-    /// going on to the next tool.
+    /// The call `id`'s result (with the picture its tool read) logged,
+    /// spilled first when long, without going on to the next tool.
     pub(super) fn spilled_result(
         &mut self,
         id: String,
         output: String,
+        image: Option<Box<Image>>,
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let mut cmds = Vec::new();
@@ -550,7 +578,7 @@ impl Session {
         } else {
             output
         };
-        cmds.extend(self.result(id, content, now));
+        cmds.extend(self.result_with(id, content, image, now));
         cmds
     }
 

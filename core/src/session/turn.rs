@@ -442,9 +442,6 @@ impl Session {
             }
         }
         cmds.extend(self.append(vec![totals]));
-        // The calls of this answer are new: none ran its hooks yet.
-        self.checked = None;
-        self.checked_tasks.clear();
         if ends_turn {
             cmds.extend(self.turn_ends());
         } else {
