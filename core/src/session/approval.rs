@@ -333,10 +333,7 @@ impl Session {
             cmds.extend(self.next_tool(now));
             return cmds;
         }
-        let front = super::phase::Front::Checked {
-            call: checked,
-            allowed: true,
-        };
+        let front = super::phase::Front::checked(checked, true, Vec::new());
         cmds.extend(self.next_tool_from(front, now));
         cmds
     }

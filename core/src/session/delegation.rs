@@ -148,7 +148,7 @@ impl Session {
             cmds.extend(self.interrupt(String::new(), now));
             return cmds;
         }
-        cmds.extend(self.next_tool_from(Front::Tasks(tasks), now));
+        cmds.extend(self.next_tool_from(Front::tasks(tasks), now));
         cmds
     }
 

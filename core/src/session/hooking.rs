@@ -25,8 +25,11 @@ pub(super) enum Resume {
         images: Vec<crate::record::Image>,
     },
     /// `PreToolUse`: the first open call, as the hooks left its input,
-    /// or its blocked result.
-    Call,
+    /// or its blocked result; `tasks`: the front's `task` calls checked
+    /// before (see [`Front`]).
+    Call {
+        tasks: Vec<(ToolCall, Option<String>)>,
+    },
     /// `PostToolUse`: the call `id`'s result (and the picture it read, if
     /// any), with what the hooks added; `spill`: whether a long one is
     /// spilled (not an edit's).
@@ -121,24 +124,20 @@ impl Session {
                 ))],
                 None => self.send_line(hooks::with_context(&text, &got.added), images, now),
             },
-            Resume::Call => {
+            Resume::Call { tasks } => {
                 let Some(mut call) = self.state.open_calls.first().cloned() else {
                     return Vec::new();
                 };
                 if let Some(reason) = got.blocked {
                     let result = Message::tool(now, call.id, hooks::blocked_result(&reason));
                     let mut cmds = self.append(vec![Record::Message(result)]);
-                    cmds.extend(self.next_tool(now));
+                    cmds.extend(self.next_tool_from(Front::tasks(tasks), now));
                     return cmds;
                 }
                 if let Some(input) = got.input {
                     call.arguments = input.to_string();
                 }
-                let front = Front::Checked {
-                    call,
-                    allowed: false,
-                };
-                self.next_tool_from(front, now)
+                self.next_tool_from(Front::checked(call, false, tasks), now)
             }
             Resume::Result {
                 id,
@@ -162,7 +161,7 @@ impl Session {
                     call.arguments = input.to_string();
                 }
                 tasks.push((call, got.blocked));
-                self.next_tool_from(Front::Tasks(tasks), now)
+                self.next_tool_from(Front::tasks(tasks), now)
             }
             Resume::Tasks {
                 id,
@@ -199,22 +198,26 @@ impl Session {
     }
 
     /// The call the loop runs: the first open one as its `PreToolUse`
-    /// hooks left it (`checked`, when they ran already), or `None` when
-    /// they are running now (their round started, its commands in `cmds`).
+    /// hooks left it (as `front` holds it, when they ran already), or
+    /// `None` when they are running now (their round started, its commands
+    /// in `cmds`).
     pub(super) fn checked_call(
         &mut self,
         call: ToolCall,
-        checked: Option<ToolCall>,
+        front: &mut Front,
         cmds: &mut Vec<Command>,
     ) -> Option<ToolCall> {
-        if let Some(checked) = checked.filter(|c| c.id == call.id) {
+        if let Some(checked) = front.take_checked(&call.id) {
             return Some(checked);
         }
         let about = About::PreToolUse {
             tool: call.name.clone(),
             input: hooks::tool_input(&call.arguments),
         };
-        match self.hooks_for(about, Some((&call.id, &call.name)), Resume::Call) {
+        let resume = Resume::Call {
+            tasks: front.tasks.clone(),
+        };
+        match self.hooks_for(about, Some((&call.id, &call.name)), resume) {
             Some(run) => {
                 cmds.extend(run);
                 None

@@ -36,7 +36,7 @@ pub(super) enum Phase {
     Running { call: ToolCall, outside: bool },
     /// `task` calls run as children, these ids, side by side; `tasks`: the
     /// front run's calls as their `PreToolUse` hooks left them (see
-    /// [`Front::Tasks`]).
+    /// [`Front::tasks`]).
     Delegating {
         ids: Vec<String>,
         tasks: Vec<(ToolCall, Option<String>)>,
@@ -113,50 +113,58 @@ impl Question {
 }
 
 /// What the look at the open calls carries from one call to the next:
-/// what their `PreToolUse` hooks made of the calls at the front. Made
-/// where those hooks end (or are found to have none) and dropped with the
-/// phase that waits on those calls, so nothing of one answer's calls
-/// outlives it.
+/// what their `PreToolUse` hooks (and the user) made of the calls at the
+/// front. Made where those hooks end (or are found to have none), carried
+/// by the phases that wait on those calls and dropped with them, so
+/// nothing of one answer's calls outlives it.
 #[derive(Clone, Debug, Default)]
-pub(super) enum Front {
-    /// Nothing yet: the first open call's hooks run before it does.
-    #[default]
-    Fresh,
+pub(super) struct Front {
     /// The first open call as its hooks left it (its input perhaps
     /// rewritten): it runs without running them again (after a question,
-    /// say); `allowed`: the user just allowed it.
-    Checked { call: ToolCall, allowed: bool },
+    /// say).
+    checked: Option<ToolCall>,
+    /// The user just allowed the checked call.
+    allowed: bool,
     /// The `task` calls at the front whose hooks ran, in call order: each
-    /// as they left it, with the reason when one blocked it.
-    Tasks(Vec<(ToolCall, Option<String>)>),
+    /// as they left it, with the reason when one blocked it. (A `task`
+    /// call that cannot be delegated goes the way of every call, so both
+    /// may be held.)
+    pub tasks: Vec<(ToolCall, Option<String>)>,
 }
 
 impl Front {
+    /// The first open call `call`, as its hooks left it; `allowed`: the
+    /// user just allowed it.
+    pub(super) fn checked(
+        call: ToolCall,
+        allowed: bool,
+        tasks: Vec<(ToolCall, Option<String>)>,
+    ) -> Front {
+        Front {
+            checked: Some(call),
+            allowed,
+            tasks,
+        }
+    }
+
+    /// The `task` calls at the front whose hooks ran.
+    pub(super) fn tasks(tasks: Vec<(ToolCall, Option<String>)>) -> Front {
+        Front {
+            tasks,
+            ..Front::default()
+        }
+    }
+
     /// Whether the user just allowed the call `id`.
     pub(super) fn allowed(&self, id: &str) -> bool {
-        matches!(self, Front::Checked { call, allowed: true } if call.id == id)
+        self.allowed && self.checked.as_ref().is_some_and(|c| c.id == id)
     }
 
-    /// The checked call, if it is the call `id` (what is carried is used
-    /// up: the next call is another one).
+    /// The checked call, if it is the call `id` (used up: the next call
+    /// is another one).
     pub(super) fn take_checked(&mut self, id: &str) -> Option<ToolCall> {
-        match std::mem::take(self) {
-            Front::Checked { call, .. } if call.id == id => Some(call),
-            _ => None,
-        }
-    }
-
-    /// The `task` calls at the front checked so far (none when it held
-    /// anything else).
-    pub(super) fn tasks(&mut self) -> &mut Vec<(ToolCall, Option<String>)> {
-        if !matches!(self, Front::Tasks(_)) {
-            *self = Front::Tasks(Vec::new());
-        }
-        match self {
-            Front::Tasks(tasks) => tasks,
-            // Made a `Tasks` just above.
-            _ => unreachable!("a front was just made Tasks"),
-        }
+        self.allowed = false;
+        self.checked.take().filter(|c| c.id == id)
     }
 }
 

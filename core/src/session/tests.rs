@@ -2000,4 +2000,38 @@ fn task_calls_run_their_pre_and_post_tool_use_hooks_like_any_tool() {
     assert_eq!(ids, ["c3"]);
 }
 
+#[test]
+fn a_task_call_that_cannot_be_delegated_keeps_the_front_checked() {
+    // c1 does not parse: it goes the way of every call, and c2, whose
+    // hooks ran beside it, still goes out without running them again.
+    let mut s = hooked(serde_json::json!({
+        "PreToolUse": [{"matcher": "task", "hooks": [{"command": "./pre.sh"}]}]}));
+    user(&mut s, "split it");
+    let b = r#"{"description":"b","prompt":"do b"}"#;
+    let cmds = reply(&mut s, "", &[("c1", "task", "not json"), ("c2", "task", b)]);
+    assert_eq!(kinds(&cmds)[2..], ["hook"], "c1's PreToolUse");
+    assert_eq!(
+        kinds(&hook_ran(&mut s, 0, "", "")),
+        ["other", "hook"],
+        "c2's"
+    );
+    let cmds = hook_ran(&mut s, 0, "", "");
+    assert_eq!(kinds(&cmds), ["other", "hook"], "c1's, as any call's");
+    let cmds = hook_ran(&mut s, 0, "", "");
+    assert!(
+        result_of(&cmds, "c1").is_some_and(|r| r.starts_with("error:")),
+        "{cmds:?}"
+    );
+    let ids: Vec<String> = cmds
+        .iter()
+        .find_map(|c| match c {
+            Command::Tool(ToolCommand::Delegate { tasks }) => {
+                Some(tasks.iter().map(|t| t.id.clone()).collect())
+            }
+            _ => None,
+        })
+        .expect("c2 starts, its hooks not run again");
+    assert_eq!(ids, ["c2"]);
+}
+
 mod web;

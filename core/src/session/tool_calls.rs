@@ -59,7 +59,7 @@ impl Session {
     /// error as result at once. When none is left, the next request goes
     /// out, unless the turn took its tool rounds.
     pub(super) fn next_tool(&mut self, now: OffsetDateTime) -> Vec<Command> {
-        self.next_tool_from(Front::Fresh, now)
+        self.next_tool_from(Front::default(), now)
     }
 
     /// [`Session::next_tool`], with what the `PreToolUse` hooks (and the
@@ -87,8 +87,7 @@ impl Session {
     /// The first open call: refused at once (over the calls of its
     /// answer, repeated, unparsable), or started as its kind is (an MCP
     /// call, a tool). `front`: what its hooks and the user made of it (and
-    /// of the `task` calls beside it), used up by it unless it is a `task`
-    /// call.
+    /// of the `task` calls beside it).
     fn start_call(&mut self, call: ToolCall, front: &mut Front, now: OffsetDateTime) -> Next {
         let allowed = front.allowed(&call.id).then(|| call.id.clone());
         let allowed = allowed.as_deref();
@@ -112,7 +111,7 @@ impl Session {
         if call.name == "task" {
             // Their `PreToolUse` hooks first, each call's, then the `task`
             // calls at the front go out together, as children.
-            let tasks = front.tasks();
+            let tasks = &mut front.tasks;
             if let Some(reason) = task_blocked(tasks, &call.id) {
                 let blocked = crate::hooks::blocked_result(&reason);
                 return Next::Answered(self.result(call.id, blocked, now));
@@ -131,8 +130,7 @@ impl Session {
         // Its `PreToolUse` hooks first: they may block it or rewrite its
         // input.
         let mut hooked = Vec::new();
-        let checked = front.take_checked(&call.id);
-        let Some(call) = self.checked_call(call, checked, &mut hooked) else {
+        let Some(call) = self.checked_call(call, front, &mut hooked) else {
             return Next::Waits(hooked);
         };
         if crate::mcp::is_mcp(&call.name) {
