@@ -176,6 +176,9 @@ pub struct Shape {
     /// inside one on the Chat Completions wire ([`sent_arguments`]; logs
     /// of version 6 on).
     pub objects: bool,
+    /// Whether revolve's own tools are offered in brief ([`tools::brief`]):
+    /// under a small window, for logs of version 7 on.
+    pub brief: bool,
 }
 
 /// A call's arguments as the Chat Completions wire sends them back: as
@@ -287,6 +290,7 @@ impl Shape {
             tool_choice: None,
             web_search: None,
             objects: true,
+            brief: false,
         }
     }
 }
@@ -1460,8 +1464,14 @@ mod oracle {
         shape: &Shape,
     ) -> String {
         let mut body = match wire {
-            Wire::OpenAi => openai(model, system, history, shape.objects),
-            Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
+            Wire::OpenAi => openai(model, system, history, shape.objects, shape.brief),
+            Wire::Anthropic => anthropic(
+                model,
+                system,
+                history,
+                shape.thinking.is_some(),
+                shape.brief,
+            ),
             Wire::Gemini => unreachable!("the oracle holds the two older wires"),
             Wire::Responses => unimplemented!("the oracle holds the two older wires"),
         };
@@ -1513,7 +1523,13 @@ mod oracle {
 
     /// Chat Completions: the system prompt first, tool calls as `tool_calls`,
     /// results as `tool` messages.
-    fn openai(model: &str, system: Option<&str>, history: &[Message], objects: bool) -> Value {
+    fn openai(
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        objects: bool,
+        brief: bool,
+    ) -> Value {
         let mut messages = Vec::with_capacity(history.len() + 1);
         if let Some(system) = system {
             messages.push(json!({"role": "system", "content": system}));
@@ -1542,7 +1558,7 @@ mod oracle {
                 Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}),
             });
         }
-        let tools: Vec<Value> = tools::definitions()
+        let tools: Vec<Value> = tools::offered(None, brief)
             .into_iter()
             .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
             .collect();
@@ -1558,7 +1574,13 @@ mod oracle {
     /// Anthropic Messages: the system prompt apart, content blocks, tool results
     /// as `tool_result` blocks of a user message, and consecutive messages of one
     /// role merged (the API wants the roles to alternate).
-    fn anthropic(model: &str, system: Option<&str>, history: &[Message], thinking: bool) -> Value {
+    fn anthropic(
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        thinking: bool,
+        brief: bool,
+    ) -> Value {
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
         for m in history {
             let (role, blocks) = match m.role {
@@ -1607,7 +1629,7 @@ mod oracle {
             .into_iter()
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
-        let tools: Vec<Value> = tools::definitions()
+        let tools: Vec<Value> = tools::offered(None, brief)
             .into_iter()
             .map(
                 |d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}),
@@ -1785,6 +1807,7 @@ mod streaming_tests {
                 tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
                 web_search: None,
                 objects: effort.is_some_and(|e| e % 2 == 0),
+                brief: breakpoints != key,
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();
