@@ -32,8 +32,9 @@
 //!   refuses nothing: told of a 128k window, Codex compacts a longer
 //!   history before the turn by sending the whole of it with its summary
 //!   prompt, and a server that refuses that (`context_length_exceeded`) is
-//!   sent it again one item shorter, and again (a 2 MB history took 132
-//!   requests, 168 MB sent; 100 MB would take ~8,500 requests). revolve
+//!   sent it again one item shorter, and again (seen with codex 0.171.0:
+//!   a history of 80 such turns, 2 MB, took 132 requests, 168 MiB sent;
+//!   100 MB holds ~8,500 items, each dropped by a request). revolve
 //!   sends no request over 128k either way, so its requests are the same
 //!   as in the resume part.
 //! * **Nothing reaches the network or the real home**: each run has its own
