@@ -426,8 +426,7 @@ fn piped(
     }
     match prompt {
         None if print => {
-            let text =
-                stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
+            let text = stdin::read_all().map_err(Error::Stdin)?;
             let text = text.trim_end_matches(['\n', '\r']);
             if text.trim().is_empty() {
                 return Err(Error::Usage(
@@ -510,7 +509,7 @@ fn piped_line(
     images: Vec<revolve_core::record::Image>,
 ) -> Result<Outcome, Error> {
     match line::handle(live, line, images)? {
-        Outcome::Failed(why) => Err(Error::Runtime(why)),
+        Outcome::Failed(why) => Err(Error::Failed(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
         other => Ok(other),
@@ -738,7 +737,7 @@ fn rewind(
             error::out(&format!("{text}\n"))
         }
         Ok(()) => Ok(()),
-        Err(why) => Err(Error::Runtime(why)),
+        Err(why) => Err(Error::Rewind(why)),
     }
 }
 
@@ -753,7 +752,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     match live.compact()? {
-        Outcome::Failed(why) => Err(Error::Runtime(why)),
+        Outcome::Failed(why) => Err(Error::Failed(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         _ => Ok(()),
     }

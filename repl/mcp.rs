@@ -543,7 +543,10 @@ pub(crate) fn login(
         },
         &mut open,
     )
-    .map_err(|why| Error::Runtime(format!("cannot log in to {name}: {why}")))?;
+    .map_err(|why| Error::Login {
+        server: name.to_owned(),
+        why,
+    })?;
     match done {
         revolve_mcp::oauth::LoggedIn::NotNeeded => {
             out(&format!("{name} answers without a login: nothing to do\n"))
@@ -572,7 +575,8 @@ fn can_show_a_browser() -> bool {
 /// `revolve mcp logout NAME`: forgets the server's tokens.
 pub(crate) fn logout(store: &Store, name: &str) -> Result<(), Error> {
     let tokens = revolve_mcp::oauth::tokens::Tokens::at(&tokens_path(store));
-    let had = revolve_mcp::oauth::logout(&tokens, name).map_err(Error::Runtime)?;
+    let had = revolve_mcp::oauth::logout(&tokens, name)
+        .map_err(|e| Error::at(tokens.path(), "cannot write", e))?;
     if had {
         out(&format!(
             "logged out of {name}: its tokens are gone from {}\n",
