@@ -17,6 +17,7 @@
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
 pub mod approve;
+mod approvals;
 mod chats;
 pub mod cli;
 mod commands;
