@@ -35,6 +35,7 @@ mod mcp;
 mod messages;
 mod models;
 pub mod output;
+mod pipe;
 mod progress;
 pub mod render;
 mod repl;
@@ -46,7 +47,6 @@ mod switch;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use revolve_core::piped::{self, Piped};
 use revolve_provider::{Anthropic, Gemini, OpenAi, Provider, Retrying, Scripted};
 use revolve_store::memory::MemoryDirs;
 use revolve_store::store::Store;
@@ -266,7 +266,7 @@ fn man() -> Result<(), Error> {
 /// checked, the settings settled, the MCP servers started, the window
 /// learned, the runtime made, the session opened (new or resumed) and set
 /// up; then its lines, in the REPL ([`chats::chat`]) or from PROMPT and
-/// stdin ([`drive`]). Each line goes through [`line::handle`] to
+/// stdin ([`pipe::drive`]). Each line goes through [`line::handle`] to
 /// `revolve_io::live::Live`, which feeds the core's session and sends the
 /// requests it makes.
 fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
@@ -296,7 +296,7 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
         let banner = banner(&live, &settings, seeded);
         return chats::chat(live, cli.prompt.as_deref(), &banner, &settings);
     }
-    drive(live, cli, stdin_tty)
+    pipe::drive(live, cli, stdin_tty)
 }
 
 /// The modes that cannot go together, refused before anything starts:
@@ -310,14 +310,10 @@ fn check_modes(cli: &Cli, interactive: bool, stdin_tty: bool) -> Result<bool, Er
     }
     let resuming = cli.r#continue || cli.resume.is_some();
     if cli.print && !cli.goal_run && cli.prompt.is_none() && !stdin::has_input(stdin_tty) {
-        return Err(Error::Usage(NEEDS_INPUT.into()));
+        return Err(Error::Usage(pipe::NEEDS_INPUT.into()));
     }
     Ok(resuming)
 }
-
-/// What `-p` says when it has nothing to answer.
-const NEEDS_INPUT: &str =
-    "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)";
 
 /// The settings of a session: flags, variables and the config file; a
 /// missing key is said before anything is asked or started (the
@@ -506,127 +502,6 @@ fn set_up(live: &mut Live, cli: &Cli, settings: &Settings, resuming: bool) -> Re
         set?;
     }
     Ok(())
-}
-
-/// A run without the REPL, from start to end: its output begun, the
-/// goal run or the piped lines, its output ended, the session closed.
-fn drive(mut live: Live, cli: Cli, stdin_tty: bool) -> Result<(), Error> {
-    console::begin(&mut live);
-    let result = if cli.goal_run {
-        goal_run(&mut live, cli.max_turns)
-    } else {
-        piped(&mut live, cli.prompt, cli.print, stdin_tty, &cli.image)
-    };
-    console::end(&mut live, &result);
-    let id = live.state().id().to_owned();
-    live.close();
-    revolve_tools::end_session(&id);
-    result
-}
-
-/// A run without the REPL: PROMPT (with piped stdin attached) as one turn;
-/// with `-p` and no PROMPT, the whole of stdin as one turn (as `claude -p`
-/// takes it); without `-p`, each stdin line as one.
-fn piped(
-    live: &mut Live,
-    prompt: Option<String>,
-    print: bool,
-    stdin_tty: bool,
-    image_files: &[std::path::PathBuf],
-) -> Result<(), Error> {
-    // `--image`: each picture made ready, or told in one line and left
-    // out (the turn goes on without it).
-    let mut images = Vec::new();
-    for file in image_files {
-        match live.image_file(file) {
-            Ok(image) => images.push(image),
-            Err(line) => eprintln!("revolve: {}", revolve_view::inert(&line)),
-        }
-    }
-    match Piped::of(prompt, print, stdin_tty) {
-        Piped::Whole => {
-            let stdin = stdin::read_all().map_err(Error::Stdin)?;
-            let text = piped::turn(None, &stdin).ok_or_else(|| Error::Usage(NEEDS_INPUT.into()))?;
-            piped_line(live, &text, images).map(|_| ())
-        }
-        Piped::Prompt { prompt, attach } => {
-            let stdin = if attach {
-                stdin::read_all().map_err(Error::Stdin)?
-            } else {
-                String::new()
-            };
-            // Some always, with a prompt.
-            let text = piped::turn(Some(&prompt), &stdin).unwrap_or(prompt);
-            piped_line(live, &text, images).map(|_| ())
-        }
-        Piped::Lines => {
-            for line in stdin::lines() {
-                let line = line.map_err(Error::Stdin)?;
-                if piped_line(live, &line, Vec::new())? == Outcome::Quit {
-                    break;
-                }
-            }
-            Ok(())
-        }
-    }
-}
-
-/// `--goal-run`: ordinary turns toward the standing goal, as long as the
-/// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it. It
-/// counts the tool rounds its turns took as well as the turns (said once
-/// there were any); a turn that reaches `--max-tool-rounds`, or repeats a
-/// call, ends the run with exit 1; a run that stops without the goal
-/// proposed met ends with exit 3.
-fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
-    let mut turns = 0;
-    let mut rounds: u64 = 0;
-    let told = |rounds: u64, when: &str| match rounds {
-        0 => String::new(),
-        1 => format!(" (1 tool round {when})"),
-        n => format!(" ({n} tool rounds {when})"),
-    };
-    loop {
-        match revolve_core::goal::run_step(&live.goals()?, turns, max_turns) {
-            revolve_core::goal::RunStep::Turn => {
-                eprintln!(
-                    "── goal run: turn {} of at most {max_turns}{}",
-                    turns + 1,
-                    told(rounds, "so far")
-                );
-                let outcome = piped_line(live, revolve_core::goal::RUN_PROMPT, Vec::new());
-                rounds += live.turn_rounds();
-                turns += 1;
-                if let Err(e) = outcome {
-                    if e.code() == 1 {
-                        eprintln!("── goal run ends at turn {turns}{}", told(rounds, "in all"));
-                    }
-                    return Err(e);
-                }
-            }
-            revolve_core::goal::RunStep::Stop(why) => {
-                eprintln!("── goal run ends: {why}{}", told(rounds, "in all"));
-                if revolve_core::goal::run_met(&live.goals()?) {
-                    return Ok(());
-                }
-                return Err(Error::GoalNotMet(why));
-            }
-        }
-    }
-}
-
-/// One line without a terminal: a failed, interrupted or stopped turn ends
-/// the run.
-fn piped_line(
-    live: &mut Live,
-    line: &str,
-    images: Vec<revolve_core::record::Image>,
-) -> Result<Outcome, Error> {
-    match line::handle(live, line, images)? {
-        Outcome::Failed(why) => Err(Error::Failed(why)),
-        Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
-        other => Ok(other),
-    }
 }
 
 /// Finishes a refinement or an undo a crash interrupted, and says so.
