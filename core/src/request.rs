@@ -16,6 +16,7 @@ use crate::models::Effort;
 use crate::record::{Image, McpTool, Message, Role, Thinking};
 use crate::tools;
 
+mod count;
 mod elements;
 pub mod gemini;
 mod responses;
