@@ -9,7 +9,10 @@
 //! resume of a ~100 MB session under 128k with the release binary against
 //! the fake server (`REVOLVE_BENCH_ONLY=resume`; skipped without
 //! `cargo build --release`, `REVOLVE_BENCH_BIN` names another binary). The
-//! request figures end in one table.
+//! request figures end in one table. Last, the same resume by revolve and
+//! by Codex CLI side by side, against the same fake
+//! (`REVOLVE_BENCH_ONLY=codex`, see `compact/codex.rs`; skipped without
+//! codex).
 //!
 //! `cargo bench --bench compact` runs at full size. `REVOLVE_BENCH_SCALE=0.1`
 //! shrinks the history for a quick run (the target stays that of the full
@@ -18,6 +21,8 @@
 //! several runs, on a history built in memory (no file is read: the fold's
 //! I/O is measured by the spine bench).
 
+#[path = "compact/codex.rs"]
+mod codex;
 mod common;
 #[path = "compact/requests.rs"]
 mod requests;
@@ -63,6 +68,9 @@ fn main() {
     }
     if config.runs("resume") {
         requests::resume(&config, &mut rows);
+    }
+    if config.runs("codex") {
+        codex::compare(&config);
     }
     requests::print(&rows);
 }

@@ -14,14 +14,15 @@
 //! repository cannot make it a link to something outside it.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use revolve_core::approval::{self, Fingerprint};
+use revolve_core::approval;
 use revolve_core::hooks::{Hooks, Origin};
 use revolve_store::store::Store;
 use serde_json::{json, Value};
 
+use crate::approvals::{self, Ledger, Prints, Question};
 use crate::config::Settings;
 use crate::error::{out, Error};
 
@@ -29,21 +30,10 @@ use crate::error::{out, Error};
 pub(crate) const PROJECT_FILE: &str = ".revolve/hooks.json";
 
 /// The project's hook file: in the working directory or a folder above
-/// it, up to the repository's root.
+/// it, up to the repository's root (a link counts: reading it says why it
+/// is refused).
 fn project_file(store: &Store) -> Option<PathBuf> {
-    let root = &store.project.key;
-    let mut dir = Some(store.cwd.as_path());
-    while let Some(d) = dir {
-        let file = d.join(PROJECT_FILE);
-        if file.symlink_metadata().is_ok() {
-            return Some(file);
-        }
-        if d == root.as_path() || !d.starts_with(root) {
-            break;
-        }
-        dir = d.parent();
-    }
-    None
+    approvals::project_file(store, PROJECT_FILE, |f| f.symlink_metadata().is_ok())
 }
 
 /// A project hook file read: its hooks, their fingerprints now, and
@@ -52,7 +42,7 @@ pub(crate) struct ProjectFile {
     path: PathBuf,
     hooks: Hooks,
     notes: Vec<String>,
-    fingerprints: BTreeMap<String, Fingerprint>,
+    fingerprints: Prints,
     approved: bool,
     /// What differs from the approval, one phrase each (empty when it was
     /// never approved).
@@ -83,7 +73,7 @@ fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> {
     };
     let (hooks, notes) = Hooks::parse(&events, &Origin::Project(shown.clone()))
         .map_err(|e| Error::Usage(format!("bad hook file {e}")))?;
-    let fingerprints: BTreeMap<String, Fingerprint> = hooks
+    let fingerprints: Prints = hooks
         .approval_keys()
         .into_iter()
         .map(|(key, command)| {
@@ -134,48 +124,21 @@ fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> {
     }))
 }
 
-fn approvals_path(store: &Store) -> PathBuf {
-    store.roots.state.join("hooks-approved.json")
+/// The approvals of project hook files.
+fn ledger(store: &Store) -> Ledger {
+    Ledger::at(&store.roots.state, "hooks-approved.json")
 }
 
-fn key(path: &Path) -> String {
-    path.canonicalize()
-        .unwrap_or_else(|_| path.to_owned())
-        .to_string_lossy()
-        .into_owned()
-}
+/// The key of an approval's fingerprints in `hooks-approved.json`.
+const APPROVED: &str = "hooks";
 
-fn approvals(store: &Store) -> BTreeMap<String, Value> {
-    std::fs::read_to_string(approvals_path(store))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
-}
-
-fn approved_prints(store: &Store, path: &Path) -> Option<BTreeMap<String, Fingerprint>> {
-    let entry = approvals(store).remove(&key(path))?;
-    serde_json::from_value(entry.get("hooks")?.clone()).ok()
+fn approved_prints(store: &Store, path: &Path) -> Option<Prints> {
+    ledger(store).prints(path, APPROVED)
 }
 
 /// Remembers the project file's hooks as approved as they are now.
 fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
-    let mut all = approvals(store);
-    all.insert(key(&file.path), json!({"hooks": file.fingerprints}));
-    let path = approvals_path(store);
-    if let Some(dir) = path.parent() {
-        revolve_store::files::create_dir_all(dir)
-            .map_err(|e| Error::at(dir, "cannot create", e))?;
-    }
-    let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
-    let temp = path.with_extension("json.tmp");
-    revolve_store::files::options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&temp, &path))
-        .map_err(|e| Error::at(&path, "cannot write", e))
+    ledger(store).remember(&file.path, APPROVED, &file.fingerprints)
 }
 
 /// The hooks a session runs: the config file's, and the project file's
@@ -222,35 +185,23 @@ fn approval_text(file: &ProjectFile) -> String {
     let mut text = String::new();
     for (key, print) in &file.fingerprints {
         text.push_str(&format!("  {key}\n"));
-        text.push_str(&crate::mcp::files_text(print));
+        text.push_str(&approvals::files_text(print));
     }
     text
 }
 
 /// Asks at the terminal whether the project file's hooks may run.
 fn ask_approval(file: &ProjectFile) -> bool {
-    let mut err = std::io::stderr();
-    let _ = writeln!(
-        err,
-        "{} configures hooks, commands that run as programs of yours at points of every session:",
-        file.path.display()
-    );
-    if !file.changed.is_empty() {
-        let _ = writeln!(
-            err,
-            "changed since you approved them: {}",
-            file.changed.join("; ")
-        );
+    Question {
+        about: format!(
+            "{} configures hooks, commands that run as programs of yours at points of every session:",
+            file.path.display()
+        ),
+        changed: file.changed.join("; "),
+        items: approval_text(file),
+        verb: "run",
     }
-    let _ = write!(err, "{}", approval_text(file));
-    let _ = write!(
-        err,
-        "run them (remembered until any of this changes)? [y]es, [n]o: "
-    );
-    let _ = err.flush();
-    let mut line = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut line);
-    matches!(line.trim(), "y" | "Y" | "yes")
+    .ask()
 }
 
 /// `revolve hooks list`: every hook, where it is configured, and whether

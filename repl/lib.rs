@@ -16,6 +16,7 @@
 #[cfg(not(unix))]
 compile_error!("revolve supports Linux and macOS (unix); Windows is not supported yet");
 
+mod approvals;
 pub mod approve;
 mod chats;
 pub mod cli;
@@ -34,6 +35,7 @@ mod mcp;
 mod messages;
 mod models;
 pub mod output;
+mod pipe;
 mod progress;
 pub mod render;
 mod repl;
@@ -45,7 +47,6 @@ mod switch;
 use std::io::IsTerminal;
 use std::sync::Arc;
 
-use revolve_core::config::Source;
 use revolve_provider::{Anthropic, Gemini, OpenAi, Provider, Retrying, Scripted};
 use revolve_store::memory::MemoryDirs;
 use revolve_store::store::Store;
@@ -70,8 +71,9 @@ fn subcommand_settings(
     Settings::resolve(&store.roots.config, model, false, false, yes, sources)
 }
 
-/// Runs revolve with a parsed command line.
-pub fn run(cli: Cli) -> Result<(), Error> {
+/// Runs revolve with a parsed command line: a subcommand, or (with none) a
+/// session ([`chat`]).
+pub fn run(mut cli: Cli) -> Result<(), Error> {
     render::choose(cli.color);
     if let Some(Sub::Completions { shell }) = cli.command {
         return completions(shell);
@@ -81,35 +83,44 @@ pub fn run(cli: Cli) -> Result<(), Error> {
     }
     let cwd = std::env::current_dir().map_err(Error::Cwd)?;
     let store = Store::open(&cwd)?;
-    match cli.command {
-        Some(Sub::Sessions { all, json }) => commands::sessions(&store, all, json),
-        Some(Sub::Replay {
+    match cli.command.take() {
+        Some(command) => subcommand(command, &cli, store),
+        None => chat(cli, store),
+    }
+}
+
+/// `revolve SUBCOMMAND`: each runs on its own and ends the process.
+fn subcommand(command: Sub, cli: &Cli, store: Store) -> Result<(), Error> {
+    let sources = &cli.sources;
+    match command {
+        Sub::Sessions { all, json } => commands::sessions(&store, all, json),
+        Sub::Replay {
             session,
             against: Some(against),
             mut model,
             ..
-        }) => {
+        } => {
             model.provider = Some(against);
-            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
+            let settings = subcommand_settings(&store, &model, cli.yes, sources)?;
             let provider = provider(&settings, &store)?;
             commands::replay_against(&store, session.as_deref(), provider, model.model)
         }
-        Some(Sub::Replay {
+        Sub::Replay {
             session,
             json,
             requests,
             check,
             ..
-        }) => commands::replay(
+        } => commands::replay(
             &store,
             session.as_deref(),
             commands::ReplayMode::from_flags(json, requests, check),
         ),
-        Some(Sub::Export {
+        Sub::Export {
             session,
             format,
             output,
-        }) => export::export(
+        } => export::export(
             &store,
             session.as_deref(),
             // clap admits only the formats' words.
@@ -117,63 +128,30 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 .unwrap_or(revolve_view::export::Format::Markdown),
             output.as_deref(),
         ),
-        Some(Sub::Attach { name }) => messages::attach(&store, &name),
-        Some(Sub::Send { name, text, from }) => messages::send(&store, &name, text, from),
-        Some(Sub::Compact { session, model }) => {
-            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
+        Sub::Attach { name } => messages::attach(&store, &name),
+        Sub::Send { name, text, from } => messages::send(&store, &name, text, from),
+        Sub::Compact { session, model } => {
+            let settings = subcommand_settings(&store, &model, cli.yes, sources)?;
             compact(store, session.as_deref(), &settings)
         }
-        Some(Sub::Models { json, model }) => {
-            let settings = subcommand_settings(&store, &model, cli.yes, &cli.sources)?;
+        Sub::Models { json, model } => {
+            let settings = subcommand_settings(&store, &model, cli.yes, sources)?;
             models::list(&settings, json)
         }
-        Some(Sub::Mcp { action }) => match action {
-            cli::McpAction::List { json } => {
-                let settings =
-                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
-                mcp::list(&store, &settings, json)
-            }
-            cli::McpAction::Approve => mcp::approve_command(&store),
-            cli::McpAction::Login { name, no_browser } => {
-                let settings =
-                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
-                mcp::login(&store, &settings, &name, no_browser)
-            }
-            cli::McpAction::Logout { name } => mcp::logout(&store, &name),
-        },
-        Some(Sub::Hooks { action }) => match action {
+        Sub::Mcp { action } => mcp_command(action, cli, &store),
+        Sub::Hooks { action } => match action {
             cli::HooksAction::List { json } => {
                 let settings =
-                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, &cli.sources)?;
+                    subcommand_settings(&store, &cli::ModelArgs::default(), cli.yes, sources)?;
                 hooks::list(&store, &settings, json)
             }
             cli::HooksAction::Approve => hooks::approve_command(&store),
         },
-        Some(Sub::Config {
+        Sub::Config {
             action: cli::ConfigAction::Show { json, ref model },
-        }) => {
-            let mut settings = Settings::settle(&store.roots.config, &cli, model)?;
-            settings.mcp_project = mcp::read_project(&store)?
-                .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
-            if let Some(note) = settings.learn_window() {
-                eprintln!("{note}");
-            }
-            config::show(&settings, json)
-        }
-        Some(Sub::Goal { json, args }) => {
-            let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-            // The goal is kept in the project directory: one set before any
-            // session creates that directory whole, as the first session
-            // would have, since no session fills in a folder that exists.
-            revolve_store::memory::ensure_project_dir(&dirs)
-                .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
-            if json {
-                return commands::goal_json(&dirs.project_dir, &args.join(" "));
-            }
-            let text = commands::goal(&dirs.project_dir, &args.join(" "))?;
-            error::out(&format!("{text}\n"))
-        }
-        Some(Sub::Rewind {
+        } => config_show(cli, &store, model, json),
+        Sub::Goal { json, args } => goal(&store, json, &args.join(" ")),
+        Sub::Rewind {
             session,
             turns,
             files_only,
@@ -182,7 +160,7 @@ pub fn run(cli: Cli) -> Result<(), Error> {
             undo,
             list,
             json,
-        }) => {
+        } => {
             let scope = match (files_only, conversation_only) {
                 (true, _) => revolve_core::edit::Scope::FilesOnly,
                 (_, true) => revolve_core::edit::Scope::ConversationOnly,
@@ -197,28 +175,69 @@ pub fn run(cli: Cli) -> Result<(), Error> {
                 list,
                 json,
             };
-            rewind(store, session.as_deref(), &how, &cli.sources)
+            rewind(store, session.as_deref(), &how, sources)
         }
-        Some(Sub::Init) => commands::init(&store),
-        Some(Sub::Completions { shell }) => completions(shell),
-        Some(Sub::Man) => man(),
-        Some(Sub::Memory { action }) => {
-            let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
-            recover(&store, &dirs);
-            let text = match action {
-                cli::MemoryAction::History { diff, json: true } => {
-                    commands::memory_history_json(&store, &dirs, diff)?
-                }
-                cli::MemoryAction::History { diff, json: false } => {
-                    commands::memory_history(&store, &dirs, diff)?
-                }
-                cli::MemoryAction::Undo => commands::memory_undo(&store, &dirs)?,
-                cli::MemoryAction::Show => commands::memory_show(&dirs)?,
-            };
-            error::out(&text)
-        }
-        None => chat(cli, store),
+        Sub::Init => commands::init(&store),
+        Sub::Completions { shell } => completions(shell),
+        Sub::Man => man(),
+        Sub::Memory { action } => memory_command(action, &store),
     }
+}
+
+/// `revolve mcp list | approve | login | logout`.
+fn mcp_command(action: cli::McpAction, cli: &Cli, store: &Store) -> Result<(), Error> {
+    let settings = || subcommand_settings(store, &cli::ModelArgs::default(), cli.yes, &cli.sources);
+    match action {
+        cli::McpAction::List { json } => mcp::list(store, &settings()?, json),
+        cli::McpAction::Approve => mcp::approve_command(store),
+        cli::McpAction::Login { name, no_browser } => {
+            mcp::login(store, &settings()?, &name, no_browser)
+        }
+        cli::McpAction::Logout { name } => mcp::logout(store, &name),
+    }
+}
+
+/// `revolve config show`: the settings as a new session would settle
+/// them, the project's MCP file and the server's window included.
+fn config_show(cli: &Cli, store: &Store, model: &cli::ModelArgs, json: bool) -> Result<(), Error> {
+    let mut settings = Settings::settle(&store.roots.config, cli, model)?;
+    settings.mcp_project = mcp::read_project(store)?
+        .map(|f| (f.path.to_string_lossy().into_owned(), f.servers, f.approved));
+    learn_window(&mut settings, false);
+    config::show(&settings, json)
+}
+
+/// `revolve goal [TEXT|done|pause|resume|clear]`, in the project
+/// directory.
+fn goal(store: &Store, json: bool, args: &str) -> Result<(), Error> {
+    let dirs = MemoryDirs::locate(&store.cwd, &store.project, &store.roots);
+    // The goal is kept in the project directory: one set before any
+    // session creates that directory whole, as the first session
+    // would have, since no session fills in a folder that exists.
+    revolve_store::memory::ensure_project_dir(&dirs)
+        .map_err(|e| Error::at(&dirs.project_dir, "cannot create", e))?;
+    if json {
+        return commands::goal_json(&dirs.project_dir, args);
+    }
+    let text = commands::goal(&dirs.project_dir, args)?;
+    error::out(&format!("{text}\n"))
+}
+
+/// `revolve memory history | undo | show`, once a rewrite a crash
+/// interrupted is finished.
+fn memory_command(action: cli::MemoryAction, store: &Store) -> Result<(), Error> {
+    let dirs = memory(store);
+    let text = match action {
+        cli::MemoryAction::History { diff, json: true } => {
+            commands::memory_history_json(store, &dirs, diff)?
+        }
+        cli::MemoryAction::History { diff, json: false } => {
+            commands::memory_history(store, &dirs, diff)?
+        }
+        cli::MemoryAction::Undo => commands::memory_undo(store, &dirs)?,
+        cli::MemoryAction::Show => commands::memory_show(&dirs)?,
+    };
+    error::out(&text)
 }
 
 /// `revolve completions SHELL`: the completion script, from the same
@@ -243,12 +262,47 @@ fn man() -> Result<(), Error> {
     error::out(&String::from_utf8_lossy(&page))
 }
 
+/// A session, from the command line to its first line: the modes
+/// checked, the settings settled, the MCP servers started, the window
+/// learned, the runtime made, the session opened (new or resumed) and set
+/// up; then its lines, in the REPL ([`chats::chat`]) or from PROMPT and
+/// stdin ([`pipe::drive`]). Each line goes through [`line::handle`] to
+/// `revolve_io::live::Live`, which feeds the core's session and sends the
+/// requests it makes.
 fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     let stdin_tty = std::io::stdin().is_terminal();
     let interactive = stdin_tty && !cli.print;
     if !switch::bare_resume(&mut cli.resume, &store, interactive)? {
         return Ok(());
     }
+    let resuming = check_modes(&cli, interactive, stdin_tty)?;
+    let mut settings = settle(&cli, &store)?;
+    prune_blobs(&store);
+    let mcp = start_mcp(&store, &settings)?;
+    // A new session's window, from the server when nobody gave one; a
+    // resumed one keeps its own.
+    learn_window(&mut settings, resuming);
+    let runtime = chat_runtime(&cli, &store, &mut settings, resuming, mcp, stdin_tty)?;
+    let dirs = runtime.memory.clone();
+    let mut live = open(store, &cli, runtime, resuming, interactive, stdin_tty)?;
+    let mut seeded = false;
+    if !cli.bare {
+        let (created, any) = prepare(&dirs, interactive);
+        live.set_created_project_dir(created);
+        seeded = any;
+    }
+    set_up(&mut live, &cli, &settings, resuming)?;
+    if interactive && !cli.goal_run {
+        let banner = banner(&live, &settings, seeded);
+        return chats::chat(live, cli.prompt.as_deref(), &banner, &settings);
+    }
+    pipe::drive(live, cli, stdin_tty)
+}
+
+/// The modes that cannot go together, refused before anything starts:
+/// JSON output in the REPL, `-p` with nothing to answer. Whether the run
+/// resumes a session.
+fn check_modes(cli: &Cli, interactive: bool, stdin_tty: bool) -> Result<bool, Error> {
     if interactive && !cli.goal_run && cli.output_format != Format::Text {
         return Err(Error::Usage(
             "--output-format stream-json and json are for runs without the REPL: add -p".into(),
@@ -256,20 +310,27 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     }
     let resuming = cli.r#continue || cli.resume.is_some();
     if cli.print && !cli.goal_run && cli.prompt.is_none() && !stdin::has_input(stdin_tty) {
-        return Err(Error::Usage(
-            "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)".into(),
-        ));
+        return Err(Error::Usage(pipe::NEEDS_INPUT.into()));
     }
-    let mut settings = Settings::settle(&store.roots.config, &cli, &cli.model)?;
-    // A missing key is said before anything is asked or started (the
-    // project's MCP servers included).
+    Ok(resuming)
+}
+
+/// The settings of a session: flags, variables and the config file; a
+/// missing key is said before anything is asked or started (the
+/// project's MCP servers included); a replay asks the recorded model.
+fn settle(cli: &Cli, store: &Store) -> Result<Settings, Error> {
+    let mut settings = Settings::settle(&store.roots.config, cli, &cli.model)?;
     if settings.replay.is_none() {
         settings.needed_key()?;
     }
     if let Some(source) = settings.replay.clone() {
-        recorded_model(&store, &source, &mut settings)?;
+        recorded_model(store, &source, &mut settings)?;
     }
-    // Blobs no session names any more go, at most once a day.
+    Ok(settings)
+}
+
+/// Blobs no session names any more go, at most once a day.
+fn prune_blobs(store: &Store) {
     let state = &store.roots.state;
     if let Err(e) = revolve_tools::edit::prune_due(state, &state.join("projects")) {
         eprintln!(
@@ -277,17 +338,20 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
             state.join("blobs").display()
         );
     }
+}
+
+/// The MCP servers start now, in parallel with the rest of the start and
+/// the first prompt; a replayed session runs none (its calls are answered
+/// from its log). What they said on the way is told on stderr.
+fn start_mcp(store: &Store, settings: &Settings) -> Result<revolve_io::live::Mcp, Error> {
     let mut recorded = None;
-    // The MCP servers start now, in parallel with the rest of the start
-    // and the first prompt; a replayed session runs none (its calls are
-    // answered from its log).
     let (hub, notes) = if let Some(source) = &settings.replay {
-        recorded = Some(mcp::recorded(&store, source)?);
+        recorded = Some(mcp::recorded(store, source)?);
         (None, Vec::new())
     } else {
-        let (servers, mut notes) = mcp::servers(&store, &settings, true);
+        let (servers, mut notes) = mcp::servers(store, settings, true);
         let (hub, started) = mcp::start(
-            &store,
+            store,
             &servers,
             std::time::Duration::from_secs(revolve_core::policy::MCP_START_TIMEOUT_S),
         );
@@ -297,21 +361,55 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     for note in notes {
         eprintln!("{note}");
     }
-    // A new session's window, from the server when nobody gave one; a
-    // resumed one keeps its own.
-    if !resuming {
-        if let Some(note) = settings.learn_window() {
+    Ok(revolve_io::live::Mcp { hub, recorded })
+}
+
+/// Asks the model server for its window when the core says to
+/// ([`revolve_core::config::window_ask`]: a new session's, of a server
+/// that can say), and takes what it answers; a line that says why goes to
+/// stderr.
+fn learn_window(settings: &mut Settings, resuming: bool) {
+    use revolve_core::config::{window_ask, window_learned, WindowAsk};
+    let replaying = settings.replay.is_some();
+    let Some(ask) = window_ask(
+        settings.provider.value,
+        &settings.window,
+        replaying,
+        resuming,
+    ) else {
+        return;
+    };
+    // A key is sent when there is one; a local server needs none.
+    let key = settings.needed_key().ok().flatten();
+    let server = OpenAi::new(&settings.base_url.value, key);
+    let model = &settings.model.value;
+    let answer = match ask {
+        WindowAsk::Ollama { .. } => server.ollama_context(model),
+        WindowAsk::Server(probe) => server.context_window(probe, model),
+    };
+    if let Some((window, note)) = window_learned(ask, answer, model) {
+        settings.window = window;
+        if let Some(note) = note {
             eprintln!("{note}");
         }
     }
+}
+
+/// What a session runs with (see [`runtime`]), for a chat: `--grant`'s
+/// paths, the provider, the MCP servers started, the subagents, the hooks
+/// (asked about at a terminal) and the sandbox.
+fn chat_runtime(
+    cli: &Cli,
+    store: &Store,
+    settings: &mut Settings,
+    resuming: bool,
+    mcp: revolve_io::live::Mcp,
+    stdin_tty: bool,
+) -> Result<Runtime, Error> {
     settings.core.granted = approve::granted_up_front(&cli.grant, &store.cwd)?;
-    let approvals = Approvals {
-        interactive: stdin_tty,
-    };
-    let front = Console::new(cli.output_format, approvals);
-    let dirs = memory(&store);
-    let provider = provider(&settings, &store)?;
-    let mut runtime = runtime(provider, &store, &settings, resuming, dirs.clone());
+    let dirs = memory(store);
+    let provider = provider(settings, store)?;
+    let mut runtime = runtime(provider, store, settings, resuming, dirs);
     // Without a terminal nobody sees a command run unsandboxed: that is
     // refused where nothing can be enforced.
     // `revolve send` from a command writes the project's inboxes: they
@@ -321,12 +419,12 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
     if revolve_store::files::create_dir_all(&inboxes).is_ok() {
         writable.push(inboxes.to_string_lossy().into_owned());
     }
-    runtime.mcp = revolve_io::live::Mcp { hub, recorded };
-    runtime.agents = subagent::agents(&cli)?;
+    runtime.mcp = mcp;
+    runtime.agents = subagent::agents(cli)?;
     // The hooks: the config file's, and the project's once approved (a
     // replayed session runs none: its answers are recorded).
     if settings.replay.is_none() {
-        let (hooks, notes) = hooks::hooks(&store, &settings, true);
+        let (hooks, notes) = hooks::hooks(store, settings, true);
         for note in notes {
             eprintln!("{note}");
         }
@@ -339,37 +437,52 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
         revolve_tools::sandbox::probe(),
         stdin_tty,
     );
-    let mut live = if resuming {
-        if cli.name.is_some() {
-            return Err(Error::Usage(
-                "--name names a new session; use /name to rename a resumed one".into(),
-            ));
-        }
-        // Without the REPL, one line about the past, not the transcript.
-        let mut live = Live::resume(store, cli.resume.as_deref(), runtime, front, interactive)?;
-        if interactive && !cli.goal_run {
-            live.address()?;
-        } else {
-            eprintln!("{}", sessions::resumed_line(live.state()));
-        }
-        live
-    } else {
-        Live::start(store, runtime, front, cli.name.clone(), interactive)?
-    };
-    let mut seeded = false;
-    if !cli.bare {
-        let (created, any) = prepare(&dirs, interactive);
-        live.set_created_project_dir(created);
-        seeded = any;
+    Ok(runtime)
+}
+
+/// The session opened: resumed (its past told in a line without the
+/// REPL, or addressed in it), or started.
+fn open(
+    store: Store,
+    cli: &Cli,
+    runtime: Runtime,
+    resuming: bool,
+    interactive: bool,
+    stdin_tty: bool,
+) -> Result<Live, Error> {
+    let front = Console::new(
+        cli.output_format,
+        Approvals {
+            interactive: stdin_tty,
+        },
+    );
+    if !resuming {
+        return Live::start(store, runtime, front, cli.name.clone(), interactive);
     }
+    if cli.name.is_some() {
+        return Err(Error::Usage(
+            "--name names a new session; use /name to rename a resumed one".into(),
+        ));
+    }
+    // Without the REPL, one line about the past, not the transcript.
+    let mut live = Live::resume(store, cli.resume.as_deref(), runtime, front, interactive)?;
+    if interactive && !cli.goal_run {
+        live.address()?;
+    } else {
+        eprintln!("{}", sessions::resumed_line(live.state()));
+    }
+    Ok(live)
+}
+
+/// What the session starts with once open: its start hooks, where its
+/// window came from, the budget's note, `--plan` and `--effort`.
+fn set_up(live: &mut Live, cli: &Cli, settings: &Settings, resuming: bool) -> Result<(), Error> {
     live.start_hooks(if resuming { "resume" } else { "startup" })?;
-    live.front_mut().window_source = match settings.window.source {
-        Source::Table if !resuming || settings.model.source.overrides_resumed() => {
-            "the model table".to_owned()
-        }
-        source if resuming && !source.overrides_resumed() => "the session's log".to_owned(),
-        source => source.as_str().to_owned(),
-    };
+    let window = settings.window.source;
+    live.front_mut().window_source =
+        revolve_core::config::Takes::of(settings.model.source, window, resuming)
+            .window_origin(window)
+            .to_owned();
     if settings.core.max_cost.is_some() && live.prices().is_none() {
         eprintln!(
             "revolve: --max-cost: the prices of {} are not known, so no budget is kept \
@@ -388,133 +501,7 @@ fn chat(mut cli: Cli, store: Store) -> Result<(), Error> {
         live.front_mut().hushed = false;
         set?;
     }
-    if interactive && !cli.goal_run {
-        let banner = banner(&live, &settings, seeded);
-        return chats::chat(live, cli.prompt.as_deref(), &banner, &settings);
-    }
-    console::begin(&mut live);
-    let result = if cli.goal_run {
-        goal_run(&mut live, cli.max_turns)
-    } else {
-        piped(&mut live, cli.prompt, cli.print, stdin_tty, &cli.image)
-    };
-    console::end(&mut live, &result);
-    let id = live.state().id().to_owned();
-    live.close();
-    revolve_tools::end_session(&id);
-    result
-}
-
-/// A run without the REPL: PROMPT (with piped stdin attached) as one turn;
-/// with `-p` and no PROMPT, the whole of stdin as one turn (as `claude -p`
-/// takes it); without `-p`, each stdin line as one.
-fn piped(
-    live: &mut Live,
-    prompt: Option<String>,
-    print: bool,
-    stdin_tty: bool,
-    image_files: &[std::path::PathBuf],
-) -> Result<(), Error> {
-    // `--image`: each picture made ready, or told in one line and left
-    // out (the turn goes on without it).
-    let mut images = Vec::new();
-    for file in image_files {
-        match live.image_file(file) {
-            Ok(image) => images.push(image),
-            Err(line) => eprintln!("revolve: {}", revolve_view::inert(&line)),
-        }
-    }
-    match prompt {
-        None if print => {
-            let text =
-                stdin::read_all().map_err(|e| Error::Runtime(format!("cannot read stdin: {e}")))?;
-            let text = text.trim_end_matches(['\n', '\r']);
-            if text.trim().is_empty() {
-                return Err(Error::Usage(
-                    "-p needs a PROMPT or input on stdin (revolve -p 'explain this' < error.log)"
-                        .into(),
-                ));
-            }
-            piped_line(live, text, images).map(|_| ())
-        }
-        Some(prompt) => {
-            let mut text = prompt;
-            if !stdin_tty {
-                let piped = stdin::read_all().map_err(Error::Stdin)?;
-                if !piped.trim().is_empty() {
-                    text = format!("{text}\n\n{piped}");
-                }
-            }
-            piped_line(live, &text, images).map(|_| ())
-        }
-        None => {
-            for line in stdin::lines() {
-                let line = line.map_err(Error::Stdin)?;
-                if piped_line(live, &line, Vec::new())? == Outcome::Quit {
-                    break;
-                }
-            }
-            Ok(())
-        }
-    }
-}
-
-/// `--goal-run`: ordinary turns toward the standing goal, as long as the
-/// core's [`revolve_core::goal::run_step`] says so; Ctrl-C ends it. It
-/// counts the tool rounds its turns took as well as the turns (said once
-/// there were any); a turn that reaches `--max-tool-rounds`, or repeats a
-/// call, ends the run with exit 1; a run that stops without the goal
-/// proposed met ends with exit 3.
-fn goal_run(live: &mut Live, max_turns: u32) -> Result<(), Error> {
-    let mut turns = 0;
-    let mut rounds: u64 = 0;
-    let told = |rounds: u64, when: &str| match rounds {
-        0 => String::new(),
-        1 => format!(" (1 tool round {when})"),
-        n => format!(" ({n} tool rounds {when})"),
-    };
-    loop {
-        match revolve_core::goal::run_step(&live.goals()?, turns, max_turns) {
-            revolve_core::goal::RunStep::Turn => {
-                eprintln!(
-                    "── goal run: turn {} of at most {max_turns}{}",
-                    turns + 1,
-                    told(rounds, "so far")
-                );
-                let outcome = piped_line(live, revolve_core::goal::RUN_PROMPT, Vec::new());
-                rounds += live.turn_rounds();
-                turns += 1;
-                if let Err(e) = outcome {
-                    if e.code() == 1 {
-                        eprintln!("── goal run ends at turn {turns}{}", told(rounds, "in all"));
-                    }
-                    return Err(e);
-                }
-            }
-            revolve_core::goal::RunStep::Stop(why) => {
-                eprintln!("── goal run ends: {why}{}", told(rounds, "in all"));
-                if revolve_core::goal::run_met(&live.goals()?) {
-                    return Ok(());
-                }
-                return Err(Error::GoalNotMet(why));
-            }
-        }
-    }
-}
-
-/// One line without a terminal: a failed, interrupted or stopped turn ends
-/// the run.
-fn piped_line(
-    live: &mut Live,
-    line: &str,
-    images: Vec<revolve_core::record::Image>,
-) -> Result<Outcome, Error> {
-    match line::handle(live, line, images)? {
-        Outcome::Failed(why) => Err(Error::Runtime(why)),
-        Outcome::Interrupted => Err(Error::Interrupted),
-        Outcome::Stopped(reason) => Err(Error::Stopped(reason)),
-        other => Ok(other),
-    }
+    Ok(())
 }
 
 /// Finishes a refinement or an undo a crash interrupted, and says so.
@@ -637,7 +624,8 @@ fn banner(live: &Live, settings: &Settings, seeded: bool) -> String {
 
 /// What a session runs with: the settings as they settled, asking
 /// `provider`, with its memory in `memory`. A resumed session keeps its
-/// model and window unless a flag or a variable asks for others.
+/// model and window unless a flag or a variable asks for others (the
+/// core's rule, [`revolve_core::config::Takes`]).
 fn runtime(
     provider: Arc<dyn Provider>,
     store: &Store,
@@ -645,7 +633,8 @@ fn runtime(
     resuming: bool,
     memory: MemoryDirs,
 ) -> Runtime {
-    let chosen = |source: revolve_core::config::Source| !resuming || source.overrides_resumed();
+    let takes =
+        revolve_core::config::Takes::of(settings.model.source, settings.window.source, resuming);
     Runtime {
         agents: Default::default(),
         settings: settings.core.clone(),
@@ -654,13 +643,8 @@ fn runtime(
         created_project_dir: false,
         tree: revolve_tools::FileId::of(&store.cwd),
         provider,
-        model: chosen(settings.model.source).then(|| settings.model.value.clone()),
-        // A model given for this run brings its window from the table,
-        // resumed or not.
-        window: (chosen(settings.window.source)
-            || (settings.window.source == Source::Table
-                && settings.model.source.overrides_resumed()))
-        .then_some(settings.window.value),
+        model: takes.model.then(|| settings.model.value.clone()),
+        window: takes.window.then_some(settings.window.value),
         // A chat sets the session's (see [`chat`]); nothing else runs
         // commands.
         sandbox: revolve_core::sandbox::Policy::off(),
@@ -738,7 +722,7 @@ fn rewind(
             error::out(&format!("{text}\n"))
         }
         Ok(()) => Ok(()),
-        Err(why) => Err(Error::Runtime(why)),
+        Err(why) => Err(Error::Rewind(why)),
     }
 }
 
@@ -753,7 +737,7 @@ fn compact(store: Store, needle: Option<&str>, settings: &Settings) -> Result<()
     let front = Console::new(Format::Text, Approvals::default());
     let mut live = Live::resume_at(store, &found, runtime, front, false)?;
     match live.compact()? {
-        Outcome::Failed(why) => Err(Error::Runtime(why)),
+        Outcome::Failed(why) => Err(Error::Failed(why)),
         Outcome::Interrupted => Err(Error::Interrupted),
         _ => Ok(()),
     }
@@ -853,12 +837,11 @@ fn recorded_model(store: &Store, source: &str, settings: &mut Settings) -> Resul
     let Some(revolve_core::record::Record::Header(header)) = read.records.first() else {
         return Ok(());
     };
-    if !settings.model.source.overrides_resumed() {
-        settings.model.value = header.model.clone();
-    }
-    if !settings.window.source.overrides_resumed() && header.window > 0 {
-        settings.window.value = header.window;
-    }
+    (settings.model.value, settings.window.value) = revolve_core::config::replayed(
+        &settings.model,
+        &settings.window,
+        (&header.model, header.window),
+    );
     Ok(())
 }
 

@@ -19,9 +19,16 @@ pub(crate) fn handle(
     text: &str,
     images: Vec<revolve_core::record::Image>,
 ) -> Result<Outcome, Error> {
-    let Some(command) = slash::parse(text) else {
-        return live.turn_with(text, images);
-    };
+    match slash::parse(text) {
+        None => live.turn_with(text, images),
+        Some(command) => command_line(live, command),
+    }
+}
+
+/// A slash command, by what it does: those that change the session
+/// return how they ended; those that tell something say it on stderr (a
+/// failure too) and are done.
+fn command_line(live: &mut Live, command: Slash) -> Result<Outcome, Error> {
     match command {
         Slash::Quit => return Ok(Outcome::Quit),
         // A failed summary changes nothing and the core said so: the
@@ -32,19 +39,10 @@ pub(crate) fn handle(
         },
         Slash::Name(name) => return live.rename(name),
         Slash::Plan(on) => return live.plan(on),
+        Slash::Model(model) => return switch_model(live, &model),
+        Slash::Effort(arg) => return effort(live, &arg),
+        Slash::MaxCost(text) => return max_cost(live, &text),
         Slash::Refine(RefineCommand::Run) => return live.refine(false),
-        Slash::Rewind(RewindCommand::List) => {
-            eprint!("{}", view::rewind_list(&turns(live.state()), true));
-        }
-        Slash::Rewind(how) => {
-            let (turns, undo) = match how {
-                RewindCommand::Turns(n) => (n, false),
-                _ => (0, true),
-            };
-            if let Err(why) = live.rewind(turns, Scope::Both, undo, false)? {
-                eprintln!("{why}");
-            }
-        }
         Slash::Refine(RefineCommand::History { diff }) => {
             match commands::memory_history(live.store(), live.memory(), diff) {
                 Ok(text) => eprint!("{text}"),
@@ -59,44 +57,13 @@ pub(crate) fn handle(
             Ok(text) => eprintln!("{text}"),
             Err(e) => eprintln!("{e}"),
         },
-        Slash::Status => eprint!("{}", status(live)),
-        Slash::Model(model) if model.is_empty() => {
-            let state = live.state();
-            eprintln!(
-                "model {} · window {} tokens (/model NAME asks another)",
-                state.model(),
-                state.window()
-            );
-        }
-        Slash::Model(model) => return live.switch_model(&model),
-        Slash::Effort(arg) => match arg.as_str() {
-            "" => eprintln!(
-                "effort: {}",
-                live.state()
-                    .effort()
-                    .map_or("the model's default", |e| e.as_str())
-            ),
-            "default" => return live.set_effort(None),
-            text => match revolve_core::models::Effort::parse(text) {
-                Ok(effort) => return live.set_effort(Some(effort)),
-                Err(e) => eprintln!("/{e}"),
-            },
-        },
-        Slash::MaxCost(text) => {
-            let max = match text.as_str() {
-                "off" | "none" => Ok(None),
-                text => revolve_core::models::parse_dollars(text).map(Some),
-            };
-            match max {
-                Ok(max) => return live.set_max_cost(max),
-                Err(e) => eprintln!("/max-cost: {e}, or off"),
-            }
-        }
+        Slash::Rewind(how) => rewind(live, how)?,
         Slash::Shells(None) => eprint!("{}", shells_text(&live.shells())),
         Slash::Shells(Some(id)) => match live.kill_shell(&id)? {
             Some(how) => eprintln!("{id}: {how}"),
             None => eprintln!("/shells: there is no background command {id} (/shells lists them)"),
         },
+        Slash::Status => eprint!("{}", status(live)),
         Slash::Cost => eprint!(
             "{}",
             view::cost(live.state(), live.prices(), live.max_cost())
@@ -107,47 +74,122 @@ pub(crate) fn handle(
             eprint!("{}", slash::help_user_commands(&live.user_commands()));
         }
         Slash::HelpOn(name) => eprint!("{}", slash::help_on(&name, &live.skills())),
-        Slash::Send { to, text } => {
-            let own = live.state().name().as_deref();
-            if Some(to.as_str()) == own {
-                eprintln!("/send {to}: that is this session; /send is for another one");
-            } else {
-                let from = own.unwrap_or("send");
-                match messages::running(live.store(), &to)
-                    .and_then(|_| messages::queue(live.store(), &to, from, &text))
-                {
-                    Ok(said) => eprintln!("{said}"),
-                    Err(e) => eprintln!("revolve: /send: {e}"),
-                }
-            }
-        }
-        Slash::Export(args) => {
-            let title = live
-                .state()
-                .name()
-                .clone()
-                .unwrap_or_else(|| live.state().id().to_owned());
-            match crate::export::slash(live.store(), live.path(), &title, &args) {
-                Ok(said) => eprintln!("{said}"),
-                Err(e) => eprintln!("{e}"),
-            }
-        }
+        Slash::Send { to, text } => send(live, &to, &text),
+        Slash::Export(args) => export(live, &args),
         Slash::Incomplete(why) => eprintln!("{why}"),
         Slash::Clear | Slash::Resume(_) | Slash::Diff | Slash::Mcp | Slash::Init => {
             habits(live, &command);
         }
-        Slash::Other { word, arg } => {
-            // A skill of that name is a command of the user's own: its body,
-            // with the arguments filled in, is the user's message.
-            match live.skill_message(&word, &arg) {
-                Some(Ok(message)) => return live.turn(&message),
-                Some(Err(e)) => eprintln!("revolve: /{word}: {e}"),
-                // Then a Claude Code command (.claude/commands/NAME.md).
-                None => return own_command(live, &word, &arg),
-            }
-        }
+        Slash::Other { word, arg } => return users_command(live, &word, &arg),
     }
     Ok(Outcome::Done)
+}
+
+/// `/rewind` (the turns it can reach, or a rewind of N turns or an undo);
+/// a refusal is said and the session goes on.
+fn rewind(live: &mut Live, how: RewindCommand) -> Result<(), Error> {
+    let (turns, undo) = match how {
+        RewindCommand::List => {
+            eprint!("{}", view::rewind_list(&turns(live.state()), true));
+            return Ok(());
+        }
+        RewindCommand::Turns(n) => (n, false),
+        _ => (0, true),
+    };
+    if let Err(why) = live.rewind(turns, Scope::Both, undo, false)? {
+        eprintln!("{why}");
+    }
+    Ok(())
+}
+
+/// `/model [NAME]`: the model and its window told, or another asked.
+fn switch_model(live: &mut Live, model: &str) -> Result<Outcome, Error> {
+    if !model.is_empty() {
+        return live.switch_model(model);
+    }
+    let state = live.state();
+    eprintln!(
+        "model {} · window {} tokens (/model NAME asks another)",
+        state.model(),
+        state.window()
+    );
+    Ok(Outcome::Done)
+}
+
+/// `/effort [low|medium|high|default]`: the effort told, or set.
+fn effort(live: &mut Live, arg: &str) -> Result<Outcome, Error> {
+    match arg {
+        "" => eprintln!(
+            "effort: {}",
+            live.state()
+                .effort()
+                .map_or("the model's default", |e| e.as_str())
+        ),
+        "default" => return live.set_effort(None),
+        text => match revolve_core::models::Effort::parse(text) {
+            Ok(effort) => return live.set_effort(Some(effort)),
+            Err(e) => eprintln!("/{e}"),
+        },
+    }
+    Ok(Outcome::Done)
+}
+
+/// `/max-cost USD|off`: the session's budget set, or the word refused.
+fn max_cost(live: &mut Live, text: &str) -> Result<Outcome, Error> {
+    let max = match text {
+        "off" | "none" => Ok(None),
+        text => revolve_core::models::parse_dollars(text).map(Some),
+    };
+    match max {
+        Ok(max) => live.set_max_cost(max),
+        Err(e) => {
+            eprintln!("/max-cost: {e}, or off");
+            Ok(Outcome::Done)
+        }
+    }
+}
+
+/// `/NAME ARGS` of no builtin command: a skill of that name is a command
+/// of the user's own (its body, with the arguments filled in, is the
+/// user's message); then a Claude Code command (`.claude/commands/`).
+fn users_command(live: &mut Live, word: &str, arg: &str) -> Result<Outcome, Error> {
+    match live.skill_message(word, arg) {
+        Some(Ok(message)) => live.turn(&message),
+        Some(Err(e)) => {
+            eprintln!("revolve: /{word}: {e}");
+            Ok(Outcome::Done)
+        }
+        None => own_command(live, word, arg),
+    }
+}
+
+/// `/send NAME TEXT`: a message queued for another running session.
+fn send(live: &mut Live, to: &str, text: &str) {
+    let own = live.state().name().as_deref();
+    if Some(to) == own {
+        eprintln!("/send {to}: that is this session; /send is for another one");
+        return;
+    }
+    let from = own.unwrap_or("send");
+    match messages::running(live.store(), to)
+        .and_then(|_| messages::queue(live.store(), to, from, text))
+    {
+        Ok(said) => eprintln!("{said}"),
+        Err(e) => eprintln!("revolve: /send: {e}"),
+    }
+}
+
+/// `/export …`: the session written out, titled by its name (else its id).
+fn export(live: &mut Live, args: &str) {
+    let title = live
+        .state()
+        .name()
+        .clone()
+        .unwrap_or_else(|| live.state().id().to_owned());
+    match crate::export::slash(live.store(), live.path(), &title, args) {
+        Ok(said) => eprintln!("{said}"),
+        Err(e) => eprintln!("{e}"),
+    }
 }
 
 /// `/diff`, `/mcp`, `/init`, and `/clear` or `/resume` where the REPL

@@ -12,18 +12,18 @@
 //! approval made by an older revolve (a hash of the file only) is asked
 //! about again too.
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use revolve_core::approval::{self, Fingerprint};
+use revolve_core::approval;
 use revolve_core::mcp::{self as core_mcp, Origin, Server};
 use revolve_mcp::{Hub, Spec, Status};
 use revolve_store::store::Store;
-use serde_json::{json, Value};
+use serde_json::json;
 
+use crate::approvals::{self, Ledger, Prints, Question};
 use crate::config::Settings;
 use crate::error::{out, Error};
 
@@ -33,19 +33,7 @@ pub(crate) const PROJECT_FILE: &str = ".mcp.json";
 /// The project's `.mcp.json`: in the working directory or a folder above
 /// it, up to the repository's root.
 pub(crate) fn project_file(store: &Store) -> Option<PathBuf> {
-    let root = &store.project.key;
-    let mut dir = Some(store.cwd.as_path());
-    while let Some(d) = dir {
-        let file = d.join(PROJECT_FILE);
-        if file.is_file() {
-            return Some(file);
-        }
-        if d == root.as_path() || !d.starts_with(root) {
-            break;
-        }
-        dir = d.parent();
-    }
-    None
+    approvals::project_file(store, PROJECT_FILE, Path::is_file)
 }
 
 /// A project file read: its path, its servers with their fingerprints now,
@@ -53,7 +41,7 @@ pub(crate) fn project_file(store: &Store) -> Option<PathBuf> {
 pub(crate) struct ProjectFile {
     pub path: PathBuf,
     pub servers: Vec<Server>,
-    pub fingerprints: BTreeMap<String, Fingerprint>,
+    pub fingerprints: Prints,
     pub approved: bool,
     /// Whether the user said no to the servers as they are now: not
     /// asked again until the file (or what it runs) changes.
@@ -71,7 +59,7 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
     let text = std::fs::read_to_string(&path).map_err(|e| Error::at(&path, "cannot read", e))?;
     let servers =
         core_mcp::parse_project_file(&text, &path.to_string_lossy()).map_err(Error::Usage)?;
-    let fingerprints: BTreeMap<String, Fingerprint> = servers
+    let fingerprints: Prints = servers
         .iter()
         .map(|s| {
             let (command, args, env) = core_mcp::approval_parts(s);
@@ -112,22 +100,9 @@ pub(crate) fn read_project(store: &Store) -> Result<Option<ProjectFile>, Error> 
     }))
 }
 
-fn approvals_path(store: &Store) -> PathBuf {
-    store.roots.state.join("mcp-approved.json")
-}
-
-fn key(path: &Path) -> String {
-    path.canonicalize()
-        .unwrap_or_else(|_| path.to_owned())
-        .to_string_lossy()
-        .into_owned()
-}
-
-fn approvals(store: &Store) -> BTreeMap<String, Value> {
-    std::fs::read_to_string(approvals_path(store))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
+/// The approvals of project MCP files.
+fn ledger(store: &Store) -> Ledger {
+    Ledger::at(&store.roots.state, "mcp-approved.json")
 }
 
 /// The key of an approval's fingerprints in `mcp-approved.json`.
@@ -138,13 +113,8 @@ const DECLINED: &str = "declined";
 /// The fingerprints the project file at `path` was approved with
 /// (`APPROVED`) or refused with (`DECLINED`), if any (an older revolve's
 /// approval, a hash of the file, counts as none).
-fn remembered_prints(
-    store: &Store,
-    path: &Path,
-    what: &str,
-) -> Option<BTreeMap<String, Fingerprint>> {
-    let entry = approvals(store).remove(&key(path))?;
-    serde_json::from_value(entry.get(what)?.clone()).ok()
+fn remembered_prints(store: &Store, path: &Path, what: &str) -> Option<Prints> {
+    ledger(store).prints(path, what)
 }
 
 /// Remembers the project file's servers as approved as they are now.
@@ -155,23 +125,7 @@ fn approve(store: &Store, file: &ProjectFile) -> Result<(), Error> {
 /// Remembers the user's yes (`APPROVED`) or no (`DECLINED`) to the project
 /// file's servers as they are now; the one replaces the other.
 fn remember(store: &Store, file: &ProjectFile, what: &str) -> Result<(), Error> {
-    let mut all = approvals(store);
-    all.insert(key(&file.path), json!({ what: file.fingerprints }));
-    let path = approvals_path(store);
-    if let Some(dir) = path.parent() {
-        revolve_store::files::create_dir_all(dir)
-            .map_err(|e| Error::at(dir, "cannot create", e))?;
-    }
-    let text = serde_json::to_string_pretty(&all).map_err(Error::encode)?;
-    let temp = path.with_extension("json.tmp");
-    revolve_store::files::options()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&temp)
-        .and_then(|mut f| f.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&temp, &path))
-        .map_err(|e| Error::at(&path, "cannot write", e))
+    ledger(store).remember(&file.path, what, &file.fingerprints)
 }
 
 /// The servers a run starts: the config file's, and the project file's
@@ -251,24 +205,7 @@ fn approval_text(file: &ProjectFile) -> String {
     for s in &file.servers {
         text.push_str(&format!("  {}  {}\n", s.name, core_mcp::describe(s)));
         if let Some(print) = file.fingerprints.get(&s.name) {
-            text.push_str(&files_text(print));
-        }
-    }
-    text
-}
-
-/// The files of the repository an approved command runs, a line each, as
-/// an approval question shows them (MCP servers and project hooks alike).
-pub(crate) fn files_text(print: &Fingerprint) -> String {
-    let mut text = String::new();
-    for (name, seen) in &print.files {
-        if let Some(hash) = seen.strip_prefix("sha256:") {
-            text.push_str(&format!(
-                "    runs {name} (sha256 {})\n",
-                &hash[..hash.len().min(12)]
-            ));
-        } else if seen.starts_with("a link") {
-            text.push_str(&format!("    names {name}: {seen}\n"));
+            text.push_str(&approvals::files_text(print));
         }
     }
     text
@@ -276,28 +213,16 @@ pub(crate) fn files_text(print: &Fingerprint) -> String {
 
 /// Asks at the terminal whether the project file's servers may start.
 fn ask_approval(file: &ProjectFile) -> bool {
-    let mut err = std::io::stderr();
-    let _ = writeln!(
-        err,
-        "{} configures MCP servers, which run as programs of yours:",
-        file.path.display()
-    );
-    if !file.changed.is_empty() {
-        let _ = writeln!(
-            err,
-            "changed since you approved them: {}",
-            changes_text(&file.changed)
-        );
+    Question {
+        about: format!(
+            "{} configures MCP servers, which run as programs of yours:",
+            file.path.display()
+        ),
+        changed: changes_text(&file.changed),
+        items: approval_text(file),
+        verb: "start",
     }
-    let _ = write!(err, "{}", approval_text(file));
-    let _ = write!(
-        err,
-        "start them (remembered until any of this changes)? [y]es, [n]o: "
-    );
-    let _ = err.flush();
-    let mut line = String::new();
-    let _ = std::io::stdin().lock().read_line(&mut line);
-    matches!(line.trim(), "y" | "Y" | "yes")
+    .ask()
 }
 
 /// Starts `servers` now, each on a thread (values expanded from the
@@ -543,7 +468,10 @@ pub(crate) fn login(
         },
         &mut open,
     )
-    .map_err(|why| Error::Runtime(format!("cannot log in to {name}: {why}")))?;
+    .map_err(|why| Error::Login {
+        server: name.to_owned(),
+        why,
+    })?;
     match done {
         revolve_mcp::oauth::LoggedIn::NotNeeded => {
             out(&format!("{name} answers without a login: nothing to do\n"))
@@ -572,7 +500,8 @@ fn can_show_a_browser() -> bool {
 /// `revolve mcp logout NAME`: forgets the server's tokens.
 pub(crate) fn logout(store: &Store, name: &str) -> Result<(), Error> {
     let tokens = revolve_mcp::oauth::tokens::Tokens::at(&tokens_path(store));
-    let had = revolve_mcp::oauth::logout(&tokens, name).map_err(Error::Runtime)?;
+    let had = revolve_mcp::oauth::logout(&tokens, name)
+        .map_err(|e| Error::at(tokens.path(), "cannot write", e))?;
     if had {
         out(&format!(
             "logged out of {name}: its tokens are gone from {}\n",

@@ -122,7 +122,7 @@ pub(crate) fn attach(store: &Store, name: &str) -> Result<(), Error> {
     );
     let mut follow = Follow::new(store.clone(), path);
     // The conversation so far, then the follower.
-    let shown = follow.poll().map_err(|e| Error::Runtime(e.to_string()))?;
+    let shown = follow.poll()?;
     print_inert(&shown, tty)?;
     let mut editor = if tty {
         Some(
@@ -248,7 +248,7 @@ impl Follow {
             .unwrap_or_default()
     }
 
-    fn poll(&mut self) -> Result<String, String> {
+    fn poll(&mut self) -> Result<String, Error> {
         let mut tail = view::TranscriptTail::new(if self.first {
             FIRST_SHOWS_BYTES
         } else {
@@ -272,17 +272,16 @@ impl Follow {
 
     /// Renders the new complete lines; the next file's id when the session
     /// went on in one.
-    fn read_new(&mut self, tail: &mut view::TranscriptTail) -> Result<Option<String>, String> {
+    fn read_new(&mut self, tail: &mut view::TranscriptTail) -> Result<Option<String>, Error> {
         let mut file = match revolve_store::regular::read(&self.path) {
             Ok((f, _)) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("cannot read {}: {e}", self.path.display())),
+            Err(e) => return Err(Error::at(&self.path, "cannot read", e)),
         };
-        file.seek(SeekFrom::Start(self.offset))
-            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
         let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| format!("cannot read {}: {e}", self.path.display()))?;
+        file.seek(SeekFrom::Start(self.offset))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|e| Error::at(&self.path, "cannot read", e))?;
         self.offset += bytes.len() as u64;
         self.pending.extend_from_slice(&bytes);
         let Some(end) = self.pending.iter().rposition(|&b| b == b'\n') else {

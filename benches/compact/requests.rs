@@ -39,7 +39,7 @@ use time::Duration as TimeDelta;
 use super::{median, ms, thousands, Config, Lcg};
 
 /// The notes the canned model writes, every time (about 1,500 bytes).
-fn notes() -> String {
+pub(crate) fn notes() -> String {
     let mut s = String::from("Facts: the service listens on port 5432 on db1; ");
     while s.len() < 1_500 {
         s.push_str("src/db.rs holds the schema, the migration ran, the tests pass; ");
@@ -268,7 +268,7 @@ fn compaction(window: u64) -> Compaction {
 
 // --- 2. the resume of a ~100 MB session, the binary ------------------------
 
-const MB: u64 = 1024 * 1024;
+pub(crate) const MB: u64 = 1024 * 1024;
 /// The session file's name: its header's id.
 const STEM: &str = "20261202-102606-000002";
 
@@ -284,7 +284,8 @@ pub(crate) fn resume(config: &Config, rows: &mut Vec<Row>) {
     let template = scratch.path("template.jsonl");
     let target = ((100 * MB) as f64 * config.scale) as u64;
     let started = Instant::now();
-    let live = write_live_log(&template, target.max(64 * 1024)).expect("writing the log");
+    let live = write_live_log(&template, target.max(64 * 1024), &mut |_, _| Ok(()))
+        .expect("writing the log");
     let size = std::fs::metadata(&template).map(|m| m.len()).unwrap_or(0);
     println!(
         "\n== resume of a {:.1} MB session (live history {:.1} MB) under 128k, then one turn; \
@@ -383,20 +384,7 @@ impl Sent {
 /// One run in a fresh home, on a copy of `template`: its wall time and its
 /// requests.
 fn resume_once(bin: &Path, root: &Path, template: &Path, no_delay: bool) -> (Duration, Sent) {
-    let cwd = root.join("work");
-    std::fs::create_dir_all(&cwd).expect("creating the cwd");
-    let (root, cwd) = (
-        root.canonicalize().expect("a canonical root"),
-        cwd.canonicalize().expect("a canonical cwd"),
-    );
-    let roots = Roots {
-        state: root.join("state").join("task-agent"),
-        config: root.join("config").join("task-agent"),
-    };
-    let sessions = roots.sessions(&Project::from_key(cwd.clone()));
-    std::fs::create_dir_all(&sessions).expect("the sessions folder");
-    let path = sessions.join(format!("{STEM}.jsonl"));
-    std::fs::copy(template, &path).expect("copying the log");
+    let home = Home::new(root, template);
     let limit = Limit {
         tokens: 128_000,
         bytes_per_token: 4,
@@ -414,43 +402,7 @@ fn resume_once(bin: &Path, root: &Path, template: &Path, no_delay: bool) -> (Dur
     };
     let server = FakeServer::start_with_options(FakeProtocol::OpenAi, replies, options)
         .expect("fake server");
-    let url = server.url();
-    let file = path.to_string_lossy().into_owned();
-    let args = [
-        "-r",
-        &file,
-        "--base-url",
-        &url,
-        "--window",
-        "128000",
-        "-p",
-        "one more turn",
-        // Costly, and no terminal to ask: allowed up front.
-        "--yes",
-    ];
-    let t = Instant::now();
-    let out = Process::new(bin)
-        .args(args)
-        .current_dir(&cwd)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", root.join("home"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_DATA_HOME", root.join("data"))
-        .env("XDG_CACHE_HOME", root.join("cache"))
-        .env("GIT_CEILING_DIRECTORIES", &root)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("running revolve");
-    let took = t.elapsed();
-    assert!(
-        out.status.success(),
-        "revolve {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let took = home.resume(bin, &server.url(), &[]);
     let mut sent = Sent::default();
     for r in server.requests() {
         let asked = tokens(r.body.len());
@@ -472,10 +424,91 @@ fn resume_once(bin: &Path, root: &Path, template: &Path, no_delay: bool) -> (Dur
     (took, sent)
 }
 
+/// A fresh home for one revolve run: its roots under `root`, a working
+/// directory, and a copy of the session log where revolve lists it.
+pub(crate) struct Home {
+    root: PathBuf,
+    cwd: PathBuf,
+    log: PathBuf,
+}
+
+impl Home {
+    pub(crate) fn new(root: &Path, template: &Path) -> Home {
+        let cwd = root.join("work");
+        std::fs::create_dir_all(&cwd).expect("creating the cwd");
+        let (root, cwd) = (
+            root.canonicalize().expect("a canonical root"),
+            cwd.canonicalize().expect("a canonical cwd"),
+        );
+        let roots = Roots {
+            state: root.join("state").join("task-agent"),
+            config: root.join("config").join("task-agent"),
+        };
+        let sessions = roots.sessions(&Project::from_key(cwd.clone()));
+        std::fs::create_dir_all(&sessions).expect("the sessions folder");
+        let log = sessions.join(format!("{STEM}.jsonl"));
+        std::fs::copy(template, &log).expect("copying the log");
+        Home { root, cwd, log }
+    }
+
+    /// `revolve -r LOG --base-url URL --window 128000 -p TURN --yes` and
+    /// `extra`, in this home with nothing of the caller's environment but
+    /// `PATH`: its wall time from spawn to exit. Panics when it fails.
+    pub(crate) fn resume(&self, bin: &Path, url: &str, extra: &[&str]) -> Duration {
+        let file = self.log.to_string_lossy().into_owned();
+        let mut args = vec![
+            "-r",
+            &file,
+            "--base-url",
+            url,
+            "--window",
+            "128000",
+            "-p",
+            TURN,
+            // Costly, and no terminal to ask: allowed up front.
+            "--yes",
+        ];
+        args.extend_from_slice(extra);
+        let root = &self.root;
+        let t = Instant::now();
+        let out = Process::new(bin)
+            .args(&args)
+            .current_dir(&self.cwd)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", root.join("home"))
+            .env("XDG_STATE_HOME", root.join("state"))
+            .env("XDG_CONFIG_HOME", root.join("config"))
+            .env("XDG_DATA_HOME", root.join("data"))
+            .env("XDG_CACHE_HOME", root.join("cache"))
+            .env("GIT_CEILING_DIRECTORIES", root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("running revolve");
+        let took = t.elapsed();
+        assert!(
+            out.status.success(),
+            "revolve {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        took
+    }
+}
+
+/// The turn every resume asks for.
+pub(crate) const TURN: &str = "one more turn";
+
 /// A session of plain turns (a question, a 24 KB answer), nothing pruned:
-/// its whole history is live, as in the scale bench's window part. Returns
-/// the bytes of message text.
-fn write_live_log(path: &Path, target: u64) -> std::io::Result<u64> {
+/// its whole history is live, as in the scale bench's window part. Each
+/// turn's question and answer also go to `each` (another client's copy of
+/// the same session). Returns the bytes of message text.
+pub(crate) fn write_live_log(
+    path: &Path,
+    target: u64,
+    each: &mut dyn FnMut(&str, &str) -> std::io::Result<()>,
+) -> std::io::Result<u64> {
     let mut rng = Lcg(0x5eed_0000_0000_0016);
     let mut at = datetime!(2026-12-02 10:26:06 UTC);
     let mut w = LogWriter::create(path)?;
@@ -487,6 +520,7 @@ fn write_live_log(path: &Path, target: u64) -> std::io::Result<u64> {
     while written < target {
         let question = format!("question {turn}: what changed in src/db.rs?");
         let answer = super::text(24 * 1024, &mut rng);
+        each(&question, &answer)?;
         for m in [Message::user(at, question), Message::assistant(at, answer)] {
             live += m.content.len() as u64;
             let r = Record::Message(m);

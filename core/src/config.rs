@@ -50,6 +50,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::request::Wire;
 
+mod window;
+pub use window::{replayed, window_ask, window_learned, Takes, WindowAsk};
+
 /// The config file's name under the config root.
 pub const FILE_NAME: &str = "config.json";
 

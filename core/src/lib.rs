@@ -19,6 +19,7 @@
 //! * [`policy`]: every bound and limit the shell enforces.
 //! * [`overflow`]: the servers' answers that a request did not fit.
 //! * [`retry`]: when a failed request is sent again.
+//! * [`piped`]: what PROMPT and piped stdin make of a run without the REPL.
 //! * [`names`]: generated session names.
 //! * [`config`]: where each setting comes from, provider presets, the
 //!   config file.
@@ -46,6 +47,7 @@ pub mod memory;
 pub mod models;
 pub mod names;
 pub mod overflow;
+pub mod piped;
 pub mod plan;
 pub mod policy;
 pub mod prompt;

@@ -17,7 +17,8 @@ Answer directly and concisely.";
 /// The window, in tokens, under which the builtin memory documents are
 /// given in brief: at 16k their ~1,500 tokens whole are a tenth of it, at
 /// 4k (Ollama's default) more than a third, which left a first turn no
-/// room beside the tools.
+/// room beside the tools. Under it revolve's own tools are offered in
+/// brief too (`tools::brief`, logs of version 7 on).
 pub(crate) const BRIEF_BELOW: u64 = 16_384;
 
 /// What the system prompt is built from besides the base: read fresh by

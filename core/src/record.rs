@@ -327,7 +327,12 @@ pub use web::{Fetched, WebSearch};
 ///   not parse (HTTP 500 "Failed to parse tool call arguments as JSON",
 ///   met when SmolLM2 rambled a path until its answer's limit). Older
 ///   files rebuild theirs as they were sent.
-pub const FORMAT_VERSION: u32 = 6;
+/// - 7: under a window of `prompt::BRIEF_BELOW` tokens, revolve's own tools
+///   are offered in brief (`tools::brief`): each description's first
+///   sentence, no descriptions of their arguments. At 4,096 tokens (a
+///   local model's) their ~2,500 tokens whole left a session's second turn
+///   no room beside the system prompt. Older files rebuild theirs whole.
+pub const FORMAT_VERSION: u32 = 7;
 
 /// The first version whose requests are marked for the prompt cache.
 pub(crate) const CACHE_VERSION: u32 = 3;
@@ -344,6 +349,10 @@ pub(crate) const THINKING_VERSION: u32 = 5;
 /// The first version whose Chat Completions requests send arguments that
 /// are not a JSON object inside one.
 pub(crate) const ARGUMENTS_VERSION: u32 = 6;
+
+/// The first version whose requests offer revolve's tools in brief under
+/// a small window.
+pub(crate) const BRIEF_TOOLS_VERSION: u32 = 7;
 
 /// One line of a session log.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,10 +17,12 @@ use crate::record::{Image, McpTool, Message, Role, Thinking};
 use crate::tools;
 
 mod body;
+mod count;
 mod elements;
 pub mod gemini;
 mod responses;
 mod wires;
+use body::Elements;
 pub use body::{Body, BodyReader};
 use wires::*;
 
@@ -178,6 +180,9 @@ pub struct Shape {
     /// inside one on the Chat Completions wire ([`sent_arguments`]; logs
     /// of version 6 on).
     pub objects: bool,
+    /// Whether revolve's own tools are offered in brief ([`tools::brief`]):
+    /// under a small window, for logs of version 7 on.
+    pub brief: bool,
 }
 
 /// A call's arguments as the Chat Completions wire sends them back: as
@@ -289,6 +294,7 @@ impl Shape {
             tool_choice: None,
             web_search: None,
             objects: true,
+            brief: false,
         }
     }
 }
@@ -860,8 +866,14 @@ mod oracle {
         shape: &Shape,
     ) -> String {
         let mut body = match wire {
-            Wire::OpenAi => openai(model, system, history, shape.objects),
-            Wire::Anthropic => anthropic(model, system, history, shape.thinking.is_some()),
+            Wire::OpenAi => openai(model, system, history, shape.objects, shape.brief),
+            Wire::Anthropic => anthropic(
+                model,
+                system,
+                history,
+                shape.thinking.is_some(),
+                shape.brief,
+            ),
             Wire::Gemini => unreachable!("the oracle holds the two older wires"),
             Wire::Responses => unimplemented!("the oracle holds the two older wires"),
         };
@@ -913,7 +925,13 @@ mod oracle {
 
     /// Chat Completions: the system prompt first, tool calls as `tool_calls`,
     /// results as `tool` messages.
-    fn openai(model: &str, system: Option<&str>, history: &[Message], objects: bool) -> Value {
+    fn openai(
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        objects: bool,
+        brief: bool,
+    ) -> Value {
         let mut messages = Vec::with_capacity(history.len() + 1);
         if let Some(system) = system {
             messages.push(json!({"role": "system", "content": system}));
@@ -942,7 +960,7 @@ mod oracle {
                 Role::Tool => json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content}),
             });
         }
-        let tools: Vec<Value> = tools::definitions()
+        let tools: Vec<Value> = tools::offered(None, brief)
             .into_iter()
             .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
             .collect();
@@ -958,7 +976,13 @@ mod oracle {
     /// Anthropic Messages: the system prompt apart, content blocks, tool results
     /// as `tool_result` blocks of a user message, and consecutive messages of one
     /// role merged (the API wants the roles to alternate).
-    fn anthropic(model: &str, system: Option<&str>, history: &[Message], thinking: bool) -> Value {
+    fn anthropic(
+        model: &str,
+        system: Option<&str>,
+        history: &[Message],
+        thinking: bool,
+        brief: bool,
+    ) -> Value {
         let mut messages: Vec<(&str, Vec<Value>)> = Vec::new();
         for m in history {
             let (role, blocks) = match m.role {
@@ -1007,7 +1031,7 @@ mod oracle {
             .into_iter()
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
-        let tools: Vec<Value> = tools::definitions()
+        let tools: Vec<Value> = tools::offered(None, brief)
             .into_iter()
             .map(
                 |d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}),
@@ -1185,6 +1209,7 @@ mod streaming_tests {
                 tool_choice: limit.map(|t| [ToolChoice::Auto, ToolChoice::Required][usize::from(t % 2 == 0)]),
                 web_search: None,
                 objects: effort.is_some_and(|e| e % 2 == 0),
+                brief: breakpoints != key,
             };
             let built = Request::shaped(wire, "m", system, &history.0, &shape);
             let text = built.body.text();

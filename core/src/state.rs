@@ -1057,6 +1057,32 @@ mod tests {
         assert!(!line.contains("tool_choice"), "{line}");
     }
 
+    /// Under a small window, a file of version 7 on offers revolve's tools
+    /// in brief; a larger window, or an older file, whole.
+    #[test]
+    fn a_small_window_offers_the_tools_in_brief_from_version_7() {
+        let at = datetime!(2026-12-05 10:00 UTC);
+        let user = Record::Message(Message::user(at, "list the files"));
+        let body = |version: u32, window: u64| {
+            let h = Header {
+                version,
+                window,
+                ..header()
+            };
+            State::fold(&[Record::Header(h), user.clone()])
+                .request()
+                .body
+                .text()
+        };
+        let whole = "Large files: pass offset and limit";
+        let small = body(crate::record::FORMAT_VERSION, 4_096);
+        assert!(!small.contains(whole), "{small}");
+        assert!(small.contains(r#""description":"Read a text file of the working tree (or a path granted to this session).""#));
+        assert!(body(crate::record::FORMAT_VERSION, 100_000).contains(whole));
+        assert!(body(6, 4_096).contains(whole));
+        assert!(small.len() + 2_000 < body(6, 4_096).len());
+    }
+
     /// The effort thinks on the Anthropic wire from format 5 on; a
     /// format-4 log (whose requests sent nothing for it there) and the
     /// Chat Completions wire rebuild without it; no effort, no thinking.

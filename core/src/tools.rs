@@ -400,7 +400,10 @@ pub fn definitions() -> Vec<Definition> {
         },
         Definition {
             name: "web_fetch",
-            description: "Read a web page (http or https) as Markdown: a library's current docs,                           an issue, a changelog. Bounded in size and time; a long page is cut, the                           whole kept in a file you can read_file. The user may have to approve                           the site; private and local addresses need the user's rule.",
+            description: "Read a web page (http or https) as Markdown: a library's current docs, \
+                          an issue, a changelog. Bounded in size and time; a long page is cut, the \
+                          whole kept in a file you can read_file. The user may have to approve \
+                          the site; private and local addresses need the user's rule.",
             parameters: object(
                 json!({
                     "url": string("the http:// or https:// URL"),
@@ -413,13 +416,58 @@ pub fn definitions() -> Vec<Definition> {
 }
 
 /// The definitions offered: those named in `only`, else all of them, in
-/// the order of [`definitions`].
-pub fn offered(only: Option<&[String]>) -> Vec<Definition> {
+/// the order of [`definitions`]; each in [`brief`] when `brief`.
+pub fn offered(only: Option<&[String]>, brief: bool) -> Vec<Definition> {
     let mut all = definitions();
     if let Some(only) = only {
         all.retain(|d| only.iter().any(|name| name == d.name));
     }
+    if brief {
+        all = all.into_iter().map(self::brief).collect();
+    }
     all
+}
+
+/// A definition in brief, for a small window: its description's first
+/// sentence, and its arguments' schema without their descriptions (their
+/// names, types and which are required stay). The thirteen tools take
+/// about 2,500 tokens whole and 1,500 in brief: at a 4,096-token window
+/// the difference is a turn's room.
+pub fn brief(d: Definition) -> Definition {
+    Definition {
+        description: first_sentence(d.description),
+        parameters: undescribed(d.parameters),
+        ..d
+    }
+}
+
+/// `text` up to the end of its first sentence (a `.` or `;` before a
+/// space); all of it when it has one sentence.
+fn first_sentence(text: &str) -> &str {
+    let ends = text
+        .char_indices()
+        .zip(text.chars().skip(1))
+        .find(|((_, c), next)| matches!(c, '.' | ';') && next.is_whitespace());
+    match ends {
+        Some(((at, '.'), _)) => &text[..=at],
+        Some(((at, _), _)) => &text[..at],
+        None => text,
+    }
+}
+
+/// A JSON Schema without the `description` of its properties, at any
+/// depth (a property named `description` stays).
+fn undescribed(schema: Value) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter(|(k, v)| k != "description" || !v.is_string())
+                .map(|(k, v)| (k, undescribed(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(undescribed).collect()),
+        other => other,
+    }
 }
 
 /// Every built-in tool's name, in the order they are offered.
@@ -729,6 +777,48 @@ mod tests {
             shell.parameters.to_string().contains(&said),
             "{}",
             shell.parameters
+        );
+    }
+
+    #[test]
+    fn brief_definitions_keep_a_sentence_and_the_arguments_shape() {
+        let whole = offered(None, false);
+        let brief = offered(None, true);
+        assert_eq!(whole.len(), brief.len());
+        for (w, b) in whole.iter().zip(&brief) {
+            assert_eq!(w.name, b.name);
+            assert!(
+                w.description.starts_with(b.description),
+                "{}",
+                b.description
+            );
+            assert!(!b.description.is_empty() && !b.description.contains("  "));
+            assert_eq!(w.parameters["required"], b.parameters["required"]);
+            for (name, property) in b.parameters["properties"].as_object().unwrap() {
+                assert_eq!(property.get("description"), None, "{} {name}", b.name);
+                assert_eq!(property["type"], w.parameters["properties"][name]["type"]);
+            }
+        }
+        let read = &brief[0];
+        assert_eq!(
+            read.description,
+            "Read a text file of the working tree (or a path granted to this session)."
+        );
+        assert_eq!(first_sentence("Search files; bounded."), "Search files");
+        assert_eq!(first_sentence("One sentence"), "One sentence");
+        assert_eq!(first_sentence("e.g.x. Then"), "e.g.x.");
+        // Thirteen tools whole take about 2,500 tokens; in brief, at most
+        // two thirds of the bytes.
+        let bytes = |ds: &[Definition]| -> usize {
+            ds.iter()
+                .map(|d| d.description.len() + d.parameters.to_string().len())
+                .sum()
+        };
+        assert!(
+            bytes(&brief) * 3 < bytes(&whole) * 2,
+            "{} {}",
+            bytes(&brief),
+            bytes(&whole)
         );
     }
 

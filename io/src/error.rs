@@ -17,8 +17,21 @@ use std::fmt;
 pub enum Error {
     /// The command line or its arguments are wrong (exit 2).
     Usage(String),
-    /// Something failed while running (exit 1).
-    Runtime(String),
+    /// A turn's model request failed in a run that ends with it (a piped
+    /// line, `revolve compact`); the text is the session's, saying why
+    /// (exit 1).
+    Failed(String),
+    /// A rewind was refused: a file changed behind revolve's back, or
+    /// there is nothing to rewind; the text is the core's (exit 1).
+    Rewind(String),
+    /// `revolve mcp login`: the OAuth flow with a server failed (exit 1).
+    Login {
+        /// The server, as configured.
+        server: String,
+        /// What went wrong (a discovery, the browser's answer, the token
+        /// exchange).
+        why: String,
+    },
     /// revolve's own files: a log, a listing, a session not found (exit
     /// 1, or 2 for a session named that is not there, see
     /// [`revolve_store::error::Error::is_usage`]).
@@ -101,7 +114,9 @@ impl Error {
     pub fn code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,
-            Error::Runtime(_)
+            Error::Failed(_)
+            | Error::Rewind(_)
+            | Error::Login { .. }
             | Error::Stdin(_)
             | Error::Stdout(_)
             | Error::Terminal { .. }
@@ -141,7 +156,8 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Runtime(m) => f.write_str(m),
+            Error::Usage(m) | Error::Failed(m) | Error::Rewind(m) => f.write_str(m),
+            Error::Login { server, why } => write!(f, "cannot log in to {server}: {why}"),
             Error::Store(e) => e.fmt(f),
             Error::Provider(e) => e.fmt(f),
             Error::GoalNotMet(why) => write!(f, "the goal run ended without the goal met: {why}"),
@@ -326,6 +342,20 @@ mod tests {
                     .into(),
                 1
             )
+        );
+        assert_eq!(
+            shown(Error::Login {
+                server: "docs".into(),
+                why: "the browser did not come back".into()
+            }),
+            (
+                "cannot log in to docs: the browser did not come back".into(),
+                1
+            )
+        );
+        assert_eq!(
+            shown(Error::Failed("HTTP 500 from http://h/v1".into())),
+            ("HTTP 500 from http://h/v1".into(), 1)
         );
         assert_eq!(
             shown(Error::NotRunning("amber".into())),

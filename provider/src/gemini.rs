@@ -154,7 +154,7 @@ impl Provider for Gemini {
     /// The `totalTokens` of `countTokens` for the same request, or the
     /// count the server's refusal names when it is over the model's limit.
     fn count(&self, request: &Request) -> Option<u64> {
-        let body = request.body.counting(&request.model)?;
+        let body = request.counting()?;
         let url = self.url(&request.model, "countTokens");
         let asked =
             self.http

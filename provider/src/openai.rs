@@ -200,24 +200,20 @@ impl Provider for OpenAi {
         self.counts
     }
 
-    /// The prompt's count from an unstreamed request for one token (its
-    /// `usage.prompt_tokens`), or from the server's refusal when it is
-    /// larger than the context (the count the refusal names).
+    /// The prompt's count from an unstreamed request for one token, as
+    /// core builds it ([`Request::counting`]): its `usage.prompt_tokens`,
+    /// or the count the server's refusal names when the prompt is larger
+    /// than the context.
     fn count(&self, request: &Request) -> Option<u64> {
         if !self.counts {
             return None;
         }
-        let mut body: serde_json::Value = serde_json::from_str(&request.body.text()).ok()?;
-        let map = body.as_object_mut()?;
-        map.insert("stream".into(), false.into());
-        map.remove("stream_options");
-        map.remove("max_completion_tokens");
-        map.insert("max_tokens".into(), 1.into());
+        let body = request.counting()?;
         let headers = self.headers();
         match self.http.ask_json(
             &self.endpoint(),
             &headers,
-            Some(&body.to_string()),
+            Some(&body.text()),
             self.http.stall(),
         ) {
             Ok(answer) => answer["usage"]["prompt_tokens"]

@@ -12,9 +12,9 @@ use super::*;
 /// when it is made, by writing it to a counter.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Body {
-    head: String,
-    tail: String,
-    elements: Elements,
+    pub(super) head: String,
+    pub(super) tail: String,
+    pub(super) elements: Elements,
     len: usize,
     /// The bytes of its pictures' base64 and how many there are.
     pictures: (usize, usize),
@@ -22,7 +22,7 @@ pub struct Body {
 
 /// The `messages` array's elements.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Elements {
+pub(super) enum Elements {
     /// Chat Completions: the system prompt, then one element per message;
     /// `limited` bodies (version 2 on) give a calling answer empty text.
     OpenAi {
@@ -133,7 +133,7 @@ impl Body {
     }
 
     /// The body of `elements` in `outer` (which holds an empty `messages`).
-    fn around(outer: &Value, elements: Elements) -> Body {
+    pub(super) fn around(outer: &Value, elements: Elements) -> Body {
         let outer = outer.to_string();
         // Sorted keys put `messages` after only the answer's limit, a
         // number, `contents` first, and `input` after only `include`,

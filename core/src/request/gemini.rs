@@ -111,7 +111,7 @@ pub(super) fn outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
         body["systemInstruction"] = json!({"parts": [{"text": system}]});
     }
     if shape.tools {
-        let mut declarations: Vec<Value> = tools::offered(shape.builtin.as_deref())
+        let mut declarations: Vec<Value> = tools::offered(shape.builtin.as_deref(), shape.brief)
             .into_iter()
             .map(|d| declaration(d.name, d.description, &d.parameters))
             .collect();

@@ -38,7 +38,7 @@ pub(super) fn outer(model: &str, system: Option<&str>, shape: &Shape) -> Value {
         body["instructions"] = json!(system);
     }
     if shape.tools {
-        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref())
+        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref(), shape.brief)
             .into_iter()
             .map(|d| json!({"type": "function", "name": d.name, "description": d.description, "parameters": d.parameters}))
             .collect();

@@ -14,7 +14,7 @@ pub(super) fn openai_outer(model: &str, shape: &Shape) -> Value {
         "stream_options": {"include_usage": true},
     });
     if shape.tools {
-        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref())
+        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref(), shape.brief)
             .into_iter()
             .map(|d| json!({"type": "function", "function": {"name": d.name, "description": d.description, "parameters": d.parameters}}))
             .collect();
@@ -127,7 +127,7 @@ pub(super) fn anthropic_outer(model: &str, system: Option<&str>, shape: &Shape) 
         "stream": true,
     });
     if shape.tools {
-        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref())
+        let mut tools: Vec<Value> = tools::offered(shape.builtin.as_deref(), shape.brief)
             .into_iter()
             .map(|d| json!({"name": d.name, "description": d.description, "input_schema": d.parameters}))
             .collect();

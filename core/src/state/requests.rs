@@ -92,7 +92,19 @@ impl State {
             web_search: self.web_search.filter(|_| tools),
             objects: self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version)
                 >= ARGUMENTS_VERSION,
+            brief: self.brief_tools(),
         }
+    }
+
+    /// Whether this state's requests offer revolve's tools in brief: under
+    /// [`crate::prompt::BRIEF_BELOW`] tokens of window (as the builtin
+    /// memory documents are), for files of a version that does; older
+    /// files rebuild theirs whole.
+    pub(crate) fn brief_tools(&self) -> bool {
+        let version = self.header.as_ref().map_or(FORMAT_VERSION, |h| h.version);
+        version >= crate::record::BRIEF_TOOLS_VERSION
+            && self.window > 0
+            && self.window < crate::prompt::BRIEF_BELOW
     }
 
     /// Background commands, children and the parent's call, as folded.

@@ -117,11 +117,9 @@ pub fn login(l: &Login<'_>, open: &mut dyn FnMut(&str)) -> Result<LoggedIn, Stri
 }
 
 /// Forgets server `name`'s tokens (and its client); whether there were
-/// any.
-pub fn logout(tokens: &Tokens, name: &str) -> Result<bool, String> {
-    tokens
-        .update(name, |e| (None, e.is_some()))
-        .map_err(|e| format!("cannot write {}: {e}", tokens.path().display()))
+/// any. Fails as the tokens file's lock or write does.
+pub fn logout(tokens: &Tokens, name: &str) -> std::io::Result<bool> {
+    tokens.update(name, |e| (None, e.is_some()))
 }
 
 /// A session's side: the token to send to one server, refreshed when due.
