@@ -746,6 +746,20 @@ mod tests {
         }
     }
 
+    /// Every definition as the model receives it, pinned: the table they
+    /// are made from changes no byte of a request.
+    #[test]
+    fn the_definitions_are_pinned() {
+        let all: Vec<Value> = definitions()
+            .iter()
+            .map(|d| json!({"name": d.name, "description": d.description, "parameters": d.parameters}))
+            .collect();
+        insta::assert_snapshot!(
+            "definitions",
+            serde_json::to_string_pretty(&all).expect("JSON values serialize")
+        );
+    }
+
     #[test]
     fn head_tail_keeps_both_ends_on_char_boundaries() {
         let text = "é".repeat(10_000);
