@@ -46,6 +46,22 @@ enum Read {
     Present(fn(&Settings) -> Option<(Value, &'static str)>),
 }
 
+/// A row of a setting settled here.
+const fn own(name: &'static str, read: fn(&Settings) -> (Value, &'static str)) -> Row {
+    Row {
+        name,
+        read: Read::Own(read),
+    }
+}
+
+/// A row of one of the core's settings.
+const fn core(name: &'static str, read: fn(&revolve_core::Settings) -> Value) -> Row {
+    Row {
+        name,
+        read: Read::Core(read),
+    }
+}
+
 /// A setting's value and where it came from.
 fn shown<T: Serialize>(setting: &Setting<T>) -> (Value, &'static str) {
     (json!(setting.value), setting.source.as_str())
@@ -53,162 +69,89 @@ fn shown<T: Serialize>(setting: &Setting<T>) -> (Value, &'static str) {
 
 /// Every row, in the order `config show` prints them.
 const ROWS: &[Row] = &[
-    Row {
-        name: "provider",
-        read: Read::Own(|s| {
-            let value = match &s.replay {
-                Some(source) => json!(format!("replay:{source}")),
-                None => json!(s.speaks().name()),
-            };
-            (value, s.provider.source.as_str())
-        }),
-    },
-    Row {
-        name: "base_url",
-        read: Read::Own(|s| {
-            (
-                json!(redact_url_credentials(&s.base_url.value)),
-                s.base_url.source.as_str(),
-            )
-        }),
-    },
-    Row {
-        name: "model",
-        read: Read::Own(|s| shown(&s.model)),
-    },
-    Row {
-        name: "window",
-        read: Read::Own(|s| shown(&s.window)),
-    },
-    Row {
-        name: "models",
-        read: Read::Own(|s| {
-            let configured: Vec<&str> = s
-                .core
-                .models
-                .iter()
-                .filter(|(_, m)| m.configured)
-                .map(|(name, _)| name)
-                .collect();
-            let source = if configured.is_empty() {
-                Source::Default
-            } else {
-                Source::Config
-            };
-            (json!(configured), source.as_str())
-        }),
-    },
-    Row {
-        name: "max_cost",
-        // A number of dollars, as config.json takes it.
-        read: Read::Core(|c| json!(c.max_cost.map(nanos_dollars))),
-    },
-    Row {
-        name: "effort",
-        read: Read::Own(|s| {
-            (
-                json!(s.effort.value.map(|e| e.as_str())),
-                s.effort.source.as_str(),
-            )
-        }),
-    },
-    Row {
-        name: "tool_choice",
-        read: Read::Own(|s| {
-            (
-                json!(s.tool_choice.value.unwrap_or_default().as_str()),
-                s.tool_choice.source.as_str(),
-            )
-        }),
-    },
-    Row {
-        name: "retries",
-        read: Read::Own(|s| shown(&s.retries)),
-    },
-    Row {
-        name: "spill_result_chars",
-        read: Read::Core(|c| json!(c.spill_chars)),
-    },
-    Row {
-        name: "prune_result_chars",
-        read: Read::Core(|c| json!(c.prune_chars)),
-    },
-    Row {
-        name: "max_tool_rounds",
-        read: Read::Core(|c| json!(c.max_tool_rounds)),
-    },
-    Row {
-        name: "max_calls_per_answer",
-        read: Read::Core(|c| json!(c.max_calls_per_answer)),
-    },
-    Row {
-        name: "max_repeated_calls",
-        read: Read::Core(|c| json!(c.repeat_limit)),
-    },
-    Row {
-        name: "allow_shell",
-        read: Read::Core(|c| json!(c.allow_shell)),
-    },
-    Row {
-        name: "allow_edits",
-        read: Read::Core(|c| json!(c.allow_edits)),
-    },
-    Row {
-        name: "confirm_costly",
-        read: Read::Core(|c| json!(c.confirm_costly)),
-    },
-    Row {
-        name: "sandbox",
-        read: Read::Own(|s| (json!(s.sandbox.value.as_str()), s.sandbox.source.as_str())),
-    },
-    Row {
-        name: "sandbox_network",
-        read: Read::Own(|s| shown(&s.sandbox_network)),
-    },
-    Row {
-        name: "sandbox_writable",
-        read: Read::Own(|s| shown(&s.sandbox_writable)),
-    },
-    Row {
-        name: "permissions",
-        read: Read::Own(|s| {
-            let (allow, deny) = &s.rule_texts;
-            let source = if s.rules_from_flags {
-                "flag"
-            } else if allow.is_empty() && deny.is_empty() {
-                "default"
-            } else {
-                "config"
-            };
-            (json!({"allow": allow, "deny": deny}), source)
-        }),
-    },
-    Row {
-        name: "allow_mcp",
-        read: Read::Core(|c| json!(c.allow_mcp)),
-    },
-    Row {
-        name: "mcp_timeout_s",
-        read: Read::Core(|c| json!(c.mcp_timeout_s)),
-    },
-    Row {
-        name: "mcp_servers",
-        read: Read::Own(|s| {
-            let source = if s.mcp_servers.is_empty() {
-                "default"
-            } else {
-                "config"
-            };
-            (described(&s.mcp_servers), source)
-        }),
-    },
-    Row {
-        name: "api_key",
-        read: Read::Own(|s| match &s.key {
-            Some((var, _)) => (json!(var), "env"),
-            None => (Value::Null, "default"),
-        }),
-    },
+    own("provider", |s| {
+        let value = match &s.replay {
+            Some(source) => json!(format!("replay:{source}")),
+            None => json!(s.speaks().name()),
+        };
+        (value, s.provider.source.as_str())
+    }),
+    own("base_url", |s| {
+        (
+            json!(redact_url_credentials(&s.base_url.value)),
+            s.base_url.source.as_str(),
+        )
+    }),
+    own("model", |s| shown(&s.model)),
+    own("window", |s| shown(&s.window)),
+    own("models", |s| {
+        let configured: Vec<&str> = s
+            .core
+            .models
+            .iter()
+            .filter(|(_, m)| m.configured)
+            .map(|(name, _)| name)
+            .collect();
+        let source = if configured.is_empty() {
+            Source::Default
+        } else {
+            Source::Config
+        };
+        (json!(configured), source.as_str())
+    }),
+    // A number of dollars, as config.json takes it.
+    core("max_cost", |c| json!(c.max_cost.map(nanos_dollars))),
+    own("effort", |s| {
+        (
+            json!(s.effort.value.map(|e| e.as_str())),
+            s.effort.source.as_str(),
+        )
+    }),
+    own("tool_choice", |s| {
+        (
+            json!(s.tool_choice.value.unwrap_or_default().as_str()),
+            s.tool_choice.source.as_str(),
+        )
+    }),
+    own("retries", |s| shown(&s.retries)),
+    core("spill_result_chars", |c| json!(c.spill_chars)),
+    core("prune_result_chars", |c| json!(c.prune_chars)),
+    core("max_tool_rounds", |c| json!(c.max_tool_rounds)),
+    core("max_calls_per_answer", |c| json!(c.max_calls_per_answer)),
+    core("max_repeated_calls", |c| json!(c.repeat_limit)),
+    core("allow_shell", |c| json!(c.allow_shell)),
+    core("allow_edits", |c| json!(c.allow_edits)),
+    core("confirm_costly", |c| json!(c.confirm_costly)),
+    own("sandbox", |s| {
+        (json!(s.sandbox.value.as_str()), s.sandbox.source.as_str())
+    }),
+    own("sandbox_network", |s| shown(&s.sandbox_network)),
+    own("sandbox_writable", |s| shown(&s.sandbox_writable)),
+    own("permissions", |s| {
+        let (allow, deny) = &s.rule_texts;
+        let source = if s.rules_from_flags {
+            "flag"
+        } else if allow.is_empty() && deny.is_empty() {
+            "default"
+        } else {
+            "config"
+        };
+        (json!({"allow": allow, "deny": deny}), source)
+    }),
+    core("allow_mcp", |c| json!(c.allow_mcp)),
+    core("mcp_timeout_s", |c| json!(c.mcp_timeout_s)),
+    own("mcp_servers", |s| {
+        let source = if s.mcp_servers.is_empty() {
+            "default"
+        } else {
+            "config"
+        };
+        (described(&s.mcp_servers), source)
+    }),
+    own("api_key", |s| match &s.key {
+        Some((var, _)) => (json!(var), "env"),
+        None => (Value::Null, "default"),
+    }),
     Row {
         name: "mcp_project_servers",
         read: Read::Present(|s| {
