@@ -52,6 +52,12 @@ pub fn assert_replays_as_sent(env: &TestEnv, sent: &[String]) {
         replayed.stdout, expected,
         "replay --requests rebuilds every body byte for byte, in order"
     );
+    assert_log_whole(env);
+}
+
+/// `replay --check` finds the session's log whole: no line skipped, no
+/// inconsistency.
+pub fn assert_log_whole(env: &TestEnv) {
     let check = env.ok(&["replay", "--check"]);
     assert!(
         check

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
-use crate::common::fake::{assert_replays_as_sent, revolve_on};
+use crate::common::fake::{assert_log_whole, assert_replays_as_sent, revolve_on};
 use crate::common::{kinds, messages, pairs, records, regex_escape, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
@@ -1707,13 +1707,7 @@ fn signal_while_a_shell_command_runs(wire: Wire, signal: &str, code: i32, last: 
     assert_eq!(recs[7]["unsent"], true);
     assert_eq!(recs[8]["turns"], 1);
 
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_log_whole(&env);
 
     // The next turn sends a well-formed history: every call is answered.
     let next = wire.serve(vec![text("Resumed.", (20, 1))]);
@@ -1836,13 +1830,7 @@ fn a_crash_while_a_tool_runs_is_closed_by_the_next_run() {
     );
     assert_eq!(recs[6]["unsent"], true);
     assert_eq!(recs.last().unwrap()["turns"], 2);
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_log_whole(&env);
     let mut sent = bodies(&server);
     sent.extend(bodies(&next));
     let expected: String = sent.iter().map(|b| format!("{b}\n")).collect();
