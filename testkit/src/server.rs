@@ -448,11 +448,11 @@ impl Shared {
                 let usage = usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
                 format!(
                     r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
-                    json_string(&text)
+                    json_string(text)
                 )
             }
             FakeProtocol::Responses => {
-                let output = [responses::message(&text)];
+                let output = [responses::message(text)];
                 responses::response("completed", &output, usage).to_string()
             }
             FakeProtocol::Anthropic => {
@@ -470,7 +470,7 @@ impl Shared {
                 }
                 message.to_string()
             }
-            FakeProtocol::Gemini => gemini::whole(&text, usage),
+            FakeProtocol::Gemini => gemini::whole(text, usage),
         };
         write_head(stream, 200, "application/json", Some(body.len()), None)?;
         stream.write_all(body.as_bytes())
@@ -499,7 +499,7 @@ impl Shared {
                 json!({"data": data, "has_more": false,
                        "first_id": ids.first(), "last_id": ids.last()})
             }
-            FakeProtocol::Gemini => serde_json::from_str(&gemini::models(&ids)).unwrap_or_default(),
+            FakeProtocol::Gemini => serde_json::from_str(&gemini::models(ids)).unwrap_or_default(),
         }
         .to_string();
         write_head(stream, 200, "application/json", Some(body.len()), None)?;
@@ -580,7 +580,7 @@ impl Shared {
         // server, not the client, the slow side.
         let mut batch = Vec::new();
         while batch.len() < 64 * 1024 {
-            batch.extend_from_slice(self.piece_event(&piece).as_bytes());
+            batch.extend_from_slice(self.piece_event(piece).as_bytes());
         }
         let mut sent = 0;
         while sent < ENDLESS_CAP && !self.stop.load(Ordering::SeqCst) {
