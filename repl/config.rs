@@ -10,9 +10,7 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
-use revolve_core::config::{
-    self, pick, File, Preset, ProviderChoice, Setting, Source, WindowProbe,
-};
+use revolve_core::config::{self, pick, File, Preset, ProviderChoice, Setting, Source};
 
 use crate::cli::{Cli, ModelArgs};
 use crate::error::{out, Error};
@@ -379,57 +377,6 @@ impl Settings {
         self.rule_texts = (all_allow, all_deny);
         self.rules_from_flags |= !allow.is_empty() || !deny.is_empty();
         Ok(())
-    }
-
-    /// Asks the server for its context window when nobody gave one (no
-    /// flag, variable or config key) and the preset's server can say
-    /// (llama.cpp, Ollama, OpenRouter): the window is then the server's,
-    /// and `config show` says so. A server that does not answer within two
-    /// seconds leaves the default. Ollama, which cuts an overlong prompt
-    /// silently, is asked even when a window was given, and a smaller
-    /// context than the one given wins; the line returned says so.
-    pub fn learn_window(&mut self) -> Option<String> {
-        if self.replay.is_some() {
-            return None;
-        }
-        let probe = self.provider.value.window_probe()?;
-        // The table's window is a default still: the server knows better.
-        let given = (!matches!(self.window.source, Source::Default | Source::Table))
-            .then_some(self.window.value);
-        let key = self.key.as_ref().map(|(_, k)| k.clone());
-        let server = revolve_provider::OpenAi::new(&self.base_url.value, key);
-        // Where the window comes from: the server, or (Ollama saying
-        // nothing) Ollama's default context, a default still.
-        let (learned, source) = if probe == WindowProbe::OllamaShow {
-            let running = server.ollama_context(&self.model.value);
-            let source = if running.is_some() {
-                Source::Server
-            } else {
-                Source::Default
-            };
-            (config::ollama_window(given, running), source)
-        } else if given.is_none() {
-            (
-                server.context_window(probe, &self.model.value),
-                Source::Server,
-            )
-        } else {
-            (None, Source::Server)
-        };
-        let window = learned?;
-        let note = given.map(|given| {
-            format!(
-                "window: Ollama runs {} with a {window}-token context, below the {given} given, \
-                 and cuts a longer prompt silently: the window is {window} (raise num_ctx in \
-                 the model's Modelfile, or OLLAMA_CONTEXT_LENGTH on the server)",
-                self.model.value
-            )
-        });
-        self.window = Setting {
-            value: window,
-            source,
-        };
-        note
     }
 
     /// The variable the API key was read from, if one was.
