@@ -10,13 +10,12 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, FromArgMatches};
 use serde_json::json;
 
-use revolve_core::config::{
-    self, pick, redact_url_credentials, File, Preset, ProviderChoice, Setting, Source, WindowProbe,
-};
+use revolve_core::config::{self, pick, File, Preset, ProviderChoice, Setting, Source};
 
 use crate::cli::{Cli, ModelArgs};
 use crate::error::{out, Error};
 
+mod rows;
 mod settle;
 use settle::{core_settings, sandboxing, window_of, Flags};
 
@@ -380,57 +379,6 @@ impl Settings {
         Ok(())
     }
 
-    /// Asks the server for its context window when nobody gave one (no
-    /// flag, variable or config key) and the preset's server can say
-    /// (llama.cpp, Ollama, OpenRouter): the window is then the server's,
-    /// and `config show` says so. A server that does not answer within two
-    /// seconds leaves the default. Ollama, which cuts an overlong prompt
-    /// silently, is asked even when a window was given, and a smaller
-    /// context than the one given wins; the line returned says so.
-    pub fn learn_window(&mut self) -> Option<String> {
-        if self.replay.is_some() {
-            return None;
-        }
-        let probe = self.provider.value.window_probe()?;
-        // The table's window is a default still: the server knows better.
-        let given = (!matches!(self.window.source, Source::Default | Source::Table))
-            .then_some(self.window.value);
-        let key = self.key.as_ref().map(|(_, k)| k.clone());
-        let server = revolve_provider::OpenAi::new(&self.base_url.value, key);
-        // Where the window comes from: the server, or (Ollama saying
-        // nothing) Ollama's default context, a default still.
-        let (learned, source) = if probe == WindowProbe::OllamaShow {
-            let running = server.ollama_context(&self.model.value);
-            let source = if running.is_some() {
-                Source::Server
-            } else {
-                Source::Default
-            };
-            (config::ollama_window(given, running), source)
-        } else if given.is_none() {
-            (
-                server.context_window(probe, &self.model.value),
-                Source::Server,
-            )
-        } else {
-            (None, Source::Server)
-        };
-        let window = learned?;
-        let note = given.map(|given| {
-            format!(
-                "window: Ollama runs {} with a {window}-token context, below the {given} given, \
-                 and cuts a longer prompt silently: the window is {window} (raise num_ctx in \
-                 the model's Modelfile, or OLLAMA_CONTEXT_LENGTH on the server)",
-                self.model.value
-            )
-        });
-        self.window = Setting {
-            value: window,
-            source,
-        };
-        note
-    }
-
     /// The variable the API key was read from, if one was.
     pub fn key_var(&self) -> Option<&'static str> {
         self.key.as_ref().map(|(var, _)| *var)
@@ -467,174 +415,6 @@ impl Settings {
             .find(self.provider.value.name(), &self.model.value)
             .is_some_and(|(_, m)| m.responses == Some(true));
         self.provider.value.settled(first, &self.base_url.value)
-    }
-
-    /// The rows `config show` prints: name, value, source. The key row
-    /// names the variable the key came from, never the key; the base URL
-    /// shows no password.
-    fn rows(&self) -> Vec<(&'static str, serde_json::Value, &'static str)> {
-        let s = |v: &Setting<String>| (json!(v.value), v.source.as_str());
-        let n = |v: u64, source: Source| (json!(v), source.as_str());
-        // A setting of the core's, by its name here.
-        let core = |name: &'static str, v: serde_json::Value| (v, self.source(name).as_str());
-        let c = &self.core;
-        let rows = [
-            (
-                "provider",
-                (
-                    match &self.replay {
-                        Some(source) => json!(format!("replay:{source}")),
-                        None => json!(self.speaks().name()),
-                    },
-                    self.provider.source.as_str(),
-                ),
-            ),
-            (
-                "base_url",
-                (
-                    json!(redact_url_credentials(&self.base_url.value)),
-                    self.base_url.source.as_str(),
-                ),
-            ),
-            ("model", s(&self.model)),
-            ("window", n(self.window.value, self.window.source)),
-            ("models", {
-                let configured: Vec<&str> = c
-                    .models
-                    .iter()
-                    .filter(|(_, m)| m.configured)
-                    .map(|(name, _)| name)
-                    .collect();
-                let source = if configured.is_empty() {
-                    Source::Default
-                } else {
-                    Source::Config
-                };
-                (json!(configured), source.as_str())
-            }),
-            (
-                "max_cost",
-                // A number of dollars, as config.json takes it.
-                core("max_cost", json!(c.max_cost.map(nanos_dollars))),
-            ),
-            (
-                "effort",
-                (
-                    json!(self.effort.value.map(|e| e.as_str())),
-                    self.effort.source.as_str(),
-                ),
-            ),
-            (
-                "tool_choice",
-                (
-                    json!(self.tool_choice.value.unwrap_or_default().as_str()),
-                    self.tool_choice.source.as_str(),
-                ),
-            ),
-            ("retries", n(self.retries.value.into(), self.retries.source)),
-            (
-                "spill_result_chars",
-                core("spill_result_chars", json!(c.spill_chars)),
-            ),
-            (
-                "prune_result_chars",
-                core("prune_result_chars", json!(c.prune_chars)),
-            ),
-            (
-                "max_tool_rounds",
-                core("max_tool_rounds", json!(c.max_tool_rounds)),
-            ),
-            (
-                "max_calls_per_answer",
-                core("max_calls_per_answer", json!(c.max_calls_per_answer)),
-            ),
-            (
-                "max_repeated_calls",
-                core("max_repeated_calls", json!(c.repeat_limit)),
-            ),
-            ("allow_shell", core("allow_shell", json!(c.allow_shell))),
-            ("allow_edits", core("allow_edits", json!(c.allow_edits))),
-            (
-                "confirm_costly",
-                core("confirm_costly", json!(c.confirm_costly)),
-            ),
-            (
-                "sandbox",
-                (
-                    json!(self.sandbox.value.as_str()),
-                    self.sandbox.source.as_str(),
-                ),
-            ),
-            (
-                "sandbox_network",
-                (
-                    json!(self.sandbox_network.value),
-                    self.sandbox_network.source.as_str(),
-                ),
-            ),
-            (
-                "sandbox_writable",
-                (
-                    json!(self.sandbox_writable.value),
-                    self.sandbox_writable.source.as_str(),
-                ),
-            ),
-            (
-                "permissions",
-                (
-                    json!({"allow": self.rule_texts.0, "deny": self.rule_texts.1}),
-                    if self.rules_from_flags {
-                        "flag"
-                    } else if self.rule_texts.0.is_empty() && self.rule_texts.1.is_empty() {
-                        "default"
-                    } else {
-                        "config"
-                    },
-                ),
-            ),
-            ("allow_mcp", core("allow_mcp", json!(c.allow_mcp))),
-            (
-                "mcp_timeout_s",
-                core("mcp_timeout_s", json!(c.mcp_timeout_s)),
-            ),
-            (
-                "mcp_servers",
-                (
-                    json!(self
-                        .mcp_servers
-                        .iter()
-                        .map(|s| (s.name.clone(), json!(revolve_core::mcp::describe(s))))
-                        .collect::<serde_json::Map<_, _>>()),
-                    if self.mcp_servers.is_empty() {
-                        "default"
-                    } else {
-                        "config"
-                    },
-                ),
-            ),
-            (
-                "api_key",
-                match &self.key {
-                    Some((var, _)) => (json!(var), "env"),
-                    None => (serde_json::Value::Null, "default"),
-                },
-            ),
-        ];
-        let mut rows: Vec<_> = rows.into_iter().map(|(k, (v, s))| (k, v, s)).collect();
-        if let Some((file, servers, approved)) = &self.mcp_project {
-            let described: serde_json::Map<_, _> = servers
-                .iter()
-                .map(|s| (s.name.clone(), json!(revolve_core::mcp::describe(s))))
-                .collect();
-            rows.push((
-                "mcp_project_servers",
-                json!({"file": file, "approved": approved, "servers": described}),
-                // A config file too (`--json` says so); the table says
-                // whose: the project's.
-                "config",
-            ));
-        }
-        rows
     }
 }
 

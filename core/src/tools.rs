@@ -167,36 +167,18 @@ impl Tool {
     }
 
     /// Whether the tool cannot change anything, so a planning session
-    /// (`--plan`, `/plan`) runs it: the readers (`read_file`, `list_dir`,
-    /// `grep`, `agent_info`, `skill`), a grant to read
-    /// (`request_file_grant`, still approved as ever) and `shell`, whose
-    /// commands then run in the read-only sandbox (refused where none
-    /// enforces it). `remember` and `GoalProgress` write the project's
-    /// memory and goal, `edit_file` and `write_file` the tree: refused.
-    /// MCP tools are refused too (see [`crate::mcp`]): what a server does
-    /// is its own, and its `readOnlyHint` is only its word. `web_fetch`
-    /// changes nothing here, but it reaches out: while planning it runs
-    /// only when a permission rule allows it (its gate says so). The match
-    /// is exhaustive, so a new tool decides here.
+    /// (`--plan`, `/plan`) runs it, as its row of [`SPECS`] says: the
+    /// readers (`read_file`, `list_dir`, `grep`, `agent_info`, `skill`), a
+    /// grant to read (`request_file_grant`, still approved as ever) and
+    /// `shell`, whose commands then run in the read-only sandbox (refused
+    /// where none enforces it). `remember` and `GoalProgress` write the
+    /// project's memory and goal, `edit_file` and `write_file` the tree:
+    /// refused. MCP tools are refused too (see [`crate::mcp`]): what a
+    /// server does is its own, and its `readOnlyHint` is only its word.
+    /// `web_fetch` changes nothing here, but it reaches out: while planning
+    /// it runs only when a permission rule allows it (its gate says so).
     pub(crate) fn changes_nothing(&self) -> bool {
-        match self {
-            Tool::ReadFile { .. }
-            | Tool::ListDir { .. }
-            | Tool::Grep { .. }
-            | Tool::AgentInfo
-            | Tool::Skill { .. }
-            | Tool::RequestFileGrant { .. }
-            | Tool::UpdatePlan { .. }
-            | Tool::Shell { .. }
-            | Tool::ShellOutput { .. }
-            | Tool::ShellKill { .. }
-            | Tool::Task { .. }
-            | Tool::WebFetch { .. } => true,
-            Tool::Remember { .. }
-            | Tool::GoalProgress { .. }
-            | Tool::EditFile { .. }
-            | Tool::WriteFile { .. } => false,
-        }
+        spec(self.name()).is_some_and(|s| s.changes_nothing)
     }
 
     /// The path of an edit (`edit_file`, `write_file`), which the session
@@ -220,212 +202,20 @@ pub struct Definition {
     pub parameters: Value,
 }
 
-/// Every tool, in the order they are offered.
+/// Every tool, in the order they are offered: one row of [`SPECS`] each.
 pub fn definitions() -> Vec<Definition> {
-    let string = |d: &str| json!({"type": "string", "description": d});
-    let integer = |d: &str| json!({"type": "integer", "minimum": 0, "description": d});
-    let object = |props: Value, required: &[&str]| json!({"type": "object", "properties": props, "required": required});
-    vec![
-        Definition {
-            name: "read_file",
-            description:
-                "Read a text file of the working tree (or a path granted to this session). \
-                          Large files: pass offset and limit to read a range of lines.",
-            parameters: object(
-                json!({
-                    "path": string("path, relative to the working directory or absolute"),
-                    "offset": integer("first line to read, 1-based"),
-                    "limit": integer("how many lines to read"),
-                }),
-                &["path"],
-            ),
-        },
-        Definition {
-            name: "list_dir",
-            description: "List the entries of a directory of the working tree (or a granted path); \
-                          hidden and gitignored entries are left out, as grep leaves them out.",
-            parameters: object(json!({"path": string("directory path")}), &["path"]),
-        },
-        Definition {
-            name: "grep",
-            description:
-                "Search files for a regular expression; prints path:line:text for each match, \
-                          bounded in size.",
-            parameters: object(
-                json!({
-                    "pattern": string("regular expression"),
-                    "path": string("file or directory to search (default: the working directory)"),
-                }),
-                &["pattern"],
-            ),
-        },
-        Definition {
-            name: "shell",
-            description:
-                "Run a shell command (sh -c) in the working directory and return its exit \
-                          status, stdout and stderr. The user may have to approve it. With \
-                          background true it starts the command (a server, a watch build) and \
-                          returns its id at once: read it with shell_output, stop it with \
-                          shell_kill; it is killed when the session ends.",
-            parameters: object(
-                json!({
-                    "command": string("the command line"),
-                    "timeout_s": integer("seconds before the command is killed (default 120)"),
-                    "background": {"type": "boolean", "description": "start it and return its id at once"},
-                }),
-                &["command"],
-            ),
-        },
-        Definition {
-            name: "shell_output",
-            description: "What a background shell command printed since the last read, and \
-                          whether it ended (with its exit status).",
-            parameters: object(json!({"id": string("the id shell returned")}), &["id"]),
-        },
-        Definition {
-            name: "shell_kill",
-            description: "Kill a background shell command and everything it started.",
-            parameters: object(json!({"id": string("the id shell returned")}), &["id"]),
-        },
-        Definition {
-            name: "edit_file",
-            description: "Replace exact text in a file of the working tree (or a granted path). \
-                          Read the file first: a file this session has not read, or that changed \
-                          since, is refused. old_string must match once (whitespace included) \
-                          unless replace_all is true. The user may have to approve the change.",
-            parameters: object(
-                json!({
-                    "path": string("path, relative to the working directory or absolute"),
-                    "old_string": string("the exact text to replace"),
-                    "new_string": string("the text to put in its place"),
-                    "replace_all": {"type": "boolean", "description": "replace every match"},
-                }),
-                &["path", "old_string", "new_string"],
-            ),
-        },
-        Definition {
-            name: "write_file",
-            description: "Create a file, or replace a whole file this session has read, in the \
-                          working tree (or a granted path). The folder must exist. The user may \
-                          have to approve the change.",
-            parameters: object(
-                json!({
-                    "path": string("path, relative to the working directory or absolute"),
-                    "content": string("the whole new content"),
-                }),
-                &["path", "content"],
-            ),
-        },
-        Definition {
-            name: "request_file_grant",
-            description: "Ask the user to let this session read a path outside the working tree.",
-            parameters: object(
-                json!({"path": string("absolute path"), "reason": string("why you need it")}),
-                &["path"],
-            ),
-        },
-        Definition {
-            name: "remember",
-            description: "Save one durable fact or habit to this project's memory, which is loaded into \
-                          every later session. One label per file; content is the whole file (markdown); \
-                          empty content deletes it. An existing label is refused unless replace is true.",
-            parameters: object(
-                json!({
-                    "label": string("file name without .md: letters, digits, '-', '_', '.'"),
-                    "content": string("the whole file; empty to delete it"),
-                    "replace": {"type": "boolean", "description": "overwrite an existing file"},
-                }),
-                &["label", "content"],
-            ),
-        },
-        Definition {
-            name: "GoalProgress",
-            description: "Record what just advanced the user's standing goal, when it happens. \
-                          Set met to true to propose that the objective is reached; only the user ends it.",
-            parameters: object(
-                json!({
-                    "note": string("what advanced, in one line"),
-                    "met": {"type": "boolean", "description": "propose the objective reached"},
-                }),
-                &["note"],
-            ),
-        },
-        Definition {
-            name: "skill",
-            description: "Read a skill the prompt lists: its instructions and files.",
-            parameters: object(json!({"name": string("its name")}), &["name"]),
-        },
-        Definition {
-            name: "task",
-            description: "Hand a self-contained piece of work to a subagent: a child session \
-                          with its own window that sees only your prompt, may use only the tools \
-                          its definition allows (read-only by default) and answers once; its \
-                          answer is the result. Several task calls in one answer run side by side.",
-            parameters: object(
-                json!({
-                    "description": string("three to five words on what it does"),
-                    "prompt": string("the whole task: the child sees nothing else"),
-                    "subagent": string("the subagent definition to run (default: a read-only helper)"),
-                }),
-                &["description", "prompt"],
-            ),
-        },
-        Definition {
-            name: "agent_info",
-            description:
-                "This session's id and name, its log file, the project key and directory, \
-                          and the state and config roots.",
-            parameters: object(json!({}), &[]),
-        },
-        Definition {
-            name: "update_plan",
-            description: "Keep a visible plan for work of several steps: give the whole list each \
-                          time, each step pending, in_progress (one at a time) or done. The user \
-                          sees it; it survives compaction.",
-            parameters: object(
-                json!({
-                    "steps": {
-                        "type": "array",
-                        "items": object(
-                            json!({
-                                "step": string("what the step is, one line"),
-                                "status": {"type": "string", "enum": ["pending", "in_progress", "done"]},
-                            }),
-                            &["step", "status"],
-                        ),
-                    },
-                }),
-                &["steps"],
-            ),
-        },
-        Definition {
-            name: "web_fetch",
-            description: "Read a web page (http or https) as Markdown: a library's current docs, \
-                          an issue, a changelog. Bounded in size and time; a long page is cut, the \
-                          whole kept in a file you can read_file. The user may have to approve \
-                          the site; private and local addresses need the user's rule.",
-            parameters: object(
-                json!({
-                    "url": string("the http:// or https:// URL"),
-                    "prompt": string("what you want from the page (shown with its text)"),
-                }),
-                &["url"],
-            ),
-        },
-    ]
+    SPECS.iter().map(Spec::definition).collect()
 }
 
 /// The definitions offered: those named in `only`, else all of them, in
 /// the order of [`definitions`]; each in [`brief`] when `brief`.
 pub fn offered(only: Option<&[String]>, brief: bool) -> Vec<Definition> {
-    let mut all = definitions();
-    if let Some(only) = only {
-        all.retain(|d| only.iter().any(|name| name == d.name));
-    }
-    if brief {
-        all = all.into_iter().map(self::brief).collect();
-    }
-    all
+    SPECS
+        .iter()
+        .filter(|s| only.is_none_or(|only| only.iter().any(|name| name == s.name)))
+        .map(Spec::definition)
+        .map(|d| if brief { self::brief(d) } else { d })
+        .collect()
 }
 
 /// A definition in brief, for a small window: its description's first
@@ -472,8 +262,320 @@ fn undescribed(schema: Value) -> Value {
 
 /// Every built-in tool's name, in the order they are offered.
 pub fn names() -> Vec<&'static str> {
-    definitions().into_iter().map(|d| d.name).collect()
+    SPECS.iter().map(|s| s.name).collect()
 }
+
+/// A built-in tool as the model is told of it, and what the session needs
+/// to know of it before it runs: one row of [`SPECS`] (ripgrep's flag
+/// definitions are kept the same way). A new tool is a new row, a
+/// variant of [`Tool`] and an arm of [`parse`].
+struct Spec {
+    /// The name the model calls it by ([`Tool::name`]).
+    name: &'static str,
+    /// What it does, as the model reads it.
+    description: &'static str,
+    /// Its arguments, in the order the schema lists them.
+    params: &'static [Param],
+    /// Whether it cannot change anything, so a planning session (`--plan`,
+    /// `/plan`) runs it (see [`Tool::changes_nothing`]).
+    changes_nothing: bool,
+}
+
+/// One argument of a tool.
+struct Param {
+    /// The argument's name.
+    name: &'static str,
+    /// Whether the model must give it.
+    required: bool,
+    /// What it holds.
+    kind: Kind,
+}
+
+/// What an argument holds, with the text that tells the model.
+enum Kind {
+    /// A string.
+    Text(&'static str),
+    /// A whole number from 0.
+    Count(&'static str),
+    /// A boolean.
+    Flag(&'static str),
+    /// One of a few strings, which say themselves.
+    OneOf(&'static [&'static str]),
+    /// A list of objects with these fields.
+    List(&'static [Param]),
+}
+
+const fn text(name: &'static str, description: &'static str) -> Param {
+    Param {
+        name,
+        required: false,
+        kind: Kind::Text(description),
+    }
+}
+
+const fn count(name: &'static str, description: &'static str) -> Param {
+    Param {
+        name,
+        required: false,
+        kind: Kind::Count(description),
+    }
+}
+
+const fn flag(name: &'static str, description: &'static str) -> Param {
+    Param {
+        name,
+        required: false,
+        kind: Kind::Flag(description),
+    }
+}
+
+impl Param {
+    /// The same argument, which the model must give.
+    const fn required(self) -> Param {
+        Param {
+            required: true,
+            ..self
+        }
+    }
+
+    /// Its JSON Schema.
+    fn schema(&self) -> Value {
+        match self.kind {
+            Kind::Text(d) => json!({"type": "string", "description": d}),
+            Kind::Count(d) => json!({"type": "integer", "minimum": 0, "description": d}),
+            Kind::Flag(d) => json!({"type": "boolean", "description": d}),
+            Kind::OneOf(values) => json!({"type": "string", "enum": values}),
+            Kind::List(fields) => json!({"type": "array", "items": object(fields)}),
+        }
+    }
+}
+
+/// The JSON Schema of an object with `fields`.
+fn object(fields: &[Param]) -> Value {
+    let properties: serde_json::Map<String, Value> = fields
+        .iter()
+        .map(|p| (p.name.to_owned(), p.schema()))
+        .collect();
+    let required: Vec<&str> = fields
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name)
+        .collect();
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+impl Spec {
+    fn definition(&self) -> Definition {
+        Definition {
+            name: self.name,
+            description: self.description,
+            parameters: object(self.params),
+        }
+    }
+}
+
+/// The row of the built-in tool `name`.
+fn spec(name: &str) -> Option<&'static Spec> {
+    SPECS.iter().find(|s| s.name == name)
+}
+
+const PATH: &str = "path, relative to the working directory or absolute";
+const SHELL_ID: &str = "the id shell returned";
+
+/// Every built-in tool, in the order they are offered.
+const SPECS: &[Spec] = &[
+    Spec {
+        name: "read_file",
+        description: "Read a text file of the working tree (or a path granted to this session). \
+                      Large files: pass offset and limit to read a range of lines.",
+        params: &[
+            text("path", PATH).required(),
+            count("offset", "first line to read, 1-based"),
+            count("limit", "how many lines to read"),
+        ],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "list_dir",
+        description: "List the entries of a directory of the working tree (or a granted path); \
+                      hidden and gitignored entries are left out, as grep leaves them out.",
+        params: &[text("path", "directory path").required()],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "grep",
+        description: "Search files for a regular expression; prints path:line:text for each \
+                      match, bounded in size.",
+        params: &[
+            text("pattern", "regular expression").required(),
+            text(
+                "path",
+                "file or directory to search (default: the working directory)",
+            ),
+        ],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "shell",
+        description: "Run a shell command (sh -c) in the working directory and return its exit \
+                      status, stdout and stderr. The user may have to approve it. With \
+                      background true it starts the command (a server, a watch build) and \
+                      returns its id at once: read it with shell_output, stop it with \
+                      shell_kill; it is killed when the session ends.",
+        params: &[
+            text("command", "the command line").required(),
+            count(
+                "timeout_s",
+                "seconds before the command is killed (default 120)",
+            ),
+            flag("background", "start it and return its id at once"),
+        ],
+        // Its commands then run in the read-only sandbox (refused where
+        // none enforces it).
+        changes_nothing: true,
+    },
+    Spec {
+        name: "shell_output",
+        description: "What a background shell command printed since the last read, and \
+                      whether it ended (with its exit status).",
+        params: &[text("id", SHELL_ID).required()],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "shell_kill",
+        description: "Kill a background shell command and everything it started.",
+        params: &[text("id", SHELL_ID).required()],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "edit_file",
+        description: "Replace exact text in a file of the working tree (or a granted path). \
+                      Read the file first: a file this session has not read, or that changed \
+                      since, is refused. old_string must match once (whitespace included) \
+                      unless replace_all is true. The user may have to approve the change.",
+        params: &[
+            text("path", PATH).required(),
+            text("old_string", "the exact text to replace").required(),
+            text("new_string", "the text to put in its place").required(),
+            flag("replace_all", "replace every match"),
+        ],
+        changes_nothing: false,
+    },
+    Spec {
+        name: "write_file",
+        description: "Create a file, or replace a whole file this session has read, in the \
+                      working tree (or a granted path). The folder must exist. The user may \
+                      have to approve the change.",
+        params: &[
+            text("path", PATH).required(),
+            text("content", "the whole new content").required(),
+        ],
+        changes_nothing: false,
+    },
+    Spec {
+        name: "request_file_grant",
+        description: "Ask the user to let this session read a path outside the working tree.",
+        params: &[
+            text("path", "absolute path").required(),
+            text("reason", "why you need it"),
+        ],
+        // A grant to read, still approved as ever.
+        changes_nothing: true,
+    },
+    Spec {
+        name: "remember",
+        description: "Save one durable fact or habit to this project's memory, which is loaded \
+                      into every later session. One label per file; content is the whole file \
+                      (markdown); empty content deletes it. An existing label is refused unless \
+                      replace is true.",
+        params: &[
+            text(
+                "label",
+                "file name without .md: letters, digits, '-', '_', '.'",
+            )
+            .required(),
+            text("content", "the whole file; empty to delete it").required(),
+            flag("replace", "overwrite an existing file"),
+        ],
+        changes_nothing: false,
+    },
+    Spec {
+        name: "GoalProgress",
+        description: "Record what just advanced the user's standing goal, when it happens. \
+                      Set met to true to propose that the objective is reached; only the user \
+                      ends it.",
+        params: &[
+            text("note", "what advanced, in one line").required(),
+            flag("met", "propose the objective reached"),
+        ],
+        changes_nothing: false,
+    },
+    Spec {
+        name: "skill",
+        description: "Read a skill the prompt lists: its instructions and files.",
+        params: &[text("name", "its name").required()],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "task",
+        description: "Hand a self-contained piece of work to a subagent: a child session \
+                      with its own window that sees only your prompt, may use only the tools \
+                      its definition allows (read-only by default) and answers once; its \
+                      answer is the result. Several task calls in one answer run side by side.",
+        params: &[
+            text("description", "three to five words on what it does").required(),
+            text("prompt", "the whole task: the child sees nothing else").required(),
+            text(
+                "subagent",
+                "the subagent definition to run (default: a read-only helper)",
+            ),
+        ],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "agent_info",
+        description: "This session's id and name, its log file, the project key and directory, \
+                      and the state and config roots.",
+        params: &[],
+        changes_nothing: true,
+    },
+    Spec {
+        name: "update_plan",
+        description: "Keep a visible plan for work of several steps: give the whole list each \
+                      time, each step pending, in_progress (one at a time) or done. The user \
+                      sees it; it survives compaction.",
+        params: &[Param {
+            name: "steps",
+            required: true,
+            kind: Kind::List(&[
+                text("step", "what the step is, one line").required(),
+                Param {
+                    name: "status",
+                    required: true,
+                    kind: Kind::OneOf(&["pending", "in_progress", "done"]),
+                },
+            ]),
+        }],
+        changes_nothing: true,
+    },
+    Spec {
+        name: crate::web::TOOL,
+        description: "Read a web page (http or https) as Markdown: a library's current docs, \
+                      an issue, a changelog. Bounded in size and time; a long page is cut, the \
+                      whole kept in a file you can read_file. The user may have to approve \
+                      the site; private and local addresses need the user's rule.",
+        params: &[
+            text("url", "the http:// or https:// URL").required(),
+            text(
+                "prompt",
+                "what you want from the page (shown with its text)",
+            ),
+        ],
+        // It changes nothing here but reaches out: while planning it runs
+        // only when a permission rule allows it (its gate says so).
+        changes_nothing: true,
+    },
+];
 
 /// How long a shell command may run: the model's `timeout_s`, else
 /// [`policy::SHELL_TIMEOUT_S`], within 1 to [`policy::SHELL_MAX_TIMEOUT_S`]
@@ -557,13 +659,10 @@ pub fn parse(call: &ToolCall) -> Result<Tool, String> {
                 cached: None,
             })
         }),
-        other => {
-            let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
-            Err(format!(
-                "error: there is no tool named {other:?}; the tools are {}",
-                names.join(", ")
-            ))
-        }
+        other => Err(format!(
+            "error: there is no tool named {other:?}; the tools are {}",
+            names().join(", ")
+        )),
     }?;
     nonempty(call, tool)
 }
@@ -833,6 +932,60 @@ mod tests {
                 "{}",
                 d.name
             );
+        }
+    }
+
+    /// Every definition as the model receives it, pinned: the table they
+    /// are made from changes no byte of a request.
+    #[test]
+    fn the_definitions_are_pinned() {
+        let all: Vec<Value> = definitions()
+            .iter()
+            .map(|d| json!({"name": d.name, "description": d.description, "parameters": d.parameters}))
+            .collect();
+        insta::assert_snapshot!(
+            "definitions",
+            serde_json::to_string_pretty(&all).expect("JSON values serialize")
+        );
+    }
+
+    /// Every row parses into the tool of its name, and its row says
+    /// whether a planning session runs it: the writers of memory, goal
+    /// and tree are refused, the rest run.
+    #[test]
+    fn each_row_is_its_tool_and_says_whether_it_changes_anything() {
+        let calls = [
+            ("read_file", r#"{"path":"a"}"#, true),
+            ("list_dir", r#"{"path":"a"}"#, true),
+            ("grep", r#"{"pattern":"a"}"#, true),
+            ("shell", r#"{"command":"ls"}"#, true),
+            ("shell_output", r#"{"id":"1"}"#, true),
+            ("shell_kill", r#"{"id":"1"}"#, true),
+            (
+                "edit_file",
+                r#"{"path":"a","old_string":"x","new_string":"y"}"#,
+                false,
+            ),
+            ("write_file", r#"{"path":"a","content":"x"}"#, false),
+            ("request_file_grant", r#"{"path":"/a"}"#, true),
+            ("remember", r#"{"label":"a","content":"x"}"#, false),
+            ("GoalProgress", r#"{"note":"x"}"#, false),
+            ("skill", r#"{"name":"a"}"#, true),
+            ("task", r#"{"description":"a","prompt":"x"}"#, true),
+            ("agent_info", "{}", true),
+            (
+                "update_plan",
+                r#"{"steps":[{"step":"a","status":"done"}]}"#,
+                true,
+            ),
+            ("web_fetch", r#"{"url":"https://example.com/"}"#, true),
+        ];
+        let named: Vec<&str> = calls.iter().map(|(name, _, _)| *name).collect();
+        assert_eq!(named, names(), "one call of each row, in order");
+        for (name, args, changes_nothing) in calls {
+            let tool = parse(&call(name, args)).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(tool.name(), name);
+            assert_eq!(tool.changes_nothing(), changes_nothing, "{name}");
         }
     }
 

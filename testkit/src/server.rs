@@ -401,40 +401,7 @@ impl Shared {
                 let reply = self.ramble(&piece, None, None);
                 self.answer(stream, reply)
             }
-            FakeReply::Json { text, usage } => {
-                let body = match self.protocol {
-                    FakeProtocol::OpenAi => {
-                        let usage =
-                            usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
-                        format!(
-                            r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
-                            json_string(&text)
-                        )
-                    }
-                    FakeProtocol::Responses => {
-                        let output = [responses::message(&text)];
-                        responses::response("completed", &output, usage).to_string()
-                    }
-                    FakeProtocol::Anthropic => {
-                        let mut message = json!({
-                            "id": "msg_fake",
-                            "type": "message",
-                            "role": "assistant",
-                            "model": "fake",
-                            "content": [{"type": "text", "text": text}],
-                            "stop_reason": "end_turn",
-                            "stop_sequence": null,
-                        });
-                        if let Some((p, c)) = usage {
-                            message["usage"] = json!({"input_tokens": p, "output_tokens": c});
-                        }
-                        message.to_string()
-                    }
-                    FakeProtocol::Gemini => gemini::whole(&text, usage),
-                };
-                write_head(stream, 200, "application/json", Some(body.len()), None)?;
-                stream.write_all(body.as_bytes())
-            }
+            FakeReply::Json { text, usage } => self.whole(stream, &text, usage),
             FakeReply::Status {
                 code,
                 body,
@@ -457,54 +424,9 @@ impl Shared {
                 }
                 self.answer(stream, *reply)
             }
-            FakeReply::Models(ids) => {
-                let body = match self.protocol {
-                    FakeProtocol::OpenAi | FakeProtocol::Responses => {
-                        let data: Vec<_> = ids
-                            .iter()
-                            .map(|id| json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}))
-                            .collect();
-                        json!({"object": "list", "data": data})
-                    }
-                    FakeProtocol::Anthropic => {
-                        let data: Vec<_> = ids
-                            .iter()
-                            .map(|id| json!({"type": "model", "id": id, "display_name": id,
-                                             "created_at": "2026-01-01T00:00:00Z"}))
-                            .collect();
-                        json!({"data": data, "has_more": false,
-                               "first_id": ids.first(), "last_id": ids.last()})
-                    }
-                    FakeProtocol::Gemini => serde_json::from_str(&gemini::models(&ids))
-                        .unwrap_or_default(),
-                }
-                .to_string();
-                write_head(stream, 200, "application/json", Some(body.len()), None)?;
-                stream.write_all(body.as_bytes())
-            }
+            FakeReply::Models(ids) => self.models(stream, &ids),
             FakeReply::Hang => self.stall(stream),
-            FakeReply::TrickleHead { every } => {
-                let head = b"HTTP/1.1 200 OK\r\nx-trickle: ";
-                for i in 0.. {
-                    let byte = head.get(i).copied().unwrap_or(b'a');
-                    let deadline = Instant::now() + every;
-                    while Instant::now() < deadline {
-                        if self.stop.load(Ordering::SeqCst) {
-                            return Ok(());
-                        }
-                        thread::sleep(POLL.min(every));
-                    }
-                    // A write error is the client hanging up: the end.
-                    if stream
-                        .write_all(&[byte])
-                        .and_then(|()| stream.flush())
-                        .is_err()
-                    {
-                        return Ok(());
-                    }
-                }
-                Ok(())
-            }
+            FakeReply::TrickleHead { every } => self.trickle_head(stream, every),
             FakeReply::Slow { chunks, every } => {
                 write_head(stream, 200, "text/event-stream", None, None)?;
                 self.text_start(stream)?;
@@ -514,67 +436,161 @@ impl Shared {
                 }
                 self.text_end(stream)
             }
-            FakeReply::Keepalive { chunks, every } => {
-                write_head(stream, 200, "text/event-stream", None, None)?;
-                self.text_start(stream)?;
-                for piece in &chunks {
-                    self.text_piece(stream, piece)?;
-                }
-                let empty = match self.protocol {
-                    FakeProtocol::OpenAi => format!(": ping\n\ndata: {}\n\n", chunk("{}")),
-                    FakeProtocol::Responses => {
-                        let data = json!({"type": "response.output_text.delta",
-                            "item_id": "msg_fake", "output_index": 0, "content_index": 0,
-                            "delta": ""});
-                        format!(": ping\n\nevent: response.output_text.delta\ndata: {data}\n\n")
-                    }
-                    FakeProtocol::Anthropic => {
-                        let delta = json!({"type": "text_delta", "text": ""});
-                        let data =
-                            json!({"type": "content_block_delta", "index": 0, "delta": delta});
-                        format!(
-                            ": ping\n\nevent: ping\ndata: {{\"type\":\"ping\"}}\n\n\
-                             event: content_block_delta\ndata: {data}\n\n"
-                        )
-                    }
-                    FakeProtocol::Gemini => format!(": ping\n\n{}", gemini::piece("")),
-                };
-                while !self.stop.load(Ordering::SeqCst) {
-                    // A write error is the client hanging up: the end.
-                    if stream
-                        .write_all(empty.as_bytes())
-                        .and_then(|()| stream.flush())
-                        .is_err()
-                    {
-                        return Ok(());
-                    }
-                    let deadline = Instant::now() + every;
-                    while Instant::now() < deadline && !self.stop.load(Ordering::SeqCst) {
-                        thread::sleep(POLL.min(every));
-                    }
-                }
-                Ok(())
+            FakeReply::Keepalive { chunks, every } => self.keepalive(stream, &chunks, every),
+            FakeReply::Endless { piece } => self.endless(stream, &piece),
+        }
+    }
+
+    /// A whole (not streamed) text answer in this protocol's JSON.
+    fn whole(&self, stream: &mut Conn, text: &str, usage: Option<(u64, u64)>) -> io::Result<()> {
+        let body = match self.protocol {
+            FakeProtocol::OpenAi => {
+                let usage = usage.map_or(String::new(), |(p, c)| format!(",{}", usage_field(p, c)));
+                format!(
+                    r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":{}}},"finish_reason":"stop"}}]{usage}}}"#,
+                    json_string(text)
+                )
             }
-            FakeReply::Endless { piece } => {
-                write_head(stream, 200, "text/event-stream", None, None)?;
-                self.text_start(stream)?;
-                // Written in batches: one event per write would make the
-                // server, not the client, the slow side.
-                let mut batch = Vec::new();
-                while batch.len() < 64 * 1024 {
-                    batch.extend_from_slice(self.piece_event(&piece).as_bytes());
+            FakeProtocol::Responses => {
+                let output = [responses::message(text)];
+                responses::response("completed", &output, usage).to_string()
+            }
+            FakeProtocol::Anthropic => {
+                let mut message = json!({
+                    "id": "msg_fake",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "fake",
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": "end_turn",
+                    "stop_sequence": null,
+                });
+                if let Some((p, c)) = usage {
+                    message["usage"] = json!({"input_tokens": p, "output_tokens": c});
                 }
-                let mut sent = 0;
-                while sent < ENDLESS_CAP && !self.stop.load(Ordering::SeqCst) {
-                    // A write error is the client hanging up: the end.
-                    if stream.write_all(&batch).is_err() {
-                        return Ok(());
-                    }
-                    sent += batch.len();
+                message.to_string()
+            }
+            FakeProtocol::Gemini => gemini::whole(text, usage),
+        };
+        write_head(stream, 200, "application/json", Some(body.len()), None)?;
+        stream.write_all(body.as_bytes())
+    }
+
+    /// The list of models, as this protocol's server lists them.
+    fn models(&self, stream: &mut Conn, ids: &[String]) -> io::Result<()> {
+        let body = match self.protocol {
+            FakeProtocol::OpenAi | FakeProtocol::Responses => {
+                let data: Vec<_> = ids
+                    .iter()
+                    .map(
+                        |id| json!({"id": id, "object": "model", "created": 0, "owned_by": "fake"}),
+                    )
+                    .collect();
+                json!({"object": "list", "data": data})
+            }
+            FakeProtocol::Anthropic => {
+                let data: Vec<_> = ids
+                    .iter()
+                    .map(|id| {
+                        json!({"type": "model", "id": id, "display_name": id,
+                                     "created_at": "2026-01-01T00:00:00Z"})
+                    })
+                    .collect();
+                json!({"data": data, "has_more": false,
+                       "first_id": ids.first(), "last_id": ids.last()})
+            }
+            FakeProtocol::Gemini => serde_json::from_str(&gemini::models(ids)).unwrap_or_default(),
+        }
+        .to_string();
+        write_head(stream, 200, "application/json", Some(body.len()), None)?;
+        stream.write_all(body.as_bytes())
+    }
+
+    /// A status line and a header that never end, a byte each `every`.
+    fn trickle_head(&self, stream: &mut Conn, every: Duration) -> io::Result<()> {
+        let head = b"HTTP/1.1 200 OK\r\nx-trickle: ";
+        for i in 0.. {
+            let byte = head.get(i).copied().unwrap_or(b'a');
+            let deadline = Instant::now() + every;
+            while Instant::now() < deadline {
+                if self.stop.load(Ordering::SeqCst) {
+                    return Ok(());
                 }
-                Ok(())
+                thread::sleep(POLL.min(every));
+            }
+            // A write error is the client hanging up: the end.
+            if stream
+                .write_all(&[byte])
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
+                return Ok(());
             }
         }
+        Ok(())
+    }
+
+    /// `chunks`, then an empty event each `every` until the server stops.
+    fn keepalive(&self, stream: &mut Conn, chunks: &[String], every: Duration) -> io::Result<()> {
+        write_head(stream, 200, "text/event-stream", None, None)?;
+        self.text_start(stream)?;
+        for piece in chunks {
+            self.text_piece(stream, piece)?;
+        }
+        let empty = match self.protocol {
+            FakeProtocol::OpenAi => format!(": ping\n\ndata: {}\n\n", chunk("{}")),
+            FakeProtocol::Responses => {
+                let data = json!({"type": "response.output_text.delta",
+                    "item_id": "msg_fake", "output_index": 0, "content_index": 0,
+                    "delta": ""});
+                format!(": ping\n\nevent: response.output_text.delta\ndata: {data}\n\n")
+            }
+            FakeProtocol::Anthropic => {
+                let delta = json!({"type": "text_delta", "text": ""});
+                let data = json!({"type": "content_block_delta", "index": 0, "delta": delta});
+                format!(
+                    ": ping\n\nevent: ping\ndata: {{\"type\":\"ping\"}}\n\n\
+                     event: content_block_delta\ndata: {data}\n\n"
+                )
+            }
+            FakeProtocol::Gemini => format!(": ping\n\n{}", gemini::piece("")),
+        };
+        while !self.stop.load(Ordering::SeqCst) {
+            // A write error is the client hanging up: the end.
+            if stream
+                .write_all(empty.as_bytes())
+                .and_then(|()| stream.flush())
+                .is_err()
+            {
+                return Ok(());
+            }
+            let deadline = Instant::now() + every;
+            while Instant::now() < deadline && !self.stop.load(Ordering::SeqCst) {
+                thread::sleep(POLL.min(every));
+            }
+        }
+        Ok(())
+    }
+
+    /// `piece` over and over, up to [`ENDLESS_CAP`] bytes.
+    fn endless(&self, stream: &mut Conn, piece: &str) -> io::Result<()> {
+        write_head(stream, 200, "text/event-stream", None, None)?;
+        self.text_start(stream)?;
+        // Written in batches: one event per write would make the
+        // server, not the client, the slow side.
+        let mut batch = Vec::new();
+        while batch.len() < 64 * 1024 {
+            batch.extend_from_slice(self.piece_event(piece).as_bytes());
+        }
+        let mut sent = 0;
+        while sent < ENDLESS_CAP && !self.stop.load(Ordering::SeqCst) {
+            // A write error is the client hanging up: the end.
+            if stream.write_all(&batch).is_err() {
+                return Ok(());
+            }
+            sent += batch.len();
+        }
+        Ok(())
     }
 
     /// What opens a streamed text answer.

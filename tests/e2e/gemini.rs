@@ -12,6 +12,7 @@ use revolve_testkit::{
 };
 use serde_json::{json, Value};
 
+use crate::common::fake::assert_replays_as_sent;
 use crate::common::{records, Run, TestEnv};
 
 const KEY: &str = "AIza-gemini-test-key-0123";
@@ -64,20 +65,13 @@ fn written(env: &TestEnv) -> Vec<PathBuf> {
 /// `replay --requests` gives back every body the server received, and
 /// `replay --check` finds nothing wrong.
 fn assert_replays(env: &TestEnv, server: &FakeServer) {
-    let sent: String = server
+    let sent: Vec<String> = server
         .requests()
-        .iter()
+        .into_iter()
         .filter(|r| r.path.contains(":streamGenerateContent"))
-        .map(|r| format!("{}\n", r.body))
+        .map(|r| r.body)
         .collect();
-    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_replays_as_sent(env, &sent);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 use revolve_testkit::{FakeReply, FakeServer, Overflows};
 use serde_json::{json, Value};
 
+use crate::common::fake::assert_replays_as_sent;
 use crate::common::{kinds, records, TestEnv};
 
 /// The flags that send revolve's requests to `server` on the Responses wire.
@@ -140,19 +141,8 @@ fn a_tool_round_carries_its_reasoning_to_the_next_request() {
         "{transcript}"
     );
 
-    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
-    assert_eq!(
-        env.ok(&["replay", "--requests"]).stdout,
-        sent,
-        "replay --requests rebuilds every body byte for byte"
-    );
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    let sent: Vec<String> = requests.iter().map(|r| r.body.clone()).collect();
+    assert_replays_as_sent(&env, &sent);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! `revolve sessions`, naming and resuming by name.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use revolve_testkit::{FakeReply, FakeServer};
@@ -199,11 +199,10 @@ fn sessions_table() {
     });
 }
 
-/// The listing's index (`.index` beside the sessions, followed through the
-/// claims journal) is built again from the files when it is damaged,
-/// deleted, or stale: files copied in or removed by hand are seen.
-#[test]
-fn the_index_is_built_again_when_damaged_deleted_or_stale() {
+/// Three named sessions of one turn each, alpha, beta and gamma, in a
+/// new environment named `label`: the environment, the model server (for
+/// more runs) and the folder of the session files.
+fn three_named(label: &str) -> (TestEnv, FakeServer, PathBuf) {
     let server = FakeServer::start(vec![
         FakeReply::text("One."),
         FakeReply::text("Two."),
@@ -211,11 +210,23 @@ fn the_index_is_built_again_when_damaged_deleted_or_stale() {
     ])
     .unwrap();
     let url = server.url();
-    let env = TestEnv::new("index");
+    let env = TestEnv::new(label);
     for name in ["alpha", "beta", "gamma"] {
         let run = env.run(&["--base-url", url.as_str(), "--name", name], "hi\n");
         assert_eq!(run.code, Some(0), "{run:?}");
     }
+    let dir = env.session_files()[0].parent().unwrap().to_path_buf();
+    (env, server, dir)
+}
+
+/// The listing's index (`.index` beside the sessions, followed through the
+/// claims journal) is built again from the files when it is damaged,
+/// deleted, or stale: files copied in or removed by hand are seen.
+#[test]
+fn the_index_is_built_again_when_damaged_deleted_or_stale() {
+    let (env, server, dir) = three_named("index");
+    let url = server.url();
+    let index = dir.join(".index");
     let listed = |env: &TestEnv| {
         let mut names: Vec<String> = names(&env.ok(&["sessions", "--json"]).stdout)
             .into_iter()
@@ -226,8 +237,6 @@ fn the_index_is_built_again_when_damaged_deleted_or_stale() {
     };
     assert_eq!(listed(&env), ["alpha", "beta", "gamma"]);
     let files = env.session_files();
-    let dir = files[0].parent().unwrap().to_path_buf();
-    let index = dir.join(".index");
     assert!(index.is_file(), "a listing writes the index");
 
     // Damaged: garbage in place of the index.
@@ -270,18 +279,9 @@ fn the_index_is_built_again_when_damaged_deleted_or_stale() {
 /// all the same, and the index is written again.
 #[test]
 fn the_quick_answers_are_right_whatever_became_of_the_index() {
-    let server = FakeServer::start(vec![
-        FakeReply::text("One."),
-        FakeReply::text("Two."),
-        FakeReply::text("Three."),
-    ])
-    .unwrap();
+    let (env, server, dir) = three_named("quick-index");
     let url = server.url();
-    let env = TestEnv::new("quick-index");
-    for name in ["alpha", "beta", "gamma"] {
-        let run = env.run(&["--base-url", url.as_str(), "--name", name], "hi\n");
-        assert_eq!(run.code, Some(0), "{run:?}");
-    }
+    let index = dir.join(".index");
     let table = |env: &TestEnv| {
         let out = env.ok(&["sessions"]).stdout;
         let mut names: Vec<String> = out
@@ -293,9 +293,6 @@ fn the_quick_answers_are_right_whatever_became_of_the_index() {
         names
     };
     assert_eq!(table(&env), ["alpha", "beta", "gamma"]);
-    let files = env.session_files();
-    let dir = files[0].parent().unwrap().to_path_buf();
-    let index = dir.join(".index");
     let whole = std::fs::read(&index).expect("a listing writes the index");
     let file_of = |name: &str| {
         env.session_files()

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use revolve_testkit::{FakeReply, FakeServer, Recorded};
 use serde_json::{json, Value};
 
+use crate::common::fake::{assert_log_whole, assert_replays_as_sent, revolve_on};
 use crate::common::{kinds, messages, pairs, records, regex_escape, tool_results, Run, TestEnv};
 
 // ---------------------------------------------------------------------------
@@ -76,10 +77,7 @@ fn revolve_env(
     stdin: &str,
     vars: &[(&str, &str)],
 ) -> Run {
-    let flags = wire.flags(server);
-    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
-    args.extend_from_slice(extra);
-    env.run_env(&args, stdin, vars)
+    revolve_on(env, &wire.flags(server), extra, stdin, vars)
 }
 
 /// A streamed answer with tool calls `(id, name, arguments)` and this usage.
@@ -516,19 +514,7 @@ fn replay_rebuilds_tool_rounds(wire: Wire) {
     let spilled = &results(&history(wire, &sent[4]))[3].1;
     assert!(spilled.contains("the whole output is in "), "{spilled}");
 
-    let expected: String = sent.iter().map(|b| format!("{b}\n")).collect();
-    let replayed = env.ok(&["replay", "--requests"]);
-    assert_eq!(
-        replayed.stdout, expected,
-        "replay --requests rebuilds every body byte for byte, in order"
-    );
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_replays_as_sent(&env, &sent);
 }
 
 #[test]
@@ -1721,13 +1707,7 @@ fn signal_while_a_shell_command_runs(wire: Wire, signal: &str, code: i32, last: 
     assert_eq!(recs[7]["unsent"], true);
     assert_eq!(recs[8]["turns"], 1);
 
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_log_whole(&env);
 
     // The next turn sends a well-formed history: every call is answered.
     let next = wire.serve(vec![text("Resumed.", (20, 1))]);
@@ -1850,13 +1830,7 @@ fn a_crash_while_a_tool_runs_is_closed_by_the_next_run() {
     );
     assert_eq!(recs[6]["unsent"], true);
     assert_eq!(recs.last().unwrap()["turns"], 2);
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_log_whole(&env);
     let mut sent = bodies(&server);
     sent.extend(bodies(&next));
     let expected: String = sent.iter().map(|b| format!("{b}\n")).collect();

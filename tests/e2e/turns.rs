@@ -2,6 +2,7 @@
 //! rebuilt from the log, failures and Ctrl-C.
 
 use crate::common;
+use crate::common::fake::assert_log_whole;
 
 use std::net::TcpListener;
 use std::time::Duration;
@@ -337,13 +338,7 @@ fn ctrl_c_keeps_what_streamed_and_exits_130() {
     assert_eq!(recs[n - 3]["partial"], true);
     assert_eq!(recs[n - 1]["turns"], 1);
 
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    assert_log_whole(&env);
     // The interrupted request is rebuilt from the log byte for byte.
     let replayed = env.ok(&["replay", "--requests"]);
     assert_eq!(replayed.stdout, format!("{}\n", bodies(&server)[0]));

@@ -16,7 +16,8 @@ use std::time::Duration;
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{records, tool_results, TestEnv};
+use crate::common::fake::serve;
+use crate::common::{records, tool_results, Run, TestEnv};
 
 /// The 20 MB body: twice the bound of `policy::WEB_FETCH_BYTES`.
 const BIG: usize = 20 * 1024 * 1024;
@@ -145,6 +146,27 @@ fn fetch(id: &str, url: &str, prompt: Option<&str>) -> FakeReply {
     FakeReply::tool_calls("", &[(id, "web_fetch", &args.to_string())])
 }
 
+/// A print-mode run of `prompt` against a model that sends `replies` in
+/// order (its fetches, then its answer), with `flags` after `--base-url`
+/// and `vars` in its environment; it must exit 0. Returns the run, the
+/// session's records and the model server (with the requests it got).
+fn fetching(
+    env: &TestEnv,
+    replies: Vec<FakeReply>,
+    prompt: &str,
+    flags: &[&str],
+    vars: &[(&str, &str)],
+) -> (Run, Vec<Value>, FakeServer) {
+    let server = serve(replies);
+    let url = server.url();
+    let mut args = vec!["-p", prompt, "--base-url", &url];
+    args.extend_from_slice(flags);
+    let run = env.run_env(&args, "", vars);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let log = records(&env.only_session());
+    (run, log, server)
+}
+
 fn result_of(log: &[Value], id: &str) -> String {
     tool_results(log)
         .into_iter()
@@ -163,25 +185,17 @@ const RULE: &str = "web_fetch(domain:127.0.0.1)";
 fn a_page_becomes_markdown_with_the_prompt_at_its_head_and_a_record_with_its_bytes() {
     let site = Site::start();
     let env = TestEnv::new("web-page");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/page"), Some("the current version")),
-        FakeReply::text("3.1."),
-    ])
-    .unwrap();
-    let run = env.run(
-        &[
-            "-p",
-            "which ureq?",
-            "--base-url",
-            &server.url(),
-            "--allow",
-            RULE,
+    let (run, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/page"), Some("the current version")),
+            FakeReply::text("3.1."),
         ],
-        "",
+        "which ureq?",
+        &["--allow", RULE],
+        &[],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
     assert_eq!(run.stdout, "3.1.\n");
-    let log = records(&env.only_session());
     let result = result_of(&log, "c1");
     assert!(
         result.starts_with("asked: the current version\n\n"),
@@ -218,18 +232,17 @@ fn a_page_becomes_markdown_with_the_prompt_at_its_head_and_a_record_with_its_byt
 fn a_redirect_chain_is_followed_and_a_fetch_again_comes_from_the_cache() {
     let site = Site::start();
     let env = TestEnv::new("web-redirects");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/r1"), None),
-        fetch("c2", &site.url("/r1"), None),
-        FakeReply::text("Followed."),
-    ])
-    .unwrap();
-    let run = env.run(
-        &["-p", "follow", "--base-url", &server.url(), "--allow", RULE],
-        "",
+    let (_, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/r1"), None),
+            fetch("c2", &site.url("/r1"), None),
+            FakeReply::text("Followed."),
+        ],
+        "follow",
+        &["--allow", RULE],
+        &[],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
     let first = result_of(&log, "c1");
     assert!(first.contains("(HTTP 200, after 2 redirect(s))"), "{first}");
     assert!(first.contains("# ureq 3.1"), "{first}");
@@ -249,24 +262,16 @@ fn a_redirect_chain_is_followed_and_a_fetch_again_comes_from_the_cache() {
 fn a_20_mb_body_is_cut_at_the_bound_and_spilled() {
     let site = Site::start();
     let env = TestEnv::new("web-big");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/big"), None),
-        FakeReply::text("Big."),
-    ])
-    .unwrap();
-    let run = env.run(
-        &[
-            "-p",
-            "read it",
-            "--base-url",
-            &server.url(),
-            "--allow",
-            RULE,
+    let (_, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/big"), None),
+            FakeReply::text("Big."),
         ],
-        "",
+        "read it",
+        &["--allow", RULE],
+        &[],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
     let page = fetched(&log)[0];
     let bound = 10 * 1024 * 1024;
     assert_eq!(page["bytes"], bound);
@@ -289,31 +294,22 @@ fn a_20_mb_body_is_cut_at_the_bound_and_spilled() {
 fn a_slow_server_times_out() {
     let site = Site::start();
     let env = TestEnv::new("web-slow");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/slow"), None),
-        FakeReply::text("Slow."),
-    ])
-    .unwrap();
     let started = std::time::Instant::now();
-    let run = env.run_env(
-        &[
-            "-p",
-            "read it",
-            "--base-url",
-            &server.url(),
-            "--allow",
-            RULE,
+    let (_, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/slow"), None),
+            FakeReply::text("Slow."),
         ],
-        "",
+        "read it",
+        &["--allow", RULE],
         &[("REVOLVE_WEB_FETCH_TIMEOUT_S", "1")],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
     assert!(
         started.elapsed() < Duration::from_secs(5),
         "{:?}",
         started.elapsed()
     );
-    let log = records(&env.only_session());
     let result = result_of(&log, "c1");
     assert!(result.starts_with("error: web_fetch: "), "{result}");
     assert!(
@@ -327,30 +323,20 @@ fn a_slow_server_times_out() {
 fn private_addresses_no_rule_names_and_other_schemes_are_refused_at_every_hop() {
     let site = Site::start();
     let env = TestEnv::new("web-private");
-    let server = FakeServer::start(vec![
-        // Another loopback address: a rule opening every host names none.
-        fetch("c1", &format!("http://127.0.0.2:{}/page", site.port), None),
-        // A named host whose page sends the fetch to that address.
-        fetch("c2", &site.url("/away"), None),
-        fetch("c3", "file:///etc/passwd", None),
-        FakeReply::text("Refused."),
-    ])
-    .unwrap();
-    let run = env.run(
-        &[
-            "-p",
-            "read",
-            "--base-url",
-            &server.url(),
-            "--allow",
-            "web_fetch(domain:*)",
-            "--allow",
-            RULE,
+    let (_, log, _) = fetching(
+        &env,
+        vec![
+            // Another loopback address: a rule opening every host names none.
+            fetch("c1", &format!("http://127.0.0.2:{}/page", site.port), None),
+            // A named host whose page sends the fetch to that address.
+            fetch("c2", &site.url("/away"), None),
+            fetch("c3", "file:///etc/passwd", None),
+            FakeReply::text("Refused."),
         ],
-        "",
+        "read",
+        &["--allow", "web_fetch(domain:*)", "--allow", RULE],
+        &[],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
     let result = result_of(&log, "c1");
     assert!(
         result.contains("127.0.0.2 resolves to 127.0.0.2 (loopback): refused"),
@@ -374,14 +360,16 @@ fn private_addresses_no_rule_names_and_other_schemes_are_refused_at_every_hop() 
 fn without_a_rule_or_a_terminal_a_fetch_is_refused_with_a_reason() {
     let site = Site::start();
     let env = TestEnv::new("web-no-rule");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/page"), None),
-        FakeReply::text("Refused."),
-    ])
-    .unwrap();
-    let run = env.run(&["-p", "read", "--base-url", &server.url()], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
+    let (run, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/page"), None),
+            FakeReply::text("Refused."),
+        ],
+        "read",
+        &[],
+        &[],
+    );
     assert_eq!(
         result_of(&log, "c1"),
         "error: the user did not allow fetching this page"
@@ -412,17 +400,16 @@ fn plan_mode_and_the_network_off_refuse_it() {
         ),
     ] {
         let env = TestEnv::new(name);
-        let server = FakeServer::start(vec![
-            fetch("c1", &site.url("/page"), None),
-            FakeReply::text("No."),
-        ])
-        .unwrap();
-        let url = server.url();
-        let mut args = vec!["-p", "read", "--base-url", &url];
-        args.extend(flags);
-        let run = env.run(&args, "");
-        assert_eq!(run.code, Some(0), "{run:?}");
-        let log = records(&env.only_session());
+        let (_, log, _) = fetching(
+            &env,
+            vec![
+                fetch("c1", &site.url("/page"), None),
+                FakeReply::text("No."),
+            ],
+            "read",
+            &flags,
+            &[],
+        );
         let result = result_of(&log, "c1");
         assert!(result.starts_with(expected), "{name}: {result}");
     }
@@ -477,17 +464,17 @@ fn the_repl_asks_and_always_covers_the_host() {
 fn replay_rebuilds_a_fetching_session_without_the_network() {
     let site = Site::start();
     let env = TestEnv::new("web-replay");
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/r1"), Some("what version")),
-        fetch("c2", &site.url("/big"), None),
-        FakeReply::text("Done."),
-    ])
-    .unwrap();
-    let run = env.run(
-        &["-p", "read", "--base-url", &server.url(), "--allow", RULE],
-        "",
+    let (_, _, server) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/r1"), Some("what version")),
+            fetch("c2", &site.url("/big"), None),
+            FakeReply::text("Done."),
+        ],
+        "read",
+        &["--allow", RULE],
+        &[],
     );
-    assert_eq!(run.code, Some(0), "{run:?}");
     let served = site.served();
     drop(site);
     let expected: String = server
@@ -519,14 +506,16 @@ fn a_rule_in_the_config_file_allows_a_host() {
         json!({"permissions": {"allow": [RULE]}}).to_string(),
     )
     .unwrap();
-    let server = FakeServer::start(vec![
-        fetch("c1", &site.url("/page"), None),
-        FakeReply::text("Read."),
-    ])
-    .unwrap();
-    let run = env.run(&["-p", "read", "--base-url", &server.url()], "");
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
+    let (_, log, _) = fetching(
+        &env,
+        vec![
+            fetch("c1", &site.url("/page"), None),
+            FakeReply::text("Read."),
+        ],
+        "read",
+        &[],
+        &[],
+    );
     assert!(result_of(&log, "c1").contains("# ureq 3.1"));
     assert_eq!(site.served(), 1);
 }

@@ -6,7 +6,8 @@
 use revolve_testkit::{FakeReply, FakeServer};
 use serde_json::{json, Value};
 
-use crate::common::{records, TestEnv};
+use crate::common::fake::{assert_replays_as_sent, revolve_on};
+use crate::common::{records, Run, TestEnv};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Wire {
@@ -60,17 +61,8 @@ fn searched() -> FakeReply {
     }
 }
 
-fn run(
-    env: &TestEnv,
-    wire: Wire,
-    server: &FakeServer,
-    extra: &[&str],
-    stdin: &str,
-) -> crate::common::Run {
-    let flags = wire.flags(server);
-    let mut args: Vec<&str> = flags.iter().map(String::as_str).collect();
-    args.extend_from_slice(extra);
-    env.run(&args, stdin)
+fn run(env: &TestEnv, wire: Wire, server: &FakeServer, extra: &[&str], stdin: &str) -> Run {
+    revolve_on(env, &wire.flags(server), extra, stdin, &[])
 }
 
 fn search_goes_round(wire: Wire) {
@@ -141,15 +133,8 @@ fn search_goes_round(wire: Wire) {
         "{transcript}"
     );
 
-    let sent: String = requests.iter().map(|r| format!("{}\n", r.body)).collect();
-    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains("0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    let sent: Vec<String> = requests.iter().map(|r| r.body.clone()).collect();
+    assert_replays_as_sent(&env, &sent);
 }
 
 #[test]

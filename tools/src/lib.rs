@@ -408,31 +408,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             path,
             offset,
             limit,
-        } => {
-            // A file read is seen (its whole content's hash, taken as it
-            // is read), so it may be edited.
-            let resolved = scope.resolve(path);
-            if let Some(outcome) = resolved
-                .as_ref()
-                .ok()
-                .and_then(|p| read_picture(p, path, ctx))
-            {
-                return outcome;
-            }
-            let read = resolved
-                .as_ref()
-                .map_err(Clone::clone)
-                .and_then(|p| read_file(p, path, *offset, *limit));
-            match (resolved, read) {
-                (Ok(p), Ok((text, hash))) => {
-                    let mut outcome = Outcome::text(text);
-                    outcome.effects.seen =
-                        hash.map(|hash| Box::new((p.to_string_lossy().into_owned(), hash)));
-                    outcome
-                }
-                (_, read) => Outcome::from(read.map(|(text, _)| text)),
-            }
-        }
+        } => read(&scope, path, (*offset, *limit), ctx),
         Tool::ListDir { path } => Outcome::from(list_dir(&scope, path)),
         Tool::Grep { pattern, path } => grep(&scope, pattern, path.as_deref(), cancel),
         #[cfg(unix)]
@@ -446,11 +422,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             command,
             Confinement {
                 policy: &ctx.sandbox,
-                protect: &crate::sandbox::protected(
-                    &scope.root,
-                    Path::new(&ctx.info.state_root),
-                    ctx.memory.global.parent(),
-                ),
+                protect: &protected(&scope, ctx),
             },
             &spill_dir(&ctx.info),
         ),
@@ -464,39 +436,7 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
         }
         Tool::Shell {
             command, timeout_s, ..
-        } => {
-            let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
-            // What the command changes in its repository is found by
-            // looking before and after (see [`crate::track`]).
-            let before = crate::track::Before::take(&scope.root);
-            let mut outcome = shell(
-                &scope.root,
-                session,
-                command,
-                *timeout_s,
-                Confinement {
-                    policy: &ctx.sandbox,
-                    protect: &crate::sandbox::protected(
-                        &scope.root,
-                        Path::new(&ctx.info.state_root),
-                        ctx.memory.global.parent(),
-                    ),
-                },
-                cancel,
-                &ctx.watch,
-            );
-            match before {
-                Some(before) => {
-                    let tracked = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root));
-                    if let Some(note) = tracked.note() {
-                        outcome.output.push_str(&note);
-                    }
-                    outcome.effects.changes = tracked.changes;
-                }
-                None => outcome.effects.untracked = true,
-            }
-            outcome
-        }
+        } => tracked_shell(&scope, command, *timeout_s, ctx, cancel),
         Tool::RequestFileGrant { path, .. } => request_grant(&scope, path),
         Tool::AgentInfo => Outcome::from(agent_info(ctx)),
         Tool::Remember {
@@ -524,6 +464,80 @@ fn run_tool(tool: &Tool, grants: &[String], ctx: &Context, cancel: &dyn Fn() -> 
             Outcome::text("error: task runs a child session, not as a tool here".into())
         }
     }
+}
+
+/// `read_file`: a picture as an image part, else the lines asked for
+/// (`range`: the first line and how many). A file read is seen (its
+/// whole content's hash, taken as it is read), so it may be edited.
+fn read(scope: &Scope, path: &str, range: (Option<u64>, Option<u64>), ctx: &Context) -> Outcome {
+    let resolved = scope.resolve(path);
+    if let Some(outcome) = resolved
+        .as_ref()
+        .ok()
+        .and_then(|p| read_picture(p, path, ctx))
+    {
+        return outcome;
+    }
+    let (offset, limit) = range;
+    let read = resolved
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|p| read_file(p, path, offset, limit));
+    match (resolved, read) {
+        (Ok(p), Ok((text, hash))) => {
+            let mut outcome = Outcome::text(text);
+            outcome.effects.seen =
+                hash.map(|hash| Box::new((p.to_string_lossy().into_owned(), hash)));
+            outcome
+        }
+        (_, read) => Outcome::from(read.map(|(text, _)| text)),
+    }
+}
+
+/// `shell` in the foreground, with what the command changes in its
+/// repository, found by looking before and after (see [`crate::track`]).
+fn tracked_shell(
+    scope: &Scope,
+    command: &str,
+    timeout_s: u64,
+    ctx: &Context,
+    cancel: &dyn Fn() -> bool,
+) -> Outcome {
+    let session = ctx.info.name.as_deref().unwrap_or(&ctx.info.session_id);
+    let before = crate::track::Before::take(&scope.root);
+    let mut outcome = shell(
+        &scope.root,
+        session,
+        command,
+        timeout_s,
+        Confinement {
+            policy: &ctx.sandbox,
+            protect: &protected(scope, ctx),
+        },
+        cancel,
+        &ctx.watch,
+    );
+    match before {
+        Some(before) => {
+            let tracked = before.changes(&crate::edit::Blobs::new(&ctx.info.state_root));
+            if let Some(note) = tracked.note() {
+                outcome.output.push_str(&note);
+            }
+            outcome.effects.changes = tracked.changes;
+        }
+        None => outcome.effects.untracked = true,
+    }
+    outcome
+}
+
+/// What a shell command may not write even where the sandbox lets it
+/// write: the repository's `.git`, revolve's state and its config.
+fn protected(scope: &Scope, ctx: &Context) -> Vec<PathBuf> {
+    crate::sandbox::protected(
+        &scope.root,
+        Path::new(&ctx.info.state_root),
+        ctx.memory.global.parent(),
+    )
 }
 
 impl Outcome {
