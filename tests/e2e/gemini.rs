@@ -68,7 +68,7 @@ fn assert_replays(env: &TestEnv, server: &FakeServer) {
     let sent: Vec<String> = server
         .requests()
         .into_iter()
-        .filter(|r| r.path.contains(":streamGenerateContent"))
+        .filter(|r| r.path.contains(":streamGenerateContent") || r.path.contains(":countTokens"))
         .map(|r| r.body)
         .collect();
     assert_replays_as_sent(env, &sent);

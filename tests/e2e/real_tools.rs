@@ -1,41 +1,37 @@
 //! The real tool-calling group: revolve against llama.cpp's own C++ server
-//! (`llama-server --jinja`, built from source by `.ci/llama-cpp-server`,
-//! which prints `REVOLVE_LLAMA_CPP_URL`), with SmolLM2-135M at a context of
-//! 4,096 tokens. Unlike llama-cpp-python's server (the `real_server`
-//! group), this one sends the `tools` array to the model through its chat
-//! template (its generic tool format for a template that has none) and
-//! streams the calls the model writes as `delta.tool_calls`.
+//! (`llama-server --jinja`, built from llama-cpp-python 0.3.16's llama.cpp
+//! by `.ci/llama-cpp-server`, which prints `REVOLVE_LLAMA_CPP_URL`), with
+//! SmolLM2-135M and its own chat template at a context of 4,096 tokens.
+//! Unlike llama-cpp-python's server (the `real_server` group), this one
+//! sends the `tools` array to the model: for a template without a tool
+//! format it uses its generic one, a grammar that holds each answer to
+//! `{"tool_call": …}` or `{"response": …}`, and streams the calls the model
+//! writes as `delta.tool_calls`.
 //!
-//! The model is asked plainly, one line per turn, to list the directory,
-//! to read a file and to run a command; the sessions are started with
-//! `--tool-choice required` (the setting `tool_choice` of config.json), so
-//! each turn's first request obliges the tiny model to call a tool, and
-//! the requests after a tool result leave it free to answer. Nothing is
-//! faked: the calls are the model's, revolve runs them and sends the
-//! results back, turn after turn.
+//! The model is asked plainly, one turn per run, to list the directory, to
+//! read a file and to run a command; the runs pass `--tool-choice
+//! required` (the setting `tool_choice` of config.json), so each turn's
+//! first request obliges the tiny model to call a tool, and the requests
+//! after a tool result leave it free to answer. Nothing is faked: the
+//! calls are the model's, revolve runs them and sends the results back.
+//! At this window revolve offers its tools in brief (log format 7), and a
+//! compaction continues the session in a new file between turns.
 //!
 //! Between revolve and the server sits a recording proxy ([`Proxy`]), so
 //! the tests see every body the server received and every byte it
 //! streamed: `revolve replay --requests` must rebuild the bodies byte for
 //! byte. With `REVOLVE_CAPTURE_DIR` set, each streamed answer is also
-//! written there (`N.sse`), to see what the server streams (the test
-//! fake plays its refusal of unparsable arguments:
-//! `FakeOptions::parses_arguments`).
+//! written there (`N.sse`), to see what the server streams.
 //!
-//! The tests are `#[ignore]`d and run by name (`real_tools -- --ignored`)
-//! with `REVOLVE_LLAMA_CPP_URL` set; a test asked for without a server
-//! fails, so ok means ran. Not yet in `.ci/run` (docs/providers.md, "Making
-//! a model call a tool", says why): the server is the `llama-server` built
-//! from llama-cpp-python 0.3.36's llama.cpp, serving SmolLM2 with
-//! `.ci/smollm2-tools.jinja`, under which the grammar of `"tool_choice":
-//! "required"` starts the answer with a call (with SmolLM2's own template
-//! the tools are dropped; with the Qwen2.5 or Hermes-2-Pro templates the
-//! model answered in words), but an answer in words after a tool result
-//! does not parse on the server, and the 135M model repeats its call.
-//! Its arguments are the model's own: it may ramble inside one until its
-//! answer's limit, which is why revolve sends back arguments that do not
-//! parse inside an object (llama-server refused the whole next request
-//! otherwise; see `tools::arguments_cut_short_…`).
+//! The tests are `#[ignore]`d and run by name (`real_tools -- --ignored`,
+//! as `.ci/run` does) with `REVOLVE_LLAMA_CPP_URL` set; a test asked for
+//! without a server fails, so ok means ran. The model's arguments are its
+//! own: it may invent a path, or ramble inside one until its answer's
+//! limit, which is why revolve sends back arguments that do not parse
+//! inside an object (llama-server refused the whole next request
+//! otherwise; see `tools::arguments_cut_short_…`). Later llama.cpp does not
+//! serve this model's calls (docs/providers.md, "Making a model call a
+//! tool").
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -200,13 +196,43 @@ const TURNS: [&str; 3] = [
 fn answers(log: &[Value]) -> Vec<(String, Value)> {
     let mut user = String::new();
     let mut out = Vec::new();
-    for r in log.iter().filter(|r| r["type"] == "message") {
+    // A compaction's record carries the turn in flight (`kept`).
+    let kept = |r: &Value| r["kept"].as_array().cloned().unwrap_or_default();
+    let messages = log.iter().flat_map(|r| match r["type"].as_str() {
+        Some("message") => vec![r.clone()],
+        Some("compacted") => kept(r),
+        _ => Vec::new(),
+    });
+    for r in messages {
         match r["role"].as_str() {
             Some("user") => user = r["content"].as_str().unwrap_or_default().to_owned(),
             Some("assistant") => out.push((user.clone(), r.clone())),
             _ => {}
         }
     }
+    out
+}
+
+/// The session's files in the order of their chain, oldest first: each
+/// file's header names the file it `continues` (the test clock starts
+/// anew in every run, so the names do not sort by time).
+fn chain(files: Vec<std::path::PathBuf>) -> Vec<std::path::PathBuf> {
+    let headers: Vec<(std::path::PathBuf, Value)> = files
+        .into_iter()
+        .map(|f| {
+            let header = records(&f).into_iter().next().expect("a header");
+            (f, header)
+        })
+        .collect();
+    let continued = |id: &Value| headers.iter().any(|(_, h)| h["continues"] == *id);
+    let mut next = headers.iter().find(|(_, h)| !continued(&h["id"]));
+    let mut out = Vec::new();
+    while let Some((file, header)) = next {
+        out.push(file.clone());
+        next = headers.iter().find(|(_, h)| h["id"] == header["continues"]);
+    }
+    assert_eq!(out.len(), headers.len(), "one chain: {headers:?}");
+    out.reverse();
     out
 }
 
@@ -224,10 +250,13 @@ fn capture(name: &str, exchanges: &[Exchange]) {
     }
 }
 
-/// Three turns, each asking plainly for one tool: in each, the model's
-/// first answer calls a tool of revolve's (obliged by `tool_choice`),
-/// revolve runs every call and the next request carries each result back
-/// as a `tool` message; the run ends normally; the log replays, and
+/// Three turns, each asking plainly for one tool, each a run of its own
+/// continuing the session (`--continue`): in each, the model's first
+/// answer calls a tool of revolve's (obliged by `tool_choice`), revolve
+/// runs every call and the next request carries each result back as a
+/// `tool` message; a turn ends in words, or by revolve's own guards (its
+/// tool rounds used up, a call repeated: the 135M model rarely knows when
+/// to stop), never by a refusal of the server's; the log replays, and
 /// `replay --requests` rebuilds every body the server received, byte for
 /// byte, the turns' first requests with `"tool_choice":"required"`.
 #[test]
@@ -241,22 +270,38 @@ fn the_model_calls_tools_and_reads_their_results() {
         "The meeting moved to Thursday at 10.\n",
     )
     .unwrap();
-    let started = Instant::now();
     let args = args(&proxy.url);
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = env.run(&args, &format!("{}\n", TURNS.join("\n")));
-    eprintln!(
-        "real_tools: the run took {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    let mut runs = Vec::new();
+    for (i, turn) in TURNS.iter().enumerate() {
+        let started = Instant::now();
+        let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+        if i > 0 {
+            args.push("--continue");
+        }
+        let run = env.run(&args, &format!("{turn}\n"));
+        eprintln!(
+            "real_tools: turn {} took {:.1} s, exit {:?}: {}",
+            i + 1,
+            started.elapsed().as_secs_f64(),
+            run.code,
+            run.stderr.lines().last().unwrap_or_default()
+        );
+        let ended = run.code == Some(0)
+            || (run.code == Some(1) && run.stderr.contains("revolve: stopped the turn"));
+        assert!(ended, "turn {}: {run:?}", i + 1);
+        runs.push(run);
+    }
+    let run = &runs;
     let exchanges: Vec<Exchange> = proxy
         .exchanges()
         .into_iter()
         .filter(|e| e.path.ends_with("/chat/completions"))
         .collect();
     capture("tools", &exchanges);
-    assert_eq!(run.code, Some(0), "{run:?}");
-    let log = records(&env.only_session());
+    // A compaction at this window continues the session in a new file:
+    // the chain's files, oldest first.
+    let files = chain(env.session_files());
+    let log: Vec<Value> = files.iter().flat_map(|f| records(f)).collect();
     for r in &log {
         assert!(
             !["failed", "overflowed", "compaction_failed"]
@@ -323,8 +368,12 @@ fn the_model_calls_tools_and_reads_their_results() {
         );
     }
     // Each turn's first request obliges a call; the ones after a result
-    // do not.
-    for b in &bodies {
+    // do not (nor the one-token requests that count a body's tokens, nor
+    // a compaction's, which offers no tools).
+    for b in bodies
+        .iter()
+        .filter(|b| b["stream"] == true && b.get("tools").is_some())
+    {
         let last = b["messages"].as_array().and_then(|m| m.last()).cloned();
         let after_user = last.is_some_and(|m| m["role"] == "user");
         assert_eq!(
@@ -335,14 +384,42 @@ fn the_model_calls_tools_and_reads_their_results() {
         );
     }
 
-    // Replay: clean, and every body the server received rebuilt.
-    let check = env.ok(&["replay", "--check"]);
-    assert!(
-        check
-            .stdout
-            .contains(" 0 skipped line(s), 0 inconsistencies"),
-        "{check:?}"
-    );
+    // Replay: each file clean; the newest rebuilds every body the server
+    // received, byte for byte, its chain's included.
+    for file in &files {
+        let file = file.to_str().expect("a UTF-8 path");
+        let check = env.ok(&["replay", "--check", file]);
+        assert!(
+            check
+                .stdout
+                .contains(" 0 skipped line(s), 0 inconsistencies"),
+            "{check:?}"
+        );
+    }
+    let newest = files.last().expect("a session file");
+    let newest = newest.to_str().expect("a UTF-8 path");
     let sent: String = exchanges.iter().map(|e| format!("{}\n", e.body)).collect();
-    assert_eq!(env.ok(&["replay", "--requests"]).stdout, sent);
+    let rebuilt = env.ok(&["replay", "--requests", newest]).stdout;
+    if rebuilt != sent {
+        let (rebuilt, sent): (Vec<&str>, Vec<&str>) =
+            (rebuilt.lines().collect(), sent.lines().collect());
+        let at = (0..rebuilt.len().max(sent.len()))
+            .find(|&i| rebuilt.get(i) != sent.get(i))
+            .unwrap_or_default();
+        let (a, b) = (rebuilt.get(at).unwrap_or(&""), sent.get(at).unwrap_or(&""));
+        let byte = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let around = |t: &str| {
+            t.get(byte.saturating_sub(200)..(byte + 200).min(t.len()))
+                .unwrap_or(t)
+                .to_owned()
+        };
+        panic!(
+            "replay --requests rebuilt {} bodies, {} were sent; body {} differs at byte {byte}:\nrebuilt …{}…\nsent    …{}…",
+            rebuilt.len(),
+            sent.len(),
+            at + 1,
+            around(a),
+            around(b)
+        );
+    }
 }

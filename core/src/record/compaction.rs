@@ -18,7 +18,9 @@ pub struct Counted {
     pub at: OffsetDateTime,
     /// The request's body size, in bytes.
     pub bytes: u64,
-    /// The server's count of its prompt, in tokens.
+    /// The server's count of its prompt, in tokens; 0 when none came back
+    /// (an error, no usage): logged from format 7 on, so that replay
+    /// rebuilds the count request too. Only a plausible count calibrates.
     pub tokens: u64,
 }
 

@@ -1279,6 +1279,44 @@ fn a_counted_record_is_read_back_and_calibrates_the_fold() {
     assert_eq!(compact::estimate(15_008, &folded.totals), 2_322);
 }
 
+/// A count the server answered, or did not (tokens 0, format 7 on), is a
+/// request sent: replay rebuilds it where its `counted` record is, as the
+/// request due then, unstreamed for one token.
+#[test]
+fn replay_rebuilds_a_count_request_at_its_record() {
+    let at = datetime!(2026-12-04 10:00 UTC);
+    let head = Record::Header(Header {
+        window: 4_096,
+        ..header()
+    });
+    let user = Record::Message(Message::user(at, "hello"));
+    let due = State::fold(&[head.clone(), user.clone()]).request();
+    let count = due.counting().expect("the Chat Completions wire counts");
+    for tokens in [0, 2_322] {
+        let counted = Record::Counted(crate::record::Counted {
+            at,
+            bytes: due.body.len() as u64,
+            tokens,
+        });
+        let answer = Record::Message(Message::assistant(at, "hi"));
+        let log = [head.clone(), user.clone(), counted, answer];
+        let rebuilt: Vec<String> = crate::state::requests(&log)
+            .iter()
+            .map(|r| r.body.text())
+            .collect();
+        assert_eq!(rebuilt, [count.text(), due.body.text()], "{tokens}");
+        assert!(count.text().contains(r#""max_tokens":1"#));
+    }
+    // A count of none calibrates nothing.
+    let none = Record::Counted(crate::record::Counted {
+        at,
+        bytes: 15_008,
+        tokens: 0,
+    });
+    let folded = State::fold(&[head, none]);
+    assert_eq!((folded.totals.cal_bytes, folded.totals.cal_tokens), (0, 0));
+}
+
 /// A `write_file` of `path` in a session with `allow_edits`, at a
 /// terminal or not, opened as the shell found it; the commands after.
 fn write_opened(interactive: bool, opened: Opened) -> (Session, Vec<Command>) {

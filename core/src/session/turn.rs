@@ -394,14 +394,13 @@ impl Session {
         if bytes == 0 || !self.state.awaiting {
             return Vec::new();
         }
-        let mut cmds = Vec::new();
-        if let Some(tokens) = tokens.filter(|&t| t > 0) {
-            cmds.extend(self.append(vec![Record::Counted(Counted {
-                at: now,
-                bytes: bytes as u64,
-                tokens,
-            })]));
-        }
+        // Logged even without a count (tokens 0), so replay rebuilds
+        // every request sent, this one too.
+        let mut cmds = self.append(vec![Record::Counted(Counted {
+            at: now,
+            bytes: bytes as u64,
+            tokens: tokens.unwrap_or(0),
+        })]);
         cmds.extend(self.request(due, now));
         cmds
     }

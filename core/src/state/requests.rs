@@ -348,8 +348,9 @@ impl State {
 
 /// Every model request a session file sent, rebuilt from its records in
 /// order: one before each record that answered a due request (an assistant
-/// message, a failure or an interruption), and the summary request of a
-/// compaction at its `compacting` record.
+/// message, a failure or an interruption), the summary request of a
+/// compaction at its `compacting` record, and the count of the request
+/// due ([`Request::counting`]) at a `counted` record.
 pub fn requests<'a>(records: impl IntoIterator<Item = &'a Record>) -> Vec<Request> {
     let mut rebuild = Rebuild::default();
     records
@@ -375,6 +376,9 @@ impl Rebuild {
             Some(self.state.request())
         } else if let Record::Compacting(c) = record {
             Some(self.state.compacting_request(c))
+        } else if let Record::Counted(_) = record {
+            let due = self.state.request();
+            due.counting().map(|body| Request { body, ..due })
         } else if let Record::Refining(r) = record {
             let seq = self.state.totals.requests.saturating_add(1);
             Some(self.state.refinement_request(&r.body, seq))
