@@ -358,6 +358,7 @@ fn files(history: Vec<Message>, plan: &Plan) -> (Vec<Record>, Vec<Record>) {
         cut: plan.cut as u64,
         from: 0,
         upto: 0,
+        bare: false,
     }));
     old.push(Record::Continued(Continued {
         at,

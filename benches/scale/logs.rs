@@ -321,6 +321,7 @@ impl Turns {
             cut,
             from: 0,
             upto: 0,
+            bare: false,
         }))?;
         if !succeeds {
             w.append(&Record::CompactionFailed(Failed {

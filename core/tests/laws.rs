@@ -59,9 +59,11 @@ enum Op {
     Restart,
     /// The user asks for `/compact`.
     Compact,
-    /// The summary in flight comes back, or fails.
+    /// The summary in flight comes back (as notes, or as a tool call
+    /// instead, which small models held to a tool grammar write), or fails.
     Summary {
         ok: bool,
+        calls: bool,
     },
     /// `new` messages arrive in the inbox; the shell hands over everything
     /// waiting there (taken ones too, when a crash kept them), answered at
@@ -159,6 +161,7 @@ impl Arbitrary for Op {
             13 => Op::Compact,
             14..=15 => Op::Summary {
                 ok: u8::arbitrary(g) % 4 != 0,
+                calls: u8::arbitrary(g) % 4 == 0,
             },
             _ => Op::Restart,
         }
@@ -570,11 +573,29 @@ fn run_as(ops: &[Op], header: Header, long: &[usize; 2]) -> Run {
                 run.inbox.retain(|&seq| seq > delivered);
                 continue;
             }
-            Op::Summary { ok } => {
+            Op::Summary { ok, calls } => {
                 if !run.summarizing {
                     continue;
                 }
-                if ok {
+                if ok && calls {
+                    // Asked again with no tools, or no notes: a summary
+                    // request sent says which.
+                    run.summarizing = false;
+                    let call = ToolCall {
+                        id: "n1".into(),
+                        name: "shell".into(),
+                        arguments: r#"{"command":"ls"}"#.into(),
+                    };
+                    Input::Model(ModelInput::Summarized {
+                        reply: Reply {
+                            text: "let me look".into(),
+                            tool_calls: vec![call],
+                            ..Reply::default()
+                        },
+                        new_id: format!("s{}", run.files.len() + 1),
+                        now,
+                    })
+                } else if ok {
                     run.summarizing = false;
                     let new_id = format!("s{}", run.files.len() + 1);
                     let usage = Some(Usage {

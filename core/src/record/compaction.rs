@@ -127,6 +127,11 @@ pub struct Compacting {
     /// The end of this piece, before `cut` (0: the piece runs to `cut`).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub upto: u64,
+    /// The piece asked again as one transcript with no tools offered:
+    /// the model called a tool instead of writing notes when they were
+    /// (small models held to a tool grammar do). Absent in older files.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub bare: bool,
 }
 
 impl Compacting {

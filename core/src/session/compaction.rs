@@ -360,7 +360,7 @@ impl Session {
             return Some(self.stop(reason, now));
         }
         let whole = compact::fits(text, self.state.window)
-            .then(|| self.state.whole_piece(0, cut, None))
+            .then(|| self.state.whole_piece(0, cut, None, false))
             .flatten()
             .map(|summary| {
                 let tokens = compact::estimate(summary.body.weight(), &self.state.totals);
@@ -372,6 +372,7 @@ impl Session {
                 cut: cut as u64,
                 from: 0,
                 upto: 0,
+                bare: false,
             })]));
             cmds.push(Command::show(format!(
                 "compaction: summarizing {cut} messages into working notes; {} verbatim",
@@ -381,6 +382,7 @@ impl Session {
                 flight: Flight {
                     estimate: tokens,
                     bytes: summary.body.weight(),
+                    bare: false,
                 },
                 due: *due,
             };
@@ -451,10 +453,14 @@ impl Session {
             // Measured by its text first: most ends tried are far too big.
             let text = state.text_bytes(from..end) + notes.as_ref().map_or(0, String::len);
             compact::fits(compact::estimate(text, &state.totals), window)
-                && state.whole_piece(from, end, notes.as_deref()).is_some()
+                && state
+                    .whole_piece(from, end, notes.as_deref(), false)
+                    .is_some()
         })
         .unwrap_or_else(|| compact::first_step(&state.messages, from, cut));
-        let request = self.state.piece_request(from, upto, notes.as_deref());
+        let request = self
+            .state
+            .piece_request(from, upto, notes.as_deref(), false);
         if !compact::fits(
             compact::estimate(request.body.weight(), &self.state.totals),
             window,
@@ -466,6 +472,7 @@ impl Session {
             cut: cut as u64,
             from: from as u64,
             upto: if upto == cut { 0 } else { upto as u64 },
+            bare: false,
         })]);
         due.pieces.0 += 1;
         let (k, n) = (due.pieces.0, due.pieces.1.max(due.pieces.0));
@@ -477,6 +484,7 @@ impl Session {
             flight: Flight {
                 estimate: compact::estimate(request.body.weight(), &self.state.totals),
                 bytes: request.body.weight(),
+                bare: false,
             },
             due: *due,
         };
@@ -493,7 +501,7 @@ impl Session {
     ) -> (Vec<Command>, Outcome) {
         match input {
             ModelInput::Summarized { reply, new_id, now } => {
-                let cmds = self.summarized(due, flight.estimate, reply, new_id, now);
+                let cmds = self.summarized(due, flight, reply, new_id, now);
                 (cmds, Outcome::Going)
             }
             ModelInput::SummaryFailed { error, now } => (
@@ -519,7 +527,7 @@ impl Session {
     fn summarized(
         &mut self,
         due: Due,
-        estimate: u64,
+        flight: Flight,
         reply: Reply,
         new_id: String,
         now: OffsetDateTime,
@@ -527,6 +535,10 @@ impl Session {
         let (Some(cut), Some(old)) = (self.state.compacting, self.state.header.clone()) else {
             return Vec::new();
         };
+        let estimate = flight.estimate;
+        if !reply.tool_calls.is_empty() && !flight.bare {
+            return self.ask_bare(cut, due, now);
+        }
         let error = if !reply.tool_calls.is_empty() {
             "the model called a tool instead of writing notes"
         } else if reply.text.trim().is_empty() {
@@ -542,6 +554,42 @@ impl Session {
             return self.noted_piece(due, cut, upto, (reply, estimate), now);
         }
         self.continue_in(due, cut, (reply, estimate), new_id, old, now)
+    }
+
+    /// The model called a tool instead of writing notes on a piece asked
+    /// with the tools offered (a small model held to a server's tool
+    /// grammar does): the same piece once more, as one transcript with no
+    /// tools, which the `bare` of its `compacting` record tells replay.
+    fn ask_bare(&mut self, cut: u64, due: Due, now: OffsetDateTime) -> Vec<Command> {
+        let (from, upto) = self.state.piece;
+        let notes = (from > 0)
+            .then(|| self.state.notes_so_far.clone())
+            .flatten();
+        let idx = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+        let request = self
+            .state
+            .piece_request(idx(from), idx(upto), notes.as_deref(), true);
+        let mut cmds = self.append(vec![Record::Compacting(Compacting {
+            at: now,
+            cut,
+            from,
+            upto: if upto == cut { 0 } else { upto },
+            bare: true,
+        })]);
+        cmds.push(Command::show(
+            "compaction: the model called a tool instead of writing notes; asking again with the messages as one transcript and no tools"
+                .to_owned(),
+        ));
+        self.phase = Phase::Summarizing {
+            flight: Flight {
+                estimate: compact::estimate(request.body.weight(), &self.state.totals),
+                bytes: request.body.weight(),
+                bare: true,
+            },
+            due,
+        };
+        cmds.push(Command::Model(ModelCommand::Summarize(request)));
+        cmds
     }
 
     /// The notes of a piece before the last are in: they carry on into

@@ -230,6 +230,9 @@ pub(super) struct Flight {
     pub estimate: u64,
     /// Its body size, for the calibration.
     pub bytes: usize,
+    /// A summary piece asked with no tools offered (see
+    /// [`crate::record::Compacting::bare`]).
+    pub bare: bool,
 }
 
 /// What one input did: the commands to execute, in order, and how it

@@ -674,30 +674,90 @@ fn a_failed_summary_changes_nothing_and_the_turn_goes_on() {
     assert_eq!(s.state().messages.len(), before);
 }
 
-#[test]
-fn notes_that_call_a_tool_are_no_notes() {
-    let mut s = long_session(5, 127_000);
-    user(&mut s, "next");
+/// A summary answer that calls `shell` instead of writing notes.
+fn calling_notes(now: time::OffsetDateTime) -> Input {
     let call = ToolCall {
         id: "c".into(),
         name: "shell".into(),
         arguments: "{}".into(),
     };
-    let reply = Reply {
-        thinking: Vec::new(),
-        truncated: false,
-        text: "let me check".into(),
-        tool_calls: vec![call],
-        usage: None,
+    Input::Model(ModelInput::Summarized {
+        reply: Reply {
+            text: "let me check".into(),
+            tool_calls: vec![call],
+            ..Reply::default()
+        },
+        new_id: "s2".into(),
+        now,
+    })
+}
+
+#[test]
+fn notes_that_call_a_tool_are_asked_again_bare_then_are_no_notes() {
+    // A session of five turns whose last read filled the window, logged
+    // as it goes, with every request sent.
+    let head = Record::Header(Header {
+        window: 128_000,
+        ..header()
+    });
+    let mut records = vec![head];
+    let mut sent: Vec<String> = Vec::new();
+    let mut take = |cmds: Vec<Command>, records: &mut Vec<Record>| {
+        for c in &cmds {
+            match c {
+                Command::Log(LogCommand::Append(r)) => records.push(r.clone()),
+                Command::Model(ModelCommand::Call(r) | ModelCommand::Summarize(r)) => {
+                    sent.push(r.body.text())
+                }
+                _ => {}
+            }
+        }
+        cmds
     };
+    let mut s = Session::new(State::fold(&records), settings());
+    for i in 0..5 {
+        take(user(&mut s, &format!("question {i}")), &mut records);
+        let usage = Some(Usage {
+            prompt_tokens: if i == 4 { 127_000 } else { 100 },
+            ..Default::default()
+        });
+        let reply = Reply {
+            text: format!("answer {i}"),
+            usage,
+            ..Reply::default()
+        };
+        let at = datetime!(2026-12-02 10:02 UTC);
+        take(
+            s.handle(Input::Model(ModelInput::Reply { reply, now: at }))
+                .commands,
+            &mut records,
+        );
+    }
+    let first = take(user(&mut s, "next"), &mut records);
+    let asked = summarize_request(&first).expect("a summary request");
+    assert!(asked.body.text().contains(r#""tools":["#));
     let now = datetime!(2026-12-02 10:05 UTC);
-    let cmds = s
-        .handle(Input::Model(ModelInput::Summarized {
-            reply,
-            new_id: "s2".into(),
-            now,
-        }))
-        .commands;
+    // The model calls a tool: the same piece again, one transcript, no tools.
+    let again = take(s.handle(calling_notes(now)).commands, &mut records);
+    assert_eq!(
+        kinds(&again),
+        ["compacting", "show", "summarize"],
+        "{again:#?}"
+    );
+    assert!(matches!(&again[0], Command::Log(LogCommand::Append(Record::Compacting(c))) if c.bare));
+    let bare = summarize_request(&again).unwrap().body.text();
+    assert!(
+        !bare.contains(r#""tools""#) && bare.contains("question 0"),
+        "{bare}"
+    );
+    let rebuilt: Vec<String> = crate::state::requests(&records)
+        .into_iter()
+        .map(|r| r.body.text())
+        .collect();
+    assert!(rebuilt == sent, "the rebuilt requests differ");
+    assert_eq!(s.state().totals.requests, sent.len() as u64);
+    // A second call is no notes: the session goes on uncompacted.
+    let cmds = s.handle(calling_notes(now)).commands;
     assert_eq!(kinds(&cmds), ["compaction-failed", "show", "call"]);
     assert!(matches!(&cmds[1], Command::User(UserCommand::Show(t)) if t.contains("called a tool")));
 }

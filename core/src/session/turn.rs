@@ -253,6 +253,7 @@ impl Session {
             flight: Flight {
                 estimate,
                 bytes: request.body.weight(),
+                bare: false,
             },
             retried: due.retried,
         };

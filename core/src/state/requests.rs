@@ -197,9 +197,17 @@ impl State {
     /// [`State::whole_piece`]'s shapes that fits the window, else the
     /// transcript with every message over its share of the room cut to its
     /// head and tail (for the summary only: the log keeps it whole), so a
-    /// message larger than the window never stops a compaction.
-    pub(crate) fn piece_request(&self, from: usize, upto: usize, notes: Option<&str>) -> Request {
-        if let Some(request) = self.whole_piece(from, upto, notes) {
+    /// message larger than the window never stops a compaction. `bare`:
+    /// never with the tools offered (see
+    /// [`crate::record::Compacting::bare`]).
+    pub(crate) fn piece_request(
+        &self,
+        from: usize,
+        upto: usize,
+        notes: Option<&str>,
+        bare: bool,
+    ) -> Request {
+        if let Some(request) = self.whole_piece(from, upto, notes, bare) {
             return request;
         }
         let (from, upto) = self.piece_range(from, upto);
@@ -237,32 +245,36 @@ impl State {
     /// themselves with the tools offered (a prompt cache can serve it, the
     /// turn's requests having the same start), else, when the tool
     /// definitions are what does not fit (small windows), the messages as
-    /// one transcript and no tools. `None` when neither fits.
+    /// one transcript and no tools (always, when `bare`). `None` when
+    /// neither fits.
     pub(crate) fn whole_piece(
         &self,
         from: usize,
         upto: usize,
         notes: Option<&str>,
+        bare: bool,
     ) -> Option<Request> {
         let (from, upto) = self.piece_range(from, upto);
-        let mut history = self.messages[from..upto].to_vec();
-        history.push(Message::user(
-            self.piece_at(upto),
-            compact::piece_prompt(notes),
-        ));
-        let request = self.numbered(self.request_of(
-            self.system.as_deref(),
-            &history,
-            &self.shape(self.notes_limit(), true),
-        ));
         let fits = |r: &Request| {
             compact::fits(
                 compact::estimate(r.body.weight(), &self.totals),
                 self.window,
             )
         };
-        if fits(&request) {
-            return Some(request);
+        if !bare {
+            let mut history = self.messages[from..upto].to_vec();
+            history.push(Message::user(
+                self.piece_at(upto),
+                compact::piece_prompt(notes),
+            ));
+            let request = self.numbered(self.request_of(
+                self.system.as_deref(),
+                &history,
+                &self.shape(self.notes_limit(), true),
+            ));
+            if fits(&request) {
+                return Some(request);
+            }
         }
         let blocks: Vec<String> = self.messages[from..upto]
             .iter()
@@ -310,7 +322,7 @@ impl State {
         } else {
             self.notes_so_far.as_deref()
         };
-        self.piece_request(idx(from), idx(upto), notes)
+        self.piece_request(idx(from), idx(upto), notes, c.bare)
     }
 
     /// The refinement request a `refining` record logged, numbered `seq`:
