@@ -15,7 +15,7 @@
 //!   with `git config`, which runs nothing;
 //! * is only ever a builtin command (an alias never shadows one).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Settings given to every revolve `git`, over whatever the repository's
@@ -31,11 +31,44 @@ const SAFE: [&str; 4] = [
 /// (see the module doc); add the subcommand and its arguments. stdin is
 /// null, stderr discarded.
 pub fn command(dir: &Path) -> Command {
-    let mut git = bare(dir);
-    for name in filters(dir) {
-        git.arg("-c").arg(format!("{name}="));
+    Git::at(dir).command()
+}
+
+/// The repository at a folder with the filter drivers its config names
+/// read once, for a caller that runs many `git`s there: each
+/// [`command`] otherwise runs `git config` first.
+#[derive(Clone, Debug)]
+pub struct Git {
+    dir: PathBuf,
+    filters: Vec<String>,
+}
+
+impl Git {
+    /// The repository `dir` is in, its filter drivers read now.
+    pub fn at(dir: &Path) -> Git {
+        Git {
+            dir: dir.to_path_buf(),
+            filters: filters(dir),
+        }
     }
-    git
+
+    /// The same repository's config, run in `dir` (its top, a folder of
+    /// it).
+    pub fn within(&self, dir: &Path) -> Git {
+        Git {
+            dir: dir.to_path_buf(),
+            filters: self.filters.clone(),
+        }
+    }
+
+    /// [`command`] in this folder.
+    pub fn command(&self) -> Command {
+        let mut git = bare(&self.dir);
+        for name in &self.filters {
+            git.arg("-c").arg(format!("{name}="));
+        }
+        git
+    }
 }
 
 /// The command without the filter overrides.

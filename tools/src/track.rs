@@ -45,6 +45,7 @@ use rustix::fs::{Mode, OFlags};
 
 use crate::edit::{self, Blobs};
 use revolve_core::policy::KEEP_CAP;
+use revolve_store::git::Git;
 
 /// How recent a file's change may be for its fingerprint not to be
 /// trusted: file timestamps come from a coarse clock, so two writes within
@@ -83,6 +84,8 @@ impl Tracked {
 /// A repository's state before a command.
 pub(crate) struct Before {
     top: PathBuf,
+    /// `git` at the top, its filter drivers read once.
+    git: Git,
     /// When the state was taken.
     taken: SystemTime,
     /// `HEAD` then: the content of every tracked file not reported.
@@ -127,8 +130,8 @@ enum Opened {
     File(File, Stamp),
 }
 
-fn git(dir: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let out = revolve_store::git::command(dir).args(args).output().ok()?;
+fn git(git: &Git, args: &[&str]) -> Option<Vec<u8>> {
+    let out = git.command().args(args).output().ok()?;
     out.status.success().then_some(out.stdout)
 }
 
@@ -138,7 +141,7 @@ fn text(bytes: Vec<u8>) -> String {
 
 /// `git status`: each path it reports (relative to the top), untracked
 /// ones marked.
-fn status(top: &Path) -> Option<Vec<(String, bool)>> {
+fn status(top: &Git) -> Option<Vec<(String, bool)>> {
     let out = git(
         top,
         &[
@@ -164,13 +167,15 @@ impl Before {
     }
 
     fn take_at(dir: &Path, depth: usize) -> Option<Before> {
-        let top = PathBuf::from(text(git(dir, &["rev-parse", "--show-toplevel"])?));
+        let found = Git::at(dir);
+        let top = PathBuf::from(text(git(&found, &["rev-parse", "--show-toplevel"])?));
+        let at_top = found.within(&top);
         let taken = SystemTime::now();
-        let head = git(&top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
+        let head = git(&at_top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
         let mut dirty = BTreeMap::new();
         let mut kept = BTreeMap::new();
         let mut room = KEEP_CAP;
-        for (path, _) in status(&top)? {
+        for (path, _) in status(&at_top)? {
             let was = match open_beneath(&top, &path) {
                 Opened::Absent => Was::Absent,
                 Opened::Other(kind) => Was::Other(kind),
@@ -192,7 +197,7 @@ impl Before {
         }
         let mut subs = Vec::new();
         if depth < SUBMODULE_DEPTH {
-            for sub in submodules(&top) {
+            for sub in submodules(&at_top, &top) {
                 if let Some(before) = Before::take_at(&sub, depth + 1) {
                     // Its own top, resolved by git, is the folder itself:
                     // not the superproject's (not checked out), nor
@@ -205,6 +210,7 @@ impl Before {
         }
         Some(Before {
             top,
+            git: at_top,
             taken,
             head,
             dirty,
@@ -227,14 +233,20 @@ impl Before {
         for sub in subs {
             sub.changes_into(blobs, out);
         }
-        let Some(now) = status(&self.top) else {
+        let Some(now) = status(&self.git) else {
             return;
         };
         let mut paths: BTreeSet<String> = self.dirty.keys().cloned().collect();
         paths.extend(now.into_iter().map(|(p, _)| p));
         paths.extend(self.committed());
+        // What HEAD held of the paths git did not report before, asked
+        // at once (a command may change thousands of clean files).
+        let mut head = Head {
+            entries: self.head_entries(&paths),
+            objects: Objects::new(&self.git),
+        };
         for path in paths {
-            if let Some(change) = self.change(&path, &sub_tops, blobs, &mut out.notes) {
+            if let Some(change) = self.change(&path, &sub_tops, &mut head, blobs, &mut out.notes) {
                 out.changes.push(change);
             }
         }
@@ -244,11 +256,11 @@ impl Before {
     /// the HEAD before and the HEAD now.
     fn committed(&self) -> Vec<String> {
         let mut paths = Vec::new();
-        let head = git(&self.top, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
+        let head = git(&self.git, &["rev-parse", "--verify", "-q", "HEAD"]).map(text);
         if let (Some(old), Some(new)) = (&self.head, &head) {
             if old != new {
                 if let Some(out) = git(
-                    &self.top,
+                    &self.git,
                     &[
                         "diff",
                         "--no-ext-diff",
@@ -276,6 +288,7 @@ impl Before {
         &self,
         path: &str,
         sub_tops: &BTreeSet<PathBuf>,
+        head: &mut Head,
         blobs: &Blobs,
         notes: &mut Vec<String>,
     ) -> Option<Change> {
@@ -325,7 +338,7 @@ impl Before {
                 .cloned()
                 .map(Some)
                 .ok_or_else(|| "it was too large to keep".to_owned()),
-            None => self.head_content(path),
+            None => self.head_content(path, head),
         };
         let (before, after) = match (before, after) {
             (Ok(before), Ok(after)) => (before, after),
@@ -397,7 +410,7 @@ impl Before {
     /// Whether `HEAD` holds `path` as a submodule.
     fn is_submodule(&self, path: &str) -> bool {
         self.head.as_ref().is_some_and(|head| {
-            entry(&self.top, head, path.trim_end_matches('/'))
+            entry(&self.git, head, path.trim_end_matches('/'))
                 .is_some_and(|(mode, _, _)| mode == "160000")
         })
     }
@@ -405,11 +418,8 @@ impl Before {
     /// What a file git did not report held before the command: `HEAD`'s
     /// (a clean tracked file), or nothing (it did not exist); an error
     /// when that is not a file's content or is too large.
-    fn head_content(&self, path: &str) -> Result<Option<Vec<u8>>, String> {
-        let Some(head) = &self.head else {
-            return Ok(None);
-        };
-        let Some((mode, object, size)) = entry(&self.top, head, path) else {
+    fn head_content(&self, path: &str, head: &mut Head) -> Result<Option<Vec<u8>>, String> {
+        let Some((mode, object, size)) = head.entries.get(path) else {
             return Ok(None);
         };
         match mode.as_str() {
@@ -417,40 +427,169 @@ impl Before {
             "160000" => return Err("it was a submodule".into()),
             _ => {}
         }
-        if size > KEEP_CAP as u64 {
+        if *size > KEEP_CAP as u64 {
             return Err(format!("it was over {} MiB", KEEP_CAP >> 20));
         }
-        git(&self.top, &["cat-file", "blob", &object])
+        head.objects
+            .blob(object)
             .map(Some)
             .ok_or_else(|| "git did not give its old content".into())
+    }
+
+    /// The entries of `HEAD` (mode, object, size) at those of `paths`
+    /// git did not report before the command, by path: one `git ls-tree`
+    /// for up to [`PATHS_AT_ONCE`] paths.
+    fn head_entries(&self, paths: &BTreeSet<String>) -> BTreeMap<String, Entry> {
+        let mut entries = BTreeMap::new();
+        let Some(head) = &self.head else {
+            return entries;
+        };
+        let clean: Vec<&str> = paths
+            .iter()
+            .filter(|p| !self.dirty.contains_key(*p))
+            .map(String::as_str)
+            .collect();
+        for chunk in clean.chunks(PATHS_AT_ONCE) {
+            let mut args = vec!["ls-tree", "-z", "-l", head.as_str(), "--"];
+            args.extend_from_slice(chunk);
+            let Some(out) = self
+                .git
+                .command()
+                .env("GIT_LITERAL_PATHSPECS", "1")
+                .args(&args)
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+            else {
+                continue;
+            };
+            for line in out.stdout.split(|&b| b == 0) {
+                if let Some((path, entry)) = parse_entry(line) {
+                    entries.insert(path, entry);
+                }
+            }
+        }
+        entries
+    }
+}
+
+/// How many paths one `git ls-tree` is given (far under any platform's
+/// limit on a command line).
+const PATHS_AT_ONCE: usize = 1_000; // not policy: a bound on one command line
+
+/// A tree entry: its mode, object and size (0 for a submodule).
+type Entry = (String, String, u64);
+
+/// What `HEAD` held, for the comparison after a command.
+struct Head {
+    entries: BTreeMap<String, Entry>,
+    objects: Objects,
+}
+
+/// Objects read from the repository through one `git cat-file --batch`,
+/// started at the first one asked (a command that changed nothing clean
+/// starts none).
+struct Objects {
+    git: Git,
+    batch: Option<Batch>,
+}
+
+struct Batch {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Objects {
+    fn new(git: &Git) -> Objects {
+        Objects {
+            git: git.clone(),
+            batch: None,
+        }
+    }
+
+    /// The content of the blob `object`; `None` when git gives none (the
+    /// batch is not asked again after a failure).
+    fn blob(&mut self, object: &str) -> Option<Vec<u8>> {
+        use std::io::{BufRead, Write};
+        if self.batch.is_none() {
+            let mut child = self
+                .git
+                .command()
+                .args(["cat-file", "--batch"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .ok()?;
+            let input = child.stdin.take()?;
+            let output = std::io::BufReader::new(child.stdout.take()?);
+            self.batch = Some(Batch {
+                child,
+                input,
+                output,
+            });
+        }
+        let batch = self.batch.as_mut()?;
+        let read = (|| {
+            writeln!(batch.input, "{object}").ok()?;
+            batch.input.flush().ok()?;
+            // `<object> blob <size>`, the bytes and a line end; or
+            // `<object> missing`.
+            let mut header = Vec::new();
+            batch.output.read_until(b'\n', &mut header).ok()?;
+            let header = String::from_utf8_lossy(&header);
+            let mut fields = header.split_whitespace();
+            let (_, kind, size) = (fields.next()?, fields.next()?, fields.next()?);
+            let size: usize = size.parse().ok()?;
+            let mut bytes = vec![0; size + 1];
+            batch.output.read_exact(&mut bytes).ok()?;
+            bytes.pop();
+            (kind == "blob").then_some(bytes)
+        })();
+        if read.is_none() {
+            self.batch = None;
+        }
+        read
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
 /// The mode, object and size (0 for a submodule) of `path` in commit
 /// `head`; `None` when it holds no such path.
-fn entry(top: &Path, head: &str, path: &str) -> Option<(String, String, u64)> {
-    let out = git(top, &["ls-tree", "-z", "-l", head, "--", path])?;
+fn entry(git: &Git, head: &str, path: &str) -> Option<Entry> {
+    let out = self::git(git, &["ls-tree", "-z", "-l", head, "--", path])?;
     let line = out.split(|&b| b == 0).next()?;
+    parse_entry(line).map(|(_, entry)| entry)
+}
+
+/// One line of `git ls-tree -z -l`: `MODE KIND OBJECT SIZE\tPATH`.
+fn parse_entry(line: &[u8]) -> Option<(String, Entry)> {
     let line = String::from_utf8_lossy(line);
-    let (meta, _) = line.split_once('\t')?;
+    let (meta, path) = line.split_once('\t')?;
     let mut fields = meta.split_whitespace();
     let mode = fields.next()?.to_owned();
     let _kind = fields.next()?;
     let object = fields.next()?.to_owned();
     let size = fields.next()?.parse().unwrap_or(0);
-    Some((mode, object, size))
+    Some((path.to_owned(), (mode, object, size)))
 }
 
 /// The folders of the submodules `.gitmodules` names that are checked
 /// out (hold a `.git`).
-fn submodules(top: &Path) -> Vec<PathBuf> {
+fn submodules(git: &Git, top: &Path) -> Vec<PathBuf> {
     // `.gitmodules` must be a regular file before git reads it (a FIFO
     // would block git).
     if !matches!(open_beneath(top, ".gitmodules"), Opened::File(..)) {
         return Vec::new();
     }
-    let Some(out) = git(
-        top,
+    let Some(out) = self::git(
+        git,
         &[
             "config",
             "-z",
