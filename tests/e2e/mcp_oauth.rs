@@ -147,10 +147,13 @@ fn login(env: &TestEnv, extra: &[(&str, &str)]) -> Run {
 }
 
 /// What the listener answered the browser (which runs detached: revolve
-/// may be gone before it has written it).
+/// may be gone before it has written it; the file exists, empty, from
+/// its open until its one write).
 fn browser_saw(env: &TestEnv) -> String {
     let log = env.root.join("browser.log");
-    wait_until(Duration::from_secs(30), || log.exists());
+    wait_until(Duration::from_secs(30), || {
+        std::fs::metadata(&log).is_ok_and(|m| m.len() > 0)
+    });
     std::fs::read_to_string(log).unwrap_or_default()
 }
 
