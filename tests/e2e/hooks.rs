@@ -314,7 +314,7 @@ fn a_hanging_hook_is_killed_at_its_timeout_said_once_and_the_tool_runs() {
     configure(
         &env,
         json!({"PreToolUse": [{"matcher": "shell", "hooks": [{
-            "command": format!("(sleep 4; touch {}) & sleep 60", marker.display()),
+            "command": format!("(sleep 2; touch {}) & sleep 60", marker.display()),
             "timeout": 1
         }]}]}),
     );
@@ -340,7 +340,10 @@ fn a_hanging_hook_is_killed_at_its_timeout_said_once_and_the_tool_runs() {
     let results = tool_results(&records(&env.only_session()));
     assert!(results[0].1.contains("ran anyway"), "{results:?}");
     assert_eq!(hook_records(&env)[0]["ended"], "timed_out");
-    std::thread::sleep(Duration::from_secs(5));
+    // Alive, the child would touch the marker 2 s after the hook began;
+    // the run ended at least 1 s (the hook's timeout) after that, so 1.5 s
+    // more is half a second past it, however slow the machine.
+    std::thread::sleep(Duration::from_millis(1_500));
     assert!(!marker.exists(), "a child of the hook outlived its group");
 }
 

@@ -145,7 +145,7 @@ impl Blobs {
                 io::Error::new(
                     io::ErrorKind::NotFound,
                     format!(
-                        "content {hash} held an API key that is not set now (key {mark}); set                          it again to restore this content"
+                        "content {hash} held an API key that is not set now (key {mark}); set it again to restore this content"
                     ),
                 )
             })?;

@@ -198,7 +198,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().canonicalize().unwrap();
         let marker = root.join("left");
-        let command = format!("(sleep 3; touch {}) & sleep 30", marker.display());
+        let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
         let started = Instant::now();
         let r = ran(&root, &command, 1, Mode::Off);
         assert_eq!(r.ended, Ended::TimedOut(1));
@@ -207,7 +207,10 @@ mod tests {
             "{:?}",
             started.elapsed()
         );
-        thread::sleep(Duration::from_secs(4));
+        // Alive, the child would touch the marker 2 s after the hook
+        // began; the hook ran at least its 1 s timeout, so 1.5 s more is
+        // half a second past it, however slow the machine.
+        thread::sleep(Duration::from_millis(1_500));
         assert!(!marker.exists(), "a child of the hook outlived it");
     }
 
