@@ -344,3 +344,54 @@ fn changes_inside_a_submodule_are_tracked_and_a_nested_repository_is_named() {
         "{results:?}"
     );
 }
+
+/// Clean tracked files a command changes (in a folder, with a space or a
+/// letter outside ASCII in the name) or deletes, with one it leaves as it
+/// was: each change is logged with `HEAD`'s content as before (read in
+/// one batch, not one `git` a file), and a rewind gives every file back.
+#[test]
+fn clean_files_a_command_changes_or_deletes_are_tracked_and_rewound() {
+    let env = TestEnv::new("track-batch");
+    let files = [
+        ("a/b/deep.txt", "deep one\n"),
+        ("with space.txt", "spaced one\n"),
+        ("été.txt", "summer one\n"),
+        ("gone.txt", "bye\n"),
+        ("kept.txt", "the same\n"),
+    ];
+    if !repo(&env, &files) {
+        return;
+    }
+    let command = "sed -i 's/one/two/' a/b/deep.txt 'with space.txt' été.txt && rm gone.txt";
+    let run = run_shells(&env, &[command], Duration::from_secs(60), &[]);
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let mut changed: Vec<(String, Value, Value)> = edits(&env)
+        .into_iter()
+        .map(|e| {
+            let path = e["path"].as_str().unwrap().to_owned();
+            (path, e["before"].clone(), e["after"].clone())
+        })
+        .collect();
+    changed.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expected: Vec<(String, Value, Value)> = files[..4]
+        .iter()
+        .map(|(rel, was)| {
+            let now = std::fs::read(env.cwd.join(rel)).ok();
+            let after = now.map_or(Value::Null, |b| json!(hash(&b)));
+            (abs(&env, rel), json!(hash(was.as_bytes())), after)
+        })
+        .collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(changed, expected);
+    assert_eq!(
+        std::fs::read_to_string(env.cwd.join("a/b/deep.txt")).unwrap(),
+        "deep two\n"
+    );
+
+    let rewind = env.run(&["rewind"], "");
+    assert_eq!(rewind.code, Some(0), "{rewind:?}");
+    for (rel, was) in files {
+        let now = std::fs::read_to_string(env.cwd.join(rel)).unwrap();
+        assert_eq!(now, was, "{rel}");
+    }
+}
