@@ -508,8 +508,10 @@ impl Objects {
         }
     }
 
-    /// The content of the blob `object`; `None` when git gives none (the
-    /// batch is not asked again after a failure).
+    /// The content of the blob `object`; `None` when git gives none (a
+    /// missing object, or not a blob). After a failure the batch ends, and
+    /// the next object asked starts a new one, so one bad answer never
+    /// leaves the stream out of step.
     fn blob(&mut self, object: &str) -> Option<Vec<u8>> {
         use std::io::{BufRead, Write};
         if self.batch.is_none() {
@@ -771,5 +773,69 @@ mod tests {
         let note = tracked.note().unwrap();
         assert!(note.starts_with("\n[not tracked for rewind: f0: why; f1: why"));
         assert!(note.ends_with("; and 3 more]"), "{note}");
+    }
+
+    /// A repository at a temp folder with `files` committed.
+    fn committed(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CEILING_DIRECTORIES", dir.path().parent().unwrap())
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        assert!(
+            git(&["init", "-q"]),
+            "this test needs git on PATH (Debian: apt-get install git)"
+        );
+        for (rel, content) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        assert!(git(&["add", "."]));
+        assert!(git(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "start"
+        ]));
+        dir
+    }
+
+    #[test]
+    fn head_entries_come_in_one_batch_and_objects_survive_a_missing_one() {
+        let files = [
+            ("a/b/deep.txt", "deep\n"),
+            ("with space.txt", "spaced\n"),
+            ("été.txt", "summer\n"),
+            ("dirty.txt", "dirty\n"),
+        ];
+        let repo = committed(&files);
+        std::fs::write(repo.path().join("dirty.txt"), "changed\n").unwrap();
+        let before = Before::take(repo.path()).expect("a repository");
+        assert!(before.dirty.contains_key("dirty.txt"));
+        let paths: BTreeSet<String> = files
+            .iter()
+            .map(|(p, _)| p.to_string())
+            .chain(["not-there.txt".to_owned()])
+            .collect();
+        // Only the paths git did not report: the others' content is kept.
+        let entries = before.head_entries(&paths);
+        let named: Vec<&str> = entries.keys().map(String::as_str).collect();
+        assert_eq!(named, ["a/b/deep.txt", "with space.txt", "été.txt"]);
+        let mut objects = Objects::new(&before.git);
+        let (_, deep, size) = &entries["a/b/deep.txt"];
+        assert_eq!(*size, 5);
+        assert_eq!(objects.blob(deep).as_deref(), Some(&b"deep\n"[..]));
+        assert_eq!(objects.blob(&"0".repeat(40)), None);
+        let (_, summer, _) = &entries["été.txt"];
+        assert_eq!(objects.blob(summer).as_deref(), Some(&b"summer\n"[..]));
     }
 }
