@@ -350,9 +350,7 @@ fn start_mcp(store: &Store, settings: &Settings) -> Result<revolve_io::live::Mcp
         (None, Vec::new())
     } else {
         let (servers, mut notes) = mcp::servers(store, settings, true);
-        // A server that answers nothing within `mcp_timeout_s` fails to
-        // start as a call would, when that is sooner than the bound.
-        let bound = revolve_core::policy::MCP_START_TIMEOUT_S.min(settings.core.mcp_timeout_s);
+        let bound = revolve_core::mcp::start_bound_s(settings.core.mcp_timeout_s);
         let (hub, started) = mcp::start(store, &servers, std::time::Duration::from_secs(bound));
         notes.extend(started);
         (hub, notes)

@@ -374,6 +374,14 @@ pub struct Listed {
 
 pub use crate::record::McpTool;
 
+/// How long, in seconds, a server may take to start (spawn or connect,
+/// `initialize`, `tools/list`) before it has failed:
+/// [`crate::policy::MCP_START_TIMEOUT_S`], or `mcp_timeout_s` when that is
+/// sooner (a server that answers nothing within it fails as a call would).
+pub fn start_bound_s(mcp_timeout_s: u64) -> u64 {
+    crate::policy::MCP_START_TIMEOUT_S.min(mcp_timeout_s)
+}
+
 /// The name a server's tool is offered as: `mcp__SERVER__TOOL`, other
 /// characters than letters, digits, `_` and `-` turned into `_`, cut to
 /// [`policy::MCP_NAME_CHARS`].
@@ -636,6 +644,12 @@ mod tests {
             "EMPTY" => Some(String::new()),
             _ => None,
         }
+    }
+
+    #[test]
+    fn a_server_starts_within_the_start_bound_or_mcp_timeout_s_if_sooner() {
+        assert_eq!(start_bound_s(1), 1);
+        assert_eq!(start_bound_s(60), crate::policy::MCP_START_TIMEOUT_S);
     }
 
     #[test]

@@ -342,11 +342,11 @@ impl Session {
                 | ModelInput::Overflowed { .. }),
             ) => self.request_answered(flight, retried, input),
             (
-                Phase::Summarizing { flight, due },
+                Phase::Summarizing { flight, due, bare },
                 input @ (ModelInput::Summarized { .. }
                 | ModelInput::SummaryFailed { .. }
                 | ModelInput::Overflowed { .. }),
-            ) => self.summary_answered(flight, due, input),
+            ) => self.summary_answered(flight, due, bare, input),
             (
                 p @ Phase::Refining(_),
                 input @ (ModelInput::RefineReply { .. } | ModelInput::RefineFailed { .. }),

@@ -361,33 +361,20 @@ impl Session {
         }
         let whole = compact::fits(text, self.state.window)
             .then(|| self.state.whole_piece(0, cut, None, false))
-            .flatten()
-            .map(|summary| {
-                let tokens = compact::estimate(summary.body.weight(), &self.state.totals);
-                (summary, tokens)
-            });
-        if let Some((summary, tokens)) = whole {
-            cmds.extend(self.append(vec![Record::Compacting(Compacting {
+            .flatten();
+        if let Some(summary) = whole {
+            let compacting = Compacting {
                 at: now,
                 cut: cut as u64,
                 from: 0,
                 upto: 0,
                 bare: false,
-            })]));
-            cmds.push(Command::show(format!(
+            };
+            let line = format!(
                 "compaction: summarizing {cut} messages into working notes; {} verbatim",
                 self.kept_words(due.keep_turns)
-            )));
-            self.phase = Phase::Summarizing {
-                flight: Flight {
-                    estimate: tokens,
-                    bytes: summary.body.weight(),
-                    bare: false,
-                },
-                due: *due,
-            };
-            cmds.push(Command::Model(ModelCommand::Summarize(summary)));
-            return Some(cmds);
+            );
+            return Some(self.ask_piece(compacting, line, summary, *due));
         }
         let system = self.fixed_parts()[0].tokens;
         let prompt = compact::estimate(compact::SUMMARY_PROMPT.len(), &self.state.totals);
@@ -467,29 +454,44 @@ impl Session {
         ) {
             return None;
         }
-        let mut cmds = self.append(vec![Record::Compacting(Compacting {
+        let compacting = Compacting {
             at: now,
             cut: cut as u64,
             from: from as u64,
             upto: if upto == cut { 0 } else { upto as u64 },
             bare: false,
-        })]);
+        };
         due.pieces.0 += 1;
         let (k, n) = (due.pieces.0, due.pieces.1.max(due.pieces.0));
-        cmds.push(Command::show(format!(
+        let line = format!(
             "compaction: piece {k} of about {n}: summarizing messages {}..{upto} of {cut}",
             from + 1
-        )));
+        );
+        Some(self.ask_piece(compacting, line, request, *due))
+    }
+
+    /// Sends the summary request of the piece `compacting` starts: its
+    /// record, the line saying so, and the phase waiting on the notes.
+    fn ask_piece(
+        &mut self,
+        compacting: Compacting,
+        line: String,
+        request: Request,
+        due: Due,
+    ) -> Vec<Command> {
+        let bare = compacting.bare;
+        let mut cmds = self.append(vec![Record::Compacting(compacting)]);
+        cmds.push(Command::show(line));
         self.phase = Phase::Summarizing {
             flight: Flight {
                 estimate: compact::estimate(request.body.weight(), &self.state.totals),
                 bytes: request.body.weight(),
-                bare: false,
             },
-            due: *due,
+            due,
+            bare,
         };
         cmds.push(Command::Model(ModelCommand::Summarize(request)));
-        Some(cmds)
+        cmds
     }
 
     /// The answer to the summary request in flight.
@@ -497,11 +499,12 @@ impl Session {
         &mut self,
         flight: Flight,
         due: Due,
+        bare: bool,
         input: ModelInput,
     ) -> (Vec<Command>, Outcome) {
         match input {
             ModelInput::Summarized { reply, new_id, now } => {
-                let cmds = self.summarized(due, flight, reply, new_id, now);
+                let cmds = self.summarized(due, (flight.estimate, bare), reply, new_id, now);
                 (cmds, Outcome::Going)
             }
             ModelInput::SummaryFailed { error, now } => (
@@ -527,7 +530,7 @@ impl Session {
     fn summarized(
         &mut self,
         due: Due,
-        flight: Flight,
+        (estimate, bare): (u64, bool),
         reply: Reply,
         new_id: String,
         now: OffsetDateTime,
@@ -535,8 +538,7 @@ impl Session {
         let (Some(cut), Some(old)) = (self.state.compacting, self.state.header.clone()) else {
             return Vec::new();
         };
-        let estimate = flight.estimate;
-        if !reply.tool_calls.is_empty() && !flight.bare {
+        if !reply.tool_calls.is_empty() && !bare {
             return self.ask_bare(cut, due, now);
         }
         let error = if !reply.tool_calls.is_empty() {
@@ -569,27 +571,15 @@ impl Session {
         let request = self
             .state
             .piece_request(idx(from), idx(upto), notes.as_deref(), true);
-        let mut cmds = self.append(vec![Record::Compacting(Compacting {
+        let compacting = Compacting {
             at: now,
             cut,
             from,
             upto: if upto == cut { 0 } else { upto },
             bare: true,
-        })]);
-        cmds.push(Command::show(
-            "compaction: the model called a tool instead of writing notes; asking again with the messages as one transcript and no tools"
-                .to_owned(),
-        ));
-        self.phase = Phase::Summarizing {
-            flight: Flight {
-                estimate: compact::estimate(request.body.weight(), &self.state.totals),
-                bytes: request.body.weight(),
-                bare: true,
-            },
-            due,
         };
-        cmds.push(Command::Model(ModelCommand::Summarize(request)));
-        cmds
+        let line = "compaction: the model called a tool instead of writing notes; asking again with the messages as one transcript and no tools";
+        self.ask_piece(compacting, line.to_owned(), request, due)
     }
 
     /// The notes of a piece before the last are in: they carry on into

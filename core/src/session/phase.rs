@@ -28,8 +28,14 @@ pub(super) enum Phase {
     /// The turn's request is out ([`ModelCommand::Call`]).
     Requesting { flight: Flight, retried: bool },
     /// Working notes are asked for ([`ModelCommand::Summarize`]), for the turn
-    /// (the request goes out once they are in) or for `/compact`.
-    Summarizing { flight: Flight, due: Due },
+    /// (the request goes out once they are in) or for `/compact`; `bare`:
+    /// the piece asked again with no tools offered
+    /// ([`crate::record::Compacting::bare`]).
+    Summarizing {
+        flight: Flight,
+        due: Due,
+        bare: bool,
+    },
     /// The tool call `call` runs ([`ToolCommand::Run`], [`ToolCommand::CallMcp`]),
     /// as its `PreToolUse` hooks left it (its `PostToolUse` hooks see that
     /// input); `outside`: the user let it run outside the sandbox, once.
@@ -230,9 +236,6 @@ pub(super) struct Flight {
     pub estimate: u64,
     /// Its body size, for the calibration.
     pub bytes: usize,
-    /// A summary piece asked with no tools offered (see
-    /// [`crate::record::Compacting::bare`]).
-    pub bare: bool,
 }
 
 /// What one input did: the commands to execute, in order, and how it

@@ -253,7 +253,6 @@ impl Session {
             flight: Flight {
                 estimate,
                 bytes: request.body.weight(),
-                bare: false,
             },
             retried: due.retried,
         };
