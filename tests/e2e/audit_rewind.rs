@@ -3,7 +3,7 @@
 //! restored (item 10); a rewind killed part way is settled at the next
 //! start from what the files hold (item 9).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use revolve_testkit::{FakeReply, FakeServer};
@@ -216,6 +216,38 @@ fn world() -> Option<(TestEnv, FakeServer)> {
     Some((env, server))
 }
 
+/// The records of `log` after a kill, and whether it ends in a torn
+/// line (a record whose write the kill cut short): every other line must
+/// be JSON.
+fn records_after_kill(log: &Path) -> (Vec<Value>, bool) {
+    let text = std::fs::read_to_string(log).unwrap();
+    let whole = text.rfind('\n').map_or("", |end| &text[..end]);
+    let torn = whole.len() + 1 < text.len();
+    let records = whole
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            serde_json::from_str(l)
+                .unwrap_or_else(|e| panic!("line {} is not JSON: {e}: {l}", i + 1))
+        })
+        .collect();
+    (records, torn)
+}
+
+/// What `log` holds past its first `from` bytes, as text.
+fn appended(log: &Path, from: u64) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = String::new();
+    if let Ok(mut file) = std::fs::File::open(log) {
+        if file.seek(SeekFrom::Start(from)).is_ok() {
+            let mut bytes = Vec::new();
+            let _ = file.read_to_end(&mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+    }
+    text
+}
+
 /// What each file holds: `Some(true)` its original, `Some(false)` the
 /// changed content, `None` neither.
 fn states(env: &TestEnv) -> Vec<Option<bool>> {
@@ -253,6 +285,10 @@ fn kill_9_during_a_rewind_of_400_files_is_settled_at_the_next_start() {
             "the shell changed every file"
         );
 
+        // The log holds the turn's 400 edits (about 5 MB): the wait below
+        // reads only what the rewind appends to it.
+        let log = env.only_session();
+        let from = std::fs::metadata(&log).unwrap().len();
         let mut child = env
             .command(&["rewind"])
             .stdin(std::process::Stdio::null())
@@ -261,10 +297,8 @@ fn kill_9_during_a_rewind_of_400_files_is_settled_at_the_next_start() {
             .spawn()
             .unwrap();
         let until = Instant::now() + Duration::from_secs(30);
-        let log = env.only_session();
         while Instant::now() < until && child.try_wait().unwrap().is_none() {
-            let text = std::fs::read_to_string(&log).unwrap_or_default();
-            if text.contains("\"type\":\"rewinding\"") {
+            if appended(&log, from).contains("\"type\":\"rewinding\"") {
                 break;
             }
             std::thread::sleep(Duration::from_micros(200));
@@ -276,11 +310,16 @@ fn kill_9_during_a_rewind_of_400_files_is_settled_at_the_next_start() {
         let found = states(&env);
         assert!(found.iter().all(Option::is_some), "a file half written");
         let restored = found.iter().filter(|s| **s == Some(true)).count();
-        let logged = records(&log);
+        let (logged, torn) = records_after_kill(&log);
         let unfinished = logged.iter().any(|r| r["type"] == "rewinding")
             && !logged.iter().any(|r| r["type"] == "rewound");
         if !unfinished {
-            // Killed before the plan or after the end: the log says all.
+            // Killed before the plan, while writing it, or after the end:
+            // the log says all. A plan cut short was never acted on.
+            assert!(
+                !torn || found.iter().all(|s| *s == Some(false)),
+                "kill {k}: a rewind whose plan was cut short touched a file"
+            );
             continue;
         }
         unfinished_seen += 1;

@@ -39,21 +39,6 @@ impl Rng {
     }
 }
 
-/// Where the kill test builds its worlds: a tmpfs when there is one (a
-/// SIGKILL loses nothing the page cache holds, so fsync's cost buys nothing
-/// here, and hundreds of runs stay fast), else the system temp dir.
-fn fast_dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    let probe = tempfile::Builder::new()
-        .prefix("revolve-probe-")
-        .tempdir_in(shm);
-    if probe.is_ok_and(|probe| probe.close().is_ok()) {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    }
-}
-
 /// Every JSON record of every session file of `env`. A torn line (a write
 /// a kill cut short: valid JSON up to where it stops) is left out, at most
 /// one per file; any other line that is not JSON fails the test.
@@ -481,13 +466,13 @@ fn check_memory(env: &TestEnv, context: &str, refine_acknowledged: bool, undo_ac
 fn kill_9_at_random_points_loses_nothing_acknowledged() {
     const KILLS: usize = 200;
     const WORKERS: u64 = 2;
-    let base = fast_dir();
-    let script_dir = TestEnv::new_in(&base, "kill-script");
+    let base = crate::common::fast_dir();
+    let script_dir = TestEnv::new_in(base, "kill-script");
     let script = script_dir.root.join("script.jsonl");
     std::fs::write(&script, kill_script()).unwrap();
 
     // A whole run first: it must pass, and its length bounds the delays.
-    let (env, args) = kill_world(&base, &script);
+    let (env, args) = kill_world(base, &script);
     let started = Instant::now();
     let mut child = start_session(&env, &args);
     let status = child.wait().unwrap();
@@ -516,7 +501,7 @@ fn kill_9_at_random_points_loses_nothing_acknowledged() {
     let results: Vec<(usize, BTreeMap<Phase, usize>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..WORKERS)
             .map(|w| {
-                let (base, script) = (&base, &script);
+                let script = &script;
                 s.spawn(move || {
                     let seed = 0x9e37_79b9_7f4a_7c15 ^ (w + 1);
                     let mut rng = Rng(seed);
