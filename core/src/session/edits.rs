@@ -153,7 +153,8 @@ impl Session {
         keys: &Keys,
         now: OffsetDateTime,
     ) -> Vec<Command> {
-        let Some(tool) = self.running_call(&id).map(tools::parse) else {
+        // The edit as its hooks left it (`call`), as the file was opened.
+        let Some(tool) = self.running_call(&id).map(|_| tools::parse(&call)) else {
             return vec![Command::show(format!(
                 "ignored an opened file for tool call {id}, which is not running"
             ))];

@@ -1962,6 +1962,123 @@ fn a_pre_tool_use_hook_runs_before_the_call_and_its_block_is_the_result() {
     assert_eq!(kinds(&cmds), ["result", "call"]);
 }
 
+/// A shell call a `PreToolUse` hook rewrote, refused by the sandbox, at
+/// a terminal: the user is asked about the rewritten command, and a yes
+/// runs that outside, not the model's.
+#[test]
+fn a_rewritten_command_the_sandbox_refused_is_asked_about_and_run_outside_as_rewritten() {
+    let (hooks, _) = crate::hooks::Hooks::parse(
+        &serde_json::json!({"PreToolUse": [{"matcher": "shell",
+            "hooks": [{"command": "./safer.sh"}]}]}),
+        &crate::hooks::Origin::Config,
+    )
+    .unwrap();
+    let settings = Settings {
+        hooks,
+        interactive: true,
+        ..settings()
+    };
+    let mut s = Session::start(header(), settings).0;
+    user(&mut s, "clean");
+    reply(
+        &mut s,
+        "",
+        &[("c1", "shell", r#"{"command":"rm -rf build"}"#)],
+    );
+    let rewritten = r#"{"command":"trash build"}"#;
+    hook_ran(&mut s, 0, &format!(r#"{{"updatedInput":{rewritten}}}"#), "");
+    let cmds = s
+        .handle(Input::Tool(ToolInput::SandboxRefused {
+            id: "c1".into(),
+            output: "trash: Read-only file system".into(),
+            effects: ToolEffects::default(),
+            parts: None,
+            now: datetime!(2026-12-02 10:05 UTC),
+        }))
+        .commands;
+    let asked = cmds.iter().find_map(|c| match c {
+        Command::User(UserCommand::AskOutside { command, .. }) => Some(command.clone()),
+        _ => None,
+    });
+    assert_eq!(asked.as_deref(), Some("trash build"), "{cmds:?}");
+    let cmds = s
+        .handle(Input::User(UserInput::Outside {
+            id: "c1".into(),
+            yes: true,
+            now: datetime!(2026-12-02 10:06 UTC),
+        }))
+        .commands;
+    let run = cmds.iter().find_map(|c| match c {
+        Command::Tool(ToolCommand::Run {
+            tool,
+            arguments,
+            sandbox,
+            ..
+        }) => Some((tool.clone(), arguments.clone(), *sandbox)),
+        _ => None,
+    });
+    let (tool, arguments, sandbox) = run.expect("it runs again outside");
+    assert_eq!(arguments, rewritten);
+    assert!(matches!(tool, Tool::Shell { command, .. } if command == "trash build"));
+    assert_eq!(sandbox, Sandboxing::Off);
+}
+
+/// A `write_file` whose content a `PreToolUse` hook rewrote: the file
+/// opened is staged with the rewritten content, not the model's.
+#[test]
+fn a_rewritten_write_is_staged_as_rewritten() {
+    let (hooks, _) = crate::hooks::Hooks::parse(
+        &serde_json::json!({"PreToolUse": [{"matcher": "write_file",
+            "hooks": [{"command": "./redact.sh"}]}]}),
+        &crate::hooks::Origin::Config,
+    )
+    .unwrap();
+    let settings = Settings {
+        hooks,
+        allow_edits: true,
+        ..settings()
+    };
+    let mut s = Session::start(header(), settings).0;
+    user(&mut s, "write it");
+    reply(
+        &mut s,
+        "",
+        &[(
+            "w1",
+            "write_file",
+            r#"{"path":"a.txt","content":"key=sk-1\n"}"#,
+        )],
+    );
+    let cmds = hook_ran(
+        &mut s,
+        0,
+        r#"{"updatedInput":{"path":"a.txt","content":"key=[redacted]\n"}}"#,
+        "",
+    );
+    assert_eq!(kinds(&cmds).last(), Some(&"open"), "{cmds:?}");
+    let cmds = s
+        .handle(Input::File(FileInput::Opened {
+            id: "w1".into(),
+            opened: Ok(Opened {
+                path: "/work/a.txt".into(),
+                shown: "a.txt".into(),
+                ..Opened::default()
+            }),
+            keys: Default::default(),
+            now: datetime!(2026-12-02 10:05 UTC),
+        }))
+        .commands;
+    let staged = cmds.iter().find_map(|c| match c {
+        Command::File(FileCommand::Stage { after, .. }) => Some(after.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        staged.as_deref(),
+        Some(&b"key=[redacted]\n"[..]),
+        "{cmds:?}"
+    );
+}
+
 #[test]
 fn a_stop_hook_sends_the_turn_on_until_the_bound() {
     let mut s = hooked(serde_json::json!({"Stop": [{"hooks": [{"command": "./more.sh"}]}]}));

@@ -373,12 +373,12 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let id = call.id.clone();
-        let command = self
-            .running_call(&id)
-            .and_then(|call| match tools::parse(call) {
-                Ok(Tool::Shell { command, .. }) => Some(command),
-                _ => None,
-            });
+        // The command as its hooks left it: what the sandbox refused, and
+        // what would run again outside it.
+        let command = match tools::parse(&call) {
+            Ok(Tool::Shell { command, .. }) if self.running_call(&id).is_some() => Some(command),
+            _ => None,
+        };
         match command {
             Some(command) if self.settings.interactive && !self.state.planning && !again => {
                 self.phase = Phase::Asking(Question::Outside {
@@ -405,10 +405,12 @@ impl Session {
         now: OffsetDateTime,
     ) -> Vec<Command> {
         let id = checked.id.clone();
-        let Some(call) = self.running_call(&id).cloned() else {
+        if self.running_call(&id).is_none() {
             return Vec::new();
-        };
-        let Ok(tool) = tools::parse(&call) else {
+        }
+        // As its hooks left it, as the user was asked: a hook's rewrite
+        // holds outside the sandbox too.
+        let Ok(tool) = tools::parse(&checked) else {
             return self.tool_done(checked, output, None, image, now);
         };
         let command = match &tool {
@@ -431,6 +433,7 @@ impl Session {
             cmds.extend(self.tool_done(checked, output, None, image, now));
             return cmds;
         }
+        let arguments = checked.arguments.clone();
         self.phase = Phase::Running {
             call: checked,
             outside: true,
@@ -438,7 +441,7 @@ impl Session {
         cmds.push(Command::Tool(ToolCommand::Run {
             id,
             tool,
-            arguments: call.arguments,
+            arguments,
             grants: self.grants.iter().cloned().collect(),
             sandbox: Sandboxing::Off,
         }));
