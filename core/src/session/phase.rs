@@ -161,6 +161,15 @@ impl Front {
         }
     }
 
+    /// The `task` call `id`, whose hooks ran with the front's but which
+    /// cannot be delegated, goes the way of every call as they left it,
+    /// without running them again.
+    pub(super) fn check_task(&mut self, id: &str) {
+        if let Some((call, _)) = self.tasks.iter().find(|(c, _)| c.id == id) {
+            self.checked = Some(call.clone());
+        }
+    }
+
     /// Whether the user just allowed the call `id`.
     pub(super) fn allowed(&self, id: &str) -> bool {
         self.allowed && self.checked.as_ref().is_some_and(|c| c.id == id)

@@ -2131,6 +2131,24 @@ fn update_plan_is_logged_answered_and_held_in_the_prompt_while_open() {
     assert_eq!(s.state().plan().steps.len(), 1);
 }
 
+/// A `task` call whose arguments do not parse cannot be delegated: it
+/// gets its error as result like any such call, after its `PreToolUse`
+/// hooks ran once, not again on the way of every call.
+#[test]
+fn a_task_call_that_does_not_parse_runs_its_hooks_once() {
+    let mut s = hooked(serde_json::json!({
+        "PreToolUse": [{"matcher": "task", "hooks": [{"command": "./pre.sh"}]}]}));
+    user(&mut s, "split it");
+    let cmds = reply(&mut s, "", &[("c1", "task", r#"{"description":7}"#)]);
+    assert_eq!(kinds(&cmds)[2..], ["hook"]);
+    let cmds = hook_ran(&mut s, 0, "", "");
+    assert_eq!(kinds(&cmds), ["other", "result", "call"], "{cmds:?}");
+    assert!(
+        result_of(&cmds, "c1").is_some_and(|r| r.starts_with("error:")),
+        "{cmds:?}"
+    );
+}
+
 #[test]
 fn task_calls_run_their_pre_and_post_tool_use_hooks_like_any_tool() {
     let mut s = hooked(serde_json::json!({
@@ -2217,8 +2235,9 @@ fn task_calls_run_their_pre_and_post_tool_use_hooks_like_any_tool() {
 
 #[test]
 fn a_task_call_that_cannot_be_delegated_keeps_the_front_checked() {
-    // c1 does not parse: it goes the way of every call, and c2, whose
-    // hooks ran beside it, still goes out without running them again.
+    // c1 does not parse: it goes the way of every call as its hooks left
+    // it (they ran once, with the front's), and c2, whose hooks ran
+    // beside it, still goes out without running them again.
     let mut s = hooked(serde_json::json!({
         "PreToolUse": [{"matcher": "task", "hooks": [{"command": "./pre.sh"}]}]}));
     user(&mut s, "split it");
@@ -2230,8 +2249,6 @@ fn a_task_call_that_cannot_be_delegated_keeps_the_front_checked() {
         ["other", "hook"],
         "c2's"
     );
-    let cmds = hook_ran(&mut s, 0, "", "");
-    assert_eq!(kinds(&cmds), ["other", "hook"], "c1's, as any call's");
     let cmds = hook_ran(&mut s, 0, "", "");
     assert!(
         result_of(&cmds, "c1").is_some_and(|r| r.starts_with("error:")),

@@ -126,6 +126,7 @@ impl Session {
                     _ => Next::Answered(started),
                 };
             }
+            front.check_task(&call.id);
         }
         // Its `PreToolUse` hooks first: they may block it or rewrite its
         // input.
