@@ -382,6 +382,31 @@ pub fn start_bound_s(mcp_timeout_s: u64) -> u64 {
     crate::policy::MCP_START_TIMEOUT_S.min(mcp_timeout_s)
 }
 
+/// After how long, in milliseconds, a request waiting for servers still
+/// starting says so ([`waiting_note`]): [`crate::policy::MCP_START_NOTICE_MS`],
+/// or `None` when a server's start bound ([`start_bound_s`]) ends by then
+/// (a stuck server is said to have failed instead, once).
+pub fn start_notice_ms(mcp_timeout_s: u64) -> Option<u64> {
+    let notice = crate::policy::MCP_START_NOTICE_MS;
+    (start_bound_s(mcp_timeout_s).saturating_mul(1000) > notice).then_some(notice)
+}
+
+/// The line a request waiting for the servers `names` (still starting)
+/// shows, at most `left_ms` more.
+pub fn waiting_note(names: &[String], left_ms: u64) -> String {
+    let (servers, them) = match names {
+        [one] => (format!("MCP server {one}"), "its tools join"),
+        _ => (
+            format!("MCP servers {}", names.join(", ")),
+            "their tools join",
+        ),
+    };
+    format!(
+        "revolve: waiting for {servers} to start, at most {} s more ({them} a later request if not up by then)",
+        left_ms.div_ceil(1000)
+    )
+}
+
 /// The name a server's tool is offered as: `mcp__SERVER__TOOL`, other
 /// characters than letters, digits, `_` and `-` turned into `_`, cut to
 /// [`policy::MCP_NAME_CHARS`].
@@ -650,6 +675,24 @@ mod tests {
     fn a_server_starts_within_the_start_bound_or_mcp_timeout_s_if_sooner() {
         assert_eq!(start_bound_s(1), 1);
         assert_eq!(start_bound_s(60), crate::policy::MCP_START_TIMEOUT_S);
+    }
+
+    #[test]
+    fn a_wait_for_starting_servers_is_said_unless_their_start_bound_ends_first() {
+        let notice = crate::policy::MCP_START_NOTICE_MS;
+        assert_eq!(start_notice_ms(1), None, "a 1 s start bound ends by then");
+        assert_eq!(start_notice_ms(2), Some(notice));
+        assert_eq!(start_notice_ms(60), Some(notice));
+        assert_eq!(
+            waiting_note(&["docs".into()], 9_000),
+            "revolve: waiting for MCP server docs to start, at most 9 s more \
+             (its tools join a later request if not up by then)"
+        );
+        assert_eq!(
+            waiting_note(&["a".into(), "b".into()], 8_500),
+            "revolve: waiting for MCP servers a, b to start, at most 9 s more \
+             (their tools join a later request if not up by then)"
+        );
     }
 
     #[test]

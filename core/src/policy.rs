@@ -281,6 +281,10 @@ pub const MCP_START_TIMEOUT_S: u64 = 30;
 /// one still starting after this joins a later request (a new tool list).
 pub const MCP_START_WAIT_MS: u64 = 10_000;
 
+/// After how long that wait says which servers it waits for, in
+/// milliseconds (see [`crate::mcp::start_notice_ms`]).
+pub const MCP_START_NOTICE_MS: u64 = 1_000;
+
 /// The largest input schema of an MCP tool offered as it is, in bytes of
 /// JSON: a larger one is offered as a bare `{"type":"object"}` and its
 /// description says so, so one server cannot fill the window with schemas.

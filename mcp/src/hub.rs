@@ -280,6 +280,17 @@ impl Hub {
             .collect()
     }
 
+    /// The names of the servers still starting.
+    pub fn starting(&self) -> Vec<String> {
+        self.slots
+            .iter()
+            .filter_map(|slot| {
+                let s = lock(slot);
+                (s.status == Status::Starting).then(|| s.spec.server.name.clone())
+            })
+            .collect()
+    }
+
     /// A line for each server that failed since the last time asked.
     pub fn take_failures(&self) -> Vec<String> {
         let mut lines = Vec::new();

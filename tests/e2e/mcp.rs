@@ -254,6 +254,44 @@ fn a_slow_call_hits_the_timeout_and_the_session_goes_on() {
     );
 }
 
+/// A server slow to start holds the first request (up to a bound), and
+/// the user is told which server it waits for, once; its tools are then
+/// offered and called.
+#[test]
+fn a_server_slow_to_start_is_named_while_the_first_request_waits_for_it() {
+    if !python() {
+        return;
+    }
+    let env = TestEnv::new("mcp-slow-start");
+    configure(
+        &env,
+        json!({"late": fake_server(&["--start-delay", "1.5"])}),
+        json!({}),
+    );
+    let run = run(
+        &env,
+        &[("mcp__late__echo", json!({"text": "here"}))],
+        &["--allow-mcp"],
+        &[],
+    );
+    assert_eq!(run.code, Some(0), "{run:?}");
+    let waiting: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("waiting for MCP server"))
+        .collect();
+    assert_eq!(
+        waiting,
+        [
+            "revolve: waiting for MCP server late to start, at most 9 s more \
+          (its tools join a later request if not up by then)"
+        ],
+        "{run:?}"
+    );
+    assert_eq!(results(&env), ["echo: here"]);
+    assert!(offered(&env)[0].contains(&"mcp__late__echo".to_owned()));
+}
+
 #[test]
 fn a_server_that_does_not_start_is_one_line_and_offers_nothing() {
     if !python() {

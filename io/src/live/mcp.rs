@@ -25,9 +25,18 @@ impl<F: Front> Live<F> {
             return Some(recorded.list(users));
         }
         let hub = self.runtime.mcp.hub.clone()?;
-        hub.wait(Duration::from_millis(
-            revolve_core::policy::MCP_START_WAIT_MS,
-        ));
+        let wait = revolve_core::policy::MCP_START_WAIT_MS;
+        let first = revolve_core::mcp::start_notice_ms(self.runtime.settings.mcp_timeout_s)
+            .map_or(wait, |notice| notice.min(wait));
+        if !hub.wait(Duration::from_millis(first)) && first < wait {
+            let starting = hub.starting();
+            if !starting.is_empty() {
+                let left = wait - first;
+                self.front
+                    .notice(&revolve_core::mcp::waiting_note(&starting, left));
+            }
+            hub.wait(Duration::from_millis(wait - first));
+        }
         let listed = hub.tools(Duration::from_secs(self.runtime.settings.mcp_timeout_s));
         for line in hub.take_failures() {
             self.front.notice(&line);

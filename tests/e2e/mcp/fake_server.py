@@ -6,12 +6,16 @@ Tools: echo (its text back), fail (an error result), slow (sleeps
 the variable `name`), big (`n` characters), grow (adds the tool extra and
 sends notifications/tools/list_changed). With --bad-version it answers
 initialize with a version nobody speaks; with --exit-at-start it exits
+before reading anything; with --start-delay SECONDS it sleeps that long
 before reading anything.
 """
 import json
 import os
 import sys
 import time
+
+if "--start-delay" in sys.argv:
+    time.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
 
 if "--exit-at-start" in sys.argv:
     sys.stderr.write("fake server: exiting at start as asked\n")
