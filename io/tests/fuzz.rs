@@ -176,13 +176,12 @@ fn read_log(bytes: &[u8]) -> TestResult {
     }
 
     // Whole, through a file, as `replay` reads it, then folded.
-    let mut file = tempfile();
+    let mut file = temp_log();
     file.1.write_all(bytes).expect("write the temp log");
     drop(file.1);
     let mut records = Vec::new();
     let mut skipped = Vec::new();
     let result = log::each_record(&file.0, |_, r| records.push(r), |s| skipped.push(s));
-    std::fs::remove_file(&file.0).ok();
     if let Err(e) = result {
         return TestResult::error(format!("reading failed: {e}"));
     }
@@ -227,16 +226,15 @@ fn read_log(bytes: &[u8]) -> TestResult {
     TestResult::passed()
 }
 
-/// A temp file unique to this case.
-fn tempfile() -> (PathBuf, std::fs::File) {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static SEQ: AtomicUsize = AtomicUsize::new(0);
-    let path = std::env::temp_dir().join(format!(
-        "revolve-fuzz-{}-{}.jsonl",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::SeqCst)
-    ));
-    let file = std::fs::File::create(&path).expect("create a temp log");
+/// A temp file unique to this case: its path, which removes the file when
+/// dropped, and the file open for writing.
+fn temp_log() -> (tempfile::TempPath, std::fs::File) {
+    let (file, path) = tempfile::Builder::new()
+        .prefix("revolve-fuzz-")
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("create a temp log")
+        .into_parts();
     (path, file)
 }
 

@@ -392,8 +392,11 @@ mod tests {
 
     #[test]
     fn the_stderr_log_keeps_the_tail_within_twice_the_bound_and_is_private() {
-        let dir = std::env::temp_dir().join(format!("revolve-mcp-log-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-mcp-log-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let log = dir.join("mcp/s.stderr.log");
         let text: String = (0..2000).map(|i| format!("line {i}\n")).collect();
         keep_tail(text.as_bytes(), &log, 1000);
@@ -409,6 +412,5 @@ mod tests {
             assert_eq!(mode(&log), 0o600);
             assert_eq!(mode(&dir.join("mcp")), 0o700);
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

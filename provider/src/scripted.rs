@@ -310,16 +310,19 @@ mod tests {
 
     #[test]
     fn scripted_loads_and_answers_request_after_request() {
-        let dir = std::env::temp_dir().join(format!("revolve-scripted-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("script.jsonl");
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-scripted-")
+            .tempdir()
+            .unwrap();
+        let path = tmp.path().join("script.jsonl");
         std::fs::write(
             &path,
             "# greeting\n{\"text\":\"Hello there, you.\",\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\n   \n{\"text\":\"Second\"}\n{\"error\":\"boom\\nbang\"}\n{\"text\":\"Half an\",\"error\":\"cut\"}\n",
         )
         .unwrap();
         let script = Scripted::load(&path).unwrap();
-        std::fs::remove_dir_all(&dir).unwrap();
+        // Gone before the replies are asked for: they are held, not re-read.
+        tmp.close().unwrap();
         assert_eq!(script.replies().len(), 4);
         assert_eq!(script.name(), "scripted");
 

@@ -74,8 +74,11 @@ mod tests {
 
     #[test]
     fn folders_and_files_are_private_whatever_the_umask() {
-        let root = std::env::temp_dir().join(format!("revolve-files-{}", std::process::id()));
-        std::fs::remove_dir_all(&root).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-files-")
+            .tempdir()
+            .unwrap();
+        let root = tmp.path().to_path_buf();
         let deep = root.join("a/b");
         create_dir_all(&deep).unwrap();
         create_dir(&deep.join("c")).unwrap();
@@ -92,6 +95,5 @@ mod tests {
         for file in ["n", "o"] {
             assert_eq!(mode(&deep.join(file)), FILE_MODE, "{file}");
         }
-        std::fs::remove_dir_all(&root).ok();
     }
 }

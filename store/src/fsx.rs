@@ -247,9 +247,11 @@ mod tests {
 
     #[test]
     fn sweep_removes_what_dead_processes_left_and_nothing_else() {
-        let dir = std::env::temp_dir().join(format!("revolve-sweep-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-sweep-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         // A pid no process has: above the kernel's pid_max.
         let dead = 4_194_304 + 1;
         let mine = std::process::id();
@@ -276,15 +278,17 @@ mod tests {
                 format!("d.{dead}-0.tmp")
             ]
         );
-        std::fs::remove_dir_all(&dir).ok();
     }
 
-    /// A fresh, empty temp folder for one test.
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-fsx-{}-{name}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        files::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh, empty temp folder for one test: its guard, which removes
+    /// it when dropped, and its path.
+    fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("revolve-fsx-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
+        (tmp, dir)
     }
 
     fn names(dir: &Path) -> Vec<String> {
@@ -298,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_replacement_is_whole_and_leaves_no_temp_file() {
-        let dir = scratch("replace");
+        let (_tmp, dir) = scratch("replace");
         let path = dir.join("a.json");
         write_atomic(&path, b"one").unwrap();
         write_atomic(&path, b"two").unwrap();
@@ -314,19 +318,17 @@ mod tests {
         assert_eq!(err.to_string(), "stop");
         assert_eq!(std::fs::read(&path).unwrap(), b"three");
         assert_eq!(names(&dir), ["a.json"]);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn a_creation_never_overwrites() {
-        let dir = scratch("create");
+        let (_tmp, dir) = scratch("create");
         let path = dir.join("log.jsonl");
         create_atomic(&path, b"first\n").unwrap();
         let err = create_atomic(&path, b"second\n").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
         assert_eq!(std::fs::read(&path).unwrap(), b"first\n");
         assert_eq!(names(&dir), ["log.jsonl"]);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -344,7 +346,7 @@ mod tests {
 
     #[test]
     fn a_lock_is_exclusive_until_dropped_and_its_file_stays() {
-        let dir = scratch("lock");
+        let (_tmp, dir) = scratch("lock");
         let path = dir.join(".lock");
         std::fs::write(&path, "kept").unwrap();
         let held = Lock::acquire(&path).unwrap();
@@ -361,14 +363,13 @@ mod tests {
                 missing.display()
             )
         );
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[cfg(unix)]
     #[test]
     fn what_is_written_is_private() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = scratch("mode");
+        let (_tmp, dir) = scratch("mode");
         let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
         write_atomic(&dir.join("w"), b"x").unwrap();
         create_atomic(&dir.join("c"), b"x").unwrap();
@@ -376,6 +377,5 @@ mod tests {
         for name in ["w", "c", "l"] {
             assert_eq!(mode(&dir.join(name)), files::FILE_MODE, "{name}");
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

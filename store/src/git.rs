@@ -121,9 +121,11 @@ mod tests {
     /// its files: `git status` run through [`command`] starts neither.
     #[test]
     fn status_runs_no_fsmonitor_and_no_filter_the_config_names() {
-        let dir = std::env::temp_dir().join(format!("revolve-git-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-git-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let git = |args: &[&str]| {
             let ok = Command::new("git")
                 .arg("-C")
@@ -164,6 +166,5 @@ mod tests {
         assert!(out.status.success());
         assert_eq!(String::from_utf8_lossy(&out.stdout), " M a\n");
         assert!(!ran.exists(), "the planted program ran");
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -247,11 +247,16 @@ mod tests {
     use super::*;
     use time::macros::datetime;
 
-    fn inbox(name: &str) -> (Inbox, PathBuf) {
-        let root =
-            std::env::temp_dir().join(format!("revolve-inbox-{}-{name}", std::process::id()));
-        std::fs::remove_dir_all(&root).ok();
+    /// An inbox under a root not made yet, inside a temp folder whose
+    /// guard (returned first) removes it all when dropped.
+    fn inbox(name: &str) -> (tempfile::TempDir, Inbox, PathBuf) {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("revolve-inbox-{name}-"))
+            .tempdir()
+            .unwrap();
+        let root = tmp.path().join("root");
         (
+            tmp,
             Inbox {
                 dir: root.join("bob"),
                 base: root.clone(),
@@ -262,7 +267,7 @@ mod tests {
 
     #[test]
     fn messages_are_numbered_kept_until_settled_and_never_renumbered() {
-        let (inbox, root) = inbox("settle");
+        let (_tmp, inbox, _) = inbox("settle");
         let now = datetime!(2026-12-02 10:00 UTC);
         assert!(!inbox.has_mail());
         assert_eq!(inbox.send("alice", "one", now).unwrap(), 1);
@@ -285,17 +290,15 @@ mod tests {
         std::fs::remove_file(inbox.dir().join(".seq")).unwrap();
         inbox.settle(2).unwrap();
         assert_eq!(inbox.send("alice", "three", now).unwrap(), 3);
-        std::fs::remove_dir_all(root).ok();
     }
 
     #[cfg(unix)]
     #[test]
     fn a_swapped_inbox_is_neither_written_nor_read_through() {
-        let (inbox, root) = inbox("swapped");
+        let (_tmp, inbox, root) = inbox("swapped");
         let now = datetime!(2026-12-02 10:00 UTC);
         inbox.send("alice", "one", now).unwrap();
         let elsewhere = root.with_extension("elsewhere");
-        std::fs::remove_dir_all(&elsewhere).ok();
         std::fs::create_dir_all(&elsewhere).unwrap();
         std::fs::rename(inbox.dir(), root.join("kept")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, inbox.dir()).unwrap();
@@ -303,19 +306,16 @@ mod tests {
         assert!(err.to_string().contains("the inbox was swapped"), "{err}");
         assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
         assert!(inbox.waiting().is_err());
-        std::fs::remove_dir_all(root).ok();
-        std::fs::remove_dir_all(elsewhere).ok();
     }
 
     #[test]
     fn a_garbled_file_is_named_and_left_alone() {
-        let (inbox, root) = inbox("garbled");
+        let (_tmp, inbox, _) = inbox("garbled");
         let now = datetime!(2026-12-02 10:00 UTC);
         inbox.send("alice", "ok", now).unwrap();
         std::fs::write(inbox.dir().join("0000000000000009.json"), "{not json").unwrap();
         let (waiting, bad) = inbox.waiting().unwrap();
         assert_eq!(waiting.len(), 1);
         assert_eq!(bad.len(), 1);
-        std::fs::remove_dir_all(root).ok();
     }
 }

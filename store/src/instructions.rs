@@ -87,8 +87,11 @@ mod tests {
 
     #[test]
     fn agents_md_and_claude_md_from_the_root_down() {
-        let dir = std::env::temp_dir().join(format!("revolve-instr-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-instr-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let deep = dir.join("a").join("b");
         std::fs::create_dir_all(&deep).unwrap();
         std::fs::create_dir_all(dir.join(".git")).unwrap();
@@ -119,7 +122,6 @@ mod tests {
             problems[0].contains("leads out of the tree"),
             "{problems:?}"
         );
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     /// Claude Code users keep Claude-only notes in a CLAUDE.md beside the

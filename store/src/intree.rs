@@ -128,8 +128,11 @@ mod tests {
 
     #[test]
     fn links_inside_are_followed_links_out_and_odd_files_refused() {
-        let dir = std::env::temp_dir().join(format!("revolve-intree-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-intree-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let tree = dir.join("tree");
         std::fs::create_dir_all(tree.join("sub")).unwrap();
         std::fs::write(tree.join("sub/real.md"), "inside").unwrap();
@@ -172,6 +175,5 @@ mod tests {
         std::fs::write(tree.join("big.md"), "x".repeat(5000)).unwrap();
         let big = read("big.md").unwrap().unwrap();
         assert_eq!((big.bytes.len(), big.size), (1024, 5000));
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -214,7 +214,11 @@ mod tests {
 
     #[test]
     fn worktrees_share_a_project() {
-        let tmp = std::env::temp_dir().join(format!("revolve-paths-{}", std::process::id()));
+        let tmp_dir = tempfile::Builder::new()
+            .prefix("revolve-paths-")
+            .tempdir()
+            .unwrap();
+        let tmp = tmp_dir.path().to_path_buf();
         let main = tmp.join("main");
         std::fs::create_dir_all(&main).unwrap();
         let git = |dir: &Path, args: &[&str]| {
@@ -323,6 +327,5 @@ mod tests {
         // Outside a repository the key is the directory itself (unless the
         // temp dir is inside one, in which case it is that repository).
         assert_ne!(Project::of(&outside), a);
-        std::fs::remove_dir_all(&tmp).ok();
     }
 }

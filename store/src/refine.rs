@@ -362,34 +362,31 @@ mod tests {
     use quickcheck::{Arbitrary, Gen, QuickCheck};
     use revolve_core::memory::{Label, MemoryFile, SnapshotKind};
 
-    /// A fresh state root and memory directories, removed on drop.
+    /// A fresh state root and memory directories, removed on drop (by
+    /// the `TempDir` held).
     struct Place {
-        root: PathBuf,
+        tmp: tempfile::TempDir,
         dirs: MemoryDirs,
     }
 
     impl Place {
         fn new() -> Place {
-            use std::sync::atomic::{AtomicUsize, Ordering};
-            static N: AtomicUsize = AtomicUsize::new(0);
-            let root = std::env::temp_dir().join(format!(
-                "revolve-refine-{}-{}",
-                std::process::id(),
-                N.fetch_add(1, Ordering::SeqCst)
-            ));
-            fs::remove_dir_all(&root).ok();
-            fs::create_dir_all(&root).unwrap();
+            let tmp = tempfile::Builder::new()
+                .prefix("revolve-refine-")
+                .tempdir()
+                .unwrap();
+            let root = tmp.path();
             let dirs = MemoryDirs {
                 global: root.join("config/memory"),
                 project: root.join("config/projects/p/memory"),
                 project_dir: root.join("config/projects/p"),
                 workspace: None,
             };
-            Place { root, dirs }
+            Place { tmp, dirs }
         }
 
         fn state(&self) -> PathBuf {
-            self.root.join("state")
+            self.tmp.path().join("state")
         }
 
         /// Both directories' files, by `scope/name`.
@@ -405,12 +402,6 @@ mod tests {
 
         fn loaded(&self) -> Vec<MemoryFile> {
             memory::load(&self.dirs).unwrap()
-        }
-    }
-
-    impl Drop for Place {
-        fn drop(&mut self) {
-            fs::remove_dir_all(&self.root).ok();
         }
     }
 

@@ -408,8 +408,12 @@ mod tests {
 
     #[test]
     fn a_claim_is_running_until_dropped_and_stale_files_are_cleaned() {
-        let dir = std::env::temp_dir().join(format!("revolve-reg-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-reg-")
+            .tempdir()
+            .unwrap();
+        // Not made yet, as the registry's folder is before its first claim.
+        let dir = tmp.path().join("reg");
         let r = Running {
             id: "a".into(),
             name: Some("amber".into()),
@@ -434,13 +438,16 @@ mod tests {
         assert!(dir.join("b.lock").exists());
         clean(&dir, &NamingLock::acquire(&dir).unwrap());
         assert!(!dir.join("b.lock").exists());
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn the_journal_says_what_was_claimed_since_an_offset() {
-        let dir = std::env::temp_dir().join(format!("revolve-journal-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-journal-")
+            .tempdir()
+            .unwrap();
+        // Not made yet, as the registry's folder is before its first claim.
+        let dir = tmp.path().join("journal");
         let empty = Journal::read(&dir).unwrap();
         assert_eq!((empty.epoch.as_str(), empty.len), ("", 0));
         assert_eq!(empty.since(0), Some(vec![]));
@@ -475,6 +482,5 @@ mod tests {
         assert_eq!(now.since(0), None);
         assert_eq!(now.since(now.len + 2), None);
         assert_eq!(locked_ids(&dir), Vec::<String>::new());
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -105,9 +105,11 @@ mod tests {
 
     #[test]
     fn only_regular_files_open_and_a_fifo_does_not_wait() {
-        let dir = std::env::temp_dir().join(format!("revolve-regular-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-regular-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         std::fs::write(dir.join("file"), "text").unwrap();
         let (_, meta) = read(&dir.join("file")).unwrap();
         assert_eq!(meta.len(), 4);
@@ -125,14 +127,15 @@ mod tests {
                 "not a regular file (a character device)"
             );
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
     fn read_whole_stops_at_its_cap_and_never_waits() {
-        let dir = std::env::temp_dir().join(format!("revolve-whole-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-whole-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let file = dir.join("file");
         std::fs::write(&file, "12345").unwrap();
         assert_eq!(read_whole(&file, 5).unwrap(), b"12345");
@@ -146,6 +149,5 @@ mod tests {
             let err = read_whole(&zero, 4).unwrap_err();
             assert_eq!(err.to_string(), "not a regular file (a character device)");
         }
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

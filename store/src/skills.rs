@@ -130,8 +130,11 @@ mod tests {
 
     #[test]
     fn skills_are_found_first_name_wins_and_bad_ones_are_said() {
-        let dir = std::env::temp_dir().join(format!("revolve-skills-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-skills-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let (a, b) = (dir.join("a"), dir.join("b"));
         let skill = |folder: &Path, sub: &str, text: &str| {
             std::fs::create_dir_all(folder.join(sub)).unwrap();
@@ -161,6 +164,5 @@ mod tests {
         assert_eq!(problems.len(), 2, "{problems:?}");
         assert!(problems[0].contains("broken/SKILL.md left out: it does not start"));
         assert!(problems[1].contains("has the name release already"));
-        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -767,16 +767,20 @@ mod at {
 mod tests {
     use super::*;
 
-    fn temp(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-edit-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh, empty temp folder for one test: its guard, which removes
+    /// it when dropped, and its path.
+    fn temp(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("revolve-edit-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
+        (tmp, dir)
     }
 
     #[test]
     fn the_store_gives_back_exact_bytes_and_checks_them() {
-        let dir = temp("store");
+        let (_tmp, dir) = temp("store");
         let blobs = Blobs::new(&dir);
         let h = blobs.put(b"one\r\ntwo\xff").unwrap();
         assert!(h.starts_with("sha256:") && h.len() == 71, "{h}");
@@ -784,14 +788,13 @@ mod tests {
         assert_eq!(blobs.put(b"one\r\ntwo\xff").unwrap(), h);
         assert!(blobs.get("sha256:00").is_err());
         assert!(blobs.get("../../etc/passwd").is_err());
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]
     #[test]
     fn a_write_keeps_the_mode_and_a_restore_puts_back_and_removes() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = temp("write");
+        let (_tmp, dir) = temp("write");
         let blobs = Blobs::new(&dir.join("state"));
         let file = dir.join("run.sh");
         fs::write(&file, "echo a\n").unwrap();
@@ -835,13 +838,12 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]
     #[test]
     fn a_checked_write_refuses_a_file_that_changed_and_follows_no_swapped_folder() {
-        let dir = temp("checked");
+        let (_tmp, dir) = temp("checked");
         let file = dir.join("a.txt");
         fs::write(&file, "one\n").unwrap();
         let seen = hash(b"one\n");
@@ -877,7 +879,6 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .count();
         assert_eq!(leftovers, 0);
-        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]
@@ -885,7 +886,7 @@ mod tests {
     #[ignore = "needs root"]
     fn a_checked_write_keeps_the_owner_where_allowed() {
         use std::os::unix::fs::MetadataExt;
-        let dir = temp("owner");
+        let (_tmp, dir) = temp("owner");
         let file = dir.join("a.txt");
         fs::write(&file, "one\n").unwrap();
         std::os::unix::fs::chown(&file, Some(4242), Some(4343))
@@ -896,6 +897,5 @@ mod tests {
             (meta.uid(), meta.gid(), meta.mode() & 0o777),
             (4242, 4343, 0o640)
         );
-        fs::remove_dir_all(&dir).unwrap();
     }
 }

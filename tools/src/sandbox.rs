@@ -444,8 +444,11 @@ mod imp {
 
         #[test]
         fn carving_grants_everything_but_the_guarded_paths() {
-            let dir = std::env::temp_dir().join(format!("revolve-carve-{}", std::process::id()));
-            std::fs::remove_dir_all(&dir).ok();
+            let tmp = tempfile::Builder::new()
+                .prefix("revolve-carve-")
+                .tempdir()
+                .unwrap();
+            let dir = tmp.path().to_path_buf();
             std::fs::create_dir_all(dir.join(".git/hooks")).unwrap();
             std::fs::create_dir_all(dir.join("src/deep")).unwrap();
             std::fs::write(dir.join("README"), "").unwrap();
@@ -461,7 +464,6 @@ mod imp {
             let mut out = Vec::new();
             carve(&dir, &[], true, &mut out);
             assert_eq!(out, [(dir.clone(), true)]);
-            std::fs::remove_dir_all(&dir).ok();
         }
     }
 }

@@ -4,22 +4,22 @@ use super::*;
 
 #[cfg(unix)]
 use std::os::unix::fs::symlink;
-use std::sync::atomic::AtomicUsize;
 
-/// A fresh directory, removed on drop.
-struct Temp(PathBuf);
+/// A fresh directory, removed on drop: its canonical path, and the
+/// `TempDir` that removes it.
+struct Temp(
+    PathBuf,
+    #[allow(dead_code)] // never read: held for its drop
+    tempfile::TempDir,
+);
 
 impl Temp {
     fn new() -> Temp {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "revolve-tools-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        Temp(fs::canonicalize(&dir).unwrap())
+        let dir = tempfile::Builder::new()
+            .prefix("revolve-tools-")
+            .tempdir()
+            .unwrap();
+        Temp(fs::canonicalize(dir.path()).unwrap(), dir)
     }
 
     fn path(&self, rel: &str) -> PathBuf {
@@ -31,12 +31,6 @@ impl Temp {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, content).unwrap();
         path
-    }
-}
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
     }
 }
 

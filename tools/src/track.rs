@@ -710,11 +710,15 @@ fn read_capped(file: File, cap: usize) -> Option<Vec<u8>> {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("revolve-track-{name}-{}", std::process::id()));
-        std::fs::remove_dir_all(&dir).ok();
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A fresh, empty temp folder for one test: its guard, which removes
+    /// it when dropped, and its path.
+    fn dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("revolve-track-{name}-"))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
+        (tmp, dir)
     }
 
     fn kind(top: &Path, rel: &str) -> String {
@@ -727,7 +731,7 @@ mod tests {
 
     #[test]
     fn only_regular_files_beneath_the_top_open_and_no_link_is_followed() {
-        let top = dir("open");
+        let (_tmp, top) = dir("open");
         std::fs::write(top.join("file"), "four").unwrap();
         std::fs::create_dir(top.join("d")).unwrap();
         std::fs::write(top.join("d/inner"), "in").unwrap();
@@ -749,12 +753,11 @@ mod tests {
         assert_eq!(kind(&top, "gone"), "absent");
         assert_eq!(kind(&top, "file/below"), "absent");
         assert_eq!(kind(&top, "../file"), "outside the repository");
-        std::fs::remove_dir_all(&top).ok();
     }
 
     #[test]
     fn a_read_stops_past_the_cap() {
-        let top = dir("cap");
+        let (_tmp, top) = dir("cap");
         std::fs::write(top.join("f"), "12345").unwrap();
         let open = || match open_beneath(&top, "f") {
             Opened::File(file, _) => file,
@@ -762,7 +765,6 @@ mod tests {
         };
         assert_eq!(read_capped(open(), 5).as_deref(), Some(&b"12345"[..]));
         assert_eq!(read_capped(open(), 4), None);
-        std::fs::remove_dir_all(&top).ok();
     }
 
     #[test]

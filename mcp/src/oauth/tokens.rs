@@ -180,8 +180,11 @@ mod tests {
 
     #[test]
     fn entries_are_kept_by_name_for_their_url_in_a_private_file() {
-        let dir = std::env::temp_dir().join(format!("revolve-tokens-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let tmp = tempfile::Builder::new()
+            .prefix("revolve-tokens-")
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path().to_path_buf();
         let tokens = Tokens::at(&dir.join("cfg/mcp-tokens.json"));
         assert_eq!(tokens.get("a", "http://x"), None);
         tokens
@@ -206,6 +209,5 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -3,12 +3,15 @@
 use super::*;
 use revolve_core::memory::SnapshotKind;
 
-/// A fresh, empty temp folder for one test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("revolve-memory-{}-{name}", std::process::id()));
-    fs::remove_dir_all(&dir).ok();
-    fs::create_dir_all(&dir).unwrap();
-    dir.canonicalize().unwrap()
+/// A fresh, empty temp folder for one test: its guard, which removes it
+/// when dropped, and its canonical path.
+fn scratch(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let guard = tempfile::Builder::new()
+        .prefix(&format!("revolve-memory-{name}-"))
+        .tempdir()
+        .unwrap();
+    let dir = guard.path().canonicalize().unwrap();
+    (guard, dir)
 }
 
 fn roots(tmp: &Path) -> Roots {
@@ -44,7 +47,7 @@ fn meta() -> SnapshotMeta {
 
 #[test]
 fn without_a_workspace_memory_is_under_config() {
-    let tmp = scratch("config");
+    let (_guard, tmp) = scratch("config");
     if tmp.ancestors().any(|d| d.join(WORKSPACE).is_dir()) {
         return; // The temp dir itself sits in a workspace.
     }
@@ -62,12 +65,11 @@ fn without_a_workspace_memory_is_under_config() {
             workspace: None,
         }
     );
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn the_nearest_workspace_wins() {
-    let tmp = scratch("workspace");
+    let (_guard, tmp) = scratch("workspace");
     let outer = tmp.join("outer");
     let inner = outer.join("inner");
     let cwd = inner.join("repo/src");
@@ -86,13 +88,12 @@ fn the_nearest_workspace_wins() {
     fs::create_dir_all(inner.join(WORKSPACE)).unwrap();
     let dirs = MemoryDirs::locate(&cwd, &project, &roots(&tmp));
     assert_eq!(dirs.global, inner.join(WORKSPACE).join("memory"));
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[cfg(unix)]
 #[test]
 fn load_reads_markdown_global_first() {
-    let tmp = scratch("load");
+    let (_guard, tmp) = scratch("load");
     let dirs = MemoryDirs {
         global: tmp.join("g"),
         project: tmp.join("p/memory"),
@@ -124,12 +125,11 @@ fn load_reads_markdown_global_first() {
             (Scope::Project, "a.md".into(), "p\u{fffd}".into()),
         ]
     );
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn seeding_once_keeps_edits_and_deletions() {
-    let tmp = scratch("seed");
+    let (_guard, tmp) = scratch("seed");
     let global = tmp.join("memory");
     let all: Vec<String> = BUILTIN.iter().map(|(n, _)| n.to_string()).collect();
     assert_eq!(seed(&global).unwrap(), all);
@@ -152,12 +152,11 @@ fn seeding_once_keeps_edits_and_deletions() {
     );
     assert!(!global.join("read-before-edit.md").exists());
     assert!(!names(&global).iter().any(|n| n.ends_with(".tmp")));
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn seeding_at_once_writes_and_names_each_builtin_once() {
-    let tmp = scratch("seed-race");
+    let (_guard, tmp) = scratch("seed-race");
     let global = tmp.join("memory");
     // Each thread opens `.seeded` on its own, so the OS lock tells them
     // apart as it does processes.
@@ -172,12 +171,11 @@ fn seeding_at_once_writes_and_names_each_builtin_once() {
         fs::read_to_string(global.join(SEEDED)).unwrap(),
         format!("{}\n", all.join("\n"))
     );
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn seeding_adds_only_what_a_list_lacks() {
-    let tmp = scratch("seed-later");
+    let (_guard, tmp) = scratch("seed-later");
     let global = tmp.join("memory");
     fs::create_dir_all(&global).unwrap();
     // An older version handed over four (the list has no final newline),
@@ -196,12 +194,11 @@ fn seeding_adds_only_what_a_list_lacks() {
     let listed = fs::read_to_string(global.join(SEEDED)).unwrap();
     assert_eq!(listed.lines().collect::<Vec<_>>().len(), 5);
     assert_eq!(listed.lines().last(), Some(BUILTIN[4].0));
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn the_project_dir_is_created_once_and_never_touched() {
-    let tmp = scratch("project-dir");
+    let (_guard, tmp) = scratch("project-dir");
     let project_dir = tmp.join("ws/.task-agent/projects/repo");
     let dirs = MemoryDirs {
         global: tmp.join("ws/.task-agent/memory"),
@@ -264,12 +261,11 @@ fn the_project_dir_is_created_once_and_never_touched() {
         "{}"
     );
     assert_eq!(complete_project_dir(&other).unwrap(), None);
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn write_creates_refuses_replaces_and_deletes() {
-    let tmp = scratch("write");
+    let (_guard, tmp) = scratch("write");
     let dir = tmp.join("project/memory");
     let notes = label("notes");
     assert_eq!(
@@ -302,12 +298,11 @@ fn write_creates_refuses_replaces_and_deletes() {
         .to_string()
         .starts_with("error: memory 'notes' does not exist"));
     assert!(names(&dir).is_empty(), "no temp file is left behind");
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn bad_labels_never_reach_the_disk() {
-    let tmp = scratch("bad-labels");
+    let (_guard, tmp) = scratch("bad-labels");
     let dir = tmp.join("memory");
     let long = "x".repeat(10 * 1024);
     for raw in ["../x", "a/b", ".hidden", "", "goal", long.as_str()] {
@@ -323,12 +318,11 @@ fn bad_labels_never_reach_the_disk() {
     }
     assert!(!dir.exists());
     assert!(names(&tmp).is_empty());
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn a_snapshot_copies_the_files_and_the_meta() {
-    let tmp = scratch("snapshot");
+    let (_guard, tmp) = scratch("snapshot");
     let state = tmp.join("state");
     let memory = tmp.join("ws/.task-agent/projects/repo/memory");
     fs::create_dir_all(&memory).unwrap();
@@ -354,16 +348,14 @@ fn a_snapshot_copies_the_files_and_the_meta() {
     let second = snapshot(&state, &memory, "20261202T102606Z", &meta()).unwrap();
     assert_eq!(second, store.join("20261202T102606Z-2"));
     assert_eq!(names(&store), ["20261202T102606Z", "20261202T102606Z-2"]);
-    fs::remove_dir_all(&tmp).ok();
 }
 
 #[test]
 fn a_snapshot_of_a_missing_dir_has_no_files() {
-    let tmp = scratch("snapshot-empty");
+    let (_guard, tmp) = scratch("snapshot-empty");
     let state = tmp.join("state");
     let memory = tmp.join("nowhere/memory");
     let entry = snapshot(&state, &memory, "20260101T000000Z", &meta()).unwrap();
     assert!(names(&entry.join("files")).is_empty());
     assert!(!memory.exists());
-    fs::remove_dir_all(&tmp).ok();
 }
