@@ -227,7 +227,9 @@ impl TestEnv {
             let Some(dir) = real.as_deref().and_then(Path::parent) else {
                 return inherited;
             };
-            if !dir.join("python3").is_file() {
+            let found = std::env::split_paths(&inherited).find(|d| d.join("python3").is_file());
+            if !dir.join("python3").is_file() || found.as_deref() == Some(dir) {
+                // No shim, or none in front of it: PATH stays as it is.
                 return inherited;
             }
             let mut dirs = vec![dir.to_path_buf()];

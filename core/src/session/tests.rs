@@ -1909,15 +1909,13 @@ fn a_child_refuses_the_tools_it_was_not_given() {
 // Hooks and the plan (issue 43)
 
 fn hooked(config: serde_json::Value) -> Session {
+    hooked_with(config, settings())
+}
+
+/// A session with the hooks of `config` and the rest of `settings`.
+fn hooked_with(config: serde_json::Value, settings: Settings) -> Session {
     let (hooks, _) = crate::hooks::Hooks::parse(&config, &crate::hooks::Origin::Config).unwrap();
-    Session::start(
-        header(),
-        Settings {
-            hooks,
-            ..settings()
-        },
-    )
-    .0
+    Session::start(header(), Settings { hooks, ..settings }).0
 }
 
 fn hook_ran(s: &mut Session, code: i32, stdout: &str, stderr: &str) -> Vec<Command> {
@@ -1967,18 +1965,14 @@ fn a_pre_tool_use_hook_runs_before_the_call_and_its_block_is_the_result() {
 /// runs that outside, not the model's.
 #[test]
 fn a_rewritten_command_the_sandbox_refused_is_asked_about_and_run_outside_as_rewritten() {
-    let (hooks, _) = crate::hooks::Hooks::parse(
-        &serde_json::json!({"PreToolUse": [{"matcher": "shell",
+    let mut s = hooked_with(
+        serde_json::json!({"PreToolUse": [{"matcher": "shell",
             "hooks": [{"command": "./safer.sh"}]}]}),
-        &crate::hooks::Origin::Config,
-    )
-    .unwrap();
-    let settings = Settings {
-        hooks,
-        interactive: true,
-        ..settings()
-    };
-    let mut s = Session::start(header(), settings).0;
+        Settings {
+            interactive: true,
+            ..settings()
+        },
+    );
     user(&mut s, "clean");
     reply(
         &mut s,
@@ -2027,18 +2021,14 @@ fn a_rewritten_command_the_sandbox_refused_is_asked_about_and_run_outside_as_rew
 /// opened is staged with the rewritten content, not the model's.
 #[test]
 fn a_rewritten_write_is_staged_as_rewritten() {
-    let (hooks, _) = crate::hooks::Hooks::parse(
-        &serde_json::json!({"PreToolUse": [{"matcher": "write_file",
+    let mut s = hooked_with(
+        serde_json::json!({"PreToolUse": [{"matcher": "write_file",
             "hooks": [{"command": "./redact.sh"}]}]}),
-        &crate::hooks::Origin::Config,
-    )
-    .unwrap();
-    let settings = Settings {
-        hooks,
-        allow_edits: true,
-        ..settings()
-    };
-    let mut s = Session::start(header(), settings).0;
+        Settings {
+            allow_edits: true,
+            ..settings()
+        },
+    );
     user(&mut s, "write it");
     reply(
         &mut s,
