@@ -238,6 +238,21 @@ impl TestEnv {
         })
     }
 
+    /// Runs `git` in the working directory with this world's home and no
+    /// system config, stopping at the world's root; whether it succeeded.
+    pub fn git(&self, args: &[&str]) -> bool {
+        Command::new("git")
+            .args(args)
+            .current_dir(&self.cwd)
+            .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CEILING_DIRECTORIES", &self.root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    }
+
     /// Whether this kernel enforces Landlock file rules, as revolve probes it;
     /// said once on stderr when not.
     pub fn landlock() -> bool {

@@ -304,20 +304,6 @@ fn a_path_that_is_not_utf8_is_refused_not_written_as_another() {
     );
 }
 
-/// Runs git in the working directory, quietly; whether it succeeded.
-fn git(env: &TestEnv, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args(args)
-        .current_dir(&env.cwd)
-        .env("HOME", &env.home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CEILING_DIRECTORIES", &env.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// The same shapes in what shell tracking logs: a byte a command changed
 /// where the line looks the same decoded is a changed line, and the
 /// `(+A -R)` of a change whose diff is cut counts the whole change.
@@ -333,7 +319,7 @@ fn a_shell_change_is_diffed_by_bytes_and_counted_whole() {
         &["add", "menu.txt"],
         &["commit", "-q", "-m", "start"],
     ] {
-        assert!(git(&env, args), "git {args:?}");
+        assert!(env.git(args), "git {args:?}");
     }
     let server = serve(vec![
         call(

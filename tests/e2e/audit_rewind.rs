@@ -169,19 +169,6 @@ fn a_rewind_that_cannot_remove_a_file_says_so_and_keeps_the_turn() {
 /// The files of the kill test: enough that a rewind of them takes a while.
 const FILES: usize = 400;
 
-fn git(env: &TestEnv, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args(args)
-        .current_dir(&env.cwd)
-        .env("HOME", &env.home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CEILING_DIRECTORIES", &env.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 fn original(i: usize) -> String {
     format!("file {i}, as committed\n").repeat(200)
 }
@@ -194,17 +181,17 @@ fn changed(i: usize) -> String {
 /// changed them all; `None` without git.
 fn world() -> Option<(TestEnv, FakeServer)> {
     let env = TestEnv::new("rewind-kill");
-    if !git(&env, &["--version"]) {
+    if !env.git(&["--version"]) {
         return None;
     }
-    assert!(git(&env, &["init", "-q"]));
-    assert!(git(&env, &["config", "user.name", "Test"]));
-    assert!(git(&env, &["config", "user.email", "test@example.com"]));
+    assert!(env.git(&["init", "-q"]));
+    assert!(env.git(&["config", "user.name", "Test"]));
+    assert!(env.git(&["config", "user.email", "test@example.com"]));
     for i in 0..FILES {
         std::fs::write(env.cwd.join(format!("f{i}.txt")), original(i)).unwrap();
     }
-    assert!(git(&env, &["add", "."]));
-    assert!(git(&env, &["commit", "-q", "-m", "start"]));
+    assert!(env.git(&["add", "."]));
+    assert!(env.git(&["commit", "-q", "-m", "start"]));
     let server = serve(vec![
         call(
             "call_1",

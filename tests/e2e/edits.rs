@@ -833,29 +833,16 @@ fn a_rewind_never_deletes_a_file_that_existed_before_the_turn() {
 // ---------------------------------------------------------------------------
 // 4. Shell changes
 
-fn git(env: &TestEnv, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args(args)
-        .current_dir(&env.cwd)
-        .env("HOME", &env.home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CEILING_DIRECTORIES", &env.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 #[test]
 fn shell_changes_in_a_git_repository_are_logged_and_rewound() {
     let env = TestEnv::new("shell-git");
     crate::common::require("git");
-    assert!(git(&env, &["init", "-q"]));
-    assert!(git(&env, &["config", "user.name", "Test"]));
-    assert!(git(&env, &["config", "user.email", "test@example.com"]));
+    assert!(env.git(&["init", "-q"]));
+    assert!(env.git(&["config", "user.name", "Test"]));
+    assert!(env.git(&["config", "user.email", "test@example.com"]));
     put(&env, "tracked.txt", b"tracked 1\n");
-    assert!(git(&env, &["add", "tracked.txt"]));
-    assert!(git(&env, &["commit", "-q", "-m", "start"]));
+    assert!(env.git(&["add", "tracked.txt"]));
+    assert!(env.git(&["commit", "-q", "-m", "start"]));
     put(&env, "untracked.txt", b"untracked 1\n");
 
     let server = serve(vec![
@@ -1181,22 +1168,19 @@ fn a_rewind_after_a_conversation_only_rewind_knows_revolve_wrote_the_file() {
 fn a_dirty_tracked_file_is_rewound_to_its_dirty_content() {
     let env = TestEnv::new("shell-git-dirty");
     crate::common::require("git");
-    assert!(git(&env, &["init", "-q"]));
+    assert!(env.git(&["init", "-q"]));
     put(&env, "tracked.txt", b"committed\n");
-    assert!(git(&env, &["add", "tracked.txt"]));
-    assert!(git(
-        &env,
-        &[
-            "-c",
-            "user.name=T",
-            "-c",
-            "user.email=t@example.com",
-            "commit",
-            "-q",
-            "-m",
-            "start"
-        ]
-    ));
+    assert!(env.git(&["add", "tracked.txt"]));
+    assert!(env.git(&[
+        "-c",
+        "user.name=T",
+        "-c",
+        "user.email=t@example.com",
+        "commit",
+        "-q",
+        "-m",
+        "start"
+    ]));
     put(&env, "tracked.txt", b"dirty before the command\n");
 
     let server = serve(vec![

@@ -374,19 +374,6 @@ fn max_cost_refusals_are_no_turns_and_max_cost_raises_the_limit() {
     assert!(status.contains(" 1 turn "), "{status}\n{shown}");
 }
 
-fn git(env: &TestEnv, args: &[&str]) -> bool {
-    std::process::Command::new("git")
-        .args(args)
-        .current_dir(&env.cwd)
-        .env("HOME", &env.home)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CEILING_DIRECTORIES", &env.root)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Every file under `dir`, recursively.
 fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
@@ -412,12 +399,12 @@ fn a_key_in_a_changed_file_is_not_stored_and_unnamed_blobs_are_pruned() {
     let env = TestEnv::new("blob-keys");
     crate::common::require("git");
     const KEY: &str = "sk-test-very-secret-0123456789";
-    assert!(git(&env, &["init", "-q"]));
-    assert!(git(&env, &["config", "user.name", "Test"]));
-    assert!(git(&env, &["config", "user.email", "test@example.com"]));
+    assert!(env.git(&["init", "-q"]));
+    assert!(env.git(&["config", "user.name", "Test"]));
+    assert!(env.git(&["config", "user.email", "test@example.com"]));
     std::fs::write(env.cwd.join("k.txt"), "no key yet\n").unwrap();
-    assert!(git(&env, &["add", "."]));
-    assert!(git(&env, &["commit", "-q", "-m", "start"]));
+    assert!(env.git(&["add", "."]));
+    assert!(env.git(&["commit", "-q", "-m", "start"]));
     std::fs::write(env.root.join("secret.txt"), format!("token={KEY}\n")).unwrap();
     let copy = format!("cp {} k.txt", env.root.join("secret.txt").display());
     let script = script(&env, &[("shell", json!({ "command": copy }))]);
